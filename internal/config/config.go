@@ -1,0 +1,110 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// AnnotationPrefix is the prefix of every pod annotation the sidecar reads.
+const AnnotationPrefix = "skills-sidecar.io/"
+
+// EnvPrefix is the prefix of every environment variable the sidecar reads.
+const EnvPrefix = "SKILLS_SIDECAR_"
+
+// Config is the sidecar's runtime configuration. The zero value is not
+// useful; start from Defaults.
+//
+// Each field is one key. Its tags declare the key's name (flag `--name`,
+// environment SKILLS_SIDECAR_NAME with dashes as underscores, annotation
+// skills-sidecar.io/name), its default and its one-line help; the README's
+// configuration table is generated from them (see Table).
+type Config struct {
+	// Listen is the address of the MCP listener; the endpoint is /mcp.
+	Listen string `key:"listen" default:":8080" help:"Address (host:port) of the MCP listener. The MCP endpoint is /mcp."`
+	// Upstream is the URL of the MCP server the sidecar fronts. Empty means
+	// the embedded demo upstream.
+	Upstream string `key:"upstream" default:"" help:"URL of the upstream MCP endpoint (streamable HTTP), e.g. http://127.0.0.1:3000/mcp. Empty starts the embedded demo server and example plugin."`
+	// PluginDir is the plugin folder (Claude Code layout) to serve. Empty
+	// serves the embedded example when the demo upstream runs, and no
+	// skills otherwise.
+	PluginDir string `key:"plugin-dir" default:"" help:"Plugin folder (Claude Code layout: skills/, agents/, .claude-plugin/plugin.json), normally a mounted ConfigMap. Empty: the embedded example with the demo upstream, none otherwise."`
+	// MetricsListen is the address of the metrics and health listener.
+	MetricsListen string `key:"metrics-listen" default:":9090" help:"Address of the listener for /metrics, /healthz and /readyz, kept apart from MCP traffic. Empty disables it."`
+	// AnnotationsFile is the downward API file of the pod's annotations.
+	AnnotationsFile string `key:"annotations-file" default:"/etc/skills-sidecar/podinfo/annotations" help:"Downward API file with the pod's annotations; skills-sidecar.io/* keys in it configure the sidecar. A missing file is not an error."`
+	// UpstreamTimeout bounds the wait for the upstream's response headers.
+	UpstreamTimeout time.Duration `key:"upstream-timeout" default:"60s" help:"How long to wait for the upstream's response headers before answering 504. Streams, once started, are never cut by it."`
+	// DialTimeout bounds connecting to the upstream.
+	DialTimeout time.Duration `key:"dial-timeout" default:"5s" help:"How long to wait for a TCP connection to the upstream before answering 502."`
+	// DrainTimeout bounds graceful shutdown.
+	DrainTimeout time.Duration `key:"drain-timeout" default:"20s" help:"On SIGTERM or SIGINT: how long in-flight requests may take to finish before they are cut. Standalone GET streams are ended at once, cleanly, so clients reconnect elsewhere."`
+	// MaxBodyBytes limits a request body.
+	MaxBodyBytes int64 `key:"max-body-bytes" default:"4194304" help:"Largest request body accepted, in bytes; larger gets HTTP 413."`
+	// MaxEventBytes limits one SSE event the sidecar must parse.
+	MaxEventBytes int `key:"max-event-bytes" default:"16777216" help:"Largest single SSE event from the upstream that the sidecar parses (streams it rewrites); a larger one ends the stream loudly, never truncated."`
+	// LogLevel is the minimum level logged.
+	LogLevel string `key:"log-level" default:"info" help:"Minimum log level: debug, info, warn or error."`
+	// LogFormat selects the log encoding.
+	LogFormat string `key:"log-format" default:"auto" help:"Log encoding: json, console, or auto (console for the embedded demo, json otherwise)."`
+}
+
+// Validate reports every problem with c at once, joined, each naming its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("listen", "%q is not host:port", c.Listen)
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			bad("metrics-listen", "%q is not host:port", c.MetricsListen)
+		}
+	}
+	if c.Upstream != "" {
+		u, err := url.Parse(c.Upstream)
+		switch {
+		case err != nil:
+			bad("upstream", "%q is not a URL", c.Upstream)
+		case u.Scheme != "http" && u.Scheme != "https":
+			bad("upstream", "%q: scheme must be http or https", c.Upstream)
+		case u.Host == "":
+			bad("upstream", "%q has no host", c.Upstream)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"upstream-timeout", c.UpstreamTimeout}, {"dial-timeout", c.DialTimeout}, {"drain-timeout", c.DrainTimeout}} {
+		if d.v <= 0 {
+			bad(d.key, "must be positive, got %s", d.v)
+		}
+	}
+	if c.MaxBodyBytes <= 0 {
+		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxEventBytes <= 0 {
+		bad("max-event-bytes", "must be positive, got %d", c.MaxEventBytes)
+	}
+	if !oneOf(c.LogLevel, "debug", "info", "warn", "error") {
+		bad("log-level", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	if !oneOf(c.LogFormat, "auto", "json", "console") {
+		bad("log-format", "%q is not one of auto, json, console", c.LogFormat)
+	}
+	return errors.Join(errs...)
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if strings.EqualFold(v, a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,139 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDefaultsAreValid(t *testing.T) {
+	t.Parallel()
+	c := Defaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Defaults().Validate() = %v, want nil", err)
+	}
+	if c.Listen != ":8080" || c.UpstreamTimeout != 60*time.Second || c.MaxBodyBytes != 4<<20 {
+		t.Errorf("Defaults() = %+v, want listen :8080, upstream-timeout 60s, max-body-bytes 4 MiB", c)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	t.Parallel()
+	src := Sources{
+		Annotations: []byte(`skills-sidecar.io/listen=":1111"
+skills-sidecar.io/upstream="http://a:1/mcp"
+skills-sidecar.io/log-level="debug"
+skills-sidecar.io/inject="true"
+other.io/thing="ignored"
+`),
+		Environ: []string{"SKILLS_SIDECAR_LISTEN=:2222", "SKILLS_SIDECAR_UPSTREAM=http://b:2/mcp", "PATH=/bin"},
+		Args:    []string{"--listen", "127.0.0.1:3333", "extra"},
+	}
+	c, rest, err := Load(src)
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	got := [4]string{c.Listen, c.Upstream, c.LogLevel, strings.Join(rest, ",")}
+	want := [4]string{"127.0.0.1:3333", "http://b:2/mcp", "debug", "extra"}
+	if got != want {
+		t.Errorf("Load: (listen, upstream, log-level, rest) = %q, want %q", got, want)
+	}
+}
+
+func TestLoadRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		src  Sources
+		want []string // substrings each naming the key
+	}{
+		{"unknown flag", Sources{Args: []string{"--no-such-flag=1"}}, []string{"no-such-flag"}},
+		{"bad duration flag", Sources{Args: []string{"--drain-timeout", "soon"}}, []string{"drain-timeout", `"soon"`}},
+		{"unknown env", Sources{Environ: []string{"SKILLS_SIDECAR_LISTN=:1"}}, []string{"SKILLS_SIDECAR_LISTN"}},
+		{"bad env int", Sources{Environ: []string{"SKILLS_SIDECAR_MAX_BODY_BYTES=big"}}, []string{"SKILLS_SIDECAR_MAX_BODY_BYTES"}},
+		{"unknown annotation", Sources{Annotations: []byte(`skills-sidecar.io/lissen=":1"`)}, []string{"skills-sidecar.io/lissen"}},
+		{"bad annotation line", Sources{Annotations: []byte("garbage")}, []string{"line 1"}},
+		{"invalid values reported together", Sources{Args: []string{"--listen", "nocolon", "--upstream", "ftp://x/", "--log-level", "loud"}},
+			[]string{"listen:", "upstream:", "log-level:"}},
+		{"upstream without host", Sources{Args: []string{"--upstream", "http:///mcp"}}, []string{"upstream:", "no host"}},
+		{"negative limits", Sources{Args: []string{"--max-body-bytes", "0", "--max-event-bytes", "-1"}}, []string{"max-body-bytes", "max-event-bytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := Load(tt.src)
+			if err == nil {
+				t.Fatalf("Load(%+v) = nil error, want one naming %q", tt.src, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Load error = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	_, _, err := Load(Sources{Args: []string{"-h"}, Usage: &out})
+	if !errors.Is(err, ErrHelp) {
+		t.Fatalf("Load(-h) = %v, want ErrHelp", err)
+	}
+	if !strings.Contains(out.String(), "-upstream") {
+		t.Errorf("usage = %q, want it to list -upstream", out.String())
+	}
+}
+
+func TestParseAnnotations(t *testing.T) {
+	t.Parallel()
+	got, err := ParseAnnotations([]byte("a=\"1\"\n\nb=\"two \\\"quoted\\\"\\nline\"\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": "1", "b": "two \"quoted\"\nline"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseAnnotations mismatch (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"a=1", "=\"x\"", "a=\"1\"\na=\"2\"", "a=\"unterminated"} {
+		if _, err := ParseAnnotations([]byte(bad)); err == nil {
+			t.Errorf("ParseAnnotations(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+func TestTableListsEveryKey(t *testing.T) {
+	t.Parallel()
+	table := Table()
+	for _, f := range fields() {
+		if f.key == "" || f.help == "" {
+			t.Errorf("field %d has no key or help tag", f.index)
+		}
+		for _, w := range []string{"`--" + f.key + "`", EnvName(f.key), AnnotationPrefix + f.key} {
+			if !strings.Contains(table, w) {
+				t.Errorf("Table() lacks %q", w)
+			}
+		}
+	}
+}
+
+func FuzzParseAnnotations(f *testing.F) {
+	for _, s := range []string{"a=\"1\"\n", "k=\"\\u00e9\"", "x", "a=\"1\"\na=\"1\"", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseAnnotations(b)
+		if err != nil {
+			return
+		}
+		for k := range m {
+			if k == "" || strings.ContainsAny(k, "\n") {
+				t.Fatalf("ParseAnnotations(%q) produced key %q", b, k)
+			}
+		}
+	})
+}
