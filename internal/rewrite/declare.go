@@ -1,0 +1,273 @@
+package rewrite
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Extension identifiers the sidecar declares (SEP-2133 reverse-domain ids).
+const (
+	SkillsExtensionID = "io.modelcontextprotocol/skills" // SEP-2640
+	AgentsExtensionID = "io.modelcontextprotocol/agents" // agents WG draft
+)
+
+// ErrBadDeclaration reports a Declaration that cannot be spliced: an empty
+// extension id or settings that are not a JSON object.
+var ErrBadDeclaration = errors.New("rewrite: bad declaration")
+
+// Extension is one entry of capabilities.extensions (SEP-2133): an
+// identifier and its settings object, inline. Nil Settings means {}
+// ("supported, no settings").
+type Extension struct {
+	ID       string
+	Settings json.RawMessage
+}
+
+// Declaration is what SpliceDeclaration adds to a handshake result. The
+// zero Declaration adds nothing.
+type Declaration struct {
+	// Extensions go into result.capabilities.extensions, in this order.
+	Extensions []Extension
+	// AddResources adds "resources": {} to capabilities when it has no
+	// "resources" key: a skills server MUST declare resources (SEP-2640).
+	AddResources bool
+}
+
+// SkillsSidecar returns the sidecar's declaration (PROTOCOL.md §2): skills
+// with directoryRead, agents without listChanged, and resources.
+func SkillsSidecar() Declaration {
+	return Declaration{
+		Extensions: []Extension{
+			{ID: SkillsExtensionID, Settings: json.RawMessage(`{"directoryRead":true}`)},
+			{ID: AgentsExtensionID, Settings: json.RawMessage(`{"listChanged":false}`)},
+		},
+		AddResources: true,
+	}
+}
+
+// Validate returns an error wrapping ErrBadDeclaration when an extension has
+// an empty id or settings that are not one JSON object.
+func (d Declaration) Validate() error {
+	for _, ext := range d.Extensions {
+		if ext.ID == "" {
+			return fmt.Errorf("declaration: empty extension id: %w", ErrBadDeclaration)
+		}
+		if s := ext.Settings; s != nil && (!json.Valid(s) || trimWS(s)[0] != '{') {
+			return fmt.Errorf("declaration: extension %q: settings are not a JSON object: %w", ext.ID, ErrBadDeclaration)
+		}
+	}
+	return nil
+}
+
+func (d Declaration) empty() bool {
+	return len(d.Extensions) == 0 && !d.AddResources
+}
+
+// apply edits the capabilities object caps. Settings of an extension the
+// upstream already declares REPLACE the upstream's value in place: the
+// sidecar answers that extension's methods itself, so its settings are the
+// ones that describe what the client will get.
+func (d Declaration) apply(caps []byte) ([]byte, error) {
+	out := caps
+	for _, ext := range d.Extensions {
+		settings := []byte("{}")
+		if ext.Settings != nil {
+			settings = trimWS(ext.Settings)
+		}
+		var err error
+		if out, err = setKey(out, []string{"extensions", ext.ID}, settings); err != nil {
+			return nil, err
+		}
+	}
+	if d.AddResources {
+		if _, _, ok := lookup(out, []string{"resources"}); !ok {
+			return setKey(out, []string{"resources"}, []byte("{}"))
+		}
+	}
+	return out, nil
+}
+
+// handshake is what inspect learns about a message.
+type handshake struct {
+	result, caps          member
+	hasCaps               bool
+	hasProto, hasVersions bool
+}
+
+// capsObject reports whether capabilities is present and an object.
+func (h handshake) capsObject(msg []byte) bool {
+	return h.hasCaps && msg[h.caps.valStart] == '{'
+}
+
+// inspect reports whether msg is a response (result, no error, no method)
+// with an object result, and what that result holds. It does not validate.
+func inspect(msg []byte) (h handshake, ok bool) {
+	it := newObjIter(msg, skipWS(msg, 0))
+	hasResult := false
+	for m, more := it.next(); more; m, more = it.next() {
+		switch {
+		case keyIs(msg, m, "result"):
+			h.result, hasResult = m, true
+		case keyIs(msg, m, "error"), keyIs(msg, m, "method"):
+			return h, false
+		}
+	}
+	if it.err != nil || !hasResult || msg[h.result.valStart] != '{' {
+		return h, false
+	}
+	it = newObjIter(msg, h.result.valStart)
+	for m, more := it.next(); more; m, more = it.next() {
+		switch {
+		case keyIs(msg, m, "capabilities"):
+			h.caps, h.hasCaps = m, true
+		case keyIs(msg, m, "protocolVersion"):
+			h.hasProto = true
+		case keyIs(msg, m, "supportedVersions"):
+			h.hasVersions = true
+		}
+	}
+	return h, it.err == nil
+}
+
+// LooksLikeHandshakeResult reports whether msg is a response whose result
+// has "capabilities" (an object) and "protocolVersion" (an initialize
+// result) or "supportedVersions" (a server/discover result). It serves
+// streams where the request is unknown, such as an initialize reply
+// replayed on a GET stream after Last-Event-ID. It does not validate msg.
+func LooksLikeHandshakeResult(msg []byte) bool {
+	h, ok := inspect(msg)
+	return ok && h.capsObject(msg) && (h.hasProto || h.hasVersions)
+}
+
+// SpliceDeclaration adds the declaration d to msg, one JSON-RPC response
+// whose result is an initialize or server/discover result. The extensions
+// go into result.capabilities.extensions, creating "extensions" and
+// "capabilities" when absent, and "resources": {} is added when d asks for
+// it and capabilities has no "resources". New keys go at the end of their
+// object; an extension the upstream already declares has its settings
+// replaced in place by d's (the sidecar serves that extension, so d's
+// settings are the truth). Every other byte of msg is kept.
+//
+// A message that is not such a response (an error response, a request, a
+// result without capabilities, protocolVersion or supportedVersions, or
+// with capabilities or extensions that are not objects) comes back
+// unchanged with changed false and no error. Splicing is idempotent.
+// Errors: ErrParse when msg is not JSON, ErrBadDeclaration for a bad d; msg
+// is returned unchanged with them.
+func SpliceDeclaration(msg []byte, d Declaration) (out []byte, changed bool, err error) {
+	if err := d.Validate(); err != nil {
+		return msg, false, fmt.Errorf("splice declaration: %w", err)
+	}
+	if !json.Valid(msg) {
+		return msg, false, fmt.Errorf("splice declaration: %w", ErrParse)
+	}
+	return spliceValid(msg, d)
+}
+
+// spliceValid is SpliceDeclaration on valid JSON and a valid declaration.
+func spliceValid(msg []byte, d Declaration) ([]byte, bool, error) {
+	h, ok := inspect(msg)
+	if !ok || d.empty() || !(h.hasCaps || h.hasProto || h.hasVersions) {
+		return msg, false, nil
+	}
+	if !h.hasCaps {
+		caps, err := d.apply([]byte("{}"))
+		if err != nil {
+			return msg, false, fmt.Errorf("splice declaration: %w", err)
+		}
+		res := msg[h.result.valStart:h.result.valEnd]
+		res, err = setKey(res, []string{"capabilities"}, caps)
+		if err != nil {
+			return msg, false, fmt.Errorf("splice declaration: %w", err)
+		}
+		return replaceSpan(msg, h.result.valStart, h.result.valEnd, res), true, nil
+	}
+	if !h.capsObject(msg) {
+		return msg, false, nil
+	}
+	old := msg[h.caps.valStart:h.caps.valEnd]
+	caps, err := d.apply(old)
+	if errors.Is(err, ErrNotObject) { // "extensions" is not an object
+		return msg, false, nil
+	}
+	if err != nil {
+		return msg, false, fmt.Errorf("splice declaration: %w", err)
+	}
+	if bytes.Equal(caps, old) {
+		return msg, false, nil
+	}
+	return replaceSpan(msg, h.caps.valStart, h.caps.valEnd, caps), true, nil
+}
+
+// SpliceBatch splices d into the handshake responses of body, a JSON array
+// of responses (a 2025-03-26 batch reply); a single object body is handled
+// as a one-element batch. isHandshake gets each element's raw id and says
+// whether that id belongs to an initialize or server/discover request; nil
+// means "judge by LooksLikeHandshakeResult". Elements that are not spliced
+// keep every byte, as do the array's own separators and whitespace. Errors
+// are SpliceDeclaration's; body comes back unchanged with them.
+func SpliceBatch(body []byte, isHandshake func(id json.RawMessage) bool, d Declaration) ([]byte, bool, error) {
+	if err := d.Validate(); err != nil {
+		return body, false, fmt.Errorf("splice batch: %w", err)
+	}
+	if !json.Valid(body) {
+		return body, false, fmt.Errorf("splice batch: %w", ErrParse)
+	}
+	var out []byte
+	prev := 0
+	for _, span := range elements(body) {
+		elem := body[span[0]:span[1]]
+		if !wantSplice(elem, isHandshake) {
+			continue
+		}
+		spliced, changed, err := spliceValid(elem, d)
+		if err != nil {
+			return body, false, fmt.Errorf("splice batch: %w", err)
+		}
+		if changed {
+			out = append(out, body[prev:span[0]]...)
+			out = append(out, spliced...)
+			prev = span[1]
+		}
+	}
+	if out == nil {
+		return body, false, nil
+	}
+	return append(out, body[prev:]...), true, nil
+}
+
+// wantSplice decides whether a batch element is a handshake response.
+func wantSplice(elem []byte, isHandshake func(id json.RawMessage) bool) bool {
+	if isHandshake == nil {
+		return LooksLikeHandshakeResult(elem)
+	}
+	if elem[0] != '{' {
+		return false
+	}
+	id, ok := GetKey(elem, []string{"id"})
+	return ok && isHandshake(id)
+}
+
+// elements returns the spans of the elements of the valid JSON array b, or
+// of b's one value when it is not an array.
+func elements(b []byte) [][2]int {
+	i := skipWS(b, 0)
+	if b[i] != '[' {
+		end, _ := skipValue(b, i) // b is valid
+		return [][2]int{{i, end}}
+	}
+	var spans [][2]int
+	for i = skipWS(b, i+1); b[i] != ']'; {
+		end, err := skipValue(b, i)
+		if err != nil {
+			return spans
+		}
+		spans = append(spans, [2]int{i, end})
+		if i = skipWS(b, end); b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+	}
+	return spans
+}

@@ -1,0 +1,165 @@
+package rewrite
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotObject reports that an edit needed a JSON object (the document or a
+// value on the path) and found something else.
+var ErrNotObject = errors.New("rewrite: not a JSON object")
+
+// ErrEmptyPath reports an edit with no key to edit.
+var ErrEmptyPath = errors.New("rewrite: empty key path")
+
+// GetKey returns the raw value found by following path through nested
+// objects of the JSON document obj, and whether it is there. An empty path
+// returns the whole document without surrounding whitespace. Of duplicate
+// keys the last one counts, as in encoding/json. GetKey does not validate
+// obj: on malformed input it reports false or an unspecified sub-slice, and
+// never panics. The result aliases obj.
+func GetKey(obj []byte, path []string) (json.RawMessage, bool) {
+	start, end, ok := lookup(obj, path)
+	if !ok {
+		return nil, false
+	}
+	return obj[start:end:end], true
+}
+
+// lookup returns the span of the value at path.
+func lookup(b []byte, path []string) (start, end int, ok bool) {
+	i := skipWS(b, 0)
+	end, err := skipValue(b, i)
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, key := range path {
+		if b[i] != '{' {
+			return 0, 0, false
+		}
+		m, found, _ := findKey(b, i, key)
+		if !found {
+			return 0, 0, false
+		}
+		i, end = m.valStart, m.valEnd
+	}
+	return i, end, true
+}
+
+// SetKey returns a copy of the JSON object obj in which the value at path is
+// value. An existing value (the last of duplicate keys) is replaced in
+// place; a missing key is inserted as the last member of its parent object,
+// and missing intermediate objects are created. Every other byte of obj is
+// kept: key order, whitespace, escapes, numbers as written. An inserted
+// member copies the whitespace around the parent's last member, so a
+// pretty-printed object stays pretty; created objects are compact.
+//
+// Errors: ErrParse when obj or value is not valid JSON, ErrNotObject when
+// obj or a value on the path is not an object, ErrEmptyPath for no path.
+func SetKey(obj []byte, path []string, value json.RawMessage) ([]byte, error) {
+	if len(path) == 0 {
+		return nil, fmt.Errorf("set key: %w", ErrEmptyPath)
+	}
+	if !json.Valid(obj) {
+		return nil, fmt.Errorf("set key %s: document: %w", dotted(path), ErrParse)
+	}
+	if !json.Valid(value) {
+		return nil, fmt.Errorf("set key %s: value: %w", dotted(path), ErrParse)
+	}
+	return setKey(obj, path, trimWS(value))
+}
+
+// setKey is SetKey on input already known to be valid.
+func setKey(b []byte, path []string, value []byte) ([]byte, error) {
+	i := skipWS(b, 0)
+	for d, key := range path {
+		if i >= len(b) || b[i] != '{' {
+			return nil, fmt.Errorf("set key %s: at %q: %w", dotted(path), dotted(path[:d]), ErrNotObject)
+		}
+		m, found, it := findKey(b, i, key)
+		if it.err != nil {
+			return nil, fmt.Errorf("set key %s: %w", dotted(path), it.err)
+		}
+		if !found {
+			return insertMember(b, i, &it, path[d:], value), nil
+		}
+		if d == len(path)-1 {
+			return replaceSpan(b, m.valStart, m.valEnd, value), nil
+		}
+		i = m.valStart
+	}
+	return nil, fmt.Errorf("set key: %w", ErrEmptyPath)
+}
+
+// insertMember inserts "path[0]": {"path[1]": ... value} as the last member
+// of the object at b[start], whose walk it has completed.
+func insertMember(b []byte, start int, it *objIter, path []string, value []byte) []byte {
+	pos := start + 1 // an empty object: right after '{'
+	if it.count > 0 {
+		pos = it.last.valEnd
+	}
+	out := make([]byte, 0, len(b)+len(value)+nestedSize(path)+16)
+	out = append(out, b[:pos]...)
+	if it.count > 0 {
+		out = append(out, ',')
+		out = append(out, b[it.lead:it.last.keyStart]...)
+	}
+	out = appendString(out, path[0])
+	if it.count > 0 {
+		out = append(out, b[it.last.keyEnd:it.last.valStart]...)
+	} else {
+		out = append(out, ':')
+	}
+	out = appendNested(out, path[1:], value)
+	return append(out, b[pos:]...)
+}
+
+// appendNested appends {"p0":{"p1":...value}} (just value for no path).
+func appendNested(dst []byte, path []string, value []byte) []byte {
+	for _, key := range path {
+		dst = append(dst, '{')
+		dst = appendString(dst, key)
+		dst = append(dst, ':')
+	}
+	dst = append(dst, value...)
+	for range path {
+		dst = append(dst, '}')
+	}
+	return dst
+}
+
+func nestedSize(path []string) int {
+	n := 0
+	for _, key := range path {
+		n += len(key) + 5
+	}
+	return n
+}
+
+// replaceSpan returns a copy of b with b[start:end] replaced by repl.
+func replaceSpan(b []byte, start, end int, repl []byte) []byte {
+	out := make([]byte, 0, len(b)-(end-start)+len(repl))
+	out = append(out, b[:start]...)
+	out = append(out, repl...)
+	return append(out, b[end:]...)
+}
+
+// trimWS returns b without leading and trailing JSON whitespace.
+func trimWS(b []byte) []byte {
+	i := skipWS(b, 0)
+	j := len(b)
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r'
+}
+
+func dotted(path []string) string {
+	return strings.Join(path, ".")
+}
