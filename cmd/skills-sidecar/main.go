@@ -1,0 +1,25 @@
+// Command skills-sidecar gives an existing MCP server the Skills extension
+// (SEP-2640) and the agents extension without changing the server.
+//
+// Usage:
+//
+//	skills-sidecar [serve] [flags]   run the sidecar (the default)
+//	skills-sidecar lint DIR          check a plugin folder
+//	skills-sidecar version           print the version
+//
+// main only wires the process to run, which is tested directly.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

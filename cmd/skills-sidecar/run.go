@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// Exit codes of the process.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// run is the whole program: it dispatches the subcommand and returns the
+// process's exit code. environ is the process environment ("K=V" strings).
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return runServe(ctx, args, environ, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, versionString())
+		return exitOK
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "skills-sidecar: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+}
+
+const usage = `Usage:
+  skills-sidecar [serve] [flags]   run the sidecar (the default command)
+  skills-sidecar lint DIR          check a plugin folder as the sidecar would load it
+  skills-sidecar version           print the version
+
+Run "skills-sidecar serve -h" for the flags.
+`
+
+func versionString() string {
+	commit := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	return fmt.Sprintf("skills-sidecar %s (commit %s)", version, commit)
+}
+
+// loadConfig reads the configuration in its precedence; the annotations file
+// is found from the other sources first.
+func loadConfig(args, environ []string, readFile func(string) ([]byte, error), stderr io.Writer) (config.Config, error) {
+	first, _, err := config.Load(config.Sources{Environ: environ, Args: args, Usage: stderr})
+	if err != nil {
+		return first, err
+	}
+	ann, err := config.ReadAnnotations(readFile, first.AnnotationsFile)
+	if err != nil {
+		return first, err
+	}
+	cfg, rest, err := config.Load(config.Sources{Annotations: ann, Environ: environ, Args: args})
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("serve: unexpected argument %q", rest[0])
+	}
+	if errors.Is(err, config.ErrHelp) {
+		return cfg, err
+	}
+	return cfg, err
+}

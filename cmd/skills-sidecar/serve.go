@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	cfg, err := loadConfig(args, environ, os.ReadFile, stderr)
+	if errors.Is(err, config.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "skills-sidecar: invalid configuration:\n%v\n", err)
+		return exitUsage
+	}
+	demoMode := cfg.Upstream == ""
+	log, err := newLogger(cfg, demoMode, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "skills-sidecar: %v\n", err)
+		return exitUsage
+	}
+	defer func() { _ = log.Sync() }()
+	if err := serve(ctx, cfg, log, stdout); err != nil {
+		log.Error("sidecar stopped", zap.Error(err))
+		return exitFail
+	}
+	return exitOK
+}
+
+func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("log-level: %w", err)
+	}
+	format := cfg.LogFormat
+	if format == "auto" {
+		format = "json"
+		if demoMode {
+			format = "console"
+		}
+	}
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	encCfg.EncodeDuration = zapcore.StringDurationEncoder
+	var enc zapcore.Encoder
+	if format == "console" {
+		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(encCfg)
+	} else {
+		enc = zapcore.NewJSONEncoder(encCfg)
+	}
+	core := zapcore.NewCore(enc, zapcore.AddSync(stderr), zap.NewAtomicLevelAt(lvl))
+	return zap.New(core), nil
+}
+
+// serve runs the sidecar until ctx is done, then drains.
+func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer) error {
+	upstream := cfg.Upstream
+	if upstream == "" {
+		u, stop, err := demo.Start(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		upstream = u
+		log.Info("no --upstream given: started the embedded demo upstream", zap.String("url", u))
+	}
+	up, err := url.Parse(upstream)
+	if err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	p, err := proxy.New(proxy.Options{
+		Upstream:        up,
+		Declaration:     rewrite.SkillsSidecar(),
+		Logger:          log,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		MaxEventBytes:   cfg.MaxEventBytes,
+		UpstreamTimeout: cfg.UpstreamTimeout,
+		DialTimeout:     cfg.DialTimeout,
+	})
+	if err != nil {
+		return err
+	}
+
+	var draining atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", p)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: zap.NewStdLog(log.Named("http"))}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	var mln net.Listener
+	var msrv *http.Server
+	if cfg.MetricsListen != "" {
+		mln, err = net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listen on %s (metrics-listen): %w", cfg.MetricsListen, err)
+		}
+		msrv = &http.Server{Handler: healthMux(&draining), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	mcpURL := "http://" + displayAddr(ln.Addr()) + "/mcp"
+	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", upstream), zap.String("version", version))
+	if cfg.Upstream == "" {
+		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\nTry it with the MCP Inspector:\n  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --transport http --method tools/list\n\n", version, mcpURL, mcpURL)
+	}
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining", zap.Duration("drain-timeout", cfg.DrainTimeout))
+	draining.Store(true)
+	p.EndStreams()
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	err = srv.Shutdown(dctx)
+	if err != nil {
+		log.Warn("drain timeout reached: closing remaining connections", zap.Error(err))
+		_ = srv.Close()
+	}
+	if msrv != nil {
+		_ = msrv.Close()
+	}
+	return nil
+}
+
+func healthMux(draining *atomic.Bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+// displayAddr turns a listener address into one a person can paste: an
+// unspecified host becomes 127.0.0.1.
+func displayAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+}

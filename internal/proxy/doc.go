@@ -1,0 +1,11 @@
+// Package proxy owns the sidecar's MCP listener path: reading the envelope of
+// each request, routing it (answered by the sidecar or forwarded), forwarding
+// streamable HTTP to the upstream with httputil.ReverseProxy, applying the
+// response hooks (declaration splicing), and turning every failure into one
+// JSON-RPC error with the HTTP status the spec names.
+//
+// It must not parse or re-encode what it does not change: bodies it forwards
+// untouched are streamed as they come, SSE events are passed through by their
+// raw bytes, and the pure transformations live in internal/rewrite. It holds
+// no state beyond the streams it is serving, so any number of replicas work.
+package proxy

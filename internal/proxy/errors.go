@@ -1,0 +1,82 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+)
+
+// JSON-RPC error codes the proxy itself answers with.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// Error is a failure the proxy reports to the client: a JSON-RPC error and
+// the HTTP status that carries it.
+type Error struct {
+	Status  int
+	Code    int
+	Message string
+	// Data is the error's data member; nil omits it.
+	Data any
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// upstreamError maps a transport failure talking to the upstream to the reply
+// the client gets: 504 for a timeout, 502 for everything else, with a reason
+// in data so that clients and operators can tell them apart.
+func upstreamError(err error) *Error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return &Error{Status: http.StatusGatewayTimeout, Code: CodeInternalError,
+			Message: "upstream did not answer in time: " + err.Error(),
+			Data:    map[string]string{"reason": "upstream_timeout"}}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &Error{Status: http.StatusBadGateway, Code: CodeInternalError,
+			Message: "upstream refused the connection: " + err.Error(),
+			Data:    map[string]string{"reason": "upstream_unreachable"}}
+	default:
+		return &Error{Status: http.StatusBadGateway, Code: CodeInternalError,
+			Message: "upstream failed: " + err.Error(),
+			Data:    map[string]string{"reason": "upstream_error"}}
+	}
+}
+
+// writeError is the one place where the proxy's own failures become wire
+// replies: a JSON-RPC error object echoing the request's raw id (null when
+// there is none) with the status of e.
+func writeError(w http.ResponseWriter, id json.RawMessage, e *Error) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    any    `json:"data,omitempty"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id}
+	body.Error.Code, body.Error.Message, body.Error.Data = e.Code, e.Message, e.Data
+	b, err := json.Marshal(body)
+	if err != nil { // only a Data that cannot be encoded; drop it
+		body.Error.Data = nil
+		b, _ = json.Marshal(body)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,147 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// rewriteRequest points the outbound request at the upstream. httputil has
+// already removed hop-by-hop headers; every other header (Authorization,
+// Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID,
+// traceparent, …) passes as the client sent it.
+func (p *Proxy) rewriteRequest(pr *httputil.ProxyRequest) {
+	u := p.opts.Upstream
+	pr.Out.URL.Scheme = u.Scheme
+	pr.Out.URL.Host = u.Host
+	pr.Out.URL.Path = u.Path
+	pr.Out.URL.RawPath = u.RawPath
+	pr.Out.URL.RawQuery = u.RawQuery
+	// The upstream's own Host: a go-sdk server on loopback answers 403 to a
+	// foreign one (DNS rebinding protection).
+	pr.Out.Host = ""
+	pr.SetXForwarded()
+	if pl := planFrom(pr.In.Context()); len(pl.handshake) > 0 || pl.stream {
+		// A reply the proxy may rewrite must come uncompressed.
+		pr.Out.Header.Del("Accept-Encoding")
+	}
+}
+
+// modifyResponse applies the response hooks. Replies that need no change are
+// left alone and streamed by httputil exactly as they come.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	mt := mediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		// Tell any buffering hop (nginx and kin) to pass events at once.
+		resp.Header.Set("X-Accel-Buffering", "no")
+	}
+	pl := planFrom(resp.Request.Context())
+	if resp.StatusCode != http.StatusOK || (len(pl.handshake) == 0 && !pl.stream) {
+		return nil
+	}
+	switch mt {
+	case "application/json":
+		if pl.stream {
+			return nil
+		}
+		return p.rewriteJSON(resp, pl)
+	case "text/event-stream":
+		resp.Body = &sseBody{
+			r:     rewrite.NewReader(resp.Body, p.opts.MaxEventBytes),
+			body:  resp.Body,
+			match: p.eventMatcher(pl),
+			decl:  p.opts.Declaration,
+			stop:  p.streamStop(pl),
+		}
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	}
+	return nil
+}
+
+// streamStop returns the channel that ends this stream cleanly on shutdown:
+// only standalone GET streams are ended early; POST replies drain.
+func (p *Proxy) streamStop(pl *plan) <-chan struct{} {
+	if pl.stream {
+		return p.stopStreams
+	}
+	return nil
+}
+
+// eventMatcher decides which responses in a reply get the declaration: on a
+// POST, the replies to the handshake requests it carried; on a GET stream,
+// where the request is unknown, any reply shaped like a handshake result (an
+// initialize reply replayed after Last-Event-ID).
+func (p *Proxy) eventMatcher(pl *plan) func(msg []byte) bool {
+	if pl.stream {
+		return rewrite.LooksLikeHandshakeResult
+	}
+	return func(msg []byte) bool {
+		m, err := rewrite.ParseMessage(msg)
+		return err == nil && m.Kind == rewrite.KindResponse && pl.isHandshakeID(m.ID)
+	}
+}
+
+func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(p.opts.MaxEventBytes)+1))
+	_ = resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read upstream reply: %w", err)
+	}
+	if len(b) > p.opts.MaxEventBytes {
+		return fmt.Errorf("upstream reply larger than %d bytes: %w", p.opts.MaxEventBytes, errTooLarge)
+	}
+	var out []byte
+	if pl.batch {
+		out, _, err = rewrite.SpliceBatch(b, pl.isHandshakeID, p.opts.Declaration)
+	} else {
+		out, _, err = rewrite.SpliceDeclaration(b, p.opts.Declaration)
+	}
+	if err != nil {
+		// Not ours to judge: pass the upstream's bytes on as they were.
+		p.log.Warn("handshake reply not rewritten", zap.Error(err))
+		out = b
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	resp.ContentLength = int64(len(out))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	return nil
+}
+
+var errTooLarge = errors.New("proxy: upstream message too large")
+
+// handleUpstreamError answers when the upstream could not be reached or its
+// reply could not be read before headers were sent.
+func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		return // the client went away; nobody is listening
+	}
+	e := upstreamError(err)
+	if errors.Is(err, errTooLarge) {
+		e = &Error{Status: http.StatusBadGateway, Code: CodeInternalError, Message: err.Error(),
+			Data: map[string]string{"reason": "upstream_message_too_large"}}
+	}
+	p.log.Warn("upstream request failed", zap.String("method", r.Method), zap.Int("status", e.Status), zap.Error(err))
+	writeError(w, planFrom(r.Context()).id, e)
+}
+
+func mediaType(ct string) string {
+	if ct == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ""
+	}
+	return mt
+}

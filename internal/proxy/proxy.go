@@ -1,0 +1,243 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxBodyBytes    = 4 << 20
+	DefaultMaxEventBytes   = 16 << 20
+	DefaultUpstreamTimeout = 60 * time.Second
+	DefaultDialTimeout     = 5 * time.Second
+)
+
+// Local answers the methods the sidecar owns (skills/*, agents/*, reads of
+// the files it serves). The proxy asks it about every single (non-batch)
+// request before forwarding.
+type Local interface {
+	// ServeLocal answers msg and reports true, or reports false without
+	// writing anything when the request is the upstream's business.
+	ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool
+}
+
+// Options configure a Proxy. The zero value of every field but Upstream works.
+type Options struct {
+	// Upstream is the upstream MCP endpoint; requests go to exactly this URL
+	// whatever path they arrived on. Required.
+	Upstream *url.URL
+	// Transport carries requests to the upstream. Nil means a transport tuned
+	// for one loopback upstream (keep-alive pool, DialTimeout,
+	// UpstreamTimeout for response headers, no transparent compression).
+	Transport http.RoundTripper
+	// Local answers owned methods; nil forwards everything.
+	Local Local
+	// Declaration is spliced into initialize and server/discover results.
+	// The zero value splices nothing.
+	Declaration rewrite.Declaration
+	// Logger receives one line per failure; nil logs nothing.
+	Logger *zap.Logger
+	// MaxBodyBytes limits request bodies (413 past it); 0 means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxEventBytes limits one SSE event or JSON reply the proxy must parse
+	// to rewrite; 0 means DefaultMaxEventBytes.
+	MaxEventBytes int
+	// UpstreamTimeout bounds the wait for response headers when Transport is
+	// nil; 0 means DefaultUpstreamTimeout.
+	UpstreamTimeout time.Duration
+	// DialTimeout bounds connecting when Transport is nil; 0 means
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+}
+
+// Proxy is the sidecar's MCP handler. Create it with New.
+type Proxy struct {
+	opts Options
+	rp   *httputil.ReverseProxy
+	log  *zap.Logger
+
+	// stopStreams is closed by EndStreams; standalone GET streams watch it.
+	stopOnce    sync.Once
+	stopStreams chan struct{}
+}
+
+// New returns a Proxy forwarding to opts.Upstream.
+func New(opts Options) (*Proxy, error) {
+	if opts.Upstream == nil || opts.Upstream.Host == "" {
+		return nil, errors.New("proxy: upstream URL required")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxEventBytes <= 0 {
+		opts.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if opts.UpstreamTimeout <= 0 {
+		opts.UpstreamTimeout = DefaultUpstreamTimeout
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = DefaultDialTimeout
+	}
+	if opts.Transport == nil {
+		opts.Transport = newTransport(opts.DialTimeout, opts.UpstreamTimeout)
+	}
+	p := &Proxy{opts: opts, log: opts.Logger, stopStreams: make(chan struct{})}
+	if p.log == nil {
+		p.log = zap.NewNop()
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewriteRequest,
+		Transport:      opts.Transport,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.handleUpstreamError,
+		// SSE replies and replies without a length are flushed after every
+		// write by httputil itself; JSON replies are one write.
+		FlushInterval: 0,
+		ErrorLog:      zap.NewStdLog(p.log.Named("httputil")),
+	}
+	return p, nil
+}
+
+func newTransport(dial, header time.Duration) *http.Transport {
+	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 nil, // the upstream is on loopback: never via an HTTP proxy
+		DialContext:           d.DialContext,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   512,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: header,
+		ExpectContinueTimeout: time.Second,
+		// Bytes pass through as the upstream encoded them; a reply the proxy
+		// must rewrite is requested without Accept-Encoding instead.
+		DisableCompression: true,
+	}
+}
+
+// EndStreams ends every standalone GET stream cleanly, at an event boundary,
+// and makes new ones end at once. Used on shutdown so that clients reconnect
+// (with Last-Event-ID) to another replica while POSTs drain.
+func (p *Proxy) EndStreams() {
+	p.stopOnce.Do(func() { close(p.stopStreams) })
+}
+
+// ServeHTTP implements http.Handler for the MCP endpoint.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		// GET streams (and their Last-Event-ID replays) may carry an
+		// initialize reply; DELETE and others pass straight through.
+		pl := &plan{stream: r.Method == http.MethodGet}
+		p.rp.ServeHTTP(w, r.WithContext(withPlan(r.Context(), pl)))
+		return
+	}
+	body, err := readBody(w, r, p.opts.MaxBodyBytes)
+	if err != nil {
+		writeError(w, nil, err)
+		return
+	}
+	msgs, batch, perr := rewrite.ParseBody(body)
+	if perr != nil {
+		writeError(w, nil, parseError(perr))
+		return
+	}
+	if !batch && p.opts.Local != nil && msgs[0].Kind == rewrite.KindRequest {
+		if p.opts.Local.ServeLocal(w, r, msgs[0]) {
+			return
+		}
+	}
+	pl := &plan{batch: batch}
+	for _, m := range msgs {
+		if m.Kind == rewrite.KindRequest && isHandshake(m.Method) {
+			pl.handshake = append(pl.handshake, m.ID)
+		}
+	}
+	if !batch && msgs[0].Kind == rewrite.KindRequest {
+		pl.id = msgs[0].ID
+	}
+	out := r.WithContext(withPlan(r.Context(), pl))
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	p.rp.ServeHTTP(w, out)
+}
+
+func isHandshake(method string) bool {
+	return method == "initialize" || method == "server/discover"
+}
+
+// readBody reads the whole request body up to max bytes.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *Error) {
+	if r.ContentLength > max {
+		return nil, tooLarge(max)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge(max)
+	case err != nil:
+		return nil, &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "read request body: " + err.Error()}
+	}
+	return b, nil
+}
+
+func tooLarge(max int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeInvalidRequest,
+		Message: fmt.Sprintf("request body larger than %d bytes", max)}
+}
+
+func parseError(err error) *Error {
+	switch {
+	case errors.Is(err, rewrite.ErrParse):
+		return &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "parse error: body is not JSON"}
+	default:
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()}
+	}
+}
+
+// plan is what the request path learned that the response path needs.
+type plan struct {
+	id        json.RawMessage   // the single request's id, for error replies
+	handshake []json.RawMessage // ids of initialize/server/discover requests
+	batch     bool
+	stream    bool // a GET stream: look for replayed handshake replies
+}
+
+func (pl *plan) isHandshakeID(id json.RawMessage) bool {
+	for _, h := range pl.handshake {
+		if bytes.Equal(h, id) {
+			return true
+		}
+	}
+	return false
+}
+
+type planKey struct{}
+
+func withPlan(ctx context.Context, pl *plan) context.Context {
+	return context.WithValue(ctx, planKey{}, pl)
+}
+
+func planFrom(ctx context.Context) *plan {
+	pl, _ := ctx.Value(planKey{}).(*plan)
+	if pl == nil {
+		return &plan{}
+	}
+	return pl
+}
