@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # single-quoted jq programs use jq's own $variables
+# e2e-inspector.sh: the sidecar must be invisible to a real MCP client for
+# everything it forwards. It starts the reference server
+# @modelcontextprotocol/server-everything on a free loopback port, starts
+# bin/skills-sidecar in front of it, and makes the same inspector CLI calls
+# (@modelcontextprotocol/inspector --cli) once directly and once through the
+# sidecar, with --protocol-era legacy and auto. The two JSON outputs of every
+# call must be equal after the normalisations listed below. Prints one line per
+# call and "N passed, N failed" at the end; exits 1 when any call failed, 2 on a
+# setup error.
+#
+# Usage:
+#   scripts/e2e-inspector.sh [--sidecar-bin PATH] [--plugin-dir DIR]
+#   scripts/e2e-inspector.sh --sidecar-url URL|upstream
+#       use a sidecar that is already running at URL instead of starting one
+#       (it must forward to the server-everything this script starts, so this
+#       is mostly useful as "upstream": compare the upstream with itself, a
+#       dry run of the harness that skips the declaration checks)
+#   scripts/e2e-inspector.sh --self-test
+#       run the comparison on fixed pairs of outputs, some deliberately
+#       different, and show that each difference is caught
+# Environment: E2E_TOOLS_DIR (see install-e2e-tools.sh), E2E_CALL_TIMEOUT
+# (seconds per inspector call, default 60), E2E_START_TIMEOUT (seconds to wait
+# for each server, default 30), E2E_KEEP=1 keeps the work directory.
+#
+# Inspector CLI findings (2.12.0):
+#   mcp-inspector --cli URL --method M [--format json] [--protocol-era E]
+#     --transport http is inferred from a URL ending in /mcp.
+#     --protocol-era legacy (default for an ad-hoc URL): initialize handshake.
+#     --protocol-era modern: 2026-07-28 only; against a legacy-only server it
+#       fails with "Version negotiation failed ... via server/discover".
+#     --protocol-era auto: probes server/discover, falls back to initialize.
+#     --format json prints {"result": ...} on stdout, or {"error": {code,
+#       message}} on stdout for a failed call; no banners.
+#     tools/call: --tool-name N and --tool-arg k=v ... (values coerced) or
+#       --tool-args-json '{"k":...}' (verbatim). resources/read: --uri U.
+#     --method initialize prints {serverInfo, protocolVersion, capabilities,
+#       instructions} as the client saw them.
+#     It writes state under $HOME/.mcp-inspector, so HOME points at a scratch
+#     directory here.
+#   Exit codes: 0 ok; 1 usage or a JSON-RPC error (e.g. unknown resource,
+#     unknown method, skills extension not declared); 2 no MCP App (--app-info);
+#     3 auth required; 4 unreachable; 5 tool error (also unknown tool);
+#     6 unportable tool schema (--strict); 7 --verify found a SEP-2640
+#     violation (digest/size mismatch ...); 8 --verify could not check the whole
+#     catalog within its read bounds; 9 --verify --require-digests met a skill
+#     with resources "dynamic".
+#
+# Normalisations (fields that legitimately differ), applied to both sides:
+#   - resources/read of demo://resource/dynamic/blob/N: server-everything
+#     builds the blob from the wall-clock time of the read ("... created at
+#     5:58:58 AM", base64), so the two reads differ by the clock; the blob is
+#     decoded and the time masked. (The static text document has no such field.)
+#   - resources/list: the sidecar appends its own skill:// resources on the
+#     last page when it has a plugin folder; entries with a skill:// URI are
+#     dropped before comparing.
+#   - initialize: the sidecar adds capabilities.extensions
+#     io.modelcontextprotocol/skills = {"directoryRead": true} and
+#     io.modelcontextprotocol/agents = {"listChanged": false} (and "resources":
+#     {} when the upstream has none; server-everything has). Those exact values
+#     are checked on the sidecar side and then removed; everything else must be
+#     equal.
+set -euo pipefail
+
+E2E_NAME=e2e-inspector
+# shellcheck source=scripts/e2e-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/e2e-lib.sh"
+
+SKILLS_EXT=io.modelcontextprotocol/skills
+AGENTS_EXT=io.modelcontextprotocol/agents
+TEXT_URI=demo://resource/static/document/architecture.md
+BLOB_URI=demo://resource/dynamic/blob/1
+
+# Normalising jq filters, by call kind. They are jq programs, not shell: the
+# $names in them are jq variables ($skills and $agents come from --arg).
+JQ_IDENTITY='.'
+JQ_BLOB='if (.result.contents? | type) == "array" then
+  .result.contents |= map(if has("blob")
+    then .blob |= (@base64d | sub("created at [^\n]*$"; "created at <time>"))
+    else . end)
+  else . end'
+JQ_RESOURCES_LIST='if (.result.resources? | type) == "array" then
+  .result.resources |= map(select((.uri // "") | startswith("skill://") | not))
+  else . end'
+# JQ_INIT_DECLARED raises an error unless the sidecar's declarations are
+# exactly the ones PROTOCOL.md section 2 names; JQ_INIT_STRIP removes them.
+JQ_INIT_DECLARED='.result.capabilities.extensions as $e
+  | if ($e | type) != "object" then error("capabilities.extensions missing")
+    elif $e[$skills] != {"directoryRead": true}
+      then error("\($skills) is \($e[$skills] | tojson), want {\"directoryRead\":true}")
+    elif $e[$agents] != {"listChanged": false}
+      then error("\($agents) is \($e[$agents] | tojson), want {\"listChanged\":false}")
+    else . end'
+JQ_INIT_STRIP='del(.result.capabilities.extensions[$skills, $agents])
+  | if .result.capabilities.extensions == {} then del(.result.capabilities.extensions) else . end'
+
+# jqx runs jq with the extension identifiers bound to $skills and $agents.
+jqx() { jq --arg skills "$SKILLS_EXT" --arg agents "$AGENTS_EXT" "$@"; }
+
+PASSED=0
+FAILED=0
+
+# record NAME VERDICT [MESSAGE] counts and prints one result line.
+record() {
+  if [[ $2 == ok ]]; then
+    PASSED=$((PASSED + 1))
+    printf 'PASS %s\n' "$1"
+  else
+    FAILED=$((FAILED + 1))
+    printf 'FAIL %s: %s\n' "$1" "$3"
+  fi
+}
+
+# compare_json NAME FILTER DIRECT_FILE SIDECAR_FILE [SIDECAR_CHECK] returns 0
+# when both files hold JSON that is equal after FILTER (and after sorting keys),
+# and SIDECAR_CHECK (a jq program that raises an error when the sidecar side
+# is wrong) passes. Otherwise it prints why on stdout, a diff included, and
+# returns 1.
+compare_json() {
+  local name=$1 filter=$2 direct=$3 sidecar=$4 check=${5:-} a b err
+  if ! a=$(jqx -S "$filter" "$direct" 2>&1); then
+    printf '%s: direct output is not the expected JSON: %s\n' "$name" "$(head -c 300 "$direct")"
+    return 1
+  fi
+  if [[ -n $check ]] && ! err=$(jqx "$check" "$sidecar" 2>&1 >/dev/null); then
+    printf '%s: sidecar output fails its check: %s\n' "$name" "$err"
+    return 1
+  fi
+  if ! b=$(jqx -S "$filter" "$sidecar" 2>&1); then
+    printf '%s: sidecar output is not the expected JSON: %s\n' "$name" "$(head -c 300 "$sidecar")"
+    return 1
+  fi
+  if [[ $a != "$b" ]]; then
+    printf '%s: outputs differ (- direct, + through sidecar):\n' "$name"
+    diff -u <(printf '%s\n' "$a") <(printf '%s\n' "$b") | tail -n +3 | head -n 40
+    return 1
+  fi
+  return 0
+}
+
+# run_pair NAME FILTER CHECK ERA ARGS... makes one inspector call directly and
+# through the sidecar, and records the comparison.
+run_pair() {
+  local name=$1 filter=$2 check=$3 era=$4 rc_d=0 rc_s=0 msg
+  shift 4
+  local base=$WORK/${name//[^A-Za-z0-9_.-]/_}
+  e2e_inspector "$DIRECT_URL" --format json --protocol-era "$era" "$@" >"$base.direct.json" 2>"$base.direct.err" || rc_d=$?
+  e2e_inspector "$SIDECAR_URL" --format json --protocol-era "$era" "$@" >"$base.sidecar.json" 2>"$base.sidecar.err" || rc_s=$?
+  if ((rc_d != 0)); then
+    record "$name" fail "direct call exited $rc_d: $(head -c 300 "$base.direct.json") $(head -c 300 "$base.direct.err")"
+    return
+  fi
+  if ((rc_s != 0)); then
+    record "$name" fail "call through the sidecar exited $rc_s: $(head -c 300 "$base.sidecar.json") $(head -c 300 "$base.sidecar.err")"
+    return
+  fi
+  if msg=$(compare_json "$name" "$filter" "$base.direct.json" "$base.sidecar.json" "$check"); then
+    record "$name" ok
+  else
+    record "$name" fail "$msg"
+  fi
+}
+
+# self_case NAME WANT FILTER CHECK DIRECT_JSON SIDECAR_JSON runs compare_json
+# on the two literal outputs; WANT is "equal" or "differ".
+self_case() {
+  local name=$1 want=$2 filter=$3 check=$4 got msg
+  printf '%s\n' "$5" >"$WORK/self.direct.json"
+  printf '%s\n' "$6" >"$WORK/self.sidecar.json"
+  if msg=$(compare_json "$name" "$filter" "$WORK/self.direct.json" "$WORK/self.sidecar.json" "$check"); then
+    got=equal
+  else
+    got=differ
+  fi
+  if [[ $got == "$want" ]]; then
+    record "self-test $name (want $want)" ok
+    if [[ -n $msg ]]; then printf '%s\n' "$msg" | sed 's/^/    caught: /'; fi
+  else
+    record "self-test $name (want $want)" fail "compare_json said $got: $msg"
+  fi
+}
+
+self_test() {
+  local tools='{"result":{"tools":[{"name":"echo","description":"Echoes back the input string","inputSchema":{"type":"object"}}]}}'
+  local tools_reordered='{"result":{"tools":[{"inputSchema":{"type":"object"},"description":"Echoes back the input string","name":"echo"}]}}'
+  local tools_changed='{"result":{"tools":[{"name":"echo","description":"Echoes back the input","inputSchema":{"type":"object"}}]}}'
+  local blob1 blob2 blob3
+  blob1=$(jq -cn --arg b "$(printf 'Resource 1: This is a base64 blob created at 5:58:58 AM' | base64 -w0)" \
+    '{result:{contents:[{uri:"demo://resource/dynamic/blob/1",mimeType:"text/plain",blob:$b}]}}')
+  blob2=$(jq -cn --arg b "$(printf 'Resource 1: This is a base64 blob created at 5:59:03 AM' | base64 -w0)" \
+    '{result:{contents:[{uri:"demo://resource/dynamic/blob/1",mimeType:"text/plain",blob:$b}]}}')
+  blob3=$(jq -cn --arg b "$(printf 'Resource 2: This is a base64 blob created at 5:59:03 AM' | base64 -w0)" \
+    '{result:{contents:[{uri:"demo://resource/dynamic/blob/1",mimeType:"text/plain",blob:$b}]}}')
+  local init='{"result":{"serverInfo":{"name":"e","version":"2"},"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"resources":{}}}}'
+  local init_ok init_no_agents init_bad_skills init_changed
+  init_ok=$(jqx -c '.result.capabilities.extensions = {($skills): {"directoryRead": true}, ($agents): {"listChanged": false}}' <<<"$init")
+  init_no_agents=$(jqx -c 'del(.result.capabilities.extensions[$agents])' <<<"$init_ok")
+  init_bad_skills=$(jqx -c '.result.capabilities.extensions[$skills] = {"config": {"directoryRead": true}}' <<<"$init_ok")
+  init_changed=$(jq -c '.result.capabilities.tools.listChanged = false' <<<"$init_ok")
+  local rl='{"result":{"resources":[{"uri":"demo://resource/static/document/a.md","name":"a.md"}]}}'
+  local rl_skill rl_lost
+  rl_skill=$(jq -c '.result.resources += [{"uri":"skill://git-workflow/SKILL.md","name":"git-workflow"}]' <<<"$rl")
+  rl_lost=$(jq -c '.result.resources = [{"uri":"skill://git-workflow/SKILL.md","name":"git-workflow"}]' <<<"$rl")
+
+  self_case same-json-other-key-order equal "$JQ_IDENTITY" '' "$tools" "$tools_reordered"
+  self_case tool-description-changed differ "$JQ_IDENTITY" '' "$tools" "$tools_changed"
+  self_case sidecar-printed-an-error differ "$JQ_IDENTITY" '' "$tools" '{"error":{"code":"unreachable","message":"fetch failed"}}'
+  self_case sidecar-printed-no-json differ "$JQ_IDENTITY" '' "$tools" 'Error: something broke'
+  self_case blob-read-at-another-time equal "$JQ_BLOB" '' "$blob1" "$blob2"
+  self_case blob-other-content differ "$JQ_BLOB" '' "$blob1" "$blob3"
+  self_case resources-list-plus-skills equal "$JQ_RESOURCES_LIST" '' "$rl" "$rl_skill"
+  self_case resources-list-lost-upstream-entry differ "$JQ_RESOURCES_LIST" '' "$rl" "$rl_lost"
+  self_case initialize-declared equal "$JQ_INIT_STRIP" "$JQ_INIT_DECLARED" "$init" "$init_ok"
+  self_case initialize-not-declared differ "$JQ_INIT_STRIP" "$JQ_INIT_DECLARED" "$init" "$init"
+  self_case initialize-agents-missing differ "$JQ_INIT_STRIP" "$JQ_INIT_DECLARED" "$init" "$init_no_agents"
+  self_case initialize-skills-enveloped differ "$JQ_INIT_STRIP" "$JQ_INIT_DECLARED" "$init" "$init_bad_skills"
+  self_case initialize-upstream-capability-changed differ "$JQ_INIT_STRIP" "$JQ_INIT_DECLARED" "$init" "$init_changed"
+}
+
+main() {
+  local mode=run sidecar_bin=$E2E_ROOT/bin/skills-sidecar sidecar_url='' plugin_dir=''
+  while (($#)); do
+    case $1 in
+      --self-test) mode=self-test ;;
+      --sidecar-bin) sidecar_bin=${2:?--sidecar-bin needs a path}; shift ;;
+      --sidecar-url) sidecar_url=${2:?--sidecar-url needs a URL}; shift ;;
+      --plugin-dir) plugin_dir=${2:?--plugin-dir needs a directory}; shift ;;
+      -h | --help) sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+      *) e2e_die "unknown argument $1 (try --help)" ;;
+    esac
+    shift
+  done
+  command -v jq >/dev/null || e2e_die "jq not found (Debian package jq)"
+
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/e2e-inspector.XXXXXX")
+  trap 'e2e_cleanup; if [[ ${E2E_KEEP:-} == 1 ]]; then e2e_log "kept $WORK"; else rm -rf "$WORK"; fi' EXIT
+  trap 'exit 130' INT TERM
+
+  if [[ $mode == self-test ]]; then
+    self_test
+    printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
+    ((FAILED == 0))
+    return
+  fi
+
+  e2e_require_tools
+  export HOME=$WORK/home
+  mkdir -p "$HOME"
+
+  e2e_start_everything "$WORK/everything.log"
+  DIRECT_URL=$E2E_EVERYTHING_URL
+  e2e_log "server-everything at $DIRECT_URL (pid $E2E_EVERYTHING_PID)"
+
+  local declared=yes
+  if [[ $sidecar_url == upstream ]]; then
+    SIDECAR_URL=$DIRECT_URL
+    declared=no
+    e2e_log "dry run: comparing the upstream with itself, declaration checks off"
+  elif [[ -n $sidecar_url ]]; then
+    SIDECAR_URL=$sidecar_url
+  else
+    [[ -x $sidecar_bin ]] || e2e_die "no sidecar binary at $sidecar_bin; build it with: go build -o bin/skills-sidecar ./cmd/skills-sidecar"
+    local port args
+    port=$(e2e_free_port)
+    args=(serve --listen "127.0.0.1:$port" --upstream "$DIRECT_URL")
+    if [[ -n $plugin_dir ]]; then args+=(--plugin-dir "$plugin_dir"); fi
+    e2e_spawn "$WORK/sidecar.log" "$sidecar_bin" "${args[@]}"
+    SIDECAR_URL=http://127.0.0.1:$port/mcp
+    e2e_wait_http "$SIDECAR_URL" "$E2E_LAST_PID" "${E2E_START_TIMEOUT:-30}" "$WORK/sidecar.log" ||
+      e2e_die "the sidecar did not start"
+    e2e_log "sidecar at $SIDECAR_URL (pid $E2E_LAST_PID)"
+  fi
+
+  local era init_filter=$JQ_IDENTITY init_check=''
+  if [[ $declared == yes ]]; then
+    init_filter=$JQ_INIT_STRIP
+    init_check=$JQ_INIT_DECLARED
+  fi
+  for era in legacy auto; do
+    run_pair "$era initialize" "$init_filter" "$init_check" "$era" --method initialize
+    run_pair "$era tools/list" "$JQ_IDENTITY" '' "$era" --method tools/list
+    run_pair "$era resources/list" "$JQ_RESOURCES_LIST" '' "$era" --method resources/list
+    run_pair "$era resources/templates/list" "$JQ_IDENTITY" '' "$era" --method resources/templates/list
+    run_pair "$era prompts/list" "$JQ_IDENTITY" '' "$era" --method prompts/list
+    run_pair "$era resources/read text" "$JQ_IDENTITY" '' "$era" --method resources/read --uri "$TEXT_URI"
+    run_pair "$era resources/read blob" "$JQ_BLOB" '' "$era" --method resources/read --uri "$BLOB_URI"
+    run_pair "$era tools/call echo" "$JQ_IDENTITY" '' "$era" --method tools/call --tool-name echo \
+      --tool-arg 'message=hello through the sidecar'
+    run_pair "$era tools/call get-sum" "$JQ_IDENTITY" '' "$era" --method tools/call --tool-name get-sum \
+      --tool-args-json '{"a": 2, "b": 40}'
+  done
+
+  if [[ -n ${E2E_EVERYTHING_PID:-} ]] && ! kill -0 "$E2E_EVERYTHING_PID" 2>/dev/null; then
+    record "server-everything still running" fail "it exited during the run"
+  fi
+  printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
+  ((FAILED == 0))
+}
+
+main "$@"
