@@ -88,23 +88,17 @@ func ParseBody(b []byte) (msgs []Message, batch bool, err error) {
 		m, err := parseValid(b)
 		return []Message{m}, false, err
 	}
+	spans := elements(b)
+	if len(spans) == 0 {
+		return nil, true, fmt.Errorf("parse body: empty batch: %w", ErrInvalidRequest)
+	}
 	var firstErr error
-	for i := skipWS(b, 1); b[i] != ']'; {
-		end, err := skipValue(b, i)
-		if err != nil {
-			return nil, true, fmt.Errorf("parse body: %w", ErrParse)
-		}
-		m, err := parseValid(b[i:end:end])
+	for n, span := range spans {
+		m, err := parseValid(b[span[0]:span[1]:span[1]])
 		if err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("batch element %d: %w", len(msgs), err)
+			firstErr = fmt.Errorf("batch element %d: %w", n, err)
 		}
 		msgs = append(msgs, m)
-		if i = skipWS(b, end); b[i] == ',' {
-			i = skipWS(b, i+1)
-		}
-	}
-	if len(msgs) == 0 {
-		return nil, true, fmt.Errorf("parse body: empty batch: %w", ErrInvalidRequest)
 	}
 	return msgs, true, firstErr
 }
@@ -176,15 +170,15 @@ func classifyCall(msg Message, env envelope) (Message, error) {
 	if p := env.params; p != nil && p[0] != '{' && p[0] != '[' && p[0] != 'n' {
 		return msg, invalid(`"params" is not an object or array`)
 	}
-	msg.Method = stringValue(env.method)
-	msg.Params = env.params
+	if env.id != nil && msg.ID == nil {
+		return msg, invalid(`"id" is not a string or number`)
+	}
 	msg.Kind = KindNotification
 	if env.id != nil {
-		if msg.ID == nil {
-			return msg, invalid(`"id" is not a string or number`)
-		}
 		msg.Kind = KindRequest
 	}
+	msg.Method = stringValue(env.method)
+	msg.Params = env.params
 	return msg, nil
 }
 

@@ -1,0 +1,99 @@
+package rewrite
+
+import (
+	"errors"
+	"testing"
+)
+
+type setKeyCase struct {
+	obj, value string
+	path       []string
+	want       string
+	wantErr    error
+}
+
+// setKeyCases is the SetKey table; FuzzSetKey is seeded from it.
+func setKeyCases() map[string]setKeyCase {
+	return map[string]setKeyCase{
+		"replace":          {obj: `{"a":1,"b":2}`, path: []string{"a"}, value: `3`, want: `{"a":3,"b":2}`},
+		"replace object":   {obj: `{"a":{"x":[1,{"y":"}"}]},"b":2}`, path: []string{"a"}, value: `null`, want: `{"a":null,"b":2}`},
+		"insert":           {obj: `{"a":1}`, path: []string{"b"}, value: `true`, want: `{"a":1,"b":true}`},
+		"insert empty":     {obj: `{}`, path: []string{"a"}, value: `1`, want: `{"a":1}`},
+		"insert empty ws":  {obj: "{ \n}", path: []string{"a"}, value: `1`, want: "{\"a\":1 \n}"},
+		"insert pretty":    {obj: "{\n  \"a\": 1\n}", path: []string{"b"}, value: `2`, want: "{\n  \"a\": 1,\n  \"b\": 2\n}"},
+		"insert spaced":    {obj: `{ "n" : 1.50e+2 , "s":"\u00e9" }`, path: []string{"t"}, value: `true`, want: `{ "n" : 1.50e+2 , "s":"\u00e9", "t":true }`},
+		"create nested":    {obj: `{"a":{}}`, path: []string{"a", "b", "c"}, value: `1`, want: `{"a":{"b":{"c":1}}}`},
+		"create top":       {obj: `{"x":0}`, path: []string{"a", "b"}, value: `[]`, want: `{"x":0,"a":{"b":[]}}`},
+		"deep replace":     {obj: `{"r":{"c":{"e":{"k":0},"z":1}}}`, path: []string{"r", "c", "e", "k"}, value: `{"v":1}`, want: `{"r":{"c":{"e":{"k":{"v":1}},"z":1}}}`},
+		"escaped key":      {obj: `{"\u0061":1}`, path: []string{"a"}, value: `2`, want: `{"\u0061":2}`},
+		"last duplicate":   {obj: `{"a":1,"a":2}`, path: []string{"a"}, value: `3`, want: `{"a":1,"a":3}`},
+		"value trimmed":    {obj: `{}`, path: []string{"a"}, value: " 5\n", want: `{"a":5}`},
+		"key escaped":      {obj: `{}`, path: []string{`a"b`}, value: `1`, want: `{"a\"b":1}`},
+		"outer whitespace": {obj: " {\"a\":1} \n", path: []string{"b"}, value: `2`, want: " {\"a\":1,\"b\":2} \n"},
+		"not json":         {obj: `{"a":`, path: []string{"a"}, value: `1`, wantErr: ErrParse},
+		"bad value":        {obj: `{}`, path: []string{"a"}, value: `{`, wantErr: ErrParse},
+		"not object":       {obj: `[1]`, path: []string{"a"}, value: `1`, wantErr: ErrNotObject},
+		"scalar on path":   {obj: `{"a":"s"}`, path: []string{"a", "b"}, value: `1`, wantErr: ErrNotObject},
+		"empty path":       {obj: `{}`, value: `1`, wantErr: ErrEmptyPath},
+	}
+}
+
+func TestSetKey(t *testing.T) {
+	t.Parallel()
+	for name, tc := range setKeyCases() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := SetKey([]byte(tc.obj), tc.path, []byte(tc.value))
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("SetKey(%q, %q, %q) error = %v, want %v", tc.obj, tc.path, tc.value, err, tc.wantErr)
+			}
+			if err == nil && string(got) != tc.want {
+				t.Errorf("SetKey(%q, %q, %q) = %q, want %q", tc.obj, tc.path, tc.value, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSetKeyLeavesInputAlone(t *testing.T) {
+	t.Parallel()
+	obj := append(make([]byte, 0, 64), `{"a":1}`...) // spare capacity an append could reuse
+	if _, err := SetKey(obj, []string{"b"}, []byte(`2`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(obj[:cap(obj)][:7]); got != `{"a":1}` || obj[:8][7] != 0 {
+		t.Errorf("SetKey wrote into its input: %q", obj[:cap(obj)])
+	}
+}
+
+func TestGetKey(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		obj    string
+		path   []string
+		want   string
+		wantOK bool
+	}{
+		"top":             {obj: `{"a":1}`, path: []string{"a"}, want: `1`, wantOK: true},
+		"nested":          {obj: `{"a":{"b":[1, 2]}}`, path: []string{"a", "b"}, want: `[1, 2]`, wantOK: true},
+		"string value":    {obj: `{"a":"x\"}"}`, path: []string{"a"}, want: `"x\"}"`, wantOK: true},
+		"missing":         {obj: `{"a":1}`, path: []string{"b"}},
+		"missing nested":  {obj: `{"a":{}}`, path: []string{"a", "b"}},
+		"through scalar":  {obj: `{"a":1}`, path: []string{"a", "b"}},
+		"last duplicate":  {obj: `{"a":1,"a":2}`, path: []string{"a"}, want: `2`, wantOK: true},
+		"escaped key":     {obj: `{"\u0061":true}`, path: []string{"a"}, want: `true`, wantOK: true},
+		"whole":           {obj: " {} ", want: `{}`, wantOK: true},
+		"array":           {obj: `[{"a":1}]`, path: []string{"a"}},
+		"truncated":       {obj: `{"a":1,"b":`, path: []string{"b"}},
+		"unclosed string": {obj: `{"a`, path: []string{"a"}},
+		"empty":           {obj: ``, path: []string{"a"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := GetKey([]byte(tc.obj), tc.path)
+			if ok != tc.wantOK || string(got) != tc.want {
+				t.Errorf("GetKey(%q, %q) = %q, %v, want %q, %v", tc.obj, tc.path, got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
