@@ -263,7 +263,10 @@ main() {
     [[ -x $sidecar_bin ]] || e2e_die "no sidecar binary at $sidecar_bin; build it with: go build -o bin/skills-sidecar ./cmd/skills-sidecar"
     local port args
     port=$(e2e_free_port)
-    args=(serve --listen "127.0.0.1:$port" --upstream "$DIRECT_URL")
+    # --metrics-listen defaults to :9090 (every interface, a fixed port);
+    # keep it on loopback and on a free port like the rest.
+    args=(serve --listen "127.0.0.1:$port" --upstream "$DIRECT_URL"
+      --metrics-listen "127.0.0.1:$(e2e_free_port)")
     if [[ -n $plugin_dir ]]; then args+=(--plugin-dir "$plugin_dir"); fi
     e2e_spawn "$WORK/sidecar.log" "$sidecar_bin" "${args[@]}"
     SIDECAR_URL=http://127.0.0.1:$port/mcp
