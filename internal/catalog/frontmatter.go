@@ -1,0 +1,331 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Frontmatter errors. Every error [ParseFrontmatter] returns wraps exactly one
+// of them; compare with errors.Is.
+var (
+	// ErrNoFrontmatter means the first line is not a "---" delimiter.
+	ErrNoFrontmatter = errors.New("catalog: no YAML frontmatter")
+	// ErrUnterminatedFrontmatter means no closing "---" line follows the opening one.
+	ErrUnterminatedFrontmatter = errors.New("catalog: unterminated YAML frontmatter")
+	// ErrFrontmatterEncoding means the frontmatter is not valid UTF-8.
+	ErrFrontmatterEncoding = errors.New("catalog: frontmatter is not valid UTF-8")
+	// ErrFrontmatterSyntax means the frontmatter is not valid YAML.
+	ErrFrontmatterSyntax = errors.New("catalog: frontmatter is not valid YAML")
+	// ErrFrontmatterNotJSON means the frontmatter is valid YAML that has no
+	// faithful JSON form (aliases, merge keys, explicit tags, non-string or
+	// duplicate keys, NaN or infinities).
+	ErrFrontmatterNotJSON = errors.New("catalog: frontmatter is not representable as JSON")
+)
+
+// utf8BOM is skipped before the opening delimiter; the served bytes keep it.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// ParseFrontmatter splits b into its YAML frontmatter and body and converts
+// the frontmatter to JSON, as a strict client would read it from the same
+// bytes with a YAML 1.2 (core schema) parser: mapping key order is kept,
+// plain scalars are typed by the core schema (so `yes`, `on`, `010` and
+// `2024-01-15` mean what YAML 1.2 says: a string, a string, the integer 10
+// and a string), and anything without a faithful JSON form is refused.
+//
+// The frontmatter is the text between a first line "---" and the next line
+// "---" (trailing spaces and tabs allowed on both). A leading UTF-8 BOM is
+// skipped and CRLF or CR line endings parse the same as LF. fm is the JSON
+// form of the YAML document: "null" for an empty one; callers decide whether
+// they need a mapping. body is the rest of b after the closing delimiter line,
+// byte for byte. ParseFrontmatter is pure and safe on any input.
+func ParseFrontmatter(b []byte) (fm json.RawMessage, body []byte, err error) {
+	text, body, err := splitFrontmatter(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !utf8.Valid(text) {
+		return nil, nil, ErrFrontmatterEncoding
+	}
+	fm, err = yamlToJSON(normalizeNewlines(text))
+	if err != nil {
+		return nil, nil, err
+	}
+	return fm, body, nil
+}
+
+// splitFrontmatter returns the YAML text between the delimiter lines (line
+// endings as written) and the body after the closing delimiter line.
+func splitFrontmatter(b []byte) (text, body []byte, err error) {
+	b = bytes.TrimPrefix(b, utf8BOM)
+	line, rest := cutLine(b)
+	if !isDelimiter(line) {
+		return nil, nil, ErrNoFrontmatter
+	}
+	start := rest
+	for len(rest) > 0 {
+		line, next := cutLine(rest)
+		if isDelimiter(line) {
+			return start[:len(start)-len(rest)], next, nil
+		}
+		rest = next
+	}
+	return nil, nil, ErrUnterminatedFrontmatter
+}
+
+// cutLine splits b after its first line break (LF, CRLF or CR, as YAML 1.2
+// §5.4 counts them) and returns the line without the break.
+func cutLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexAny(b, "\r\n")
+	if i < 0 {
+		return b, nil
+	}
+	if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
+		return b[:i], b[i+2:]
+	}
+	return b[:i], b[i+1:]
+}
+
+func isDelimiter(line []byte) bool {
+	return string(bytes.TrimRight(line, " \t")) == "---"
+}
+
+// normalizeNewlines turns CRLF and lone CR into LF. A YAML 1.2 parser
+// normalizes line breaks inside scalars the same way (§5.4), so this only
+// spares yaml.v3 the cases it handles differently.
+func normalizeNewlines(b []byte) []byte {
+	if bytes.IndexByte(b, '\r') < 0 {
+		return b
+	}
+	b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
+	return bytes.ReplaceAll(b, []byte("\r"), []byte("\n"))
+}
+
+// yamlToJSON parses one YAML document at the node level and writes its JSON
+// form. It never panics: a panic inside the YAML library becomes a syntax
+// error.
+func yamlToJSON(text []byte) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("%w: parser failure: %v", ErrFrontmatterSyntax, r)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return json.RawMessage("null"), nil
+		}
+		return nil, fmt.Errorf("%w: %v", ErrFrontmatterSyntax, trimYAMLPrefix(err))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrFrontmatterSyntax, trimYAMLPrefix(err))
+		}
+		return nil, fmt.Errorf("%w: more than one YAML document", ErrFrontmatterSyntax)
+	}
+	c := converter{lines: strings.Split(string(text), "\n")}
+	if len(doc.Content) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if err := c.node(doc.Content[0]); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(c.buf.Bytes()), nil
+}
+
+func trimYAMLPrefix(err error) string {
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// converter writes the JSON form of a yaml.v3 node tree.
+type converter struct {
+	buf   bytes.Buffer
+	lines []string // the YAML text, to see tags yaml.v3 drops
+}
+
+// refuse builds an ErrFrontmatterNotJSON error pointing at n. Line numbers
+// count from the opening delimiter, so they match the author's editor.
+func refuse(n *yaml.Node, format string, args ...any) error {
+	return fmt.Errorf("%w: line %d: %s", ErrFrontmatterNotJSON, n.Line+1, fmt.Sprintf(format, args...))
+}
+
+func (c *converter) node(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode {
+		return refuse(n, "alias *%s is not allowed", n.Value)
+	}
+	if n.Anchor != "" {
+		return refuse(n, "anchor &%s is not allowed", n.Anchor)
+	}
+	if n.Style&yaml.TaggedStyle != 0 || c.hasBangAt(n) {
+		return refuse(n, "explicit tag %s is not allowed", tagName(n))
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		return c.mapping(n)
+	case yaml.SequenceNode:
+		c.buf.WriteByte('[')
+		for i, item := range n.Content {
+			if i > 0 {
+				c.buf.WriteByte(',')
+			}
+			if err := c.node(item); err != nil {
+				return err
+			}
+		}
+		c.buf.WriteByte(']')
+		return nil
+	case yaml.ScalarNode:
+		return c.scalar(n)
+	default:
+		return refuse(n, "unexpected YAML node kind %d", n.Kind)
+	}
+}
+
+// hasBangAt reports whether the source text at n's start is a tag. yaml.v3
+// forgets the non-specific tag "!" (which makes `! 12` the string "12" in
+// YAML 1.2); a node's start mark is at its first property, and no untagged
+// node's text can begin with "!", so the character there tells.
+func (c *converter) hasBangAt(n *yaml.Node) bool {
+	if n.Line < 1 || n.Line > len(c.lines) || n.Column < 1 {
+		return false
+	}
+	col := 1
+	for _, r := range c.lines[n.Line-1] {
+		if col == n.Column {
+			return r == '!'
+		}
+		col++
+	}
+	return false
+}
+
+func tagName(n *yaml.Node) string {
+	if n.Style&yaml.TaggedStyle != 0 && n.Tag != "" {
+		return n.Tag
+	}
+	return "!"
+}
+
+func (c *converter) mapping(n *yaml.Node) error {
+	seen := make(map[string]bool, len(n.Content)/2)
+	c.buf.WriteByte('{')
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key, err := c.key(k)
+		if err != nil {
+			return err
+		}
+		if seen[key] {
+			return refuse(k, "duplicate key %q", key)
+		}
+		seen[key] = true
+		if i > 0 {
+			c.buf.WriteByte(',')
+		}
+		writeJSONString(&c.buf, key)
+		c.buf.WriteByte(':')
+		if err := c.node(v); err != nil {
+			return err
+		}
+	}
+	c.buf.WriteByte('}')
+	return nil
+}
+
+// key returns a mapping key as a string, or refuses keys that are not
+// strings under the core schema (JSON object keys are strings, and a client
+// would compare `1: x` as an integer key).
+func (c *converter) key(k *yaml.Node) (string, error) {
+	if k.Kind == yaml.AliasNode {
+		return "", refuse(k, "alias *%s is not allowed", k.Value)
+	}
+	if k.Anchor != "" {
+		return "", refuse(k, "anchor &%s is not allowed", k.Anchor)
+	}
+	if k.Style&yaml.TaggedStyle != 0 || c.hasBangAt(k) {
+		return "", refuse(k, "explicit tag %s is not allowed", tagName(k))
+	}
+	if k.Kind != yaml.ScalarNode {
+		return "", refuse(k, "mapping key is a collection, not a string")
+	}
+	if isQuotedOrBlock(k) {
+		return k.Value, nil
+	}
+	if k.Value == "<<" {
+		return "", refuse(k, "merge key \"<<\" is not allowed")
+	}
+	if t := coreTag(k.Value); t != tagStr {
+		return "", refuse(k, "mapping key %q is a %s, not a string", k.Value, t)
+	}
+	return k.Value, nil
+}
+
+func isQuotedOrBlock(n *yaml.Node) bool {
+	return n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0
+}
+
+func (c *converter) scalar(n *yaml.Node) error {
+	if isQuotedOrBlock(n) {
+		writeJSONString(&c.buf, n.Value)
+		return nil
+	}
+	switch coreTag(n.Value) {
+	case tagNull:
+		c.buf.WriteString("null")
+	case tagBool:
+		c.buf.WriteString(strings.ToLower(n.Value))
+	case tagInt:
+		i, ok := parseCoreInt(n.Value)
+		if !ok {
+			return refuse(n, "integer %q cannot be parsed", n.Value)
+		}
+		c.buf.WriteString(i.String())
+	case tagFloat:
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return refuse(n, "%q is NaN, infinite or out of range; JSON has no such number", n.Value)
+		}
+		b, err := json.Marshal(f)
+		if err != nil {
+			return refuse(n, "number %q: %v", n.Value, err)
+		}
+		c.buf.Write(b)
+	case tagInfNaN:
+		return refuse(n, "%q is NaN or infinite; JSON has no such number", n.Value)
+	default:
+		writeJSONString(&c.buf, n.Value)
+	}
+	return nil
+}
+
+func parseCoreInt(s string) (*big.Int, bool) {
+	i := new(big.Int)
+	switch {
+	case strings.HasPrefix(s, "0o"):
+		return i.SetString(s[2:], 8)
+	case strings.HasPrefix(s, "0x"):
+		return i.SetString(s[2:], 16)
+	default:
+		return i.SetString(strings.TrimPrefix(s, "+"), 10)
+	}
+}
+
+// writeJSONString writes s as a JSON string without HTML escaping, so the
+// frontmatter reads the way the author wrote it.
+func writeJSONString(buf *bytes.Buffer, s string) {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	buf.Truncate(buf.Len() - 1)
+}

@@ -1,0 +1,471 @@
+package catalog
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxFiles      = 512      // files per skill (SEP-2640)
+	DefaultMaxSkillBytes = 16 << 20 // bytes per skill (SEP-2640)
+	DefaultMaxEntries    = 100_000  // entries read from the whole folder
+	DefaultPollInterval  = 5 * time.Second
+	DefaultDebounce      = 100 * time.Millisecond
+)
+
+// Limit modes of Options.LimitMode.
+const (
+	LimitSkip = "skip" // a skill over a limit is skipped (default)
+	LimitWarn = "warn" // a skill over a limit is served with a warning
+)
+
+// ErrUnreadable is wrapped by the error of Load and LoadFS when the plugin
+// folder cannot be read at all: the root, or a skills/ or agents/ that exists
+// but cannot be opened (for example a ConfigMap link whose target is gone).
+// A watcher keeps its last good snapshot on this error.
+var ErrUnreadable = errors.New("catalog: plugin folder cannot be read")
+
+// Options tunes loading and watching. The zero value gives the defaults.
+type Options struct {
+	// LimitMode is LimitSkip ("" means LimitSkip) or LimitWarn: what happens
+	// to a skill over MaxFiles or MaxSkillBytes. A single file larger than
+	// MaxSkillBytes is never read; in warn mode it is left out of the skill.
+	LimitMode string
+	// MaxFiles is the file limit per skill; 0 means DefaultMaxFiles.
+	MaxFiles int
+	// MaxSkillBytes is the byte limit per skill; 0 means DefaultMaxSkillBytes.
+	MaxSkillBytes int64
+	// MaxEntries bounds the entries read from the whole folder, links
+	// followed; 0 means DefaultMaxEntries.
+	MaxEntries int
+	// PollInterval is how often a Watcher compares a fingerprint of the
+	// folder as a fallback to change events; 0 means DefaultPollInterval and
+	// a negative value turns polling off.
+	PollInterval time.Duration
+	// Debounce is how long a Watcher waits after a change event for more
+	// events before it reloads; 0 means DefaultDebounce.
+	Debounce time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.LimitMode == "" {
+		o.LimitMode = LimitSkip
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.MaxSkillBytes <= 0 {
+		o.MaxSkillBytes = DefaultMaxSkillBytes
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = DefaultDebounce
+	}
+	return o
+}
+
+// Validate reports option values that make no sense.
+func (o Options) Validate() error {
+	if o.LimitMode != "" && o.LimitMode != LimitSkip && o.LimitMode != LimitWarn {
+		return fmt.Errorf("catalog: limit mode %q is neither %q nor %q", o.LimitMode, LimitSkip, LimitWarn)
+	}
+	return nil
+}
+
+// Load reads the plugin folder at root. Symlinks resolving inside root are
+// followed (Kubernetes ConfigMap volumes are symlink farms); anything else
+// that is wrong costs only itself and is reported in Problems. The error,
+// wrapping ErrUnreadable, is only for a folder that cannot be read at all.
+func Load(root string, opts Options) (*Snapshot, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %w", ErrUnreadable, root, unwrapPathError(err))
+	}
+	defer r.Close()
+	return LoadFS(r.FS(), opts)
+}
+
+// LoadFS reads a plugin folder from fsys (for example the embedded example
+// plugin). It is Load's code path: when fsys can read links (fs.ReadLinkFS)
+// they are resolved and escapes refused the same way.
+func LoadFS(fsys fs.FS, opts Options) (*Snapshot, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	l := loader{opts: opts.withDefaults(), tree: newTree(fsys, opts.withDefaults().MaxEntries)}
+	return l.load()
+}
+
+// loader builds one snapshot.
+type loader struct {
+	opts  Options
+	tree  *tree
+	probs problems
+	data  map[string]*File // read files by path under skills/, shared between manifests
+}
+
+// candidate is a regular file found under skills/.
+type candidate struct {
+	rel  string // path under skills/
+	real string
+	size int64
+}
+
+func (l *loader) load() (*Snapshot, error) {
+	if _, err := fs.ReadDir(l.tree.fsys, "."); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, unwrapPathError(err))
+	}
+	l.tree.dirs = append(l.tree.dirs, ".")
+	files, roots, err := l.scanSkills()
+	if err != nil {
+		return nil, err
+	}
+	skills := l.buildSkills(files, roots)
+	agents, err := l.loadAgents(newSkillIndex(skills))
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{
+		skills:      skills,
+		skillByURI:  make(map[string]*Skill, len(skills)),
+		files:       map[string]*File{},
+		dirs:        buildDirs(skills),
+		agents:      agents,
+		agentByName: make(map[string]*Agent, len(agents)),
+		plugin:      l.loadPlugin(),
+	}
+	for _, sk := range skills {
+		s.skillByURI[sk.URI] = sk
+		for _, f := range sk.Files {
+			s.files[f.URI] = f
+		}
+	}
+	for _, a := range agents {
+		s.agentByName[a.Name] = a
+	}
+	slices.SortStableFunc(l.probs, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
+	s.problems = slices.Clip([]Problem(l.probs))
+	s.watchDirs = l.tree.dirs
+	return s, nil
+}
+
+// top resolves a top-level folder (skills, agents). A missing one is fine; one
+// that exists but cannot be opened means the folder is unreadable.
+func (l *loader) top(name string) (node, bool, error) {
+	n, absent, err := l.tree.lookup(name)
+	switch {
+	case absent:
+		return node{}, false, nil
+	case err != nil:
+		return node{}, false, fmt.Errorf("%w: %s: %v", ErrUnreadable, name, entryErrorReason(err))
+	case !n.info.IsDir():
+		l.probs.skip(name, KindRead, fmt.Sprintf("%s is not a folder", name))
+		return node{}, false, nil
+	}
+	return n, true, nil
+}
+
+// scanSkills walks skills/ and returns every regular file under it, sorted
+// by path, and the paths of the folders that hold a SKILL.md.
+func (l *loader) scanSkills() ([]candidate, []string, error) {
+	top, ok, err := l.top("skills")
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	if _, err := fs.ReadDir(l.tree.fsys, top.real); err != nil {
+		return nil, nil, fmt.Errorf("%w: skills: %w", ErrUnreadable, unwrapPathError(err))
+	}
+	var files []candidate
+	var roots []string
+	l.tree.walk(top, nil, &l.probs, func(n node, isDir bool) bool {
+		rel := strings.TrimPrefix(n.rel, "skills/")
+		if n.rel == "skills" {
+			return true
+		}
+		if err := ValidatePath(rel); err != nil {
+			l.probs.skip(n.rel, KindPath, fmt.Sprintf("name cannot appear in a skill:// URI: %v", unwrapBadPath(err)))
+			return false
+		}
+		if !isDir {
+			files = append(files, candidate{rel: rel, real: n.real, size: n.info.Size()})
+			if path.Base(rel) == "SKILL.md" {
+				roots = append(roots, path.Dir(rel))
+			}
+		}
+		return true
+	})
+	slices.SortFunc(files, func(a, b candidate) int { return strings.Compare(a.rel, b.rel) })
+	slices.Sort(roots)
+	return files, roots, nil
+}
+
+// unwrapBadPath drops the sentinel's text from a ValidatePath error.
+func unwrapBadPath(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrBadPath.Error()+": ")
+}
+
+// buildSkills turns each folder holding a SKILL.md into a skill, or a Problem.
+func (l *loader) buildSkills(files []candidate, roots []string) []*Skill {
+	l.data = map[string]*File{}
+	var skills []*Skill
+	for _, root := range roots {
+		if root == "." {
+			l.probs.skip("skills/SKILL.md", KindPath, "SKILL.md directly under skills/ has no skill path; put it in a folder named after the skill")
+			continue
+		}
+		if sk := l.buildSkill(root, filesUnder(files, root)); sk != nil {
+			skills = append(skills, sk)
+		}
+	}
+	slices.SortFunc(skills, func(a, b *Skill) int { return strings.Compare(a.URI, b.URI) })
+	return skills
+}
+
+// filesUnder returns the files whose path starts with root+"/"; files is
+// sorted, so they are one contiguous run.
+func filesUnder(files []candidate, root string) []candidate {
+	prefix := root + "/"
+	i, _ := slices.BinarySearchFunc(files, prefix, func(c candidate, p string) int { return strings.Compare(c.rel, p) })
+	j := i
+	for j < len(files) && strings.HasPrefix(files[j].rel, prefix) {
+		j++
+	}
+	return files[i:j]
+}
+
+// buildSkill checks and reads one skill; nil means it is skipped.
+func (l *loader) buildSkill(root string, files []candidate) *Skill {
+	skillMD := "skills/" + root + "/SKILL.md"
+	md, err := l.read(root+"/SKILL.md", files)
+	if err != nil {
+		l.probs.skip(skillMD, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
+		return nil
+	}
+	if !utf8.Valid(md.Data) {
+		l.probs.skip(skillMD, KindEncoding, "SKILL.md is not valid UTF-8")
+		return nil
+	}
+	fm, _, err := ParseFrontmatter(md.Data)
+	if err != nil {
+		bad := frontmatterIssue(err)
+		l.probs.skip(skillMD, bad.kind, bad.reason)
+		return nil
+	}
+	meta, bad := checkSkill(fm, root)
+	if bad != nil {
+		l.probs.skip(skillMD, bad.kind, bad.reason)
+		return nil
+	}
+	for _, w := range meta.warnings {
+		l.probs.warn(skillMD, w.kind, w.reason)
+	}
+	manifest, ok := l.manifest(root, files)
+	if !ok {
+		return nil
+	}
+	sk := &Skill{
+		Path: root, URI: URIFromPath(root + "/SKILL.md"), Root: URIFromPath(root),
+		Name: meta.name, Description: meta.description, Frontmatter: fm, Files: manifest,
+	}
+	for _, f := range manifest {
+		sk.Size += f.Size
+	}
+	return sk
+}
+
+// manifest reads a skill's files and applies the limits. ok is false when
+// the skill is skipped.
+func (l *loader) manifest(root string, files []candidate) (manifest []*File, ok bool) {
+	skillDir := "skills/" + root
+	var listed int64
+	for _, c := range files {
+		listed += c.size
+	}
+	if over := l.overLimits(len(files), listed); over != "" {
+		if l.opts.LimitMode == LimitSkip {
+			l.probs.skip(skillDir, KindLimits, over)
+			return nil, false
+		}
+		l.probs.warn(skillDir, KindLimits, over)
+	}
+	var total int64
+	for _, c := range files {
+		if c.size > l.opts.MaxSkillBytes {
+			l.probs.skip("skills/"+c.rel, KindLimits, fmt.Sprintf("file is %d bytes, over the %d-byte skill limit", c.size, l.opts.MaxSkillBytes))
+			continue
+		}
+		f, err := l.read(c.rel, files)
+		if err != nil {
+			l.probs.skip("skills/"+c.rel, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
+			continue
+		}
+		total += f.Size
+		manifest = append(manifest, f)
+	}
+	// Sizes can change between listing and reading; the limit is on what
+	// is served.
+	if over := l.overLimits(len(manifest), total); over != "" && l.opts.LimitMode == LimitSkip {
+		l.probs.skip(skillDir, KindLimits, over)
+		return nil, false
+	}
+	slices.SortFunc(manifest, func(a, b *File) int { return cmp.Compare(a.URI, b.URI) })
+	return manifest, true
+}
+
+func (l *loader) overLimits(n int, size int64) string {
+	switch {
+	case n > l.opts.MaxFiles:
+		return fmt.Sprintf("skill has %d files, over the limit of %d", n, l.opts.MaxFiles)
+	case size > l.opts.MaxSkillBytes:
+		return fmt.Sprintf("skill has %d bytes, over the limit of %d", size, l.opts.MaxSkillBytes)
+	}
+	return ""
+}
+
+// read returns the File for a path under skills/, reading it once however
+// many skills include it.
+func (l *loader) read(rel string, files []candidate) (*File, error) {
+	if f, ok := l.data[rel]; ok {
+		return f, nil
+	}
+	i, found := slices.BinarySearchFunc(files, rel, func(c candidate, p string) int { return strings.Compare(c.rel, p) })
+	if !found {
+		return nil, fs.ErrNotExist
+	}
+	data, err := l.tree.readFile(files[i].real, l.opts.MaxSkillBytes)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > l.opts.MaxSkillBytes {
+		return nil, fmt.Errorf("file grew past %d bytes while it was read", l.opts.MaxSkillBytes)
+	}
+	sum := sha256.Sum256(data)
+	mt, text := classify(path.Base(rel), data)
+	f := &File{
+		URI: URIFromPath(rel), Size: int64(len(data)), Digest: "sha256:" + hex.EncodeToString(sum[:]),
+		MIMEType: mt, Text: text, Data: data,
+	}
+	l.data[rel] = f
+	return f, nil
+}
+
+// loadAgents reads agents/*.md (top level only) in file-name order; the
+// first file with a name wins.
+func (l *loader) loadAgents(ix skillIndex) ([]*Agent, error) {
+	top, ok, err := l.top("agents")
+	if err != nil || !ok {
+		return []*Agent{}, err
+	}
+	ents, err := fs.ReadDir(l.tree.fsys, top.real)
+	if err != nil {
+		return nil, fmt.Errorf("%w: agents: %w", ErrUnreadable, unwrapPathError(err))
+	}
+	l.tree.dirs = append(l.tree.dirs, top.real)
+	agents := []*Agent{}
+	byName := map[string]string{}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		file := "agents/" + name
+		a := l.loadAgent(file, path.Join(top.real, name), e, ix)
+		if a == nil {
+			continue
+		}
+		if first, dup := byName[a.Name]; dup {
+			l.probs.skip(file, KindDuplicate, fmt.Sprintf("agent name %q is already taken by %s, which comes first in file-name order", a.Name, first))
+			continue
+		}
+		byName[a.Name] = file
+		agents = append(agents, a)
+	}
+	slices.SortFunc(agents, func(a, b *Agent) int { return strings.Compare(a.Name, b.Name) })
+	return agents, nil
+}
+
+// loadAgent resolves, reads and parses one agent file; nil means skipped.
+func (l *loader) loadAgent(file, real string, e fs.DirEntry, ix skillIndex) *Agent {
+	n, err := l.tree.resolve(file, real, e)
+	if err != nil {
+		l.probs.skip(file, entryErrorKind(err), entryErrorReason(err))
+		return nil
+	}
+	if n.info.IsDir() {
+		return nil // a folder named *.md is not an agent file
+	}
+	if !n.info.Mode().IsRegular() {
+		l.probs.skip(file, KindSpecial, fmt.Sprintf("%s, not a regular file", describeMode(n.info.Mode())))
+		return nil
+	}
+	data, err := l.tree.readFile(n.real, l.opts.MaxSkillBytes)
+	if err != nil {
+		l.probs.skip(file, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
+		return nil
+	}
+	if int64(len(data)) > l.opts.MaxSkillBytes {
+		l.probs.skip(file, KindLimits, fmt.Sprintf("agent file is over %d bytes", l.opts.MaxSkillBytes))
+		return nil
+	}
+	a, warnings, bad := parseAgent(file, data, ix)
+	if bad != nil {
+		l.probs.skip(file, bad.kind, bad.reason)
+		return nil
+	}
+	for _, w := range warnings {
+		l.probs.warn(file, w.kind, w.reason)
+	}
+	return a
+}
+
+// loadPlugin reads .claude-plugin/plugin.json when present.
+func (l *loader) loadPlugin() PluginInfo {
+	const file = ".claude-plugin/plugin.json"
+	n, absent, err := l.tree.lookup(file)
+	if absent {
+		return PluginInfo{}
+	}
+	if err != nil {
+		l.probs.skip(file, entryErrorKind(err), entryErrorReason(err))
+		return PluginInfo{}
+	}
+	l.tree.dirs = append(l.tree.dirs, path.Dir(n.real))
+	data, err := l.tree.readFile(n.real, 1<<20)
+	if err != nil {
+		l.probs.skip(file, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
+		return PluginInfo{}
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		l.probs.skip(file, KindPlugin, fmt.Sprintf("not a JSON object: %v", err))
+		return PluginInfo{}
+	}
+	info := PluginInfo{Present: true}
+	fields := []struct {
+		key string
+		dst *string
+	}{{"name", &info.Name}, {"description", &info.Description}, {"version", &info.Version}}
+	for _, f := range fields {
+		if v, ok := raw[f.key]; ok && json.Unmarshal(v, f.dst) != nil {
+			l.probs.warn(file, KindPlugin, fmt.Sprintf("%s is %s, not a string", f.key, jsonKind(v)))
+		}
+	}
+	return info
+}

@@ -1,0 +1,232 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// maxLinkHops bounds symlink chains, as Linux's own limit does.
+const maxLinkHops = 40
+
+// tree reads a plugin folder through an fs.FS. When the FS can read links
+// (the FS of an os.Root, os.DirFS) the tree resolves symlinks itself, so that
+// a link escaping the root is refused with a reason and a looping one is
+// caught; reads then go to the link-free canonical path. On disk the FS is an
+// os.Root's, which refuses escapes a second time even if the folder changes
+// between resolving and reading. An embed.FS has no links at all.
+type tree struct {
+	fsys  fs.FS
+	links fs.ReadLinkFS // nil when fsys cannot read links
+
+	maxEntries int
+	entries    int
+	truncated  bool
+	dirs       []string // canonical directories read, for the watcher
+}
+
+func newTree(fsys fs.FS, maxEntries int) *tree {
+	t := &tree{fsys: fsys, maxEntries: maxEntries}
+	t.links, _ = fsys.(fs.ReadLinkFS)
+	return t
+}
+
+// node is one resolved entry of the folder.
+type node struct {
+	rel  string      // logical path from the root, as the author sees it
+	real string      // canonical path inside fsys, free of symlinks
+	info fs.FileInfo // of the resolved target
+}
+
+// linkError is a refused symlink; its text is a Problem reason.
+type linkError struct{ reason string }
+
+func (e *linkError) Error() string { return e.reason }
+
+// canonical resolves every symlink in name (a valid fs path) and returns the
+// link-free path it names, refusing targets outside the root.
+func (t *tree) canonical(name string) (string, error) {
+	todo := strings.Split(name, "/")
+	cur := "."
+	hops := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if cur == "." {
+				return "", &linkError{"symbolic link points outside the plugin root"}
+			}
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, c)
+		if t.links == nil {
+			cur = next
+			continue
+		}
+		fi, err := t.links.Lstat(next)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return "", &linkError{"too many levels of symbolic links (a loop)"}
+		}
+		target, err := t.links.ReadLink(next)
+		if err != nil {
+			return "", err
+		}
+		if path.IsAbs(target) || strings.HasPrefix(target, `\`) {
+			return "", &linkError{fmt.Sprintf("symbolic link target %q is absolute; only links inside the plugin root are followed", target)}
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return cur, nil
+}
+
+// resolve turns a directory entry into a node, following a symlink.
+func (t *tree) resolve(rel, real string, e fs.DirEntry) (node, error) {
+	if e.Type()&fs.ModeSymlink == 0 {
+		info, err := e.Info()
+		return node{rel: rel, real: real, info: info}, err
+	}
+	if t.links == nil {
+		return node{}, &linkError{"symbolic link cannot be followed on this file system"}
+	}
+	canon, err := t.canonical(real)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return node{}, &linkError{"symbolic link target does not exist"}
+		}
+		return node{}, err
+	}
+	info, err := fs.Stat(t.fsys, canon)
+	return node{rel: rel, real: canon, info: info}, err
+}
+
+// lookup resolves a logical path from the root. absent is true when nothing
+// exists at that path (a dangling link there is not absent: it is an error).
+func (t *tree) lookup(rel string) (n node, absent bool, err error) {
+	if t.links != nil {
+		if _, err := t.links.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
+			return node{}, true, err
+		}
+	}
+	canon, err := t.canonical(rel)
+	if err != nil {
+		return node{}, errors.Is(err, fs.ErrNotExist) && t.links == nil, err
+	}
+	info, err := fs.Stat(t.fsys, canon)
+	if err != nil {
+		return node{}, errors.Is(err, fs.ErrNotExist) && t.links == nil, err
+	}
+	return node{rel: rel, real: canon, info: info}, false, nil
+}
+
+// visitFunc sees each directory (before its entries, when it returns true the
+// walk descends) and each regular file. Dot entries are never visited.
+type visitFunc func(n node, isDir bool) bool
+
+// walk visits the directory n depth first in name order. Entries that cannot
+// be followed, irregular files and unreadable directories become problems.
+// stack holds the canonical directories above n, to catch loops.
+func (t *tree) walk(n node, stack []string, ps *problems, visit visitFunc) {
+	if !visit(n, true) {
+		return
+	}
+	t.dirs = append(t.dirs, n.real)
+	ents, err := fs.ReadDir(t.fsys, n.real)
+	if err != nil {
+		ps.skip(n.rel, KindRead, fmt.Sprintf("directory cannot be read: %v", unwrapPathError(err)))
+		return
+	}
+	stack = append(stack, n.real)
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue // dot-files and dot-folders are not part of any skill
+		}
+		if t.entries++; t.entries > t.maxEntries {
+			if !t.truncated {
+				t.truncated = true
+				ps.skip(n.rel, KindLimits, fmt.Sprintf("the plugin folder has more than %d entries; the rest is not read", t.maxEntries))
+			}
+			return
+		}
+		rel := path.Join(n.rel, name)
+		child, err := t.resolve(rel, path.Join(n.real, name), e)
+		switch {
+		case err != nil:
+			ps.skip(rel, entryErrorKind(err), entryErrorReason(err))
+		case child.info.IsDir():
+			if slices.Contains(stack, child.real) {
+				ps.skip(rel, KindSymlink, "symbolic link loops back to a folder that contains it")
+				continue
+			}
+			t.walk(child, stack, ps, visit)
+		case child.info.Mode().IsRegular():
+			visit(child, false)
+		default:
+			ps.skip(rel, KindSpecial, fmt.Sprintf("%s, not a regular file", describeMode(child.info.Mode())))
+		}
+	}
+}
+
+func entryErrorKind(err error) string {
+	var le *linkError
+	if errors.As(err, &le) {
+		return KindSymlink
+	}
+	return KindRead
+}
+
+func entryErrorReason(err error) string {
+	var le *linkError
+	if errors.As(err, &le) {
+		return le.reason
+	}
+	return fmt.Sprintf("cannot be read: %v", unwrapPathError(err))
+}
+
+// unwrapPathError drops the fs.PathError's path (the canonical path, which
+// means nothing to the author; the Problem names the logical one).
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return fmt.Sprintf("an irregular file (mode %v)", m.Type())
+}
+
+// readFile reads at most limit+1 bytes of the canonical path, so a file that
+// grew past the limit after it was listed cannot exhaust memory.
+func (t *tree) readFile(real string, limit int64) ([]byte, error) {
+	f, err := t.fsys.Open(real)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
