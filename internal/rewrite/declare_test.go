@@ -1,0 +1,174 @@
+package rewrite
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+const sidecarExt = `"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":false}}`
+
+type spliceCase struct {
+	in, want    string
+	wantChanged bool
+	wantErr     error
+}
+
+// spliceCases is the SpliceDeclaration table (the txtar corpus holds the
+// realistic replies); FuzzSpliceDeclaration is seeded from both.
+func spliceCases() map[string]spliceCase {
+	return map[string]spliceCase{
+		"initialize": {
+			in:          `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},` + sidecarExt + `,"resources":{}},"serverInfo":{"name":"s","version":"1"}}}`,
+			wantChanged: true,
+		},
+		"empty capabilities": {
+			in:          `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{` + sidecarExt + `,"resources":{}}}}`,
+			wantChanged: true,
+		},
+		"no capabilities": {
+			in:          `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{` + sidecarExt + `,"resources":{}}}}`,
+			wantChanged: true,
+		},
+		"already spliced": {
+			in:   `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"subscribe":true},` + sidecarExt + `}}}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"subscribe":true},` + sidecarExt + `}}}`,
+		},
+		"error response":        {in: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"capabilities"}}`, want: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"capabilities"}}`},
+		"other result":          {in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`, want: `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`},
+		"request":               {in: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`, want: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`},
+		"capabilities null":     {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":null}}`, want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":null}}`},
+		"extensions not object": {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":[]}}}`, want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":[]}}}`},
+		"result not object":     {in: `{"jsonrpc":"2.0","id":1,"result":"capabilities"}`, want: `{"jsonrpc":"2.0","id":1,"result":"capabilities"}`},
+		"not an object":         {in: `[1]`, want: `[1]`},
+		"not json":              {in: `{"result":{"capabilities":{}}`, want: `{"result":{"capabilities":{}}`, wantErr: ErrParse},
+	}
+}
+
+func TestSpliceDeclaration(t *testing.T) {
+	t.Parallel()
+	for name, tc := range spliceCases() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, changed, err := SpliceDeclaration([]byte(tc.in), SkillsSidecar())
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("SpliceDeclaration(%s) error = %v, want %v", tc.in, err, tc.wantErr)
+			}
+			if string(got) != tc.want || changed != tc.wantChanged {
+				t.Errorf("SpliceDeclaration(%s) = %s, %v, want %s, %v", tc.in, got, changed, tc.want, tc.wantChanged)
+			}
+		})
+	}
+}
+
+func TestSpliceDeclarationReplacesUpstreamSettings(t *testing.T) {
+	t.Parallel()
+	in := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":{"io.modelcontextprotocol/skills":{ "directoryRead" : false },"x.y/z":{"k":1}},"resources":{}}}}`
+	want := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"x.y/z":{"k":1},"io.modelcontextprotocol/agents":{"listChanged":false}},"resources":{}}}}`
+	got, changed, err := SpliceDeclaration([]byte(in), SkillsSidecar())
+	if err != nil || !changed || string(got) != want {
+		t.Errorf("SpliceDeclaration(%s) = %s, %v, %v, want %s, true, nil", in, got, changed, err, want)
+	}
+}
+
+func TestDeclarationValidate(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		d       Declaration
+		wantErr error
+	}{
+		"sidecar":        {d: SkillsSidecar()},
+		"zero":           {d: Declaration{}},
+		"nil settings":   {d: Declaration{Extensions: []Extension{{ID: "a/b"}}}},
+		"empty id":       {d: Declaration{Extensions: []Extension{{Settings: json.RawMessage(`{}`)}}}, wantErr: ErrBadDeclaration},
+		"array settings": {d: Declaration{Extensions: []Extension{{ID: "a/b", Settings: json.RawMessage(`[]`)}}}, wantErr: ErrBadDeclaration},
+		"bad settings":   {d: Declaration{Extensions: []Extension{{ID: "a/b", Settings: json.RawMessage(`{`)}}}, wantErr: ErrBadDeclaration},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if err := tc.d.Validate(); !errors.Is(err, tc.wantErr) {
+				t.Errorf("Validate() = %v, want %v", err, tc.wantErr)
+			}
+			msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v"}}`)
+			if _, _, err := SpliceDeclaration(msg, tc.d); !errors.Is(err, tc.wantErr) {
+				t.Errorf("SpliceDeclaration with the declaration: error = %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestSpliceZeroDeclaration(t *testing.T) {
+	t.Parallel()
+	in := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v"}}`
+	if got, changed, err := SpliceDeclaration([]byte(in), Declaration{}); string(got) != in || changed || err != nil {
+		t.Errorf("SpliceDeclaration(%s, zero) = %s, %v, %v, want it unchanged", in, got, changed, err)
+	}
+}
+
+func TestLooksLikeHandshakeResult(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		in   string
+		want bool
+	}{
+		"initialize":         {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{}}}`, want: true},
+		"discover":           {in: `{"jsonrpc":"2.0","id":1,"result":{"capabilities":{},"supportedVersions":["v"]}}`, want: true},
+		"escaped key":        {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","\u0063apabilities":{}}}`, want: true},
+		"no capabilities":    {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v"}}`},
+		"capabilities array": {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":[]}}`},
+		"no version":         {in: `{"jsonrpc":"2.0","id":1,"result":{"capabilities":{}}}`},
+		"nested only":        {in: `{"jsonrpc":"2.0","id":1,"result":{"x":{"protocolVersion":"v","capabilities":{}}}}`},
+		"request":            {in: `{"jsonrpc":"2.0","id":1,"method":"initialize","result":{"protocolVersion":"v","capabilities":{}}}`},
+		"error":              {in: `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"},"result":{"protocolVersion":"v","capabilities":{}}}`},
+		"notification":       {in: `{"jsonrpc":"2.0","method":"notifications/message","params":{"protocolVersion":"v","capabilities":{}}}`},
+		"truncated":          {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{}`},
+		"garbage":            {in: `}{`},
+		"empty":              {in: ``},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if got := LooksLikeHandshakeResult([]byte(tc.in)); got != tc.want {
+				t.Errorf("LooksLikeHandshakeResult(%s) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSpliceBatch(t *testing.T) {
+	t.Parallel()
+	const (
+		initReply = `{"jsonrpc":"2.0","id":"i","result":{"protocolVersion":"v","capabilities":{}}}`
+		spliced   = `{"jsonrpc":"2.0","id":"i","result":{"protocolVersion":"v","capabilities":{` + sidecarExt + `,"resources":{}}}}`
+		other     = `{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"v","capabilities":{}}}`
+	)
+	byID := func(id json.RawMessage) bool { return string(id) == `"i"` }
+	tests := map[string]struct {
+		in, want    string
+		isHandshake func(json.RawMessage) bool
+		wantChanged bool
+	}{
+		"by id":           {in: "[ " + other + " ,\n" + initReply + "]", isHandshake: byID, want: "[ " + other + " ,\n" + spliced + "]", wantChanged: true},
+		"by shape":        {in: "[" + initReply + "," + `{"jsonrpc":"2.0","id":3,"result":{}}` + "]", want: "[" + spliced + "," + `{"jsonrpc":"2.0","id":3,"result":{}}` + "]", wantChanged: true},
+		"none":            {in: "[" + other + "]", isHandshake: byID, want: "[" + other + "]"},
+		"single object":   {in: initReply + "\n", isHandshake: byID, want: spliced + "\n", wantChanged: true},
+		"scalar elements": {in: `[1,"i",null]`, isHandshake: byID, want: `[1,"i",null]`},
+		"empty":           {in: `[]`, want: `[]`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, changed, err := SpliceBatch([]byte(tc.in), tc.isHandshake, SkillsSidecar())
+			if err != nil || string(got) != tc.want || changed != tc.wantChanged {
+				t.Errorf("SpliceBatch(%s) = %s, %v, %v, want %s, %v, nil", tc.in, got, changed, err, tc.want, tc.wantChanged)
+			}
+		})
+	}
+	if _, _, err := SpliceBatch([]byte(`[`), nil, SkillsSidecar()); !errors.Is(err, ErrParse) {
+		t.Errorf("SpliceBatch([) error = %v, want ErrParse", err)
+	}
+}
