@@ -87,16 +87,16 @@ func parseAgent(file string, data []byte, ix skillIndex) (*Agent, []issue, *issu
 		return nil, nil, &issue{KindFrontmatter, "frontmatter is not a non-empty mapping"}
 	}
 	a := &Agent{Frontmatter: fm, File: file}
-	var nameRaw json.RawMessage = fields["name"]
-	if err := json.Unmarshal(nameRaw, &a.Name); err != nil || nameRaw == nil {
-		return nil, nil, &issue{KindName, "name is missing or not a string"}
+	var bad *issue
+	if a.Name, bad = stringField(fields, "name", KindName); bad != nil {
+		return nil, nil, bad
 	}
 	if bad := agentNameProblem(a.Name); bad != "" {
 		return nil, nil, &issue{KindName, fmt.Sprintf("name %q %s", truncate(a.Name, 80), bad)}
 	}
-	var desc string
-	if json.Unmarshal(fields["description"], &desc) != nil || fields["description"] == nil {
-		return nil, nil, &issue{KindDescription, "description is missing or not a string"}
+	desc, bad := stringField(fields, "description", KindDescription)
+	if bad != nil {
+		return nil, nil, bad
 	}
 	if a.Description = strings.Join(strings.Fields(desc), " "); a.Description == "" {
 		return nil, nil, &issue{KindDescription, "description is empty"}

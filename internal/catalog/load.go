@@ -199,8 +199,12 @@ func (l *loader) scanSkills() ([]candidate, []string, error) {
 		if n.rel == "skills" {
 			return true
 		}
-		if err := ValidatePath(rel); err != nil {
-			l.probs.skip(n.rel, KindPath, fmt.Sprintf("name cannot appear in a skill:// URI: %v", unwrapBadPath(err)))
+		if reason := segmentProblem(path.Base(rel)); reason != "" {
+			what := "file"
+			if isDir {
+				what = "folder"
+			}
+			l.probs.skip(n.rel, KindPath, fmt.Sprintf("%s name %s", what, reason))
 			return false
 		}
 		if !isDir {
@@ -214,11 +218,6 @@ func (l *loader) scanSkills() ([]candidate, []string, error) {
 	slices.SortFunc(files, func(a, b candidate) int { return strings.Compare(a.rel, b.rel) })
 	slices.Sort(roots)
 	return files, roots, nil
-}
-
-// unwrapBadPath drops the sentinel's text from a ValidatePath error.
-func unwrapBadPath(err error) string {
-	return strings.TrimPrefix(err.Error(), ErrBadPath.Error()+": ")
 }
 
 // buildSkills turns each folder holding a SKILL.md into a skill, or a Problem.

@@ -37,31 +37,30 @@ func ValidatePath(p string) error {
 		return fmt.Errorf("%w: not valid UTF-8", ErrBadPath)
 	}
 	for seg := range strings.SplitSeq(p, "/") {
-		if err := validateSegment(seg); err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrBadPath, p, err)
+		if reason := segmentProblem(seg); reason != "" {
+			return fmt.Errorf("%w: %q: segment %q %s", ErrBadPath, truncate(p, 200), truncate(seg, 80), reason)
 		}
 	}
 	return nil
 }
 
-var errSegment = errors.New("bad segment")
-
-// validateSegment checks one path segment; see ValidatePath.
-func validateSegment(seg string) error {
+// segmentProblem says what is wrong with one path segment, or "" when
+// nothing is; see ValidatePath.
+func segmentProblem(seg string) string {
 	switch {
 	case seg == "":
-		return fmt.Errorf("empty segment: %w", errSegment)
+		return "is empty"
 	case seg == "." || seg == "..":
-		return fmt.Errorf("segment %q: %w", seg, errSegment)
+		return "is a relative reference"
 	case seg[0] == '.':
-		return fmt.Errorf("segment %q starts with a dot: %w", seg, errSegment)
+		return "starts with a dot"
 	}
 	for _, r := range seg {
 		if !uriSafeRune(r) {
-			return fmt.Errorf("segment %q has character %U that cannot stand for itself in a URI: %w", seg, r, errSegment)
+			return fmt.Sprintf("has the character %U %q, which a skill:// URI cannot hold unescaped", r, r)
 		}
 	}
-	return nil
+	return ""
 }
 
 // uriSafeRune reports whether r may appear unescaped in a skill path: an RFC
