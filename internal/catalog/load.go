@@ -54,6 +54,9 @@ type Options struct {
 	// folder as a fallback to change events; 0 means DefaultPollInterval and
 	// a negative value turns polling off.
 	PollInterval time.Duration
+	// NoEvents turns off file system change events for a Watcher, leaving
+	// only polling; for volumes that deliver no events.
+	NoEvents bool
 	// Debounce is how long a Watcher waits after a change event for more
 	// events before it reloads; 0 means DefaultDebounce.
 	Debounce time.Duration

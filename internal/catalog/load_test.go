@@ -495,11 +495,17 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 }
 
 // makeConfigMap lays files out the way the kubelet's atomic writer does:
-// the data in a timestamped folder, "..data" linking to it, and one link per
-// top-level name through "..data".
+// the data in a timestamped folder, "..data" linking to it, and one link
+// through "..data" per top-level name (skills/, agents/; both are linked, as
+// later swaps in these tests add what the first version lacks).
 func makeConfigMap(t testing.TB, dir, stamp string, files map[string]string) {
 	t.Helper()
 	writeFiles(t, filepath.Join(dir, stamp), files)
+	for _, top := range []string{"skills", "agents"} {
+		if err := os.MkdirAll(filepath.Join(dir, stamp, top), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.Symlink(stamp, filepath.Join(dir, "..data")); err != nil {
 		t.Fatal(err)
 	}
@@ -515,6 +521,11 @@ func makeConfigMap(t testing.TB, dir, stamp string, files map[string]string) {
 func swapConfigMap(t testing.TB, dir, stamp string, files map[string]string) {
 	t.Helper()
 	writeFiles(t, filepath.Join(dir, stamp), files)
+	for _, top := range []string{"skills", "agents"} {
+		if err := os.MkdirAll(filepath.Join(dir, stamp, top), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tmp := filepath.Join(dir, "..data_tmp")
 	if err := os.Symlink(stamp, tmp); err != nil {
 		t.Fatal(err)

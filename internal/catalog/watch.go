@@ -1,0 +1,244 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Triggers of a ReloadEvent.
+const (
+	TriggerInitial = "initial" // the load in NewWatcher
+	TriggerEvent   = "event"   // a file system change event
+	TriggerPoll    = "poll"    // the polling fallback saw a different fingerprint
+	TriggerManual  = "manual"  // a call to Watcher.Reload
+)
+
+// ReloadEvent reports one reload. It is what logs and metrics record.
+type ReloadEvent struct {
+	// OK is true when a new snapshot was published.
+	OK bool
+	// Err is why not; it wraps ErrUnreadable when the folder could not be
+	// read at all. The last good snapshot stays published.
+	Err error
+	// Skills and Agents count what the published snapshot serves; zero
+	// when OK is false.
+	Skills, Agents int
+	// Problems are the published snapshot's skipped and warned items.
+	Problems []Problem
+	// Duration is how long the build took.
+	Duration time.Duration
+	// At is when the build started.
+	At time.Time
+	// Trigger is one of the Trigger constants.
+	Trigger string
+}
+
+// Watcher keeps the snapshot of a plugin folder current. Readers call
+// Snapshot, which never blocks; Run watches the folder and publishes the next
+// snapshot atomically when it changes. A folder that cannot be read keeps
+// the last good snapshot.
+type Watcher struct {
+	root     string
+	opts     Options
+	onReload func(ReloadEvent)
+
+	snap atomic.Pointer[Snapshot]
+
+	mu sync.Mutex // serializes builds; readers never take it
+	fp [sha256.Size]byte
+}
+
+// NewWatcher loads the folder at root once and returns a Watcher serving
+// that snapshot; the error is the initial load's (see Load). onReload, when
+// not nil, is called after every reload, the initial one included, one call
+// at a time and before NewWatcher returns for the first; it must not block
+// for long.
+func NewWatcher(root string, opts Options, onReload func(ReloadEvent)) (*Watcher, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	w := &Watcher{root: root, opts: opts.withDefaults(), onReload: onReload}
+	if ev := w.reload(TriggerInitial); !ev.OK {
+		return nil, ev.Err
+	}
+	return w, nil
+}
+
+// Snapshot returns the current snapshot. It never blocks and never returns nil.
+func (w *Watcher) Snapshot() *Snapshot { return w.snap.Load() }
+
+// Reload builds and publishes a new snapshot now (for example on SIGHUP).
+func (w *Watcher) Reload() ReloadEvent { return w.reload(TriggerManual) }
+
+func (w *Watcher) reload(trigger string) ReloadEvent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	start := time.Now()
+	// The fingerprint is taken before the load: a change during the load
+	// then shows up as a difference at the next poll.
+	w.fp = fingerprint(w.root, w.opts.MaxEntries)
+	s, err := Load(w.root, w.opts)
+	ev := ReloadEvent{At: start, Duration: time.Since(start), Trigger: trigger}
+	if err != nil {
+		ev.Err = fmt.Errorf("reload %s: %w", w.root, err)
+	} else {
+		w.snap.Store(s)
+		ev.OK, ev.Skills, ev.Agents, ev.Problems = true, len(s.skills), len(s.agents), s.problems
+	}
+	if w.onReload != nil {
+		w.onReload(ev)
+	}
+	return ev
+}
+
+// Run watches the folder until ctx is done, then returns nil. Change events
+// (fsnotify: inotify on Linux) on the root and on every folder read are
+// debounced by Options.Debounce and then trigger a reload; the root's events
+// include the "..data" swap of a ConfigMap update. Every Options.PollInterval
+// a fingerprint of the tree (names, link targets, sizes, modification
+// times) is compared as well, for volumes that deliver no events. Run must
+// be called at most once.
+func (w *Watcher) Run(ctx context.Context) error {
+	sync := func() bool { return false }
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if !w.opts.NoEvents {
+		// Without events (inotify limits, a volume that sends none) polling
+		// still sees every change, only later.
+		if fw, err := fsnotify.NewWatcher(); err == nil {
+			defer fw.Close()
+			watched := map[string]bool{}
+			sync = func() bool { return w.syncWatches(fw, watched) }
+			sync()
+			events, errs = fw.Events, fw.Errors
+		}
+	}
+	return w.loop(ctx, events, errs, sync)
+}
+
+// loop is Run's select loop; sync re-aims the event watches after a reload
+// and reports whether it added any.
+func (w *Watcher) loop(ctx context.Context, events <-chan fsnotify.Event, errs <-chan error, sync func() bool) error {
+	var tick <-chan time.Time
+	if w.opts.PollInterval > 0 {
+		t := time.NewTicker(w.opts.PollInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	defer debounce.Stop()
+	// Changes made between the last load and the first watches are seen by
+	// no event: compare fingerprints once now.
+	if w.changed() {
+		debounce.Reset(w.opts.Debounce)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			debounce.Reset(w.opts.Debounce)
+		case _, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			// An overflow or watch error may hide a change: reload.
+			debounce.Reset(w.opts.Debounce)
+		case <-debounce.C:
+			w.reload(TriggerEvent)
+			if sync() {
+				// Whatever was created in a new folder before its watch
+				// existed sent no event: load once more.
+				debounce.Reset(w.opts.Debounce)
+			}
+		case <-tick:
+			if w.changed() {
+				w.reload(TriggerPoll)
+				sync()
+			}
+		}
+	}
+}
+
+// changed reports whether the folder's fingerprint differs from the one
+// taken at the last reload.
+func (w *Watcher) changed() bool {
+	fp := fingerprint(w.root, w.opts.MaxEntries)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fp != w.fp
+}
+
+// syncWatches aims fsnotify at the root and every folder the current
+// snapshot was read from (fsnotify is not recursive), and reports whether
+// it added a watch.
+func (w *Watcher) syncWatches(fw *fsnotify.Watcher, watched map[string]bool) (added bool) {
+	want := map[string]bool{w.root: true}
+	for _, d := range w.Snapshot().watchDirs {
+		want[filepath.Join(w.root, filepath.FromSlash(d))] = true
+	}
+	for d := range watched {
+		if !want[d] {
+			_ = fw.Remove(d) // the folder may be gone already
+			delete(watched, d)
+		}
+	}
+	for d := range want {
+		if !watched[d] && fw.Add(d) == nil {
+			watched[d] = true
+			added = true
+		}
+	}
+	return added
+}
+
+// fingerprint hashes what a reload would see: every entry's logical path,
+// canonical path, size, modification time and mode, and every problem of
+// the walk. A ConfigMap swap changes the canonical paths. An unreadable root
+// hashes to the error.
+func fingerprint(root string, maxEntries int) [sha256.Size]byte {
+	h := sha256.New()
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		fmt.Fprintf(h, "unreadable %v", err)
+		return [sha256.Size]byte(h.Sum(nil))
+	}
+	defer r.Close()
+	t := newTree(r.FS(), maxEntries)
+	var ps problems
+	visit := func(n node, _ bool) bool {
+		fmt.Fprintf(h, "%q %q %d %d %v\n", n.rel, n.real, n.info.Size(), n.info.ModTime().UnixNano(), n.info.Mode())
+		return true
+	}
+	for _, top := range []string{"skills", "agents", ".claude-plugin"} {
+		n, absent, err := t.lookup(top)
+		switch {
+		case absent:
+			fmt.Fprintf(h, "absent %s\n", top)
+		case err != nil:
+			fmt.Fprintf(h, "error %s %v\n", top, err)
+		case n.info.IsDir():
+			t.walk(n, nil, &ps, visit)
+		default:
+			visit(n, false)
+		}
+	}
+	for _, p := range ps {
+		fmt.Fprintf(h, "problem %q %q\n", p.Path, p.Reason)
+	}
+	return [sha256.Size]byte(h.Sum(nil))
+}
