@@ -103,9 +103,14 @@ func RunLoad(ctx context.Context, spec LoadSpec) LoadResult {
 		wg.Go(func() {
 			local := make([]time.Duration, 0, min(perWorker, 1<<16))
 			var firstErr error
+			measuredOps := 0
 			for {
 				t0 := time.Now()
-				if t0.After(end) || len(local) >= perWorker || ctx.Err() != nil {
+				// Past the end, a worker still makes one measured request
+				// if it has none yet (a slow request that started in the
+				// warm-up), within a grace of one more duration.
+				over := t0.After(end) && (measuredOps > 0 || t0.After(end.Add(spec.Duration)))
+				if over || len(local) >= perWorker || ctx.Err() != nil {
 					break
 				}
 				measuring := !t0.Before(measureAt)
@@ -116,6 +121,7 @@ func RunLoad(ctx context.Context, spec LoadSpec) LoadResult {
 				}
 				err := w.Do(ctx, rec)
 				if measuring {
+					measuredOps++
 					ops.Add(1)
 					if err != nil {
 						errs.Add(1)

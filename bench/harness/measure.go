@@ -134,9 +134,9 @@ func combine(row report.Row, reps []sample) report.Row {
 		}
 	}
 	if len(thr) == 0 {
-		row.Status = "failed"
+		row.Status = "failed: no request completed in the measured window"
 		if firstErr != nil {
-			row.Status = "failed: " + firstLines(firstErr.Error(), 1)
+			row.Status = "failed: " + clip([]byte(firstLines(firstErr.Error(), 1)), 160)
 		}
 		return row
 	}

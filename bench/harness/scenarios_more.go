@@ -1,0 +1,180 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/bench/report"
+)
+
+// ProgressEvents is how many progress notifications one progress call sends.
+const ProgressEvents = 50
+
+// progressWorker calls the progress tool and records, per notification, the
+// time from the upstream stamping it to this client reading its data line.
+// Both ends read the same wall clock: they run on one machine.
+func progressWorker(era Era, url string) func(context.Context, *http.Client) (Worker, error) {
+	call := Call{
+		Method: "tools/call",
+		Params: `{"name":"progress","arguments":{"n":` + strconv.Itoa(ProgressEvents) + `}}`,
+		Name:   "progress",
+		Meta:   `"progressToken":1`,
+	}
+	body := call.Body(era)
+	return func(ctx context.Context, c *http.Client) (Worker, error) {
+		var session string
+		if era == Legacy {
+			id, err := OpenSession(ctx, c, url)
+			if err != nil {
+				return Worker{}, err
+			}
+			session = id
+		}
+		hdr := call.Header(era, session)
+		w := Worker{Do: func(ctx context.Context, rec func(time.Duration)) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+			if err != nil {
+				return fmt.Errorf("build request: %w", err)
+			}
+			req.Header = hdr
+			resp, err := c.Do(req)
+			if err != nil {
+				return fmt.Errorf("post: %w", err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%w: %s", errReply, resp.Status)
+			}
+			n := 0
+			err = readProgress(resp.Body, func(d time.Duration) { n++; rec(d) })
+			io.Copy(io.Discard, resp.Body)
+			if err == nil && n != ProgressEvents {
+				err = fmt.Errorf("%w: %d progress events, want %d", errReply, n, ProgressEvents)
+			}
+			return err
+		}}
+		if session != "" {
+			w.Close = func() { CloseSession(c, url, session) }
+		}
+		return w, nil
+	}
+}
+
+func sseProgress(ctx context.Context, e *Env) []report.Row {
+	var rows []report.Row
+	for _, era := range []Era{Legacy, Modern} {
+		rows = append(rows, e.measure(ctx, loadCase{
+			scenario: "SSE progress", variant: era.String() + " c=1", concurrency: 1,
+			worker: func(t Target) func(context.Context, *http.Client) (Worker, error) {
+				return progressWorker(era, t.URL)
+			},
+			note: func(Target) string {
+				return fmt.Sprintf("events/s; latency = upstream write → client read, %d per call", ProgressEvents)
+			},
+		})...)
+	}
+	return rows
+}
+
+func blobRead(ctx context.Context, e *Env) []report.Row {
+	var rows []report.Row
+	for _, b := range []struct {
+		uri   string
+		label string
+		size  int
+	}{{blob1MURI, "1 MiB blob", 1 << 20}, {blob16MURI, "16 MiB blob", 16 << 20}} {
+		call := Call{Method: "resources/read", Params: `{"uri":"` + b.uri + `"}`, Name: b.uri}
+		rs := e.measure(ctx, loadCase{
+			scenario: "resources/read", variant: b.label + " legacy c=1", concurrency: 1,
+			worker: func(t Target) func(context.Context, *http.Client) (Worker, error) {
+				return callWorker(Legacy, call, t.URL, nil)
+			},
+		})
+		for i := range rs {
+			if rs[i].OK() {
+				rs[i].Note = joinNote(fmt.Sprintf("%.0f MB/s decoded", rs[i].Throughput*float64(b.size)/1e6), rs[i].Note)
+			}
+		}
+		rows = append(rows, rs...)
+	}
+	return rows
+}
+
+func joinNote(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}
+
+// skillsMethods measures the methods the sidecar answers itself. The other
+// targets have no skills, so in the skills/list variant they run tools/list
+// over the upstream's 1,000 filler tools, a reply of about the same size,
+// and the row says so; skills/get and agents/get have no stand-in.
+func skillsMethods(ctx context.Context, e *Env) []report.Row {
+	toolsList := Call{Method: "tools/list"}
+	skillsList := Call{Method: "skills/list"}
+	skillsGet := Call{Method: "skills/get", Params: `{"uri":"skill://s0000/SKILL.md"}`}
+	agentsGet := Call{Method: "agents/get", Params: `{"name":"` + BenchAgent + `"}`}
+	sidecarOnly := func(t Target) string {
+		if t.Name != report.Sidecar {
+			return "n/a: only the sidecar serves it"
+		}
+		return ""
+	}
+	sized := func(call Call) func(Target) func(context.Context, *http.Client) (Worker, error) {
+		return func(t Target) func(context.Context, *http.Client) (Worker, error) {
+			return callWorker(Modern, call, t.URL, nil)
+		}
+	}
+	var rows []report.Row
+	rows = append(rows, e.measure(ctx, loadCase{
+		scenario: "tools/list", variant: fmt.Sprintf("%d tools modern c=1 (forwarded)", ListedTools), concurrency: 1,
+		worker: sized(toolsList),
+		note:   func(t Target) string { return e.replySize(ctx, t, toolsList) },
+	})...)
+	rows = append(rows, e.measure(ctx, loadCase{
+		scenario: "skills/list", variant: fmt.Sprintf("%d skills modern c=1", PluginSkills), concurrency: 1,
+		worker: func(t Target) func(context.Context, *http.Client) (Worker, error) {
+			if t.Name == report.Sidecar {
+				return callWorker(Modern, skillsList, t.URL, nil)
+			}
+			return callWorker(Modern, toolsList, t.URL, nil)
+		},
+		note: func(t Target) string {
+			if t.Name == report.Sidecar {
+				return e.replySize(ctx, t, skillsList)
+			}
+			return "stand-in: tools/list, " + e.replySize(ctx, t, toolsList)
+		},
+	})...)
+	for _, c := range []struct {
+		name string
+		call Call
+	}{{"skills/get", skillsGet}, {"agents/get", agentsGet}} {
+		rows = append(rows, e.measure(ctx, loadCase{
+			scenario: c.name, variant: "modern c=1", concurrency: 1,
+			worker: sized(c.call), skip: sidecarOnly,
+		})...)
+	}
+	return rows
+}
+
+// replySize makes one call and describes the reply's size, for notes.
+func (e *Env) replySize(ctx context.Context, t Target, call Call) string {
+	if t.Unavailable != "" {
+		return ""
+	}
+	var buf bytes.Buffer
+	c := NewClient(1)
+	defer c.CloseIdleConnections()
+	if _, err := post(ctx, c, t.URL, call.Header(Modern, ""), call.Body(Modern), &buf); err != nil {
+		return "reply failed"
+	}
+	return fmt.Sprintf("reply %.0f KiB", float64(buf.Len())/1024)
+}
