@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrNotObject reports that an edit needed a JSON object (the document or a
 // value on the path) and found something else.
 var ErrNotObject = errors.New("rewrite: not a JSON object")
 
-// ErrEmptyPath reports an edit with no key to edit.
-var ErrEmptyPath = errors.New("rewrite: empty key path")
+// ErrBadPath reports an edit whose path is empty or holds a key that is
+// not valid UTF-8 (JSON cannot spell such a key).
+var ErrBadPath = errors.New("rewrite: empty key path")
 
 // GetKey returns the raw value found by following path through nested
 // objects of the JSON document obj, and whether it is there. An empty path
@@ -57,10 +59,16 @@ func lookup(b []byte, path []string) (start, end int, ok bool) {
 // pretty-printed object stays pretty; created objects are compact.
 //
 // Errors: ErrParse when obj or value is not valid JSON, ErrNotObject when
-// obj or a value on the path is not an object, ErrEmptyPath for no path.
+// obj or a value on the path is not an object, ErrBadPath for no path or a
+// key that is not valid UTF-8.
 func SetKey(obj []byte, path []string, value json.RawMessage) ([]byte, error) {
 	if len(path) == 0 {
-		return nil, fmt.Errorf("set key: %w", ErrEmptyPath)
+		return nil, fmt.Errorf("set key: %w", ErrBadPath)
+	}
+	for _, key := range path {
+		if !utf8.ValidString(key) {
+			return nil, fmt.Errorf("set key %q: %w", key, ErrBadPath)
+		}
 	}
 	if !json.Valid(obj) {
 		return nil, fmt.Errorf("set key %s: document: %w", dotted(path), ErrParse)
@@ -90,7 +98,7 @@ func setKey(b []byte, path []string, value []byte) ([]byte, error) {
 		}
 		i = m.valStart
 	}
-	return nil, fmt.Errorf("set key: %w", ErrEmptyPath)
+	return nil, fmt.Errorf("set key: %w", ErrBadPath)
 }
 
 // insertMember inserts "path[0]": {"path[1]": ... value} as the last member

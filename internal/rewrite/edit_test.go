@@ -34,7 +34,8 @@ func setKeyCases() map[string]setKeyCase {
 		"bad value":        {obj: `{}`, path: []string{"a"}, value: `{`, wantErr: ErrParse},
 		"not object":       {obj: `[1]`, path: []string{"a"}, value: `1`, wantErr: ErrNotObject},
 		"scalar on path":   {obj: `{"a":"s"}`, path: []string{"a", "b"}, value: `1`, wantErr: ErrNotObject},
-		"empty path":       {obj: `{}`, value: `1`, wantErr: ErrEmptyPath},
+		"empty path":       {obj: `{}`, value: `1`, wantErr: ErrBadPath},
+		"key not utf-8":    {obj: `{}`, path: []string{"\xa8"}, value: `1`, wantErr: ErrBadPath},
 	}
 }
 

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 )
 
 // errSyntax is what the scanner reports on bytes it cannot walk. Public entry
@@ -175,10 +176,12 @@ func (it *objIter) fail() (member, bool) {
 	return member{}, false
 }
 
-// keyIs reports whether the member's key, unescaped, equals name.
+// keyIs reports whether the member's key, unescaped, equals name. A key
+// with escapes or invalid UTF-8 (which encoding/json turns into U+FFFD) is
+// decoded the way encoding/json decodes it.
 func keyIs(b []byte, m member, name string) bool {
 	raw := b[m.keyStart+1 : m.keyEnd-1]
-	if !m.escaped {
+	if !m.escaped && utf8.Valid(raw) {
 		return string(raw) == name
 	}
 	var s string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // ErrParse reports bytes that are not valid JSON. The proxy answers it with
@@ -225,15 +226,16 @@ func rawStringIs(raw []byte, s string) bool {
 	if len(raw) < 2 || raw[0] != '"' {
 		return false
 	}
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1:len(raw)-1]) == s
 	}
 	return stringValue(raw) == s
 }
 
-// stringValue decodes the valid JSON string raw.
+// stringValue decodes the valid JSON string raw as encoding/json would,
+// turning invalid UTF-8 into U+FFFD.
 func stringValue(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1])
 	}
 	var s string

@@ -57,7 +57,8 @@ func frameStyle(body []byte) (eol []byte, space bool) {
 			if len(le) > 0 {
 				eol = le
 			}
-			return eol, bytes.HasPrefix(line, []byte("data: "))
+			space = bytes.HasPrefix(line, []byte("data: "))
+			break
 		}
 		if len(line) == 0 {
 			break
