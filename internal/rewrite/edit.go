@@ -12,6 +12,9 @@ import (
 // value on the path) and found something else.
 var ErrNotObject = errors.New("rewrite: not a JSON object")
 
+// ErrNotArray reports that AppendToArray found a value that is not an array.
+var ErrNotArray = errors.New("rewrite: not a JSON array")
+
 // ErrBadPath reports an edit whose path is empty or holds a key that is
 // not valid UTF-8 (JSON cannot spell such a key).
 var ErrBadPath = errors.New("rewrite: empty key path")
@@ -62,21 +65,31 @@ func lookup(b []byte, path []string) (start, end int, ok bool) {
 // obj or a value on the path is not an object, ErrBadPath for no path or a
 // key that is not valid UTF-8.
 func SetKey(obj []byte, path []string, value json.RawMessage) ([]byte, error) {
+	if err := checkEdit(obj, path, value); err != nil {
+		return nil, fmt.Errorf("set key %s: %w", dotted(path), err)
+	}
+	return setKey(obj, path, trimWS(value))
+}
+
+// checkEdit validates the arguments of an edit.
+func checkEdit(obj []byte, path []string, values ...[]byte) error {
 	if len(path) == 0 {
-		return nil, fmt.Errorf("set key: %w", ErrBadPath)
+		return ErrBadPath
 	}
 	for _, key := range path {
 		if !utf8.ValidString(key) {
-			return nil, fmt.Errorf("set key %q: %w", key, ErrBadPath)
+			return fmt.Errorf("key %q: %w", key, ErrBadPath)
 		}
 	}
 	if !json.Valid(obj) {
-		return nil, fmt.Errorf("set key %s: document: %w", dotted(path), ErrParse)
+		return fmt.Errorf("document: %w", ErrParse)
 	}
-	if !json.Valid(value) {
-		return nil, fmt.Errorf("set key %s: value: %w", dotted(path), ErrParse)
+	for _, v := range values {
+		if !json.Valid(v) {
+			return fmt.Errorf("value: %w", ErrParse)
+		}
 	}
-	return setKey(obj, path, trimWS(value))
+	return nil
 }
 
 // setKey is SetKey on input already known to be valid.
@@ -170,4 +183,57 @@ func isSpace(c byte) bool {
 
 func dotted(path []string) string {
 	return strings.Join(path, ".")
+}
+
+// AppendToArray returns a copy of the JSON object obj in which elems are
+// appended to the array at path, after its last element; a missing array
+// is created as SetKey creates a value. Like SetKey it keeps every other
+// byte, and appended elements copy the whitespace before the array's last
+// element. For example, it adds the sidecar's entries to result.resources
+// of a resources/list reply. No elems returns obj unchanged. Errors are
+// SetKey's, plus ErrNotArray when the value at path is not an array.
+func AppendToArray(obj []byte, path []string, elems ...json.RawMessage) ([]byte, error) {
+	values := make([][]byte, len(elems))
+	for i, e := range elems {
+		values[i] = e
+	}
+	if err := checkEdit(obj, path, values...); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", dotted(path), err)
+	}
+	if len(elems) == 0 {
+		return obj, nil
+	}
+	start, end, ok := lookup(obj, path)
+	if !ok {
+		return setKey(obj, path, append(appendElems([]byte("["), nil, elems, false), ']'))
+	}
+	if obj[start] != '[' {
+		return nil, fmt.Errorf("append to %s: %w", dotted(path), ErrNotArray)
+	}
+	pos, lead := start+1, []byte(nil) // an empty array: right after '['
+	spans := elements(obj[start:end])
+	if n := len(spans); n > 0 {
+		last := start + spans[n-1][0]
+		pos = start + spans[n-1][1]
+		ws := last
+		for isSpace(obj[ws-1]) {
+			ws--
+		}
+		lead = obj[ws:last]
+	}
+	out := make([]byte, 0, len(obj)+len(elems)*(len(lead)+64))
+	out = appendElems(append(out, obj[:pos]...), lead, elems, len(spans) > 0)
+	return append(out, obj[pos:]...), nil
+}
+
+// appendElems appends elems, each after lead and a comma (but the first
+// when !comma).
+func appendElems(dst, lead []byte, elems []json.RawMessage, comma bool) []byte {
+	for i, e := range elems {
+		if comma || i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(append(dst, lead...), trimWS(e)...)
+	}
+	return dst
 }

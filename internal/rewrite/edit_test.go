@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -94,6 +95,55 @@ func TestGetKey(t *testing.T) {
 			got, ok := GetKey([]byte(tc.obj), tc.path)
 			if ok != tc.wantOK || string(got) != tc.want {
 				t.Errorf("GetKey(%q, %q) = %q, %v, want %q, %v", tc.obj, tc.path, got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+type appendCase struct {
+	obj     string
+	path    []string
+	elems   []string
+	want    string
+	wantErr error
+}
+
+// appendCases is the AppendToArray table; FuzzAppendToArray is seeded from
+// it.
+func appendCases() map[string]appendCase {
+	return map[string]appendCase{
+		"resources/list": {
+			obj:   `{"jsonrpc":"2.0","id":3,"result":{"resources":[{"uri":"file:///a"}],"nextCursor":"c"}}`,
+			path:  []string{"result", "resources"},
+			elems: []string{`{"uri":"skill://x/SKILL.md"}`, ` {"uri":"skill://y/SKILL.md"} `},
+			want:  `{"jsonrpc":"2.0","id":3,"result":{"resources":[{"uri":"file:///a"},{"uri":"skill://x/SKILL.md"},{"uri":"skill://y/SKILL.md"}],"nextCursor":"c"}}`,
+		},
+		"empty array":  {obj: `{"a":[ ]}`, path: []string{"a"}, elems: []string{`1`, `2`}, want: `{"a":[1,2 ]}`},
+		"pretty":       {obj: "{\"a\": [\n  1,\n  2\n]}", path: []string{"a"}, elems: []string{`3`}, want: "{\"a\": [\n  1,\n  2,\n  3\n]}"},
+		"missing":      {obj: `{"r":{}}`, path: []string{"r", "a"}, elems: []string{`"x"`}, want: `{"r":{"a":["x"]}}`},
+		"nothing":      {obj: `{"a":[1]}`, path: []string{"a"}, want: `{"a":[1]}`},
+		"not array":    {obj: `{"a":{}}`, path: []string{"a"}, elems: []string{`1`}, wantErr: ErrNotArray},
+		"bad element":  {obj: `{"a":[]}`, path: []string{"a"}, elems: []string{`{`}, wantErr: ErrParse},
+		"scalar above": {obj: `{"a":1}`, path: []string{"a", "b"}, elems: []string{`1`}, wantErr: ErrNotObject},
+		"no path":      {obj: `{}`, elems: []string{`1`}, wantErr: ErrBadPath},
+	}
+}
+
+func TestAppendToArray(t *testing.T) {
+	t.Parallel()
+	for name, tc := range appendCases() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var elems []json.RawMessage
+			for _, e := range tc.elems {
+				elems = append(elems, json.RawMessage(e))
+			}
+			got, err := AppendToArray([]byte(tc.obj), tc.path, elems...)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("AppendToArray(%q, %q, %q) error = %v, want %v", tc.obj, tc.path, tc.elems, err, tc.wantErr)
+			}
+			if err == nil && string(got) != tc.want {
+				t.Errorf("AppendToArray(%q, %q, %q) = %q, want %q", tc.obj, tc.path, tc.elems, got, tc.want)
 			}
 		})
 	}

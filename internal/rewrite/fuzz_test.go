@@ -270,3 +270,26 @@ func FuzzSetKey(f *testing.F) {
 		}
 	})
 }
+
+func FuzzAppendToArray(f *testing.F) {
+	for _, tc := range appendCases() {
+		if len(tc.path) == 1 && len(tc.elems) > 0 {
+			f.Add([]byte(tc.obj), tc.path[0], []byte(tc.elems[0]))
+		}
+	}
+	f.Fuzz(func(t *testing.T, obj []byte, key string, elem []byte) {
+		out, err := AppendToArray(obj, []string{key}, elem)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("AppendToArray(%q, %q, %q) = %q, not valid JSON", obj, key, elem, out)
+		}
+		want := decode(t, obj).(map[string]any)
+		arr, _ := want[key].([]any)
+		want[key] = append(arr, decode(t, elem))
+		if got := decode(t, out); !reflect.DeepEqual(got, any(want)) {
+			t.Fatalf("AppendToArray(%q, %q, %q) = %q, decodes to %v, want %v", obj, key, elem, out, got, want)
+		}
+	})
+}
