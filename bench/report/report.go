@@ -52,6 +52,9 @@ type Row struct {
 	Errors  int64 `json:"errors"`
 	// Note explains anything unusual about the row, e.g. a stand-in method.
 	Note string `json:"note,omitempty"`
+	// Extra holds scenario-specific figures, e.g. "kib_per_stream"; the
+	// table shows them through Note.
+	Extra map[string]float64 `json:"extra,omitempty"`
 }
 
 // OK reports whether the row holds a measurement.
@@ -100,8 +103,9 @@ type Report struct {
 	Ratios   []Ratio  `json:"ratios"`
 }
 
-// Ratios computes one Ratio per scenario variant that has a sidecar row, in
-// the order the variants first appear in rows.
+// Ratios computes one Ratio per scenario variant that has a sidecar row with
+// a throughput (or a failed one), in the order the variants first appear in
+// rows.
 func Ratios(rows []Row) []Ratio {
 	type key struct{ s, v string }
 	byKey := map[key]map[string]Row{}
@@ -118,7 +122,9 @@ func Ratios(rows []Row) []Ratio {
 	for _, k := range order {
 		m := byKey[k]
 		sc, ok := m[Sidecar]
-		if !ok {
+		if !ok || (sc.OK() && sc.Throughput == 0) {
+			// No sidecar, or a measurement that is not a load run
+			// (start-up, idle streams): nothing to take a ratio of.
 			continue
 		}
 		rt := Ratio{Scenario: k.s, Variant: k.v}
@@ -170,7 +176,7 @@ func WriteTable(w io.Writer, rep Report) error {
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
-			r.Scenario, r.Variant, r.Target, num(r.Throughput), num(r.P50Micros), num(r.P99Micros),
+			r.Scenario, r.Variant, r.Target, optNum(positive(r.Throughput)), num(r.P50Micros), num(r.P99Micros),
 			optNum(r.AllocsPerOp), optNum(r.CPUMicrosPerOp), mib(r.RSSKiB), r.Errors, cell(r.Note))
 	}
 	if len(rep.Ratios) > 0 {
@@ -211,6 +217,14 @@ func num(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// positive returns &v, or nil for a zero throughput (not a load run).
+func positive(v float64) *float64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
 }
 
 func optNum(v *float64) string {

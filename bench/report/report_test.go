@@ -18,6 +18,7 @@ func sampleRows() []Row {
 		{Scenario: "tools/call", Variant: "legacy c=1", Target: Nginx, Status: "unavailable: nginx not found"},
 		{Scenario: "tools/call", Variant: "legacy c=1", Target: Sidecar, Status: "ok", Throughput: 760, P50Micros: 1150, P99Micros: 2000, Samples: 3800, Errors: 2, Note: "a|b"},
 		{Scenario: "startup", Variant: "default", Target: Direct, Status: "ok", P50Micros: 20000},
+		{Scenario: "startup", Variant: "default", Target: Sidecar, Status: "ok", P50Micros: 30000, Extra: map[string]float64{"idle_rss_kib": 9000}},
 	}
 }
 
@@ -62,7 +63,8 @@ func TestWriteTable(t *testing.T) {
 | tools/call | legacy c=1 | bare | 800 | 1100 | 1900 | 60.0 | – | 10.0 | 0 |  |
 | tools/call | legacy c=1 | nginx | – | – | – | – | – | – | – | unavailable: nginx not found |
 | tools/call | legacy c=1 | sidecar | 760 | 1150 | 2000 | – | – | – | 2 | a/b |
-| startup | default | direct | 0.00 | 20000 | 0.00 | – | – | – | 0 |  |
+| startup | default | direct | – | 20000 | 0.00 | – | – | – | 0 |  |
+| startup | default | sidecar | – | 30000 | 0.00 | – | – | – | 0 |  |
 
 | scenario | variant | sidecar/bare | sidecar/nginx | sidecar/direct | sidecar +p50 µs | bare +p50 µs |
 |---|---|--:|--:|--:|--:|--:|
