@@ -91,7 +91,7 @@ func TestParseAgentDerivedFields(t *testing.T) {
 		"skills by name and path": {
 			in: base + "skills: [notes, other/refunds, 5, missing]\n---\n",
 			want: want{Description: "d", Capabilities: []string{}, Tools: []string{},
-				Skills: []AgentSkill{{"notes", "skill://notes/SKILL.md"}, {"other/refunds", "skill://other/refunds/SKILL.md"}},
+				Skills:   []AgentSkill{{"notes", "skill://notes/SKILL.md"}, {"other/refunds", "skill://other/refunds/SKILL.md"}},
 				Warnings: []issue{{KindReference, `skill "missing" is not served by this plugin`}}},
 		},
 		"ambiguous skill name": {
