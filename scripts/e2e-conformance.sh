@@ -9,6 +9,12 @@
 #
 # Usage:
 #   scripts/e2e-conformance.sh URL [--wire modern|legacy|both] [--out DIR]
+#   scripts/e2e-conformance.sh --start-sidecar [--plugin-dir DIR | --demo] [--sidecar-bin PATH]
+#           [--wire ...] [--out DIR]
+#       start server-everything and bin/skills-sidecar in front of it with the
+#       plugin folder (default examples/plugin) on free loopback ports (with
+#       --demo: the sidecar alone, with its embedded demo upstream and example
+#       plugin), run against that, and stop both at the end
 #   scripts/e2e-conformance.sh --check WIRE SCENARIO CHECKS_JSON
 #       apply the verdict rules to one checks.json file
 #   scripts/e2e-conformance.sh --self-test
@@ -256,7 +262,8 @@ main() {
       return
       ;;
   esac
-  url=$1
+  local start=no sidecar_bin=$E2E_ROOT/bin/skills-sidecar plugin_dir=$E2E_ROOT/examples/plugin demo=no
+  if [[ $1 == --start-sidecar ]]; then start=yes; else url=$1; fi
   shift
   while (($#)); do
     case $1 in
@@ -269,12 +276,17 @@ main() {
         shift
         ;;
       --out) out=${2:?--out needs a directory}; shift ;;
+      --sidecar-bin) sidecar_bin=${2:?--sidecar-bin needs a path}; shift ;;
+      --plugin-dir) plugin_dir=${2:?--plugin-dir needs a directory}; shift ;;
+      --demo) demo=yes ;;
       *) e2e_die "unknown argument $1 (try --help)" ;;
     esac
     shift
   done
-  [[ $url =~ ^https?://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?/ ]] ||
-    e2e_die "$url is not a loopback URL; the end-to-end scripts talk to loopback only"
+  if [[ $start == no ]]; then
+    [[ $url =~ ^https?://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?/ ]] ||
+      e2e_die "$url is not a loopback URL; the end-to-end scripts talk to loopback only"
+  fi
   e2e_require_tools
 
   # Globals: the EXIT trap runs after main has returned.
@@ -286,9 +298,22 @@ main() {
     mkdir -p "$out"
   fi
   OUT_DIR=$out
-  trap 'if [[ $OUT_KEEP == 1 ]]; then e2e_log "results in $OUT_DIR"; else rm -rf "$OUT_DIR"; fi' EXIT
+  trap 'e2e_cleanup; if [[ $OUT_KEEP == 1 ]]; then e2e_log "results in $OUT_DIR"; else rm -rf "$OUT_DIR"; fi' EXIT
+  trap 'exit 130' INT TERM
   export HOME=$out/home
   mkdir -p "$HOME"
+
+  if [[ $start == yes ]]; then
+    if [[ $demo == yes ]]; then
+      e2e_start_sidecar "$sidecar_bin" '' "$out/sidecar.log"
+      e2e_log "sidecar at $E2E_SIDECAR_URL with its embedded demo upstream and example plugin"
+    else
+      e2e_start_everything "$out/everything.log"
+      e2e_start_sidecar "$sidecar_bin" "$E2E_EVERYTHING_URL" "$out/sidecar.log" "$plugin_dir"
+      e2e_log "sidecar at $E2E_SIDECAR_URL in front of server-everything, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
+    fi
+    url=$E2E_SIDECAR_URL
+  fi
 
   local wire scenario
   for wire in "${wires[@]}"; do

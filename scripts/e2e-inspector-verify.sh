@@ -9,6 +9,11 @@
 #
 # Usage:
 #   scripts/e2e-inspector-verify.sh URL [--era legacy|modern|both]
+#   scripts/e2e-inspector-verify.sh --start-sidecar [--plugin-dir DIR | --demo] [--sidecar-bin PATH]
+#       start server-everything and bin/skills-sidecar in front of it with the
+#       plugin folder (default examples/plugin) on free loopback ports (with
+#       --demo: the sidecar alone, with its embedded demo upstream and example
+#       plugin), verify through it, and stop both at the end
 #   scripts/e2e-inspector-verify.sh --self-test
 #       runs the check against test/e2e/fake-skills-server.mjs serving a good
 #       digest (must pass), the same server advertising a wrong digest (must
@@ -153,7 +158,8 @@ self_test() {
 }
 
 main() {
-  local url='' eras=(legacy modern) mode=run
+  local url='' eras=(legacy modern) mode=run sidecar_bin=$E2E_ROOT/bin/skills-sidecar
+  local plugin_dir=$E2E_ROOT/examples/plugin demo=no
   case ${1:-} in
     --self-test) mode=self-test ;;
     -h | --help | '')
@@ -162,7 +168,7 @@ main() {
       return
       ;;
     *)
-      url=$1
+      if [[ $1 == --start-sidecar ]]; then mode=start; else url=$1; fi
       shift
       while (($#)); do
         case $1 in
@@ -174,12 +180,17 @@ main() {
             esac
             shift
             ;;
+          --sidecar-bin) sidecar_bin=${2:?--sidecar-bin needs a path}; shift ;;
+          --plugin-dir) plugin_dir=${2:?--plugin-dir needs a directory}; shift ;;
+          --demo) demo=yes ;;
           *) e2e_die "unknown argument $1 (try --help)" ;;
         esac
         shift
       done
-      [[ $url =~ ^https?://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?/ ]] ||
-        e2e_die "$url is not a loopback URL; the end-to-end scripts talk to loopback only"
+      if [[ $mode == run ]]; then
+        [[ $url =~ ^https?://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?/ ]] ||
+          e2e_die "$url is not a loopback URL; the end-to-end scripts talk to loopback only"
+      fi
       ;;
   esac
   e2e_require_tools
@@ -192,6 +203,17 @@ main() {
   if [[ $mode == self-test ]]; then
     self_test
     return
+  fi
+  if [[ $mode == start ]]; then
+    if [[ $demo == yes ]]; then
+      e2e_start_sidecar "$sidecar_bin" '' "$WORK/sidecar.log"
+      e2e_log "sidecar at $E2E_SIDECAR_URL with its embedded demo upstream and example plugin"
+    else
+      e2e_start_everything "$WORK/everything.log"
+      e2e_start_sidecar "$sidecar_bin" "$E2E_EVERYTHING_URL" "$WORK/sidecar.log" "$plugin_dir"
+      e2e_log "sidecar at $E2E_SIDECAR_URL in front of server-everything, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
+    fi
+    url=$E2E_SIDECAR_URL
   fi
   local era
   for era in "${eras[@]}"; do

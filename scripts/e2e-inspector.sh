@@ -260,19 +260,9 @@ main() {
   elif [[ -n $sidecar_url ]]; then
     SIDECAR_URL=$sidecar_url
   else
-    [[ -x $sidecar_bin ]] || e2e_die "no sidecar binary at $sidecar_bin; build it with: go build -o bin/skills-sidecar ./cmd/skills-sidecar"
-    local port args
-    port=$(e2e_free_port)
-    # --metrics-listen defaults to :9090 (every interface, a fixed port);
-    # keep it on loopback and on a free port like the rest.
-    args=(serve --listen "127.0.0.1:$port" --upstream "$DIRECT_URL"
-      --metrics-listen "127.0.0.1:$(e2e_free_port)")
-    if [[ -n $plugin_dir ]]; then args+=(--plugin-dir "$plugin_dir"); fi
-    e2e_spawn "$WORK/sidecar.log" "$sidecar_bin" "${args[@]}"
-    SIDECAR_URL=http://127.0.0.1:$port/mcp
-    e2e_wait_http "$SIDECAR_URL" "$E2E_LAST_PID" "${E2E_START_TIMEOUT:-30}" "$WORK/sidecar.log" ||
-      e2e_die "the sidecar did not start"
-    e2e_log "sidecar at $SIDECAR_URL (pid $E2E_LAST_PID)"
+    e2e_start_sidecar "$sidecar_bin" "$DIRECT_URL" "$WORK/sidecar.log" "$plugin_dir"
+    SIDECAR_URL=$E2E_SIDECAR_URL
+    e2e_log "sidecar at $SIDECAR_URL (pid $E2E_SIDECAR_PID)"
   fi
 
   local era init_filter=$JQ_IDENTITY init_check=''

@@ -127,3 +127,25 @@ e2e_start_everything() {
 e2e_inspector() {
   timeout -k 5 "${E2E_CALL_TIMEOUT:-60}" "$E2E_NODE" "$E2E_INSPECTOR_JS" --cli "$@"
 }
+
+# e2e_start_sidecar BIN UPSTREAM_URL LOGFILE [PLUGIN_DIR] starts the sidecar on
+# a free loopback port in front of UPSTREAM_URL (empty: its embedded demo
+# upstream) and waits (bounded) until its
+# MCP endpoint answers. Sets E2E_SIDECAR_URL and E2E_SIDECAR_PID.
+# --metrics-listen defaults to :9090 (every interface, a fixed port); it is
+# kept on loopback and on a free port like the rest.
+e2e_start_sidecar() {
+  local bin=$1 upstream=$2 log=$3 plugin_dir=${4:-} port args
+  [[ -x $bin ]] || e2e_die "no sidecar binary at $bin; build it with: go build -o bin/skills-sidecar ./cmd/skills-sidecar"
+  port=$(e2e_free_port)
+  args=(serve --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$(e2e_free_port)")
+  # No upstream: the sidecar starts its embedded demo upstream (loopback) and,
+  # without --plugin-dir, its embedded example plugin.
+  if [[ -n $upstream ]]; then args+=(--upstream "$upstream"); fi
+  if [[ -n $plugin_dir ]]; then args+=(--plugin-dir "$plugin_dir"); fi
+  e2e_spawn "$log" "$bin" "${args[@]}"
+  E2E_SIDECAR_PID=$E2E_LAST_PID
+  E2E_SIDECAR_URL=http://127.0.0.1:$port/mcp
+  e2e_wait_http "$E2E_SIDECAR_URL" "$E2E_SIDECAR_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
+    e2e_die "the sidecar did not start: $bin ${args[*]}"
+}
