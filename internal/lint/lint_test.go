@@ -1,0 +1,178 @@
+package lint_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skills-sidecar/skills-sidecar/examples"
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/lint"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var (
+	exampleDir = filepath.Join("..", "..", "examples", "plugin")
+	brokenDir  = filepath.Join("..", "catalog", "testdata", "plugins", "broken")
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = lint.Run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestExampleIsClean(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := run(t, exampleDir)
+	if code != lint.ExitOK {
+		t.Fatalf("lint examples/plugin = %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	golden(t, "example.txt", out)
+
+	var embedded bytes.Buffer
+	if code := lint.RunFS(examples.Plugin(), "text", &embedded, os.Stderr); code != lint.ExitOK {
+		t.Fatalf("lint of the embedded example = %d, want 0:\n%s", code, embedded.String())
+	}
+	if embedded.String() != out {
+		t.Errorf("embedded and on-disk example lint differently:\n%s\nvs\n%s", embedded.String(), out)
+	}
+}
+
+// TestBrokenFixtureNamesEveryItem: exit 1, and every problem the catalog
+// finds appears with its file and reason.
+func TestBrokenFixtureNamesEveryItem(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := run(t, brokenDir)
+	if code != lint.ExitSkipped {
+		t.Fatalf("lint broken = %d, want 1; stderr %s", code, errOut)
+	}
+	s, err := catalog.Load(brokenDir, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Problems()) < 30 {
+		t.Fatalf("broken fixture has %d problems, want every rule broken", len(s.Problems()))
+	}
+	for _, p := range s.Problems() {
+		if !strings.Contains(out, p.Path+": ") || !strings.Contains(out, p.Reason) {
+			t.Errorf("lint output does not name %s: %s", p.Path, p.Reason)
+		}
+	}
+	golden(t, "broken.txt", out)
+}
+
+func TestJSONFormat(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, brokenDir, "--format", "json") // flags after the folder work too
+	if code != lint.ExitSkipped {
+		t.Fatalf("lint --format json broken = %d, want 1", code)
+	}
+	var r struct {
+		OK       bool              `json:"ok"`
+		Skills   []json.RawMessage `json:"skills"`
+		Problems []catalog.Problem `json:"problems"`
+		Skipped  int               `json:"skipped"`
+		Warnings int               `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	s, _ := catalog.Load(brokenDir, catalog.Options{})
+	if diff := cmp.Diff(s.Problems(), r.Problems); diff != "" {
+		t.Errorf("problems (-catalog +json):\n%s", diff)
+	}
+	if r.OK || r.Skipped != s.Skipped() || r.Warnings != 2 || len(r.Skills) != 2 {
+		t.Errorf("report = ok %v skipped %d warnings %d skills %d", r.OK, r.Skipped, r.Warnings, len(r.Skills))
+	}
+
+	code, out, _ = run(t, "--format=json", exampleDir)
+	if code != lint.ExitOK || !strings.Contains(out, `"ok": true`) || !strings.Contains(out, `"problems": []`) {
+		t.Errorf("lint --format=json example = %d:\n%s", code, out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := map[string][]string{
+		"no folder":       {},
+		"two folders":     {exampleDir, brokenDir},
+		"bad format":      {"--format", "xml", exampleDir},
+		"unknown flag":    {"--strict", exampleDir},
+		"bad limit mode":  {"--limit-mode", "maybe", exampleDir},
+		"missing folder":  {filepath.Join(t.TempDir(), "nope")},
+		"folder is afile": {filepath.Join(exampleDir, ".claude-plugin", "plugin.json")},
+	}
+	for name, args := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := run(t, args...)
+			if code != lint.ExitUsage || errOut == "" || out != "" {
+				t.Errorf("lint %q = %d, stdout %q, stderr %q; want 2 with a message on stderr only", args, code, out, errOut)
+			}
+		})
+	}
+	if code, _, errOut := run(t, "-h"); code != lint.ExitOK || !strings.Contains(errOut, "usage: skills-sidecar lint") {
+		t.Errorf("lint -h = %d, %q; want 0 and the usage", code, errOut)
+	}
+}
+
+func TestLimitModeFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{"skills/many/SKILL.md": "---\nname: many\ndescription: Too many files.\n---\n"}
+	for i := range 513 {
+		files["skills/many/f"+strings.Repeat("0", 3-len(itoa(i)))+itoa(i)+".txt"] = "x"
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, _ := run(t, dir); code != lint.ExitSkipped || !strings.Contains(out, "skills/many: skipped (limits): skill has 514 files, over the limit of 512") {
+		t.Errorf("lint (skip mode) = %d:\n%s", code, out)
+	}
+	if code, out, _ := run(t, "--limit-mode", "warn", dir); code != lint.ExitOK || !strings.Contains(out, "skills/many: warning (limits)") {
+		t.Errorf("lint --limit-mode warn = %d:\n%s", code, out)
+	}
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// golden compares got with testdata/name, rewriting it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
+	}
+}
