@@ -20,7 +20,7 @@ var ErrEventTooLarge = errors.New("rewrite: SSE event too large")
 
 // utf8BOM is the byte order mark a stream may start with (WHATWG HTML
 // §9.2.5: "One leading U+FEFF BYTE ORDER MARK character must be ignored").
-var utf8BOM = []byte("\xef\xbb\xbf")
+const utf8BOM = "\xef\xbb\xbf"
 
 // Event is one server-sent event as read from a stream. Its slices are its
 // own (not shared with the Reader) and stay valid after the next Next.
@@ -114,7 +114,7 @@ func (r *Reader) consumePrefix() {
 		r.started = true
 		for r.w-r.r < len(utf8BOM) && r.fill() {
 		}
-		if bytes.HasPrefix(r.buf[r.r:r.w], utf8BOM) {
+		if unread := r.buf[r.r:r.w]; len(unread) >= len(utf8BOM) && string(unread[:len(utf8BOM)]) == utf8BOM {
 			r.ev = append(r.ev, utf8BOM...)
 			r.r += len(utf8BOM)
 		}
@@ -190,6 +190,9 @@ func (r *Reader) fill() bool {
 	} else if r.r > 0 {
 		r.w = copy(r.buf, r.buf[r.r:r.w])
 		r.r = 0
+	}
+	if r.w == len(r.buf) {
+		return true // full of unread bytes; cannot happen, as scan drains it
 	}
 	for tries := 0; r.rerr == nil && r.w < len(r.buf); tries++ {
 		n, err := r.src.Read(r.buf[r.w:])
