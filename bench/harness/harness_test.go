@@ -1,0 +1,174 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCallBody(t *testing.T) {
+	t.Parallel()
+	metaV := map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    ModernVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}
+	tests := map[string]struct {
+		call Call
+		era  Era
+		want map[string]any
+	}{
+		"legacy echo": {
+			call: echoCall, era: Legacy,
+			want: map[string]any{"jsonrpc": "2.0", "id": 1.0, "method": "tools/call",
+				"params": map[string]any{"name": "echo", "arguments": map[string]any{"message": "hello"}}},
+		},
+		"modern echo": {
+			call: echoCall, era: Modern,
+			want: map[string]any{"jsonrpc": "2.0", "id": 1.0, "method": "tools/call",
+				"params": map[string]any{"_meta": metaV, "name": "echo", "arguments": map[string]any{"message": "hello"}}},
+		},
+		"modern no params": {
+			call: Call{Method: "server/discover"}, era: Modern,
+			want: map[string]any{"jsonrpc": "2.0", "id": 1.0, "method": "server/discover",
+				"params": map[string]any{"_meta": metaV}},
+		},
+		"legacy progress token": {
+			call: Call{Method: "tools/call", Params: `{"name":"progress"}`, Meta: `"progressToken":1`}, era: Legacy,
+			want: map[string]any{"jsonrpc": "2.0", "id": 1.0, "method": "tools/call",
+				"params": map[string]any{"_meta": map[string]any{"progressToken": 1.0}, "name": "progress"}},
+		},
+		"legacy no params": {
+			call: Call{Method: "tools/list"}, era: Legacy,
+			want: map[string]any{"jsonrpc": "2.0", "id": 1.0, "method": "tools/list"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var got map[string]any
+			if err := json.Unmarshal(tc.call.Body(tc.era), &got); err != nil {
+				t.Fatalf("Body(%v) = %s, not JSON: %v", tc.era, tc.call.Body(tc.era), err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Body(%v) mismatch (-want +got):\n%s", tc.era, diff)
+			}
+		})
+	}
+}
+
+func TestCallHeader(t *testing.T) {
+	t.Parallel()
+	got := echoCall.Header(Modern, "")
+	for k, want := range map[string]string{"Mcp-Protocol-Version": ModernVersion, "Mcp-Method": "tools/call", "Mcp-Name": "echo"} {
+		if v := got.Get(k); v != want {
+			t.Errorf("Header(Modern).Get(%q) = %q, want %q", k, v, want)
+		}
+	}
+	got = echoCall.Header(Legacy, "s1")
+	if v := got.Get("Mcp-Session-Id"); v != "s1" {
+		t.Errorf("Header(Legacy, s1).Get(Mcp-Session-Id) = %q, want s1", v)
+	}
+	if v := got.Get("Mcp-Method"); v != "" {
+		t.Errorf("Header(Legacy).Get(Mcp-Method) = %q, want none", v)
+	}
+}
+
+var progressCases = map[string]struct {
+	in      string
+	events  int
+	wantErr bool
+}{
+	"two events then result": {
+		in: "event: message\ndata: {\"method\":\"notifications/progress\",\"params\":{\"message\":\"1\"}}\n\n" +
+			"data: {\"method\":\"notifications/progress\",\"params\":{\"message\":\"2\"}}\n\n" +
+			"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+		events: 2,
+	},
+	"CRLF":            {in: "data: {\"method\":\"notifications/progress\",\"message\":\"5\"}\r\n\r\ndata: {\"result\":{}}\r\n\r\n", events: 1},
+	"error reply":     {in: "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601}}\n\n", wantErr: true},
+	"no stamp":        {in: "data: {\"method\":\"notifications/progress\"}\n\n", wantErr: true},
+	"stamp not a num": {in: "data: {\"method\":\"notifications/progress\",\"message\":\"x\"}\n\n", wantErr: true},
+	"cut short":       {in: "data: {\"method\":\"notifications/progress\",\"message\":\"1\"}\n\n", events: 1, wantErr: true},
+}
+
+func TestReadProgress(t *testing.T) {
+	t.Parallel()
+	for name, tc := range progressCases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			n := 0
+			err := readProgress(strings.NewReader(tc.in), func(time.Duration) { n++ })
+			if (err != nil) != tc.wantErr {
+				t.Errorf("readProgress(%q) error = %v, want error %v", tc.in, err, tc.wantErr)
+			}
+			if n != tc.events {
+				t.Errorf("readProgress(%q) recorded %d events, want %d", tc.in, n, tc.events)
+			}
+		})
+	}
+}
+
+func FuzzReadProgress(f *testing.F) {
+	for _, tc := range progressCases {
+		f.Add(tc.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		_ = readProgress(strings.NewReader(in), func(time.Duration) {})
+	})
+}
+
+func TestNginxConfig(t *testing.T) {
+	t.Parallel()
+	conf := NginxConfig("PREFIX", "127.0.0.1:1", "127.0.0.1:2")
+	for _, want := range []string{
+		"listen 127.0.0.1:1;", "server 127.0.0.1:2;", "keepalive 256;", "proxy_http_version 1.1;",
+		`proxy_set_header Connection "";`, "proxy_buffering off;", "pid PREFIX/nginx.pid;", "daemon off;",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("NginxConfig lacks %q:\n%s", want, conf)
+		}
+	}
+}
+
+// TestLoadAgainstUpstream drives the in-process upstream briefly in both
+// eras through the load generator: the wire contract (headers, _meta,
+// session handshake) must satisfy go-sdk v1.8.0, or every row would fail.
+func TestLoadAgainstUpstream(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(NewUpstream())
+	defer srv.Close()
+	url := srv.URL + "/mcp"
+	cases := map[string]func(context.Context, *http.Client) (Worker, error){
+		"legacy echo":     callWorker(Legacy, echoCall, url, nil),
+		"modern echo":     callWorker(Modern, echoCall, url, nil),
+		"modern discover": callWorker(Modern, Call{Method: "server/discover"}, url, nil),
+		"initialize":      callWorker(eraNoSession, InitializeCall(), url, http.Header{StatelessHeader: {"1"}}),
+		"legacy progress": progressWorker(Legacy, url),
+		"modern progress": progressWorker(Modern, url),
+		"legacy blob": callWorker(Legacy, Call{Method: "resources/read", Params: `{"uri":"` + blob1MURI + `"}`, Name: blob1MURI},
+			url, nil),
+		"modern tools/list": callWorker(Modern, Call{Method: "tools/list"}, url, nil),
+		"unknown method":    callWorker(Modern, Call{Method: "skills/list"}, url, nil),
+	}
+	for name, w := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := RunLoad(t.Context(), LoadSpec{Concurrency: 2, Duration: 50 * time.Millisecond, MaxSamples: 10, NewWorker: w})
+			if name == "unknown method" {
+				// The check must be able to fail: go-sdk has no skills/list.
+				if res.Err == nil || len(res.Samples) > 0 {
+					t.Errorf("RunLoad(skills/list on plain go-sdk) = %d samples, err %v; want an error", len(res.Samples), res.Err)
+				}
+				return
+			}
+			if res.Err != nil || res.Errors > 0 || len(res.Samples) == 0 {
+				t.Errorf("RunLoad(%s) = %d samples, %d errors, err %v", name, len(res.Samples), res.Errors, res.Err)
+			}
+		})
+	}
+}
