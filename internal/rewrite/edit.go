@@ -17,7 +17,7 @@ var ErrNotArray = errors.New("rewrite: not a JSON array")
 
 // ErrBadPath reports an edit whose path is empty or holds a key that is
 // not valid UTF-8 (JSON cannot spell such a key).
-var ErrBadPath = errors.New("rewrite: empty key path")
+var ErrBadPath = errors.New("rewrite: bad key path")
 
 // GetKey returns the raw value found by following path through nested
 // objects of the JSON document obj, and whether it is there. An empty path
