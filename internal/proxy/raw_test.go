@@ -1,0 +1,457 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+const initReq = `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+
+// rawUpstream serves h as the upstream and returns the sidecar's MCP URL.
+func rawUpstream(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	up := httptest.NewServer(h)
+	t.Cleanup(up.Close)
+	return newSidecar(t, up.URL+"/upstream-path").URL + "/mcp"
+}
+
+func post(t *testing.T, u, body string, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+func TestHeadersPassEndToEnd(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	var gotHost, gotPath string
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		got, gotHost, gotPath = r.Header.Clone(), r.Host, r.URL.Path
+		w.Header().Set("Mcp-Session-Id", "s-123")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	})
+	sent := map[string]string{
+		"Authorization":        "Bearer secret",
+		"Mcp-Session-Id":       "s-123",
+		"MCP-Protocol-Version": "2025-11-25",
+		"Mcp-Method":           "tools/call",
+		"Mcp-Name":             "echo",
+		"Last-Event-ID":        "e-9",
+		"Traceparent":          "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"X-Custom":             "kept",
+	}
+	resp, _ := post(t, u, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, sent)
+	for k, v := range sent {
+		if g := got.Get(k); g != v {
+			t.Errorf("upstream saw %s = %q, want %q", k, g, v)
+		}
+	}
+	if !strings.HasPrefix(gotHost, "127.0.0.1:") {
+		t.Errorf("upstream saw Host %q, want its own loopback host", gotHost)
+	}
+	if gotPath != "/upstream-path" {
+		t.Errorf("upstream saw path %q, want the upstream URL's /upstream-path", gotPath)
+	}
+	if resp.Header.Get("Mcp-Session-Id") != "s-123" {
+		t.Errorf("client saw Mcp-Session-Id %q, want s-123", resp.Header.Get("Mcp-Session-Id"))
+	}
+}
+
+// sseUpstream replies to every POST with body as an SSE stream.
+func sseUpstream(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+func TestSSEBytesExact(t *testing.T) {
+	t.Parallel()
+	decl := `"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":false}}`
+	tests := []struct {
+		name, req, upstream, want string
+	}{{
+		name: "non-handshake reply is the identity",
+		req:  `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,
+		upstream: ": keep-alive\r\nretry: 500\r\nid: a1\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"method\":\"notifications/progress\",\"params\":{}}\r\n\r\n" +
+			"id: a2\rdata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\r\r",
+	}, {
+		name:     "initialize reply gets the declaration, CRLF, id and event kept",
+		req:      initReq,
+		upstream: ": hi\r\nid: p0\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{},\"resources\":{\"subscribe\":true}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"},\"zzz\":1}}\r\n\r\n",
+		want:     ": hi\r\nid: p0\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{},\"resources\":{\"subscribe\":true}," + decl + "},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"},\"zzz\":1}}\r\n\r\n",
+	}, {
+		name:     "initialize reply without resources gets resources too",
+		req:      initReq,
+		upstream: "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\n",
+		want:     "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{" + decl + ",\"resources\":{}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, got := post(t, rawUpstream(t, sseUpstream(tt.upstream)), tt.req, nil)
+			want := tt.want
+			if want == "" {
+				want = tt.upstream
+			}
+			if string(got) != want {
+				t.Errorf("client got\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}
+
+func TestJSONAndBatchHandshake(t *testing.T) {
+	t.Parallel()
+	reply := `{"jsonrpc":"2.0","id":7,"result":{"protocolVersion":"2025-03-26","capabilities":{"resources":{}},"serverInfo":{"name":"u","version":"1"}}}`
+	spliced := `{"jsonrpc":"2.0","id":7,"result":{"protocolVersion":"2025-03-26","capabilities":{"resources":{},"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":false}}},"serverInfo":{"name":"u","version":"1"}}}`
+	other := `{"jsonrpc":"2.0","id":8,"result":{"tools":[]}}`
+	tests := []struct{ name, req, upstream, want string }{
+		{"json", initReq, reply, spliced},
+		{"batch", "[" + initReq + `,{"jsonrpc":"2.0","id":8,"method":"tools/list"}]`, "[" + reply + ",\n " + other + "]", "[" + spliced + ",\n " + other + "]"},
+		{"json non-handshake untouched", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, reply, reply},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, tt.upstream)
+			})
+			resp, got := post(t, u, tt.req, nil)
+			if string(got) != tt.want {
+				t.Errorf("client got\n%s\nwant\n%s", got, tt.want)
+			}
+			if cl := resp.ContentLength; cl != int64(len(tt.want)) {
+				t.Errorf("Content-Length = %d, want %d", cl, len(tt.want))
+			}
+		})
+	}
+}
+
+func TestGETReplayOfInitializeIsRewritten(t *testing.T) {
+	t.Parallel()
+	var lastID string
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		lastID = r.Header.Get("Last-Event-ID")
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"resources\":{}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\nid: 3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"capabilities\":{}}}\n\n")
+	})
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Last-Event-ID", "1")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	want := "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"resources\":{},\"extensions\":{\"io.modelcontextprotocol/skills\":{\"directoryRead\":true},\"io.modelcontextprotocol/agents\":{\"listChanged\":false}}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\nid: 3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"capabilities\":{}}}\n\n"
+	if string(b) != want {
+		t.Errorf("GET replay through sidecar =\n%q\nwant\n%q", b, want)
+	}
+	if lastID != "1" {
+		t.Errorf("upstream saw Last-Event-ID %q, want 1", lastID)
+	}
+	if resp.Header.Get("X-Accel-Buffering") != "no" {
+		t.Errorf("X-Accel-Buffering = %q, want no", resp.Header.Get("X-Accel-Buffering"))
+	}
+}
+
+// TestGETStreamIdentity is a property test: a GET stream of random events
+// that carry no handshake reply reaches the client byte for byte.
+func TestGETStreamIdentity(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 40 {
+		body := randomStream(rng)
+		u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, body)
+		})
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(got) != body {
+			t.Fatalf("case %d: stream changed:\n got %q\nwant %q", i, got, body)
+		}
+	}
+}
+
+func randomStream(rng *rand.Rand) string {
+	eols := []string{"\n", "\r\n", "\r"}
+	var b strings.Builder
+	for range 1 + rng.IntN(6) {
+		eol := eols[rng.IntN(len(eols))]
+		if rng.IntN(3) == 0 {
+			b.WriteString(": ping" + eol)
+		}
+		if rng.IntN(2) == 0 {
+			fmt.Fprintf(&b, "id: %d%s", rng.IntN(1000), eol)
+		}
+		if rng.IntN(3) == 0 {
+			b.WriteString("event: message" + eol)
+		}
+		if rng.IntN(4) == 0 {
+			b.WriteString("retry: 1000" + eol)
+		}
+		msgs := []string{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`,
+			`{"jsonrpc":"2.0","id":3,"result":{"capabilities":{"x":1},"content":[]}}`, `not json at all`, `{"jsonrpc":"2.0","id":4,"error":{"code":-1,"message":"m"}}`}
+		for _, line := range strings.SplitAfter(msgs[rng.IntN(len(msgs))], ",") {
+			b.WriteString("data: " + line + eol)
+		}
+		b.WriteString(eol)
+	}
+	return b.String()
+}
+
+func TestEventIsFlushedBeforeStreamEnds(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(initReq) // a POST whose reply the sidecar parses
+		}
+		req, _ := http.NewRequest(method, u, body)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "data: ") {
+			t.Errorf("%s: first line = %q, %v; want the event while the upstream still holds the stream", method, line, err)
+		}
+		resp.Body.Close()
+	}
+	close(release)
+}
+
+func TestClientGoneCancelsUpstream(t *testing.T) {
+	t.Parallel()
+	canceled := make(chan struct{})
+	started := make(chan struct{})
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		close(started)
+		<-r.Context().Done()
+		close(canceled)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	cancel()
+	select {
+	case <-canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream request was not canceled after the client went away")
+	}
+}
+
+type rpcErr struct {
+	ID    json.RawMessage `json:"id"`
+	Error struct {
+		Code    int            `json:"code"`
+		Message string         `json:"message"`
+		Data    map[string]any `json:"data"`
+	} `json:"error"`
+}
+
+func decodeErr(t *testing.T, b []byte) rpcErr {
+	t.Helper()
+	var e rpcErr
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("reply %q is not a JSON-RPC error: %v", b, err)
+	}
+	return e
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("upstream reached by a request the sidecar must refuse")
+	})
+	tests := []struct {
+		name, body string
+		status     int
+		code       int
+	}{
+		{"not JSON", `{"jsonrpc":`, http.StatusBadRequest, -32700},
+		{"JSON but not JSON-RPC", `{"hello":"world"}`, http.StatusBadRequest, -32600},
+		{"a number", `42`, http.StatusBadRequest, -32600},
+		{"empty batch", `[]`, http.StatusBadRequest, -32600},
+		{"too large", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"p":"` + strings.Repeat("a", proxy.DefaultMaxBodyBytes) + `"}}`, http.StatusRequestEntityTooLarge, -32600},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, b := post(t, u, tt.body, nil)
+			if resp.StatusCode != tt.status {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tt.status)
+			}
+			if e := decodeErr(t, b); e.Error.Code != tt.code || string(e.ID) != "null" {
+				t.Errorf("error = %+v, want code %d and id null", e, tt.code)
+			}
+		})
+	}
+}
+
+func TestUpstreamFaults(t *testing.T) {
+	t.Parallel()
+	// A port with nothing listening: connection refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+
+	done := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so the server notices the connection closing
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(func() { close(done) })
+	t.Cleanup(hang.Close)
+
+	newWith := func(upstream string, timeout time.Duration) string {
+		uu, _ := url.Parse(upstream)
+		p, err := proxy.New(proxy.Options{Upstream: uu, UpstreamTimeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := httptest.NewServer(p)
+		t.Cleanup(s.Close)
+		return s.URL
+	}
+	tests := []struct {
+		name, url, reason string
+		status            int
+	}{
+		{"refused", newWith(dead, time.Second), "upstream_unreachable", http.StatusBadGateway},
+		{"timeout", newWith(hang.URL, 200*time.Millisecond), "upstream_timeout", http.StatusGatewayTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, b := post(t, tt.url, `{"jsonrpc":"2.0","id":"abc","method":"tools/list"}`, nil)
+			e := decodeErr(t, b)
+			if resp.StatusCode != tt.status || e.Error.Code != -32603 || e.Error.Data["reason"] != tt.reason || string(e.ID) != `"abc"` {
+				t.Errorf("got status %d, error %+v; want status %d, code -32603, reason %s, id \"abc\"", resp.StatusCode, e, tt.status, tt.reason)
+			}
+		})
+	}
+}
+
+func TestEndStreamsClosesGETCleanly(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "id: 1\ndata: {}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(up.Close)
+	uu, _ := url.Parse(up.URL)
+	p, err := proxy.New(proxy.Options{Upstream: uu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+	resp, err := http.Get(side.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	first, _ := br.ReadString('\n')
+	p.EndStreams()
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Errorf("stream ended with %v, want a clean end", err)
+	}
+	if got := first + string(rest); got != "id: 1\ndata: {}\n\n" {
+		t.Errorf("stream = %q, want the one whole event", got)
+	}
+}
+
+func TestZeroDeclarationChangesNothing(t *testing.T) {
+	t.Parallel()
+	// The check that the declaration appears must be able to fail: with no
+	// declaration configured, the initialize reply passes unchanged.
+	body := "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\n"
+	up := httptest.NewServer(sseUpstream(body))
+	t.Cleanup(up.Close)
+	uu, _ := url.Parse(up.URL)
+	p, _ := proxy.New(proxy.Options{Upstream: uu, Declaration: rewrite.Declaration{}})
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+	_, got := post(t, side.URL, initReq, nil)
+	if diff := cmp.Diff(body, string(got)); diff != "" {
+		t.Errorf("reply changed with an empty declaration (-want +got):\n%s", diff)
+	}
+	if bytes.Contains(got, []byte("io.modelcontextprotocol/skills")) {
+		t.Errorf("skills extension declared without a declaration")
+	}
+}
