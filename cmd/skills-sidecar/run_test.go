@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRunCommands(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		args       []string
+		env        []string
+		code       int
+		out, errOut string
+	}{
+		{name: "version", args: []string{"version"}, code: 0, out: "skills-sidecar "},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, errOut: `unknown command "frobnicate"`},
+		{name: "unknown flag", args: []string{"--upstreem", "http://x"}, code: 2, errOut: "upstreem"},
+		{name: "bad value names key", args: []string{"serve", "--drain-timeout", "forever"}, code: 2, errOut: "drain-timeout"},
+		{name: "bad env names key", env: []string{"SKILLS_SIDECAR_LISTEN=nope"}, code: 2, errOut: "listen"},
+		{name: "stray argument", args: []string{"serve", "extra"}, code: 2, errOut: `unexpected argument "extra"`},
+		{name: "help", args: []string{"serve", "-h"}, code: 0, errOut: "-plugin-dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), tt.args, tt.env, &out, &errOut)
+			if code != tt.code {
+				t.Errorf("run(%q) = %d, want %d; stderr %q", tt.args, code, tt.code, errOut.String())
+			}
+			if !strings.Contains(out.String(), tt.out) || !strings.Contains(errOut.String(), tt.errOut) {
+				t.Errorf("run(%q): stdout %q, stderr %q; want them to contain %q and %q", tt.args, out.String(), errOut.String(), tt.out, tt.errOut)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestServeDemoAndDrain runs the embedded default, makes one request, and
+// checks that cancellation (SIGTERM in main) drains and exits 0.
+func TestServeDemoAndDrain(t *testing.T) {
+	t.Parallel()
+	addr, maddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", ""}, nil, &out, &errOut)
+	}()
+	mcpURL := "http://" + addr + "/mcp"
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodPost, mcpURL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err = http.DefaultClient.Do(req)
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		cancel()
+		t.Fatalf("sidecar never answered: %v; stderr %s", err, errOut.String())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "io.modelcontextprotocol/skills") {
+		t.Errorf("initialize reply through the demo lacks the skills declaration: %s", body)
+	}
+	if !strings.Contains(out.String(), mcpURL) || !strings.Contains(out.String(), "inspector") {
+		t.Errorf("stdout %q lacks the URL and the Inspector command", out.String())
+	}
+	if r, err := http.Get("http://" + maddr + "/readyz"); err != nil || r.StatusCode != 200 {
+		t.Errorf("/readyz = %v, %v; want 200", r, err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("run after cancel = %d, want 0; stderr %s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after cancellation")
+	}
+}
