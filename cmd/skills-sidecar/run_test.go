@@ -15,10 +15,10 @@ import (
 func TestRunCommands(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name       string
-		args       []string
-		env        []string
-		code       int
+		name        string
+		args        []string
+		env         []string
+		code        int
 		out, errOut string
 	}{
 		{name: "version", args: []string{"version"}, code: 0, out: "skills-sidecar "},
