@@ -94,8 +94,12 @@ EXPECTED_DIRECTORY=(
 LEGACY_SKIPPABLE=(sep-2640-skills-list-cache-attributes sep-2640-skills-get-cache-attributes)
 
 # JQ_VERDICT summarises a checks.json array for one row. Inputs: $wire,
-# $expected (ids), $skippable (ids SKIPPED is fine for on the legacy wire).
+# $expected (ids, one a line), $skippable (ids, one a line, that may be
+# SKIPPED on the legacy wire).
 JQ_VERDICT='
+  ($expected | split("\n") | map(select(. != ""))) as $expected
+  | ($skippable | split("\n") | map(select(. != ""))) as $skippable
+  |
   def sep: (.id // "") | startswith("sep-2640-");
   def allowed_skip: .status == "SKIPPED" and $wire == "legacy"
     and (.id as $i | any($skippable[]; . == $i));
@@ -136,32 +140,31 @@ judge() {
   if [[ -z $file || ! -f $file ]]; then
     verdict=FAIL
     reasons+=("no checks.json${note:+: $note}")
-  elif ! summary=$(jq -c --arg wire "$wire" \
-    --argjson expected "$(expected_ids "$scenario" | jq -R . | jq -sc .)" \
-    --argjson skippable "$(printf '%s\n' "${LEGACY_SKIPPABLE[@]}" | jq -R . | jq -sc .)" \
-    "$JQ_VERDICT" "$file" 2>&1); then
+  elif ! summary=$(jq -r --arg wire "$wire" \
+    --arg expected "$(expected_ids "$scenario")" \
+    --arg skippable "$(printf '%s\n' "${LEGACY_SKIPPABLE[@]}")" \
+    "$JQ_VERDICT"' | "\(.total) \(.success) \(.skipped_ok) \(.bad | length) \(.missing | length) \(.undeclared)",
+      (.bad[] | "\(.status) \(.id): \(.why)"),
+      (if .missing != [] then "missing checks: " + (.missing | join(", ")) else empty end)' \
+    "$file" 2>&1); then
     verdict=FAIL
     reasons+=("unreadable checks.json: $summary")
   else
-    total=$(jq -r .total <<<"$summary")
-    success=$(jq -r .success <<<"$summary")
-    skipped=$(jq -r .skipped_ok <<<"$summary")
-    bad=$(jq -r '.bad | length' <<<"$summary")
-    missing=$(jq -r '.missing | length' <<<"$summary")
+    local undeclared lines=()
+    mapfile -t lines <<<"$summary"
+    read -r total success skipped bad missing undeclared <<<"${lines[0]}"
     if [[ $total == 0 ]]; then
       verdict=FAIL
       reasons+=("no sep-2640 checks in checks.json")
     fi
-    if [[ $(jq -r .undeclared <<<"$summary") == true ]]; then
+    if [[ $undeclared == true ]]; then
+      # One reason says it all; the per-check SKIPPED lines would repeat it.
       verdict=FAIL
       reasons+=("all $total sep-2640 checks SKIPPED: the server did not declare io.modelcontextprotocol/skills")
-    elif [[ $bad != 0 ]]; then
+      if [[ ${lines[-1]} == "missing checks: "* ]]; then reasons+=("${lines[-1]}"); fi
+    elif ((${#lines[@]} > 1)); then
       verdict=FAIL
-      while IFS= read -r line; do reasons+=("$line"); done < <(jq -r '.bad[] | "\(.status) \(.id): \(.why)"' <<<"$summary")
-    fi
-    if [[ $missing != 0 ]]; then
-      verdict=FAIL
-      reasons+=("missing checks: $(jq -r '.missing | join(", ")' <<<"$summary")")
+      reasons+=("${lines[@]:1}")
     fi
   fi
   if [[ $cli_exit != 0 && $cli_exit != - ]]; then

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# e2e-all.sh runs the whole end-to-end suite in order, goes on after a failed
+# step, prints one row per step and "N passed, N failed" counting steps.
+# Exits 1 when any step failed.
+#
+# Usage: scripts/e2e-all.sh [--forwarding-only]
+#   --forwarding-only  skip the two steps that need the sidecar's skills
+#                      support (inspector --verify and the conformance
+#                      scenarios)
+#
+# Steps: install the pinned npm peers; the three self-tests (the checkers must
+# refuse broken inputs); build bin/skills-sidecar; e2e-inspector.sh (the
+# sidecar in front of server-everything with examples/plugin is invisible to
+# the inspector CLI); e2e-inspector-verify.sh and e2e-conformance.sh against a
+# sidecar they start in front of server-everything with examples/plugin.
+# Every server runs on a free loopback port and is stopped by pid.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+skills=yes
+case ${1:-} in
+  --forwarding-only) skills=no ;;
+  '') ;;
+  *) echo "usage: scripts/e2e-all.sh [--forwarding-only]" >&2; exit 2 ;;
+esac
+
+names=()
+results=()
+passed=0
+failed=0
+
+# step NAME CMD... runs one step and records its exit code.
+step() {
+  local name=$1 rc=0 start=$SECONDS
+  shift
+  printf '\n=== %s: %s\n' "$name" "$*"
+  "$@" || rc=$?
+  names+=("$name")
+  if ((rc == 0)); then
+    passed=$((passed + 1))
+    results+=("ok    $((SECONDS - start))s")
+  else
+    failed=$((failed + 1))
+    results+=("FAIL  exit $rc, $((SECONDS - start))s")
+  fi
+  return 0
+}
+
+step install scripts/install-e2e-tools.sh
+step inspector-self-test scripts/e2e-inspector.sh --self-test
+step conformance-self-test scripts/e2e-conformance.sh --self-test
+step verify-self-test scripts/e2e-inspector-verify.sh --self-test
+step build go build -o bin/skills-sidecar ./cmd/skills-sidecar
+step inspector scripts/e2e-inspector.sh --plugin-dir examples/plugin
+if [[ $skills == yes ]]; then
+  step inspector-verify scripts/e2e-inspector-verify.sh --start-sidecar --plugin-dir examples/plugin
+  step conformance scripts/e2e-conformance.sh --start-sidecar --plugin-dir examples/plugin
+fi
+
+printf '\n%-22s  %s\n' step result
+for i in "${!names[@]}"; do
+  printf '%-22s  %s\n' "${names[$i]}" "${results[$i]}"
+done
+printf 'e2e: %d passed, %d failed\n' "$passed" "$failed"
+((failed == 0))
