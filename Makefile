@@ -1,0 +1,36 @@
+# skills-sidecar: the everyday commands. `make test` is the whole suite (what
+# CI runs); `make run` is the quick start on the embedded default.
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: build run test unit fuzz e2e bench lint clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/skills-sidecar ./cmd/skills-sidecar
+
+run:
+	$(GO) run ./cmd/skills-sidecar
+
+test:
+	scripts/test.sh
+
+unit:
+	$(GO) test -race ./...
+
+fuzz:
+	SKIP_E2E=1 SKIP_BENCH=1 FUZZTIME=$${FUZZTIME:-30s} scripts/test.sh
+
+e2e:
+	scripts/e2e-all.sh
+
+bench:
+	$(GO) run ./bench/cmd/skillsbench
+
+lint:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+clean:
+	rm -rf bin .tools

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# test.sh is the whole test suite: the one command the README gives and
+# .ci/run calls. It installs what it needs (Go modules, the pinned npm peers),
+# starts every server its tests use on loopback, and stops them by pid.
+#
+# Stages: vet and gofmt; go test -race ./...; every fuzz target for
+# FUZZTIME each (default 4s); the end-to-end suite (scripts/e2e-all.sh);
+# the benchmark harness in its short mode (so it cannot rot; its numbers are
+# printed, never asserted). The last line counts the stages:
+# "stages: N passed, N failed".
+#
+# Environment: FUZZTIME (default 4s), SKIP_E2E=1, SKIP_BENCH=1, E2E_FLAGS
+# (passed to scripts/e2e-all.sh, e.g. --forwarding-only).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+fuzztime=${FUZZTIME:-4s}
+passed=0
+failed=0
+report=()
+
+stage() {
+  local name=$1 rc=0 start=$SECONDS
+  shift
+  printf '\n##### %s\n' "$name"
+  "$@" || rc=$?
+  if ((rc == 0)); then
+    passed=$((passed + 1)); report+=("$(printf '%-10s ok    %4ss' "$name" $((SECONDS - start)))")
+  else
+    failed=$((failed + 1)); report+=("$(printf '%-10s FAIL  %4ss (exit %s)' "$name" $((SECONDS - start)) "$rc")")
+  fi
+}
+
+static_checks() {
+  go mod download || return 1
+  go vet ./... || return 1
+  local unformatted
+  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*'))
+  if [[ -n $unformatted ]]; then
+    echo "gofmt would change: $unformatted"
+    return 1
+  fi
+}
+
+# fuzz runs every Fuzz target of every package for $fuzztime.
+fuzz() {
+  local rc=0 pkg dir targets t log
+  log=$(mktemp)
+  while IFS=' ' read -r pkg dir; do
+    targets=$(grep -h -o '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u)
+    for t in $targets; do
+      echo "fuzz $pkg $t ($fuzztime)"
+      go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1 || {
+        cat "$log"; rc=1; }
+    done
+  done < <(go list -f '{{.ImportPath}} {{.Dir}}' ./...)
+  rm -f "$log"
+  return $rc
+}
+
+stage static static_checks
+stage unit go test -race -count=1 -timeout 15m ./...
+stage fuzz fuzz
+if [[ ${SKIP_E2E:-} != 1 ]]; then
+  # shellcheck disable=SC2086
+  stage e2e scripts/e2e-all.sh ${E2E_FLAGS:-}
+fi
+if [[ ${SKIP_BENCH:-} != 1 ]]; then
+  stage bench go run ./bench/cmd/skillsbench -short
+fi
+
+printf '\n'
+printf '%s\n' "${report[@]}"
+printf 'stages: %d passed, %d failed\n' "$passed" "$failed"
+((failed == 0))
