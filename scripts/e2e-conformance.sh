@@ -295,7 +295,7 @@ main() {
   # Globals: the EXIT trap runs after main has returned.
   OUT_KEEP=${E2E_KEEP:-}
   if [[ -z $out ]]; then
-    out=$(mktemp -d "${TMPDIR:-/tmp}/e2e-conformance.XXXXXX")
+    out=$(mktemp -d -t e2e-conformance.XXXXXX)
   else
     OUT_KEEP=1
     mkdir -p "$out"

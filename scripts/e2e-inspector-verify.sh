@@ -194,7 +194,7 @@ main() {
       ;;
   esac
   e2e_require_tools
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/e2e-inspector-verify.XXXXXX")
+  WORK=$(mktemp -d -t e2e-inspector-verify.XXXXXX)
   trap 'e2e_cleanup; if [[ ${E2E_KEEP:-} == 1 ]]; then e2e_log "kept $WORK"; else rm -rf "$WORK"; fi' EXIT
   trap 'exit 130' INT TERM
   export HOME=$WORK/home

@@ -233,7 +233,7 @@ main() {
   done
   command -v jq >/dev/null || e2e_die "jq not found (Debian package jq)"
 
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/e2e-inspector.XXXXXX")
+  WORK=$(mktemp -d -t e2e-inspector.XXXXXX)
   trap 'e2e_cleanup; if [[ ${E2E_KEEP:-} == 1 ]]; then e2e_log "kept $WORK"; else rm -rf "$WORK"; fi' EXIT
   trap 'exit 130' INT TERM
 
