@@ -32,8 +32,10 @@
 #     the suite. --suite pending would run every pending scenario.
 #   - Default wire: 2026-07-28 (modern: server/discover, per-request _meta).
 #     --spec-version 2025-11-25 --force runs the same scenario on the legacy
-#     wire (initialize handshake); --force is needed because the scenarios are
-#     not tied to that version.
+#     wire (initialize handshake). --force is needed because extension
+#     scenarios are not on the spec timeline: without it the CLI prints
+#     "SKIPPED: scenario ... is not applicable at spec version 2025-11-25",
+#     exits 0 and writes no checks.json.
 #   - Results: DIR/server-NAME-<ISO timestamp>/checks.json, a JSON array of
 #     {id, name, description, status, timestamp, specReferences,
 #     errorMessage?, details?}; status is SUCCESS, FAILURE, WARNING or SKIPPED.
