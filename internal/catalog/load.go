@@ -97,12 +97,31 @@ func (o Options) Validate() error {
 // that is wrong costs only itself and is reported in Problems. The error,
 // wrapping ErrUnreadable, is only for a folder that cannot be read at all.
 func Load(root string, opts Options) (*Snapshot, error) {
+	s, _, err := loadRoot(root, opts, false)
+	return s, err
+}
+
+// loadRoot is Load, also returning the fingerprint of what it saw. With
+// scanOnly it resolves every entry but reads no file and builds no
+// snapshot: the cheap half a watcher polls with. Both halves resolve the
+// same entries in the same order, so their fingerprints agree.
+func loadRoot(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.Size]byte, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %w", ErrUnreadable, root, unwrapPathError(err))
+		err = fmt.Errorf("%w: open %s: %w", ErrUnreadable, root, unwrapPathError(err))
+		return nil, sha256.Sum256([]byte(err.Error())), err
 	}
 	defer r.Close()
-	return LoadFS(r.FS(), opts)
+	if err := opts.Validate(); err != nil {
+		return nil, [sha256.Size]byte{}, err
+	}
+	opts = opts.withDefaults()
+	l := loader{opts: opts, tree: newTree(r.FS(), opts.MaxEntries), scanOnly: scanOnly}
+	s, err := l.load()
+	if err != nil {
+		fmt.Fprintf(l.tree.seen, "failed %v\n", err)
+	}
+	return s, l.tree.fingerprint(), err
 }
 
 // LoadFS reads a plugin folder from fsys (for example the embedded example
@@ -112,16 +131,18 @@ func LoadFS(fsys fs.FS, opts Options) (*Snapshot, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	l := loader{opts: opts.withDefaults(), tree: newTree(fsys, opts.withDefaults().MaxEntries)}
+	opts = opts.withDefaults()
+	l := loader{opts: opts, tree: newTree(fsys, opts.MaxEntries)}
 	return l.load()
 }
 
 // loader builds one snapshot.
 type loader struct {
-	opts  Options
-	tree  *tree
-	probs problems
-	data  map[string]*File // read files by path under skills/, shared between manifests
+	opts     Options
+	tree     *tree
+	scanOnly bool // resolve entries only; see loadRoot
+	probs    problems
+	data     map[string]*File // read files by path under skills/, shared between manifests
 }
 
 // candidate is a regular file found under skills/.
@@ -139,6 +160,13 @@ func (l *loader) load() (*Snapshot, error) {
 	files, roots, err := l.scanSkills()
 	if err != nil {
 		return nil, err
+	}
+	if l.scanOnly {
+		if _, err := l.loadAgents(skillIndex{}); err != nil {
+			return nil, err
+		}
+		l.loadPlugin()
+		return nil, nil
 	}
 	skills := l.buildSkills(files, roots)
 	agents, err := l.loadAgents(newSkillIndex(skills))
@@ -410,6 +438,9 @@ func (l *loader) loadAgent(file, real string, e fs.DirEntry, ix skillIndex) *Age
 		l.probs.skip(file, entryErrorKind(err), entryErrorReason(err))
 		return nil
 	}
+	if l.scanOnly {
+		return nil
+	}
 	if n.info.IsDir() {
 		return nil // a folder named *.md is not an agent file
 	}
@@ -449,6 +480,9 @@ func (l *loader) loadPlugin() PluginInfo {
 		return PluginInfo{}
 	}
 	l.tree.dirs = append(l.tree.dirs, path.Dir(n.real))
+	if l.scanOnly {
+		return PluginInfo{}
+	}
 	data, err := l.tree.readFile(n.real, 1<<20)
 	if err != nil {
 		l.probs.skip(file, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))

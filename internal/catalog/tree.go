@@ -1,8 +1,10 @@
 package catalog
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"path"
@@ -26,13 +28,30 @@ type tree struct {
 	maxEntries int
 	entries    int
 	truncated  bool
-	dirs       []string // canonical directories read, for the watcher
+	dirs       []string  // canonical directories read, for the watcher
+	seen       hash.Hash // fingerprint of everything resolved, in order
 }
 
 func newTree(fsys fs.FS, maxEntries int) *tree {
-	t := &tree{fsys: fsys, maxEntries: maxEntries}
+	t := &tree{fsys: fsys, maxEntries: maxEntries, seen: sha256.New()}
 	t.links, _ = fsys.(fs.ReadLinkFS)
 	return t
+}
+
+// note adds one resolved entry (or why it failed) to the fingerprint: the
+// logical path, the canonical path (a ConfigMap swap changes it), size,
+// modification time and mode.
+func (t *tree) note(rel string, n node, err error) {
+	if err != nil {
+		fmt.Fprintf(t.seen, "%q error %v\n", rel, err)
+		return
+	}
+	fmt.Fprintf(t.seen, "%q %q %d %d %v\n", rel, n.real, n.info.Size(), n.info.ModTime().UnixNano(), n.info.Mode())
+}
+
+// fingerprint returns the hash of everything the tree resolved so far.
+func (t *tree) fingerprint() [sha256.Size]byte {
+	return [sha256.Size]byte(t.seen.Sum(nil))
 }
 
 // node is one resolved entry of the folder.
@@ -95,7 +114,8 @@ func (t *tree) canonical(name string) (string, error) {
 }
 
 // resolve turns a directory entry into a node, following a symlink.
-func (t *tree) resolve(rel, real string, e fs.DirEntry) (node, error) {
+func (t *tree) resolve(rel, real string, e fs.DirEntry) (n node, err error) {
+	defer func() { t.note(rel, n, err) }()
 	if e.Type()&fs.ModeSymlink == 0 {
 		info, err := e.Info()
 		return node{rel: rel, real: real, info: info}, err
@@ -117,6 +137,7 @@ func (t *tree) resolve(rel, real string, e fs.DirEntry) (node, error) {
 // lookup resolves a logical path from the root. absent is true when nothing
 // exists at that path (a dangling link there is not absent: it is an error).
 func (t *tree) lookup(rel string) (n node, absent bool, err error) {
+	defer func() { t.note(rel, n, err) }()
 	if t.links != nil {
 		if _, err := t.links.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
 			return node{}, true, err
@@ -147,6 +168,7 @@ func (t *tree) walk(n node, stack []string, ps *problems, visit visitFunc) {
 	t.dirs = append(t.dirs, n.real)
 	ents, err := fs.ReadDir(t.fsys, n.real)
 	if err != nil {
+		t.note(n.rel, n, err)
 		ps.skip(n.rel, KindRead, fmt.Sprintf("directory cannot be read: %v", unwrapPathError(err)))
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -82,10 +81,10 @@ func (w *Watcher) reload(trigger string) ReloadEvent {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	start := time.Now()
-	// The fingerprint is taken before the load: a change during the load
-	// then shows up as a difference at the next poll.
-	w.fp = fingerprint(w.root, w.opts.MaxEntries)
-	s, err := Load(w.root, w.opts)
+	// The fingerprint comes from the load's own walk, so a change during the
+	// load shows up as a difference at the next poll.
+	s, fp, err := loadRoot(w.root, w.opts, false)
+	w.fp = fp
 	ev := ReloadEvent{At: start, Duration: time.Since(start), Trigger: trigger}
 	if err != nil {
 		ev.Err = fmt.Errorf("reload %s: %w", w.root, err)
@@ -137,7 +136,7 @@ func (w *Watcher) loop(ctx context.Context, events <-chan fsnotify.Event, errs <
 	debounce.Stop()
 	defer debounce.Stop()
 	// Changes made between the last load and the first watches are seen by
-	// no event: compare fingerprints once now.
+	// no event: load once more.
 	if w.changed() {
 		debounce.Reset(w.opts.Debounce)
 	}
@@ -177,7 +176,7 @@ func (w *Watcher) loop(ctx context.Context, events <-chan fsnotify.Event, errs <
 // changed reports whether the folder's fingerprint differs from the one
 // taken at the last reload.
 func (w *Watcher) changed() bool {
-	fp := fingerprint(w.root, w.opts.MaxEntries)
+	fp := fingerprint(w.root, w.opts)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return fp != w.fp
@@ -206,39 +205,9 @@ func (w *Watcher) syncWatches(fw *fsnotify.Watcher, watched map[string]bool) (ad
 	return added
 }
 
-// fingerprint hashes what a reload would see: every entry's logical path,
-// canonical path, size, modification time and mode, and every problem of
-// the walk. A ConfigMap swap changes the canonical paths. An unreadable root
-// hashes to the error.
-func fingerprint(root string, maxEntries int) [sha256.Size]byte {
-	h := sha256.New()
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		fmt.Fprintf(h, "unreadable %v", err)
-		return [sha256.Size]byte(h.Sum(nil))
-	}
-	defer r.Close()
-	t := newTree(r.FS(), maxEntries)
-	var ps problems
-	visit := func(n node, _ bool) bool {
-		fmt.Fprintf(h, "%q %q %d %d %v\n", n.rel, n.real, n.info.Size(), n.info.ModTime().UnixNano(), n.info.Mode())
-		return true
-	}
-	for _, top := range []string{"skills", "agents", ".claude-plugin"} {
-		n, absent, err := t.lookup(top)
-		switch {
-		case absent:
-			fmt.Fprintf(h, "absent %s\n", top)
-		case err != nil:
-			fmt.Fprintf(h, "error %s %v\n", top, err)
-		case n.info.IsDir():
-			t.walk(n, nil, &ps, visit)
-		default:
-			visit(n, false)
-		}
-	}
-	for _, p := range ps {
-		fmt.Fprintf(h, "problem %q %q\n", p.Path, p.Reason)
-	}
-	return [sha256.Size]byte(h.Sum(nil))
+// fingerprint resolves every entry a reload would read, reading no file,
+// and hashes names, link targets, sizes, modification times and modes.
+func fingerprint(root string, opts Options) [sha256.Size]byte {
+	_, fp, _ := loadRoot(root, opts, true)
+	return fp
 }

@@ -235,3 +235,18 @@ func TestWatcherReadersDuringReloads(t *testing.T) {
 	}
 	waitFor(t, "the last swap", func() bool { return len(w.Snapshot().Skills()) == swaps%5+1 })
 }
+
+// TestWatcherNoSpuriousReloads: polling an unchanged tree reloads nothing.
+func TestWatcherNoSpuriousReloads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	makeConfigMap(t, dir, "..v1", map[string]string{
+		"skills/one/SKILL.md": skillFile("one"),
+		"agents/a.md":         "---\nname: a\ndescription: A.\nskills: [one]\n---\n",
+	})
+	_, log := startWatcher(t, dir, catalog.Options{NoEvents: true, PollInterval: 5 * time.Millisecond})
+	time.Sleep(150 * time.Millisecond)
+	if evs := log.all(); len(evs) != 1 {
+		t.Errorf("got %d reloads of an unchanged tree, want only the initial one: %+v", len(evs), evs)
+	}
+}
