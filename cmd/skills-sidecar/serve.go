@@ -18,6 +18,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -87,8 +88,24 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	if err != nil {
 		return fmt.Errorf("upstream: %w", err)
 	}
+	snapshot, err := startCatalog(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout)
+	local := methods.New(methods.Options{
+		Snapshot:         snapshot,
+		PageSize:         cfg.PageSize,
+		TTLMs:            cfg.CacheTTLMs,
+		CacheScope:       cfg.CacheScope,
+		Tools:            &methods.UpstreamTools{URL: up, Client: &http.Client{Transport: transport}},
+		DropUnknownTools: cfg.DropUnknownTools,
+		ServerVersion:    version,
+	})
 	p, err := proxy.New(proxy.Options{
 		Upstream:        up,
+		Transport:       transport,
+		Local:           local,
 		Declaration:     rewrite.SkillsSidecar(),
 		Logger:          log,
 		MaxBodyBytes:    cfg.MaxBodyBytes,

@@ -46,6 +46,19 @@ type Config struct {
 	MaxBodyBytes int64 `key:"max-body-bytes" default:"4194304" help:"Largest request body accepted, in bytes; larger gets HTTP 413."`
 	// MaxEventBytes limits one SSE event the sidecar must parse.
 	MaxEventBytes int `key:"max-event-bytes" default:"16777216" help:"Largest single SSE event from the upstream that the sidecar parses (streams it rewrites); a larger one ends the stream loudly, never truncated."`
+	// PageSize is the page length of skills/list, agents/list, directory
+	// reads and the sidecar's part of resources/list.
+	PageSize int `key:"page-size" default:"100" help:"Entries per page of skills/list, agents/list, resources/directory/read and the sidecar's part of resources/list."`
+	// CacheTTLMs is ttlMs of the sidecar's cacheable results.
+	CacheTTLMs int64 `key:"cache-ttl-ms" default:"0" help:"ttlMs of the sidecar's cacheable results (skills/*, agents/*); 0 means immediately stale."`
+	// CacheScope is cacheScope of the sidecar's cacheable results.
+	CacheScope string `key:"cache-scope" default:"private" help:"cacheScope of the sidecar's cacheable results: private (default; results may depend on the caller) or public."`
+	// DropUnknownTools makes agents/get leave out tools the upstream lacks.
+	DropUnknownTools bool `key:"drop-unknown-tools" default:"false" help:"agents/get leaves out tool names the upstream does not offer (such as Claude Code host tools like Read or Bash) instead of failing with invalid_agent_definition."`
+	// LimitMode is what happens to a skill over the SEP-2640 limits.
+	LimitMode string `key:"limit-mode" default:"skip" help:"A skill over 512 files or 16 MiB: skip (default; SEP-2640 says SHOULD NOT serve) or warn (serve it and report)."`
+	// PollInterval is the catalog's polling fallback.
+	PollInterval time.Duration `key:"poll-interval" default:"10s" help:"How often the plugin folder is fingerprinted as a fallback to file system events; ConfigMap updates are normally seen at once."`
 	// LogLevel is the minimum level logged.
 	LogLevel string `key:"log-level" default:"info" help:"Minimum log level: debug, info, warn or error."`
 	// LogFormat selects the log encoding.
@@ -90,6 +103,21 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxEventBytes <= 0 {
 		bad("max-event-bytes", "must be positive, got %d", c.MaxEventBytes)
+	}
+	if c.PageSize <= 0 || c.PageSize > 10000 {
+		bad("page-size", "must be between 1 and 10000, got %d", c.PageSize)
+	}
+	if c.CacheTTLMs < 0 {
+		bad("cache-ttl-ms", "must not be negative, got %d", c.CacheTTLMs)
+	}
+	if c.CacheScope != "private" && c.CacheScope != "public" {
+		bad("cache-scope", "%q is neither private nor public", c.CacheScope)
+	}
+	if c.LimitMode != "skip" && c.LimitMode != "warn" {
+		bad("limit-mode", "%q is neither skip nor warn", c.LimitMode)
+	}
+	if c.PollInterval <= 0 {
+		bad("poll-interval", "must be positive, got %s", c.PollInterval)
 	}
 	if !oneOf(c.LogLevel, "debug", "info", "warn", "error") {
 		bad("log-level", "%q is not one of debug, info, warn, error", c.LogLevel)

@@ -52,10 +52,10 @@ func upstreamError(err error) *Error {
 	}
 }
 
-// writeError is the one place where the proxy's own failures become wire
+// WriteError is the one place where the proxy's own failures become wire
 // replies: a JSON-RPC error object echoing the request's raw id (null when
 // there is none) with the status of e.
-func writeError(w http.ResponseWriter, id json.RawMessage, e *Error) {
+func WriteError(w http.ResponseWriter, id json.RawMessage, e *Error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -78,5 +78,24 @@ func writeError(w http.ResponseWriter, id json.RawMessage, e *Error) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(e.Status)
+	_, _ = w.Write(b)
+}
+
+// WriteResult writes a JSON-RPC success reply carrying result (an encoded
+// JSON value) and echoing the request's raw id, as application/json.
+func WriteResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b := make([]byte, 0, len(result)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	b = append(b, '}')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 }

@@ -31,7 +31,7 @@ func (p *Proxy) rewriteRequest(pr *httputil.ProxyRequest) {
 	// foreign one (DNS rebinding protection).
 	pr.Out.Host = ""
 	pr.SetXForwarded()
-	if pl := planFrom(pr.In.Context()); len(pl.handshake) > 0 || pl.stream {
+	if pl := planFrom(pr.In.Context()); pl.edits() {
 		// A reply the proxy may rewrite must come uncompressed.
 		pr.Out.Header.Del("Accept-Encoding")
 	}
@@ -46,7 +46,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.Header.Set("X-Accel-Buffering", "no")
 	}
 	pl := planFrom(resp.Request.Context())
-	if resp.StatusCode != http.StatusOK || (len(pl.handshake) == 0 && !pl.stream) {
+	if !pl.edits() {
 		return nil
 	}
 	switch mt {
@@ -56,12 +56,14 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		}
 		return p.rewriteJSON(resp, pl)
 	case "text/event-stream":
+		if resp.StatusCode != http.StatusOK {
+			return nil
+		}
 		resp.Body = &sseBody{
-			r:     rewrite.NewReader(resp.Body, p.opts.MaxEventBytes),
-			body:  resp.Body,
-			match: p.eventMatcher(pl),
-			decl:  p.opts.Declaration,
-			stop:  p.streamStop(pl),
+			r:    rewrite.NewReader(resp.Body, p.opts.MaxEventBytes),
+			body: resp.Body,
+			edit: p.eventEdit(pl),
+			stop: p.streamStop(pl),
 		}
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
@@ -78,17 +80,35 @@ func (p *Proxy) streamStop(pl *plan) <-chan struct{} {
 	return nil
 }
 
-// eventMatcher decides which responses in a reply get the declaration: on a
-// POST, the replies to the handshake requests it carried; on a GET stream,
-// where the request is unknown, any reply shaped like a handshake result (an
-// initialize reply replayed after Last-Event-ID).
-func (p *Proxy) eventMatcher(pl *plan) func(msg []byte) bool {
+// eventEdit returns the edit for one SSE event's message: on a POST, the
+// request's own edit applied to its reply (not to notifications or server
+// requests in the same stream); on a GET stream, where the request is
+// unknown, the declaration spliced into any reply shaped like a handshake
+// result (an initialize reply replayed after Last-Event-ID).
+func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
 	if pl.stream {
-		return rewrite.LooksLikeHandshakeResult
+		return func(msg []byte) []byte {
+			if !rewrite.LooksLikeHandshakeResult(msg) {
+				return msg
+			}
+			return p.splice(msg)
+		}
 	}
-	return func(msg []byte) bool {
+	if pl.batch {
+		return func(msg []byte) []byte {
+			m, err := rewrite.ParseMessage(msg)
+			if err != nil || m.Kind != rewrite.KindResponse || !pl.isHandshakeID(m.ID) {
+				return msg
+			}
+			return p.splice(msg)
+		}
+	}
+	return func(msg []byte) []byte {
 		m, err := rewrite.ParseMessage(msg)
-		return err == nil && m.Kind == rewrite.KindResponse && pl.isHandshakeID(m.ID)
+		if err != nil || (m.Kind != rewrite.KindResponse && m.Kind != rewrite.KindError) || !bytes.Equal(m.ID, pl.id) {
+			return msg
+		}
+		return pl.edit(msg)
 	}
 }
 
@@ -101,16 +121,21 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 	if len(b) > p.opts.MaxEventBytes {
 		return fmt.Errorf("upstream reply larger than %d bytes: %w", p.opts.MaxEventBytes, errTooLarge)
 	}
-	var out []byte
+	out := b
 	if pl.batch {
-		out, _, err = rewrite.SpliceBatch(b, pl.isHandshakeID, p.opts.Declaration)
+		if spliced, _, err := rewrite.SpliceBatch(b, pl.isHandshakeID, p.opts.Declaration); err == nil {
+			out = spliced
+		} else {
+			// Not ours to judge: pass the upstream's bytes on as they were.
+			p.log.Warn("batch reply not rewritten", zap.Error(err))
+		}
 	} else {
-		out, _, err = rewrite.SpliceDeclaration(b, p.opts.Declaration)
+		out = pl.edit(b)
 	}
-	if err != nil {
-		// Not ours to judge: pass the upstream's bytes on as they were.
-		p.log.Warn("handshake reply not rewritten", zap.Error(err))
-		out = b
+	if resp.StatusCode != http.StatusOK && !bytes.Equal(out, b) {
+		// The edit answered what the upstream refused (resources/list on an
+		// upstream without resources): the reply is now a success.
+		resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(out))
 	resp.ContentLength = int64(len(out))
@@ -132,7 +157,7 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, err 
 			Data: map[string]string{"reason": "upstream_message_too_large"}}
 	}
 	p.log.Warn("upstream request failed", zap.String("method", r.Method), zap.Int("status", e.Status), zap.Error(err))
-	writeError(w, planFrom(r.Context()).id, e)
+	WriteError(w, planFrom(r.Context()).id, e)
 }
 
 func mediaType(ct string) string {

@@ -34,6 +34,9 @@ type Local interface {
 	// ServeLocal answers msg and reports true, or reports false without
 	// writing anything when the request is the upstream's business.
 	ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool
+	// EditReply returns an edit to apply to the upstream's reply to msg (one
+	// JSON-RPC message in, one out), or nil to pass the reply untouched.
+	EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte
 }
 
 // Options configure a Proxy. The zero value of every field but Upstream works.
@@ -95,7 +98,7 @@ func New(opts Options) (*Proxy, error) {
 		opts.DialTimeout = DefaultDialTimeout
 	}
 	if opts.Transport == nil {
-		opts.Transport = newTransport(opts.DialTimeout, opts.UpstreamTimeout)
+		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout)
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, stopStreams: make(chan struct{})}
 	if p.log == nil {
@@ -114,7 +117,10 @@ func New(opts Options) (*Proxy, error) {
 	return p, nil
 }
 
-func newTransport(dial, header time.Duration) *http.Transport {
+// NewTransport returns the transport New uses when Options.Transport is nil:
+// a keep-alive pool for one loopback upstream, dial and response-header
+// timeouts, and no transparent compression.
+func NewTransport(dial, header time.Duration) *http.Transport {
 	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		Proxy:                 nil, // the upstream is on loopback: never via an HTTP proxy
@@ -148,12 +154,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readBody(w, r, p.opts.MaxBodyBytes)
 	if err != nil {
-		writeError(w, nil, err)
+		WriteError(w, nil, err)
 		return
 	}
 	msgs, batch, perr := rewrite.ParseBody(body)
 	if perr != nil {
-		writeError(w, nil, parseError(perr))
+		WriteError(w, nil, parseError(perr))
 		return
 	}
 	if !batch && p.opts.Local != nil && msgs[0].Kind == rewrite.KindRequest {
@@ -167,14 +173,30 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pl.handshake = append(pl.handshake, m.ID)
 		}
 	}
-	if !batch && msgs[0].Kind == rewrite.KindRequest {
-		pl.id = msgs[0].ID
+	if m := msgs[0]; !batch && m.Kind == rewrite.KindRequest {
+		pl.id = m.ID
+		switch {
+		case isHandshake(m.Method):
+			pl.edit = p.splice
+		case p.opts.Local != nil:
+			pl.edit = p.opts.Local.EditReply(r, m)
+		}
 	}
 	out := r.WithContext(withPlan(r.Context(), pl))
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.ContentLength = int64(len(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	p.rp.ServeHTTP(w, out)
+}
+
+// splice adds the sidecar's declaration to a handshake reply; anything it
+// cannot splice passes as it was.
+func (p *Proxy) splice(msg []byte) []byte {
+	out, changed, err := rewrite.SpliceDeclaration(msg, p.opts.Declaration)
+	if err != nil || !changed {
+		return msg
+	}
+	return out
 }
 
 func isHandshake(method string) bool {
@@ -213,8 +235,9 @@ func parseError(err error) *Error {
 
 // plan is what the request path learned that the response path needs.
 type plan struct {
-	id        json.RawMessage   // the single request's id, for error replies
-	handshake []json.RawMessage // ids of initialize/server/discover requests
+	id        json.RawMessage     // the single request's id, for error replies
+	edit      func([]byte) []byte // edits the single request's reply; nil: none
+	handshake []json.RawMessage   // ids of initialize/server/discover requests
 	batch     bool
 	stream    bool // a GET stream: look for replayed handshake replies
 }
@@ -240,4 +263,9 @@ func planFrom(ctx context.Context) *plan {
 		return &plan{}
 	}
 	return pl
+}
+
+// edits reports whether the reply needs the response path's attention.
+func (pl *plan) edits() bool {
+	return pl.edit != nil || pl.stream || (pl.batch && len(pl.handshake) > 0)
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 
@@ -13,11 +14,10 @@ import (
 // raw bytes. Read returns as soon as one event is available, so httputil
 // flushes each event to the client the moment it arrives.
 type sseBody struct {
-	r     *rewrite.Reader
-	body  io.ReadCloser
-	match func(msg []byte) bool
-	decl  rewrite.Declaration
-	stop  <-chan struct{} // closed: end the stream cleanly at an event boundary
+	r    *rewrite.Reader
+	body io.ReadCloser
+	edit func(msg []byte) []byte // returns msg itself when it changes nothing
+	stop <-chan struct{}         // closed: end the stream cleanly at an event boundary
 
 	pending []byte
 	err     error
@@ -75,11 +75,11 @@ func (s *sseBody) next() ([]byte, error) {
 		}
 		return ev.Raw, err
 	}
-	if len(ev.Data) == 0 || !s.match(ev.Data) {
+	if len(ev.Data) == 0 {
 		return ev.Raw, nil
 	}
-	out, changed, err := rewrite.SpliceDeclaration(ev.Data, s.decl)
-	if err != nil || !changed {
+	out := s.edit(ev.Data)
+	if bytes.Equal(out, ev.Data) {
 		return ev.Raw, nil
 	}
 	return rewrite.Reframe(ev, out), nil

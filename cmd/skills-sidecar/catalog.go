@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/skills-sidecar/skills-sidecar/examples"
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+)
+
+// startCatalog loads the plugin folder and keeps it current until ctx is
+// done. With no --plugin-dir it serves the embedded example plugin when the
+// demo upstream runs, and an empty catalog otherwise.
+func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger) (func() *catalog.Snapshot, error) {
+	opts := catalog.Options{LimitMode: cfg.LimitMode, PollInterval: cfg.PollInterval}
+	if cfg.PluginDir == "" {
+		if cfg.Upstream != "" {
+			log.Info("no --plugin-dir: serving no skills or agents (both extensions still answer)")
+			return func() *catalog.Snapshot { return nil }, nil
+		}
+		snap, err := catalog.LoadFS(examples.Plugin(), opts)
+		if err != nil {
+			return nil, err
+		}
+		logProblems(log, snap.Problems())
+		log.Info("serving the embedded example plugin", zap.Int("skills", len(snap.Skills())), zap.Int("agents", len(snap.Agents())))
+		return func() *catalog.Snapshot { return snap }, nil
+	}
+	w, err := catalog.NewWatcher(cfg.PluginDir, opts, func(ev catalog.ReloadEvent) {
+		if !ev.OK {
+			log.Error("plugin reload failed: keeping the last good catalog", zap.String("trigger", ev.Trigger), zap.Error(ev.Err))
+			return
+		}
+		logProblems(log, ev.Problems)
+		log.Info("plugin loaded", zap.String("trigger", ev.Trigger), zap.Int("skills", ev.Skills), zap.Int("agents", ev.Agents),
+			zap.Int("problems", len(ev.Problems)), zap.Duration("took", ev.Duration))
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("plugin watcher stopped", zap.Error(err))
+		}
+	}()
+	return w.Snapshot, nil
+}
+
+func logProblems(log *zap.Logger, ps []catalog.Problem) {
+	for _, p := range ps {
+		log.Warn("plugin item "+p.Severity, zap.String("path", p.Path), zap.String("kind", p.Kind), zap.String("reason", p.Reason))
+	}
+}

@@ -1,0 +1,134 @@
+package methods
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// MetaAgent is the _meta key under which agents/get carries what the agent
+// file says beyond the draft's fields: the frontmatter as written and the
+// agent's skills mapped to their skill:// URIs.
+const MetaAgent = "io.skills-sidecar/agent"
+
+func (h *Handler) agentsList(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+	last, has, err := cursorParam(msg, cursorAgents)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 1024)
+	b = append(b, '{')
+	b = listPage(b, "agents", v.agentNames, v.agentCards, last, has, h.opts.PageSize, cursorAgents)
+	return h.finish(b, e, true), nil
+}
+
+func agentError(code int, msg, reason string, extra map[string]any) *rpcError {
+	data := map[string]any{"reason": reason}
+	for k, x := range extra {
+		data[k] = x
+	}
+	return &rpcError{status: http.StatusOK, code: code, message: msg, data: data}
+}
+
+// agentsGet answers agents/get. Its tools are the upstream's own tools/list
+// entries for this caller (fetched with the caller's credentials through
+// Options.Tools), passed on byte for byte in the agent file's order.
+func (h *Handler) agentsGet(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, *rpcError) {
+	name, ok := paramString(msg.Params, "name")
+	if !ok || name == "" {
+		return nil, agentError(codeInvalidParams, "agents/get needs params.name, a non-empty string", "invalid_params", nil)
+	}
+	var a *catalog.Agent
+	if v.snap != nil {
+		a, _ = v.snap.Agent(name)
+	}
+	if a == nil {
+		return nil, agentError(codeInvalidParams, "agent not found: "+quote(name), "agent_not_found", map[string]any{"name": name})
+	}
+	tools, rerr := h.resolveTools(r, msg, a)
+	if rerr != nil {
+		return nil, rerr
+	}
+	b := make([]byte, 0, 2048)
+	b = append(b, `{"agent":`...)
+	b = append(b, v.agentCards[indexOf(v.agentNames, name)]...)
+	if a.HasInstructions {
+		b = append(b, `,"instructions":`...)
+		b = append(b, mustJSON(a.Instructions)...)
+	}
+	if a.ModelRole != "" {
+		b = append(b, `,"modelRoutingHint":{"role":`...)
+		b = append(b, quote(a.ModelRole)...)
+		b = append(b, `,"vision":false}`...)
+	}
+	b = append(b, `,"tools":[`...)
+	for i, t := range tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, t...)
+	}
+	b = append(b, `],"resultType":"complete"`...)
+	b = append(b, h.cache...)
+	b = append(b, `,"_meta":{`...)
+	b = append(b, quote(MetaAgent)...)
+	b = append(b, ':')
+	b = append(b, encodeAgentMeta(a)...)
+	if e.modern {
+		b = append(b, h.metaInfo[len(`,"_meta":{`):len(h.metaInfo)-1]...)
+	}
+	return append(b, "}}"...), nil
+}
+
+func encodeAgentMeta(a *catalog.Agent) []byte {
+	skills := make(map[string]string, len(a.Skills))
+	for _, s := range a.Skills {
+		skills[s.Name] = s.URI
+	}
+	fm := a.Frontmatter
+	if len(fm) == 0 {
+		fm = json.RawMessage("{}")
+	}
+	return mustJSON(struct {
+		Frontmatter json.RawMessage   `json:"frontmatter"`
+		Skills      map[string]string `json:"skills"`
+	}{fm, skills})
+}
+
+// resolveTools maps the agent's tool names to the upstream's tool objects.
+func (h *Handler) resolveTools(r *http.Request, msg rewrite.Message, a *catalog.Agent) ([]json.RawMessage, *rpcError) {
+	if len(a.Tools) == 0 {
+		return nil, nil
+	}
+	if h.opts.Tools == nil {
+		return nil, agentError(codeInternal, "agent "+quote(a.Name)+" names tools but no upstream tool source is configured", "invalid_agent_definition", map[string]any{"missing": a.Tools})
+	}
+	byName, err := h.opts.Tools.Tools(r, msg)
+	if err != nil {
+		var ref *Refusal
+		if errors.As(err, &ref) {
+			return nil, &rpcError{refusal: ref}
+		}
+		return nil, &rpcError{status: http.StatusBadGateway, code: codeInternal, message: "resolve agent tools: " + err.Error(),
+			data: map[string]string{"reason": "upstream_error"}}
+	}
+	var out []json.RawMessage
+	var missing []string
+	for _, n := range a.Tools {
+		t, ok := byName[n]
+		switch {
+		case ok:
+			out = append(out, t)
+		case !h.opts.DropUnknownTools:
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, agentError(codeInternal, "agent "+quote(a.Name)+" names tools the server does not offer", "invalid_agent_definition",
+			map[string]any{"agent": a.Name, "missing": missing})
+	}
+	return out, nil
+}

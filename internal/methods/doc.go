@@ -1,0 +1,12 @@
+// Package methods owns the MCP methods the sidecar answers itself from the
+// catalog snapshot: skills/list and skills/get (SEP-2640), agents/list and
+// agents/get (agents draft), resources/read of the skill files the sidecar
+// serves, resources/directory/read under skill roots, and the sidecar's share
+// of resources/list (appended after the upstream's own pages).
+//
+// It also owns the per-request era checks of the 2026-07-28 wire for those
+// methods (PROTOCOL.md §1). It never forwards anything itself: a request it
+// does not own is left to the proxy, and a reply it must extend is edited
+// through the function EditReply returns. Entries are encoded once per
+// snapshot and reused, so a listing costs a copy, not a re-encode.
+package methods

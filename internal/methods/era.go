@@ -1,0 +1,115 @@
+package methods
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Wire constants of the 2026-07-28 era (SEP-2575).
+const (
+	ModernVersion      = "2026-07-28"
+	metaProtocol       = "io.modelcontextprotocol/protocolVersion"
+	metaClientCaps     = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo     = "io.modelcontextprotocol/serverInfo"
+	headerProtocol     = "MCP-Protocol-Version"
+	headerMethod       = "Mcp-Method"
+	headerName         = "Mcp-Name"
+	codeHeaderMismatch = -32020
+	codeUnsupportedVer = -32022
+	codeInvalidParams  = -32602
+	codeInternal       = -32603
+	codeResourceLegacy = -32002
+)
+
+// rpcError is a JSON-RPC error with the HTTP status that carries it.
+type rpcError struct {
+	status  int
+	code    int
+	message string
+	data    any
+	// refusal, when set, is the upstream's own refusal, passed on as it was.
+	refusal *Refusal
+}
+
+// era is what the request's own fields say about its protocol era.
+type era struct {
+	modern  bool
+	version string
+}
+
+// checkEra applies the per-request checks of the modern wire: a request is
+// modern when its params carry _meta with a protocol version, or its
+// MCP-Protocol-Version header names 2026-07-28 or later. A modern request
+// must carry both _meta fields (else -32602, HTTP 400), a supported version
+// (else -32022, HTTP 400), and headers that agree with the body (else
+// -32020, HTTP 400). A header that is absent is not checked: the body is
+// authoritative and some clients do not send the optional ones.
+func checkEra(h http.Header, msg rewrite.Message, nameParam string) (era, *rpcError) {
+	metaVersion, hasVersion := metaString(msg.Params, metaProtocol)
+	_, hasCaps := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
+	hv := h.Get(headerProtocol)
+	if !hasVersion && !hasCaps && hv < ModernVersion {
+		return era{}, nil // legacy: the session carries the era
+	}
+	if !hasVersion || !hasCaps {
+		return era{}, &rpcError{status: http.StatusBadRequest, code: codeInvalidParams,
+			message: "modern request must carry _meta " + metaProtocol + " and " + metaClientCaps}
+	}
+	if metaVersion != ModernVersion {
+		return era{}, &rpcError{status: http.StatusBadRequest, code: codeUnsupportedVer,
+			message: "unsupported protocol version " + metaVersion,
+			data:    map[string]any{"supported": []string{ModernVersion}, "requested": metaVersion}}
+	}
+	if hv != "" && hv != metaVersion {
+		return era{}, mismatch(headerProtocol, hv, metaVersion)
+	}
+	if m := h.Get(headerMethod); m != "" && m != msg.Method {
+		return era{}, mismatch(headerMethod, m, msg.Method)
+	}
+	if nameParam != "" {
+		if n := h.Get(headerName); n != "" {
+			if want, _ := paramString(msg.Params, nameParam); n != want {
+				return era{}, mismatch(headerName, n, want)
+			}
+		}
+	}
+	return era{modern: true, version: metaVersion}, nil
+}
+
+func mismatch(header, got, want string) *rpcError {
+	return &rpcError{status: http.StatusBadRequest, code: codeHeaderMismatch,
+		message: header + " header " + quote(got) + " does not match the request body's " + quote(want)}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func metaString(params json.RawMessage, key string) (string, bool) {
+	raw, ok := rewrite.GetKey(params, []string{"_meta", key})
+	if !ok {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// paramString returns params[key] when it is a string; ok is false when the
+// key is absent or not a string.
+func paramString(params json.RawMessage, key string) (string, bool) {
+	raw, ok := rewrite.GetKey(params, []string{key})
+	if !ok {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}

@@ -1,0 +1,321 @@
+package methods
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultPageSize   = 100
+	DefaultCacheScope = "private"
+)
+
+// Options configure a Handler. The zero value serves an empty catalog.
+type Options struct {
+	// Snapshot returns the catalog to serve; nil, or a nil snapshot, serves
+	// no skills and no agents (both extensions still answer).
+	Snapshot func() *catalog.Snapshot
+	// PageSize is the page length of every listing; 0 means DefaultPageSize.
+	PageSize int
+	// TTLMs is the ttlMs of cacheable results (SEP-2549): 0 means
+	// immediately stale.
+	TTLMs int64
+	// CacheScope is "private" or "public"; "" means DefaultCacheScope.
+	CacheScope string
+	// Tools fetches the upstream's tools for agents/get; nil means an agent
+	// that names tools cannot be served (-32603, invalid_agent_definition).
+	Tools ToolSource
+	// DropUnknownTools leaves out of agents/get the tool names the upstream
+	// does not offer instead of failing: agent files written for Claude Code
+	// often name host tools such as Read or Bash.
+	DropUnknownTools bool
+	// ServerName and ServerVersion fill _meta serverInfo on modern results;
+	// empty means "skills-sidecar" and "dev".
+	ServerName, ServerVersion string
+}
+
+// Handler answers the methods the sidecar owns. It implements proxy.Local.
+type Handler struct {
+	opts     Options
+	cache    string // the encoded cache fields: ,"ttlMs":N,"cacheScope":"…"
+	metaInfo string // the encoded _meta member with serverInfo
+	view     atomic.Pointer[view]
+}
+
+// New returns a Handler.
+func New(opts Options) *Handler {
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.CacheScope == "" {
+		opts.CacheScope = DefaultCacheScope
+	}
+	if opts.ServerName == "" {
+		opts.ServerName = "skills-sidecar"
+	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = "dev"
+	}
+	h := &Handler{opts: opts}
+	h.cache = `,"ttlMs":` + strconv.FormatInt(opts.TTLMs, 10) + `,"cacheScope":` + quote(opts.CacheScope)
+	h.metaInfo = `,"_meta":{"` + metaServerInfo + `":` + string(mustJSON(map[string]string{"name": opts.ServerName, "version": opts.ServerVersion})) + `}`
+	return h
+}
+
+// current returns the view of the snapshot being served, building it once
+// per snapshot.
+func (h *Handler) current() *view {
+	var snap *catalog.Snapshot
+	if h.opts.Snapshot != nil {
+		snap = h.opts.Snapshot()
+	}
+	if v := h.view.Load(); v != nil && v.snap == snap {
+		return v
+	}
+	v := newView(snap)
+	h.view.Store(v)
+	return v
+}
+
+// ServeLocal implements proxy.Local: it answers the request and reports true
+// when the sidecar owns it.
+func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
+	v := h.current()
+	var fn func(*view, era, rewrite.Message) ([]byte, *rpcError)
+	withReq := func(f func(*view, era, rewrite.Message, *http.Request) ([]byte, *rpcError)) func(*view, era, rewrite.Message) ([]byte, *rpcError) {
+		return func(v *view, e era, m rewrite.Message) ([]byte, *rpcError) { return f(v, e, m, r) }
+	}
+	nameParam := ""
+	switch msg.Method {
+	case "skills/list":
+		fn = h.skillsList
+	case "skills/get":
+		fn = h.skillsGet
+	case "agents/list":
+		fn = h.agentsList
+	case "agents/get":
+		fn = withReq(h.agentsGet)
+	case "resources/read":
+		uri, _ := paramString(msg.Params, "uri")
+		if !h.ownsURI(v, uri) {
+			return false
+		}
+		fn, nameParam = h.resourcesRead, "uri"
+	case "resources/directory/read":
+		uri, _ := paramString(msg.Params, "uri")
+		if !h.ownsURI(v, uri) {
+			return false
+		}
+		fn = h.directoryRead
+	case "resources/list":
+		c, _ := paramString(msg.Params, "cursor")
+		if !strings.HasPrefix(c, cursorResources) {
+			return false // the upstream's pages come first; EditReply appends ours
+		}
+		fn = h.resourcesListLocal
+	default:
+		return false
+	}
+	e, rerr := checkEra(r.Header, msg, nameParam)
+	if rerr == nil {
+		var result []byte
+		if result, rerr = fn(v, e, msg); rerr == nil {
+			proxy.WriteResult(w, msg.ID, result)
+			return true
+		}
+	}
+	if rerr.refusal != nil {
+		rerr.refusal.write(w)
+		return true
+	}
+	proxy.WriteError(w, msg.ID, &proxy.Error{Status: rerr.status, Code: rerr.code, Message: rerr.message, Data: rerr.data})
+	return true
+}
+
+// ownsURI reports whether a resources/* URI is the sidecar's: any skill://
+// URI. The catalog is the only source of skill:// resources the sidecar
+// knows, so an unknown one is answered as not found rather than forwarded.
+func (h *Handler) ownsURI(v *view, uri string) bool {
+	return strings.HasPrefix(uri, catalog.Scheme)
+}
+
+// finish closes a result object: resultType, and on cacheable results the
+// cache fields, and on modern requests _meta serverInfo.
+func (h *Handler) finish(b []byte, e era, cacheable bool) []byte {
+	b = append(b, `,"resultType":"complete"`...)
+	if cacheable {
+		b = append(b, h.cache...)
+	}
+	if e.modern {
+		b = append(b, h.metaInfo...)
+	}
+	return append(b, '}')
+}
+
+func invalidParams(msg string) *rpcError {
+	return &rpcError{status: http.StatusOK, code: codeInvalidParams, message: msg}
+}
+
+// cursorParam reads params.cursor: absent is the first page; a cursor that
+// is not a string or not one of ours is -32602.
+func cursorParam(msg rewrite.Message, kind string) (last string, has bool, err *rpcError) {
+	raw, ok := rewrite.GetKey(msg.Params, []string{"cursor"})
+	if !ok || string(raw) == "null" {
+		return "", false, nil
+	}
+	var c string
+	if json.Unmarshal(raw, &c) != nil {
+		return "", false, invalidParams("invalid cursor: not a string")
+	}
+	last, ok = parseCursor(kind, c)
+	if !ok {
+		return "", false, invalidParams("invalid cursor " + quote(c))
+	}
+	return last, true, nil
+}
+
+// listPage encodes `"key":[entries…]` for the page after the cursor, and
+// nextCursor when more follow.
+func listPage(b []byte, key string, keys []string, entries []json.RawMessage, last string, has bool, size int, kind string) []byte {
+	from, to, more := page(keys, last, has, size)
+	b = append(b, '"')
+	b = append(b, key...)
+	b = append(b, `":[`...)
+	for i := from; i < to; i++ {
+		if i > from {
+			b = append(b, ',')
+		}
+		b = append(b, entries[i]...)
+	}
+	b = append(b, ']')
+	if more {
+		b = append(b, `,"nextCursor":`...)
+		b = append(b, quote(makeCursor(kind, keys[to-1]))...)
+	}
+	return b
+}
+
+func (h *Handler) skillsList(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+	last, has, err := cursorParam(msg, cursorSkills)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 4096)
+	b = append(b, '{')
+	b = listPage(b, "skills", v.skillURIs, v.skillEntries, last, has, h.opts.PageSize, cursorSkills)
+	return h.finish(b, e, true), nil
+}
+
+func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+	uri, ok := paramString(msg.Params, "uri")
+	if !ok {
+		return nil, invalidParams("skills/get needs params.uri, a string")
+	}
+	i := indexOf(v.skillURIs, uri)
+	if i < 0 {
+		return nil, invalidParams(skillGetProblem(v.snap, uri))
+	}
+	b := make([]byte, 0, len(v.skillEntries[i])+128)
+	b = append(b, `{"skill":`...)
+	b = append(b, v.skillEntries[i]...)
+	return h.finish(b, e, true), nil
+}
+
+func skillGetProblem(snap *catalog.Snapshot, uri string) string {
+	if snap != nil {
+		if _, ok := snap.File(uri); ok {
+			return "skill not found: " + quote(uri) + " is a skill file, not a SKILL.md URI"
+		}
+		if _, ok := snap.Dir(uri); ok {
+			return "skill not found: " + quote(uri) + " is a directory, not a SKILL.md URI"
+		}
+	}
+	return "skill not found: " + quote(uri)
+}
+
+func indexOf(sorted []string, key string) int {
+	lo, hi := 0, len(sorted)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if sorted[m] < key {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(sorted) && sorted[lo] == key {
+		return lo
+	}
+	return -1
+}
+
+func (h *Handler) resourcesRead(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+	uri, _ := paramString(msg.Params, "uri")
+	var f *catalog.File
+	if v.snap != nil {
+		f, _ = v.snap.File(uri)
+	}
+	if f == nil {
+		code := codeResourceLegacy
+		if e.modern {
+			code = codeInvalidParams
+		}
+		return nil, &rpcError{status: http.StatusOK, code: code, message: "resource not found: " + quote(uri), data: map[string]string{"uri": uri}}
+	}
+	b := make([]byte, 0, len(f.Data)*4/3+256)
+	b = append(b, `{"contents":[{"uri":`...)
+	b = append(b, quote(uri)...)
+	b = append(b, `,"mimeType":`...)
+	b = append(b, quote(f.MIMEType)...)
+	if f.Text {
+		b = append(b, `,"text":`...)
+		b = append(b, mustJSON(string(f.Data))...)
+	} else {
+		b = append(b, `,"blob":"`...)
+		b = base64.StdEncoding.AppendEncode(b, f.Data)
+		b = append(b, '"')
+	}
+	b = append(b, "}]"...)
+	if !e.modern {
+		return append(b, '}'), nil
+	}
+	return h.finish(b, e, true), nil
+}
+
+func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+	uri, _ := paramString(msg.Params, "uri")
+	var d *catalog.Dir
+	if v.snap != nil {
+		d, _ = v.snap.Dir(uri)
+	}
+	if d == nil {
+		if v.snap != nil {
+			if _, isFile := v.snap.File(uri); isFile {
+				return nil, invalidParams("not a directory: " + quote(uri) + " is a file")
+			}
+		}
+		return nil, invalidParams("directory not found: " + quote(uri))
+	}
+	last, has, err := cursorParam(msg, cursorDir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(d.Entries))
+	entries := make([]json.RawMessage, len(d.Entries))
+	for i, de := range d.Entries {
+		names[i], entries[i] = de.Name, encodeDirEntry(de)
+	}
+	b := make([]byte, 0, 1024)
+	b = append(b, '{')
+	b = listPage(b, "resources", names, entries, last, has, h.opts.PageSize, cursorDir)
+	return h.finish(b, e, false), nil
+}

@@ -1,0 +1,88 @@
+package methods
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// resources/list is composed over two sources: the upstream's own pages come
+// first, untouched; the upstream's last page (no nextCursor) gets the first
+// page of the sidecar's skill files appended and, when more follow, a
+// nextCursor of the sidecar's own (prefixed so it cannot be mistaken for an
+// upstream cursor), which ServeLocal answers without the upstream.
+
+// EditReply implements proxy.Local: for resources/list it returns the edit
+// that appends the sidecar's resources to the upstream's last page; for any
+// other request nil.
+func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte {
+	if msg.Method != "resources/list" {
+		return nil
+	}
+	v := h.current()
+	if len(v.resURIs) == 0 {
+		return nil
+	}
+	e, _ := checkEra(r.Header, msg, "")
+	return func(reply []byte) []byte { return h.appendResources(v, e, reply) }
+}
+
+func (h *Handler) appendResources(v *view, e era, reply []byte) []byte {
+	m, err := rewrite.ParseMessage(reply)
+	if err != nil {
+		return reply
+	}
+	switch m.Kind {
+	case rewrite.KindError:
+		// An upstream without resources support: the sidecar's files are
+		// the whole listing.
+		code, _ := rewrite.GetKey(m.Error, []string{"code"})
+		if string(code) != "-32601" {
+			return reply
+		}
+		b := []byte(`{"jsonrpc":"2.0","id":`)
+		b = append(b, m.ID...)
+		b = append(b, `,"result":`...)
+		b = append(b, h.resourcesPage(v, e, false, "")...)
+		return append(b, '}')
+	case rewrite.KindResponse:
+	default:
+		return reply
+	}
+	if nc, ok := rewrite.GetKey(m.Result, []string{"nextCursor"}); ok && string(nc) != "null" && string(nc) != `""` {
+		return reply // not the upstream's last page yet
+	}
+	from, to, more := page(v.resURIs, "", false, h.opts.PageSize)
+	out, err := rewrite.AppendToArray(reply, []string{"result", "resources"}, v.resEntries[from:to]...)
+	if err != nil {
+		return reply
+	}
+	if more {
+		c, _ := json.Marshal(makeCursor(cursorResources, v.resURIs[to-1]))
+		if out, err = rewrite.SetKey(out, []string{"result", "nextCursor"}, c); err != nil {
+			return reply
+		}
+	}
+	return out
+}
+
+func (h *Handler) resourcesListLocal(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+	last, has, err := cursorParam(msg, cursorResources)
+	if err != nil {
+		return nil, err
+	}
+	return h.resourcesPage(v, e, has, last), nil
+}
+
+// resourcesPage encodes a resources/list result of the sidecar's page after
+// last; modern results carry the cacheable fields.
+func (h *Handler) resourcesPage(v *view, e era, has bool, last string) []byte {
+	b := make([]byte, 0, 4096)
+	b = append(b, '{')
+	b = listPage(b, "resources", v.resURIs, v.resEntries, last, has, h.opts.PageSize, cursorResources)
+	if !e.modern {
+		return append(b, '}')
+	}
+	return h.finish(b, e, true)
+}

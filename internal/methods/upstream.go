@@ -1,0 +1,178 @@
+package methods
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// ToolSource returns the upstream's tools as this caller sees them, by name,
+// each as the exact JSON object the upstream sent.
+type ToolSource interface {
+	Tools(r *http.Request, msg rewrite.Message) (map[string]json.RawMessage, error)
+}
+
+// Refusal is the upstream's refusal of a request the sidecar made on a
+// caller's behalf (401, 403, …). It is passed on to the caller as it was, so
+// an OAuth-aware client starts its flow as it would against the upstream.
+type Refusal struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r *Refusal) Error() string { return fmt.Sprintf("upstream refused: HTTP %d", r.Status) }
+
+func (r *Refusal) write(w http.ResponseWriter) {
+	for _, k := range []string{"Www-Authenticate", "Content-Type"} {
+		if v, ok := r.Header[k]; ok {
+			w.Header()[k] = v
+		}
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(r.Body)))
+	w.WriteHeader(r.Status)
+	_, _ = w.Write(r.Body)
+}
+
+// UpstreamTools is the ToolSource that asks the upstream: it sends
+// tools/list with the caller's own headers (credentials, session, protocol
+// version) and, on the modern wire, the caller's _meta, and follows every
+// page.
+type UpstreamTools struct {
+	// URL is the upstream MCP endpoint.
+	URL *url.URL
+	// Client sends the requests; nil means http.DefaultClient.
+	Client *http.Client
+	// MaxPages bounds the pages followed; 0 means 100.
+	MaxPages int
+	// MaxBytes bounds one reply; 0 means 16 MiB.
+	MaxBytes int
+}
+
+// errNoReply means the upstream's reply did not contain the answer.
+var errNoReply = errors.New("methods: upstream reply has no response to tools/list")
+
+// Tools implements ToolSource.
+func (u *UpstreamTools) Tools(r *http.Request, msg rewrite.Message) (map[string]json.RawMessage, error) {
+	maxPages := u.MaxPages
+	if maxPages <= 0 {
+		maxPages = 100
+	}
+	meta, _ := rewrite.GetKey(msg.Params, []string{"_meta"})
+	out := map[string]json.RawMessage{}
+	cursor := ""
+	for range maxPages {
+		result, err := u.call(r, meta, cursor)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(result, &page); err != nil {
+			return nil, fmt.Errorf("decode upstream tools/list: %w", err)
+		}
+		for _, t := range page.Tools {
+			var named struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(t, &named) == nil && named.Name != "" {
+				if _, dup := out[named.Name]; !dup {
+					out[named.Name] = t
+				}
+			}
+		}
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
+	return nil, fmt.Errorf("upstream tools/list: more than %d pages", maxPages)
+}
+
+func (u *UpstreamTools) call(r *http.Request, meta json.RawMessage, cursor string) (json.RawMessage, error) {
+	params := map[string]json.RawMessage{}
+	if len(meta) > 0 {
+		params["_meta"] = meta
+	}
+	if cursor != "" {
+		params["cursor"] = mustJSON(cursor)
+	}
+	body := mustJSON(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar/tools", "method": "tools/list", "params": params})
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, u.URL.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	// The caller's headers that travel with a request made on its behalf:
+	// who the caller is, and which session and era.
+	for _, k := range [...]string{"Authorization", "Cookie", "Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"} {
+		if v := r.Header.Values(k); len(v) > 0 {
+			req.Header[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if len(meta) > 0 {
+		req.Header.Set("Mcp-Method", "tools/list")
+	}
+	c := u.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("upstream tools/list: %w", err)
+	}
+	defer resp.Body.Close()
+	limit := u.MaxBytes
+	if limit <= 0 {
+		limit = 16 << 20
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, &Refusal{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	}
+	reply, err := readReply(resp, limit)
+	if err != nil {
+		return nil, err
+	}
+	m, err := rewrite.ParseMessage(reply)
+	if err != nil {
+		return nil, fmt.Errorf("upstream tools/list: %w", err)
+	}
+	if m.Kind != rewrite.KindResponse {
+		return nil, fmt.Errorf("upstream tools/list failed: %s", m.Error)
+	}
+	return m.Result, nil
+}
+
+// readReply returns the response message of a JSON or SSE reply.
+func readReply(resp *http.Response, limit int) ([]byte, error) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/event-stream" {
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)))
+		return b, err
+	}
+	sr := rewrite.NewReader(resp.Body, limit)
+	for {
+		ev, err := sr.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, errNoReply
+			}
+			return nil, err
+		}
+		if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) {
+			return ev.Data, nil
+		}
+	}
+}
