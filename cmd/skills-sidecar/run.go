@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/lint"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -30,6 +31,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	switch cmd {
 	case "serve":
 		return runServe(ctx, args, environ, stdout, stderr)
+	case "lint":
+		return lint.Run(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK

@@ -79,6 +79,26 @@ func NewServer() *mcp.Server {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "liftoff"}}}, nil, nil
 		})
 
+	// The example plugin's billing-triage agent names these two tools, so
+	// agents/get resolves them against this server's tools/list.
+	type invoiceIn struct {
+		InvoiceID string `json:"invoice_id" jsonschema:"the invoice to look up, e.g. INV-1001"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "lookup_invoice", Description: "Look up an invoice by id (demo data)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in invoiceIn) (*mcp.CallToolResult, any, error) {
+			text := fmt.Sprintf("invoice %s: 2 x Pro seat, 49.00 EUR each, paid twice on 2026-11-02", in.InvoiceID)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+		})
+	type refundIn struct {
+		InvoiceID string  `json:"invoice_id" jsonschema:"the invoice to refund"`
+		Amount    float64 `json:"amount" jsonschema:"amount to refund, in the invoice currency"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "issue_refund", Description: "Issue a refund against an invoice (demo: nothing is charged)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in refundIn) (*mcp.CallToolResult, any, error) {
+			text := fmt.Sprintf("refund of %.2f issued against %s (demo)", in.Amount, in.InvoiceID)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+		})
+
 	s.AddResource(&mcp.Resource{URI: "demo://readme", Name: "readme", MIMEType: "text/markdown", Description: "About the demo upstream."},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/markdown", Text: ReadmeText}}}, nil
@@ -91,11 +111,12 @@ func NewServer() *mcp.Server {
 	return s
 }
 
-// Handler returns the demo server as a streamable HTTP handler (stateful,
-// SSE replies), to mount at /mcp.
-func Handler() http.Handler {
+// Handler returns the demo server as a streamable HTTP handler to mount at
+// /mcp. nil opts means stateful with SSE replies (the legacy era, with
+// sessions and GET streams); Stateless gives the 2026-07-28 era.
+func Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	s := NewServer()
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, opts)
 }
 
 // Start serves the demo on a new loopback port and returns its MCP URL and a
@@ -107,7 +128,7 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 		return "", nil, fmt.Errorf("listen for demo upstream: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", Handler())
+	mux.Handle("/mcp", Handler(nil))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	done := make(chan struct{})
