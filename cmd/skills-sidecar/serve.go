@@ -98,7 +98,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		PageSize:         cfg.PageSize,
 		TTLMs:            cfg.CacheTTLMs,
 		CacheScope:       cfg.CacheScope,
-		Tools:            &methods.UpstreamTools{URL: up, Client: &http.Client{Transport: transport}},
+		Tools:            &methods.UpstreamTools{Upstream: &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}}},
 		DropUnknownTools: cfg.DropUnknownTools,
 		ServerVersion:    version,
 	})

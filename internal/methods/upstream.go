@@ -42,23 +42,95 @@ func (r *Refusal) write(w http.ResponseWriter) {
 	_, _ = w.Write(r.Body)
 }
 
-// UpstreamTools is the ToolSource that asks the upstream: it sends
-// tools/list with the caller's own headers (credentials, session, protocol
-// version) and, on the modern wire, the caller's _meta, and follows every
-// page.
-type UpstreamTools struct {
+// Upstream sends requests to the upstream on a caller's behalf: with the
+// caller's own headers (credentials, session, protocol version) and, on the
+// modern wire, the caller's _meta, so the upstream answers exactly what it
+// would answer that caller.
+type Upstream struct {
 	// URL is the upstream MCP endpoint.
 	URL *url.URL
 	// Client sends the requests; nil means http.DefaultClient.
 	Client *http.Client
-	// MaxPages bounds the pages followed; 0 means 100.
-	MaxPages int
-	// MaxBytes bounds one reply; 0 means 16 MiB.
+	// MaxBytes bounds one reply; 0 means 32 MiB (a 16 MiB blob, base64).
 	MaxBytes int
 }
 
-// errNoReply means the upstream's reply did not contain the answer.
-var errNoReply = errors.New("methods: upstream reply has no response to tools/list")
+// Call sends method with params (the caller's _meta added when it has one)
+// and returns the reply's JSON-RPC message. A reply with an HTTP status
+// other than 200 is a *Refusal.
+func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, params map[string]json.RawMessage) (rewrite.Message, error) {
+	if params == nil {
+		params = map[string]json.RawMessage{}
+	}
+	meta, hasMeta := rewrite.GetKey(caller.Params, []string{"_meta"})
+	if hasMeta {
+		params["_meta"] = meta
+	}
+	body := mustJSON(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar", "method": method, "params": params})
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, u.URL.String(), bytes.NewReader(body))
+	if err != nil {
+		return rewrite.Message{}, err
+	}
+	// The caller's headers that travel with a request made on its behalf:
+	// who the caller is, and which session and era.
+	for _, k := range [...]string{"Authorization", "Cookie", "Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"} {
+		if v := r.Header.Values(k); len(v) > 0 {
+			req.Header[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if hasMeta {
+		req.Header.Set("Mcp-Method", method)
+		if n, ok := params["uri"]; ok {
+			var s string
+			_ = json.Unmarshal(n, &s)
+			req.Header.Set("Mcp-Name", s)
+		}
+	}
+	c := u.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return rewrite.Message{}, fmt.Errorf("upstream %s: %w", method, err)
+	}
+	defer resp.Body.Close()
+	limit := u.MaxBytes
+	if limit <= 0 {
+		limit = 32 << 20
+	}
+	if resp.StatusCode != http.StatusOK && !isJSONRPCError(resp) {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return rewrite.Message{}, &Refusal{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	}
+	reply, err := readReply(resp, limit)
+	if err != nil {
+		return rewrite.Message{}, fmt.Errorf("upstream %s: %w", method, err)
+	}
+	m, err := rewrite.ParseMessage(reply)
+	if err != nil {
+		return rewrite.Message{}, fmt.Errorf("upstream %s: %w", method, err)
+	}
+	return m, nil
+}
+
+// isJSONRPCError reports whether a non-200 reply is a JSON-RPC error (the
+// modern wire answers some of them with 4xx) rather than a refusal of the
+// caller (401, 403, …).
+func isJSONRPCError(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "application/json" && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound)
+}
+
+// UpstreamTools is the ToolSource that asks the upstream's tools/list on the
+// caller's behalf and follows every page.
+type UpstreamTools struct {
+	Upstream *Upstream
+	// MaxPages bounds the pages followed; 0 means 100.
+	MaxPages int
+}
 
 // Tools implements ToolSource.
 func (u *UpstreamTools) Tools(r *http.Request, msg rewrite.Message) (map[string]json.RawMessage, error) {
@@ -66,19 +138,25 @@ func (u *UpstreamTools) Tools(r *http.Request, msg rewrite.Message) (map[string]
 	if maxPages <= 0 {
 		maxPages = 100
 	}
-	meta, _ := rewrite.GetKey(msg.Params, []string{"_meta"})
 	out := map[string]json.RawMessage{}
 	cursor := ""
 	for range maxPages {
-		result, err := u.call(r, meta, cursor)
+		params := map[string]json.RawMessage{}
+		if cursor != "" {
+			params["cursor"] = mustJSON(cursor)
+		}
+		m, err := u.Upstream.Call(r, msg, "tools/list", params)
 		if err != nil {
 			return nil, err
+		}
+		if m.Kind != rewrite.KindResponse {
+			return nil, fmt.Errorf("upstream tools/list failed: %s", m.Error)
 		}
 		var page struct {
 			Tools      []json.RawMessage `json:"tools"`
 			NextCursor string            `json:"nextCursor"`
 		}
-		if err := json.Unmarshal(result, &page); err != nil {
+		if err := json.Unmarshal(m.Result, &page); err != nil {
 			return nil, fmt.Errorf("decode upstream tools/list: %w", err)
 		}
 		for _, t := range page.Tools {
@@ -99,61 +177,8 @@ func (u *UpstreamTools) Tools(r *http.Request, msg rewrite.Message) (map[string]
 	return nil, fmt.Errorf("upstream tools/list: more than %d pages", maxPages)
 }
 
-func (u *UpstreamTools) call(r *http.Request, meta json.RawMessage, cursor string) (json.RawMessage, error) {
-	params := map[string]json.RawMessage{}
-	if len(meta) > 0 {
-		params["_meta"] = meta
-	}
-	if cursor != "" {
-		params["cursor"] = mustJSON(cursor)
-	}
-	body := mustJSON(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar/tools", "method": "tools/list", "params": params})
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, u.URL.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	// The caller's headers that travel with a request made on its behalf:
-	// who the caller is, and which session and era.
-	for _, k := range [...]string{"Authorization", "Cookie", "Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"} {
-		if v := r.Header.Values(k); len(v) > 0 {
-			req.Header[http.CanonicalHeaderKey(k)] = v
-		}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if len(meta) > 0 {
-		req.Header.Set("Mcp-Method", "tools/list")
-	}
-	c := u.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("upstream tools/list: %w", err)
-	}
-	defer resp.Body.Close()
-	limit := u.MaxBytes
-	if limit <= 0 {
-		limit = 16 << 20
-	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, &Refusal{Status: resp.StatusCode, Header: resp.Header, Body: b}
-	}
-	reply, err := readReply(resp, limit)
-	if err != nil {
-		return nil, err
-	}
-	m, err := rewrite.ParseMessage(reply)
-	if err != nil {
-		return nil, fmt.Errorf("upstream tools/list: %w", err)
-	}
-	if m.Kind != rewrite.KindResponse {
-		return nil, fmt.Errorf("upstream tools/list failed: %s", m.Error)
-	}
-	return m.Result, nil
-}
+// errNoReply means the upstream's SSE reply ended without a response.
+var errNoReply = errors.New("methods: upstream reply has no response")
 
 // readReply returns the response message of a JSON or SSE reply.
 func readReply(resp *http.Response, limit int) ([]byte, error) {
