@@ -93,12 +93,18 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		return err
 	}
 	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout)
+	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}}
+	var overlay *methods.Overlay
+	if cfg.UpstreamFiles == "auto" {
+		overlay = methods.NewOverlay(upstreamClient, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
+	}
 	local := methods.New(methods.Options{
+		Overlay:          overlay,
 		Snapshot:         snapshot,
 		PageSize:         cfg.PageSize,
 		TTLMs:            cfg.CacheTTLMs,
 		CacheScope:       cfg.CacheScope,
-		Tools:            &methods.UpstreamTools{Upstream: &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}}},
+		Tools:            &methods.UpstreamTools{Upstream: upstreamClient},
 		DropUnknownTools: cfg.DropUnknownTools,
 		ServerVersion:    version,
 	})

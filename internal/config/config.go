@@ -55,6 +55,12 @@ type Config struct {
 	CacheScope string `key:"cache-scope" default:"private" help:"cacheScope of the sidecar's cacheable results: private (default; results may depend on the caller) or public."`
 	// DropUnknownTools makes agents/get leave out tools the upstream lacks.
 	DropUnknownTools bool `key:"drop-unknown-tools" default:"false" help:"agents/get leaves out tool names the upstream does not offer (such as Claude Code host tools like Read or Bash) instead of failing with invalid_agent_definition."`
+	// UpstreamFiles selects whether the upstream's own skill files win.
+	UpstreamFiles string `key:"upstream-files" default:"auto" help:"auto: ask the upstream (with the caller's credentials) whether it serves each catalog URI itself, and if so publish digests of its bytes and forward reads; off: serve every catalog file from the plugin folder without asking."`
+	// UpstreamFilesTTL is how long what was learned is trusted.
+	UpstreamFilesTTL time.Duration `key:"upstream-files-ttl" default:"60s" help:"How long the verdicts and digests learned from the upstream are cached per authorization context before they are asked again."`
+	// UpstreamFilesShared caches one set of verdicts for every caller.
+	UpstreamFilesShared bool `key:"upstream-files-shared" default:"false" help:"Declare that the upstream serves every caller the same skill files, so what one caller's reads learn is reused for all (default: cached per authorization context)."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.
 	LimitMode string `key:"limit-mode" default:"skip" help:"A skill over 512 files or 16 MiB: skip (default; SEP-2640 says SHOULD NOT serve) or warn (serve it and report)."`
 	// PollInterval is the catalog's polling fallback.
@@ -115,6 +121,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LimitMode != "skip" && c.LimitMode != "warn" {
 		bad("limit-mode", "%q is neither skip nor warn", c.LimitMode)
+	}
+	if c.UpstreamFiles != "auto" && c.UpstreamFiles != "off" {
+		bad("upstream-files", "%q is neither auto nor off", c.UpstreamFiles)
+	}
+	if c.UpstreamFilesTTL <= 0 {
+		bad("upstream-files-ttl", "must be positive, got %s", c.UpstreamFilesTTL)
 	}
 	if c.PollInterval <= 0 {
 		bad("poll-interval", "must be positive, got %s", c.PollInterval)

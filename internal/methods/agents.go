@@ -2,7 +2,7 @@ package methods
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
@@ -108,12 +108,7 @@ func (h *Handler) resolveTools(r *http.Request, msg rewrite.Message, a *catalog.
 	}
 	byName, err := h.opts.Tools.Tools(r, msg)
 	if err != nil {
-		var ref *Refusal
-		if errors.As(err, &ref) {
-			return nil, &rpcError{refusal: ref}
-		}
-		return nil, &rpcError{status: http.StatusBadGateway, code: codeInternal, message: "resolve agent tools: " + err.Error(),
-			data: map[string]string{"reason": "upstream_error"}}
+		return nil, upstreamFailure(fmt.Errorf("resolve agent tools: %w", err))
 	}
 	var out []json.RawMessage
 	var missing []string

@@ -3,6 +3,7 @@ package methods
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ type Options struct {
 	// does not offer instead of failing: agent files written for Claude Code
 	// often name host tools such as Read or Bash.
 	DropUnknownTools bool
+	// Overlay, when set, lets the upstream's own bytes win for the catalog
+	// URIs it serves itself; nil serves every catalog file from the plugin
+	// folder.
+	Overlay *Overlay
 	// ServerName and ServerVersion fill _meta serverInfo on modern results;
 	// empty means "skills-sidecar" and "dev".
 	ServerName, ServerVersion string
@@ -97,16 +102,16 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 	nameParam := ""
 	switch msg.Method {
 	case "skills/list":
-		fn = h.skillsList
+		fn = withReq(h.skillsList)
 	case "skills/get":
-		fn = h.skillsGet
+		fn = withReq(h.skillsGet)
 	case "agents/list":
 		fn = h.agentsList
 	case "agents/get":
 		fn = withReq(h.agentsGet)
 	case "resources/read":
 		uri, _ := paramString(msg.Params, "uri")
-		if !h.ownsURI(v, uri) {
+		if !h.ownsURI(v, uri) || h.upstreamServes(w, r, msg, v, uri) {
 			return false
 		}
 		fn, nameParam = h.resourcesRead, "uri"
@@ -204,18 +209,28 @@ func listPage(b []byte, key string, keys []string, entries []json.RawMessage, la
 	return b
 }
 
-func (h *Handler) skillsList(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, *rpcError) {
 	last, has, err := cursorParam(msg, cursorSkills)
 	if err != nil {
 		return nil, err
 	}
+	entries := v.skillEntries
+	if h.opts.Overlay != nil {
+		from, to, _ := page(v.skillURIs, last, has, h.opts.PageSize)
+		served, oerr := h.opts.Overlay.entries(r, msg, v, from, to)
+		if oerr != nil {
+			return nil, upstreamFailure(oerr)
+		}
+		entries = make([]json.RawMessage, len(v.skillEntries))
+		copy(entries[from:to], served)
+	}
 	b := make([]byte, 0, 4096)
 	b = append(b, '{')
-	b = listPage(b, "skills", v.skillURIs, v.skillEntries, last, has, h.opts.PageSize, cursorSkills)
+	b = listPage(b, "skills", v.skillURIs, entries, last, has, h.opts.PageSize, cursorSkills)
 	return h.finish(b, e, true), nil
 }
 
-func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, *rpcError) {
 	uri, ok := paramString(msg.Params, "uri")
 	if !ok {
 		return nil, invalidParams("skills/get needs params.uri, a string")
@@ -224,9 +239,17 @@ func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message) ([]byte, *rpcEr
 	if i < 0 {
 		return nil, invalidParams(skillGetProblem(v.snap, uri))
 	}
-	b := make([]byte, 0, len(v.skillEntries[i])+128)
+	entry := v.skillEntries[i]
+	if h.opts.Overlay != nil {
+		served, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1)
+		if oerr != nil {
+			return nil, upstreamFailure(oerr)
+		}
+		entry = served[0]
+	}
+	b := make([]byte, 0, len(entry)+128)
 	b = append(b, `{"skill":`...)
-	b = append(b, v.skillEntries[i]...)
+	b = append(b, entry...)
 	return h.finish(b, e, true), nil
 }
 
@@ -318,4 +341,34 @@ func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message) ([]byte, *r
 	b = append(b, '{')
 	b = listPage(b, "resources", names, entries, last, has, h.opts.PageSize, cursorDir)
 	return h.finish(b, e, false), nil
+}
+
+// upstreamServes reports whether a read of catalog URI uri must go to the
+// upstream because the upstream serves that URI itself for this caller. It
+// probes the upstream when the verdict is not cached.
+func (h *Handler) upstreamServes(w http.ResponseWriter, r *http.Request, msg rewrite.Message, v *view, uri string) bool {
+	if h.opts.Overlay == nil || v.snap == nil {
+		return false
+	}
+	f, ok := v.snap.File(uri)
+	if !ok {
+		return false
+	}
+	over, err := h.opts.Overlay.resolve(r, msg, v.snap, []*catalog.File{f})
+	if err != nil {
+		return true // let the upstream answer the caller itself
+	}
+	_, upstream := over[uri]
+	return upstream
+}
+
+// upstreamFailure turns an error from a request made on the caller's behalf
+// into the reply: the upstream's own refusal as it was, or a 502.
+func upstreamFailure(err error) *rpcError {
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		return &rpcError{refusal: ref}
+	}
+	return &rpcError{status: http.StatusBadGateway, code: codeInternal, message: err.Error(),
+		data: map[string]string{"reason": "upstream_error"}}
 }

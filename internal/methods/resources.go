@@ -17,6 +17,22 @@ import (
 // that appends the sidecar's resources to the upstream's last page; for any
 // other request nil.
 func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte {
+	if msg.Method == "resources/read" && h.opts.Overlay != nil {
+		// A forwarded read of a catalog URI the upstream serves: watch its
+		// bytes, so a change shows in the next listing.
+		uri, _ := paramString(msg.Params, "uri")
+		v := h.current()
+		if v.snap == nil {
+			return nil
+		}
+		if _, ok := v.snap.File(uri); !ok {
+			return nil
+		}
+		return func(reply []byte) []byte {
+			h.opts.Overlay.observe(r, v.snap, uri, reply)
+			return reply
+		}
+	}
 	if msg.Method != "resources/list" {
 		return nil
 	}

@@ -1,0 +1,268 @@
+package methods
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Upstream-served skill files (DESIGN.md decision 2). When the upstream
+// itself serves a URI of the catalog, its bytes win: the sidecar serves
+// nothing for that URI, forwards reads of it, and publishes the digest, size
+// and (for SKILL.md) frontmatter of what the upstream actually returns. Who
+// serves a URI is decided per URI by asking the upstream with the caller's
+// own credentials: a not-found answer means the sidecar serves the plugin
+// folder's file. What is learned is cached per authorization context (a
+// hash of the credential headers), or once for everyone when the operator
+// declares the upstream's content shared, until it expires or a forwarded
+// read shows different bytes.
+
+// served is what one URI looks like to one authorization context.
+type served struct {
+	upstream    bool // the upstream serves this URI; its bytes are below
+	digest      string
+	size        int64
+	frontmatter json.RawMessage // SKILL.md only
+}
+
+// authContext caches the verdicts of one authorization context for one
+// snapshot.
+type authContext struct {
+	snap    *catalog.Snapshot
+	expires time.Time
+	mu      sync.Mutex
+	files   map[string]served
+}
+
+// Overlay decides who serves each catalog URI and what its served bytes
+// are. The zero value is not usable; build it with NewOverlay.
+type Overlay struct {
+	up     *Upstream
+	ttl    time.Duration
+	shared bool
+	now    func() time.Time
+
+	mu       sync.Mutex
+	contexts map[string]*authContext
+
+	// Mismatches counts forwarded reads whose bytes differed from what was
+	// published; Refreshes counts probes made.
+	Mismatches, Probes atomic.Int64
+}
+
+// maxContexts bounds the authorization contexts cached at once; past it the
+// cache starts over (the cost is a re-probe, never a wrong answer).
+const maxContexts = 4096
+
+// NewOverlay returns an Overlay asking up. ttl is how long a verdict is
+// trusted (0 means 60s); shared caches one set of verdicts for every caller.
+func NewOverlay(up *Upstream, ttl time.Duration, shared bool) *Overlay {
+	if ttl <= 0 {
+		ttl = 60 * time.Second
+	}
+	return &Overlay{up: up, ttl: ttl, shared: shared, now: time.Now, contexts: map[string]*authContext{}}
+}
+
+// authKey is the cache key of a caller: a hash of its credential headers.
+func (o *Overlay) authKey(h http.Header) string {
+	if o.shared {
+		return ""
+	}
+	sum := sha256.New()
+	for _, k := range [...]string{"Authorization", "Cookie"} {
+		for _, v := range h.Values(k) {
+			io.WriteString(sum, k+"\x00"+v+"\x00")
+		}
+	}
+	return string(sum.Sum(nil))
+}
+
+func (o *Overlay) context(r *http.Request, snap *catalog.Snapshot) *authContext {
+	key := o.authKey(r.Header)
+	now := o.now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.contexts[key]
+	if c == nil || c.snap != snap || now.After(c.expires) {
+		if len(o.contexts) >= maxContexts {
+			clear(o.contexts)
+		}
+		c = &authContext{snap: snap, expires: now.Add(o.ttl), files: map[string]served{}}
+		o.contexts[key] = c
+	}
+	return c
+}
+
+// lookup returns the cached verdict for uri, if any.
+func (c *authContext) lookup(uri string) (served, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.files[uri]
+	return s, ok
+}
+
+func (c *authContext) store(uri string, s served) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.files[uri] = s
+}
+
+// resolve returns the verdicts for files, probing the upstream for the ones
+// not cached. Any upstream-served file is reported in the map; a nil map
+// means every file is the sidecar's.
+func (o *Overlay) resolve(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, files []*catalog.File) (map[string]served, error) {
+	c := o.context(r, snap)
+	var out map[string]served
+	for _, f := range files {
+		s, ok := c.lookup(f.URI)
+		if !ok {
+			var err error
+			if s, err = o.probe(r, caller, f.URI); err != nil {
+				return nil, err
+			}
+			c.store(f.URI, s)
+		}
+		if s.upstream {
+			if out == nil {
+				out = map[string]served{}
+			}
+			out[f.URI] = s
+		}
+	}
+	return out, nil
+}
+
+// probe asks the upstream for uri. A not-found answer (or an upstream
+// without resources) means the sidecar serves it; a refusal of the caller
+// is returned as the error so it reaches the caller unchanged.
+func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (served, error) {
+	o.Probes.Add(1)
+	m, err := o.up.Call(r, caller, "resources/read", map[string]json.RawMessage{"uri": mustJSON(uri)})
+	if err != nil {
+		return served{}, err
+	}
+	if m.Kind != rewrite.KindResponse {
+		return served{}, nil // not found, not supported, or failed: the sidecar serves its own
+	}
+	return servedOf(uri, m.Result)
+}
+
+// servedOf digests the bytes a resources/read result serves: the UTF-8
+// bytes of text, or the decoded bytes of blob (SEP-2640). A blob is hashed
+// as it is decoded, without a second copy of its bytes.
+func servedOf(uri string, result json.RawMessage) (served, error) {
+	var contents []json.RawMessage
+	raw, _ := rewrite.GetKey(result, []string{"contents"})
+	if err := json.Unmarshal(raw, &contents); err != nil || len(contents) == 0 {
+		return served{}, fmt.Errorf("upstream resources/read %s: no contents", uri)
+	}
+	c := contents[0]
+	h := sha256.New()
+	var size int64
+	var text []byte
+	if t, ok := rewrite.GetKey(c, []string{"text"}); ok {
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return served{}, fmt.Errorf("upstream resources/read %s: text: %w", uri, err)
+		}
+		text = []byte(s)
+		h.Write(text)
+		size = int64(len(text))
+	} else if b, ok := rewrite.GetKey(c, []string{"blob"}); ok {
+		enc := b
+		if len(b) >= 2 && b[0] == '"' && !bytes.ContainsRune(b, '\\') {
+			enc = b[1 : len(b)-1]
+		} else {
+			var s string
+			if err := json.Unmarshal(b, &s); err != nil {
+				return served{}, fmt.Errorf("upstream resources/read %s: blob: %w", uri, err)
+			}
+			enc = []byte(s)
+		}
+		n, err := io.Copy(h, base64.NewDecoder(base64.StdEncoding, bytes.NewReader(enc)))
+		if err != nil {
+			return served{}, fmt.Errorf("upstream resources/read %s: blob: %w", uri, err)
+		}
+		size = n
+	} else {
+		return served{}, fmt.Errorf("upstream resources/read %s: neither text nor blob", uri)
+	}
+	s := served{upstream: true, digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), size: size}
+	if strings.HasSuffix(uri, "/SKILL.md") {
+		fm, _, err := catalog.ParseFrontmatter(text)
+		if err != nil {
+			return served{}, fmt.Errorf("upstream SKILL.md %s: %w", uri, err)
+		}
+		s.frontmatter = fm
+	}
+	return s, nil
+}
+
+// observe records the bytes of a forwarded read of a catalog URI: a reply
+// that differs from the published verdict replaces it and counts a mismatch.
+func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, reply []byte) {
+	m, err := rewrite.ParseMessage(reply)
+	if err != nil || m.Kind != rewrite.KindResponse {
+		return
+	}
+	s, err := servedOf(uri, m.Result)
+	if err != nil {
+		return
+	}
+	c := o.context(r, snap)
+	if old, ok := c.lookup(uri); ok && (old.digest != s.digest || old.size != s.size) {
+		o.Mismatches.Add(1)
+	}
+	c.store(uri, s)
+}
+
+// entries returns the encoded entries of skills in v from index from to to,
+// with the upstream's verdicts applied for this caller.
+func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int) ([]json.RawMessage, error) {
+	out := v.skillEntries[from:to:to]
+	copied := false
+	for i := from; i < to; i++ {
+		sk, _ := v.snap.Skill(v.skillURIs[i])
+		over, err := o.resolve(r, caller, v.snap, sk.Files)
+		if err != nil {
+			return nil, err
+		}
+		if over == nil {
+			continue
+		}
+		if !copied {
+			out, copied = append([]json.RawMessage(nil), out...), true
+		}
+		out[i-from] = encodeSkillServed(sk, over)
+	}
+	return out, nil
+}
+
+// encodeSkillServed is encodeSkill with the upstream's bytes winning for the
+// files it serves.
+func encodeSkillServed(sk *catalog.Skill, over map[string]served) []byte {
+	e := skillEntry{URI: sk.URI, Frontmatter: sk.Frontmatter, Resources: make([]fileRef, 0, len(sk.Files))}
+	for _, f := range sk.Files {
+		ref := fileRef{URI: f.URI, Digest: f.Digest, Size: f.Size}
+		if s, ok := over[f.URI]; ok {
+			ref.Digest, ref.Size = s.digest, s.size
+			if f.URI == sk.URI && s.frontmatter != nil {
+				e.Frontmatter = s.frontmatter
+			}
+		}
+		e.Resources = append(e.Resources, ref)
+	}
+	return mustJSON(e)
+}
