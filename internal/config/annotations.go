@@ -9,9 +9,9 @@ const (
 	AnnotationStatus = AnnotationPrefix + "status"
 )
 
-// isInjectorKey reports whether an annotation name (without the prefix)
+// IsInjectorKey reports whether an annotation name (without the prefix)
 // belongs to the injector; the runtime configuration skips those.
-func isInjectorKey(name string) bool {
+func IsInjectorKey(name string) bool {
 	switch name {
 	case "inject", "status", "image", "resources", "upstream-port", "upstream-path",
 		"port", "plugin-configmaps", "plugin-image":

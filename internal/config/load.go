@@ -84,7 +84,7 @@ func Load(src Sources) (Config, []string, error) {
 	}
 	for _, k := range sortedKeys(ann) {
 		name, ok := strings.CutPrefix(k, AnnotationPrefix)
-		if !ok || isInjectorKey(name) {
+		if !ok || IsInjectorKey(name) {
 			continue
 		}
 		f, ok := byKey[name]
