@@ -2,18 +2,20 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 )
 
 // startCatalog loads the plugin folder and keeps it current until ctx is
 // done. With no --plugin-dir it serves the embedded example plugin when the
 // demo upstream runs, and an empty catalog otherwise.
-func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger) (func() *catalog.Snapshot, error) {
+func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger, m *metrics.Metrics) (func() *catalog.Snapshot, error) {
 	opts := catalog.Options{LimitMode: cfg.LimitMode, PollInterval: cfg.PollInterval}
 	if cfg.PluginDir == "" {
 		if cfg.Upstream != "" {
@@ -25,10 +27,12 @@ func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger) (func
 			return nil, err
 		}
 		logProblems(log, snap.Problems())
+		m.Reload(true, time.Now(), len(snap.Skills()), len(snap.Agents()), problemLabels(snap.Problems()))
 		log.Info("serving the embedded example plugin", zap.Int("skills", len(snap.Skills())), zap.Int("agents", len(snap.Agents())))
 		return func() *catalog.Snapshot { return snap }, nil
 	}
 	w, err := catalog.NewWatcher(cfg.PluginDir, opts, func(ev catalog.ReloadEvent) {
+		m.Reload(ev.OK, ev.At, ev.Skills, ev.Agents, problemLabels(ev.Problems))
 		if !ev.OK {
 			log.Error("plugin reload failed: keeping the last good catalog", zap.String("trigger", ev.Trigger), zap.Error(ev.Err))
 			return
@@ -52,4 +56,12 @@ func logProblems(log *zap.Logger, ps []catalog.Problem) {
 	for _, p := range ps {
 		log.Warn("plugin item "+p.Severity, zap.String("path", p.Path), zap.String("kind", p.Kind), zap.String("reason", p.Reason))
 	}
+}
+
+func problemLabels(ps []catalog.Problem) []metrics.Problem {
+	out := make([]metrics.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = metrics.Problem{Kind: p.Kind, Severity: p.Severity}
+	}
+	return out
 }

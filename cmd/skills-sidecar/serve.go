@@ -10,15 +10,16 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -33,12 +34,13 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		return exitUsage
 	}
 	demoMode := cfg.Upstream == ""
-	log, err := newLogger(cfg, demoMode, stderr)
+	level, log, err := newLogger(cfg, demoMode, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skills-sidecar: %v\n", err)
 		return exitUsage
 	}
 	defer func() { _ = log.Sync() }()
+	go watchLogLevel(ctx, cfg.AnnotationsFile, levelFixed(args, environ), level, log, 5*time.Second)
 	if err := serve(ctx, cfg, log, stdout); err != nil {
 		log.Error("sidecar stopped", zap.Error(err))
 		return exitFail
@@ -46,10 +48,26 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 	return exitOK
 }
 
-func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (*zap.Logger, error) {
+// levelFixed reports whether a flag or the environment sets the log level,
+// which then outranks the annotation at run time as it does at start.
+func levelFixed(args, environ []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(strings.TrimLeft(a, "-"), "log-level") {
+			return true
+		}
+	}
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, config.EnvName("log-level")+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLevel, *zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(cfg.LogLevel)
 	if err != nil {
-		return nil, fmt.Errorf("log-level: %w", err)
+		return zap.AtomicLevel{}, nil, fmt.Errorf("log-level: %w", err)
 	}
 	format := cfg.LogFormat
 	if format == "auto" {
@@ -68,8 +86,9 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (*zap.Logger,
 	} else {
 		enc = zapcore.NewJSONEncoder(encCfg)
 	}
-	core := zapcore.NewCore(enc, zapcore.AddSync(stderr), zap.NewAtomicLevelAt(lvl))
-	return zap.New(core), nil
+	level := zap.NewAtomicLevelAt(lvl)
+	core := zapcore.NewCore(enc, zapcore.AddSync(stderr), level)
+	return level, zap.New(core), nil
 }
 
 // serve runs the sidecar until ctx is done, then drains.
@@ -88,7 +107,9 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	if err != nil {
 		return fmt.Errorf("upstream: %w", err)
 	}
-	snapshot, err := startCatalog(ctx, cfg, log)
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, version)
+	snapshot, err := startCatalog(ctx, cfg, log, m)
 	if err != nil {
 		return err
 	}
@@ -97,6 +118,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	var overlay *methods.Overlay
 	if cfg.UpstreamFiles == "auto" {
 		overlay = methods.NewOverlay(upstreamClient, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
+		overlay.Metrics = m
 	}
 	local := methods.New(methods.Options{
 		Overlay:          overlay,
@@ -112,6 +134,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		Upstream:        up,
 		Transport:       transport,
 		Local:           local,
+		Metrics:         m,
 		Declaration:     rewrite.SkillsSidecar(),
 		Logger:          log,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
@@ -123,7 +146,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		return err
 	}
 
-	var draining atomic.Bool
+	ready := newReadiness(up)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", p)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
@@ -140,7 +163,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 			_ = ln.Close()
 			return fmt.Errorf("listen on %s (metrics-listen): %w", cfg.MetricsListen, err)
 		}
-		msrv = &http.Server{Handler: healthMux(&draining), ReadHeaderTimeout: 10 * time.Second}
+		msrv = &http.Server{Handler: opsMux(reg, ready), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 	}
 	errc := make(chan error, 1)
@@ -158,7 +181,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining", zap.Duration("drain-timeout", cfg.DrainTimeout))
-	draining.Store(true)
+	ready.draining.Store(true)
 	p.EndStreams()
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
@@ -171,19 +194,6 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		_ = msrv.Close()
 	}
 	return nil
-}
-
-func healthMux(draining *atomic.Bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if draining.Load() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	return mux
 }
 
 // displayAddr turns a listener address into one a person can paste: an

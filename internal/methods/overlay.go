@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -58,8 +59,10 @@ type Overlay struct {
 	contexts map[string]*authContext
 
 	// Mismatches counts forwarded reads whose bytes differed from what was
-	// published; Refreshes counts probes made.
+	// published; Probes counts reads made to learn who serves a URI.
 	Mismatches, Probes atomic.Int64
+	// Metrics, when set, records probes, mismatches and bytes hashed.
+	Metrics *metrics.Metrics
 }
 
 // maxContexts bounds the authorization contexts cached at once; past it the
@@ -149,6 +152,7 @@ func (o *Overlay) resolve(r *http.Request, caller rewrite.Message, snap *catalog
 // is returned as the error so it reaches the caller unchanged.
 func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (served, error) {
 	o.Probes.Add(1)
+	o.Metrics.DigestProbe()
 	m, err := o.up.Call(r, caller, "resources/read", map[string]json.RawMessage{"uri": mustJSON(uri)})
 	if err != nil {
 		return served{}, err
@@ -156,7 +160,9 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (se
 	if m.Kind != rewrite.KindResponse {
 		return served{}, nil // not found, not supported, or failed: the sidecar serves its own
 	}
-	return servedOf(uri, m.Result)
+	s, err := servedOf(uri, m.Result)
+	o.Metrics.Hashed(s.size)
+	return s, err
 }
 
 // servedOf digests the bytes a resources/read result serves: the UTF-8
@@ -221,9 +227,11 @@ func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, r
 	if err != nil {
 		return
 	}
+	o.Metrics.Hashed(s.size)
 	c := o.context(r, snap)
 	if old, ok := c.lookup(uri); ok && (old.digest != s.digest || old.size != s.size) {
 		o.Mismatches.Add(1)
+		o.Metrics.DigestMismatch()
 	}
 	c.store(uri, s)
 }

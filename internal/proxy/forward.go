@@ -44,6 +44,10 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if mt == "text/event-stream" {
 		// Tell any buffering hop (nginx and kin) to pass events at once.
 		resp.Header.Set("X-Accel-Buffering", "no")
+		if p.opts.Metrics != nil {
+			p.opts.Metrics.StreamOpened()
+			resp.Body = &countedBody{ReadCloser: resp.Body, m: p.opts.Metrics}
+		}
 	}
 	pl := planFrom(resp.Request.Context())
 	if !pl.edits() {
@@ -91,7 +95,7 @@ func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
 			if !rewrite.LooksLikeHandshakeResult(msg) {
 				return msg
 			}
-			return p.splice(msg)
+			return p.splicer(eraLegacy)(msg)
 		}
 	}
 	if pl.batch {
@@ -100,7 +104,7 @@ func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
 			if err != nil || m.Kind != rewrite.KindResponse || !pl.isHandshakeID(m.ID) {
 				return msg
 			}
-			return p.splice(msg)
+			return p.splicer(eraLegacy)(msg)
 		}
 	}
 	return func(msg []byte) []byte {
@@ -123,8 +127,11 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 	}
 	out := b
 	if pl.batch {
-		if spliced, _, err := rewrite.SpliceBatch(b, pl.isHandshakeID, p.opts.Declaration); err == nil {
+		if spliced, changed, err := rewrite.SpliceBatch(b, pl.isHandshakeID, p.opts.Declaration); err == nil {
 			out = spliced
+			if changed {
+				p.opts.Metrics.Declared(eraLegacy)
+			}
 		} else {
 			// Not ours to judge: pass the upstream's bytes on as they were.
 			p.log.Warn("batch reply not rewritten", zap.Error(err))

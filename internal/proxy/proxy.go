@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -53,8 +54,12 @@ type Options struct {
 	// Declaration is spliced into initialize and server/discover results.
 	// The zero value splices nothing.
 	Declaration rewrite.Declaration
-	// Logger receives one line per failure; nil logs nothing.
+	// Logger receives one line per request at debug and one per failure at
+	// warn; nil logs nothing.
 	Logger *zap.Logger
+	// Metrics records requests, upstream latency, declarations and streams;
+	// nil records nothing.
+	Metrics *metrics.Metrics
 	// MaxBodyBytes limits request bodies (413 past it); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -106,7 +111,7 @@ func New(opts Options) (*Proxy, error) {
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewriteRequest,
-		Transport:      opts.Transport,
+		Transport:      timedTransport{rt: opts.Transport, m: opts.Metrics},
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.handleUpstreamError,
 		// SSE replies and replies without a length are flushed after every
@@ -143,31 +148,57 @@ func (p *Proxy) EndStreams() {
 	p.stopOnce.Do(func() { close(p.stopStreams) })
 }
 
-// ServeHTTP implements http.Handler for the MCP endpoint.
+// ServeHTTP implements http.Handler for the MCP endpoint. It records each
+// request's method, route and outcome, and logs it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	pl := &plan{method: r.Method}
+	route := p.serve(sw, r, pl)
+	d := time.Since(start)
+	p.opts.Metrics.Request(pl.method, route, sw.status, d)
+	if sw.status >= 500 || sw.status == 0 {
+		p.log.Warn("request failed", zap.String("method", metrics.MethodLabel(pl.method)), zap.String("route", route),
+			zap.Int("status", sw.status), zap.Duration("duration", d))
+	} else if ce := p.log.Check(zap.DebugLevel, "request"); ce != nil {
+		ce.Write(zap.String("method", metrics.MethodLabel(pl.method)), zap.String("route", route),
+			zap.Int("status", sw.status), zap.Duration("duration", d))
+	}
+}
+
+// Routes a request can take, for metrics and logs.
+const (
+	routeLocal    = "local"
+	routeUpstream = "upstream"
+)
+
+// serve handles one request and returns its route.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 	if r.Method != http.MethodPost {
 		// GET streams (and their Last-Event-ID replays) may carry an
 		// initialize reply; DELETE and others pass straight through.
-		pl := &plan{stream: r.Method == http.MethodGet}
+		pl.stream = r.Method == http.MethodGet
 		p.rp.ServeHTTP(w, r.WithContext(withPlan(r.Context(), pl)))
-		return
+		return routeUpstream
 	}
+	pl.method = "invalid" // until the body proves otherwise
 	body, err := readBody(w, r, p.opts.MaxBodyBytes)
 	if err != nil {
 		WriteError(w, nil, err)
-		return
+		return routeLocal
 	}
 	msgs, batch, perr := rewrite.ParseBody(body)
 	if perr != nil {
 		WriteError(w, nil, parseError(perr))
-		return
+		return routeLocal
 	}
+	pl.method = messageLabel(msgs, batch)
 	if !batch && p.opts.Local != nil && msgs[0].Kind == rewrite.KindRequest {
 		if p.opts.Local.ServeLocal(w, r, msgs[0]) {
-			return
+			return routeLocal
 		}
 	}
-	pl := &plan{batch: batch}
+	pl.batch = batch
 	for _, m := range msgs {
 		if m.Kind == rewrite.KindRequest && isHandshake(m.Method) {
 			pl.handshake = append(pl.handshake, m.ID)
@@ -176,8 +207,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m := msgs[0]; !batch && m.Kind == rewrite.KindRequest {
 		pl.id = m.ID
 		switch {
-		case isHandshake(m.Method):
-			pl.edit = p.splice
+		case m.Method == "initialize":
+			pl.edit = p.splicer(eraLegacy)
+		case m.Method == "server/discover":
+			pl.edit = p.splicer(eraModern)
 		case p.opts.Local != nil:
 			pl.edit = p.opts.Local.EditReply(r, m)
 		}
@@ -187,16 +220,41 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.ContentLength = int64(len(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	p.rp.ServeHTTP(w, out)
+	return routeUpstream
 }
 
-// splice adds the sidecar's declaration to a handshake reply; anything it
-// cannot splice passes as it was.
-func (p *Proxy) splice(msg []byte) []byte {
-	out, changed, err := rewrite.SpliceDeclaration(msg, p.opts.Declaration)
-	if err != nil || !changed {
-		return msg
+// messageLabel names a POST for metrics: the method of a request, or the
+// kind of message it carries.
+func messageLabel(msgs []rewrite.Message, batch bool) string {
+	switch {
+	case batch:
+		return "batch"
+	case msgs[0].Kind == rewrite.KindRequest:
+		return msgs[0].Method
+	case msgs[0].Kind == rewrite.KindNotification:
+		return "notification"
+	default:
+		return "response"
 	}
-	return out
+}
+
+// Eras of a spliced handshake reply, for metrics.
+const (
+	eraLegacy = "legacy" // initialize (also replayed on a GET stream, or in a batch)
+	eraModern = "modern" // server/discover
+)
+
+// splicer returns the edit that adds the sidecar's declaration to a
+// handshake reply of era; anything it cannot splice passes as it was.
+func (p *Proxy) splicer(era string) func(msg []byte) []byte {
+	return func(msg []byte) []byte {
+		out, changed, err := rewrite.SpliceDeclaration(msg, p.opts.Declaration)
+		if err != nil || !changed {
+			return msg
+		}
+		p.opts.Metrics.Declared(era)
+		return out
+	}
 }
 
 func isHandshake(method string) bool {
@@ -235,6 +293,7 @@ func parseError(err error) *Error {
 
 // plan is what the request path learned that the response path needs.
 type plan struct {
+	method    string              // the metrics label source: JSON-RPC method or HTTP verb
 	id        json.RawMessage     // the single request's id, for error replies
 	edit      func([]byte) []byte // edits the single request's reply; nil: none
 	handshake []json.RawMessage   // ids of initialize/server/discover requests

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+)
+
+func status(u string) int {
+	r, err := http.Get(u)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	return r.StatusCode
+}
+
+// eventually polls f until it returns want or 10s pass.
+func eventually(t *testing.T, what string, want int, f func() int) {
+	t.Helper()
+	got := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got = f(); got == want {
+			return
+		}
+	}
+	t.Fatalf("%s = %d, want %d", what, got, want)
+}
+
+// TestReadinessFollowsUpstreamAndShutdown: /readyz is 200 with the upstream
+// up, 503 when it goes away, 200 again when it returns, and 503 while the
+// sidecar drains.
+func TestReadinessFollowsUpstreamAndShutdown(t *testing.T) {
+	t.Parallel()
+	upAddr := freeAddr(t)
+	releaseSlow := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	startUpstream := func() *http.Server {
+		ln, err := net.Listen("tcp", upAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", demo.Handler(nil))
+		mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			arrived <- struct{}{}
+			select {
+			case <-releaseSlow:
+			case <-r.Context().Done():
+			}
+		})
+		s := &http.Server{Handler: mux}
+		go func() { _ = s.Serve(ln) }()
+		return s
+	}
+	up := startUpstream()
+
+	addr, maddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
+			"--upstream", "http://" + upAddr + "/slow", "--drain-timeout", "5s"}, nil, &out, &errOut)
+	}()
+	readyz := func() int { return status("http://" + maddr + "/readyz") }
+	eventually(t, "/readyz with the upstream up", 200, readyz)
+
+	_ = up.Close()
+	eventually(t, "/readyz with the upstream gone", 503, readyz)
+	up = startUpstream()
+	defer up.Close()
+	eventually(t, "/readyz with the upstream back", 200, readyz)
+
+	// An in-flight request the upstream holds keeps the sidecar draining.
+	inflight := make(chan struct{})
+	go func() {
+		resp, err := http.Post("http://"+addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		close(inflight)
+	}()
+	<-arrived
+	cancel()
+	eventually(t, "/readyz while draining", 503, readyz)
+	close(releaseSlow)
+	<-inflight
+	if code := <-done; code != 0 {
+		t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
+	}
+}

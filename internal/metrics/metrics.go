@@ -1,0 +1,227 @@
+// Package metrics owns the sidecar's Prometheus metrics: their names, help,
+// labels and the small fixed sets their label values come from, so that no
+// request, tool name or URI can grow the number of series.
+//
+// Metrics are built on a registry the caller creates (run, or a test) and
+// passes in; the package registers nothing globally and holds no state of
+// its own. A nil *Metrics is valid everywhere and records nothing.
+package metrics
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "skills_sidecar"
+
+// Metrics are the sidecar's collectors. Create them with New.
+type Metrics struct {
+	requests         *prometheus.CounterVec
+	duration         *prometheus.HistogramVec
+	upstreamDuration *prometheus.HistogramVec
+	declarations     *prometheus.CounterVec
+	catalogSkills    prometheus.Gauge
+	catalogAgents    prometheus.Gauge
+	reloads          *prometheus.CounterVec
+	lastReload       prometheus.Gauge
+	skipped          *prometheus.GaugeVec
+	digestProbes     prometheus.Counter
+	digestMismatches prometheus.Counter
+	bytesHashed      prometheus.Counter
+	activeStreams    prometheus.Gauge
+	authVerdicts     *prometheus.CounterVec
+	authCacheHits    prometheus.Counter
+}
+
+// New builds the metrics and registers them, with the Go and process
+// collectors and build info, on reg.
+func New(reg prometheus.Registerer, version string) *Metrics {
+	buckets := []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "requests_total",
+			Help: "MCP requests handled, by method (a fixed list plus other), route (local: answered by the sidecar; upstream: forwarded) and outcome (HTTP status class, or aborted)."},
+			[]string{"method", "route", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "request_duration_seconds",
+			Help: "Time from a request's arrival to the end of its reply (streams included), by method and route.", Buckets: buckets},
+			[]string{"method", "route"}),
+		upstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "upstream_response_seconds",
+			Help: "Time the upstream took to send response headers, by method; compare with request_duration_seconds to see the sidecar's own cost.", Buckets: buckets},
+			[]string{"method"}),
+		declarations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "declarations_injected_total",
+			Help: "Handshake replies into which the extension declarations were spliced, by era (legacy: initialize; modern: server/discover)."},
+			[]string{"era"}),
+		catalogSkills: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_skills",
+			Help: "Skills in the catalog being served."}),
+		catalogAgents: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_agents",
+			Help: "Agents in the catalog being served."}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "catalog_reloads_total",
+			Help: "Plugin folder loads, by outcome (success, failure: the last good catalog kept)."},
+			[]string{"outcome"}),
+		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_last_reload_timestamp_seconds",
+			Help: "Unix time of the last successful plugin folder load."}),
+		skipped: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_problems",
+			Help: "Plugin items skipped or warned in the catalog being served, by kind (the lint kinds) and severity."},
+			[]string{"kind", "severity"}),
+		digestProbes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_refreshes_total",
+			Help: "Reads of catalog URIs through the upstream made to learn who serves them and digest their bytes."}),
+		digestMismatches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_mismatches_total",
+			Help: "Forwarded reads of catalog URIs whose bytes differed from the published digest (the entry was updated)."}),
+		bytesHashed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "hashed_bytes_total",
+			Help: "Bytes of upstream-served skill files hashed."}),
+		activeStreams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "active_streams",
+			Help: "SSE streams open through the sidecar (GET streams and streamed POST replies)."}),
+		authVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "auth_verdicts_total",
+			Help: "Auth gate decisions for requests the sidecar answers itself, by verdict (allowed, refused, error)."},
+			[]string{"verdict"}),
+		authCacheHits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "auth_cache_hits_total",
+			Help: "Auth gate decisions answered from the verdict cache."}),
+	}
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
+		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
+	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.declarations, m.catalogSkills, m.catalogAgents,
+		m.reloads, m.lastReload, m.skipped, m.digestProbes, m.digestMismatches, m.bytesHashed, m.activeStreams,
+		m.authVerdicts, m.authCacheHits, buildInfo,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, v := range []string{"allowed", "refused", "error"} {
+		m.authVerdicts.WithLabelValues(v)
+	}
+	for _, v := range []string{"success", "failure"} {
+		m.reloads.WithLabelValues(v)
+	}
+	for _, v := range []string{"legacy", "modern"} {
+		m.declarations.WithLabelValues(v)
+	}
+	return m
+}
+
+// MethodLabel maps a JSON-RPC method (or an HTTP verb for GET and DELETE)
+// to its bounded label value.
+func MethodLabel(method string) string {
+	switch method {
+	case "initialize", "server/discover", "ping",
+		"tools/list", "tools/call", "prompts/list", "prompts/get",
+		"resources/list", "resources/read", "resources/templates/list", "resources/directory/read",
+		"resources/subscribe", "resources/unsubscribe", "subscriptions/listen", "completion/complete",
+		"skills/list", "skills/get", "agents/list", "agents/get",
+		"notification", "response", "batch", "invalid", "GET", "DELETE":
+		return method
+	}
+	return "other"
+}
+
+// OutcomeLabel maps an HTTP status to its class; 0 means the reply was
+// aborted before a status was sent.
+func OutcomeLabel(status int) string {
+	switch {
+	case status == 0:
+		return "aborted"
+	case status < 300:
+		return "2xx"
+	case status < 400:
+		return "3xx"
+	case status < 500:
+		return "4xx"
+	default:
+		return "5xx"
+	}
+}
+
+// Request records one finished request.
+func (m *Metrics) Request(method, route string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	method = MethodLabel(method)
+	m.requests.WithLabelValues(method, route, OutcomeLabel(status)).Inc()
+	m.duration.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// Upstream records the upstream's time to response headers.
+func (m *Metrics) Upstream(method string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.upstreamDuration.WithLabelValues(MethodLabel(method)).Observe(d.Seconds())
+}
+
+// Declared records a spliced declaration; era is "legacy" or "modern".
+func (m *Metrics) Declared(era string) {
+	if m == nil {
+		return
+	}
+	m.declarations.WithLabelValues(era).Inc()
+}
+
+// StreamOpened and StreamClosed track active SSE streams.
+func (m *Metrics) StreamOpened() {
+	if m != nil {
+		m.activeStreams.Inc()
+	}
+}
+
+// StreamClosed marks the end of a stream StreamOpened counted.
+func (m *Metrics) StreamClosed() {
+	if m != nil {
+		m.activeStreams.Dec()
+	}
+}
+
+// Problem is one catalog problem's labels.
+type Problem struct{ Kind, Severity string }
+
+// Reload records a catalog load: ok, and for a success the counts and the
+// problems of the catalog now served.
+func (m *Metrics) Reload(ok bool, at time.Time, skills, agents int, problems []Problem) {
+	if m == nil {
+		return
+	}
+	if !ok {
+		m.reloads.WithLabelValues("failure").Inc()
+		return
+	}
+	m.reloads.WithLabelValues("success").Inc()
+	m.lastReload.Set(float64(at.UnixNano()) / 1e9)
+	m.catalogSkills.Set(float64(skills))
+	m.catalogAgents.Set(float64(agents))
+	m.skipped.Reset()
+	for _, p := range problems {
+		m.skipped.WithLabelValues(p.Kind, p.Severity).Inc()
+	}
+}
+
+// DigestProbe, DigestMismatch and Hashed record the upstream-served file path.
+func (m *Metrics) DigestProbe() {
+	if m != nil {
+		m.digestProbes.Inc()
+	}
+}
+
+// DigestMismatch records a forwarded read whose bytes differed.
+func (m *Metrics) DigestMismatch() {
+	if m != nil {
+		m.digestMismatches.Inc()
+	}
+}
+
+// Hashed records n bytes hashed.
+func (m *Metrics) Hashed(n int64) {
+	if m != nil {
+		m.bytesHashed.Add(float64(n))
+	}
+}
+
+// AuthVerdict records an auth gate decision; cached tells a cache hit.
+func (m *Metrics) AuthVerdict(verdict string, cached bool) {
+	if m == nil {
+		return
+	}
+	m.authVerdicts.WithLabelValues(verdict).Inc()
+	if cached {
+		m.authCacheHits.Inc()
+	}
+}

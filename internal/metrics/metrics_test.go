@@ -1,0 +1,219 @@
+package metrics_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+func sidecar(t *testing.T, upstream http.Handler) (string, *prometheus.Registry, *metrics.Metrics) {
+	t.Helper()
+	up := httptest.NewServer(upstream)
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL + "/mcp")
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "test")
+	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+	return side.URL, reg, m
+}
+
+func post(t *testing.T, u, body string, hdr ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// value returns the value of the series of name whose labels include want;
+// histograms give their sample count.
+func value(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		var sum float64
+		for _, m := range mf.GetMetric() {
+			if !hasLabels(m, want) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				sum += m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+		return sum
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+func TestTrafficMovesMetrics(t *testing.T) {
+	t.Parallel()
+	u, reg, _ := sidecar(t, demo.Handler(nil))
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	resp := post(t, u, init)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	post(t, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", sid)
+	for i := range 3 {
+		post(t, u, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, i+2), "Mcp-Session-Id", sid)
+	}
+	post(t, u, `not json`)
+
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"skills_sidecar_requests_total", map[string]string{"method": "tools/call", "route": "upstream", "outcome": "2xx"}, 3},
+		{"skills_sidecar_requests_total", map[string]string{"method": "initialize", "route": "upstream", "outcome": "2xx"}, 1},
+		{"skills_sidecar_requests_total", map[string]string{"method": "notification", "route": "upstream", "outcome": "2xx"}, 1},
+		{"skills_sidecar_requests_total", map[string]string{"method": "invalid", "route": "local", "outcome": "4xx"}, 1},
+		{"skills_sidecar_request_duration_seconds", map[string]string{"method": "tools/call", "route": "upstream"}, 3},
+		{"skills_sidecar_upstream_response_seconds", map[string]string{"method": "tools/call"}, 3},
+		{"skills_sidecar_declarations_injected_total", map[string]string{"era": "legacy"}, 1},
+		{"skills_sidecar_declarations_injected_total", map[string]string{"era": "modern"}, 0},
+		{"skills_sidecar_build_info", map[string]string{"version": "test"}, 1},
+	}
+	for _, tt := range tests {
+		if got := value(t, reg, tt.name, tt.labels); got != tt.want {
+			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
+		}
+	}
+}
+
+func TestActiveStreamsGauge(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	u, reg, _ := sidecar(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, reg, "skills_sidecar_active_streams", nil); got != 1 {
+		t.Errorf("active_streams with one open GET = %v, want 1", got)
+	}
+	close(release)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for value(t, reg, "skills_sidecar_active_streams", nil) != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := value(t, reg, "skills_sidecar_active_streams", nil); got != 0 {
+		t.Errorf("active_streams after the stream ended = %v, want 0", got)
+	}
+}
+
+// TestCardinalityIsBounded sends 10,000 requests with distinct unknown
+// methods, tool names and URIs: the number of series must not grow with them.
+func TestCardinalityIsBounded(t *testing.T) {
+	t.Parallel()
+	u, reg, _ := sidecar(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	series := func() int {
+		mfs, _ := reg.Gather()
+		n := 0
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), metrics.Namespace) {
+				n += len(mf.GetMetric())
+			}
+		}
+		return n
+	}
+	for i := range 10000 {
+		var body string
+		switch i % 3 {
+		case 0:
+			body = fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"x/unknown-%d","params":{}}`, i)
+		case 1:
+			body = fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool-%d"}}`, i)
+		default:
+			body = fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///%d"}}`, i)
+		}
+		post(t, u, body)
+		if i == 99 {
+			t.Logf("series after 100 requests: %d", series())
+		}
+	}
+	if n := series(); n > 60 {
+		t.Errorf("series after 10,000 distinct requests = %d, want a small constant (<= 60)", n)
+	}
+	if got := value(t, reg, "skills_sidecar_requests_total", map[string]string{"method": "other"}); got < 3333 {
+		t.Errorf("unknown methods counted as other = %v, want >= 3333", got)
+	}
+}
+
+func TestMethodLabel(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"skills/list": "skills/list", "tools/call": "tools/call", "x/y": "other", "": "other", "GET": "GET"} {
+		if got := metrics.MethodLabel(in); got != want {
+			t.Errorf("MethodLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	t.Parallel()
+	var m *metrics.Metrics
+	m.Request("x", "local", 200, time.Second) // must not panic
+	m.Declared("legacy")
+	m.StreamOpened()
+	m.Reload(true, time.Now(), 1, 1, nil)
+}
