@@ -1,0 +1,83 @@
+package metrics_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+)
+
+var update = flag.Bool("update", false, "rewrite the README's metrics table from the registry")
+
+const (
+	tableStart = "<!-- metrics-table:start (generated from internal/metrics; go test ./internal/metrics -update) -->\n"
+	tableEnd   = "<!-- metrics-table:end -->"
+)
+
+// table renders every skills_sidecar_* family of a registry whose metrics
+// have all been touched, as a Markdown table.
+func table(t *testing.T) string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "test")
+	m.Request("tools/call", "upstream", 200, time.Millisecond)
+	m.Upstream("tools/call", time.Millisecond)
+	m.Declared("legacy")
+	m.StreamOpened()
+	m.Reload(true, time.Now(), 1, 1, []metrics.Problem{{Kind: "name", Severity: "skip"}})
+	m.DigestProbe()
+	m.DigestMismatch()
+	m.Hashed(1)
+	m.AuthVerdict("allowed", true)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("| Metric | Type | Labels | Meaning |\n|---|---|---|---|\n")
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), metrics.Namespace+"_") {
+			continue
+		}
+		var labels []string
+		if ms := mf.GetMetric(); len(ms) > 0 {
+			for _, l := range ms[0].GetLabel() {
+				labels = append(labels, "`"+l.GetName()+"`")
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", mf.GetName(), strings.ToLower(mf.GetType().String()), strings.Join(labels, ", "), mf.GetHelp())
+	}
+	return b.String()
+}
+
+// TestREADMEMetricsTable keeps the README's metrics table equal to what the
+// registry really exposes.
+func TestREADMEMetricsTable(t *testing.T) {
+	const path = "../../README.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i, j := strings.Index(readme, tableStart), strings.Index(readme, tableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("README.md lacks the markers %q ... %q", tableStart, tableEnd)
+	}
+	got, want := readme[i+len(tableStart):j], table(t)
+	if got == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(readme[:i+len(tableStart)]+want+readme[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's metrics table is stale; run go test ./internal/metrics -update\n got:\n%s\nwant:\n%s", got, want)
+}
