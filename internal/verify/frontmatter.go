@@ -140,8 +140,14 @@ func scalar(n *yaml.Node, refuse func(string, ...any) error) (any, error) {
 		return b, nil
 	case "!!int":
 		var i big.Int
+		// YAML 1.2 core schema: decimal unless 0x or 0o says otherwise, so
+		// 010 is ten (yaml.v3 also accepts 0b and _ separators).
 		s := strings.ReplaceAll(n.Value, "_", "")
-		if _, ok := i.SetString(s, 0); !ok {
+		base := 10
+		if digits := strings.TrimLeft(s, "+-"); len(digits) > 1 && digits[0] == '0' && strings.ContainsAny(digits[1:2], "xXoObB") {
+			base = 0
+		}
+		if _, ok := i.SetString(s, base); !ok {
 			return nil, refuse("bad integer %q", n.Value)
 		}
 		return json.Number(i.String()), nil
