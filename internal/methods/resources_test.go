@@ -1,0 +1,144 @@
+package methods_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+)
+
+// listAll follows resources/list through a go-sdk client page by page.
+func listAll(t *testing.T, ctx context.Context, cs *mcp.ClientSession) (all []*mcp.Resource, pages int) {
+	t.Helper()
+	params := &mcp.ListResourcesParams{}
+	for range 50 {
+		res, err := cs.ListResources(ctx, params)
+		if err != nil {
+			t.Fatalf("ListResources(cursor %q) = %v", params.Cursor, err)
+		}
+		pages++
+		all = append(all, res.Resources...)
+		if res.NextCursor == "" {
+			return all, pages
+		}
+		params = &mcp.ListResourcesParams{Cursor: res.NextCursor}
+	}
+	t.Fatalf("resources/list did not end in 50 pages")
+	return nil, 0
+}
+
+// sidecarFiles returns the URIs of every file the snapshot serves, sorted.
+func sidecarFiles(snap *catalog.Snapshot) []string {
+	var out []string
+	for _, sk := range snap.Skills() {
+		for _, f := range sk.Files {
+			if !slices.Contains(out, f.URI) {
+				out = append(out, f.URI)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func uris(rs []*mcp.Resource) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.URI)
+	}
+	return out
+}
+
+// TestResourcesListComposed pages through resources/list with a go-sdk
+// client: the upstream's own pages (go-sdk paginates with PageSize 2) come
+// first and unchanged, then the sidecar's files in pages of 3, each once.
+func TestResourcesListComposed(t *testing.T) {
+	t.Parallel()
+	for _, ec := range eras() {
+		t.Run(ec.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			writeFiles(t, dir, pluginPDF())
+			w := newWatcher(t, dir)
+			up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, resources: 5})
+			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 3}), "")
+			direct := dial(t, ctx, up.url, "")
+
+			want, upstreamPages := listAll(t, ctx, direct.cs)
+			if upstreamPages != 3 || len(want) != 5 {
+				t.Fatalf("direct upstream listing: %d resources in %d pages, want 5 in 3", len(want), upstreamPages)
+			}
+			got, pages := listAll(t, ctx, c.cs)
+			files := sidecarFiles(w.Snapshot())
+			wantURIs := append(uris(want), files...)
+			if diff := cmp.Diff(wantURIs, uris(got)); diff != "" {
+				t.Errorf("composed resources/list URIs (-want +got):\n%s", diff)
+			}
+			// The upstream's pages pass unchanged; the sidecar's pages of 3
+			// start on the upstream's last page.
+			if diff := cmp.Diff(jsonOf(t, want), jsonOf(t, got[:len(want)])); diff != "" {
+				t.Errorf("upstream's resources through the sidecar differ (-direct +sidecar):\n%s", diff)
+			}
+			if wantPages := 3 + (len(files)-3+2)/3; pages != wantPages {
+				t.Errorf("composed listing took %d pages, want %d", pages, wantPages)
+			}
+			for _, r := range got[len(want):] {
+				if !strings.HasSuffix(r.URI, "/SKILL.md") {
+					continue
+				}
+				sk, _ := w.Snapshot().Skill(r.URI)
+				f, _ := w.Snapshot().File(r.URI)
+				if r.Name != sk.Name || r.Description != sk.Description || r.MIMEType != "text/markdown" || r.Size != f.Size {
+					t.Errorf("resources/list entry %+v, want name %q, description %q, text/markdown, size %d", r, sk.Name, sk.Description, f.Size)
+				}
+			}
+		})
+	}
+}
+
+// TestResourcesListWithoutUpstreamResources: an upstream that declares no
+// resources (go-sdk then lists none) and one that does not know the method
+// (-32601) both leave the sidecar's files as the whole listing, and the
+// handshake through the sidecar declares resources.
+func TestResourcesListWithoutUpstreamResources(t *testing.T) {
+	t.Parallel()
+	for _, ec := range eras() {
+		for _, noMethod := range []bool{false, true} {
+			name := ec.name + "/empty"
+			if noMethod {
+				name = ec.name + "/method-not-found"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				dir := t.TempDir()
+				writeFiles(t, dir, pluginPDF())
+				w := newWatcher(t, dir)
+				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, noResourcesMethod: noMethod,
+					tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
+				c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 4}), "")
+				direct := dial(t, ctx, up.url, "")
+				if direct.cs.InitializeResult().Capabilities.Resources != nil {
+					t.Fatalf("the upstream declares resources; the test needs one that does not")
+				}
+				if c.cs.InitializeResult().Capabilities.Resources == nil {
+					t.Errorf("capabilities.resources missing through the sidecar")
+				}
+				got, _ := listAll(t, ctx, c.cs)
+				if diff := cmp.Diff(sidecarFiles(w.Snapshot()), uris(got)); diff != "" {
+					t.Errorf("resources/list (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
