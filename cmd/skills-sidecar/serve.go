@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
@@ -120,7 +121,13 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		overlay = methods.NewOverlay(upstreamClient, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
 		overlay.Metrics = m
 	}
+	var gate methods.Gate
+	if cfg.AuthGate == "upstream" {
+		gate = authgate.New(authgate.Options{Upstream: up, Client: &http.Client{Transport: transport},
+			CredentialHeaders: cfg.AuthHeaderList(), TTL: cfg.AuthCacheTTL, Metrics: m})
+	}
 	local := methods.New(methods.Options{
+		Gate:             gate,
 		Overlay:          overlay,
 		Snapshot:         snapshot,
 		PageSize:         cfg.PageSize,

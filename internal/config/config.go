@@ -55,6 +55,12 @@ type Config struct {
 	CacheScope string `key:"cache-scope" default:"private" help:"cacheScope of the sidecar's cacheable results: private (default; results may depend on the caller) or public."`
 	// DropUnknownTools makes agents/get leave out tools the upstream lacks.
 	DropUnknownTools bool `key:"drop-unknown-tools" default:"false" help:"agents/get leaves out tool names the upstream does not offer (such as Claude Code host tools like Read or Bash) instead of failing with invalid_agent_definition."`
+	// AuthGate selects how callers of the sidecar's own methods are admitted.
+	AuthGate string `key:"auth-gate" default:"upstream" help:"upstream: answer skills/*, agents/* and skill files only for callers the upstream admits (checked with a forwarded ping carrying the caller's headers, cached briefly); none: admit everyone, for upstreams without auth."`
+	// AuthHeaders are the headers that identify a caller.
+	AuthHeaders string `key:"auth-headers" default:"Authorization,Cookie" help:"Comma-separated headers that carry a caller's credentials; the gate's cache is keyed by a hash of them (and Mcp-Session-Id)."`
+	// AuthCacheTTL is how long an admission is trusted.
+	AuthCacheTTL time.Duration `key:"auth-cache-ttl" default:"10s" help:"How long the auth gate trusts an admission for the same credentials and session before asking the upstream again."`
 	// UpstreamFiles selects whether the upstream's own skill files win.
 	UpstreamFiles string `key:"upstream-files" default:"auto" help:"auto: ask the upstream (with the caller's credentials) whether it serves each catalog URI itself, and if so publish digests of its bytes and forward reads; off: serve every catalog file from the plugin folder without asking."`
 	// UpstreamFilesTTL is how long what was learned is trusted.
@@ -122,6 +128,15 @@ func (c *Config) Validate() error {
 	if c.LimitMode != "skip" && c.LimitMode != "warn" {
 		bad("limit-mode", "%q is neither skip nor warn", c.LimitMode)
 	}
+	if c.AuthGate != "upstream" && c.AuthGate != "none" {
+		bad("auth-gate", "%q is neither upstream nor none", c.AuthGate)
+	}
+	if strings.TrimSpace(c.AuthHeaders) == "" && c.AuthGate == "upstream" {
+		bad("auth-headers", "must name at least one header when auth-gate is upstream")
+	}
+	if c.AuthCacheTTL <= 0 {
+		bad("auth-cache-ttl", "must be positive, got %s", c.AuthCacheTTL)
+	}
 	if c.UpstreamFiles != "auto" && c.UpstreamFiles != "off" {
 		bad("upstream-files", "%q is neither auto nor off", c.UpstreamFiles)
 	}
@@ -147,4 +162,15 @@ func oneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// AuthHeaderList returns AuthHeaders split on commas, trimmed.
+func (c *Config) AuthHeaderList() []string {
+	var out []string
+	for _, h := range strings.Split(c.AuthHeaders, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }

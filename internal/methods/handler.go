@@ -39,6 +39,9 @@ type Options struct {
 	// does not offer instead of failing: agent files written for Claude Code
 	// often name host tools such as Read or Bash.
 	DropUnknownTools bool
+	// Gate, when set, admits the caller before the sidecar answers anything
+	// itself; nil admits everyone (for upstreams without auth).
+	Gate Gate
 	// Overlay, when set, lets the upstream's own bytes win for the catalog
 	// URIs it serves itself; nil serves every catalog file from the plugin
 	// folder.
@@ -46,6 +49,12 @@ type Options struct {
 	// ServerName and ServerVersion fill _meta serverInfo on modern results;
 	// empty means "skills-sidecar" and "dev".
 	ServerName, ServerVersion string
+}
+
+// Gate admits callers. Admit reports whether the sidecar may answer msg for
+// the caller of r; when it returns false it has written the refusal.
+type Gate interface {
+	Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool
 }
 
 // Handler answers the methods the sidecar owns. It implements proxy.Local.
@@ -129,6 +138,9 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 		fn = h.resourcesListLocal
 	default:
 		return false
+	}
+	if h.opts.Gate != nil && !h.opts.Gate.Admit(w, r, msg) {
+		return true
 	}
 	e, rerr := checkEra(r.Header, msg, nameParam)
 	if rerr == nil {

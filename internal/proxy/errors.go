@@ -31,10 +31,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
-// upstreamError maps a transport failure talking to the upstream to the reply
+// UpstreamError maps a transport failure talking to the upstream to the reply
 // the client gets: 504 for a timeout, 502 for everything else, with a reason
 // in data so that clients and operators can tell them apart.
-func upstreamError(err error) *Error {
+func UpstreamError(err error) *Error {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():

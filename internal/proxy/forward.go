@@ -158,7 +158,7 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, err 
 	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		return // the client went away; nobody is listening
 	}
-	e := upstreamError(err)
+	e := UpstreamError(err)
 	if errors.Is(err, errTooLarge) {
 		e = &Error{Status: http.StatusBadGateway, Code: CodeInternalError, Message: err.Error(),
 			Data: map[string]string{"reason": "upstream_message_too_large"}}

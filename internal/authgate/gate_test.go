@@ -1,0 +1,214 @@
+package authgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/examples"
+	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+const token = "s3cret"
+
+// protected starts the demo upstream behind go-sdk's bearer-token middleware
+// (stateless or stateful) and the sidecar in front of it with the gate on
+// (or off), serving the example plugin.
+func protected(t *testing.T, stateless, gateOn bool) string {
+	t.Helper()
+	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		if tok != token {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	mw := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: "https://example.test/.well-known/oauth-protected-resource"})
+	up := httptest.NewServer(mw(demo.Handler(&mcp.StreamableHTTPOptions{Stateless: stateless})))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gate methods.Gate
+	if gateOn {
+		gate = authgate.New(authgate.Options{Upstream: u})
+	}
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Gate: gate,
+		Tools: &methods.UpstreamTools{Upstream: &methods.Upstream{URL: u}}})
+	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+	return side.URL
+}
+
+type call struct{ method, params string }
+
+func calls() []call {
+	return []call{
+		{"skills/list", `{}`},
+		{"skills/get", `{"uri":"skill://incident-summary/SKILL.md"}`},
+		{"agents/list", `{}`},
+		{"agents/get", `{"name":"billing-triage"}`},
+		{"resources/directory/read", `{"uri":"skill://acme/billing/refunds"}`},
+		{"resources/read", `{"uri":"skill://incident-summary/SKILL.md"}`},
+	}
+}
+
+// do sends one request; modern adds the 2026-07-28 _meta and headers.
+func do(t *testing.T, u string, c call, modern bool, hdr http.Header) (*http.Response, string) {
+	t.Helper()
+	params := c.params
+	if modern {
+		params = strings.Replace(params, "{", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},`, 1)
+		params = strings.Replace(params, ",}", "}", 1)
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":%s}`, c.method, params)
+	if strings.HasPrefix(c.method, "notifications/") {
+		body = fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, c.method)
+	}
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	req.Header = hdr.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if modern {
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", c.method)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// legacySession opens a session through the sidecar with hdr.
+func legacySession(t *testing.T, u string, hdr http.Header) http.Header {
+	t.Helper()
+	h := hdr.Clone()
+	resp, body := do(t, u, call{"initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`}, false, h)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize with the token = %d %s", resp.StatusCode, body)
+	}
+	h.Set("Mcp-Session-Id", resp.Header.Get("Mcp-Session-Id"))
+	if r, b := do(t, u, call{"notifications/initialized", `{}`}, false, h); r.StatusCode >= 300 {
+		t.Fatalf("initialized = %d %s", r.StatusCode, b)
+	}
+	return h
+}
+
+func TestGateRefusesWithoutToken(t *testing.T) {
+	t.Parallel()
+	for _, era := range []struct {
+		name      string
+		stateless bool
+	}{{"legacy", false}, {"modern", true}} {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			u := protected(t, era.stateless, true)
+			good := http.Header{"Authorization": {"Bearer " + token}}
+			bad := http.Header{"Authorization": {"Bearer wrong"}}
+			if !era.stateless {
+				good = legacySession(t, u, good)
+				bad.Set("Mcp-Session-Id", good.Get("Mcp-Session-Id")) // a stolen session id is not enough
+			}
+			for _, c := range calls() {
+				for _, caller := range []struct {
+					name string
+					hdr  http.Header
+				}{{"no token", http.Header{}}, {"wrong token", bad}} {
+					resp, body := do(t, u, c, era.stateless, caller.hdr)
+					if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "resource_metadata") {
+						t.Errorf("%s with %s = %d (WWW-Authenticate %q), want 401 with the upstream's WWW-Authenticate", c.method, caller.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+					}
+					if strings.Contains(body, "skill://") || strings.Contains(body, "inputSchema") {
+						t.Errorf("%s with %s leaked content: %s", c.method, caller.name, body)
+					}
+				}
+				resp, body := do(t, u, c, era.stateless, good)
+				if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+					t.Errorf("%s with the token = %d %s, want a result", c.method, resp.StatusCode, body)
+				}
+			}
+		})
+	}
+}
+
+// TestGateOffLeaks shows the refusal check can fail: with the gate off the
+// same tokenless caller gets the skill listing.
+func TestGateOffLeaks(t *testing.T) {
+	t.Parallel()
+	u := protected(t, true, false)
+	resp, body := do(t, u, call{"skills/list", `{}`}, true, http.Header{})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "skill://") {
+		t.Fatalf("gate off: skills/list without a token = %d %s; want the listing (the check above must be able to fail)", resp.StatusCode, body)
+	}
+}
+
+func TestGateCachesAdmissions(t *testing.T) {
+	t.Parallel()
+	probes := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probes++
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar/auth","result":{}}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	now := time.Unix(1000, 0)
+	g := authgate.New(authgate.Options{Upstream: u, TTL: time.Minute, Now: func() time.Time { return now }})
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer a")
+	msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: "skills/list"}
+	for i := range 3 {
+		if !g.Admit(httptest.NewRecorder(), r, msg) {
+			t.Fatalf("Admit #%d = false", i)
+		}
+	}
+	if probes != 1 {
+		t.Errorf("probes after 3 admissions within the TTL = %d, want 1", probes)
+	}
+	r.Header.Set("Authorization", "Bearer b")
+	g.Admit(httptest.NewRecorder(), r, msg)
+	now = now.Add(2 * time.Minute)
+	r.Header.Set("Authorization", "Bearer a")
+	g.Admit(httptest.NewRecorder(), r, msg)
+	if probes != 3 {
+		t.Errorf("probes after a new credential and an expiry = %d, want 3", probes)
+	}
+}
+
+func TestGateUpstreamDown(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.NotFoundHandler())
+	u, _ := url.Parse(up.URL)
+	up.Close()
+	g := authgate.New(authgate.Options{Upstream: u})
+	w := httptest.NewRecorder()
+	if g.Admit(w, httptest.NewRequest(http.MethodPost, "/mcp", nil), rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1")}) {
+		t.Fatal("Admit with the upstream down = true")
+	}
+	if w.Code != http.StatusBadGateway {
+		t.Errorf("status with the upstream down = %d, want 502", w.Code)
+	}
+}
