@@ -78,6 +78,8 @@ func (h *Handler) agentsGet(v *view, e era, msg rewrite.Message, r *http.Request
 	b = append(b, ':')
 	b = append(b, encodeAgentMeta(a)...)
 	if e.modern {
+		// The serverInfo member of h.metaInfo, after the agent's own member.
+		b = append(b, ',')
 		b = append(b, h.metaInfo[len(`,"_meta":{`):len(h.metaInfo)-1]...)
 	}
 	return append(b, "}}"...), nil
