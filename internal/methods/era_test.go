@@ -1,0 +1,189 @@
+package methods_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+)
+
+// pluginWithAgent is pluginPDF plus an agent that names upstream tools.
+func pluginWithAgent() map[string]string {
+	files := pluginPDF()
+	files["agents/reviewer.md"] = "---\nname: reviewer\ndescription: Reviews PDFs.\ntools: [alpha]\nmodel: sonnet\n---\nReview carefully.\n"
+	return files
+}
+
+// localCalls are one request of every method the sidecar answers itself.
+func localCalls() []struct {
+	method string
+	params map[string]any
+} {
+	return []struct {
+		method string
+		params map[string]any
+	}{
+		{"skills/list", nil},
+		{"skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}},
+		{"agents/list", nil},
+		{"agents/get", map[string]any{"name": "reviewer"}},
+		{"resources/read", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}},
+		{"resources/directory/read", map[string]any{"uri": "skill://pdf-processing"}},
+	}
+}
+
+func alphaTool() *mcp.Tool {
+	return &mcp.Tool{Name: "alpha", Description: "first", InputSchema: map[string]any{"type": "object"}}
+}
+
+// TestModernChecks sends each method the sidecar owns on the modern wire
+// with one thing broken at a time, and expects the status and code of
+// PROTOCOL.md §1 from the sidecar itself.
+func TestModernChecks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, pluginWithAgent())
+	w := newWatcher(t, dir)
+	up := newUpstream(t, upstreamConfig{stateless: true, tools: []*mcp.Tool{alphaTool()}})
+	c := &caller{t: t, endpoint: newSidecar(t, up.url, w.Snapshot, methods.Options{}), modern: true}
+	delMeta := func(key string) func(http.Header, map[string]any) {
+		return func(_ http.Header, req map[string]any) {
+			delete(req["params"].(map[string]any)["_meta"].(map[string]any), key)
+		}
+	}
+	setMeta := func(key string, v any) func(http.Header, map[string]any) {
+		return func(_ http.Header, req map[string]any) {
+			req["params"].(map[string]any)["_meta"].(map[string]any)[key] = v
+		}
+	}
+	setHeader := func(k, v string) func(http.Header, map[string]any) {
+		return func(h http.Header, _ map[string]any) { h.Set(k, v) }
+	}
+	tests := []struct {
+		name         string
+		edit         func(http.Header, map[string]any)
+		status, code int
+	}{
+		{"missing _meta protocolVersion", delMeta(metaVersionKey), http.StatusBadRequest, -32602},
+		{"missing _meta clientCapabilities", delMeta(metaCapsKey), http.StatusBadRequest, -32602},
+		{"no _meta, modern header", func(_ http.Header, req map[string]any) { delete(req["params"].(map[string]any), "_meta") }, http.StatusBadRequest, -32602},
+		{"Mcp-Method mismatch", setHeader("Mcp-Method", "tools/list"), http.StatusBadRequest, -32020},
+		{"MCP-Protocol-Version mismatch", setHeader("MCP-Protocol-Version", legacyVersion), http.StatusBadRequest, -32020},
+		{"unsupported version", func(h http.Header, req map[string]any) {
+			setMeta(metaVersionKey, "2099-01-01")(h, req)
+			h.Set("MCP-Protocol-Version", "2099-01-01")
+		}, http.StatusBadRequest, -32022},
+	}
+	for _, call := range localCalls() {
+		for _, tt := range tests {
+			t.Run(call.method+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				c := *c
+				c.t = t
+				e := c.callWith(call.method, call.params, tt.edit).failed(t, call.method+" "+tt.name, tt.status, tt.code)
+				if e == nil || tt.code != -32022 {
+					return
+				}
+				var data struct {
+					Supported []string `json:"supported"`
+					Requested string   `json:"requested"`
+				}
+				if err := json.Unmarshal(e.Data, &data); err != nil {
+					t.Fatalf("-32022 data %s: %v", e.Data, err)
+				}
+				if diff := cmp.Diff([]string{modernVersion}, data.Supported); diff != "" || data.Requested != "2099-01-01" {
+					t.Errorf("-32022 data = %s, want supported [%s] and requested 2099-01-01", e.Data, modernVersion)
+				}
+			})
+		}
+		// The unbroken request passes, so each failure above is the one
+		// thing broken.
+		t.Run(call.method+"/unbroken", func(t *testing.T) {
+			t.Parallel()
+			c := *c
+			c.t = t
+			c.call(call.method, call.params).ok(t, call.method, nil)
+		})
+	}
+	t.Run("resources/read/Mcp-Name mismatch", func(t *testing.T) {
+		t.Parallel()
+		c := *c
+		c.t = t
+		c.callWith("resources/read", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}, setHeader("Mcp-Name", "skill://pdf-processing/a.txt")).
+			failed(t, "resources/read Mcp-Name mismatch", http.StatusBadRequest, -32020)
+	})
+}
+
+// resultFields are the era and caching fields of a result.
+type resultFields struct {
+	ResultType string                     `json:"resultType"`
+	TTLMs      *int64                     `json:"ttlMs"`
+	CacheScope *string                    `json:"cacheScope"`
+	Meta       map[string]json.RawMessage `json:"_meta"`
+}
+
+// TestResultFields checks resultType, ttlMs and cacheScope (defaults and
+// configured values) on every result the sidecar answers, in both eras,
+// and _meta serverInfo on modern results only.
+func TestResultFields(t *testing.T) {
+	t.Parallel()
+	configs := []struct {
+		name  string
+		opts  methods.Options
+		ttl   int64
+		scope string
+	}{
+		{name: "defaults", ttl: 0, scope: "private"},
+		{name: "configured", opts: methods.Options{TTLMs: 30000, CacheScope: "public", ServerName: "side", ServerVersion: "9"}, ttl: 30000, scope: "public"},
+	}
+	for _, ec := range eras() {
+		for _, cfg := range configs {
+			t.Run(ec.name+"/"+cfg.name, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				dir := t.TempDir()
+				writeFiles(t, dir, pluginWithAgent())
+				w := newWatcher(t, dir)
+				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, tools: []*mcp.Tool{alphaTool()}})
+				c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, cfg.opts), "")
+				wantInfo := `{"name":"skills-sidecar","version":"dev"}`
+				if cfg.opts.ServerName != "" {
+					wantInfo = `{"name":"side","version":"9"}`
+				}
+				for _, call := range localCalls() {
+					var got resultFields
+					c.call(call.method, call.params).ok(t, call.method, &got)
+					legacyRead := call.method == "resources/read" && !c.modern
+					cacheable := call.method != "resources/directory/read" && !legacyRead
+					if got.ResultType != "complete" && !legacyRead {
+						t.Errorf("%s resultType = %q, want complete", call.method, got.ResultType)
+					}
+					if cacheable {
+						if got.TTLMs == nil || *got.TTLMs != cfg.ttl {
+							t.Errorf("%s ttlMs = %v, want %d", call.method, got.TTLMs, cfg.ttl)
+						}
+						if got.CacheScope == nil || *got.CacheScope != cfg.scope {
+							t.Errorf("%s cacheScope = %v, want %q", call.method, got.CacheScope, cfg.scope)
+						}
+					}
+					info, has := got.Meta[metaServerKey]
+					switch {
+					case c.modern && !has:
+						t.Errorf("%s: modern result has no _meta %s", call.method, metaServerKey)
+					case c.modern && string(info) != wantInfo:
+						t.Errorf("%s: _meta serverInfo = %s, want %s", call.method, info, wantInfo)
+					case !c.modern && has:
+						t.Errorf("%s: legacy result carries _meta %s", call.method, metaServerKey)
+					}
+				}
+			})
+		}
+	}
+}
