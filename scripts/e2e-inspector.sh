@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # single-quoted jq programs use jq's own $variables
 # e2e-inspector.sh: the sidecar must be invisible to a real MCP client for
-# everything it forwards. It starts the reference server
-# @modelcontextprotocol/server-everything on a free loopback port, starts
-# bin/skills-sidecar in front of it, and makes the same inspector CLI calls
-# (@modelcontextprotocol/inspector --cli) once directly and once through the
-# sidecar, with --protocol-era legacy and auto. The two JSON outputs of every
-# call must be equal after the normalisations listed below. Prints one line per
-# call and "N passed, N failed" at the end; exits 1 when any call failed, 2 on a
-# setup error.
+# everything it forwards. For each upstream it starts that MCP server on a free
+# loopback port, starts bin/skills-sidecar in front of it, and makes the same
+# inspector CLI calls (@modelcontextprotocol/inspector --cli) once directly and
+# once through the sidecar. The two JSON outputs of every call must be equal
+# after the normalisations listed below. Prints one line per call and
+# "N passed, N failed" at the end; exits 1 when any call failed, 2 on a setup
+# error.
+#
+# Upstreams (--upstream, default both):
+#   everything  @modelcontextprotocol/server-everything, legacy era only:
+#               --protocol-era legacy and auto (auto falls back to legacy).
+#   modern      test/e2e/modern-upstream.mjs (TypeScript SDK v2), dual era:
+#               --protocol-era legacy, auto (negotiates 2026-07-28) and modern.
+# Calls: initialize, tools/list, resources/list, resources/read of a text and a
+# blob resource, tools/call echo and get-sum; with server-everything also
+# resources/templates/list and prompts/list.
 #
 # Usage:
-#   scripts/e2e-inspector.sh [--sidecar-bin PATH] [--plugin-dir DIR]
-#   scripts/e2e-inspector.sh --sidecar-url URL|upstream
+#   scripts/e2e-inspector.sh [--upstream everything|modern|both]
+#                            [--sidecar-bin PATH] [--plugin-dir DIR]
+#   scripts/e2e-inspector.sh --upstream U --sidecar-url URL|upstream
 #       use a sidecar that is already running at URL instead of starting one
-#       (it must forward to the server-everything this script starts, so this
-#       is mostly useful as "upstream": compare the upstream with itself, a
-#       dry run of the harness that skips the declaration checks)
+#       (it must forward to the upstream this script starts, so this is mostly
+#       useful as "upstream": compare the upstream with itself, a dry run of
+#       the harness that skips the declaration checks)
 #   scripts/e2e-inspector.sh --self-test
 #       run the comparison on fixed pairs of outputs, some deliberately
 #       different, and show that each difference is caught
@@ -71,6 +80,8 @@ SKILLS_EXT=io.modelcontextprotocol/skills
 AGENTS_EXT=io.modelcontextprotocol/agents
 TEXT_URI=demo://resource/static/document/architecture.md
 BLOB_URI=demo://resource/dynamic/blob/1
+MODERN_TEXT_URI=demo://static/readme.md
+MODERN_BLOB_URI=demo://static/blob.bin
 
 # Normalising jq filters, by call kind. They are jq programs, not shell: the
 # $names in them are jq variables ($skills and $agents come from --arg).
@@ -220,12 +231,21 @@ self_test() {
 
 main() {
   local mode=run sidecar_bin=$E2E_ROOT/bin/skills-sidecar sidecar_url='' plugin_dir=''
+  local upstreams=(everything modern)
   while (($#)); do
     case $1 in
       --self-test) mode=self-test ;;
       --sidecar-bin) sidecar_bin=${2:?--sidecar-bin needs a path}; shift ;;
       --sidecar-url) sidecar_url=${2:?--sidecar-url needs a URL}; shift ;;
       --plugin-dir) plugin_dir=${2:?--plugin-dir needs a directory}; shift ;;
+      --upstream)
+        case ${2:-} in
+          everything | modern) upstreams=("$2") ;;
+          both) upstreams=(everything modern) ;;
+          *) e2e_die "--upstream takes everything, modern or both" ;;
+        esac
+        shift
+        ;;
       -h | --help) sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
       *) e2e_die "unknown argument $1 (try --help)" ;;
     esac
@@ -244,13 +264,39 @@ main() {
     return
   fi
 
+  if [[ -n $sidecar_url && $sidecar_url != upstream && ${#upstreams[@]} != 1 ]]; then
+    e2e_die "--sidecar-url URL needs --upstream everything or --upstream modern"
+  fi
   e2e_require_tools
   export HOME=$WORK/home
   mkdir -p "$HOME"
 
-  e2e_start_everything "$WORK/everything.log"
-  DIRECT_URL=$E2E_EVERYTHING_URL
-  e2e_log "server-everything at $DIRECT_URL (pid $E2E_EVERYTHING_PID)"
+  local up
+  for up in "${upstreams[@]}"; do
+    run_upstream "$up" "$sidecar_bin" "$sidecar_url" "$plugin_dir"
+  done
+  printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
+  ((FAILED == 0))
+}
+
+# run_upstream everything|modern SIDECAR_BIN SIDECAR_URL PLUGIN_DIR starts the
+# upstream and (unless SIDECAR_URL is set) a sidecar in front of it, makes
+# every call of the matrix both ways, and stops both again.
+run_upstream() {
+  local up=$1 sidecar_bin=$2 sidecar_url=$3 plugin_dir=$4 eras text_uri blob_uri blob_filter
+  if [[ $up == everything ]]; then
+    e2e_start_everything "$WORK/everything.log"
+    DIRECT_URL=$E2E_EVERYTHING_URL
+    eras=(legacy auto)
+    text_uri=$TEXT_URI blob_uri=$BLOB_URI blob_filter=$JQ_BLOB
+  else
+    e2e_start_modern_upstream "$WORK/modern.log"
+    DIRECT_URL=$E2E_MODERN_URL
+    eras=(legacy auto modern)
+    text_uri=$MODERN_TEXT_URI blob_uri=$MODERN_BLOB_URI blob_filter=$JQ_IDENTITY
+  fi
+  local upstream_pid=$E2E_LAST_PID
+  e2e_log "$up upstream at $DIRECT_URL (pid $upstream_pid)"
 
   local declared=yes
   if [[ $sidecar_url == upstream ]]; then
@@ -260,35 +306,38 @@ main() {
   elif [[ -n $sidecar_url ]]; then
     SIDECAR_URL=$sidecar_url
   else
-    e2e_start_sidecar "$sidecar_bin" "$DIRECT_URL" "$WORK/sidecar.log" "$plugin_dir"
+    e2e_start_sidecar "$sidecar_bin" "$DIRECT_URL" "$WORK/sidecar-$up.log" "$plugin_dir"
     SIDECAR_URL=$E2E_SIDECAR_URL
     e2e_log "sidecar at $SIDECAR_URL (pid $E2E_SIDECAR_PID)"
   fi
 
-  local era init_filter=$JQ_IDENTITY init_check=''
+  local era p init_filter=$JQ_IDENTITY init_check=''
   if [[ $declared == yes ]]; then
     init_filter=$JQ_INIT_STRIP
     init_check=$JQ_INIT_DECLARED
   fi
-  for era in legacy auto; do
-    run_pair "$era initialize" "$init_filter" "$init_check" "$era" --method initialize
-    run_pair "$era tools/list" "$JQ_IDENTITY" '' "$era" --method tools/list
-    run_pair "$era resources/list" "$JQ_RESOURCES_LIST" '' "$era" --method resources/list
-    run_pair "$era resources/templates/list" "$JQ_IDENTITY" '' "$era" --method resources/templates/list
-    run_pair "$era prompts/list" "$JQ_IDENTITY" '' "$era" --method prompts/list
-    run_pair "$era resources/read text" "$JQ_IDENTITY" '' "$era" --method resources/read --uri "$TEXT_URI"
-    run_pair "$era resources/read blob" "$JQ_BLOB" '' "$era" --method resources/read --uri "$BLOB_URI"
-    run_pair "$era tools/call echo" "$JQ_IDENTITY" '' "$era" --method tools/call --tool-name echo \
+  for era in "${eras[@]}"; do
+    p="$up $era"
+    run_pair "$p initialize" "$init_filter" "$init_check" "$era" --method initialize
+    run_pair "$p tools/list" "$JQ_IDENTITY" '' "$era" --method tools/list
+    run_pair "$p resources/list" "$JQ_RESOURCES_LIST" '' "$era" --method resources/list
+    if [[ $up == everything ]]; then
+      # The modern upstream declares no prompts and no templates.
+      run_pair "$p resources/templates/list" "$JQ_IDENTITY" '' "$era" --method resources/templates/list
+      run_pair "$p prompts/list" "$JQ_IDENTITY" '' "$era" --method prompts/list
+    fi
+    run_pair "$p resources/read text" "$JQ_IDENTITY" '' "$era" --method resources/read --uri "$text_uri"
+    run_pair "$p resources/read blob" "$blob_filter" '' "$era" --method resources/read --uri "$blob_uri"
+    run_pair "$p tools/call echo" "$JQ_IDENTITY" '' "$era" --method tools/call --tool-name echo \
       --tool-arg 'message=hello through the sidecar'
-    run_pair "$era tools/call get-sum" "$JQ_IDENTITY" '' "$era" --method tools/call --tool-name get-sum \
+    run_pair "$p tools/call get-sum" "$JQ_IDENTITY" '' "$era" --method tools/call --tool-name get-sum \
       --tool-args-json '{"a": 2, "b": 40}'
   done
 
-  if [[ -n ${E2E_EVERYTHING_PID:-} ]] && ! kill -0 "$E2E_EVERYTHING_PID" 2>/dev/null; then
-    record "server-everything still running" fail "it exited during the run"
+  if ! kill -0 "$upstream_pid" 2>/dev/null; then
+    record "$up upstream still running" fail "it exited during the run"
   fi
-  printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-  ((FAILED == 0))
+  e2e_cleanup
 }
 
 main "$@"

@@ -20,6 +20,7 @@ E2E_INSPECTOR_JS=$E2E_NPM_DIR/node_modules/@modelcontextprotocol/inspector/clien
 E2E_CONFORMANCE_JS=$E2E_NPM_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js
 E2E_EVERYTHING_JS=$E2E_NPM_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 E2E_LOOPBACK_PRELOAD=$E2E_ROOT/test/e2e/loopback-listen.cjs
+E2E_MODERN_UPSTREAM_JS=$E2E_ROOT/test/e2e/modern-upstream.mjs
 E2E_PIDS=()
 
 # e2e_log prints a progress line on stderr.
@@ -119,6 +120,20 @@ e2e_start_everything() {
   E2E_EVERYTHING_URL=http://127.0.0.1:$port/mcp
   e2e_wait_http "$E2E_EVERYTHING_URL" "$E2E_EVERYTHING_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
     e2e_die "server-everything did not start"
+}
+
+# e2e_start_modern_upstream LOGFILE starts test/e2e/modern-upstream.mjs (a
+# dual-era server: 2026-07-28 and the legacy handshake, built on the
+# TypeScript SDK v2) on a free loopback port and waits (bounded) until it
+# listens. Sets E2E_MODERN_URL and E2E_MODERN_PID.
+e2e_start_modern_upstream() {
+  local log=$1 port
+  port=$(e2e_free_port)
+  e2e_spawn "$log" env E2E_NPM_DIR="$E2E_NPM_DIR" "$E2E_NODE" "$E2E_MODERN_UPSTREAM_JS" "$port"
+  E2E_MODERN_PID=$E2E_LAST_PID
+  E2E_MODERN_URL=http://127.0.0.1:$port/mcp
+  e2e_wait_http "$E2E_MODERN_URL" "$E2E_MODERN_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
+    e2e_die "modern-upstream did not start"
 }
 
 # e2e_inspector ARGS... runs the inspector CLI (`mcp-inspector --cli ARGS`)

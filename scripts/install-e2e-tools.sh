@@ -13,6 +13,9 @@
 #   @modelcontextprotocol/server-everything 2026.8.31
 #   @modelcontextprotocol/inspector 2.12.0
 #   @modelcontextprotocol/conformance 0.2.0-alpha.12  (not the latest tag)
+#   @modelcontextprotocol/server 2.3.1 and zod 4.6.7 (TypeScript SDK v2, the
+#       versions the inspector already pulls in) for test/e2e/modern-upstream.mjs,
+#       a dual-era upstream: server-everything speaks the legacy era only
 #
 # The lock file carries no `resolved` fields (so no registry host name): it is
 # written with `omit-lockfile-registry-resolved=true` from test/e2e/.npmrc,
