@@ -10,9 +10,11 @@
 #
 # Steps: install the pinned npm peers; the three self-tests (the checkers must
 # refuse broken inputs); build bin/skills-sidecar; e2e-inspector.sh (the
-# sidecar in front of server-everything with examples/plugin is invisible to
-# the inspector CLI); e2e-inspector-verify.sh and e2e-conformance.sh against a
-# sidecar they start in front of server-everything with examples/plugin.
+# sidecar with examples/plugin is invisible to the inspector CLI in front of
+# server-everything and of the dual-era test/e2e/modern-upstream.mjs);
+# e2e-inspector-verify.sh and e2e-conformance.sh against a sidecar they start
+# with examples/plugin, in front of the dual-era upstream (both eras) and of
+# server-everything (legacy era only: it speaks nothing newer).
 # Every server runs on a free loopback port and is stopped by pid.
 set -euo pipefail
 
@@ -53,8 +55,13 @@ step verify-self-test scripts/e2e-inspector-verify.sh --self-test
 step build go build -o bin/skills-sidecar ./cmd/skills-sidecar
 step inspector scripts/e2e-inspector.sh --plugin-dir examples/plugin
 if [[ $skills == yes ]]; then
-  step inspector-verify scripts/e2e-inspector-verify.sh --start-sidecar --plugin-dir examples/plugin
-  step conformance scripts/e2e-conformance.sh --start-sidecar --plugin-dir examples/plugin
+  # Both eras in front of the dual-era upstream; the legacy era in front of
+  # server-everything, which cannot answer a 2026-07-28 client (forwarded
+  # methods such as resources/list would fail there by design).
+  step verify-modern-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
+  step verify-everything scripts/e2e-inspector-verify.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --era legacy
+  step conform-modern-up scripts/e2e-conformance.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
+  step conform-everything scripts/e2e-conformance.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --wire legacy
 fi
 
 printf '\n%-22s  %s\n' step result

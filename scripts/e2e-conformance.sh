@@ -9,12 +9,14 @@
 #
 # Usage:
 #   scripts/e2e-conformance.sh URL [--wire modern|legacy|both] [--out DIR]
-#   scripts/e2e-conformance.sh --start-sidecar [--plugin-dir DIR | --demo] [--sidecar-bin PATH]
-#           [--wire ...] [--out DIR]
-#       start server-everything and bin/skills-sidecar in front of it with the
-#       plugin folder (default examples/plugin) on free loopback ports (with
-#       --demo: the sidecar alone, with its embedded demo upstream and example
-#       plugin), run against that, and stop both at the end
+#   scripts/e2e-conformance.sh --start-sidecar [--upstream modern|everything]
+#           [--plugin-dir DIR | --demo] [--sidecar-bin PATH] [--wire ...] [--out DIR]
+#       start an upstream (default modern: test/e2e/modern-upstream.mjs, which
+#       speaks both eras; everything: server-everything, legacy only) and
+#       bin/skills-sidecar in front of it with the plugin folder (default
+#       examples/plugin) on free loopback ports (with --demo: the sidecar
+#       alone, with its embedded demo upstream and example plugin),
+#       run against that, and stop both at the end
 #   scripts/e2e-conformance.sh --check WIRE SCENARIO CHECKS_JSON
 #       apply the verdict rules to one checks.json file
 #   scripts/e2e-conformance.sh --self-test
@@ -267,7 +269,7 @@ main() {
       return
       ;;
   esac
-  local start=no sidecar_bin=$E2E_ROOT/bin/skills-sidecar plugin_dir=$E2E_ROOT/examples/plugin demo=no
+  local start=no sidecar_bin=$E2E_ROOT/bin/skills-sidecar plugin_dir=$E2E_ROOT/examples/plugin demo=no upstream=modern
   if [[ $1 == --start-sidecar ]]; then start=yes; else url=$1; fi
   shift
   while (($#)); do
@@ -284,6 +286,13 @@ main() {
       --sidecar-bin) sidecar_bin=${2:?--sidecar-bin needs a path}; shift ;;
       --plugin-dir) plugin_dir=${2:?--plugin-dir needs a directory}; shift ;;
       --demo) demo=yes ;;
+      --upstream)
+        case ${2:-} in
+          everything | modern) upstream=$2 ;;
+          *) e2e_die "--upstream takes everything or modern" ;;
+        esac
+        shift
+        ;;
       *) e2e_die "unknown argument $1 (try --help)" ;;
     esac
     shift
@@ -312,10 +321,14 @@ main() {
     if [[ $demo == yes ]]; then
       e2e_start_sidecar "$sidecar_bin" '' "$out/sidecar.log"
       e2e_log "sidecar at $E2E_SIDECAR_URL with its embedded demo upstream and example plugin"
-    else
+    elif [[ $upstream == everything ]]; then
       e2e_start_everything "$out/everything.log"
       e2e_start_sidecar "$sidecar_bin" "$E2E_EVERYTHING_URL" "$out/sidecar.log" "$plugin_dir"
       e2e_log "sidecar at $E2E_SIDECAR_URL in front of server-everything, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
+    else
+      e2e_start_modern_upstream "$out/modern.log"
+      e2e_start_sidecar "$sidecar_bin" "$E2E_MODERN_URL" "$out/sidecar.log" "$plugin_dir"
+      e2e_log "sidecar at $E2E_SIDECAR_URL in front of modern-upstream, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
     fi
     url=$E2E_SIDECAR_URL
   fi

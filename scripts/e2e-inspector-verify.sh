@@ -9,11 +9,14 @@
 #
 # Usage:
 #   scripts/e2e-inspector-verify.sh URL [--era legacy|modern|both]
-#   scripts/e2e-inspector-verify.sh --start-sidecar [--plugin-dir DIR | --demo] [--sidecar-bin PATH]
-#       start server-everything and bin/skills-sidecar in front of it with the
-#       plugin folder (default examples/plugin) on free loopback ports (with
-#       --demo: the sidecar alone, with its embedded demo upstream and example
-#       plugin), verify through it, and stop both at the end
+#   scripts/e2e-inspector-verify.sh --start-sidecar [--upstream modern|everything]
+#           [--plugin-dir DIR | --demo] [--sidecar-bin PATH] [--era ...]
+#       start an upstream (default modern: test/e2e/modern-upstream.mjs, which
+#       speaks both eras; everything: server-everything, legacy only) and
+#       bin/skills-sidecar in front of it with the plugin folder (default
+#       examples/plugin) on free loopback ports (with --demo: the sidecar
+#       alone, with its embedded demo upstream and example plugin),
+#       verify through it, and stop both at the end
 #   scripts/e2e-inspector-verify.sh --self-test
 #       runs the check against test/e2e/fake-skills-server.mjs serving a good
 #       digest (must pass), the same server advertising a wrong digest (must
@@ -159,7 +162,7 @@ self_test() {
 
 main() {
   local url='' eras=(legacy modern) mode=run sidecar_bin=$E2E_ROOT/bin/skills-sidecar
-  local plugin_dir=$E2E_ROOT/examples/plugin demo=no
+  local plugin_dir=$E2E_ROOT/examples/plugin demo=no upstream=modern
   case ${1:-} in
     --self-test) mode=self-test ;;
     -h | --help | '')
@@ -183,6 +186,13 @@ main() {
           --sidecar-bin) sidecar_bin=${2:?--sidecar-bin needs a path}; shift ;;
           --plugin-dir) plugin_dir=${2:?--plugin-dir needs a directory}; shift ;;
           --demo) demo=yes ;;
+          --upstream)
+            case ${2:-} in
+              everything | modern) upstream=$2 ;;
+              *) e2e_die "--upstream takes everything or modern" ;;
+            esac
+            shift
+            ;;
           *) e2e_die "unknown argument $1 (try --help)" ;;
         esac
         shift
@@ -208,10 +218,14 @@ main() {
     if [[ $demo == yes ]]; then
       e2e_start_sidecar "$sidecar_bin" '' "$WORK/sidecar.log"
       e2e_log "sidecar at $E2E_SIDECAR_URL with its embedded demo upstream and example plugin"
-    else
+    elif [[ $upstream == everything ]]; then
       e2e_start_everything "$WORK/everything.log"
       e2e_start_sidecar "$sidecar_bin" "$E2E_EVERYTHING_URL" "$WORK/sidecar.log" "$plugin_dir"
       e2e_log "sidecar at $E2E_SIDECAR_URL in front of server-everything, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
+    else
+      e2e_start_modern_upstream "$WORK/modern.log"
+      e2e_start_sidecar "$sidecar_bin" "$E2E_MODERN_URL" "$WORK/sidecar.log" "$plugin_dir"
+      e2e_log "sidecar at $E2E_SIDECAR_URL in front of modern-upstream, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
     fi
     url=$E2E_SIDECAR_URL
   fi
