@@ -1,0 +1,334 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+)
+
+// Pod annotations read by the injector (and skipped by the sidecar, see
+// config.IsInjectorKey). Every other skills-sidecar.io/ annotation is a
+// runtime key of internal/config that the sidecar reads itself from the
+// downward API file the injector mounts; the injector only checks it.
+const (
+	// AnnotationInject opts a pod in: "true" injects, "false" or absence
+	// does not. Any other value is an error.
+	AnnotationInject = config.AnnotationPrefix + "inject"
+	// AnnotationStatus is written by the injector on every pod it injects,
+	// with the value StatusInjected; a pod carrying it is never injected
+	// again.
+	AnnotationStatus = config.AnnotationPrefix + "status"
+	// AnnotationImage overrides the sidecar image (a full image reference).
+	// Default: the injector's --image.
+	AnnotationImage = config.AnnotationPrefix + "image"
+	// AnnotationResources overrides the sidecar's resources, as JSON (or a
+	// YAML flow mapping) of a core/v1 ResourceRequirements, e.g.
+	// {"requests":{"cpu":"50m","memory":"64Mi"},"limits":{"memory":"256Mi"}}.
+	// Unknown fields are errors. Default: the injector's --resources.
+	AnnotationResources = config.AnnotationPrefix + "resources"
+	// AnnotationUpstreamPort is the port of the MCP server on loopback: a
+	// number (1-65535) or the name of a container port in the pod. Default:
+	// the only container port the pod's containers declare (an error when
+	// there is not exactly one).
+	AnnotationUpstreamPort = config.AnnotationPrefix + "upstream-port"
+	// AnnotationUpstreamPath is the path of the MCP endpoint on the upstream,
+	// starting with "/". Default: /mcp.
+	AnnotationUpstreamPath = config.AnnotationPrefix + "upstream-path"
+	// AnnotationPort is the sidecar's MCP port (container port named
+	// "skills-mcp"; point the Service's targetPort at it). It must differ
+	// from every port the pod's containers declare. Default: the injector's
+	// --port (8080).
+	AnnotationPort = config.AnnotationPrefix + "port"
+	// AnnotationPluginConfigMaps names the ConfigMaps holding the plugin
+	// folder, comma-separated, in the pod's namespace. One is mounted as a
+	// ConfigMap volume, several as one projected volume. Keys are file
+	// paths encoded by EncodeKey (what `skills-sidecar inject configmap`
+	// writes); the injector reads the ConfigMaps' keys to list them with
+	// items[].path, so files added later need a rollout. Exclusive with
+	// AnnotationPluginImage.
+	AnnotationPluginConfigMaps = config.AnnotationPrefix + "plugin-configmaps"
+	// AnnotationPluginImage is an OCI image reference whose file system is
+	// the plugin folder, mounted as an image volume (Kubernetes 1.33+ with
+	// the ImageVolume feature), for plugins larger than a ConfigMap's 1 MiB.
+	// Exclusive with AnnotationPluginConfigMaps.
+	AnnotationPluginImage = config.AnnotationPrefix + "plugin-image"
+)
+
+// StatusInjected is the value of AnnotationStatus on an injected pod.
+const StatusInjected = "injected"
+
+// InjectorAnnotations lists every injector annotation with a one-line
+// meaning, in the order of the documentation table.
+func InjectorAnnotations() []AnnotationDoc {
+	return []AnnotationDoc{
+		{AnnotationInject, "`true` to inject the sidecar; `false` or absent: not injected.", "(absent)"},
+		{AnnotationStatus, "Written by the injector (`" + StatusInjected + "`); a pod carrying it is never injected again.", "(set by the injector)"},
+		{AnnotationImage, "Sidecar image reference.", "injector `--image`"},
+		{AnnotationResources, "Sidecar resources as JSON of a ResourceRequirements, e.g. `{\"requests\":{\"cpu\":\"50m\",\"memory\":\"64Mi\"}}`.", "injector `--resources`"},
+		{AnnotationUpstreamPort, "Port of the MCP server on loopback: a number or a container port name.", "the pod's only container port"},
+		{AnnotationUpstreamPath, "Path of the MCP endpoint on the upstream.", "`/mcp`"},
+		{AnnotationPort, "Sidecar MCP port (container port `skills-mcp`); point your Service's targetPort at it.", "injector `--port` (`8080`)"},
+		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder.", "(none)"},
+		{AnnotationPluginImage, "OCI image whose file system is the plugin folder (image volume, Kubernetes 1.33+).", "(none)"},
+	}
+}
+
+// AnnotationDoc is one row of the injector's annotation table.
+type AnnotationDoc struct {
+	Name, Meaning, Default string
+}
+
+// settings are an opted-in pod's injector settings, resolved from its
+// annotations and the injector's Options.
+type settings struct {
+	image        string
+	resources    corev1.ResourceRequirements
+	upstreamPort int32
+	upstreamPath string
+	port         int32
+	metricsPort  int32 // 0: the metrics listener is disabled, no probes
+	pluginCMs    []string
+	pluginImage  string // "" with no pluginCMs: the pod brings PluginVolume
+}
+
+// injectorOwnedRuntimeKeys are runtime keys the injected container sets by
+// flag; an annotation for one would be silently overridden, so it is an
+// error naming the injector annotation to use instead.
+var injectorOwnedRuntimeKeys = map[string]string{
+	"listen":           AnnotationPort,
+	"upstream":         AnnotationUpstreamPort + " and " + AnnotationUpstreamPath,
+	"plugin-dir":       AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
+	"annotations-file": "(nothing: the injector mounts the downward API file)",
+}
+
+// wantsInjection reports whether the pod opted in; a malformed value is an
+// error naming the annotation.
+func wantsInjection(ann map[string]string) (bool, error) {
+	v, ok := ann[AnnotationInject]
+	if !ok {
+		return false, nil
+	}
+	switch strings.TrimSpace(v) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("annotation %s: %q is neither true nor false", AnnotationInject, v)
+}
+
+// resolve reads every injector and runtime annotation of an opted-in pod and
+// reports every problem at once, joined, each naming its annotation.
+func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (settings, error) {
+	s := settings{image: opts.Image, resources: opts.Resources, upstreamPath: "/mcp", port: opts.Port}
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("annotation %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if v, ok := ann[AnnotationImage]; ok {
+		if v = strings.TrimSpace(v); v == "" || strings.ContainsAny(v, " \t\n") {
+			bad(AnnotationImage, "%q is not an image reference", v)
+		}
+		s.image = strings.TrimSpace(v)
+	}
+	if v, ok := ann[AnnotationResources]; ok {
+		var r corev1.ResourceRequirements
+		if err := yaml.UnmarshalStrict([]byte(v), &r); err != nil {
+			bad(AnnotationResources, "not a ResourceRequirements (%v)", err)
+		}
+		s.resources = r
+	}
+	if v, ok := ann[AnnotationPort]; ok {
+		p, err := parsePort(v)
+		if err != nil {
+			bad(AnnotationPort, "%v", err)
+		}
+		s.port = p
+	}
+	if v, ok := ann[AnnotationUpstreamPath]; ok {
+		if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, " \t\n?#") {
+			bad(AnnotationUpstreamPath, "%q is not a path starting with /", v)
+		}
+		s.upstreamPath = v
+	}
+	up, err := upstreamPort(ann, spec)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.upstreamPort = up
+	if err := s.resolvePlugin(ann, spec); err != nil {
+		errs = append(errs, err)
+	}
+	mp, err := runtimeKeys(ann)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.metricsPort = mp
+	if len(errs) == 0 {
+		errs = append(errs, checkPorts(s, spec)...)
+	}
+	return s, errors.Join(errs...)
+}
+
+func parsePort(v string) (int32, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("%q is not a port number (1-65535)", v)
+	}
+	return int32(n), nil
+}
+
+// upstreamPort resolves AnnotationUpstreamPort: a number, a container port
+// name, or (absent) the pod's only declared container port.
+func upstreamPort(ann map[string]string, spec *corev1.PodSpec) (int32, error) {
+	var ports []corev1.ContainerPort
+	for _, c := range spec.Containers {
+		ports = append(ports, c.Ports...)
+	}
+	v, ok := ann[AnnotationUpstreamPort]
+	if !ok {
+		if len(ports) != 1 {
+			return 0, fmt.Errorf("annotation %s: not set, and the pod's containers declare %d ports instead of exactly one", AnnotationUpstreamPort, len(ports))
+		}
+		return ports[0].ContainerPort, nil
+	}
+	if p, err := parsePort(v); err == nil {
+		return p, nil
+	}
+	for _, p := range ports {
+		if p.Name != "" && p.Name == strings.TrimSpace(v) {
+			return p.ContainerPort, nil
+		}
+	}
+	return 0, fmt.Errorf("annotation %s: %q is neither a port number nor the name of a container port", AnnotationUpstreamPort, v)
+}
+
+// resolvePlugin reads the plugin source: ConfigMaps, an image, or a volume
+// named PluginVolume that the pod brings itself.
+func (s *settings) resolvePlugin(ann map[string]string, spec *corev1.PodSpec) error {
+	cms, hasCMs := ann[AnnotationPluginConfigMaps]
+	img, hasImg := ann[AnnotationPluginImage]
+	own := false
+	for _, v := range spec.Volumes {
+		own = own || v.Name == PluginVolume
+	}
+	switch {
+	case hasCMs && hasImg:
+		return fmt.Errorf("annotation %s and %s: set only one", AnnotationPluginConfigMaps, AnnotationPluginImage)
+	case hasCMs && own:
+		return fmt.Errorf("annotation %s: the pod already has a volume named %q; drop one of them", AnnotationPluginConfigMaps, PluginVolume)
+	case hasImg && own:
+		return fmt.Errorf("annotation %s: the pod already has a volume named %q; drop one of them", AnnotationPluginImage, PluginVolume)
+	case hasCMs:
+		seen := map[string]bool{}
+		for _, n := range strings.Split(cms, ",") {
+			n = strings.TrimSpace(n)
+			if !isDNSSubdomain(n) {
+				return fmt.Errorf("annotation %s: %q is not a ConfigMap name", AnnotationPluginConfigMaps, n)
+			}
+			if seen[n] {
+				return fmt.Errorf("annotation %s: %q is listed twice", AnnotationPluginConfigMaps, n)
+			}
+			seen[n] = true
+			s.pluginCMs = append(s.pluginCMs, n)
+		}
+	case hasImg:
+		if img = strings.TrimSpace(img); img == "" || strings.ContainsAny(img, " \t\n") {
+			return fmt.Errorf("annotation %s: %q is not an image reference", AnnotationPluginImage, img)
+		}
+		s.pluginImage = img
+	case own:
+		// The pod brings its own plugin volume; it is mounted as it is.
+	default:
+		return fmt.Errorf("annotation %s or %s: one is required (or a pod volume named %q)", AnnotationPluginConfigMaps, AnnotationPluginImage, PluginVolume)
+	}
+	return nil
+}
+
+// isDNSSubdomain reports whether n is a valid object name (RFC 1123
+// subdomain), as ConfigMap names must be.
+func isDNSSubdomain(n string) bool {
+	if n == "" || len(n) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(n, ".") {
+		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// runtimeKeys checks the pod's runtime annotations the way the sidecar will
+// load them, so a typo fails at admission instead of in a crash-looping
+// sidecar, and returns the metrics port the probes must use.
+func runtimeKeys(ann map[string]string) (int32, error) {
+	var file strings.Builder
+	var errs []error
+	for _, k := range sortedKeys(ann) {
+		name, ok := strings.CutPrefix(k, config.AnnotationPrefix)
+		if !ok || config.IsInjectorKey(name) {
+			continue
+		}
+		if use, owned := injectorOwnedRuntimeKeys[name]; owned {
+			errs = append(errs, fmt.Errorf("annotation %s: set by the injector; use %s", k, use))
+			continue
+		}
+		fmt.Fprintf(&file, "%s=%s\n", k, strconv.Quote(ann[k]))
+	}
+	cfg, _, err := config.Load(config.Sources{Annotations: []byte(file.String())})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return 0, errors.Join(errs...)
+	}
+	if cfg.MetricsListen == "" {
+		return 0, nil
+	}
+	_, p, _ := net.SplitHostPort(cfg.MetricsListen) // validated by Load
+	port, err := parsePort(p)
+	if err != nil {
+		return 0, fmt.Errorf("annotation %smetrics-listen: %w", config.AnnotationPrefix, err)
+	}
+	return port, nil
+}
+
+// checkPorts reports a sidecar port that collides with the upstream, the
+// metrics port or any port the pod's containers declare.
+func checkPorts(s settings, spec *corev1.PodSpec) []error {
+	var errs []error
+	taken := map[int32]string{}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			for _, p := range c.Ports {
+				taken[p.ContainerPort] = "container " + c.Name
+			}
+		}
+	}
+	if s.port == s.upstreamPort {
+		errs = append(errs, fmt.Errorf("annotation %s: %d is the upstream's port; pick another", AnnotationPort, s.port))
+	} else if who, ok := taken[s.port]; ok {
+		errs = append(errs, fmt.Errorf("annotation %s: %d is already declared by %s; pick another", AnnotationPort, s.port, who))
+	}
+	if s.metricsPort != 0 {
+		if s.metricsPort == s.port {
+			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is the sidecar's MCP port", config.AnnotationPrefix, s.metricsPort))
+		} else if who, ok := taken[s.metricsPort]; ok {
+			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is already declared by %s; set another, e.g. \":9091\"", config.AnnotationPrefix, s.metricsPort, who))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,280 @@
+package inject
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultImage is the sidecar image the commands default to; pin a version
+// with --image in production.
+const DefaultImage = "skills-sidecar/skills-sidecar:latest"
+
+// Exit codes of RunInject and RunWebhook.
+const (
+	ExitOK    = 0
+	ExitFail  = 1 // a document or pod could not be injected; the server failed
+	ExitUsage = 2
+)
+
+const injectUsage = `usage: skills-sidecar inject [flags] -f FILE|-
+       skills-sidecar inject configmap --name NAME [--namespace NS] DIR
+
+inject -f reads Kubernetes manifests (multi-document YAML) and writes them to
+stdout with the sidecar added to every Pod, Deployment, StatefulSet,
+DaemonSet, ReplicaSet, Job and CronJob whose pod template has the annotation
+skills-sidecar.io/inject: "true"; every other document is written back byte
+for byte. ConfigMaps a workload names in skills-sidecar.io/plugin-configmaps
+must be in the same input. On any error nothing is written and each problem
+is reported (exit 1).
+
+inject configmap writes the ConfigMap(s) holding the plugin folder DIR and
+prints the annotation value to stderr.
+
+Flags:
+`
+
+// sidecarFlags registers the flags both commands share and returns a
+// function that builds the Options once the flags are parsed.
+func sidecarFlags(fs *flag.FlagSet) func() (Options, error) {
+	image := fs.String("image", DefaultImage, "sidecar `image`")
+	pull := fs.String("image-pull-policy", "", "sidecar image pull `policy`: Always, IfNotPresent, Never, or empty for the cluster's default")
+	native := fs.Bool("native-sidecar", true, "add the sidecar as a native sidecar (init container with restartPolicy Always, Kubernetes 1.29+); false: a regular container")
+	port := fs.Int("port", DefaultPort, "default sidecar MCP `port` (annotation "+AnnotationPort+" overrides)")
+	def, _ := yaml.Marshal(DefaultResources())
+	resources := fs.String("resources", string(jsonOf(def)), "default sidecar resources as `JSON` of a ResourceRequirements (annotation "+AnnotationResources+" overrides)")
+	return func() (Options, error) {
+		o := Options{Image: *image, ImagePullPolicy: corev1.PullPolicy(*pull), NativeSidecar: *native, Port: int32(*port)}
+		var errs []error
+		switch o.ImagePullPolicy {
+		case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+		default:
+			errs = append(errs, fmt.Errorf("--image-pull-policy: %q is not Always, IfNotPresent or Never", *pull))
+		}
+		if *port < 1 || *port > 65535 {
+			errs = append(errs, fmt.Errorf("--port: %d is not a port", *port))
+		}
+		if strings.TrimSpace(*image) == "" {
+			errs = append(errs, errors.New("--image: empty"))
+		}
+		if err := yaml.UnmarshalStrict([]byte(*resources), &o.Resources); err != nil {
+			errs = append(errs, fmt.Errorf("--resources: %w", err))
+		}
+		return o, errors.Join(errs...)
+	}
+}
+
+func jsonOf(y []byte) []byte {
+	j, err := yaml.YAMLToJSON(y)
+	if err != nil {
+		return nil
+	}
+	return j
+}
+
+// RunInject runs `skills-sidecar inject` with args (the words after
+// "inject") and returns the exit code: 0 on success, 1 when a document
+// could not be injected or a folder not converted, 2 on usage errors.
+func RunInject(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "configmap" {
+		return runConfigMap(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("inject", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, injectUsage); fs.PrintDefaults() }
+	file := fs.String("f", "", "manifest `file` to read, - for stdin")
+	options := sidecarFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	opts, err := options()
+	if err == nil && *file == "" {
+		err = errors.New("-f: required")
+	}
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "inject: %v\n", err)
+		return ExitUsage
+	}
+	var in []byte
+	if *file == "-" {
+		in, err = io.ReadAll(stdin)
+	} else {
+		in, err = os.ReadFile(*file)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "inject: %v\n", err)
+		return ExitFail
+	}
+	out, results, err := InjectManifests(in, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "inject: nothing written:\n%v\n", err)
+		return ExitFail
+	}
+	for _, r := range results {
+		if r.Injected {
+			fmt.Fprintf(stderr, "inject: %s %s: sidecar added\n", r.Kind, r.Name)
+		}
+	}
+	if _, err := stdout.Write(out); err != nil {
+		fmt.Fprintf(stderr, "inject: %v\n", err)
+		return ExitFail
+	}
+	return ExitOK
+}
+
+func runConfigMap(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("inject configmap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, injectUsage); fs.PrintDefaults() }
+	var o ConfigMapOptions
+	fs.StringVar(&o.Name, "name", "", "`name` of the (first) ConfigMap")
+	fs.StringVar(&o.Namespace, "namespace", "", "`namespace` of the ConfigMaps (default: none written)")
+	fs.IntVar(&o.MaxBytes, "max-bytes", 0, "bound on one ConfigMap's keys and values in `bytes` (default 900 KiB)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() != 1 || o.Name == "" {
+		fmt.Fprintln(stderr, "inject configmap: want --name NAME and one plugin folder")
+		return ExitUsage
+	}
+	out, names, err := BuildConfigMaps(os.DirFS(fs.Arg(0)), o)
+	if err != nil {
+		fmt.Fprintf(stderr, "inject configmap: %v\n", err)
+		return ExitFail
+	}
+	if _, err := stdout.Write(out); err != nil {
+		fmt.Fprintf(stderr, "inject configmap: %v\n", err)
+		return ExitFail
+	}
+	fmt.Fprintf(stderr, "annotate the pod template with:\n  %s: %q\n", AnnotationPluginConfigMaps, strings.Join(names, ","))
+	return ExitOK
+}
+
+const webhookUsage = `usage: skills-sidecar webhook --tls-cert-file FILE --tls-key-file FILE [flags]
+
+Serves the sidecar injection as a mutating admission webhook over HTTPS:
+POST /mutate (AdmissionReview admission.k8s.io/v1), GET /healthz. The
+certificate files are reloaded when they change. Plugin ConfigMaps are read
+from the Kubernetes API with the pod's service account.
+
+Flags:
+`
+
+// RunWebhook runs `skills-sidecar webhook` until ctx is done and returns the
+// exit code: 0 after a clean shutdown, 1 when it could not serve, 2 on
+// usage errors. getenv finds the in-cluster API (nil means os.Getenv).
+func RunWebhook(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, webhookUsage); fs.PrintDefaults() }
+	listen := fs.String("listen", ":8443", "HTTPS `address` to serve on")
+	certFile := fs.String("tls-cert-file", "", "PEM certificate `file` (reloaded on change)")
+	keyFile := fs.String("tls-key-file", "", "PEM private key `file` (reloaded on change)")
+	onError := fs.String("on-error", "deny", "a pod with malformed annotations: deny (reject it, naming each problem) or allow (admit it unchanged with a warning)")
+	logLevel := fs.String("log-level", "info", "minimum log `level`: debug, info, warn, error")
+	options := sidecarFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	opts, err := options()
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if *certFile == "" || *keyFile == "" {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file: required"))
+	}
+	if *onError != "deny" && *onError != "allow" {
+		errs = append(errs, fmt.Errorf("--on-error: %q is neither deny nor allow", *onError))
+	}
+	level, err := zap.ParseAtomicLevel(*logLevel)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %w", err))
+	}
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(stderr, "webhook: %v\n", err)
+		return ExitUsage
+	}
+	logCfg := zap.NewProductionConfig()
+	logCfg.Level = level
+	log := zap.New(zapCore(logCfg, stderr))
+	defer func() { _ = log.Sync() }()
+
+	certs, err := NewCertReloader(*certFile, *keyFile)
+	if err != nil {
+		log.Error("cannot load TLS certificate", zap.Error(err))
+		return ExitFail
+	}
+	h := &Webhook{Options: opts, Deny: *onError == "deny", Log: log}
+	if api, err := InClusterAPI(getenv); err == nil {
+		h.ConfigMaps = api.ConfigMap
+	} else {
+		log.Warn("plugin ConfigMaps cannot be read; pods naming them will not be injected", zap.Error(err))
+	}
+	return serveWebhook(ctx, *listen, certs, h, log)
+}
+
+func serveWebhook(ctx context.Context, addr string, certs *CertReloader, h *Webhook, log *zap.Logger) int {
+	mux := http.NewServeMux()
+	mux.Handle("/mutate", h)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Error("cannot listen", zap.String("addr", addr), zap.Error(err))
+		return ExitFail
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		TLSConfig:         &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12},
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	log.Info("webhook serving", zap.String("addr", ln.Addr().String()))
+	select {
+	case err := <-done:
+		log.Error("webhook stopped", zap.Error(err))
+		return ExitFail
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil {
+		log.Warn("shutdown", zap.Error(err))
+	}
+	<-done
+	return ExitOK
+}

@@ -1,0 +1,207 @@
+package inject
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	yamlv3 "gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// templatePaths maps the kinds `inject -f` reads to the JSON pointer of
+// their pod template ("" is the object itself). Every other kind passes
+// through untouched.
+var templatePaths = map[string]string{
+	"Pod":         "",
+	"Deployment":  "/spec/template",
+	"StatefulSet": "/spec/template",
+	"DaemonSet":   "/spec/template",
+	"ReplicaSet":  "/spec/template",
+	"Job":         "/spec/template",
+	"CronJob":     "/spec/jobTemplate/spec/template",
+}
+
+// document is one YAML document of a stream: the separator line that
+// opened it ("" for the first) and its bytes.
+type document struct {
+	sep  string
+	body []byte
+}
+
+// splitDocuments splits a YAML stream at "---" lines, keeping every byte,
+// so joining sep+body of each document gives the input back.
+func splitDocuments(in []byte) []document {
+	docs := []document{{}}
+	for len(in) > 0 {
+		line := in
+		if i := bytes.IndexByte(in, '\n'); i >= 0 {
+			line = in[:i+1]
+		}
+		in = in[len(line):]
+		t := strings.TrimRight(string(line), " \t\r\n")
+		if t == "---" || strings.HasPrefix(t, "--- ") || strings.HasPrefix(t, "---\t") {
+			docs = append(docs, document{sep: string(line)})
+			continue
+		}
+		d := &docs[len(docs)-1]
+		d.body = append(d.body, line...)
+	}
+	return docs
+}
+
+// header is what `inject -f` reads of every document first.
+type header struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+}
+
+// InjectResult says what InjectManifests did to one document.
+type InjectResult struct {
+	// Index is the document's position in the stream, from 0.
+	Index int
+	// Kind and Name identify the object ("" for an empty document).
+	Kind, Name string
+	// Injected reports whether the sidecar was added; otherwise Skip says
+	// why not (empty for kinds without a pod template).
+	Injected bool
+	Skip     string
+}
+
+// InjectManifests adds the sidecar to every workload of a multi-document
+// YAML stream that opts in, and returns the stream with every other
+// document byte for byte as it was. ConfigMaps named by
+// AnnotationPluginConfigMaps must be in the same stream (and namespace). On
+// any error it returns no output and every document's problem, joined, each
+// naming the document.
+func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
+	docs := splitDocuments(in)
+	heads := make([]header, len(docs))
+	cms := map[string]*corev1.ConfigMap{}
+	var errs []error
+	for i, d := range docs {
+		if err := yaml.Unmarshal(d.body, &heads[i]); err != nil {
+			errs = append(errs, fmt.Errorf("document %d: %w", i, err))
+			continue
+		}
+		if heads[i].Kind == "ConfigMap" && heads[i].APIVersion == "v1" {
+			var cm corev1.ConfigMap
+			if err := yaml.Unmarshal(d.body, &cm); err != nil {
+				errs = append(errs, fmt.Errorf("document %d (ConfigMap %s): %w", i, cm.Name, err))
+				continue
+			}
+			cms[cm.Namespace+"/"+cm.Name] = &cm
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	var out bytes.Buffer
+	results := make([]InjectResult, 0, len(docs))
+	for i, d := range docs {
+		h := heads[i]
+		r := InjectResult{Index: i, Kind: h.Kind, Name: h.Metadata.Name}
+		body, err := injectDocument(d.body, h, opts, func(name string) (*corev1.ConfigMap, error) {
+			cm, ok := cms[h.Metadata.Namespace+"/"+name]
+			if !ok {
+				return nil, errors.New("not in the input; pass the ConfigMap in the same stream")
+			}
+			return cm, nil
+		}, &r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i, h.Kind, h.Metadata.Name, err))
+		}
+		results = append(results, r)
+		out.WriteString(d.sep)
+		out.Write(body)
+	}
+	if len(errs) > 0 {
+		return nil, results, errors.Join(errs...)
+	}
+	return out.Bytes(), results, nil
+}
+
+// injectDocument returns one document's new body: the input itself unless
+// it is a workload that gets the sidecar.
+func injectDocument(body []byte, h header, opts Options, get ConfigMapGetter, r *InjectResult) ([]byte, error) {
+	tpath, ok := templatePaths[h.Kind]
+	if !ok {
+		return body, nil
+	}
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(body, &doc); err != nil {
+		return body, err
+	}
+	tmpl, err := podTemplate(body, tpath)
+	if err != nil {
+		return body, err
+	}
+	ops, skip, err := Mutate(tmpl.ObjectMeta, tmpl.Spec, opts, get)
+	if err != nil || ops == nil {
+		r.Skip = skip
+		return body, err
+	}
+	if tmpl.ObjectMeta.Annotations == nil && !hasKey(&doc, tpath+"/metadata") {
+		// A template without metadata needs the mapping before the
+		// annotations can be added to it.
+		ops = append([]PatchOp{{Op: "add", Path: "/metadata", Value: map[string]any{}}}, ops...)
+	}
+	if err := ApplyPatch(&doc, tpath, ops); err != nil {
+		return body, err
+	}
+	var b bytes.Buffer
+	enc := yamlv3.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return body, err
+	}
+	if err := enc.Close(); err != nil {
+		return body, err
+	}
+	r.Injected = true
+	return b.Bytes(), nil
+}
+
+// podTemplate reads the pod template at pointer (made of plain keys).
+func podTemplate(body []byte, pointer string) (corev1.PodTemplateSpec, error) {
+	var tmpl corev1.PodTemplateSpec
+	var v any
+	if err := yaml.Unmarshal(body, &v); err != nil {
+		return tmpl, err
+	}
+	for _, k := range strings.Split(pointer, "/")[1:] {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return tmpl, fmt.Errorf("no pod template at %s", pointer)
+		}
+		v = m[k]
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return tmpl, err
+	}
+	if err := json.Unmarshal(j, &tmpl); err != nil {
+		return tmpl, fmt.Errorf("pod template: %w", err)
+	}
+	return tmpl, nil
+}
+
+func hasKey(doc *yamlv3.Node, pointer string) bool {
+	n := doc
+	if n.Kind == yamlv3.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	for _, t := range strings.Split(pointer, "/")[1:] {
+		c, err := child(n, t)
+		if err != nil {
+			return false
+		}
+		n = c
+	}
+	return true
+}

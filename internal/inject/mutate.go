@@ -1,0 +1,300 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Names and paths the mutation adds to a pod.
+const (
+	// ContainerName is the injected container's name.
+	ContainerName = "skills-sidecar"
+	// PluginVolume is the plugin folder's volume. A pod may bring its own
+	// volume of this name instead of naming ConfigMaps or an image.
+	PluginVolume = "skills-sidecar-plugin"
+	// PodInfoVolume is the downward API volume with the pod's annotations.
+	PodInfoVolume = "skills-sidecar-podinfo"
+	// PluginMountPath is where the plugin folder is mounted (--plugin-dir).
+	PluginMountPath = "/etc/skills-sidecar/plugin"
+	// PodInfoMountPath holds the downward API file "annotations", the
+	// sidecar's default --annotations-file.
+	PodInfoMountPath = "/etc/skills-sidecar/podinfo"
+	// MCPPortName and MetricsPortName name the injected container's ports.
+	MCPPortName     = "skills-mcp"
+	MetricsPortName = "skills-metrics"
+	// DefaultPort is the sidecar's MCP port when neither Options.Port nor
+	// AnnotationPort says otherwise.
+	DefaultPort = 8080
+	// nonRootUID is distroless's "nonroot" user.
+	nonRootUID = 65532
+)
+
+// Options are the injector's own settings (its flags, set by the chart);
+// a pod's annotations override some of them.
+type Options struct {
+	// Image is the sidecar image. Required.
+	Image string
+	// ImagePullPolicy of the sidecar; empty leaves the cluster's default.
+	ImagePullPolicy corev1.PullPolicy
+	// NativeSidecar adds the container as an init container with
+	// restartPolicy Always (Kubernetes 1.29+), so it starts before and
+	// stops after the workload's containers; false adds a regular container.
+	NativeSidecar bool
+	// Resources are the sidecar's default resources; the zero value sets
+	// none.
+	Resources corev1.ResourceRequirements
+	// Port is the default MCP port; 0 means DefaultPort.
+	Port int32
+}
+
+// DefaultResources are the resources the injector's flags default to.
+func DefaultResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("50m"),
+			corev1.ResourceMemory: resource.MustParse("64Mi"),
+		},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+	}
+}
+
+// ConfigMapGetter returns a ConfigMap of the pod's namespace by name. The
+// mutation reads only its keys. A nil getter makes naming ConfigMaps an
+// error.
+type ConfigMapGetter func(name string) (*corev1.ConfigMap, error)
+
+// PatchOp is one JSON patch (RFC 6902) operation. The mutation emits only
+// "add".
+type PatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// Skip reasons reported by Mutate when it returns no patch and no error.
+const (
+	SkipNotOptedIn = "not opted in (" + AnnotationInject + " is not \"true\")"
+	SkipInjected   = "already injected (" + AnnotationStatus + " is set)"
+	SkipHasSidecar = "already has a container named " + ContainerName
+)
+
+// Mutate decides whether the pod (its metadata and spec, as in a Pod or a
+// pod template) gets the sidecar and returns the JSON patch that adds it,
+// with paths relative to the pod (/metadata/..., /spec/...). With no patch
+// it returns the reason as skip. A malformed annotation is an error naming
+// it, listing every problem, and no patch. Mutate does not modify its
+// arguments; it calls getConfigMap only for ConfigMaps the pod names.
+func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options, getConfigMap ConfigMapGetter) (patch []PatchOp, skip string, err error) {
+	want, err := wantsInjection(meta.Annotations)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case !want:
+		return nil, SkipNotOptedIn, nil
+	case meta.Annotations[AnnotationStatus] != "":
+		return nil, SkipInjected, nil
+	case hasContainer(spec, ContainerName):
+		return nil, SkipHasSidecar, nil
+	}
+	if opts.Port == 0 {
+		opts.Port = DefaultPort
+	}
+	if opts.Image == "" {
+		return nil, "", errors.New("inject: no sidecar image configured")
+	}
+	s, err := resolve(meta.Annotations, &spec, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	var vols []corev1.Volume
+	if len(s.pluginCMs) > 0 || s.pluginImage != "" {
+		v, err := pluginVolume(s, getConfigMap)
+		if err != nil {
+			return nil, "", err
+		}
+		vols = append(vols, v)
+	}
+	vols = append(vols, podInfoVolume())
+	c := container(s, opts)
+
+	if opts.NativeSidecar {
+		patch = appendOps(patch, "/spec/initContainers", len(spec.InitContainers), c)
+	} else {
+		patch = appendOps(patch, "/spec/containers", len(spec.Containers), c)
+	}
+	patch = appendOps(patch, "/spec/volumes", len(spec.Volumes), vols...)
+	if meta.Annotations == nil {
+		patch = append(patch, PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{AnnotationStatus: StatusInjected}})
+	} else {
+		patch = append(patch, PatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AnnotationStatus), Value: StatusInjected})
+	}
+	return patch, "", nil
+}
+
+// appendOps adds values to the array at path, creating it when it is empty
+// (an absent array cannot be appended to with "/-").
+func appendOps[T any](patch []PatchOp, path string, have int, values ...T) []PatchOp {
+	for i, v := range values {
+		if have == 0 && i == 0 {
+			patch = append(patch, PatchOp{Op: "add", Path: path, Value: []T{v}})
+			continue
+		}
+		patch = append(patch, PatchOp{Op: "add", Path: path + "/-", Value: v})
+	}
+	return patch
+}
+
+// escapePointer escapes a JSON pointer token (RFC 6901 section 3).
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func hasContainer(spec corev1.PodSpec, name string) bool {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func container(s settings, opts Options) corev1.Container {
+	c := corev1.Container{
+		Name:            ContainerName,
+		Image:           s.image,
+		ImagePullPolicy: opts.ImagePullPolicy,
+		Args: []string{
+			"serve",
+			"--listen=:" + strconv.Itoa(int(s.port)),
+			"--upstream=http://127.0.0.1:" + strconv.Itoa(int(s.upstreamPort)) + s.upstreamPath,
+			"--plugin-dir=" + PluginMountPath,
+		},
+		Ports:     []corev1.ContainerPort{{Name: MCPPortName, ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
+		Resources: s.resources,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: PluginVolume, MountPath: PluginMountPath, ReadOnly: true},
+			{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             ptr(true),
+			RunAsUser:                ptr(int64(nonRootUID)),
+			RunAsGroup:               ptr(int64(nonRootUID)),
+			ReadOnlyRootFilesystem:   ptr(true),
+			AllowPrivilegeEscalation: ptr(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+	if opts.NativeSidecar {
+		c.RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
+	}
+	if s.metricsPort != 0 {
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: MetricsPortName, ContainerPort: s.metricsPort, Protocol: corev1.ProtocolTCP})
+		probe := func(path string, period, failures int32) *corev1.Probe {
+			return &corev1.Probe{
+				ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(MetricsPortName)}},
+				PeriodSeconds:    period,
+				FailureThreshold: failures,
+			}
+		}
+		// The startup probe lets a large catalog load without liveness
+		// restarts; for a native sidecar it also holds the workload's
+		// containers until the sidecar is up.
+		c.StartupProbe = probe("/healthz", 1, 60)
+		c.LivenessProbe = probe("/healthz", 10, 3)
+		c.ReadinessProbe = probe("/readyz", 5, 2)
+	}
+	return c
+}
+
+func podInfoVolume() corev1.Volume {
+	return corev1.Volume{Name: PodInfoVolume, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+		Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}},
+	}}}
+}
+
+// pluginVolume builds the plugin folder's volume: an image volume, one
+// ConfigMap, or a projected volume over several, each key listed with its
+// decoded path (ConfigMap keys cannot contain "/").
+func pluginVolume(s settings, get ConfigMapGetter) (corev1.Volume, error) {
+	v := corev1.Volume{Name: PluginVolume}
+	if s.pluginImage != "" {
+		v.Image = &corev1.ImageVolumeSource{Reference: s.pluginImage, PullPolicy: corev1.PullIfNotPresent}
+		return v, nil
+	}
+	if get == nil {
+		return v, fmt.Errorf("annotation %s: ConfigMaps cannot be read here", AnnotationPluginConfigMaps)
+	}
+	owner := map[string]string{}
+	var sources []corev1.VolumeProjection
+	for _, name := range s.pluginCMs {
+		cm, err := get(name)
+		if err != nil {
+			return v, fmt.Errorf("annotation %s: ConfigMap %q: %w", AnnotationPluginConfigMaps, name, err)
+		}
+		items, err := itemsOf(cm, name, owner)
+		if err != nil {
+			return v, fmt.Errorf("annotation %s: %w", AnnotationPluginConfigMaps, err)
+		}
+		sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items,
+		}})
+	}
+	if len(sources) == 1 {
+		v.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: sources[0].ConfigMap.LocalObjectReference, Items: sources[0].ConfigMap.Items}
+		return v, nil
+	}
+	v.Projected = &corev1.ProjectedVolumeSource{Sources: sources}
+	return v, nil
+}
+
+// itemsOf lists a ConfigMap's keys with their decoded paths, sorted by key;
+// owner records which ConfigMap each path came from, so a path in two of
+// them is an error.
+func itemsOf(cm *corev1.ConfigMap, name string, owner map[string]string) ([]corev1.KeyToPath, error) {
+	keys := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	for k := range cm.BinaryData {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("ConfigMap %q is empty", name)
+	}
+	items := make([]corev1.KeyToPath, 0, len(keys))
+	for _, k := range keys {
+		p, err := DecodeKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("ConfigMap %q key %q: %w", name, k, err)
+		}
+		if prev, dup := owner[p]; dup {
+			return nil, fmt.Errorf("path %q is in ConfigMap %q and %q", p, prev, name)
+		}
+		owner[p] = name
+		items = append(items, corev1.KeyToPath{Key: k, Path: p})
+	}
+	return items, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

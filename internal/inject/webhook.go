@@ -1,0 +1,217 @@
+package inject
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxReviewBytes bounds an AdmissionReview body; the API server's own
+// request limit is 3 MiB.
+const maxReviewBytes = 8 << 20
+
+// NamespacedConfigMapGetter reads a ConfigMap by namespace and name.
+type NamespacedConfigMapGetter func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+
+// Webhook serves the mutation as a mutating admission webhook
+// (admission.k8s.io/v1 AdmissionReview over POST).
+type Webhook struct {
+	// Options are the injector's settings.
+	Options Options
+	// ConfigMaps reads the plugin ConfigMaps a pod names; nil makes
+	// naming ConfigMaps an error.
+	ConfigMaps NamespacedConfigMapGetter
+	// Deny, when true, rejects a pod whose annotations are malformed (the
+	// message names each); when false the pod is admitted unchanged with
+	// the message as an admission warning. The chart sets it from the
+	// webhook's failurePolicy (Fail denies).
+	Deny bool
+	// Log receives one line per admission decision; nil logs nothing.
+	Log *zap.Logger
+}
+
+// ServeHTTP answers one AdmissionReview.
+func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
+	if err != nil || len(body) > maxReviewBytes {
+		http.Error(w, "admission review unreadable or too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	resp, err := h.Review(r.Context(), body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(resp)
+}
+
+// Review answers the AdmissionReview in body with an AdmissionReview
+// carrying the response. The review is decoded leniently: the API server
+// may send fields newer than this build, and the pod is only read, never
+// re-encoded (the answer is a patch), so nothing it carries is lost.
+func (h *Webhook) Review(ctx context.Context, body []byte) ([]byte, error) {
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil {
+		return nil, fmt.Errorf("decode admission review: %w", err)
+	}
+	if review.Request == nil {
+		return nil, errors.New("admission review has no request")
+	}
+	req := review.Request
+	resp := h.respond(ctx, req)
+	resp.UID = req.UID
+	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
+	if out.APIVersion == "" {
+		out.APIVersion, out.Kind = "admission.k8s.io/v1", "AdmissionReview"
+	}
+	return json.Marshal(out)
+}
+
+func (h *Webhook) respond(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	log := h.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	allow := &admissionv1.AdmissionResponse{Allowed: true}
+	if req.Kind.Kind != "Pod" || req.Kind.Group != "" || req.Operation != admissionv1.Create {
+		return allow
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return h.fail(log, req, fmt.Errorf("decode pod: %w", err))
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = pod.Namespace
+	}
+	var get ConfigMapGetter
+	if h.ConfigMaps != nil {
+		get = func(name string) (*corev1.ConfigMap, error) { return h.ConfigMaps(ctx, ns, name) }
+	}
+	ops, skip, err := Mutate(pod.ObjectMeta, pod.Spec, h.Options, get)
+	if err != nil {
+		return h.fail(log, req, err)
+	}
+	if ops == nil {
+		log.Debug("not injected", zap.String("namespace", ns), zap.String("pod", podName(pod)), zap.String("reason", skip))
+		return allow
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return h.fail(log, req, fmt.Errorf("encode patch: %w", err))
+	}
+	log.Info("injected", zap.String("namespace", ns), zap.String("pod", podName(pod)))
+	pt := admissionv1.PatchTypeJSONPatch
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}
+}
+
+// fail turns a mutation error into a denial or an admission with a
+// warning, as Deny says; the pod is never patched.
+func (h *Webhook) fail(log *zap.Logger, req *admissionv1.AdmissionRequest, err error) *admissionv1.AdmissionResponse {
+	msg := "skills-sidecar injection: " + err.Error()
+	log.Warn("not injected", zap.String("namespace", req.Namespace), zap.String("pod", req.Name), zap.Bool("denied", h.Deny), zap.Error(err))
+	if h.Deny {
+		return &admissionv1.AdmissionResponse{Result: &metav1.Status{
+			Status: metav1.StatusFailure, Message: msg, Reason: metav1.StatusReasonBadRequest, Code: http.StatusBadRequest,
+		}}
+	}
+	const maxWarning = 250 // the API server drops longer warnings' tails
+	if len(msg) > maxWarning {
+		msg = msg[:maxWarning-3] + "..."
+	}
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{msg}}
+}
+
+func podName(p corev1.Pod) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.GenerateName + "*"
+}
+
+// CertReloader serves a TLS certificate from files and reloads them when
+// their modification time or size changes (a cert-manager renewal or a
+// Secret volume update), checked at most once per second. A failed reload
+// keeps the last good certificate.
+type CertReloader struct {
+	certFile, keyFile string
+	now               func() time.Time
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	stamp   string
+	checked time.Time
+}
+
+// NewCertReloader loads the certificate and key once, failing if they do
+// not form a pair.
+func NewCertReloader(certFile, keyFile string) (*CertReloader, error) {
+	r := &CertReloader{certFile: certFile, keyFile: keyFile, now: time.Now}
+	if err := r.Load(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Load reloads the files if they changed since the last load.
+func (r *CertReloader) Load() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.loadLocked()
+}
+
+func (r *CertReloader) loadLocked() error {
+	r.checked = r.now()
+	stamp, err := fileStamp(r.certFile, r.keyFile)
+	if err != nil {
+		return err
+	}
+	if r.cert != nil && stamp == r.stamp {
+		return nil
+	}
+	c, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return fmt.Errorf("load TLS key pair: %w", err)
+	}
+	r.cert, r.stamp = &c, stamp
+	return nil
+}
+
+// GetCertificate is tls.Config.GetCertificate.
+func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.now().Sub(r.checked) >= time.Second {
+		_ = r.loadLocked() // on failure the last good certificate stays
+	}
+	return r.cert, nil
+}
+
+func fileStamp(files ...string) (string, error) {
+	var s string
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return "", fmt.Errorf("stat TLS file: %w", err)
+		}
+		s += fmt.Sprintf("%s:%d:%d;", f, fi.ModTime().UnixNano(), fi.Size())
+	}
+	return s, nil
+}
