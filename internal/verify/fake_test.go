@@ -313,3 +313,10 @@ func setRes(f *fakeServer, skill int, uri, key string, val any) {
 }
 
 var _ = fmt.Sprintf
+
+func newHTTPServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}

@@ -55,7 +55,12 @@ func parseFrontmatter(b []byte) (v any, err error) {
 	if end < 0 {
 		return nil, ErrNoFrontmatter
 	}
-	text := strings.Join(lines[1:end], "\n")
+	// Each line keeps its line break, the last one included: a block
+	// scalar at the end of the frontmatter ends in "\n" (YAML clip chomping).
+	var text string
+	if end > 1 {
+		text = strings.Join(lines[1:end], "\n") + "\n"
+	}
 	if !utf8.ValidString(text) {
 		return nil, fmt.Errorf("%w: not UTF-8", ErrFrontmatterYAML)
 	}
