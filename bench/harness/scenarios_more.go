@@ -96,9 +96,16 @@ func blobRead(ctx context.Context, e *Env) []report.Row {
 			},
 		})
 		for i := range rs {
-			if rs[i].OK() {
-				rs[i].Note = joinNote(fmt.Sprintf("%.0f MB/s decoded", rs[i].Throughput*float64(b.size)/1e6), rs[i].Note)
+			if !rs[i].OK() {
+				continue
 			}
+			note := fmt.Sprintf("%.0f MB/s decoded", rs[i].Throughput*float64(b.size)/1e6)
+			if c := rs[i].CPUMicrosPerOp; c != nil && *c > 0 {
+				// The upstream bounds the end-to-end rate on a small
+				// machine; the hop's own cost is its CPU per reply.
+				note += fmt.Sprintf(", %.0f MB per hop CPU-second", float64(b.size)/ *c)
+			}
+			rs[i].Note = joinNote(note, rs[i].Note)
 		}
 		rows = append(rows, rs...)
 	}
