@@ -103,7 +103,7 @@ func blobRead(ctx context.Context, e *Env) []report.Row {
 			if c := rs[i].CPUMicrosPerOp; c != nil && *c > 0 {
 				// The upstream bounds the end-to-end rate on a small
 				// machine; the hop's own cost is its CPU per reply.
-				note += fmt.Sprintf(", %.0f MB per hop CPU-second", float64(b.size)/ *c)
+				note += fmt.Sprintf(", %.0f MB per hop CPU-second", float64(b.size) / *c)
 			}
 			rs[i].Note = joinNote(note, rs[i].Note)
 		}
