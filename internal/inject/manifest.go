@@ -146,11 +146,6 @@ func injectDocument(body []byte, h header, opts Options, get ConfigMapGetter, r 
 		r.Skip = skip
 		return body, err
 	}
-	if tmpl.ObjectMeta.Annotations == nil && !hasKey(&doc, tpath+"/metadata") {
-		// A template without metadata needs the mapping before the
-		// annotations can be added to it.
-		ops = append([]PatchOp{{Op: "add", Path: "/metadata", Value: map[string]any{}}}, ops...)
-	}
 	if err := ApplyPatch(&doc, tpath, ops); err != nil {
 		return body, err
 	}
@@ -189,19 +184,4 @@ func podTemplate(body []byte, pointer string) (corev1.PodTemplateSpec, error) {
 		return tmpl, fmt.Errorf("pod template: %w", err)
 	}
 	return tmpl, nil
-}
-
-func hasKey(doc *yamlv3.Node, pointer string) bool {
-	n := doc
-	if n.Kind == yamlv3.DocumentNode && len(n.Content) == 1 {
-		n = n.Content[0]
-	}
-	for _, t := range strings.Split(pointer, "/")[1:] {
-		c, err := child(n, t)
-		if err != nil {
-			return false
-		}
-		n = c
-	}
-	return true
 }

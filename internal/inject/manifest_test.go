@@ -1,0 +1,153 @@
+package inject
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/inject/manifestcheck"
+)
+
+var update = flag.Bool("update", false, "rewrite the want sections of testdata/manifests/*.txtar and docs/kubernetes.md's table")
+
+// TestInjectGolden runs `inject -f` over each testdata/manifests case: the
+// output equals the want section, decodes strictly, and a second pass over
+// it changes nothing.
+func TestInjectGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/manifests/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ar, err := txtar.ParseFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sec := map[string]*txtar.File{}
+			for i := range ar.Files {
+				sec[ar.Files[i].Name] = &ar.Files[i]
+			}
+			flags := strings.Fields(string(sec["flags"].Data))
+			got := runInject(t, append(flags, "-f", "-"), sec["in"].Data, ExitOK)
+			if *update {
+				sec["want"].Data = got
+				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if diff := cmp.Diff(string(sec["want"].Data), string(got)); diff != "" {
+				t.Errorf("inject -f output differs from want (-want +got; go test -update to refresh):\n%s", diff)
+			}
+			if _, err := manifestcheck.Decode(got); err != nil {
+				t.Errorf("output does not decode strictly: %v", err)
+			}
+			if again := runInject(t, append(flags, "-f", "-"), got, ExitOK); !bytes.Equal(again, got) {
+				t.Errorf("a second pass changed the output:\n%s", cmp.Diff(string(got), string(again)))
+			}
+		})
+	}
+}
+
+func runInject(t *testing.T, args []string, in []byte, wantCode int) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := RunInject(context.Background(), args, bytes.NewReader(in), &stdout, &stderr); code != wantCode {
+		t.Fatalf("RunInject(%q) = %d, want %d; stderr:\n%s", args, code, wantCode, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// TestInjectPassThrough pins that a stream with nothing to inject comes
+// back byte for byte, separators and all.
+func TestInjectPassThrough(t *testing.T) {
+	t.Parallel()
+	for name, in := range map[string]string{
+		"empty":        "",
+		"comments":     "# only a comment\n",
+		"leading sep":  "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n--- # trailing\n\n---\n",
+		"no final nl":  "apiVersion: v1\nkind: Service\nmetadata:\n  name: s",
+		"not opted in": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers: [{name: c, image: i}]\n",
+		"crlf":         "apiVersion: v1\r\nkind: Secret\r\nmetadata: {name: s}\r\n---\r\nkind: Thing\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, _, err := InjectManifests([]byte(in), Options{Image: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != in {
+				t.Errorf("InjectManifests(%q) = %q, want the input", in, out)
+			}
+		})
+	}
+}
+
+// TestInjectErrors pins that a bad document fails the whole run, writes
+// nothing and names the document and the annotation.
+func TestInjectErrors(t *testing.T) {
+	t.Parallel()
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n%s\nspec:\n  containers: [{name: c, image: i, ports: [{containerPort: 3000}]}]\n"
+	for name, tc := range map[string]struct {
+		annotations string
+		want        []string
+	}{
+		"bad inject":         {`    skills-sidecar.io/inject: "yes"`, []string{"document 0 (Pod p)", "skills-sidecar.io/inject", `"yes"`}},
+		"missing configmap":  {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-configmaps: gone", []string{`ConfigMap "gone"`, "same stream"}},
+		"unknown key":        {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/log-levle: debug", []string{"skills-sidecar.io/log-levle: unknown key"}},
+		"two problems":       {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/port: \"0\"\n    skills-sidecar.io/upstream-path: mcp", []string{"skills-sidecar.io/port", "skills-sidecar.io/upstream-path"}},
+		"injector-owned key": {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/listen: \":1\"", []string{"skills-sidecar.io/listen: set by the injector; use skills-sidecar.io/port"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			in := strings.Replace(pod, "%s", tc.annotations, 1)
+			var stdout, stderr bytes.Buffer
+			code := RunInject(context.Background(), []string{"-f", "-"}, strings.NewReader(in), &stdout, &stderr)
+			if code != ExitFail || stdout.Len() != 0 {
+				t.Fatalf("RunInject = %d with %d bytes out, want %d and nothing", code, stdout.Len(), ExitFail)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// FuzzInjectManifests feeds arbitrary streams: no panic, and output (when
+// any) either equals the input or decodes as YAML documents again.
+func FuzzInjectManifests(f *testing.F) {
+	files, _ := filepath.Glob("testdata/manifests/*.txtar")
+	for _, file := range files {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, s := range ar.Files {
+			if s.Name == "in" {
+				f.Add(s.Data)
+			}
+		}
+	}
+	f.Add([]byte("---\n--- x\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, _, err := InjectManifests(in, Options{Image: "x", NativeSidecar: true})
+		if err != nil {
+			return
+		}
+		again, _, err := InjectManifests(out, Options{Image: "x", NativeSidecar: true})
+		if err != nil {
+			t.Fatalf("second pass failed: %v", err)
+		}
+		if !bytes.Equal(again, out) {
+			t.Fatalf("second pass changed the output")
+		}
+	})
+}
