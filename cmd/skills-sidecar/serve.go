@@ -146,6 +146,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		Logger:          log,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
 		MaxEventBytes:   cfg.MaxEventBytes,
+		MaxDepth:        cfg.MaxJSONDepth,
+		AllowedOrigins:  cfg.AllowedOriginList(),
 		UpstreamTimeout: cfg.UpstreamTimeout,
 		DialTimeout:     cfg.DialTimeout,
 	})
@@ -156,7 +158,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	ready := newReadiness(up)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", p)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes,
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

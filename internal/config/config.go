@@ -44,6 +44,12 @@ type Config struct {
 	DrainTimeout time.Duration `key:"drain-timeout" default:"20s" help:"On SIGTERM or SIGINT: how long in-flight requests may take to finish before they are cut. Standalone GET streams are ended at once, cleanly, so clients reconnect elsewhere."`
 	// MaxBodyBytes limits a request body.
 	MaxBodyBytes int64 `key:"max-body-bytes" default:"4194304" help:"Largest request body accepted, in bytes; larger gets HTTP 413."`
+	// MaxHeaderBytes limits the request header block.
+	MaxHeaderBytes int `key:"max-header-bytes" default:"65536" help:"Largest request header block accepted, in bytes; larger gets HTTP 431."`
+	// MaxJSONDepth limits how deeply a request body nests.
+	MaxJSONDepth int `key:"max-json-depth" default:"64" help:"Deepest nesting of objects and arrays accepted in a request body; deeper gets HTTP 400 and -32600."`
+	// AllowedOrigins extends the Origin check.
+	AllowedOrigins string `key:"allowed-origins" default:"" help:"Comma-separated Origin values accepted besides loopback origins and the sidecar's own host (* accepts any); any other present Origin gets HTTP 403."`
 	// MaxEventBytes limits one SSE event the sidecar must parse.
 	MaxEventBytes int `key:"max-event-bytes" default:"16777216" help:"Largest single SSE event from the upstream that the sidecar parses (streams it rewrites); a larger one ends the stream loudly, never truncated."`
 	// PageSize is the page length of skills/list, agents/list, directory
@@ -113,6 +119,12 @@ func (c *Config) Validate() error {
 	if c.MaxBodyBytes <= 0 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
 	}
+	if c.MaxHeaderBytes <= 0 {
+		bad("max-header-bytes", "must be positive, got %d", c.MaxHeaderBytes)
+	}
+	if c.MaxJSONDepth <= 0 {
+		bad("max-json-depth", "must be positive, got %d", c.MaxJSONDepth)
+	}
 	if c.MaxEventBytes <= 0 {
 		bad("max-event-bytes", "must be positive, got %d", c.MaxEventBytes)
 	}
@@ -165,9 +177,14 @@ func oneOf(v string, allowed ...string) bool {
 }
 
 // AuthHeaderList returns AuthHeaders split on commas, trimmed.
-func (c *Config) AuthHeaderList() []string {
+func (c *Config) AuthHeaderList() []string { return splitList(c.AuthHeaders) }
+
+// AllowedOriginList returns AllowedOrigins split on commas, trimmed.
+func (c *Config) AllowedOriginList() []string { return splitList(c.AllowedOrigins) }
+
+func splitList(s string) []string {
 	var out []string
-	for _, h := range strings.Split(c.AuthHeaders, ",") {
+	for _, h := range strings.Split(s, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			out = append(out, h)
 		}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ const (
 	DefaultMaxEventBytes   = 16 << 20
 	DefaultUpstreamTimeout = 60 * time.Second
 	DefaultDialTimeout     = 5 * time.Second
+	DefaultMaxDepth        = 64
 )
 
 // Local answers the methods the sidecar owns (skills/*, agents/*, reads of
@@ -66,6 +68,13 @@ type Options struct {
 	// MaxEventBytes limits one SSE event or JSON reply the proxy must parse
 	// to rewrite; 0 means DefaultMaxEventBytes.
 	MaxEventBytes int
+	// MaxDepth limits how deeply a request body's JSON nests (400 past it);
+	// 0 means DefaultMaxDepth.
+	MaxDepth int
+	// AllowedOrigins are the Origin values accepted besides loopback origins
+	// and the request's own host; "*" accepts any. A request with any other
+	// Origin gets 403 (DNS rebinding protection, MCP transport spec).
+	AllowedOrigins []string
 	// UpstreamTimeout bounds the wait for response headers when Transport is
 	// nil; 0 means DefaultUpstreamTimeout.
 	UpstreamTimeout time.Duration
@@ -95,6 +104,9 @@ func New(opts Options) (*Proxy, error) {
 	}
 	if opts.MaxEventBytes <= 0 {
 		opts.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = DefaultMaxDepth
 	}
 	if opts.UpstreamTimeout <= 0 {
 		opts.UpstreamTimeout = DefaultUpstreamTimeout
@@ -174,6 +186,10 @@ const (
 
 // serve handles one request and returns its route.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
+	if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host, p.opts.AllowedOrigins) {
+		WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
+		return routeLocal
+	}
 	if r.Method != http.MethodPost {
 		// GET streams (and their Last-Event-ID replays) may carry an
 		// initialize reply; DELETE and others pass straight through.
@@ -185,6 +201,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 	body, err := readBody(w, r, p.opts.MaxBodyBytes)
 	if err != nil {
 		WriteError(w, nil, err)
+		return routeLocal
+	}
+	if err := rewrite.CheckDepth(body, p.opts.MaxDepth); err != nil {
+		WriteError(w, nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()})
 		return routeLocal
 	}
 	msgs, batch, perr := rewrite.ParseBody(body)

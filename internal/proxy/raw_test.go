@@ -338,6 +338,7 @@ func TestRefusals(t *testing.T) {
 		{"a number", `42`, http.StatusBadRequest, -32600},
 		{"empty batch", `[]`, http.StatusBadRequest, -32600},
 		{"too large", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"p":"` + strings.Repeat("a", proxy.DefaultMaxBodyBytes) + `"}}`, http.StatusRequestEntityTooLarge, -32600},
+		{"nested too deep", `{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", proxy.DefaultMaxDepth) + strings.Repeat("]", proxy.DefaultMaxDepth) + `}`, http.StatusBadRequest, -32600},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,6 +351,24 @@ func TestRefusals(t *testing.T) {
 				t.Errorf("error = %+v, want code %d and id null", e, tt.code)
 			}
 		})
+	}
+}
+
+func TestForeignOriginRefused(t *testing.T) {
+	t.Parallel()
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	if resp, b := post(t, u, body, map[string]string{"Origin": "https://evil.example"}); resp.StatusCode != http.StatusForbidden || decodeErr(t, b).Error.Code != -32600 {
+		t.Errorf("foreign Origin: status %d body %s, want 403 with -32600", resp.StatusCode, b)
+	}
+	if resp, _ := post(t, u, body, map[string]string{"Origin": "http://localhost:6274"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("loopback Origin: status %d, want 200", resp.StatusCode)
+	}
+	if resp, _ := post(t, u, body, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("no Origin: status %d, want 200", resp.StatusCode)
 	}
 }
 
