@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -204,6 +205,11 @@ func cursorParam(msg rewrite.Message, kind string) (last string, has bool, err *
 // nextCursor when more follow.
 func listPage(b []byte, key string, keys []string, entries []json.RawMessage, last string, has bool, size int, kind string) []byte {
 	from, to, more := page(keys, last, has, size)
+	n := 64 + len(key)
+	for _, e := range entries[from:to] {
+		n += len(e) + 1
+	}
+	b = slices.Grow(b, n+256) // the page in one allocation, with room for the result's tail
 	b = append(b, '"')
 	b = append(b, key...)
 	b = append(b, `":[`...)
