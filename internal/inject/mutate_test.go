@@ -1,0 +1,323 @@
+package inject
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	yamlv3 "gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+)
+
+func testPod(ann map[string]string, ports ...int32) corev1.Pod {
+	c := corev1.Container{Name: "server", Image: "example/server:1"}
+	for _, p := range ports {
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: "http", ContainerPort: p})
+	}
+	return corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: ann},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
+	}
+}
+
+func optIn(extra ...string) map[string]string {
+	m := map[string]string{AnnotationInject: "true", AnnotationPluginImage: "example/plugin:1"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return m
+}
+
+// applyToPod applies a patch to the pod's JSON and decodes the result
+// strictly, as the API server would have to.
+func applyToPod(t *testing.T, pod corev1.Pod, ops []PatchOp) corev1.Pod {
+	t.Helper()
+	j, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(j, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplyPatch(&doc, "", ops); err != nil {
+		t.Fatalf("ApplyPatch: %v", err)
+	}
+	y, err := yamlv3.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out corev1.Pod
+	if err := yaml.UnmarshalStrict(y, &out); err != nil {
+		t.Fatalf("patched pod does not decode strictly: %v\n%s", err, y)
+	}
+	return out
+}
+
+func cms(m map[string]*corev1.ConfigMap) ConfigMapGetter {
+	return func(name string) (*corev1.ConfigMap, error) {
+		if cm, ok := m[name]; ok {
+			return cm, nil
+		}
+		return nil, errors.New("not found")
+	}
+}
+
+func TestMutate(t *testing.T) {
+	t.Parallel()
+	plugin := map[string]*corev1.ConfigMap{
+		"a": {Data: map[string]string{"skills__x__SKILL.md": "x"}},
+		"b": {BinaryData: map[string][]byte{"skills__x__logo.png": {0xff}}},
+	}
+	opts := Options{Image: "img:1", NativeSidecar: true, Resources: DefaultResources()}
+	for name, tc := range map[string]struct {
+		pod        corev1.Pod
+		opts       Options
+		wantInit   bool
+		wantUp     string
+		wantListen string
+		wantProbe  int32 // metrics port the probes name via the port list; 0: no probes
+		wantVolume func(corev1.Volume) bool
+	}{
+		"native sidecar": {
+			pod: testPod(optIn(), 3000), opts: opts, wantInit: true,
+			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			wantVolume: func(v corev1.Volume) bool { return v.Image != nil && v.Image.Reference == "example/plugin:1" },
+		},
+		"regular container": {
+			pod: testPod(optIn(), 3000), opts: Options{Image: "img:1"},
+			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
+		},
+		"named upstream port, custom path and ports": {
+			pod:  testPod(optIn(AnnotationUpstreamPort, "http", AnnotationUpstreamPath, "/x/mcp", AnnotationPort, "7000", config.AnnotationPrefix+"metrics-listen", "127.0.0.1:7001"), 3000),
+			opts: opts, wantInit: true,
+			wantUp: "--upstream=http://127.0.0.1:3000/x/mcp", wantListen: "--listen=:7000", wantProbe: 7001,
+			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
+		},
+		"one configmap": {
+			pod:  testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a"}, 3000),
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			wantVolume: func(v corev1.Volume) bool {
+				return v.ConfigMap != nil && cmp.Equal(v.ConfigMap.Items, []corev1.KeyToPath{{Key: "skills__x__SKILL.md", Path: "skills/x/SKILL.md"}})
+			},
+		},
+		"two configmaps": {
+			pod:  testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a,b"}, 3000),
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			wantVolume: func(v corev1.Volume) bool {
+				return v.Projected != nil && len(v.Projected.Sources) == 2 && v.Projected.Sources[1].ConfigMap.Items[0].Path == "skills/x/logo.png"
+			},
+		},
+		"metrics disabled": {
+			pod:  testPod(optIn(config.AnnotationPrefix+"metrics-listen", ""), 3000),
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080",
+			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, tc.opts, cms(plugin))
+			if err != nil || skip != "" {
+				t.Fatalf("Mutate = skip %q, err %v; want a patch", skip, err)
+			}
+			got := applyToPod(t, tc.pod, ops)
+			list := got.Spec.Containers
+			if tc.wantInit {
+				list = got.Spec.InitContainers
+				if len(got.Spec.Containers) != 1 {
+					t.Errorf("containers = %d, want the workload's 1", len(got.Spec.Containers))
+				}
+			}
+			c := list[len(list)-1]
+			if c.Name != ContainerName || c.Image != "img:1" {
+				t.Fatalf("last container = %s (%s), want %s (img:1)", c.Name, c.Image, ContainerName)
+			}
+			if native := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways; native != tc.wantInit {
+				t.Errorf("restartPolicy Always = %v, want %v", native, tc.wantInit)
+			}
+			if want := []string{"serve", tc.wantListen, tc.wantUp, "--plugin-dir=" + PluginMountPath}; !cmp.Equal(c.Args, want) {
+				t.Errorf("args = %q, want %q", c.Args, want)
+			}
+			if tc.wantProbe == 0 {
+				if c.ReadinessProbe != nil || c.LivenessProbe != nil || len(c.Ports) != 1 {
+					t.Errorf("metrics disabled but probes or a metrics port were added: %+v", c.Ports)
+				}
+			} else {
+				if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.StartupProbe == nil {
+					t.Errorf("probes = %+v / %+v, want /readyz and /healthz", c.ReadinessProbe, c.LivenessProbe)
+				}
+				if len(c.Ports) != 2 || c.Ports[1].Name != MetricsPortName || c.Ports[1].ContainerPort != tc.wantProbe {
+					t.Errorf("ports = %+v, want %s on %d", c.Ports, MetricsPortName, tc.wantProbe)
+				}
+			}
+			sc := c.SecurityContext
+			if sc == nil || !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation {
+				t.Errorf("securityContext = %+v, want non-root, read-only root, no privilege escalation", sc)
+			}
+			vols := map[string]corev1.Volume{}
+			for _, v := range got.Spec.Volumes {
+				vols[v.Name] = v
+			}
+			if !tc.wantVolume(vols[PluginVolume]) {
+				t.Errorf("plugin volume = %+v, not what the case wants", vols[PluginVolume])
+			}
+			if d := vols[PodInfoVolume].DownwardAPI; d == nil || d.Items[0].FieldRef.FieldPath != "metadata.annotations" {
+				t.Errorf("podinfo volume = %+v, want the downward API annotations", vols[PodInfoVolume])
+			}
+			if got.Annotations[AnnotationStatus] != StatusInjected {
+				t.Errorf("status annotation = %q, want %q", got.Annotations[AnnotationStatus], StatusInjected)
+			}
+			ops2, skip2, err := Mutate(got.ObjectMeta, got.Spec, tc.opts, cms(plugin))
+			if ops2 != nil || skip2 != SkipInjected || err != nil {
+				t.Errorf("second Mutate = %d ops, %q, %v; want none, %q", len(ops2), skip2, err, SkipInjected)
+			}
+		})
+	}
+}
+
+func TestMutateSkips(t *testing.T) {
+	t.Parallel()
+	withSidecar := testPod(optIn(), 3000)
+	withSidecar.Spec.Containers = append(withSidecar.Spec.Containers, corev1.Container{Name: ContainerName})
+	for name, tc := range map[string]struct {
+		pod  corev1.Pod
+		want string
+	}{
+		"no annotations": {testPod(nil, 3000), SkipNotOptedIn},
+		"opted out":      {testPod(optIn(AnnotationInject, "false"), 3000), SkipNotOptedIn},
+		"injected":       {testPod(optIn(AnnotationStatus, StatusInjected), 3000), SkipInjected},
+		"has sidecar":    {withSidecar, SkipHasSidecar},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"}, nil)
+			if ops != nil || err != nil || skip != tc.want {
+				t.Errorf("Mutate = %d ops, %q, %v; want none, %q, nil", len(ops), skip, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestMutateErrors feeds every malformed annotation the resolver exists to
+// catch: no patch, and an error naming each bad annotation.
+func TestMutateErrors(t *testing.T) {
+	t.Parallel()
+	twoPorts := testPod(optIn(), 3000)
+	twoPorts.Spec.Containers[0].Ports = append(twoPorts.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: 3001})
+	ownVolume := testPod(optIn(), 3000)
+	ownVolume.Spec.Volumes = []corev1.Volume{{Name: PluginVolume}}
+	for name, tc := range map[string]struct {
+		pod  corev1.Pod
+		want []string
+	}{
+		"inject not a bool":      {testPod(optIn(AnnotationInject, "yes"), 3000), []string{AnnotationInject, `"yes"`}},
+		"no upstream port":       {testPod(optIn()), []string{AnnotationUpstreamPort, "0 ports"}},
+		"two ports":              {twoPorts, []string{AnnotationUpstreamPort, "2 ports"}},
+		"unknown port name":      {testPod(optIn(AnnotationUpstreamPort, "grpc"), 3000), []string{AnnotationUpstreamPort, `"grpc"`}},
+		"bad port":               {testPod(optIn(AnnotationPort, "70000"), 3000), []string{AnnotationPort, "70000"}},
+		"port collides":          {testPod(optIn(AnnotationPort, "3000"), 3000), []string{AnnotationPort, "upstream"}},
+		"metrics collides":       {testPod(optIn(), 9090), []string{"metrics-listen", "9090", "container server"}},
+		"bad path":               {testPod(optIn(AnnotationUpstreamPath, "mcp"), 3000), []string{AnnotationUpstreamPath}},
+		"bad resources":          {testPod(optIn(AnnotationResources, `{"request":{}}`), 3000), []string{AnnotationResources, "request"}},
+		"bad image":              {testPod(optIn(AnnotationImage, "a b"), 3000), []string{AnnotationImage}},
+		"no plugin":              {testPod(map[string]string{AnnotationInject: "true"}, 3000), []string{AnnotationPluginConfigMaps, AnnotationPluginImage}},
+		"both plugins":           {testPod(optIn(AnnotationPluginConfigMaps, "a"), 3000), []string{"set only one"}},
+		"image and own volume":   {ownVolume, []string{AnnotationPluginImage, PluginVolume}},
+		"bad configmap name":     {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "A_b"}, 3000), []string{`"A_b"`}},
+		"missing configmap":      {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "gone"}, 3000), []string{`ConfigMap "gone"`, "not found"}},
+		"undecodable key":        {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "raw"}, 3000), []string{`key "a_b"`}},
+		"same path twice":        {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a,a2"}, 3000), []string{`"skills/x/SKILL.md" is in ConfigMap "a" and "a2"`}},
+		"runtime typo":           {testPod(optIn(config.AnnotationPrefix+"log-levle", "debug"), 3000), []string{"log-levle: unknown key"}},
+		"runtime bad value":      {testPod(optIn(config.AnnotationPrefix+"page-size", "many"), 3000), []string{"page-size", `"many"`}},
+		"injector-owned runtime": {testPod(optIn(config.AnnotationPrefix+"upstream", "http://x"), 3000), []string{"set by the injector"}},
+		"several at once":        {testPod(optIn(AnnotationPort, "x", AnnotationUpstreamPath, "y"), 3000), []string{AnnotationPort, AnnotationUpstreamPath}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			get := cms(map[string]*corev1.ConfigMap{
+				"a":   {Data: map[string]string{"skills__x__SKILL.md": "x"}},
+				"a2":  {Data: map[string]string{"skills__x__SKILL.md": "y"}},
+				"raw": {Data: map[string]string{"a_b": "x"}},
+			})
+			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"}, get)
+			if ops != nil || err == nil {
+				t.Fatalf("Mutate = %d ops, %q, %v; want an error", len(ops), skip, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestKeyRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"skills/refunds/SKILL.md", ".claude-plugin/plugin.json", "scripts/__init__.py", "a/b c/ü.txt", "x..y", "a/.b"} {
+		k := EncodeKey(p)
+		for _, r := range k {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+				t.Errorf("EncodeKey(%q) = %q has %q, not allowed in a ConfigMap key", p, k, r)
+			}
+		}
+		if strings.HasPrefix(k, "..") {
+			t.Errorf("EncodeKey(%q) = %q starts with ..", p, k)
+		}
+		if got, err := DecodeKey(k); err != nil || got != p {
+			t.Errorf("DecodeKey(EncodeKey(%q)) = %q, %v", p, got, err)
+		}
+	}
+	for _, bad := range []string{"", "a_", "a_x", "__a", "a____b", "_2E_2E__x", "a___2E"} {
+		if got, err := DecodeKey(bad); !errors.Is(err, ErrBadKey) {
+			t.Errorf("DecodeKey(%q) = %q, %v; want ErrBadKey", bad, got, err)
+		}
+	}
+}
+
+func FuzzDecodeKey(f *testing.F) {
+	for _, s := range []string{"skills__x__SKILL.md", "_2Eclaude-plugin__plugin.json", "a_5Fb", "a_", "__a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		p, err := DecodeKey(k)
+		if err != nil {
+			return
+		}
+		for _, seg := range strings.Split(p, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				t.Fatalf("DecodeKey(%q) = %q, not a clean path", k, p)
+			}
+		}
+		if p2, err := DecodeKey(EncodeKey(p)); err != nil || p2 != p {
+			t.Fatalf("round trip of %q: %q, %v", p, p2, err)
+		}
+	})
+}
+
+// FuzzMutate feeds arbitrary annotation values: Mutate never panics, and a
+// patch it returns applies and decodes strictly.
+func FuzzMutate(f *testing.F) {
+	f.Add("true", "3000", "/mcp", "8080", `{"limits":{"memory":"1Gi"}}`, "debug")
+	f.Add("yes", "http", "mcp", "0", `{`, "loud")
+	f.Fuzz(func(t *testing.T, inject, upPort, upPath, port, res, level string) {
+		pod := testPod(map[string]string{
+			AnnotationInject: inject, AnnotationUpstreamPort: upPort, AnnotationUpstreamPath: upPath,
+			AnnotationPort: port, AnnotationResources: res, config.AnnotationPrefix + "log-level": level,
+			AnnotationPluginImage: "p",
+		}, 3000)
+		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", NativeSidecar: true}, nil)
+		if err != nil || ops == nil {
+			return
+		}
+		applyToPod(t, pod, ops)
+	})
+}
