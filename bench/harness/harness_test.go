@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestCallBody(t *testing.T) {
@@ -168,6 +170,81 @@ func TestLoadAgainstUpstream(t *testing.T) {
 			}
 			if res.Err != nil || res.Errors > 0 || len(res.Samples) == 0 {
 				t.Errorf("RunLoad(%s) = %d samples, %d errors, err %v", name, len(res.Samples), res.Errors, res.Err)
+			}
+		})
+	}
+}
+
+var cursorCases = map[string]struct {
+	in      string
+	want    string
+	wantErr bool
+}{
+	"json last page":   {in: `{"jsonrpc":"2.0","id":1,"result":{"skills":[]}}`, want: ""},
+	"json with cursor": {in: `{"jsonrpc":"2.0","id":1,"result":{"skills":[],"nextCursor":"s1:abc"}}`, want: "s1:abc"},
+	"sse with cursor": {in: "event: message\ndata: {\"method\":\"notifications/progress\"}\n\n" +
+		"event: message\ndata: {\"id\":1,\"result\":{\"nextCursor\":\"x\\\"y\"}}\n\n", want: `x"y`},
+	"sse crlf":      {in: "data: {\"id\":1,\"result\":{\"nextCursor\":\"c\"}}\r\n\r\n", want: "c"},
+	"sse no result": {in: "data: {\"id\":1,\"error\":{}}\n\n", wantErr: true},
+	"not json":      {in: "{nope", wantErr: true},
+	"empty":         {in: "", wantErr: true},
+}
+
+func TestNextCursor(t *testing.T) {
+	t.Parallel()
+	for name, tc := range cursorCases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := nextCursor([]byte(tc.in))
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("nextCursor(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzNextCursor(f *testing.F) {
+	for _, tc := range cursorCases {
+		f.Add(tc.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		_, _ = nextCursor([]byte(in))
+	})
+}
+
+// TestPagedListing pages through go-sdk servers: the harness's upstream (one
+// page) and one whose page size forces several pages.
+func TestPagedListing(t *testing.T) {
+	t.Parallel()
+	small := mcp.NewServer(&mcp.Implementation{Name: "small", Version: "v0"}, &mcp.ServerOptions{PageSize: 3})
+	for i := range 10 {
+		small.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%d", i), InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	tests := map[string]struct {
+		h         http.Handler
+		wantPages int
+		minBytes  int
+	}{
+		"upstream": {h: NewUpstream(), wantPages: 1, minBytes: 200 << 10},
+		"paged": {h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return small },
+			&mcp.StreamableHTTPOptions{Stateless: true}), wantPages: 4, minBytes: 100},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tc.h)
+			defer srv.Close()
+			var shape listingShape
+			res := RunLoad(t.Context(), LoadSpec{Concurrency: 1, Duration: 50 * time.Millisecond, MaxSamples: 3,
+				NewWorker: pagedWorker(Call{Method: "tools/list"}, srv.URL+"/mcp", &shape)})
+			if res.Err != nil || len(res.Samples) == 0 {
+				t.Fatalf("RunLoad(paged tools/list) = %d samples, err %v", len(res.Samples), res.Err)
+			}
+			if shape.pages != tc.wantPages || shape.bytes < tc.minBytes {
+				t.Errorf("paged tools/list shape = %+v, want %d pages of at least %d bytes", shape, tc.wantPages, tc.minBytes)
 			}
 		})
 	}

@@ -120,9 +120,10 @@ func joinNote(a, b string) string {
 }
 
 // skillsMethods measures the methods the sidecar answers itself. The other
-// targets have no skills, so in the skills/list variant they run tools/list
-// over the upstream's 1,000 filler tools, a reply of about the same size,
-// and the row says so; skills/get and agents/get have no stand-in.
+// targets have no skills, so in the skills/list variant they list the
+// upstream's 1,000 filler tools instead, a listing of about the same size,
+// and the row says so. A listing is one sample however many pages it takes.
+// skills/get and agents/get have no stand-in.
 func skillsMethods(ctx context.Context, e *Env) []report.Row {
 	toolsList := Call{Method: "tools/list"}
 	skillsList := Call{Method: "skills/list"}
@@ -134,54 +135,60 @@ func skillsMethods(ctx context.Context, e *Env) []report.Row {
 		}
 		return ""
 	}
-	sized := func(call Call) func(Target) func(context.Context, *http.Client) (Worker, error) {
-		return func(t Target) func(context.Context, *http.Client) (Worker, error) {
-			return callWorker(Modern, call, t.URL, nil)
-		}
-	}
 	var rows []report.Row
+	shapes := map[string]*listingShape{}
+	shape := func(t Target) *listingShape {
+		if shapes[t.Name] == nil {
+			shapes[t.Name] = &listingShape{}
+		}
+		return shapes[t.Name]
+	}
 	rows = append(rows, e.measure(ctx, loadCase{
 		scenario: "tools/list", variant: fmt.Sprintf("%d tools modern c=1 (forwarded)", ListedTools), concurrency: 1,
-		worker: sized(toolsList),
-		note:   func(t Target) string { return e.replySize(ctx, t, toolsList) },
+		worker: func(t Target) func(context.Context, *http.Client) (Worker, error) {
+			return pagedWorker(toolsList, t.URL, shape(t))
+		},
 	})...)
-	rows = append(rows, e.measure(ctx, loadCase{
-		scenario: "skills/list", variant: fmt.Sprintf("%d skills modern c=1", PluginSkills), concurrency: 1,
+	fillNotes(rows, shapes, "")
+	clear(shapes)
+	list := e.measure(ctx, loadCase{
+		scenario: "skills/list", variant: fmt.Sprintf("%d skills modern c=1, all pages", PluginSkills), concurrency: 1,
 		worker: func(t Target) func(context.Context, *http.Client) (Worker, error) {
 			if t.Name == report.Sidecar {
-				return callWorker(Modern, skillsList, t.URL, nil)
+				return pagedWorker(skillsList, t.URL, shape(t))
 			}
-			return callWorker(Modern, toolsList, t.URL, nil)
+			return pagedWorker(toolsList, t.URL, shape(t))
 		},
-		note: func(t Target) string {
-			if t.Name == report.Sidecar {
-				return e.replySize(ctx, t, skillsList)
-			}
-			return "stand-in: tools/list, " + e.replySize(ctx, t, toolsList)
-		},
-	})...)
+	})
+	fillNotes(list, shapes, "stand-in: tools/list, ")
+	rows = append(rows, list...)
 	for _, c := range []struct {
 		name string
 		call Call
 	}{{"skills/get", skillsGet}, {"agents/get", agentsGet}} {
 		rows = append(rows, e.measure(ctx, loadCase{
 			scenario: c.name, variant: "modern c=1", concurrency: 1,
-			worker: sized(c.call), skip: sidecarOnly,
+			worker: func(t Target) func(context.Context, *http.Client) (Worker, error) {
+				return callWorker(Modern, c.call, t.URL, nil)
+			},
+			skip: sidecarOnly,
 		})...)
 	}
 	return rows
 }
 
-// replySize makes one call and describes the reply's size, for notes.
-func (e *Env) replySize(ctx context.Context, t Target, call Call) string {
-	if t.Unavailable != "" {
-		return ""
+// fillNotes puts each measured listing's shape into its row's note, with
+// prefix on the rows of targets other than the sidecar.
+func fillNotes(rows []report.Row, shapes map[string]*listingShape, prefix string) {
+	for i, r := range rows {
+		s := shapes[r.Target]
+		if s == nil || s.pages == 0 {
+			continue
+		}
+		p := prefix
+		if r.Target == report.Sidecar {
+			p = ""
+		}
+		rows[i].Note = joinNote(p+s.String(), r.Note)
 	}
-	var buf bytes.Buffer
-	c := NewClient(1)
-	defer c.CloseIdleConnections()
-	if _, err := post(ctx, c, t.URL, call.Header(Modern, ""), call.Body(Modern), &buf); err != nil {
-		return "reply failed"
-	}
-	return fmt.Sprintf("reply %.0f KiB", float64(buf.Len())/1024)
 }
