@@ -474,3 +474,74 @@ func TestZeroDeclarationChangesNothing(t *testing.T) {
 		t.Errorf("skills extension declared without a declaration")
 	}
 }
+
+// TestUpstreamDiesMidStream: an upstream that dies while streaming ends the
+// client's stream promptly, and once it is back new requests work without
+// restarting the sidecar.
+func TestUpstreamDiesMidStream(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	streaming := make(chan struct{}, 1)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n")
+		w.(http.Flusher).Flush()
+		streaming <- struct{}{}
+		<-r.Context().Done()
+	})
+	up := &http.Server{Handler: handler}
+	go func() { _ = up.Serve(ln) }()
+	uu, _ := url.Parse("http://" + addr + "/mcp")
+	p, err := proxy.New(proxy.Options{Upstream: uu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		req, _ := http.NewRequest(method, side.URL, strings.NewReader(initReq))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-streaming
+		ended := make(chan error, 1)
+		go func() {
+			_, err := io.Copy(io.Discard, resp.Body)
+			ended <- err
+		}()
+		_ = up.Close() // the upstream dies mid-stream
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the client's stream did not end after the upstream died", method)
+		}
+		resp.Body.Close()
+
+		// The upstream comes back on the same address.
+		ln, err = net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up = &http.Server{Handler: handler}
+		go func() { _ = up.Serve(ln) }()
+	}
+	t.Cleanup(func() { _ = up.Close() })
+	req, _ := http.NewRequest(http.MethodPost, side.URL, strings.NewReader(initReq))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(line, "data: ") {
+		t.Errorf("after the upstream restarted: status %d, first line %q; want a stream", resp.StatusCode, line)
+	}
+	<-streaming
+}
