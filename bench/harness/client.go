@@ -29,6 +29,7 @@ const (
 	Modern
 )
 
+// String returns "legacy" or "modern".
 func (e Era) String() string {
 	if e == Modern {
 		return "modern"
@@ -115,7 +116,7 @@ func (c Call) Header(era Era, session string) http.Header {
 	return h
 }
 
-// InitializeCall is the legacy opening request.
+// initializeParams are the params of the legacy opening request.
 var initializeParams = `{"protocolVersion":"` + LegacyVersion + `","capabilities":{},"clientInfo":{"name":"skillsbench","version":"0"}}`
 
 // InitializeCall returns the legacy initialize request.

@@ -61,6 +61,7 @@ type listingShape struct{ pages, bytes int }
 
 func (s *listingShape) set(pages, bytes int) { s.pages, s.bytes = pages, bytes }
 
+// String describes the listing, e.g. "10 page(s), 312 KiB".
 func (s *listingShape) String() string {
 	return fmt.Sprintf("%d page(s), %.0f KiB", s.pages, float64(s.bytes)/1024)
 }

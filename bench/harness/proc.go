@@ -89,6 +89,7 @@ type tailBuffer struct {
 	max int
 }
 
+// Write keeps the tail of b; it never fails.
 func (t *tailBuffer) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -99,6 +100,7 @@ func (t *tailBuffer) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// String returns the kept tail, trimmed.
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -58,6 +58,7 @@ func NewUpstream() http.Handler {
 
 type eraMux struct{ stateful, stateless http.Handler }
 
+// ServeHTTP routes by era; see NewUpstream.
 func (m eraMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Mcp-Protocol-Version") >= ModernVersion || r.Header.Get(StatelessHeader) != "" {
 		m.stateless.ServeHTTP(w, r)
