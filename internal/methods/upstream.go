@@ -184,8 +184,14 @@ var errNoReply = errors.New("methods: upstream reply has no response")
 func readReply(resp *http.Response, limit int) ([]byte, error) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/event-stream" {
-		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)))
-		return b, err
+		// Read into one buffer sized from Content-Length, so a large blob
+		// is not copied while the buffer grows.
+		var buf bytes.Buffer
+		if n := resp.ContentLength; n > 0 && n <= int64(limit) {
+			buf.Grow(int(n) + 1)
+		}
+		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(limit)))
+		return buf.Bytes(), err
 	}
 	sr := rewrite.NewReader(resp.Body, limit)
 	for {
