@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		maxSamp   = fs.Int("max-samples", 2_000_000, "upper bound on samples per measurement")
 		sidecar   = fs.String("sidecar", "", "use this prebuilt skills-sidecar binary instead of building ./cmd/skills-sidecar")
 		quiet     = fs.Bool("q", false, "no progress lines on stderr")
+		strict    = fs.Bool("strict", false, "exit 3 when the sidecar is unavailable or any row failed (nginx may be missing)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -98,7 +99,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if ctx.Err() != nil {
 		return 1
 	}
+	if *strict {
+		if bad := broken(rows); len(bad) > 0 {
+			fmt.Fprintf(stderr, "skillsbench: -strict: %d row(s) not measured:\n  %s\n", len(bad), strings.Join(bad, "\n  "))
+			return 3
+		}
+	}
 	return 0
+}
+
+// broken lists the rows -strict refuses: any that failed, and the sidecar
+// being unavailable. A missing nginx and rows that do not apply pass.
+func broken(rows []report.Row) []string {
+	var out []string
+	for _, r := range rows {
+		failed := strings.HasPrefix(r.Status, "failed")
+		unavailable := r.Target == report.Sidecar && strings.Contains(r.Status, "unavailable")
+		if failed || unavailable {
+			out = append(out, fmt.Sprintf("%s %s %s: %s", r.Scenario, r.Variant, r.Target, r.Status))
+		}
+	}
+	return out
 }
 
 func options(short bool, duration, warmup time.Duration, repeats, maxSamples int, sidecar string) (harness.Options, error) {
