@@ -1,0 +1,77 @@
+{{/* Chart name, truncated to fit a label. */}}
+{{- define "skills-sidecar.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name of the release's objects. */}}
+{{- define "skills-sidecar.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of every object, without the component. */}}
+{{- define "skills-sidecar.commonLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "skills-sidecar.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Labels of the injector's objects. */}}
+{{- define "skills-sidecar.labels" -}}
+{{ include "skills-sidecar.commonLabels" . }}
+app.kubernetes.io/component: injector
+{{- end -}}
+
+{{- define "skills-sidecar.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "skills-sidecar.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: injector
+{{- end -}}
+
+{{- define "skills-sidecar.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "skills-sidecar.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skills-sidecar.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The Secret holding the injector's serving certificate. */}}
+{{- define "skills-sidecar.tlsSecret" -}}
+{{- printf "%s-tls" (include "skills-sidecar.fullname" .) -}}
+{{- end -}}
+
+{{/* The injector Service's DNS name, the certificate's subject. */}}
+{{- define "skills-sidecar.serviceDNS" -}}
+{{- printf "%s.%s.svc" (include "skills-sidecar.fullname" .) .Release.Namespace -}}
+{{- end -}}
+
+{{/*
+A CA and a serving certificate generated once per render, shared by the
+Secret and the webhook's caBundle (a dict cached on the root context so both
+templates see the same pair).
+*/}}
+{{- define "skills-sidecar.generatedTLS" -}}
+{{- if not (index .Values "__generatedTLS") -}}
+{{- $svc := include "skills-sidecar.fullname" . -}}
+{{- $days := int .Values.tls.generatedValidityDays -}}
+{{- $ca := genCA (printf "%s-ca" $svc) $days -}}
+{{- $dns := list $svc (printf "%s.%s" $svc .Release.Namespace) (include "skills-sidecar.serviceDNS" .) (printf "%s.cluster.local" (include "skills-sidecar.serviceDNS" .)) -}}
+{{- $cert := genSignedCert (include "skills-sidecar.serviceDNS" .) nil $dns $days $ca -}}
+{{- $_ := set .Values "__generatedTLS" (dict "ca" $ca.Cert "cert" $cert.Cert "key" $cert.Key) -}}
+{{- end -}}
+{{- end -}}
