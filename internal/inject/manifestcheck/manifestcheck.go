@@ -36,6 +36,8 @@ type Object struct {
 // newObject returns a fresh typed value for apiVersion/kind, or nil.
 func newObject(apiVersion, kind string) any {
 	switch apiVersion + "/" + kind {
+	case "v1/Namespace":
+		return &corev1.Namespace{}
 	case "v1/Pod":
 		return &corev1.Pod{}
 	case "v1/ConfigMap":
