@@ -156,8 +156,17 @@ run_pair() {
   local name=$1 filter=$2 check=$3 era=$4 rc_d=0 rc_s=0 msg
   shift 4
   local base=$WORK/${name//[^A-Za-z0-9_.-]/_}
-  e2e_inspector "$DIRECT_URL" --format json --protocol-era "$era" "$@" >"$base.direct.json" 2>"$base.direct.err" || rc_d=$?
+  # The direct call runs in the background while the sidecar call runs, which
+  # halves the wall time. It is `timeout` itself that is started and recorded,
+  # so the EXIT trap's TERM reaches it and timeout relays it to the inspector.
+  local direct_pid
+  timeout -k 5 "${E2E_CALL_TIMEOUT:-60}" "$E2E_NODE" "$E2E_INSPECTOR_JS" --cli "$DIRECT_URL" \
+    --format json --protocol-era "$era" "$@" >"$base.direct.json" 2>"$base.direct.err" &
+  direct_pid=$!
+  E2E_PIDS+=("$direct_pid")
   e2e_inspector "$SIDECAR_URL" --format json --protocol-era "$era" "$@" >"$base.sidecar.json" 2>"$base.sidecar.err" || rc_s=$?
+  wait "$direct_pid" || rc_d=$?
+  unset 'E2E_PIDS[-1]'
   if ((rc_d != 0)); then
     record "$name" fail "direct call exited $rc_d: $(head -c 300 "$base.direct.json") $(head -c 300 "$base.direct.err")"
     return
