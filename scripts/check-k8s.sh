@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# check-k8s.sh checks the Kubernetes packaging without a cluster or a
+# Docker engine:
+#   - helm lint of the chart with values.schema.json, over the default values
+#     and every charts/skills-sidecar/ci/*-values.yaml; a values file that
+#     violates the schema (ci-invalid/) must be rejected;
+#   - helm template over the same matrix and kustomize build of the base and
+#     of the static-injection example, every rendered object decoded
+#     strictly into its k8s.io/api type (internal/inject/manifestcheck);
+#   - the Dockerfile's go build command, and a check that the binaries are
+#     statically linked (no PT_INTERP).
+# Helm and kustomize run from their Go modules (the first run compiles them).
+# Exit status 0 when everything passes; each failure is printed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+HELM_MOD=helm.sh/helm/v3/cmd/helm@v3.22.0
+KUSTOMIZE_MOD=sigs.k8s.io/kustomize/kustomize/v5@v5.8.2
+chart=charts/skills-sidecar
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=0
+
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+echo "## building helm, kustomize and the checkers"
+# go install of path@version ignores this module's go.mod, as go run does.
+GOBIN="$work" go install "$HELM_MOD" || fail "build helm"
+GOBIN="$work" go install "$KUSTOMIZE_MOD" || fail "build kustomize"
+go build -o "$work/checkmanifests" ./internal/inject/manifestcheck/checkmanifests || fail "build checkmanifests"
+go build -o "$work/checkstatic" ./internal/inject/staticcheck/checkstatic || fail "build checkstatic"
+((failed == 0)) || exit 1
+
+check_rendered() { # name file
+  if "$work/checkmanifests" <"$2" >"$work/objects.txt"; then
+    echo "ok   $1: $(wc -l <"$work/objects.txt") objects decode strictly"
+  else
+    fail "$1: rendered objects do not decode strictly"
+  fi
+}
+
+echo "## helm lint and template"
+matrix=("")
+for f in "$chart"/ci/*-values.yaml; do matrix+=("$f"); done
+for values in "${matrix[@]}"; do
+  name=${values:-default values}
+  args=()
+  [[ -n $values ]] && args=(-f "$values")
+  if "$work/helm" lint --strict "$chart" "${args[@]}" >"$work/lint.txt" 2>&1; then
+    echo "ok   helm lint ($name)"
+  else
+    cat "$work/lint.txt"; fail "helm lint ($name)"
+  fi
+  if "$work/helm" template check "$chart" --namespace skills-sidecar "${args[@]}" >"$work/rendered.yaml" 2>"$work/err.txt"; then
+    check_rendered "helm template ($name)" "$work/rendered.yaml"
+  else
+    cat "$work/err.txt"; fail "helm template ($name)"
+  fi
+done
+for bad in "$chart"/ci-invalid/*.yaml; do
+  if "$work/helm" lint "$chart" -f "$bad" >"$work/lint.txt" 2>&1; then
+    fail "helm lint accepted $bad, which violates values.schema.json"
+  elif grep -q "schema" "$work/lint.txt"; then
+    echo "ok   helm lint rejects $bad (schema)"
+  else
+    cat "$work/lint.txt"; fail "helm lint rejected $bad, but not for the schema"
+  fi
+done
+
+echo "## kustomize build"
+for dir in deploy/kustomize/base deploy/kustomize/examples/static; do
+  if "$work/kustomize" build "$dir" >"$work/rendered.yaml" 2>"$work/err.txt"; then
+    check_rendered "kustomize build $dir" "$work/rendered.yaml"
+  else
+    cat "$work/err.txt"; fail "kustomize build $dir"
+  fi
+done
+if grep -q "name: skills-sidecar$" <("$work/kustomize" build deploy/kustomize/examples/static 2>/dev/null); then
+  echo "ok   the static-injection component added the sidecar"
+else
+  fail "the static-injection component did not add the sidecar"
+fi
+
+echo "## the Dockerfile's build, statically linked"
+# Keep in step with the RUN go build lines of the Dockerfile.
+if CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=check" -o "$work/out/skills-sidecar" ./cmd/skills-sidecar &&
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/out/demo-upstream" ./cmd/demo-upstream; then
+  "$work/checkstatic" "$work/out/skills-sidecar" "$work/out/demo-upstream" || fail "binaries are not static"
+  grep -q 'CGO_ENABLED=0' Dockerfile && grep -q -- '-trimpath -ldflags "-s -w -X main.version=${VERSION}"' Dockerfile ||
+    fail "the Dockerfile's build command differs from the one checked here"
+else
+  fail "go build as in the Dockerfile"
+fi
+
+echo
+if ((failed > 0)); then
+  echo "check-k8s: $failed failed"
+  exit 1
+fi
+echo "check-k8s: all passed"
