@@ -32,7 +32,9 @@ type Load struct {
 	Client *http.Client
 	// Skills is how many skills the catalog holds (SkillName(0) …).
 	Skills int
-	// MaxRequests caps the requests sent over the whole run.
+	// MaxRequests caps the HTTP requests sent over the whole run; sessions
+	// still open when it is reached are ended, so up to one DELETE per
+	// worker may follow.
 	MaxRequests int64
 	// RequestTimeout bounds one request; a request that hits it hung.
 	RequestTimeout time.Duration
@@ -185,7 +187,7 @@ func (l *Load) header(req *http.Request, s *session, accept string) {
 // open runs the legacy opening handshake: initialize, then
 // notifications/initialized (MCP 2025-11-25, lifecycle).
 func (l *Load) open(ctx context.Context, s *session, again bool) bool {
-	if !l.take() {
+	if !l.take() || !l.take() {
 		return false
 	}
 	r := l.post(ctx, s, "initialize", `{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"soak","version":"0"}}`)
@@ -211,6 +213,7 @@ func (l *Load) closeSession(ctx context.Context, s *session) {
 	if s.id == "" {
 		return
 	}
+	l.sent.Add(1)
 	start := time.Now()
 	o := l.send(context.WithoutCancel(ctx), s, http.MethodDelete, "")
 	l.Stats.Record("DELETE", o, start, time.Now())
