@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,69 @@ type env struct {
 
 	warnLines, errorLines atomic.Int64
 	raceOrPanic           atomic.Bool
+	logs                  sidecarLog
+}
+
+// sidecarLog is what the soak reads from the sidecar's JSON log: warnings
+// and errors by message, and the catalog loads it reports.
+type sidecarLog struct {
+	mu sync.Mutex
+	// byMsg counts warn and error lines by level and message.
+	byMsg map[string]int
+	// loads counts "plugin loaded" lines; partial those that published
+	// fewer skills than the plugin has, or reported problems.
+	loads, partial int
+	// itemSamples are the first few "plugin item" warnings.
+	itemSamples []string
+}
+
+// logLine is the part of a zap JSON line the soak reads.
+type logLine struct {
+	Level    string `json:"level"`
+	Msg      string `json:"msg"`
+	Skills   *int   `json:"skills"`
+	Problems int    `json:"problems"`
+	Path     string `json:"path"`
+	Reason   string `json:"reason"`
+}
+
+// record counts one JSON log line of the sidecar; skills is the number of
+// skills every revision of the plugin has.
+func (s *sidecarLog) record(line string, skills int) {
+	var l logLine
+	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &l) != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.Level == "warn" || l.Level == "error" {
+		if s.byMsg == nil {
+			s.byMsg = map[string]int{}
+		}
+		if _, ok := s.byMsg[l.Level+": "+l.Msg]; ok || len(s.byMsg) < 50 {
+			s.byMsg[l.Level+": "+l.Msg]++
+		}
+	}
+	switch {
+	case l.Msg == "plugin loaded" && l.Skills != nil:
+		s.loads++
+		if *l.Skills != skills || l.Problems > 0 {
+			s.partial++
+		}
+	case strings.HasPrefix(l.Msg, "plugin item ") && len(s.itemSamples) < 5:
+		s.itemSamples = append(s.itemSamples, l.Path+": "+l.Reason)
+	}
+}
+
+// summary returns the counts for the report.
+func (s *sidecarLog) summary() (byMsg map[string]int, loads, partial int, samples []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byMsg = map[string]int{}
+	for k, v := range s.byMsg {
+		byMsg[k] = v
+	}
+	return byMsg, s.loads, s.partial, append([]string(nil), s.itemSamples...)
 }
 
 func (e *env) logf(format string, args ...any) {
@@ -144,6 +208,7 @@ func (e *env) startSidecar(ctx context.Context, listen, metricsListen string) er
 // sidecarLine counts the sidecar's warnings and errors and notices panics
 // and data race reports.
 func (e *env) sidecarLine(line string) {
+	e.logs.record(line, e.o.Skills)
 	switch {
 	case strings.Contains(line, `"level":"warn"`):
 		e.warnLines.Add(1)

@@ -329,11 +329,16 @@ func (l *Load) walkAll(ctx context.Context, s *session) (map[string]string, Outc
 			l.Stats.Walked(pages, false, false)
 			return nil, r.Outcome, errWalk
 		}
+		revs := map[string]bool{}
 		for _, sk := range page.Skills {
 			if _, ok := seen[sk.URI]; ok {
 				dup = true
 			}
 			seen[sk.URI] = sk.Frontmatter.Description
+			revs[revOf(sk.Frontmatter.Description)] = true
+		}
+		if len(revs) > 1 {
+			l.Stats.MixedPage()
 		}
 		if page.NextCursor == "" {
 			l.Stats.Walked(pages, true, !dup && len(seen) == l.Skills)
@@ -345,6 +350,19 @@ func (l *Load) walkAll(ctx context.Context, s *session) (map[string]string, Outc
 		}
 		cursor = page.NextCursor
 	}
+}
+
+// revOf returns the revision tag in a description, or "".
+func revOf(desc string) string {
+	i := strings.Index(desc, "(rev ")
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(desc[i:], ')')
+	if j < 0 {
+		return ""
+	}
+	return desc[i : i+j+1]
 }
 
 // errWalk says a skills/list walk stopped at a page that was not a result.

@@ -99,10 +99,17 @@ type Report struct {
 	Scrapes              int            `json:"scrapes"`
 	ScrapeFailures       int            `json:"scrape_failures"`
 	SidecarErrorLines    int            `json:"sidecar_error_log_lines"`
-	Checks               []Check        `json:"checks"`
-	Passed               int            `json:"passed"`
-	Failed               int            `json:"failed"`
-	Verdict              string         `json:"verdict"`
+	// SidecarLog counts the sidecar's warn and error lines by message.
+	SidecarLog map[string]int `json:"sidecar_log"`
+	// CatalogLoads counts "plugin loaded" log lines; PartialLoads those
+	// that published fewer skills than the plugin has, or problems.
+	CatalogLoads int      `json:"catalog_loads_logged"`
+	PartialLoads int      `json:"catalog_partial_loads"`
+	ItemSamples  []string `json:"catalog_problem_samples,omitempty"`
+	Checks       []Check  `json:"checks"`
+	Passed       int      `json:"passed"`
+	Failed       int      `json:"failed"`
+	Verdict      string   `json:"verdict"`
 }
 
 // Seconds is a duration written as seconds in JSON.
@@ -146,8 +153,8 @@ func (r *Report) Print(w io.Writer) {
 		s := r.Clients.Requests[m]
 		p("    %-26s sent %7d  results %7d  errors %5d  transport %5d  no reply %d", m, s.Sent, s.Results, s.Errors, s.Transport, s.NoReply)
 	}
-	p("  walks           skills/list: %d complete, %d inconsistent, %d incomplete, %d pages",
-		r.Clients.Walks.Complete, r.Clients.Walks.Inconsistent, r.Clients.Walks.Incomplete, r.Clients.Walks.Pages)
+	p("  walks           skills/list: %d complete, %d inconsistent, %d incomplete, %d pages (%d mixing revisions)",
+		r.Clients.Walks.Complete, r.Clients.Walks.Inconsistent, r.Clients.Walks.Incomplete, r.Clients.Walks.Pages, r.Clients.Walks.MixedPages)
 	p("  streams         %d opened, %d held to the end, %d ended early", r.Clients.Streams.Opened, r.Clients.Streams.HeldFull, r.Clients.Streams.EndedEarly)
 	p("  sessions        %d opened (%d again after 404), %d deleted", r.Clients.Sessions.Opened, r.Clients.Sessions.Reinitialized, r.Clients.Sessions.Deleted)
 	p("  errors by kind")
@@ -160,7 +167,15 @@ func (r *Report) Print(w io.Writer) {
 	for _, b := range r.Clients.NoReplyBody {
 		p("    sample of a reply without result or error: %s", strings.ReplaceAll(b, "\n", `\n`))
 	}
-	p("  reloads         %d swaps of ..data; metrics: %d successful, %d failed reloads", r.Swaps, r.ReloadsOK, r.ReloadsFailed)
+	p("  reloads         %d swaps of ..data; metrics: %d successful, %d failed reloads; log: %d loads, %d partial",
+		r.Swaps, r.ReloadsOK, r.ReloadsFailed, r.CatalogLoads, r.PartialLoads)
+	for _, s := range r.ItemSamples {
+		p("    problem reported by a load: %s", s)
+	}
+	p("  sidecar log")
+	for _, k := range sortedKeys(r.SidecarLog) {
+		p("    %6d  %s", r.SidecarLog[k], k)
+	}
 	p("  upstream        %d restart(s), %d ms without an upstream", r.UpstreamRestarts, r.OutageMs)
 	p("  peak            goroutines %d, fds %d, RSS %.1f MiB, active streams %d",
 		r.Peak.Goroutines, r.Peak.FDs, float64(r.Peak.RSSBytes)/(1<<20), r.Peak.ActiveStreams)

@@ -143,6 +143,9 @@ func TestCatalogChecks(t *testing.T) {
 		"failed reload":  {Report{ReloadsOK: 4, ReloadsFailed: 1}, current, []string{"every swap of ..data was reloaded"}},
 		"stale skill":    {Report{ReloadsOK: 4}, stale, []string{"the last revision is served after the load"}},
 		"missing skills": {Report{ReloadsOK: 4}, map[string]string{}, []string{"the last revision is served after the load"}},
+		"partial load":   {Report{ReloadsOK: 4, PartialLoads: 1}, current, []string{"every catalog load published the whole plugin"}},
+		"mixed page": {Report{ReloadsOK: 4, Clients: ClientSummary{Walks: WalkStats{MixedPages: 1}}}, current,
+			[]string{"every catalog load published the whole plugin"}},
 	}
 	for name, tc := range tests {
 		got := failedNames(catalogChecks(&tc.rep, chaosLog{swaps: 3}, tc.final, nil, p))
@@ -169,6 +172,45 @@ func TestReportPrint(t *testing.T) {
 	for _, want := range []string{"FAIL b", "3  tools/call: http 502, code -32603, reason upstream_unreachable"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Print lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSidecarLog(t *testing.T) {
+	t.Parallel()
+	var l sidecarLog
+	for _, line := range []string{
+		`{"level":"info","msg":"plugin loaded","trigger":"initial","skills":50,"agents":0,"problems":0}`,
+		`{"level":"info","msg":"plugin loaded","trigger":"event","skills":47,"agents":0,"problems":0}`,
+		`{"level":"info","msg":"plugin loaded","trigger":"event","skills":50,"agents":0,"problems":2}`,
+		`{"level":"warn","msg":"plugin item skipped","path":"skills/soak-003/SKILL.md","kind":"read","reason":"gone"}`,
+		`{"level":"warn","msg":"request failed","method":"tools/call"}`,
+		`{"level":"warn","msg":"request failed","method":"tools/call"}`,
+		`not json`,
+		`{"level":"error","msg":"plugin reload failed: keeping the last good catalog"}`,
+	} {
+		l.record(line, 50)
+	}
+	byMsg, loads, partial, samples := l.summary()
+	want := map[string]int{"warn: plugin item skipped": 1, "warn: request failed": 2, "error: plugin reload failed: keeping the last good catalog": 1}
+	if diff := cmp.Diff(want, byMsg); diff != "" {
+		t.Errorf("by message (-want +got):\n%s", diff)
+	}
+	if loads != 3 || partial != 2 || len(samples) != 1 || samples[0] != "skills/soak-003/SKILL.md: gone" {
+		t.Errorf("loads %d, partial %d, samples %q; want 3, 2 and the skipped item", loads, partial, samples)
+	}
+}
+
+func TestRevOf(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"Soak skill soak-001 " + RevTag(12) + ". Use it.": "(rev 12)",
+		"no tag": "",
+		"(rev 3": "",
+	}
+	for in, want := range tests {
+		if got := revOf(in); got != want {
+			t.Errorf("revOf(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

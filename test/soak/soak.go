@@ -74,6 +74,7 @@ func Soak(ctx context.Context, o Options) (*Report, error) {
 	rep.ReloadsOK, rep.ReloadsFailed = after.ReloadsOK-base.ReloadsOK, after.ReloadsFailed-base.ReloadsFailed
 	rep.Peak, _, rep.Scrapes, rep.ScrapeFailures = sc.Peak()
 	rep.SidecarErrorLines = int(e.errorLines.Load())
+	rep.SidecarLog, rep.CatalogLoads, rep.PartialLoads, rep.ItemSamples = e.logs.summary()
 	alive := e.aliveCheck(ctx)
 	exitErr := e.stopSidecar()
 	rep.Checks = append(rep.Checks, alive)
@@ -288,5 +289,8 @@ func catalogChecks(rep *Report, ch chaosLog, final map[string]string, finalErr e
 	if finalErr != nil {
 		latest.Detail = finalErr.Error()
 	}
-	return []Check{reload, latest}
+	whole := Check{Name: "every catalog load published the whole plugin", Pass: rep.PartialLoads == 0 && rep.Clients.Walks.MixedPages == 0,
+		Detail: fmt.Sprintf("%d loads logged, %d with fewer than %d skills or with problems; %d skills/list pages mixing revisions",
+			rep.CatalogLoads, rep.PartialLoads, p.Skills, rep.Clients.Walks.MixedPages)}
+	return []Check{reload, latest, whole}
 }

@@ -52,6 +52,9 @@ type WalkStats struct {
 	// Incomplete walks stopped at a page that was not a result.
 	Incomplete int `json:"incomplete"`
 	Pages      int `json:"pages"`
+	// MixedPages held skills of more than one plugin revision: one page
+	// comes from one snapshot, and a snapshot is built from one revision.
+	MixedPages int `json:"mixed_revision_pages"`
 }
 
 // StreamStats counts long-lived GET streams.
@@ -155,6 +158,13 @@ func (s *Stats) Walked(pages int, complete, consistent bool) {
 	default:
 		s.walks.Complete++
 	}
+}
+
+// MixedPage counts a skills/list page with skills of several revisions.
+func (s *Stats) MixedPage() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.walks.MixedPages++
 }
 
 // StreamOpened counts a GET stream that started.
