@@ -6,6 +6,9 @@ import (
 	"fmt"
 )
 
+// maxTools bounds the tools/list read to resolve agent tools against.
+const maxTools = 100_000
+
 // unknownAgent is an agent name no server should know.
 const unknownAgent = "skills-sidecar-verify-no-such-agent"
 
@@ -135,7 +138,7 @@ func (v *verifier) toolsList(ctx context.Context) (map[string]any, error) {
 	}
 	var cs checks
 	items, complete := v.listAll(ctx, listSpec{
-		method: "tools/list", itemsKey: "tools", maxItems: v.opts.MaxSkills, checks: &cs, prefix: "tools.list",
+		method: "tools/list", itemsKey: "tools", maxItems: maxTools, checks: &cs, prefix: "tools.list",
 		key: func(x any) string {
 			m, _ := x.(map[string]any)
 			s, _ := m["name"].(string)

@@ -2,8 +2,10 @@ package verify
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -211,6 +213,32 @@ func TestBrokenServers(t *testing.T) {
 			opts:   Options{Era: EraModern},
 			check:  "skills.list.cache", status: StatusFail, wantExit: ExitNonconformant,
 		},
+		"legacy-only server in auto": {
+			break_: func(f *fakeServer) { f.modern = false },
+			check:  "handshake", status: StatusOK, wantExit: ExitOK,
+		},
+		"file over --max-bytes is not read": {
+			break_: func(*fakeServer) {},
+			opts:   Options{MaxBytes: 10},
+			item:   refunds, check: "files.read", status: StatusWarn, wantExit: ExitOK,
+		},
+		"SKILL.md over --max-bytes is not compared": {
+			break_: func(*fakeServer) {},
+			opts:   Options{MaxBytes: 10},
+			item:   notes, check: "frontmatter.match", status: StatusWarn, wantExit: ExitOK,
+		},
+		"served bytes over the response bound": {
+			break_: func(f *fakeServer) {
+				f.files["skill://acme/billing/refunds/examples/dup.md"] = fakeFile{text: strings.Repeat("x", 3<<20), mime: "text/plain"}
+			},
+			opts: Options{MaxBytes: 200},
+			item: refunds, check: "files.read", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"--max-skills stops the listing": {
+			break_: func(*fakeServer) {},
+			opts:   Options{MaxSkills: 1},
+			check:  "skills.list.bound", status: StatusWarn, wantExit: ExitOK,
+		},
 		"legacy-only server under --era modern": {
 			break_: func(f *fakeServer) { f.modern = false },
 			opts:   Options{Era: EraModern},
@@ -252,11 +280,20 @@ func TestExitCodes(t *testing.T) {
 		"403":         {url: forbidden.start, want: ExitAuth},
 		"closed port": {url: func(*testing.T) string { return closed }, want: ExitUnreachable},
 		"good":        {url: newFake().start, want: ExitOK},
+		"hangs past the timeout": {url: func(t *testing.T) string {
+			return newHTTPServer(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body) // the server notices a closed connection only after the body
+				select {
+				case <-r.Context().Done():
+				case <-time.After(10 * time.Second):
+				}
+			}))
+		}, want: ExitUnreachable},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			rep := Verify(ctx, Options{URL: tt.url(t)})
 			if rep.ExitCode != tt.want {

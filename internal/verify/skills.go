@@ -89,6 +89,9 @@ func (v *verifier) verifySkill(ctx context.Context, raw json.RawMessage) *Item {
 func (v *verifier) readFile(ctx context.Context, e *entry, f fileRef, cs *checks) {
 	if f.size > v.opts.MaxBytes {
 		cs.warn("files.read", "%s not read: listed size %d is over --max-bytes %d", f.uri, f.size, v.opts.MaxBytes)
+		if f.uri == e.uri {
+			cs.warn("frontmatter.match", "not checked: SKILL.md is over --max-bytes")
+		}
 		return
 	}
 	res, err := v.call(ctx, "resources/read", map[string]any{"uri": f.uri})
@@ -99,10 +102,6 @@ func (v *verifier) readFile(ctx context.Context, e *entry, f fileRef, cs *checks
 	content, data, err := decodeContent(res, f.uri)
 	if err != nil {
 		cs.fail("files.read", "resources/read %s: %v", f.uri, err)
-		return
-	}
-	if int64(len(data)) > v.opts.MaxBytes {
-		cs.warn("files.read", "%s: %d bytes served, over --max-bytes %d", f.uri, len(data), v.opts.MaxBytes)
 		return
 	}
 	cs.ok("files.read", "every listed file read")
