@@ -105,7 +105,7 @@ func Verify(ctx context.Context, opts Options) *Report {
 		rep:  &Report{URL: opts.URL, Server: nil, Skills: []*Item{}, Agents: []*Item{}},
 	}
 	v.run(ctx)
-	v.rep.Server = v.server.list
+	v.rep.Server = append([]Check{}, v.server.list...)
 	switch {
 	case errors.Is(v.fatal, ErrAuthRequired):
 		v.rep.ExitCode, v.rep.Error = ExitAuth, v.fatal.Error()
@@ -117,7 +117,11 @@ func Verify(ctx context.Context, opts Options) *Report {
 }
 
 func (v *verifier) run(ctx context.Context) {
-	defer v.c.closeSession(context.WithoutCancel(ctx))
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		v.c.closeSession(cctx)
+	}()
 	if !v.handshake(ctx) {
 		return
 	}
@@ -329,10 +333,9 @@ func (v *verifier) cacheFields(name string, res json.RawMessage) {
 // or returns "".
 func cacheProblem(res json.RawMessage) string {
 	var r struct {
-		ResultType *string          `json:"resultType"`
-		TTLMs      *json.Number     `json:"ttlMs"`
-		CacheScope *string          `json:"cacheScope"`
-		Raw        *json.RawMessage `json:"-"`
+		ResultType *string      `json:"resultType"`
+		TTLMs      *json.Number `json:"ttlMs"`
+		CacheScope *string      `json:"cacheScope"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fmt.Sprintf("result fields have the wrong type: %v", err)

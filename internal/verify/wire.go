@@ -55,6 +55,7 @@ type RPCError struct {
 	Status int `json:"-"`
 }
 
+// Error returns the code and message.
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
 }
