@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -277,4 +278,9 @@ func serveWebhook(ctx context.Context, addr string, certs *CertReloader, h *Webh
 	}
 	<-done
 	return ExitOK
+}
+
+// zapCore writes JSON log lines to w at cfg's level.
+func zapCore(cfg zap.Config, w io.Writer) zapcore.Core {
+	return zapcore.NewCore(zapcore.NewJSONEncoder(cfg.EncoderConfig), zapcore.AddSync(w), cfg.Level)
 }

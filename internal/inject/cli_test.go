@@ -1,0 +1,86 @@
+package inject
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/inject/manifestcheck"
+)
+
+func TestRunInjectConfigMap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "skills", "hello"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skills", "hello", "SKILL.md"), []byte("---\nname: hello\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "demo", dir}, nil, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if _, err := manifestcheck.Decode(stdout.Bytes()); err != nil || !strings.Contains(stdout.String(), "skills__hello__SKILL.md") {
+		t.Errorf("output = %s, %v", stdout.String(), err)
+	}
+	if !strings.Contains(stderr.String(), `skills-sidecar.io/plugin-configmaps: "demo"`) {
+		t.Errorf("stderr lacks the annotation: %s", stderr.String())
+	}
+}
+
+// TestUsageErrors pins exit 2 and a message naming the flag for each
+// misuse of both commands.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		webhook bool
+		args    []string
+		want    string
+	}{
+		"inject no file":       {false, nil, "-f: required"},
+		"inject bad policy":    {false, []string{"-f", "-", "--image-pull-policy", "Sometimes"}, "--image-pull-policy"},
+		"inject bad resources": {false, []string{"-f", "-", "--resources", "{\"cpu\":1}"}, "--resources"},
+		"inject bad port":      {false, []string{"-f", "-", "--port", "0"}, "--port"},
+		"configmap no name":    {false, []string{"configmap", "dir"}, "--name"},
+		"webhook no tls":       {true, nil, "--tls-cert-file"},
+		"webhook bad on-error": {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--on-error", "maybe"}, "--on-error"},
+		"webhook bad level":    {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--log-level", "loud"}, "--log-level"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			var code int
+			if tc.webhook {
+				code = RunWebhook(context.Background(), tc.args, func(string) string { return "" }, &stdout, &stderr)
+			} else {
+				code = RunInject(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
+			}
+			if code != ExitUsage || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d naming %s", code, stderr.String(), ExitUsage, tc.want)
+			}
+		})
+	}
+}
+
+// TestRunWebhookServes starts the webhook on loopback with a generated
+// certificate and stops it through the context.
+func TestRunWebhookServes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeCert(t, certFile, keyFile, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- RunWebhook(ctx, []string{"--listen", "127.0.0.1:0", "--tls-cert-file", certFile, "--tls-key-file", keyFile}, func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+	}()
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("RunWebhook = %d after cancel, want 0; log:\n%s", code, stderr.String())
+	}
+}
