@@ -120,9 +120,14 @@ func (v *verifier) readFile(ctx context.Context, e *entry, f fileRef, cs *checks
 			cs.ok("files.digest", "every digest matches the served bytes")
 		}
 	}
-	if f.uri != e.uri {
-		return
+	if f.uri == e.uri {
+		checkSkillMD(content, data, e, cs)
 	}
+}
+
+// checkSkillMD checks the served SKILL.md: text, text/markdown, and a
+// frontmatter equal field by field to the listed one.
+func checkSkillMD(content *content, data []byte, e *entry, cs *checks) {
 	if content.Text == nil {
 		cs.fail("skillmd.text", "SKILL.md is served as blob, want text")
 	} else if mt := content.MIMEType; mt != "text/markdown" {
