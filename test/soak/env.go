@@ -130,6 +130,7 @@ func setup(ctx context.Context, o Options) (*env, error) {
 	if e.plugin, err = NewPlugin(filepath.Join(dir, "plugin"), o.Skills); err != nil {
 		return e, err
 	}
+	e.plugin.KeepOld = o.KeepOld
 	addrs := make([]string, 3)
 	for i := range addrs {
 		if addrs[i], err = FreeAddr(); err != nil {

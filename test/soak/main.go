@@ -33,6 +33,7 @@ type Options struct {
 	JSONPath                  string
 	SidecarBin, UpstreamBin   string
 	Race                      bool
+	KeepOld                   bool
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -59,6 +60,7 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.SidecarBin, "sidecar-bin", "", "prebuilt skills-sidecar (default: go build ./cmd/skills-sidecar)")
 	fs.StringVar(&o.UpstreamBin, "upstream-bin", "", "prebuilt demo-upstream (default: go build ./cmd/demo-upstream)")
 	fs.BoolVar(&o.Race, "race", false, "build both binaries with the race detector")
+	fs.BoolVar(&o.KeepOld, "keep-old-revisions", false, "leave each replaced plugin revision on disk (the kubelet removes it right after the swap)")
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
 	}

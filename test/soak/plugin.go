@@ -15,8 +15,11 @@ type Plugin struct {
 	Dir string
 	// Skills is the number of skills in every revision.
 	Skills int
-	rev    int
-	stamp  string
+	// KeepOld leaves each replaced revision's folder in place; the kubelet
+	// removes it right after the swap, and so does Swap by default.
+	KeepOld bool
+	rev     int
+	stamp   string
 }
 
 // pluginTops are the top-level names of the plugin folder, each a link
@@ -68,8 +71,8 @@ func NewPlugin(dir string, skills int) (*Plugin, error) {
 func (p *Plugin) Rev() int { return p.rev }
 
 // Swap writes the next revision into a new timestamped folder, points
-// "..data_tmp" at it and renames that over "..data", then removes the old
-// folder, as the kubelet does.
+// "..data_tmp" at it and renames that over "..data", then (unless KeepOld)
+// removes the old folder at once, as the kubelet's atomic writer does.
 func (p *Plugin) Swap() error {
 	stamp, err := p.writeRev(p.rev + 1)
 	if err != nil {
@@ -82,8 +85,10 @@ func (p *Plugin) Swap() error {
 	if err := os.Rename(tmp, filepath.Join(p.Dir, "..data")); err != nil {
 		return fmt.Errorf("swap ..data: %w", err)
 	}
-	if err := os.RemoveAll(filepath.Join(p.Dir, p.stamp)); err != nil {
-		return fmt.Errorf("remove old revision: %w", err)
+	if !p.KeepOld {
+		if err := os.RemoveAll(filepath.Join(p.Dir, p.stamp)); err != nil {
+			return fmt.Errorf("remove old revision: %w", err)
+		}
 	}
 	p.rev++
 	p.stamp = stamp
