@@ -41,6 +41,7 @@ func (p *Proxy) rewriteRequest(pr *httputil.ProxyRequest) {
 // left alone and streamed by httputil exactly as they come.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	mt := mediaType(resp.Header.Get("Content-Type"))
+	pl := planFrom(resp.Request.Context())
 	if mt == "text/event-stream" {
 		// Tell any buffering hop (nginx and kin) to pass events at once.
 		resp.Header.Set("X-Accel-Buffering", "no")
@@ -48,8 +49,10 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 			p.opts.Metrics.StreamOpened()
 			resp.Body = &countedBody{ReadCloser: resp.Body, m: p.opts.Metrics}
 		}
+		if pl.get && !pl.stream {
+			resp.Body = newStoppableBody(resp.Body, p.streams)
+		}
 	}
-	pl := planFrom(resp.Request.Context())
 	if !pl.edits() {
 		return nil
 	}
@@ -75,11 +78,11 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	return nil
 }
 
-// streamStop returns the channel that ends this stream cleanly on shutdown:
-// only standalone GET streams are ended early; POST replies drain.
-func (p *Proxy) streamStop(pl *plan) <-chan struct{} {
-	if pl.stream {
-		return p.stopStreams
+// streamStop returns the context whose end ends this stream cleanly on
+// shutdown: only standalone GET streams are ended early; POST replies drain.
+func (p *Proxy) streamStop(pl *plan) context.Context {
+	if pl.get {
+		return p.streams
 	}
 	return nil
 }

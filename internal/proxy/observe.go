@@ -67,3 +67,19 @@ func (b *countedBody) Close() error {
 	b.once.Do(b.m.StreamClosed)
 	return b.ReadCloser.Close()
 }
+
+// bufferPool recycles httputil's 32 KiB copy buffers across requests instead
+// of allocating one per response.
+type bufferPool struct{ p sync.Pool }
+
+func newBufferPool() *bufferPool {
+	return &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
+
+func (bp *bufferPool) Get() []byte { return *(bp.p.Get().(*[]byte)) }
+
+func (bp *bufferPool) Put(b []byte) {
+	if cap(b) == 32<<10 {
+		bp.p.Put(&b)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -89,9 +88,9 @@ type Proxy struct {
 	rp   *httputil.ReverseProxy
 	log  *zap.Logger
 
-	// stopStreams is closed by EndStreams; standalone GET streams watch it.
-	stopOnce    sync.Once
-	stopStreams chan struct{}
+	// streams is canceled by EndStreams; standalone GET streams end on it.
+	streams    context.Context
+	endStreams context.CancelFunc
 }
 
 // New returns a Proxy forwarding to opts.Upstream.
@@ -117,7 +116,8 @@ func New(opts Options) (*Proxy, error) {
 	if opts.Transport == nil {
 		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout)
 	}
-	p := &Proxy{opts: opts, log: opts.Logger, stopStreams: make(chan struct{})}
+	p := &Proxy{opts: opts, log: opts.Logger}
+	p.streams, p.endStreams = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = zap.NewNop()
 	}
@@ -129,6 +129,7 @@ func New(opts Options) (*Proxy, error) {
 		// SSE replies and replies without a length are flushed after every
 		// write by httputil itself; JSON replies are one write.
 		FlushInterval: 0,
+		BufferPool:    newBufferPool(),
 		ErrorLog:      zap.NewStdLog(p.log.Named("httputil")),
 	}
 	return p, nil
@@ -157,7 +158,7 @@ func NewTransport(dial, header time.Duration) *http.Transport {
 // and makes new ones end at once. Used on shutdown so that clients reconnect
 // (with Last-Event-ID) to another replica while POSTs drain.
 func (p *Proxy) EndStreams() {
-	p.stopOnce.Do(func() { close(p.stopStreams) })
+	p.endStreams()
 }
 
 // ServeHTTP implements http.Handler for the MCP endpoint. It records each
@@ -191,9 +192,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeLocal
 	}
 	if r.Method != http.MethodPost {
-		// GET streams (and their Last-Event-ID replays) may carry an
-		// initialize reply; DELETE and others pass straight through.
-		pl.stream = r.Method == http.MethodGet
+		// Only a GET that resumes with Last-Event-ID can replay an
+		// initialize reply; other GET streams, DELETE and the rest pass
+		// straight through, holding no parse buffer while they idle.
+		pl.get = r.Method == http.MethodGet
+		pl.stream = pl.get && r.Header.Get("Last-Event-ID") != ""
 		p.rp.ServeHTTP(w, r.WithContext(withPlan(r.Context(), pl)))
 		return routeUpstream
 	}
@@ -318,7 +321,8 @@ type plan struct {
 	edit      func([]byte) []byte // edits the single request's reply; nil: none
 	handshake []json.RawMessage   // ids of initialize/server/discover requests
 	batch     bool
-	stream    bool // a GET stream: look for replayed handshake replies
+	stream    bool // a resumed GET stream: look for replayed handshake replies
+	get       bool // a standalone GET stream: ended early on shutdown
 }
 
 func (pl *plan) isHandshakeID(id json.RawMessage) bool {

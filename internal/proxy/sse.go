@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 
@@ -17,19 +18,20 @@ type sseBody struct {
 	r    *rewrite.Reader
 	body io.ReadCloser
 	edit func(msg []byte) []byte // returns msg itself when it changes nothing
-	stop <-chan struct{}         // closed: end the stream cleanly at an event boundary
+	stop context.Context         // done: end the stream cleanly at an event boundary
 
 	pending []byte
 	err     error
 	watched bool
-	closeCh chan struct{} // closed by Close: ends watch
+	unwatch func() bool
 }
 
 func (s *sseBody) Read(p []byte) (int, error) {
 	if !s.watched && s.stop != nil {
 		s.watched = true
-		s.closeCh = make(chan struct{})
-		go s.watch(s.closeCh)
+		// Closing the upstream body unblocks a pending read; next then
+		// reports a clean EOF. AfterFunc costs no goroutine while idle.
+		s.unwatch = context.AfterFunc(s.stop, func() { _ = s.body.Close() })
 	}
 	for len(s.pending) == 0 {
 		if s.err != nil {
@@ -42,26 +44,8 @@ func (s *sseBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// watch closes the upstream body when the stream must end, which unblocks a
-// pending read; next then reports a clean EOF.
-func (s *sseBody) watch(closed <-chan struct{}) {
-	select {
-	case <-s.stop:
-		_ = s.body.Close()
-	case <-closed:
-	}
-}
-
 func (s *sseBody) stopped() bool {
-	if s.stop == nil {
-		return false
-	}
-	select {
-	case <-s.stop:
-		return true
-	default:
-		return false
-	}
+	return s.stop != nil && s.stop.Err() != nil
 }
 
 func (s *sseBody) next() ([]byte, error) {
@@ -85,12 +69,41 @@ func (s *sseBody) next() ([]byte, error) {
 	return rewrite.Reframe(ev, out), nil
 }
 
-// Close closes the upstream body and ends the watcher. httputil calls it
-// once, from the goroutine that reads.
+// Close closes the upstream body and stops watching for shutdown.
 func (s *sseBody) Close() error {
-	if s.closeCh != nil {
-		close(s.closeCh)
-		s.closeCh = nil
+	if s.unwatch != nil {
+		s.unwatch()
 	}
 	return s.body.Close()
+}
+
+// stoppableBody passes a standalone GET stream through untouched and ends
+// it with a clean EOF on shutdown: the chunked reply is terminated properly
+// and the client reconnects (with Last-Event-ID) elsewhere. An event cut
+// mid-way is discarded by the client, as the SSE spec says of a stream that
+// ends before a blank line.
+type stoppableBody struct {
+	io.ReadCloser
+	stop    context.Context
+	unwatch func() bool
+}
+
+func newStoppableBody(body io.ReadCloser, stop context.Context) *stoppableBody {
+	b := &stoppableBody{ReadCloser: body, stop: stop}
+	b.unwatch = context.AfterFunc(stop, func() { _ = body.Close() })
+	return b
+}
+
+func (b *stoppableBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && b.stop.Err() != nil {
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// Close stops watching for shutdown and closes the upstream body.
+func (b *stoppableBody) Close() error {
+	b.unwatch()
+	return b.ReadCloser.Close()
 }
