@@ -53,6 +53,7 @@ step inspector-self-test scripts/e2e-inspector.sh --self-test
 step conformance-self-test scripts/e2e-conformance.sh --self-test
 step verify-self-test scripts/e2e-inspector-verify.sh --self-test
 step build go build -o bin/skills-sidecar ./cmd/skills-sidecar
+step build-upstream go build -o bin/demo-upstream ./cmd/demo-upstream
 step inspector scripts/e2e-inspector.sh --plugin-dir examples/plugin
 if [[ $skills == yes ]]; then
   # Both eras in front of the dual-era upstream; the legacy era in front of
@@ -61,6 +62,10 @@ if [[ $skills == yes ]]; then
   step verify-modern-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
   step verify-everything scripts/e2e-inspector-verify.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --era legacy
   step conform-modern-up scripts/e2e-conformance.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
+  # Issue 4's pair: a stateless go-sdk upstream on the default 2026-07-28
+  # wire, and server-everything on the legacy wire (below).
+  step verify-go-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream go --plugin-dir examples/plugin
+  step conform-go-up scripts/e2e-conformance.sh --start-sidecar --upstream go --plugin-dir examples/plugin --wire modern
   step conform-everything scripts/e2e-conformance.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --wire legacy
 fi
 

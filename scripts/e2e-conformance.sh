@@ -9,7 +9,7 @@
 #
 # Usage:
 #   scripts/e2e-conformance.sh URL [--wire modern|legacy|both] [--out DIR]
-#   scripts/e2e-conformance.sh --start-sidecar [--upstream modern|everything]
+#   scripts/e2e-conformance.sh --start-sidecar [--upstream modern|everything|go]
 #           [--plugin-dir DIR | --demo] [--sidecar-bin PATH] [--wire ...] [--out DIR]
 #       start an upstream (default modern: test/e2e/modern-upstream.mjs, which
 #       speaks both eras; everything: server-everything, legacy only) and
@@ -288,8 +288,8 @@ main() {
       --demo) demo=yes ;;
       --upstream)
         case ${2:-} in
-          everything | modern) upstream=$2 ;;
-          *) e2e_die "--upstream takes everything or modern" ;;
+          everything | modern | go) upstream=$2 ;;
+          *) e2e_die "--upstream takes everything, modern or go" ;;
         esac
         shift
         ;;
@@ -325,6 +325,10 @@ main() {
       e2e_start_everything "$out/everything.log"
       e2e_start_sidecar "$sidecar_bin" "$E2E_EVERYTHING_URL" "$out/sidecar.log" "$plugin_dir"
       e2e_log "sidecar at $E2E_SIDECAR_URL in front of server-everything, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
+    elif [[ $upstream == go ]]; then
+      e2e_start_go_upstream "$out/go.log"
+      e2e_start_sidecar "$sidecar_bin" "$E2E_GO_URL" "$out/sidecar.log" "$plugin_dir"
+      e2e_log "sidecar at $E2E_SIDECAR_URL in front of the stateless go-sdk demo-upstream, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
     else
       e2e_start_modern_upstream "$out/modern.log"
       e2e_start_sidecar "$sidecar_bin" "$E2E_MODERN_URL" "$out/sidecar.log" "$plugin_dir"

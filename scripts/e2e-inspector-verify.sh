@@ -9,7 +9,7 @@
 #
 # Usage:
 #   scripts/e2e-inspector-verify.sh URL [--era legacy|modern|both]
-#   scripts/e2e-inspector-verify.sh --start-sidecar [--upstream modern|everything]
+#   scripts/e2e-inspector-verify.sh --start-sidecar [--upstream modern|everything|go]
 #           [--plugin-dir DIR | --demo] [--sidecar-bin PATH] [--era ...]
 #       start an upstream (default modern: test/e2e/modern-upstream.mjs, which
 #       speaks both eras; everything: server-everything, legacy only) and
@@ -188,8 +188,8 @@ main() {
           --demo) demo=yes ;;
           --upstream)
             case ${2:-} in
-              everything | modern) upstream=$2 ;;
-              *) e2e_die "--upstream takes everything or modern" ;;
+              everything | modern | go) upstream=$2 ;;
+              *) e2e_die "--upstream takes everything, modern or go" ;;
             esac
             shift
             ;;
@@ -222,6 +222,10 @@ main() {
       e2e_start_everything "$WORK/everything.log"
       e2e_start_sidecar "$sidecar_bin" "$E2E_EVERYTHING_URL" "$WORK/sidecar.log" "$plugin_dir"
       e2e_log "sidecar at $E2E_SIDECAR_URL in front of server-everything, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
+    elif [[ $upstream == go ]]; then
+      e2e_start_go_upstream "$WORK/go.log"
+      e2e_start_sidecar "$sidecar_bin" "$E2E_GO_URL" "$WORK/sidecar.log" "$plugin_dir"
+      e2e_log "sidecar at $E2E_SIDECAR_URL in front of the stateless go-sdk demo-upstream, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
     else
       e2e_start_modern_upstream "$WORK/modern.log"
       e2e_start_sidecar "$sidecar_bin" "$E2E_MODERN_URL" "$WORK/sidecar.log" "$plugin_dir"
