@@ -21,9 +21,12 @@ var errMetricsSyntax = errors.New("soak: metrics syntax")
 // Series is one sample of the Prometheus text exposition format: a metric
 // name, its labels and its value.
 type Series struct {
-	Name   string
+	// Name is the metric name.
+	Name string
+	// Labels are the series' labels; nil when the line has no braces.
 	Labels map[string]string
-	Value  float64
+	// Value is the sample value.
+	Value float64
 }
 
 // Metrics is a parsed /metrics page.
@@ -157,9 +160,12 @@ func hasLabels(have, want map[string]string) bool {
 // Sample is what one scrape of the sidecar's /metrics says about its
 // resources.
 type Sample struct {
-	Goroutines int   `json:"goroutines"`
-	FDs        int   `json:"fds"`
-	RSSBytes   int64 `json:"rss_bytes"`
+	// Goroutines is go_goroutines.
+	Goroutines int `json:"goroutines"`
+	// FDs is process_open_fds.
+	FDs int `json:"fds"`
+	// RSSBytes is process_resident_memory_bytes.
+	RSSBytes int64 `json:"rss_bytes"`
 	// ActiveStreams is skills_sidecar_active_streams.
 	ActiveStreams int `json:"active_streams"`
 	// ReloadsOK and ReloadsFailed are skills_sidecar_catalog_reloads_total

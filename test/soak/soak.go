@@ -63,15 +63,17 @@ func Soak(ctx context.Context, o Options) (*Report, error) {
 	}
 	e.logf("load done: %d requests; checking the catalog and waiting for the sidecar to settle", load.Sent())
 	final, finalErr := load.finalWalk(ctx)
-	after, err := e.settle(ctx, client, sc, &base)
-	if err != nil {
-		return nil, fmt.Errorf("after load: %w", err)
+	after, afterErr := e.settle(ctx, client, sc, &base)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 	rep.After = after
 	rep.Clients, rep.ErrorsOutsideRestart = summarize(load.Stats, ch.windows)
 	rep.Clients.NoReply += warmSummary.NoReply
 	rep.Swaps, rep.UpstreamRestarts, rep.OutageMs = ch.swaps, ch.restarts, ch.outage.Milliseconds()
-	rep.ReloadsOK, rep.ReloadsFailed = after.ReloadsOK-base.ReloadsOK, after.ReloadsFailed-base.ReloadsFailed
+	if afterErr == nil {
+		rep.ReloadsOK, rep.ReloadsFailed = after.ReloadsOK-base.ReloadsOK, after.ReloadsFailed-base.ReloadsFailed
+	}
 	rep.Peak, _, rep.Scrapes, rep.ScrapeFailures = sc.Peak()
 	rep.SidecarErrorLines = int(e.errorLines.Load())
 	rep.SidecarLog, rep.CatalogLoads, rep.PartialLoads, rep.ItemSamples = e.logs.summary()
@@ -84,7 +86,13 @@ func Soak(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Checks = append(rep.Checks, clientChecks(rep.Clients, warmSummary, rep.ErrorsOutsideRestart, ch, afterRestart)...)
 	rep.Checks = append(rep.Checks, catalogChecks(rep, ch, final, finalErr, e.plugin)...)
-	rep.Checks = append(rep.Checks, LeakChecks(base, after, o.Tolerance, 2*(o.Workers+o.StreamWorkers)+4)...)
+	if afterErr != nil {
+		// A sidecar that cannot be measured (it died, or /metrics broke)
+		// must not pass the leak checks on zero values.
+		rep.Checks = append(rep.Checks, Check{Name: "sidecar measured after the load", Detail: afterErr.Error()})
+	} else {
+		rep.Checks = append(rep.Checks, LeakChecks(base, after, o.Tolerance, 2*(o.Workers+o.StreamWorkers)+4)...)
+	}
 	rep.Checks = append(rep.Checks, e.exitChecks(exitErr)...)
 	rep.Finish()
 	return rep, nil
