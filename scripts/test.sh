@@ -4,15 +4,17 @@
 # starts every server its tests use on loopback, and stops them by pid.
 #
 # Stages: vet and gofmt; go test -race ./...; every fuzz target for
-# FUZZTIME each (default 4s); the end-to-end suite (scripts/e2e-all.sh);
+# FUZZTIME each (default 4s); the Kubernetes packaging (scripts/check-k8s.sh);
+# promtool on a real scrape (scripts/check-metrics.sh); the end-to-end suite
+# (scripts/e2e-all.sh);
 # the benchmark harness in its short mode (so it cannot rot; its numbers are
 # printed, never asserted). The last line counts the stages:
 # "stages: N passed, N failed".
 #
-# Environment: FUZZTIME (default 4s), SKIP_E2E=1, SKIP_BENCH=1, E2E_FLAGS
+# Environment: FUZZTIME (default 4s), SKIP_E2E=1, SKIP_BENCH=1, SKIP_K8S=1, E2E_FLAGS
 # (passed to scripts/e2e-all.sh, e.g. --forwarding-only).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
 fuzztime=${FUZZTIME:-4s}
 passed=0
@@ -34,8 +36,9 @@ stage() {
 static_checks() {
   go mod download || return 1
   go vet ./... || return 1
-  local unformatted
-  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*'))
+  local unformatted files
+  mapfile -t files < <(git ls-files '*.go')
+  unformatted=$(gofmt -l "${files[@]}")
   if [[ -n $unformatted ]]; then
     echo "gofmt would change: $unformatted"
     return 1
@@ -61,6 +64,10 @@ fuzz() {
 stage static static_checks
 stage unit go test -race -count=1 -timeout 15m ./...
 stage fuzz fuzz
+if [[ ${SKIP_K8S:-} != 1 ]]; then
+  stage k8s scripts/check-k8s.sh
+fi
+stage metrics scripts/check-metrics.sh
 if [[ ${SKIP_E2E:-} != 1 ]]; then
   # shellcheck disable=SC2086
   stage e2e scripts/e2e-all.sh ${E2E_FLAGS:-}

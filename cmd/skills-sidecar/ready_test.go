@@ -70,7 +70,7 @@ func TestReadinessFollowsUpstreamAndShutdown(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-			"--upstream", "http://" + upAddr + "/slow", "--drain-timeout", "5s"}, nil, &out, &errOut)
+			"--upstream", "http://" + upAddr + "/slow", "--drain-timeout", "5s"}, nil, nil, &out, &errOut)
 	}()
 	readyz := func() int { return status("http://" + maddr + "/readyz") }
 	eventually(t, "/readyz with the upstream up", 200, readyz)

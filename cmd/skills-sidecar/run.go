@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/inject"
 	"github.com/skills-sidecar/skills-sidecar/internal/lint"
+	"github.com/skills-sidecar/skills-sidecar/internal/verify"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -23,7 +26,7 @@ const (
 
 // run is the whole program: it dispatches the subcommand and returns the
 // process's exit code. environ is the process environment ("K=V" strings).
-func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
@@ -33,6 +36,12 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return runServe(ctx, args, environ, stdout, stderr)
 	case "lint":
 		return lint.Run(ctx, args, stdout, stderr)
+	case "verify":
+		return verify.Run(ctx, args, stdout, stderr)
+	case "inject":
+		return inject.RunInject(ctx, args, stdin, stdout, stderr)
+	case "webhook":
+		return inject.RunWebhook(ctx, args, getenvFrom(environ), stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
@@ -46,12 +55,29 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 }
 
 const usage = `Usage:
-  skills-sidecar [serve] [flags]   run the sidecar (the default command)
-  skills-sidecar lint DIR          check a plugin folder as the sidecar would load it
-  skills-sidecar version           print the version
+  skills-sidecar [serve] [flags]                 run the sidecar (the default command)
+  skills-sidecar lint [flags] DIR                check a plugin folder as the sidecar would load it
+  skills-sidecar verify [flags] URL              check any skills server the way a strict host does
+  skills-sidecar inject -f FILE|- [flags]        add the sidecar to Kubernetes manifests (offline)
+  skills-sidecar inject configmap --name N DIR   turn a plugin folder into ConfigMaps
+  skills-sidecar webhook --tls-cert-file F --tls-key-file F
+                                                 serve the injection as a mutating admission webhook
+  skills-sidecar version                         print the version
 
 Run "skills-sidecar serve -h" for the flags.
 `
+
+// getenvFrom looks keys up in an environ list.
+func getenvFrom(environ []string) func(string) string {
+	return func(k string) string {
+		for _, kv := range environ {
+			if n, v, ok := strings.Cut(kv, "="); ok && n == k {
+				return v
+			}
+		}
+		return ""
+	}
+}
 
 func versionString() string {
 	commit := "unknown"

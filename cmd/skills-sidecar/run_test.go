@@ -28,12 +28,17 @@ func TestRunCommands(t *testing.T) {
 		{name: "bad env names key", env: []string{"SKILLS_SIDECAR_LISTEN=nope"}, code: 2, errOut: "listen"},
 		{name: "stray argument", args: []string{"serve", "extra"}, code: 2, errOut: `unexpected argument "extra"`},
 		{name: "help", args: []string{"serve", "-h"}, code: 0, errOut: "-plugin-dir"},
+		{name: "lint dispatches", args: []string{"lint"}, code: 2},
+		{name: "lint the example", args: []string{"lint", "../../examples/plugin"}, code: 0, out: "2 skills"},
+		{name: "verify dispatches", args: []string{"verify"}, code: 2},
+		{name: "inject dispatches", args: []string{"inject"}, code: 2},
+		{name: "webhook dispatches", args: []string{"webhook"}, code: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var out, errOut bytes.Buffer
-			code := run(context.Background(), tt.args, tt.env, &out, &errOut)
+			code := run(context.Background(), tt.args, tt.env, nil, &out, &errOut)
 			if code != tt.code {
 				t.Errorf("run(%q) = %d, want %d; stderr %q", tt.args, code, tt.code, errOut.String())
 			}
@@ -81,7 +86,7 @@ func TestServeDemoAndDrain(t *testing.T) {
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", ""}, nil, &out, &errOut)
+		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", ""}, nil, nil, &out, &errOut)
 	}()
 	mcpURL := "http://" + addr + "/mcp"
 	var resp *http.Response
