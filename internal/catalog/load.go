@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -106,6 +107,50 @@ func Load(root string, opts Options) (*Snapshot, error) {
 // snapshot: the cheap half a watcher polls with. Both halves resolve the
 // same entries in the same order, so their fingerprints agree.
 func loadRoot(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.Size]byte, error) {
+	// A ConfigMap update renames "..data" to a new timestamped folder and
+	// then deletes the old one. A load that began before the swap would find
+	// the old folder's files vanishing mid-read and publish part of the
+	// plugin; so when the root's links changed during a load, load again.
+	for attempt := 1; ; attempt++ {
+		before := rootLinks(root)
+		s, fp, err := loadRootOnce(root, opts, scanOnly)
+		if err != nil || rootLinks(root) == before {
+			return s, fp, err
+		}
+		if attempt == maxLoadAttempts {
+			// Still changing: publish nothing; the watcher keeps the last
+			// good snapshot and the next change event or poll tries again.
+			return nil, fp, fmt.Errorf("%w: %s changed during %d loads in a row", ErrUnreadable, root, attempt)
+		}
+	}
+}
+
+// maxLoadAttempts bounds the loads of one reload while the root's links keep
+// changing.
+const maxLoadAttempts = 5
+
+// rootLinks describes the symbolic links directly under root (name and
+// target), which is where a ConfigMap volume's atomic swap happens.
+func rootLinks(root string) string {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink == 0 {
+			continue
+		}
+		target, err := os.Readlink(filepath.Join(root, e.Name()))
+		if err != nil {
+			target = "?" + err.Error()
+		}
+		b.WriteString(e.Name() + "\x00" + target + "\x00")
+	}
+	return b.String()
+}
+
+func loadRootOnce(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.Size]byte, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		err = fmt.Errorf("%w: open %s: %w", ErrUnreadable, root, unwrapPathError(err))
