@@ -2,9 +2,9 @@ package config
 
 import (
 	"flag"
-	"os"
-	"strings"
 	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/gendoc"
 )
 
 var update = flag.Bool("update", false, "rewrite the README's configuration table from Config")
@@ -18,25 +18,11 @@ const (
 // generated from Config's tags, so documentation cannot drift from code.
 func TestREADMETable(t *testing.T) {
 	const path = "../../README.md"
-	b, err := os.ReadFile(path)
+	stale, err := gendoc.Check(path, tableStart, tableEnd, Table(), *update)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	i, j := strings.Index(readme, tableStart), strings.Index(readme, tableEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the markers %q ... %q", tableStart, tableEnd)
+	if stale != "" {
+		t.Errorf("%s's configuration table is stale; run go test ./internal/config -update\n got:\n%s\nwant:\n%s", path, stale, Table())
 	}
-	got := readme[i+len(tableStart) : j]
-	want := Table()
-	if got == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(readme[:i+len(tableStart)]+want+readme[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("README.md's configuration table is stale; run go test ./internal/config -update\n got:\n%s\nwant:\n%s", got, want)
 }

@@ -1,9 +1,10 @@
 package inject
 
 import (
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/gendoc"
 )
 
 const (
@@ -15,26 +16,13 @@ const (
 // AnnotationTable, so the documentation cannot drift from the constants.
 func TestDocsTable(t *testing.T) {
 	const path = "../../docs/kubernetes.md"
-	b, err := os.ReadFile(path)
+	stale, err := gendoc.Check(path, tableStart, tableEnd, AnnotationTable(), *update)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(b)
-	i, j := strings.Index(doc, tableStart), strings.Index(doc, tableEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the markers %q ... %q", path, tableStart, tableEnd)
+	if stale != "" {
+		t.Errorf("%s's annotation table is stale; run go test ./internal/inject -update\n got:\n%s\nwant:\n%s", path, stale, AnnotationTable())
 	}
-	got, want := doc[i+len(tableStart):j], AnnotationTable()
-	if got == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(doc[:i+len(tableStart)]+want+doc[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("%s's annotation table is stale; run go test ./internal/inject -update\n got:\n%s\nwant:\n%s", path, got, want)
 }
 
 // TestAnnotationTableRows pins that every constant and every runtime key

@@ -3,13 +3,13 @@ package metrics_test
 import (
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/gendoc"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 )
 
@@ -60,24 +60,11 @@ func table(t *testing.T) string {
 // registry really exposes.
 func TestREADMEMetricsTable(t *testing.T) {
 	const path = "../../README.md"
-	b, err := os.ReadFile(path)
+	stale, err := gendoc.Check(path, tableStart, tableEnd, table(t), *update)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	i, j := strings.Index(readme, tableStart), strings.Index(readme, tableEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the markers %q ... %q", tableStart, tableEnd)
+	if stale != "" {
+		t.Errorf("%s's metrics table is stale; run go test ./internal/metrics -update\n got:\n%s\nwant:\n%s", path, stale, table(t))
 	}
-	got, want := readme[i+len(tableStart):j], table(t)
-	if got == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(readme[:i+len(tableStart)]+want+readme[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("README.md's metrics table is stale; run go test ./internal/metrics -update\n got:\n%s\nwant:\n%s", got, want)
 }
