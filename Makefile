@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test unit fuzz e2e bench lint clean
+.PHONY: build run test unit fuzz e2e bench soak lint clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/skills-sidecar ./cmd/skills-sidecar
@@ -27,6 +27,9 @@ e2e:
 
 bench:
 	$(GO) run ./bench/cmd/skillsbench
+
+soak:
+	$(GO) run ./test/soak -json soak-results.json
 
 lint:
 	$(GO) vet ./...

@@ -5,13 +5,14 @@
 #
 # Stages: vet and gofmt; go test -race ./...; every fuzz target for
 # FUZZTIME each (default 4s); the Kubernetes packaging (scripts/check-k8s.sh);
-# promtool on a real scrape (scripts/check-metrics.sh); the end-to-end suite
+# promtool on a real scrape (scripts/check-metrics.sh); a 20-second soak run
+# (test/soak); the end-to-end suite
 # (scripts/e2e-all.sh);
 # the benchmark harness in its short mode (so it cannot rot; its numbers are
 # printed, never asserted). The last line counts the stages:
 # "stages: N passed, N failed".
 #
-# Environment: FUZZTIME (default 4s), SKIP_E2E=1, SKIP_BENCH=1, SKIP_K8S=1, E2E_FLAGS
+# Environment: FUZZTIME (default 4s), SKIP_E2E=1, SKIP_BENCH=1, SKIP_K8S=1, SKIP_SOAK=1, E2E_FLAGS
 # (passed to scripts/e2e-all.sh, e.g. --forwarding-only).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -68,6 +69,9 @@ if [[ ${SKIP_K8S:-} != 1 ]]; then
   stage k8s scripts/check-k8s.sh
 fi
 stage metrics scripts/check-metrics.sh
+if [[ ${SKIP_SOAK:-} != 1 ]]; then
+  stage soak go run ./test/soak -duration 20s -warmup 2s
+fi
 if [[ ${SKIP_E2E:-} != 1 ]]; then
   # shellcheck disable=SC2086
   stage e2e scripts/e2e-all.sh ${E2E_FLAGS:-}
