@@ -133,7 +133,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		PageSize:         cfg.PageSize,
 		TTLMs:            cfg.CacheTTLMs,
 		CacheScope:       cfg.CacheScope,
-		Tools:            &methods.UpstreamTools{Upstream: upstreamClient},
+		Tools:            &methods.UpstreamTools{Upstream: upstreamClient, TTL: cfg.ToolsCacheTTL},
 		DropUnknownTools: cfg.DropUnknownTools,
 		ServerVersion:    version,
 	})

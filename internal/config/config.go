@@ -73,6 +73,8 @@ type Config struct {
 	UpstreamFilesTTL time.Duration `key:"upstream-files-ttl" default:"60s" help:"How long the verdicts and digests learned from the upstream are cached per authorization context before they are asked again."`
 	// UpstreamFilesShared caches one set of verdicts for every caller.
 	UpstreamFilesShared bool `key:"upstream-files-shared" default:"false" help:"Declare that the upstream serves every caller the same skill files, so what one caller's reads learn is reused for all (default: cached per authorization context)."`
+	// ToolsCacheTTL is how long agents/get reuses a caller's tools/list.
+	ToolsCacheTTL time.Duration `key:"tools-cache-ttl" default:"10s" help:"How long agents/get reuses the upstream's tools/list fetched for one caller (credentials and session); 0s fetches it on every call. Never shared between callers."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.
 	LimitMode string `key:"limit-mode" default:"skip" help:"A skill over 512 files or 16 MiB: skip (default; SEP-2640 says SHOULD NOT serve) or warn (serve it and report)."`
 	// PollInterval is the catalog's polling fallback.
@@ -151,6 +153,9 @@ func (c *Config) Validate() error {
 	}
 	if c.UpstreamFiles != "auto" && c.UpstreamFiles != "off" {
 		bad("upstream-files", "%q is neither auto nor off", c.UpstreamFiles)
+	}
+	if c.ToolsCacheTTL < 0 {
+		bad("tools-cache-ttl", "must not be negative, got %s", c.ToolsCacheTTL)
 	}
 	if c.UpstreamFilesTTL <= 0 {
 		bad("upstream-files-ttl", "must be positive, got %s", c.UpstreamFilesTTL)

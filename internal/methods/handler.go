@@ -235,12 +235,14 @@ func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Reques
 	entries := v.skillEntries
 	if h.opts.Overlay != nil {
 		from, to, _ := page(v.skillURIs, last, has, h.opts.PageSize)
-		served, oerr := h.opts.Overlay.entries(r, msg, v, from, to)
+		served, changed, oerr := h.opts.Overlay.entries(r, msg, v, from, to)
 		if oerr != nil {
 			return nil, upstreamFailure(oerr)
 		}
-		entries = make([]json.RawMessage, len(v.skillEntries))
-		copy(entries[from:to], served)
+		if changed {
+			entries = make([]json.RawMessage, len(v.skillEntries))
+			copy(entries[from:to], served)
+		}
 	}
 	b := make([]byte, 0, 4096)
 	b = append(b, '{')
@@ -259,7 +261,7 @@ func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request
 	}
 	entry := v.skillEntries[i]
 	if h.opts.Overlay != nil {
-		served, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1)
+		served, _, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1)
 		if oerr != nil {
 			return nil, upstreamFailure(oerr)
 		}

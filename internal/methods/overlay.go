@@ -83,13 +83,20 @@ func (o *Overlay) authKey(h http.Header) string {
 	if o.shared {
 		return ""
 	}
+	return credentialKey(h, "Authorization", "Cookie")
+}
+
+// credentialKey hashes the values of the named headers of h: the cache key
+// of an authorization context. Credentials themselves are never stored.
+func credentialKey(h http.Header, names ...string) string {
 	sum := sha256.New()
-	for _, k := range [...]string{"Authorization", "Cookie"} {
+	for _, k := range names {
 		for _, v := range h.Values(k) {
 			io.WriteString(sum, k+"\x00"+v+"\x00")
 		}
 	}
-	return string(sum.Sum(nil))
+	var b [sha256.Size]byte
+	return string(sum.Sum(b[:0]))
 }
 
 func (o *Overlay) context(r *http.Request, snap *catalog.Snapshot) *authContext {
@@ -126,7 +133,12 @@ func (c *authContext) store(uri string, s served) {
 // not cached. Any upstream-served file is reported in the map; a nil map
 // means every file is the sidecar's.
 func (o *Overlay) resolve(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, files []*catalog.File) (map[string]served, error) {
-	c := o.context(r, snap)
+	return o.resolveIn(o.context(r, snap), r, caller, files)
+}
+
+// resolveIn is resolve within an authorization context already found, so a
+// page of skills hashes the caller's credentials once, not once per skill.
+func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File) (map[string]served, error) {
 	var out map[string]served
 	for _, f := range files {
 		s, ok := c.lookup(f.URI)
@@ -237,15 +249,17 @@ func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, r
 }
 
 // entries returns the encoded entries of skills in v from index from to to,
-// with the upstream's verdicts applied for this caller.
-func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int) ([]json.RawMessage, error) {
+// with the upstream's verdicts applied for this caller; changed tells
+// whether any differs from the catalog's own.
+func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int) (_ []json.RawMessage, changed bool, _ error) {
 	out := v.skillEntries[from:to:to]
 	copied := false
+	c := o.context(r, v.snap)
 	for i := from; i < to; i++ {
 		sk, _ := v.snap.Skill(v.skillURIs[i])
-		over, err := o.resolve(r, caller, v.snap, sk.Files)
+		over, err := o.resolveIn(c, r, caller, sk.Files)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if over == nil {
 			continue
@@ -255,7 +269,7 @@ func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from
 		}
 		out[i-from] = encodeSkillServed(sk, over)
 	}
-	return out, nil
+	return out, copied, nil
 }
 
 // encodeSkillServed is encodeSkill with the upstream's bytes winning for the

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -125,15 +127,61 @@ func isJSONRPCError(resp *http.Response) bool {
 }
 
 // UpstreamTools is the ToolSource that asks the upstream's tools/list on the
-// caller's behalf and follows every page.
+// caller's behalf and follows every page. What it learns is cached per
+// authorization context (credentials and session) for TTL, never shared
+// between callers.
 type UpstreamTools struct {
 	Upstream *Upstream
 	// MaxPages bounds the pages followed; 0 means 100.
 	MaxPages int
+	// TTL is how long one caller's tools are reused; 0 means no cache.
+	TTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]toolsEntry
 }
+
+type toolsEntry struct {
+	tools   map[string]json.RawMessage
+	expires time.Time
+}
+
+// maxToolsEntries bounds the callers whose tools are cached at once.
+const maxToolsEntries = 1024
 
 // Tools implements ToolSource.
 func (u *UpstreamTools) Tools(r *http.Request, msg rewrite.Message) (map[string]json.RawMessage, error) {
+	if u.TTL <= 0 {
+		return u.fetch(r, msg)
+	}
+	now := time.Now
+	if u.Now != nil {
+		now = u.Now
+	}
+	key := credentialKey(r.Header, "Authorization", "Cookie", "Mcp-Session-Id", "Mcp-Protocol-Version")
+	u.mu.Lock()
+	e, ok := u.cache[key]
+	u.mu.Unlock()
+	if ok && now().Before(e.expires) {
+		return e.tools, nil
+	}
+	tools, err := u.fetch(r, msg)
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	if u.cache == nil || len(u.cache) >= maxToolsEntries {
+		u.cache = map[string]toolsEntry{}
+	}
+	u.cache[key] = toolsEntry{tools: tools, expires: now().Add(u.TTL)}
+	u.mu.Unlock()
+	return tools, nil
+}
+
+// fetch reads every page of the upstream's tools/list for this caller.
+func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]json.RawMessage, error) {
 	maxPages := u.MaxPages
 	if maxPages <= 0 {
 		maxPages = 100

@@ -1,0 +1,58 @@
+package methods_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// TestToolsCachePerCaller: one caller's tools/list is fetched once within
+// the TTL, another caller's credentials fetch their own, and expiry fetches
+// again.
+func TestToolsCachePerCaller(t *testing.T) {
+	t.Parallel()
+	var fetches atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		fetches.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar","result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	now := time.Unix(1000, 0)
+	src := &methods.UpstreamTools{Upstream: &methods.Upstream{URL: u}, TTL: 10 * time.Second, Now: func() time.Time { return now }}
+	msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: "agents/get"}
+	call := func(token string) {
+		t.Helper()
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(""))
+		r.Header.Set("Authorization", "Bearer "+token)
+		tools, err := src.Tools(r, msg)
+		if err != nil || tools["echo"] == nil {
+			t.Fatalf("Tools = %v, %v", tools, err)
+		}
+	}
+	call("a")
+	call("a")
+	if n := fetches.Load(); n != 1 {
+		t.Errorf("fetches after two calls by one caller within the TTL = %d, want 1", n)
+	}
+	call("b")
+	if n := fetches.Load(); n != 2 {
+		t.Errorf("fetches after a second caller = %d, want 2 (never shared)", n)
+	}
+	now = now.Add(11 * time.Second)
+	call("a")
+	if n := fetches.Load(); n != 3 {
+		t.Errorf("fetches after the TTL = %d, want 3", n)
+	}
+}
