@@ -138,18 +138,19 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		ServerVersion:    version,
 	})
 	p, err := proxy.New(proxy.Options{
-		Upstream:        up,
-		Transport:       transport,
-		Local:           local,
-		Metrics:         m,
-		Declaration:     rewrite.SkillsSidecar(),
-		Logger:          log,
-		MaxBodyBytes:    cfg.MaxBodyBytes,
-		MaxEventBytes:   cfg.MaxEventBytes,
-		MaxDepth:        cfg.MaxJSONDepth,
-		AllowedOrigins:  cfg.AllowedOriginList(),
-		UpstreamTimeout: cfg.UpstreamTimeout,
-		DialTimeout:     cfg.DialTimeout,
+		Upstream:           up,
+		Transport:          transport,
+		Local:              local,
+		Metrics:            m,
+		OnResourcesChanged: onResourcesChanged(overlay),
+		Declaration:        rewrite.SkillsSidecar(),
+		Logger:             log,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		MaxEventBytes:      cfg.MaxEventBytes,
+		MaxDepth:           cfg.MaxJSONDepth,
+		AllowedOrigins:     cfg.AllowedOriginList(),
+		UpstreamTimeout:    cfg.UpstreamTimeout,
+		DialTimeout:        cfg.DialTimeout,
 	})
 	if err != nil {
 		return err
@@ -203,6 +204,15 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		_ = msrv.Close()
 	}
 	return nil
+}
+
+// onResourcesChanged returns the hook that makes the overlay forget what it
+// learned when the upstream announces a resource change; nil without one.
+func onResourcesChanged(o *methods.Overlay) func() {
+	if o == nil {
+		return nil
+	}
+	return o.Invalidate
 }
 
 // displayAddr turns a listener address into one a person can paste: an

@@ -78,6 +78,16 @@ func NewOverlay(up *Upstream, ttl time.Duration, shared bool) *Overlay {
 	return &Overlay{up: up, ttl: ttl, shared: shared, now: time.Now, contexts: map[string]*authContext{}}
 }
 
+// Invalidate forgets every verdict and digest learned, so the next listing
+// asks the upstream again. The proxy calls it when the upstream announces
+// that its resources changed (notifications/resources/updated or
+// list_changed passing through).
+func (o *Overlay) Invalidate() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	clear(o.contexts)
+}
+
 // authKey is the cache key of a caller: a hash of its credential headers.
 func (o *Overlay) authKey(h http.Header) string {
 	if o.shared {

@@ -226,3 +226,30 @@ func TestDigestCheckerCatchesDiskBytes(t *testing.T) {
 		t.Errorf("checkDigests on disk-byte digests = %v, want [skill://notes/SKILL.md]", bad)
 	}
 }
+
+// TestInvalidateRefreshes: after the proxy reports a resource change, the
+// next listing carries the upstream's new bytes without any read between.
+func TestInvalidateRefreshes(t *testing.T) {
+	t.Parallel()
+	var text atomic.Value
+	text.Store(strings.ReplaceAll(crlfSkill, "\r\n", "\n"))
+	u, ov := overlaySidecar(t, &text)
+	get := func() entry {
+		var got struct {
+			Skill entry `json:"skill"`
+		}
+		if err := json.Unmarshal(modernCall(t, u, "skills/get", map[string]any{"uri": "skill://notes/SKILL.md"}), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Skill
+	}
+	before := get()
+	text.Store("---\nname: notes\ndescription: Changed upstream.\n---\n")
+	if stale := get(); string(stale.Frontmatter) != string(before.Frontmatter) {
+		t.Fatalf("without a change notification the cached entry should stay; got %s", stale.Frontmatter)
+	}
+	ov.Invalidate()
+	if after := get(); !strings.Contains(string(after.Frontmatter), "Changed upstream") {
+		t.Errorf("after Invalidate the entry is %s, want the upstream's new frontmatter", after.Frontmatter)
+	}
+}

@@ -52,6 +52,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		if pl.get && !pl.stream {
 			resp.Body = newStoppableBody(resp.Body, p.streams)
 		}
+		if p.opts.OnResourcesChanged != nil {
+			resp.Body = &watchBody{ReadCloser: resp.Body, fire: p.opts.OnResourcesChanged}
+		}
 	}
 	if !pl.edits() {
 		return nil

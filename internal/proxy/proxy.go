@@ -61,6 +61,11 @@ type Options struct {
 	// Metrics records requests, upstream latency, declarations and streams;
 	// nil records nothing.
 	Metrics *metrics.Metrics
+	// OnResourcesChanged, when set, is called when an SSE stream from the
+	// upstream carries notifications/resources/updated or
+	// notifications/resources/list_changed, so what was learned about the
+	// upstream's resources can be forgotten. It must not block.
+	OnResourcesChanged func()
 	// MaxBodyBytes limits request bodies (413 past it); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
