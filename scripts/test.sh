@@ -78,7 +78,7 @@ if [[ ${SKIP_E2E:-} != 1 ]]; then
   stage e2e scripts/e2e-all.sh ${E2E_FLAGS:-}
 fi
 if [[ ${SKIP_BENCH:-} != 1 ]]; then
-  stage bench go run ./bench/cmd/skillsbench -short
+  stage bench go run ./bench/cmd/skillsbench -short -strict -q
 fi
 
 printf '\n'
