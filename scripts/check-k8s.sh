@@ -12,7 +12,7 @@
 # Helm and kustomize run from their Go modules (the first run compiles them).
 # Exit status 0 when everything passes; each failure is printed.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
 HELM_MOD=helm.sh/helm/v3/cmd/helm@v3.22.0
 KUSTOMIZE_MOD=sigs.k8s.io/kustomize/kustomize/v5@v5.8.2
@@ -28,14 +28,27 @@ echo "## building helm, kustomize and the checkers"
 GOBIN="$work" go install "$HELM_MOD" || fail "build helm"
 GOBIN="$work" go install "$KUSTOMIZE_MOD" || fail "build kustomize"
 go build -o "$work/checkmanifests" ./internal/inject/manifestcheck/checkmanifests || fail "build checkmanifests"
+if ! command -v promtool >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; } ||
+    fail "install promtool (Debian package prometheus)"
+fi
 go build -o "$work/checkstatic" ./internal/inject/staticcheck/checkstatic || fail "build checkstatic"
 ((failed == 0)) || exit 1
 
 check_rendered() { # name file
-  if "$work/checkmanifests" <"$2" >"$work/objects.txt"; then
+  if "$work/checkmanifests" -rules "$work/rules.yaml" <"$2" >"$work/objects.txt"; then
     echo "ok   $1: $(wc -l <"$work/objects.txt") objects decode strictly"
   else
     fail "$1: rendered objects do not decode strictly"
+  fi
+  # The alerting rules the chart renders must be valid PromQL.
+  if grep -q "PrometheusRule" "$work/objects.txt"; then
+    if promtool check rules "$work/rules.yaml" >"$work/promtool.txt" 2>&1; then
+      echo "ok   $1: promtool check rules ($(grep -c 'alert:' "$work/rules.yaml") alerts)"
+    else
+      cat "$work/promtool.txt"; fail "$1: promtool check rules"
+    fi
   fi
 }
 
@@ -86,6 +99,7 @@ echo "## the Dockerfile's build, statically linked"
 if CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=check" -o "$work/out/skills-sidecar" ./cmd/skills-sidecar &&
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/out/demo-upstream" ./cmd/demo-upstream; then
   "$work/checkstatic" "$work/out/skills-sidecar" "$work/out/demo-upstream" || fail "binaries are not static"
+  # shellcheck disable=SC2015,SC2016 # a literal pattern; fail runs when either grep misses
   grep -q 'CGO_ENABLED=0' Dockerfile && grep -q -- '-trimpath -ldflags "-s -w -X main.version=${VERSION}"' Dockerfile ||
     fail "the Dockerfile's build command differs from the one checked here"
 else

@@ -33,6 +33,26 @@ type PodMonitor struct {
 	} `json:"spec"`
 }
 
+// PrometheusRule is the prometheus-operator monitoring.coreos.com/v1
+// PrometheusRule: groups of alerting rules.
+type PrometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Alert       string            `json:"alert,omitempty"`
+				Record      string            `json:"record,omitempty"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for,omitempty"`
+				Labels      map[string]string `json:"labels,omitempty"`
+				Annotations map[string]string `json:"annotations,omitempty"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
 // NamespaceSelector is the prometheus-operator namespace selector.
 type NamespaceSelector struct {
 	Any        bool     `json:"any,omitempty"`

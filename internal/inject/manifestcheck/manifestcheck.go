@@ -74,6 +74,8 @@ func newObject(apiVersion, kind string) any {
 		return &policyv1.PodDisruptionBudget{}
 	case "monitoring.coreos.com/v1/PodMonitor":
 		return &PodMonitor{}
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		return &PrometheusRule{}
 	case "cert-manager.io/v1/Certificate":
 		return &Certificate{}
 	case "cert-manager.io/v1/Issuer":
