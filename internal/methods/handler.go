@@ -160,10 +160,12 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 }
 
 // ownsURI reports whether a resources/* URI is the sidecar's: any skill://
-// URI. The catalog is the only source of skill:// resources the sidecar
-// knows, so an unknown one is answered as not found rather than forwarded.
+// URI while the sidecar serves a catalog with skills, so an unknown one is
+// answered as not found (SEP-2640's codes) rather than forwarded. With no
+// skills the sidecar claims nothing: an upstream that serves skill://
+// resources of its own stays reachable through the sidecar, untouched.
 func (h *Handler) ownsURI(v *view, uri string) bool {
-	return strings.HasPrefix(uri, catalog.Scheme)
+	return len(v.skillURIs) > 0 && strings.HasPrefix(uri, catalog.Scheme)
 }
 
 // finish closes a result object: resultType, and on cacheable results the

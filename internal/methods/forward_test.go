@@ -1,0 +1,44 @@
+package methods_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// TestNoCatalogForwardsSkillURIs: a sidecar with no skills claims no
+// skill:// URI, so an upstream that serves skill resources of its own is
+// read through the sidecar as if the sidecar were not there.
+func TestNoCatalogForwardsSkillURIs(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "own-skills", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "skill://own/SKILL.md", Name: "own"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: "---\nname: own\ndescription: d\n---\n"}}}, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	for _, snap := range []func() *catalog.Snapshot{nil, func() *catalog.Snapshot { return nil }} {
+		h := methods.New(methods.Options{Snapshot: snap})
+		p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		side := httptest.NewServer(p)
+		got := readBytes(t, side.URL, "skill://own/SKILL.md")
+		side.Close()
+		if !strings.Contains(string(got), "name: own") {
+			t.Errorf("resources/read of the upstream's own skill through a sidecar without skills = %q", got)
+		}
+	}
+}
