@@ -99,3 +99,36 @@ func TestReadinessFollowsUpstreamAndShutdown(t *testing.T) {
 		t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
 	}
 }
+
+// TestHeaderLimit: a header block over --max-header-bytes gets 431.
+func TestHeaderLimit(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", "", "--annotations-file", "", "--max-header-bytes", "1024"}, nil, nil, &out, &errOut)
+	}()
+	defer func() { cancel(); <-done }()
+	send := func(size int) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("X-Big", strings.Repeat("a", size))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	eventually(t, "a small request", 200, func() int {
+		if c := send(10); c != 0 {
+			return 200 // the listener is up; the status of ping does not matter here
+		}
+		return 0
+	})
+	// net/http allows 4 KiB of slack over MaxHeaderBytes.
+	if code := send(16 << 10); code != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 16 KiB header with --max-header-bytes 1024 = %d, want 431", code)
+	}
+}

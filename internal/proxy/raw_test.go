@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -544,4 +545,52 @@ func TestUpstreamDiesMidStream(t *testing.T) {
 		t.Errorf("after the upstream restarted: status %d, first line %q; want a stream", resp.StatusCode, line)
 	}
 	<-streaming
+}
+
+// TestSlowReaderBoundsBuffering: a client that stops reading makes the
+// sidecar stop reading the upstream (back-pressure), instead of buffering the
+// stream without bound.
+func TestSlowReaderBoundsBuffering(t *testing.T) {
+	t.Parallel()
+	var written atomic.Int64
+	stop := make(chan struct{})
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		event := []byte("data: " + strings.Repeat("x", 4090) + "\n\n")
+		for written.Load() < 256<<20 {
+			select {
+			case <-stop:
+				return
+			case <-r.Context().Done():
+				return
+			default:
+			}
+			n, err := w.Write(event)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	t.Cleanup(func() { close(stop) })
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The client reads nothing. Wait (bounded) until the upstream's writes
+	// stall, then check how far it got.
+	last := int64(-1)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		n := written.Load()
+		if n == last {
+			break
+		}
+		last = n
+	}
+	// Socket buffers on both hops plus one copy buffer: a few MiB at most,
+	// nowhere near the 256 MiB the upstream would send.
+	if n := written.Load(); n > 32<<20 {
+		t.Errorf("upstream wrote %d bytes to a client that reads nothing; want the sidecar to push back (< 32 MiB)", n)
+	}
 }
