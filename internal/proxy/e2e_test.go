@@ -209,3 +209,40 @@ func jsonOf(t *testing.T, v any) any {
 	}
 	return out
 }
+
+// TestReplayAfterDroppedStream: with an event-store upstream, a client whose
+// streams are all cut reconnects through the sidecar (go-sdk resumes its GET
+// stream with Last-Event-ID, which the sidecar parses for a replayed
+// handshake) and still receives the server's notifications; the session
+// stays usable. TestGETReplayOfInitializeIsRewritten pins the replay bytes.
+func TestReplayAfterDroppedStream(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	up := newUpstream(t, upstreamMode{name: "eventstore", opts: mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}, stateful: true})
+	side := newSidecar(t, up.URL)
+	cs, events := connect(t, ctx, side.URL+"/mcp")
+	// Cut every client connection to the sidecar, the GET stream included;
+	// the go-sdk client reconnects it with Last-Event-ID.
+	side.CloseClientConnections()
+	// A POST racing the close may meet the dead keep-alive connection;
+	// that request is the client's to retry, as any client would.
+	var err error
+	for range 5 {
+		if _, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "touch", Arguments: map[string]any{}}); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("CallTool(touch) after the drop = %v", err)
+	}
+	select {
+	case <-events.listChanged:
+	case <-ctx.Done():
+		t.Fatal("the list_changed notification never reached the client after its stream was dropped")
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}}); err != nil {
+		t.Errorf("session unusable after the replay: %v", err)
+	}
+}
