@@ -22,8 +22,14 @@ import (
 // ns/op and allocs/op across the three.
 func BenchmarkForward(b *testing.B) {
 	reply := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`
+	discover := "event: message\ndata: " + `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"ttlMs":0,"cacheScope":"public"}}` + "\n\n"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), "server/discover") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, discover)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, reply)
 	}))
@@ -38,22 +44,30 @@ func BenchmarkForward(b *testing.B) {
 	}
 	side := httptest.NewServer(p)
 	defer side.Close()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	for _, target := range []struct{ name, url string }{{"direct", up.URL}, {"bare", bare.URL}, {"sidecar", side.URL}} {
-		b.Run(target.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				req, _ := http.NewRequest(http.MethodPost, target.url, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				resp, err := client.Do(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-		})
+	for _, c := range []struct{ name, body string }{
+		{"tools-call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`},
+		{"discover-sse", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`},
+	} {
+		for _, target := range []struct{ name, url string }{{"direct", up.URL}, {"bare", bare.URL}, {"sidecar", side.URL}} {
+			benchHop(b, client, c.name+"/"+target.name, target.url, c.body)
+		}
 	}
+}
+
+func benchHop(b *testing.B, client *http.Client, name, url, body string) {
+	b.Run(name, func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
 }
