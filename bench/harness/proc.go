@@ -3,17 +3,15 @@ package harness
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat. It
@@ -21,90 +19,13 @@ import (
 const clockTicks = 100
 
 // Process is a child process the harness started and will stop by its pid.
-type Process struct {
-	// Name labels the process in errors.
-	Name string
-	cmd  *exec.Cmd
-	out  *tailBuffer
-	done chan struct{}
-	err  error
-}
+type Process = childproc.Process
 
-// StartProcess starts bin with args, keeping the last few KiB of its output
-// for error messages. The caller must call Stop.
+// StartProcess starts bin with args (env added to the harness's own),
+// keeping the tail of its output for error messages. The caller must call
+// Stop.
 func StartProcess(name, bin string, args []string, env []string) (*Process, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out := &tailBuffer{max: 8 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	// A process group of its own keeps terminal signals meant for the
-	// harness from reaching it before the harness has stopped it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &Process{Name: name, cmd: cmd, out: out, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// PID returns the process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
-// Exited reports whether the process has ended.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Output returns the tail of what the process wrote to stdout and stderr.
-func (p *Process) Output() string { return p.out.String() }
-
-// Stop sends SIGTERM to the process's pid, waits up to grace, then sends
-// SIGKILL. It is safe to call more than once.
-func (p *Process) Stop(grace time.Duration) {
-	if p == nil || p.Exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-// Write keeps the tail of b; it never fails.
-func (t *tailBuffer) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(b), nil
-}
-
-// String returns the kept tail, trimmed.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(bytes.TrimSpace(t.buf))
+	return childproc.Start(name, bin, args, env, nil)
 }
 
 // ProcUsage is a snapshot of a process tree's resources.
@@ -182,37 +103,12 @@ func children(pid int) []int {
 
 // FreeAddr returns a loopback address with a port that was free a moment
 // ago, for a child process that must be told its port up front.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// errNotReady is returned by WaitReady when the deadline passes.
-var errNotReady = errors.New("harness: not ready")
+func FreeAddr() (string, error) { return childproc.FreeAddr() }
 
 // WaitReady calls probe every interval until it returns nil, the process
 // exits, or timeout passes.
 func WaitReady(ctx context.Context, p *Process, probe func(context.Context) error, interval, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		if p != nil && p.Exited() {
-			return fmt.Errorf("%s exited before it was ready: %s", p.Name, firstLines(p.Output(), 3))
-		}
-		if last = probe(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
-		}
-	}
-	return fmt.Errorf("%w after %v: %w", errNotReady, timeout, last)
+	return childproc.WaitReady(ctx, p, probe, interval, timeout)
 }
 
 // TCPProbe returns a probe that succeeds once addr accepts connections.

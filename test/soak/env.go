@@ -178,7 +178,7 @@ func (e *env) startUpstream(ctx context.Context) (*Process, error) {
 		select {
 		case <-ready:
 			return p, nil
-		case <-p.done:
+		case <-p.Done():
 			last = fmt.Errorf("demo-upstream exited: %s", lastLines(p.Output(), 3))
 			time.Sleep(100 * time.Millisecond)
 		case <-time.After(15 * time.Second):

@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 )
 
 // errNotReady is returned when a child does not become ready in time.
@@ -54,161 +51,23 @@ func ModuleDir(ctx context.Context) (string, error) {
 }
 
 // Process is a child the soak started; it is stopped by its pid only.
-type Process struct {
-	// Name labels the process in errors and the report.
-	Name string
-	cmd  *exec.Cmd
-	out  *tailBuffer
-	done chan struct{}
-	err  error
-}
+type Process = childproc.Process
 
 // Start runs bin with args in a process group of its own (so a terminal's
 // SIGINT reaches only the soak, which then stops its children in order).
-// Its output is kept in a tail buffer; each line is also passed to onLine
-// when it is not nil. The caller must call Stop or Kill.
+// Each line of its output is passed to onLine when it is not nil. The
+// caller must call Stop or Kill.
 func Start(name, bin string, args []string, onLine func(string)) (*Process, error) {
-	cmd := exec.Command(bin, args...)
-	out := &tailBuffer{max: 32 << 10}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &Process{Name: name, cmd: cmd, out: out, done: make(chan struct{})}
-	lines := make(chan struct{})
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		for sc.Scan() {
-			out.Write(append(sc.Bytes(), '\n'))
-			if onLine != nil {
-				onLine(sc.Text())
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	go func() {
-		p.err = cmd.Wait()
-		_ = pw.Close()
-		<-lines
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// PID returns the process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
-// Exited reports whether the process has ended.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// ExitErr returns how the process ended, once it has.
-func (p *Process) ExitErr() error {
-	<-p.done
-	return p.err
-}
-
-// Output returns the tail of what the process wrote.
-func (p *Process) Output() string { return p.out.String() }
-
-// Stop sends SIGTERM to the pid, waits up to grace, then SIGKILL. It is
-// safe to call more than once and on a nil Process.
-func (p *Process) Stop(grace time.Duration) {
-	if p == nil || p.Exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		p.Kill()
-	}
-}
-
-// Kill sends SIGKILL to the pid, as a crash would end it, and waits.
-func (p *Process) Kill() {
-	if p == nil || p.Exited() {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(b), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(bytes.TrimSpace(t.buf))
+	return childproc.Start(name, bin, args, nil, onLine)
 }
 
 // FreeAddr returns a loopback address whose port was free a moment ago.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+func FreeAddr() (string, error) { return childproc.FreeAddr() }
 
 // WaitFor calls probe every 50ms until it succeeds, p exits, ctx ends or
 // timeout passes.
 func WaitFor(ctx context.Context, p *Process, timeout time.Duration, probe func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		if p != nil && p.Exited() {
-			return fmt.Errorf("%s exited before it was ready: %s", p.Name, lastLines(p.Output(), 5))
-		}
-		if last = probe(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %s after %v: %w", errNotReady, nameOf(p), timeout, last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return childproc.WaitReady(ctx, p, probe, 50*time.Millisecond, timeout)
 }
 
-func nameOf(p *Process) string {
-	if p == nil {
-		return "probe"
-	}
-	return p.Name
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " / ")
-}
+func lastLines(s string, n int) string { return childproc.LastLines(s, n) }

@@ -1,0 +1,67 @@
+package childproc
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestStartOutputStop(t *testing.T) {
+	t.Parallel()
+	var lines atomic.Int32
+	p, err := Start("sh", "/bin/sh", []string{"-c", `echo "$GREETING"; echo second; exec sleep 30`}, []string{"GREETING=hello"}, func(string) { lines.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	for deadline := time.Now().Add(10 * time.Second); lines.Load() < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	if got := p.Output(); got != "hello\nsecond" {
+		t.Errorf("Output() = %q, want the two lines, env applied", got)
+	}
+	if p.Exited() {
+		t.Fatal("Exited() = true while sleeping")
+	}
+	p.Stop(time.Second)
+	if !p.Exited() || p.ExitErr() == nil {
+		t.Errorf("after Stop: Exited %v, ExitErr %v; want ended by a signal", p.Exited(), p.ExitErr())
+	}
+}
+
+func TestTailBufferKeepsTheEnd(t *testing.T) {
+	t.Parallel()
+	b := &tailBuffer{max: 8}
+	_, _ = b.Write([]byte("0123456789"))
+	_, _ = b.Write([]byte("ab"))
+	if got := b.String(); got != "456789ab" {
+		t.Errorf("tail = %q, want the last 8 bytes", got)
+	}
+}
+
+func TestWaitReady(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	err := WaitReady(context.Background(), nil, func(context.Context) error {
+		if calls++; calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}, time.Millisecond, 10*time.Second)
+	if err != nil || calls != 3 {
+		t.Errorf("WaitReady = %v after %d probes, want success on the third", err, calls)
+	}
+	err = WaitReady(context.Background(), nil, func(context.Context) error { return errors.New("never") }, time.Millisecond, 50*time.Millisecond)
+	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "never") {
+		t.Errorf("WaitReady on a probe that never succeeds = %v, want ErrNotReady naming the last error", err)
+	}
+	p, err := Start("false", "/bin/false", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitReady(context.Background(), p, func(context.Context) error { return errors.New("down") }, time.Millisecond, 10*time.Second); err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("WaitReady on an exited process = %v, want an exited error", err)
+	}
+}
