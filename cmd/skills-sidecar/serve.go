@@ -182,7 +182,10 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	mcpURL := "http://" + displayAddr(ln.Addr()) + "/mcp"
 	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", upstream), zap.String("version", version))
 	if cfg.Upstream == "" {
-		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\nTry it with the MCP Inspector:\n  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --transport http --method tools/list\n\n", version, mcpURL, mcpURL)
+		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\n"+
+			"Try it with the MCP Inspector CLI (Node.js 22.19 or later):\n"+
+			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method skills/list --verify\n"+
+			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method tools/list\n\n", version, mcpURL, mcpURL, mcpURL)
 	}
 
 	select {
