@@ -12,16 +12,18 @@ const (
 	tableEnd   = "<!-- annotation-table:end -->"
 )
 
-// TestDocsTable keeps docs/kubernetes.md's annotation table equal to
-// AnnotationTable, so the documentation cannot drift from the constants.
+// TestDocsTable keeps the annotation tables of docs/kubernetes.md and the
+// README equal to AnnotationTable, so the documentation cannot drift from
+// the constants.
 func TestDocsTable(t *testing.T) {
-	const path = "../../docs/kubernetes.md"
-	stale, err := gendoc.Check(path, tableStart, tableEnd, AnnotationTable(), *update)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stale != "" {
-		t.Errorf("%s's annotation table is stale; run go test ./internal/inject -update\n got:\n%s\nwant:\n%s", path, stale, AnnotationTable())
+	for _, path := range []string{"../../docs/kubernetes.md", "../../README.md"} {
+		stale, err := gendoc.Check(path, tableStart, tableEnd, AnnotationTable(), *update)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stale != "" {
+			t.Errorf("%s's annotation table is stale; run go test ./internal/inject -update\n got:\n%s\nwant:\n%s", path, stale, AnnotationTable())
+		}
 	}
 }
 
