@@ -114,56 +114,51 @@ func agentsSetup(t *testing.T, ctx context.Context, ec eraCase, opts methods.Opt
 
 func TestAgentsList(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, _, snap := agentsSetup(t, ctx, ec, methods.Options{PageSize: 2})
-			var got []agentCard
-			params := map[string]any{}
-			pages := 0
-			for ; pages < 10; pages++ {
-				var pg struct {
-					Agents     []agentCard `json:"agents"`
-					NextCursor string      `json:"nextCursor"`
-				}
-				c.call("agents/list", params).ok(t, "agents/list", &pg)
-				if len(pg.Agents) > 2 {
-					t.Errorf("agents/list page of %d, page size 2", len(pg.Agents))
-				}
-				got = append(got, pg.Agents...)
-				if pg.NextCursor == "" {
-					break
-				}
-				params = map[string]any{"cursor": pg.NextCursor}
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, _, snap := agentsSetup(t, ctx, ec, methods.Options{PageSize: 2})
+		var got []agentCard
+		params := map[string]any{}
+		pages := 0
+		for ; pages < 10; pages++ {
+			var pg struct {
+				Agents     []agentCard `json:"agents"`
+				NextCursor string      `json:"nextCursor"`
 			}
-			want := []agentCard{
-				{Name: "analyst", Description: "Analyses.", Capabilities: []string{}},
-				{Name: "builder", Description: "Builds.", Capabilities: []string{}},
-				{Name: "crlf-agent", Description: "Written on Windows.", Capabilities: []string{}},
-				{Name: "plain", Description: "No tools, no body.", Capabilities: []string{}},
-				{Name: "reviewer", Description: "Reviews PDFs.", Capabilities: []string{"review", "code"}},
+			c.call("agents/list", params).ok(t, "agents/list", &pg)
+			if len(pg.Agents) > 2 {
+				t.Errorf("agents/list page of %d, page size 2", len(pg.Agents))
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("agents/list cards (-want +got):\n%s", diff)
+			got = append(got, pg.Agents...)
+			if pg.NextCursor == "" {
+				break
 			}
-			if pages != 2 {
-				t.Errorf("agents/list took %d pages, want 3", pages+1)
-			}
-			// The cp1252 file was skipped, with a reason, while the rest loaded.
-			var skipped bool
-			for _, p := range snap.Problems() {
-				skipped = skipped || (p.Path == "agents/cp1252.md" && p.Severity == catalog.SeveritySkip)
-			}
-			if !skipped {
-				t.Errorf("agents/cp1252.md not reported as skipped: %+v", snap.Problems())
-			}
-			for _, cursor := range []any{"nope", 7, "a1:***", "s1:cmV2aWV3ZXI"} {
-				c.call("agents/list", map[string]any{"cursor": cursor}).failed(t, "agents/list cursor", http.StatusOK, -32602)
-			}
-		})
-	}
+			params = map[string]any{"cursor": pg.NextCursor}
+		}
+		want := []agentCard{
+			{Name: "analyst", Description: "Analyses.", Capabilities: []string{}},
+			{Name: "builder", Description: "Builds.", Capabilities: []string{}},
+			{Name: "crlf-agent", Description: "Written on Windows.", Capabilities: []string{}},
+			{Name: "plain", Description: "No tools, no body.", Capabilities: []string{}},
+			{Name: "reviewer", Description: "Reviews PDFs.", Capabilities: []string{"review", "code"}},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("agents/list cards (-want +got):\n%s", diff)
+		}
+		if pages != 2 {
+			t.Errorf("agents/list took %d pages, want 3", pages+1)
+		}
+		// The cp1252 file was skipped, with a reason, while the rest loaded.
+		var skipped bool
+		for _, p := range snap.Problems() {
+			skipped = skipped || (p.Path == "agents/cp1252.md" && p.Severity == catalog.SeveritySkip)
+		}
+		if !skipped {
+			t.Errorf("agents/cp1252.md not reported as skipped: %+v", snap.Problems())
+		}
+		for _, cursor := range []any{"nope", 7, "a1:***", "s1:cmV2aWV3ZXI"} {
+			c.call("agents/list", map[string]any{"cursor": cursor}).failed(t, "agents/list cursor", http.StatusOK, -32602)
+		}
+	})
 }
 
 // TestAgentsGetTools: the tools of agents/get are the upstream's own
@@ -171,138 +166,123 @@ func TestAgentsList(t *testing.T) {
 // file's order, although the upstream's tools/list spans four pages.
 func TestAgentsGetTools(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, direct, _ := agentsSetup(t, ctx, ec, methods.Options{})
-			byName, pages := upstreamTools(t, direct)
-			if pages < 4 {
-				t.Fatalf("upstream tools/list took %d pages, want at least 4", pages)
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, direct, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		byName, pages := upstreamTools(t, direct)
+		if pages < 4 {
+			t.Fatalf("upstream tools/list took %d pages, want at least 4", pages)
+		}
+		tests := []struct {
+			agent string
+			tools []string
+		}{
+			{"reviewer", []string{"zeta", "alpha", "mid"}},
+			{"analyst", []string{"beta", "gamma"}},
+			{"crlf-agent", []string{"delta"}},
+			{"plain", nil},
+		}
+		for _, tt := range tests {
+			var got agentDetail
+			c.call("agents/get", map[string]any{"name": tt.agent}).ok(t, "agents/get "+tt.agent, &got)
+			if len(got.Tools) != len(tt.tools) {
+				t.Fatalf("agents/get(%s) has %d tools, want %d", tt.agent, len(got.Tools), len(tt.tools))
 			}
-			tests := []struct {
-				agent string
-				tools []string
-			}{
-				{"reviewer", []string{"zeta", "alpha", "mid"}},
-				{"analyst", []string{"beta", "gamma"}},
-				{"crlf-agent", []string{"delta"}},
-				{"plain", nil},
-			}
-			for _, tt := range tests {
-				var got agentDetail
-				c.call("agents/get", map[string]any{"name": tt.agent}).ok(t, "agents/get "+tt.agent, &got)
-				if len(got.Tools) != len(tt.tools) {
-					t.Fatalf("agents/get(%s) has %d tools, want %d", tt.agent, len(got.Tools), len(tt.tools))
-				}
-				for i, n := range tt.tools {
-					if !bytes.Equal(got.Tools[i], byName[n]) {
-						t.Errorf("agents/get(%s).tools[%d] = %s\nwant the upstream's own entry %s", tt.agent, i, got.Tools[i], byName[n])
-					}
-				}
-				if got.Tools == nil {
-					t.Errorf("agents/get(%s).tools is absent or null, want a list", tt.agent)
+			for i, n := range tt.tools {
+				if !bytes.Equal(got.Tools[i], byName[n]) {
+					t.Errorf("agents/get(%s).tools[%d] = %s\nwant the upstream's own entry %s", tt.agent, i, got.Tools[i], byName[n])
 				}
 			}
-		})
-	}
+			if got.Tools == nil {
+				t.Errorf("agents/get(%s).tools is absent or null, want a list", tt.agent)
+			}
+		}
+	})
 }
 
 func TestAgentsGetFields(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
-			get := func(name string) agentDetail {
-				var d agentDetail
-				c.call("agents/get", map[string]any{"name": name}).ok(t, "agents/get "+name, &d)
-				return d
-			}
-			str := func(s string) *string { return &s }
-			hint := func(s string) *json.RawMessage { r := json.RawMessage(s); return &r }
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		get := func(name string) agentDetail {
+			var d agentDetail
+			c.call("agents/get", map[string]any{"name": name}).ok(t, "agents/get "+name, &d)
+			return d
+		}
+		str := func(s string) *string { return &s }
+		hint := func(s string) *json.RawMessage { r := json.RawMessage(s); return &r }
 
-			rv := get("reviewer")
-			if diff := cmp.Diff(agentCard{Name: "reviewer", Description: "Reviews PDFs.", Capabilities: []string{"review", "code"}}, rv.Agent); diff != "" {
-				t.Errorf("reviewer card (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(str("Review carefully.\n\nThen report."), rv.Instructions); diff != "" {
-				t.Errorf("reviewer instructions (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(hint(`{"role":"medium","vision":false}`), rv.ModelRoutingHint); diff != "" {
-				t.Errorf("reviewer modelRoutingHint (-want +got):\n%s", diff)
-			}
-			m := rv.Meta[metaAgentKey]
-			if diff := cmp.Diff(map[string]string{"pdf-processing": "skill://pdf-processing/SKILL.md"}, m.Skills); diff != "" {
-				t.Errorf("reviewer _meta skills (-want +got):\n%s", diff)
-			}
-			if m.Frontmatter["color"] != "blue" || m.Frontmatter["model"] != "sonnet" {
-				t.Errorf("reviewer _meta frontmatter = %v, want the fields as written", m.Frontmatter)
-			}
+		rv := get("reviewer")
+		if diff := cmp.Diff(agentCard{Name: "reviewer", Description: "Reviews PDFs.", Capabilities: []string{"review", "code"}}, rv.Agent); diff != "" {
+			t.Errorf("reviewer card (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(str("Review carefully.\n\nThen report."), rv.Instructions); diff != "" {
+			t.Errorf("reviewer instructions (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(hint(`{"role":"medium","vision":false}`), rv.ModelRoutingHint); diff != "" {
+			t.Errorf("reviewer modelRoutingHint (-want +got):\n%s", diff)
+		}
+		m := rv.Meta[metaAgentKey]
+		if diff := cmp.Diff(map[string]string{"pdf-processing": "skill://pdf-processing/SKILL.md"}, m.Skills); diff != "" {
+			t.Errorf("reviewer _meta skills (-want +got):\n%s", diff)
+		}
+		if m.Frontmatter["color"] != "blue" || m.Frontmatter["model"] != "sonnet" {
+			t.Errorf("reviewer _meta frontmatter = %v, want the fields as written", m.Frontmatter)
+		}
 
-			// skills: written as a bare string gives an empty mapping.
-			an := get("analyst")
-			if s := an.Meta[metaAgentKey].Skills; s == nil || len(s) != 0 {
-				t.Errorf("analyst (skills: pdf-processing, a bare string) _meta skills = %v, want an empty mapping", s)
-			}
-			if diff := cmp.Diff(hint(`{"role":"small","vision":false}`), an.ModelRoutingHint); diff != "" {
-				t.Errorf("analyst modelRoutingHint (-want +got):\n%s", diff)
-			}
+		// skills: written as a bare string gives an empty mapping.
+		an := get("analyst")
+		if s := an.Meta[metaAgentKey].Skills; s == nil || len(s) != 0 {
+			t.Errorf("analyst (skills: pdf-processing, a bare string) _meta skills = %v, want an empty mapping", s)
+		}
+		if diff := cmp.Diff(hint(`{"role":"small","vision":false}`), an.ModelRoutingHint); diff != "" {
+			t.Errorf("analyst modelRoutingHint (-want +got):\n%s", diff)
+		}
 
-			// CRLF file: the frontmatter parses, instructions joined by \n.
-			cr := get("crlf-agent")
-			if diff := cmp.Diff(str("Line one.\nLine two.\n\nLine four."), cr.Instructions); diff != "" {
-				t.Errorf("crlf-agent instructions (-want +got):\n%s", diff)
-			}
+		// CRLF file: the frontmatter parses, instructions joined by \n.
+		cr := get("crlf-agent")
+		if diff := cmp.Diff(str("Line one.\nLine two.\n\nLine four."), cr.Instructions); diff != "" {
+			t.Errorf("crlf-agent instructions (-want +got):\n%s", diff)
+		}
 
-			// Blank body: no instructions; model inherit: no hint.
-			pl := get("plain")
-			if pl.Instructions != nil || pl.ModelRoutingHint != nil {
-				t.Errorf("plain: instructions %v, modelRoutingHint %v; want both absent", pl.Instructions, pl.ModelRoutingHint)
-			}
-		})
-	}
+		// Blank body: no instructions; model inherit: no hint.
+		pl := get("plain")
+		if pl.Instructions != nil || pl.ModelRoutingHint != nil {
+			t.Errorf("plain: instructions %v, modelRoutingHint %v; want both absent", pl.Instructions, pl.ModelRoutingHint)
+		}
+	})
 }
 
 func TestAgentsGetErrors(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
-			reason := func(e *rpcErr) (string, []string) {
-				var d struct {
-					Reason  string   `json:"reason"`
-					Missing []string `json:"missing"`
-				}
-				if e != nil {
-					_ = json.Unmarshal(e.Data, &d)
-				}
-				return d.Reason, d.Missing
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		reason := func(e *rpcErr) (string, []string) {
+			var d struct {
+				Reason  string   `json:"reason"`
+				Missing []string `json:"missing"`
 			}
-			e := c.call("agents/get", map[string]any{"name": "builder"}).failed(t, "agents/get builder", http.StatusOK, -32603)
-			if r, missing := reason(e); r != "invalid_agent_definition" || !slices.Equal(missing, []string{"Read", "Bash"}) {
-				t.Errorf("agents/get builder data = %s, want reason invalid_agent_definition and missing [Read Bash]", e.Data)
+			if e != nil {
+				_ = json.Unmarshal(e.Data, &d)
 			}
-			e = c.call("agents/get", map[string]any{"name": "nobody"}).failed(t, "agents/get nobody", http.StatusOK, -32602)
-			if r, _ := reason(e); r != "agent_not_found" {
-				t.Errorf("agents/get nobody data = %s, want reason agent_not_found", e.Data)
-			}
-			// The skipped cp1252 agent is not found either.
-			e = c.call("agents/get", map[string]any{"name": "windows"}).failed(t, "agents/get windows", http.StatusOK, -32602)
-			if r, _ := reason(e); r != "agent_not_found" {
-				t.Errorf("agents/get windows data = %s, want reason agent_not_found", e.Data)
-			}
-			for _, params := range []map[string]any{nil, {}, {"name": ""}, {"name": 42}, {"name": nil}, {"name": []any{"reviewer"}}, {"name": map[string]any{}}} {
-				c.call("agents/get", params).failed(t, "agents/get with params "+string(mustMarshal(t, params)), http.StatusOK, -32602)
-			}
-		})
-	}
+			return d.Reason, d.Missing
+		}
+		e := c.call("agents/get", map[string]any{"name": "builder"}).failed(t, "agents/get builder", http.StatusOK, -32603)
+		if r, missing := reason(e); r != "invalid_agent_definition" || !slices.Equal(missing, []string{"Read", "Bash"}) {
+			t.Errorf("agents/get builder data = %s, want reason invalid_agent_definition and missing [Read Bash]", e.Data)
+		}
+		e = c.call("agents/get", map[string]any{"name": "nobody"}).failed(t, "agents/get nobody", http.StatusOK, -32602)
+		if r, _ := reason(e); r != "agent_not_found" {
+			t.Errorf("agents/get nobody data = %s, want reason agent_not_found", e.Data)
+		}
+		// The skipped cp1252 agent is not found either.
+		e = c.call("agents/get", map[string]any{"name": "windows"}).failed(t, "agents/get windows", http.StatusOK, -32602)
+		if r, _ := reason(e); r != "agent_not_found" {
+			t.Errorf("agents/get windows data = %s, want reason agent_not_found", e.Data)
+		}
+		for _, params := range []map[string]any{nil, {}, {"name": ""}, {"name": 42}, {"name": nil}, {"name": []any{"reviewer"}}, {"name": map[string]any{}}} {
+			c.call("agents/get", params).failed(t, "agents/get with params "+string(mustMarshal(t, params)), http.StatusOK, -32602)
+		}
+	})
 }
 
 func mustMarshal(t *testing.T, v any) []byte {
@@ -316,20 +296,15 @@ func mustMarshal(t *testing.T, v any) []byte {
 
 func TestAgentsGetDropUnknownTools(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, direct, _ := agentsSetup(t, ctx, ec, methods.Options{DropUnknownTools: true})
-			byName, _ := upstreamTools(t, direct)
-			var got agentDetail
-			c.call("agents/get", map[string]any{"name": "builder"}).ok(t, "agents/get builder", &got)
-			if len(got.Tools) != 1 || !bytes.Equal(got.Tools[0], byName["alpha"]) {
-				t.Errorf("agents/get builder with DropUnknownTools: tools %s, want only the upstream's alpha", got.Tools)
-			}
-		})
-	}
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, direct, _ := agentsSetup(t, ctx, ec, methods.Options{DropUnknownTools: true})
+		byName, _ := upstreamTools(t, direct)
+		var got agentDetail
+		c.call("agents/get", map[string]any{"name": "builder"}).ok(t, "agents/get builder", &got)
+		if len(got.Tools) != 1 || !bytes.Equal(got.Tools[0], byName["alpha"]) {
+			t.Errorf("agents/get builder with DropUnknownTools: tools %s, want only the upstream's alpha", got.Tools)
+		}
+	})
 }
 
 // TestAgentsGetRefusedCaller: an upstream that refuses the caller's token
@@ -338,41 +313,36 @@ func TestAgentsGetDropUnknownTools(t *testing.T) {
 // token gets the tools.
 func TestAgentsGetRefusedCaller(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dir := t.TempDir()
-			writeFiles(t, dir, pluginAgents())
-			w := newWatcher(t, dir)
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools(), token: "s3cret"})
-			side := newSidecar(t, up.url, w.Snapshot, methods.Options{})
-			good := dial(t, ctx, side, "s3cret")
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		writeFiles(t, dir, pluginAgents())
+		w := newWatcher(t, dir)
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools(), token: "s3cret"})
+		side := newSidecar(t, up.url, w.Snapshot, methods.Options{})
+		good := dial(t, ctx, side, "s3cret")
 
-			var d agentDetail
-			good.call("agents/get", map[string]any{"name": "reviewer"}).ok(t, "agents/get with the token", &d)
-			if len(d.Tools) != 3 {
-				t.Errorf("agents/get with the token: %d tools, want 3", len(d.Tools))
+		var d agentDetail
+		good.call("agents/get", map[string]any{"name": "reviewer"}).ok(t, "agents/get with the token", &d)
+		if len(d.Tools) != 3 {
+			t.Errorf("agents/get with the token: %d tools, want 3", len(d.Tools))
+		}
+		for _, token := range []string{"", "wrong"} {
+			bad := *good
+			bad.t, bad.token = t, token
+			r := bad.call("agents/get", map[string]any{"name": "reviewer"})
+			if r.Status != http.StatusUnauthorized {
+				t.Errorf("agents/get with token %q = HTTP %d %s, want 401", token, r.Status, r.Body)
 			}
-			for _, token := range []string{"", "wrong"} {
-				bad := *good
-				bad.t, bad.token = t, token
-				r := bad.call("agents/get", map[string]any{"name": "reviewer"})
-				if r.Status != http.StatusUnauthorized {
-					t.Errorf("agents/get with token %q = HTTP %d %s, want 401", token, r.Status, r.Body)
-				}
-				if got := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, `Bearer realm="upstream"`) {
-					t.Errorf("agents/get with token %q: WWW-Authenticate %q, want the upstream's", token, got)
-				}
-				for _, leak := range []string{"inputSchema", "zeta", "query for"} {
-					if bytes.Contains(r.Body, []byte(leak)) {
-						t.Errorf("refused agents/get leaks %q: %s", leak, r.Body)
-					}
+			if got := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, `Bearer realm="upstream"`) {
+				t.Errorf("agents/get with token %q: WWW-Authenticate %q, want the upstream's", token, got)
+			}
+			for _, leak := range []string{"inputSchema", "zeta", "query for"} {
+				if bytes.Contains(r.Body, []byte(leak)) {
+					t.Errorf("refused agents/get leaks %q: %s", leak, r.Body)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestAgentsDeclaredDespiteBadSkills: SKILL.md files that break the rules
@@ -380,51 +350,46 @@ func TestAgentsGetRefusedCaller(t *testing.T) {
 // both extensions and the agents still list.
 func TestAgentsDeclaredDespiteBadSkills(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dir := t.TempDir()
-			writeFiles(t, dir, map[string]string{
-				"skills/mismatch/SKILL.md":    skillMD("other-name", "Name differs from its folder."),
-				"skills/no-front/SKILL.md":    "# no frontmatter\n",
-				"skills/bad-yaml/SKILL.md":    "---\nname: [unclosed\n---\n",
-				"skills/not-utf8/SKILL.md":    "---\nname: not-utf8\ndescription: \xff\xfe\n---\n",
-				"skills/timestamp/SKILL.md":   "---\nname: timestamp\ndescription: d\nwhen: !!timestamp 2024-01-01\n---\n",
-				"agents/helper.md":            "---\nname: helper\ndescription: Helps.\n---\nHelp.\n",
-				".claude-plugin/plugin.json":  `{"name":"broken-skills"}`,
-				"skills/fine/SKILL.md":        skillMD("fine", "The one good skill."),
-				"skills/fine/reference/x.txt": "x\n",
-			})
-			w := newWatcher(t, dir)
-			if n := w.Snapshot().Skipped(); n < 4 {
-				t.Fatalf("%d items skipped, want the bad SKILL.md files skipped: %+v", n, w.Snapshot().Problems())
-			}
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
-			ext := c.cs.InitializeResult().Capabilities.Extensions
-			for _, id := range []string{rewrite.SkillsExtensionID, rewrite.AgentsExtensionID} {
-				if _, ok := ext[id]; !ok {
-					t.Errorf("capabilities.extensions through the sidecar lack %s: %v", id, ext)
-				}
-			}
-			var pg struct {
-				Agents []agentCard `json:"agents"`
-			}
-			c.call("agents/list", nil).ok(t, "agents/list", &pg)
-			if len(pg.Agents) != 1 || pg.Agents[0].Name != "helper" {
-				t.Errorf("agents/list = %+v, want helper", pg.Agents)
-			}
-			var sk struct {
-				Skills []listedSkill `json:"skills"`
-			}
-			c.call("skills/list", nil).ok(t, "skills/list", &sk)
-			if len(sk.Skills) != 1 || sk.Skills[0].URI != "skill://fine/SKILL.md" {
-				t.Errorf("skills/list = %+v, want only the good skill", sk.Skills)
-			}
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{
+			"skills/mismatch/SKILL.md":    skillMD("other-name", "Name differs from its folder."),
+			"skills/no-front/SKILL.md":    "# no frontmatter\n",
+			"skills/bad-yaml/SKILL.md":    "---\nname: [unclosed\n---\n",
+			"skills/not-utf8/SKILL.md":    "---\nname: not-utf8\ndescription: \xff\xfe\n---\n",
+			"skills/timestamp/SKILL.md":   "---\nname: timestamp\ndescription: d\nwhen: !!timestamp 2024-01-01\n---\n",
+			"agents/helper.md":            "---\nname: helper\ndescription: Helps.\n---\nHelp.\n",
+			".claude-plugin/plugin.json":  `{"name":"broken-skills"}`,
+			"skills/fine/SKILL.md":        skillMD("fine", "The one good skill."),
+			"skills/fine/reference/x.txt": "x\n",
 		})
-	}
+		w := newWatcher(t, dir)
+		if n := w.Snapshot().Skipped(); n < 4 {
+			t.Fatalf("%d items skipped, want the bad SKILL.md files skipped: %+v", n, w.Snapshot().Problems())
+		}
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
+		ext := c.cs.InitializeResult().Capabilities.Extensions
+		for _, id := range []string{rewrite.SkillsExtensionID, rewrite.AgentsExtensionID} {
+			if _, ok := ext[id]; !ok {
+				t.Errorf("capabilities.extensions through the sidecar lack %s: %v", id, ext)
+			}
+		}
+		var pg struct {
+			Agents []agentCard `json:"agents"`
+		}
+		c.call("agents/list", nil).ok(t, "agents/list", &pg)
+		if len(pg.Agents) != 1 || pg.Agents[0].Name != "helper" {
+			t.Errorf("agents/list = %+v, want helper", pg.Agents)
+		}
+		var sk struct {
+			Skills []listedSkill `json:"skills"`
+		}
+		c.call("skills/list", nil).ok(t, "skills/list", &sk)
+		if len(sk.Skills) != 1 || sk.Skills[0].URI != "skill://fine/SKILL.md" {
+			t.Errorf("skills/list = %+v, want only the good skill", sk.Skills)
+		}
+	})
 }
 
 // TestAgentsEmptyRosterDeclared: with no plugin at all both extensions are

@@ -236,6 +236,20 @@ func eras() []eraCase {
 	return []eraCase{{name: "legacy", stateless: false}, {name: "modern", stateless: true}}
 }
 
+// eachEra runs fn as a parallel subtest per era, with a context bounded to
+// 30 seconds.
+func eachEra(t *testing.T, fn func(t *testing.T, ctx context.Context, ec eraCase)) {
+	t.Helper()
+	for _, ec := range eras() {
+		t.Run(ec.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			fn(t, ctx, ec)
+		})
+	}
+}
+
 // rpcErr is a JSON-RPC error object.
 type rpcErr struct {
 	Code    int             `json:"code"`

@@ -61,48 +61,43 @@ func uris(rs []*mcp.Resource) []string {
 // first and unchanged, then the sidecar's files in pages of 3, each once.
 func TestResourcesListComposed(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dir := t.TempDir()
-			writeFiles(t, dir, pluginPDF())
-			w := newWatcher(t, dir)
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, resources: 5})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 3}), "")
-			direct := dial(t, ctx, up.url, "")
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		writeFiles(t, dir, pluginPDF())
+		w := newWatcher(t, dir)
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, resources: 5})
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 3}), "")
+		direct := dial(t, ctx, up.url, "")
 
-			want, upstreamPages := listAll(t, ctx, direct.cs)
-			if upstreamPages != 3 || len(want) != 5 {
-				t.Fatalf("direct upstream listing: %d resources in %d pages, want 5 in 3", len(want), upstreamPages)
+		want, upstreamPages := listAll(t, ctx, direct.cs)
+		if upstreamPages != 3 || len(want) != 5 {
+			t.Fatalf("direct upstream listing: %d resources in %d pages, want 5 in 3", len(want), upstreamPages)
+		}
+		got, pages := listAll(t, ctx, c.cs)
+		files := sidecarFiles(w.Snapshot())
+		wantURIs := append(uris(want), files...)
+		if diff := cmp.Diff(wantURIs, uris(got)); diff != "" {
+			t.Errorf("composed resources/list URIs (-want +got):\n%s", diff)
+		}
+		// The upstream's pages pass unchanged; the sidecar's pages of 3
+		// start on the upstream's last page.
+		if diff := cmp.Diff(jsonOf(t, want), jsonOf(t, got[:len(want)])); diff != "" {
+			t.Errorf("upstream's resources through the sidecar differ (-direct +sidecar):\n%s", diff)
+		}
+		if wantPages := 3 + (len(files)-3+2)/3; pages != wantPages {
+			t.Errorf("composed listing took %d pages, want %d", pages, wantPages)
+		}
+		for _, r := range got[len(want):] {
+			if !strings.HasSuffix(r.URI, "/SKILL.md") {
+				continue
 			}
-			got, pages := listAll(t, ctx, c.cs)
-			files := sidecarFiles(w.Snapshot())
-			wantURIs := append(uris(want), files...)
-			if diff := cmp.Diff(wantURIs, uris(got)); diff != "" {
-				t.Errorf("composed resources/list URIs (-want +got):\n%s", diff)
+			sk, _ := w.Snapshot().Skill(r.URI)
+			f, _ := w.Snapshot().File(r.URI)
+			if r.Name != sk.Name || r.Description != sk.Description || r.MIMEType != "text/markdown" || r.Size != f.Size {
+				t.Errorf("resources/list entry %+v, want name %q, description %q, text/markdown, size %d", r, sk.Name, sk.Description, f.Size)
 			}
-			// The upstream's pages pass unchanged; the sidecar's pages of 3
-			// start on the upstream's last page.
-			if diff := cmp.Diff(jsonOf(t, want), jsonOf(t, got[:len(want)])); diff != "" {
-				t.Errorf("upstream's resources through the sidecar differ (-direct +sidecar):\n%s", diff)
-			}
-			if wantPages := 3 + (len(files)-3+2)/3; pages != wantPages {
-				t.Errorf("composed listing took %d pages, want %d", pages, wantPages)
-			}
-			for _, r := range got[len(want):] {
-				if !strings.HasSuffix(r.URI, "/SKILL.md") {
-					continue
-				}
-				sk, _ := w.Snapshot().Skill(r.URI)
-				f, _ := w.Snapshot().File(r.URI)
-				if r.Name != sk.Name || r.Description != sk.Description || r.MIMEType != "text/markdown" || r.Size != f.Size {
-					t.Errorf("resources/list entry %+v, want name %q, description %q, text/markdown, size %d", r, sk.Name, sk.Description, f.Size)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestResourcesListWithoutUpstreamResources: an upstream that declares no

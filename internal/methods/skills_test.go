@@ -324,31 +324,26 @@ func removeSkill(t *testing.T, dir, name string) {
 
 func TestSkillsListInvalidCursor(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dir := t.TempDir()
-			files := map[string]string{}
-			for i := range 5 {
-				maps(files, genSkill(genName(i), 1))
-			}
-			writeFiles(t, dir, files)
-			w := newWatcher(t, dir)
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 2}), "")
-			var first skillsPage
-			c.call("skills/list", nil).ok(t, "skills/list", &first)
-			if first.NextCursor == "" {
-				t.Fatalf("first page of 5 with page size 2 has no nextCursor")
-			}
-			for _, cursor := range []any{"garbage", "s1:!!!not-base64", 42, "", first.NextCursor + "x!", otherListingCursor(t, first.NextCursor)} {
-				r := c.call("skills/list", map[string]any{"cursor": cursor})
-				r.failed(t, fmt.Sprintf("skills/list cursor %v", cursor), http.StatusOK, -32602)
-			}
-		})
-	}
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		files := map[string]string{}
+		for i := range 5 {
+			maps(files, genSkill(genName(i), 1))
+		}
+		writeFiles(t, dir, files)
+		w := newWatcher(t, dir)
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 2}), "")
+		var first skillsPage
+		c.call("skills/list", nil).ok(t, "skills/list", &first)
+		if first.NextCursor == "" {
+			t.Fatalf("first page of 5 with page size 2 has no nextCursor")
+		}
+		for _, cursor := range []any{"garbage", "s1:!!!not-base64", 42, "", first.NextCursor + "x!", otherListingCursor(t, first.NextCursor)} {
+			r := c.call("skills/list", map[string]any{"cursor": cursor})
+			r.failed(t, fmt.Sprintf("skills/list cursor %v", cursor), http.StatusOK, -32602)
+		}
+	})
 }
 
 // otherListingCursor turns a skills cursor into a cursor of the same key for
@@ -382,46 +377,41 @@ func pluginPDF() map[string]string {
 
 func TestSkillsGetErrors(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dir := t.TempDir()
-			writeFiles(t, dir, pluginPDF())
-			w := newWatcher(t, dir)
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
-			c.call("skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}).ok(t, "skills/get of a served skill", nil)
-			tests := []struct {
-				name, uri string
-			}{
-				{"file", "skill://pdf-processing/reference/forms.md"},
-				{"directory", "skill://pdf-processing/reference"},
-				{"skill root", "skill://pdf-processing"},
-				{"unknown", "skill://nope/SKILL.md"},
-				{"upper case path", "skill://PDF-processing/SKILL.md"},
-				{"lower case file name", "skill://pdf-processing/skill.md"},
-				{"upper case scheme", "SKILL://pdf-processing/SKILL.md"},
-				{"trailing slash", "skill://pdf-processing/SKILL.md/"},
-				{"percent-encoded dash", "skill://pdf%2Dprocessing/SKILL.md"},
-				{"percent-encoded slash", "skill://acme%2Fbilling/refunds/SKILL.md"},
-				{"double slash", "skill://acme/billing//refunds/SKILL.md"},
-				{"dot segment", "skill://acme/billing/./refunds/SKILL.md"},
-				{"final segment only", "skill://refunds/SKILL.md"},
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		writeFiles(t, dir, pluginPDF())
+		w := newWatcher(t, dir)
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
+		c.call("skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}).ok(t, "skills/get of a served skill", nil)
+		tests := []struct {
+			name, uri string
+		}{
+			{"file", "skill://pdf-processing/reference/forms.md"},
+			{"directory", "skill://pdf-processing/reference"},
+			{"skill root", "skill://pdf-processing"},
+			{"unknown", "skill://nope/SKILL.md"},
+			{"upper case path", "skill://PDF-processing/SKILL.md"},
+			{"lower case file name", "skill://pdf-processing/skill.md"},
+			{"upper case scheme", "SKILL://pdf-processing/SKILL.md"},
+			{"trailing slash", "skill://pdf-processing/SKILL.md/"},
+			{"percent-encoded dash", "skill://pdf%2Dprocessing/SKILL.md"},
+			{"percent-encoded slash", "skill://acme%2Fbilling/refunds/SKILL.md"},
+			{"double slash", "skill://acme/billing//refunds/SKILL.md"},
+			{"dot segment", "skill://acme/billing/./refunds/SKILL.md"},
+			{"final segment only", "skill://refunds/SKILL.md"},
+		}
+		for _, tt := range tests {
+			r := c.call("skills/get", map[string]any{"uri": tt.uri})
+			e := r.failed(t, "skills/get "+tt.name, http.StatusOK, -32602)
+			if e != nil && !strings.Contains(e.Message, tt.uri) {
+				t.Errorf("skills/get %s: message %q does not name the URI %q", tt.name, e.Message, tt.uri)
 			}
-			for _, tt := range tests {
-				r := c.call("skills/get", map[string]any{"uri": tt.uri})
-				e := r.failed(t, "skills/get "+tt.name, http.StatusOK, -32602)
-				if e != nil && !strings.Contains(e.Message, tt.uri) {
-					t.Errorf("skills/get %s: message %q does not name the URI %q", tt.name, e.Message, tt.uri)
-				}
-			}
-			for _, params := range []map[string]any{nil, {"uri": 42}, {"uri": nil}} {
-				c.call("skills/get", params).failed(t, fmt.Sprintf("skills/get %v", params), http.StatusOK, -32602)
-			}
-		})
-	}
+		}
+		for _, params := range []map[string]any{nil, {"uri": 42}, {"uri": nil}} {
+			c.call("skills/get", params).failed(t, fmt.Sprintf("skills/get %v", params), http.StatusOK, -32602)
+		}
+	})
 }
 
 // checkServedDigests returns every problem of a skill entry whose digests and
@@ -486,129 +476,119 @@ func TestCheckServedDigestsRejectsMismatches(t *testing.T) {
 // URI and that digest and size in skills/list describe exactly those bytes.
 func TestResourcesReadServedBytes(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dir := t.TempDir()
-			writeFiles(t, dir, pluginPDF())
-			w := newWatcher(t, dir)
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless, resources: 2})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		writeFiles(t, dir, pluginPDF())
+		w := newWatcher(t, dir)
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, resources: 2})
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
 
-			var pg struct {
-				Skills []listedSkill `json:"skills"`
+		var pg struct {
+			Skills []listedSkill `json:"skills"`
+		}
+		c.call("skills/list", nil).ok(t, "skills/list", &pg)
+		if len(pg.Skills) != 2 {
+			t.Fatalf("skills/list = %d skills, want 2", len(pg.Skills))
+		}
+		viaSDK := func(uri string) ([]byte, error) {
+			res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			if err != nil {
+				return nil, err
 			}
-			c.call("skills/list", nil).ok(t, "skills/list", &pg)
-			if len(pg.Skills) != 2 {
-				t.Fatalf("skills/list = %d skills, want 2", len(pg.Skills))
+			if len(res.Contents) != 1 {
+				return nil, fmt.Errorf("%d contents, want 1", len(res.Contents))
 			}
-			viaSDK := func(uri string) ([]byte, error) {
-				res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-				if err != nil {
-					return nil, err
-				}
-				if len(res.Contents) != 1 {
-					return nil, fmt.Errorf("%d contents, want 1", len(res.Contents))
-				}
-				ct := res.Contents[0]
-				if ct.URI != uri {
-					t.Errorf("resources/read(%s) contents[0].uri = %q, want the request's", uri, ct.URI)
-				}
-				if strings.HasSuffix(uri, "/SKILL.md") && ct.MIMEType != "text/markdown" {
-					t.Errorf("resources/read(%s) mimeType = %q, want text/markdown", uri, ct.MIMEType)
-				}
-				if ct.Blob != nil {
-					return ct.Blob, nil
-				}
-				return []byte(ct.Text), nil
+			ct := res.Contents[0]
+			if ct.URI != uri {
+				t.Errorf("resources/read(%s) contents[0].uri = %q, want the request's", uri, ct.URI)
 			}
-			viaRaw := func(uri string) ([]byte, error) {
-				var res struct {
-					Contents []struct {
-						URI      string  `json:"uri"`
-						MIMEType string  `json:"mimeType"`
-						Text     *string `json:"text"`
-						Blob     *string `json:"blob"`
-					} `json:"contents"`
-				}
-				c.call("resources/read", map[string]any{"uri": uri}).ok(t, "resources/read "+uri, &res)
-				if len(res.Contents) != 1 {
-					return nil, fmt.Errorf("%d contents, want 1", len(res.Contents))
-				}
-				ct := res.Contents[0]
-				wantBlob := strings.HasSuffix(uri, ".png")
-				switch {
-				case wantBlob && (ct.Blob == nil || ct.Text != nil):
-					t.Errorf("resources/read(%s) is not served as blob", uri)
-				case !wantBlob && (ct.Text == nil || ct.Blob != nil):
-					t.Errorf("resources/read(%s) is not served as text", uri)
-				}
-				if wantBlob && ct.MIMEType != "image/png" {
-					t.Errorf("resources/read(%s) mimeType = %q, want image/png", uri, ct.MIMEType)
-				}
-				if ct.Blob != nil {
-					return base64.StdEncoding.DecodeString(*ct.Blob)
-				}
-				return []byte(*ct.Text), nil
+			if strings.HasSuffix(uri, "/SKILL.md") && ct.MIMEType != "text/markdown" {
+				t.Errorf("resources/read(%s) mimeType = %q, want text/markdown", uri, ct.MIMEType)
 			}
-			for _, e := range pg.Skills {
-				if len(e.Resources) < 2 {
-					t.Errorf("%s lists %d resources, want its whole manifest", e.URI, len(e.Resources))
-				}
-				for _, p := range checkServedDigests(e, viaSDK) {
-					t.Errorf("go-sdk ReadResource: %s", p)
-				}
-				for _, p := range checkServedDigests(e, viaRaw) {
-					t.Errorf("raw resources/read: %s", p)
-				}
+			if ct.Blob != nil {
+				return ct.Blob, nil
 			}
-			// SKILL.md with CRLF on disk is served as those very bytes.
-			b, err := viaRaw("skill://pdf-processing/SKILL.md")
-			if err != nil || !strings.Contains(string(b), "\r\n") {
-				t.Errorf("SKILL.md served as %q, %v; want the file's bytes, CRLF kept", b, err)
+			return []byte(ct.Text), nil
+		}
+		viaRaw := func(uri string) ([]byte, error) {
+			var res struct {
+				Contents []struct {
+					URI      string  `json:"uri"`
+					MIMEType string  `json:"mimeType"`
+					Text     *string `json:"text"`
+					Blob     *string `json:"blob"`
+				} `json:"contents"`
 			}
-			// The sidecar's files never reach the upstream; the upstream's
-			// own resources still read through.
-			res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://res/01"})
-			if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "upstream test://res/01" {
-				t.Errorf("ReadResource(test://res/01) through the sidecar = %v, %v", res, err)
+			c.call("resources/read", map[string]any{"uri": uri}).ok(t, "resources/read "+uri, &res)
+			if len(res.Contents) != 1 {
+				return nil, fmt.Errorf("%d contents, want 1", len(res.Contents))
 			}
-			for _, s := range up.seen() {
-				if strings.Contains(s, "skill://") {
-					t.Errorf("upstream received %q; the sidecar serves skill files itself", s)
-				}
+			ct := res.Contents[0]
+			wantBlob := strings.HasSuffix(uri, ".png")
+			switch {
+			case wantBlob && (ct.Blob == nil || ct.Text != nil):
+				t.Errorf("resources/read(%s) is not served as blob", uri)
+			case !wantBlob && (ct.Text == nil || ct.Blob != nil):
+				t.Errorf("resources/read(%s) is not served as text", uri)
 			}
-		})
-	}
+			if wantBlob && ct.MIMEType != "image/png" {
+				t.Errorf("resources/read(%s) mimeType = %q, want image/png", uri, ct.MIMEType)
+			}
+			if ct.Blob != nil {
+				return base64.StdEncoding.DecodeString(*ct.Blob)
+			}
+			return []byte(*ct.Text), nil
+		}
+		for _, e := range pg.Skills {
+			if len(e.Resources) < 2 {
+				t.Errorf("%s lists %d resources, want its whole manifest", e.URI, len(e.Resources))
+			}
+			for _, p := range checkServedDigests(e, viaSDK) {
+				t.Errorf("go-sdk ReadResource: %s", p)
+			}
+			for _, p := range checkServedDigests(e, viaRaw) {
+				t.Errorf("raw resources/read: %s", p)
+			}
+		}
+		// SKILL.md with CRLF on disk is served as those very bytes.
+		b, err := viaRaw("skill://pdf-processing/SKILL.md")
+		if err != nil || !strings.Contains(string(b), "\r\n") {
+			t.Errorf("SKILL.md served as %q, %v; want the file's bytes, CRLF kept", b, err)
+		}
+		// The sidecar's files never reach the upstream; the upstream's
+		// own resources still read through.
+		res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://res/01"})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "upstream test://res/01" {
+			t.Errorf("ReadResource(test://res/01) through the sidecar = %v, %v", res, err)
+		}
+		for _, s := range up.seen() {
+			if strings.Contains(s, "skill://") {
+				t.Errorf("upstream received %q; the sidecar serves skill files itself", s)
+			}
+		}
+	})
 }
 
 func TestResourcesReadUnknownSkillURI(t *testing.T) {
 	t.Parallel()
 	wantCode := map[string]int{"legacy": -32002, "modern": -32602}
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dir := t.TempDir()
-			writeFiles(t, dir, pluginPDF())
-			w := newWatcher(t, dir)
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
-			for _, uri := range []string{"skill://nope/SKILL.md", "skill://pdf-processing/reference", "skill://pdf-processing/missing.md", "skill://PDF-processing/SKILL.md"} {
-				e := c.call("resources/read", map[string]any{"uri": uri}).failed(t, "resources/read "+uri, http.StatusOK, wantCode[ec.name])
-				if e != nil && !strings.Contains(e.Message, uri) {
-					t.Errorf("resources/read(%s) message %q does not name the URI", uri, e.Message)
-				}
-				_, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-				if code, ok := wireCode(err); !ok || code != wantCode[ec.name] {
-					t.Errorf("go-sdk ReadResource(%s) = %v, want wire error %d", uri, err, wantCode[ec.name])
-				}
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		writeFiles(t, dir, pluginPDF())
+		w := newWatcher(t, dir)
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
+		for _, uri := range []string{"skill://nope/SKILL.md", "skill://pdf-processing/reference", "skill://pdf-processing/missing.md", "skill://PDF-processing/SKILL.md"} {
+			e := c.call("resources/read", map[string]any{"uri": uri}).failed(t, "resources/read "+uri, http.StatusOK, wantCode[ec.name])
+			if e != nil && !strings.Contains(e.Message, uri) {
+				t.Errorf("resources/read(%s) message %q does not name the URI", uri, e.Message)
 			}
-		})
-	}
+			_, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			if code, ok := wireCode(err); !ok || code != wantCode[ec.name] {
+				t.Errorf("go-sdk ReadResource(%s) = %v, want wire error %d", uri, err, wantCode[ec.name])
+			}
+		}
+	})
 }
 
 type dirEntry struct {
@@ -626,94 +606,89 @@ type dirPage struct {
 
 func TestDirectoryRead(t *testing.T) {
 	t.Parallel()
-	for _, ec := range eras() {
-		t.Run(ec.name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			dir := t.TempDir()
-			writeFiles(t, dir, pluginPDF())
-			w := newWatcher(t, dir)
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 3}), "")
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		writeFiles(t, dir, pluginPDF())
+		w := newWatcher(t, dir)
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 3}), "")
 
-			readAll := func(uri string) []dirEntry {
-				t.Helper()
-				var out []dirEntry
-				params := map[string]any{"uri": uri}
-				for range 20 {
-					var pg dirPage
-					c.call("resources/directory/read", params).ok(t, "resources/directory/read "+uri, &pg)
-					if len(pg.Resources) > 3 {
-						t.Errorf("directory page of %d entries, page size 3", len(pg.Resources))
-					}
-					if pg.ResultType != "complete" {
-						t.Errorf("directory read resultType = %q, want complete", pg.ResultType)
-					}
-					out = append(out, pg.Resources...)
-					if pg.NextCursor == "" {
-						return out
-					}
-					params = map[string]any{"uri": uri, "cursor": pg.NextCursor}
+		readAll := func(uri string) []dirEntry {
+			t.Helper()
+			var out []dirEntry
+			params := map[string]any{"uri": uri}
+			for range 20 {
+				var pg dirPage
+				c.call("resources/directory/read", params).ok(t, "resources/directory/read "+uri, &pg)
+				if len(pg.Resources) > 3 {
+					t.Errorf("directory page of %d entries, page size 3", len(pg.Resources))
 				}
-				t.Fatalf("directory read of %s did not end", uri)
-				return nil
+				if pg.ResultType != "complete" {
+					t.Errorf("directory read resultType = %q, want complete", pg.ResultType)
+				}
+				out = append(out, pg.Resources...)
+				if pg.NextCursor == "" {
+					return out
+				}
+				params = map[string]any{"uri": uri, "cursor": pg.NextCursor}
 			}
-			size := func(n int64) *int64 { return &n }
-			root := "skill://pdf-processing"
-			wantRoot := []dirEntry{
-				{URI: root + "/SKILL.md", Name: "SKILL.md", MIMEType: "text/markdown", Size: size(int64(len(pluginPDF()["skills/pdf-processing/SKILL.md"])))},
-				{URI: root + "/a.txt", Name: "a.txt", MIMEType: "text/plain", Size: size(2)},
-				{URI: root + "/assets", Name: "assets", MIMEType: "inode/directory"},
-				{URI: root + "/b.txt", Name: "b.txt", MIMEType: "text/plain", Size: size(2)},
-				{URI: root + "/c.txt", Name: "c.txt", MIMEType: "text/plain", Size: size(int64(len("ünïcödé\n")))},
-				{URI: root + "/reference", Name: "reference", MIMEType: "inode/directory"},
-				{URI: root + "/scripts", Name: "scripts", MIMEType: "inode/directory"},
-			}
-			if diff := cmp.Diff(wantRoot, readAll(root)); diff != "" {
-				t.Errorf("directory read of the skill root (-want +got):\n%s", diff)
-			}
-			wantRef := []dirEntry{
-				{URI: root + "/reference/deep", Name: "deep", MIMEType: "inode/directory"},
-				{URI: root + "/reference/forms.md", Name: "forms.md", MIMEType: "text/markdown", Size: size(8)},
-			}
-			if diff := cmp.Diff(wantRef, readAll(root+"/reference")); diff != "" {
-				t.Errorf("directory read of a subdirectory (-want +got):\n%s", diff)
-			}
-			nested := readAll("skill://acme/billing/refunds")
-			if len(nested) != 2 || nested[1].Name != "examples" || nested[1].MIMEType != "inode/directory" {
-				t.Errorf("directory read of a nested skill path = %+v", nested)
-			}
+			t.Fatalf("directory read of %s did not end", uri)
+			return nil
+		}
+		size := func(n int64) *int64 { return &n }
+		root := "skill://pdf-processing"
+		wantRoot := []dirEntry{
+			{URI: root + "/SKILL.md", Name: "SKILL.md", MIMEType: "text/markdown", Size: size(int64(len(pluginPDF()["skills/pdf-processing/SKILL.md"])))},
+			{URI: root + "/a.txt", Name: "a.txt", MIMEType: "text/plain", Size: size(2)},
+			{URI: root + "/assets", Name: "assets", MIMEType: "inode/directory"},
+			{URI: root + "/b.txt", Name: "b.txt", MIMEType: "text/plain", Size: size(2)},
+			{URI: root + "/c.txt", Name: "c.txt", MIMEType: "text/plain", Size: size(int64(len("ünïcödé\n")))},
+			{URI: root + "/reference", Name: "reference", MIMEType: "inode/directory"},
+			{URI: root + "/scripts", Name: "scripts", MIMEType: "inode/directory"},
+		}
+		if diff := cmp.Diff(wantRoot, readAll(root)); diff != "" {
+			t.Errorf("directory read of the skill root (-want +got):\n%s", diff)
+		}
+		wantRef := []dirEntry{
+			{URI: root + "/reference/deep", Name: "deep", MIMEType: "inode/directory"},
+			{URI: root + "/reference/forms.md", Name: "forms.md", MIMEType: "text/markdown", Size: size(8)},
+		}
+		if diff := cmp.Diff(wantRef, readAll(root+"/reference")); diff != "" {
+			t.Errorf("directory read of a subdirectory (-want +got):\n%s", diff)
+		}
+		nested := readAll("skill://acme/billing/refunds")
+		if len(nested) != 2 || nested[1].Name != "examples" || nested[1].MIMEType != "inode/directory" {
+			t.Errorf("directory read of a nested skill path = %+v", nested)
+		}
 
-			for _, uri := range []string{root + "/a.txt", root + "/SKILL.md", root + "/", "skill://nope", root + "/missing", "skill://acme/billing"} {
-				e := c.call("resources/directory/read", map[string]any{"uri": uri}).failed(t, "resources/directory/read "+uri, http.StatusOK, -32602)
-				if e != nil && !strings.Contains(e.Message, uri) {
-					t.Errorf("directory read(%s) message %q does not name the URI", uri, e.Message)
-				}
+		for _, uri := range []string{root + "/a.txt", root + "/SKILL.md", root + "/", "skill://nope", root + "/missing", "skill://acme/billing"} {
+			e := c.call("resources/directory/read", map[string]any{"uri": uri}).failed(t, "resources/directory/read "+uri, http.StatusOK, -32602)
+			if e != nil && !strings.Contains(e.Message, uri) {
+				t.Errorf("directory read(%s) message %q does not name the URI", uri, e.Message)
 			}
-			c.call("resources/directory/read", map[string]any{"uri": root, "cursor": "bogus"}).failed(t, "directory read bad cursor", http.StatusOK, -32602)
+		}
+		c.call("resources/directory/read", map[string]any{"uri": root, "cursor": "bogus"}).failed(t, "directory read bad cursor", http.StatusOK, -32602)
 
-			// A directory outside the skill roots is the upstream's
-			// business: forwarded, and answered by the upstream (a go-sdk
-			// server does not know the method: -32601 on the modern wire, a
-			// plain-text 400 on the legacy one), never by the sidecar's
-			// -32602.
-			r := c.call("resources/directory/read", map[string]any{"uri": "file:///srv/data"})
-			if r.Status == http.StatusOK || (r.Error != nil && r.Error.Code == -32602) {
-				t.Errorf("directory read of a non-skill URI = HTTP %d %s, want the upstream's refusal of the method", r.Status, r.Body)
+		// A directory outside the skill roots is the upstream's
+		// business: forwarded, and answered by the upstream (a go-sdk
+		// server does not know the method: -32601 on the modern wire, a
+		// plain-text 400 on the legacy one), never by the sidecar's
+		// -32602.
+		r := c.call("resources/directory/read", map[string]any{"uri": "file:///srv/data"})
+		if r.Status == http.StatusOK || (r.Error != nil && r.Error.Code == -32602) {
+			t.Errorf("directory read of a non-skill URI = HTTP %d %s, want the upstream's refusal of the method", r.Status, r.Body)
+		}
+		var forwarded, local int
+		for _, s := range up.seen() {
+			switch {
+			case s == "resources/directory/read file:///srv/data":
+				forwarded++
+			case strings.HasPrefix(s, "resources/directory/read"):
+				local++
 			}
-			var forwarded, local int
-			for _, s := range up.seen() {
-				switch {
-				case s == "resources/directory/read file:///srv/data":
-					forwarded++
-				case strings.HasPrefix(s, "resources/directory/read"):
-					local++
-				}
-			}
-			if forwarded != 1 || local != 0 {
-				t.Errorf("upstream saw %d forwarded and %d skill directory reads (%q), want 1 and 0", forwarded, local, up.seen())
-			}
-		})
-	}
+		}
+		if forwarded != 1 || local != 0 {
+			t.Errorf("upstream saw %d forwarded and %d skill directory reads (%q), want 1 and 0", forwarded, local, up.seen())
+		}
+	})
 }
