@@ -318,22 +318,9 @@ main() {
   mkdir -p "$HOME"
 
   if [[ $start == yes ]]; then
-    if [[ $demo == yes ]]; then
-      e2e_start_sidecar "$sidecar_bin" '' "$out/sidecar.log"
-      e2e_log "sidecar at $E2E_SIDECAR_URL with its embedded demo upstream and example plugin"
-    elif [[ $upstream == everything ]]; then
-      e2e_start_everything "$out/everything.log"
-      e2e_start_sidecar "$sidecar_bin" "$E2E_EVERYTHING_URL" "$out/sidecar.log" "$plugin_dir"
-      e2e_log "sidecar at $E2E_SIDECAR_URL in front of server-everything, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
-    elif [[ $upstream == go ]]; then
-      e2e_start_go_upstream "$out/go.log"
-      e2e_start_sidecar "$sidecar_bin" "$E2E_GO_URL" "$out/sidecar.log" "$plugin_dir"
-      e2e_log "sidecar at $E2E_SIDECAR_URL in front of the stateless go-sdk demo-upstream, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
-    else
-      e2e_start_modern_upstream "$out/modern.log"
-      e2e_start_sidecar "$sidecar_bin" "$E2E_MODERN_URL" "$out/sidecar.log" "$plugin_dir"
-      e2e_log "sidecar at $E2E_SIDECAR_URL in front of modern-upstream, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
-    fi
+    local kind=$upstream
+    [[ $demo == yes ]] && kind=demo
+    e2e_start_stack "$kind" "$sidecar_bin" "$out" "$plugin_dir"
     url=$E2E_SIDECAR_URL
   fi
 

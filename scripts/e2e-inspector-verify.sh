@@ -215,22 +215,9 @@ main() {
     return
   fi
   if [[ $mode == start ]]; then
-    if [[ $demo == yes ]]; then
-      e2e_start_sidecar "$sidecar_bin" '' "$WORK/sidecar.log"
-      e2e_log "sidecar at $E2E_SIDECAR_URL with its embedded demo upstream and example plugin"
-    elif [[ $upstream == everything ]]; then
-      e2e_start_everything "$WORK/everything.log"
-      e2e_start_sidecar "$sidecar_bin" "$E2E_EVERYTHING_URL" "$WORK/sidecar.log" "$plugin_dir"
-      e2e_log "sidecar at $E2E_SIDECAR_URL in front of server-everything, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
-    elif [[ $upstream == go ]]; then
-      e2e_start_go_upstream "$WORK/go.log"
-      e2e_start_sidecar "$sidecar_bin" "$E2E_GO_URL" "$WORK/sidecar.log" "$plugin_dir"
-      e2e_log "sidecar at $E2E_SIDECAR_URL in front of the stateless go-sdk demo-upstream, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
-    else
-      e2e_start_modern_upstream "$WORK/modern.log"
-      e2e_start_sidecar "$sidecar_bin" "$E2E_MODERN_URL" "$WORK/sidecar.log" "$plugin_dir"
-      e2e_log "sidecar at $E2E_SIDECAR_URL in front of modern-upstream, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
-    fi
+    local kind=$upstream
+    [[ $demo == yes ]] && kind=demo
+    e2e_start_stack "$kind" "$sidecar_bin" "$WORK" "$plugin_dir"
     url=$E2E_SIDECAR_URL
   fi
   local era

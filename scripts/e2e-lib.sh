@@ -153,6 +153,29 @@ e2e_start_go_upstream() {
     e2e_die "demo-upstream did not start"
 }
 
+# e2e_start_stack KIND SIDECAR_BIN DIR PLUGIN_DIR starts the sidecar for a
+# --start-sidecar run, logging into DIR: KIND "demo" is the sidecar alone
+# with its embedded demo upstream and example plugin; "everything",
+# "go" (stateless go-sdk demo-upstream) and "modern" (dual-era TS upstream)
+# start that upstream first and the sidecar in front of it with PLUGIN_DIR.
+# Sets E2E_SIDECAR_URL (see e2e_start_sidecar).
+e2e_start_stack() {
+  local kind=$1 bin=$2 dir=$3 plugin_dir=$4 upstream_url what
+  case $kind in
+    demo)
+      e2e_start_sidecar "$bin" '' "$dir/sidecar.log"
+      e2e_log "sidecar at $E2E_SIDECAR_URL with its embedded demo upstream and example plugin"
+      return
+      ;;
+    everything) e2e_start_everything "$dir/everything.log"; upstream_url=$E2E_EVERYTHING_URL; what="server-everything" ;;
+    go) e2e_start_go_upstream "$dir/go.log"; upstream_url=$E2E_GO_URL; what="the stateless go-sdk demo-upstream" ;;
+    modern) e2e_start_modern_upstream "$dir/modern.log"; upstream_url=$E2E_MODERN_URL; what="modern-upstream" ;;
+    *) e2e_die "unknown upstream kind $kind" ;;
+  esac
+  e2e_start_sidecar "$bin" "$upstream_url" "$dir/sidecar.log" "$plugin_dir"
+  e2e_log "sidecar at $E2E_SIDECAR_URL in front of $what, plugin folder ${plugin_dir#"$E2E_ROOT"/}"
+}
+
 # e2e_inspector ARGS... runs the inspector CLI (`mcp-inspector --cli ARGS`)
 # with the pinned Node, bounded by E2E_CALL_TIMEOUT seconds (default 60).
 # HOME must point at a scratch directory: the CLI creates ~/.mcp-inspector.
