@@ -88,9 +88,13 @@ func New(opts Options) *Gate {
 	return &Gate{opts: opts, keys: keys, fwd: fwd, seen: map[[sha256.Size]byte]time.Time{}}
 }
 
-func (g *Gate) key(h http.Header) [sha256.Size]byte {
+func (g *Gate) key(h http.Header) [sha256.Size]byte { return CredentialKey(h, g.keys...) }
+
+// CredentialKey hashes the values of the named headers of h: the cache key
+// of an authorization context. Credentials themselves are never stored.
+func CredentialKey(h http.Header, names ...string) [sha256.Size]byte {
 	sum := sha256.New()
-	for _, k := range g.keys {
+	for _, k := range names {
 		for _, v := range h.Values(k) {
 			io.WriteString(sum, http.CanonicalHeaderKey(k)+"\x00"+v+"\x00")
 		}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -96,17 +97,10 @@ func (o *Overlay) authKey(h http.Header) string {
 	return credentialKey(h, "Authorization", "Cookie")
 }
 
-// credentialKey hashes the values of the named headers of h: the cache key
-// of an authorization context. Credentials themselves are never stored.
+// credentialKey is authgate.CredentialKey as a map key.
 func credentialKey(h http.Header, names ...string) string {
-	sum := sha256.New()
-	for _, k := range names {
-		for _, v := range h.Values(k) {
-			io.WriteString(sum, k+"\x00"+v+"\x00")
-		}
-	}
-	var b [sha256.Size]byte
-	return string(sum.Sum(b[:0]))
+	k := authgate.CredentialKey(h, names...)
+	return string(k[:])
 }
 
 func (o *Overlay) context(r *http.Request, snap *catalog.Snapshot) *authContext {
