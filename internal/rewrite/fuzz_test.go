@@ -146,7 +146,9 @@ func refMessage(b []byte) envelopeSummary {
 	switch {
 	case hasMethod:
 		p := s.Params
-		if json.Unmarshal(rawMethod, &method) != nil || hasResult || hasError || (hasID && !idOK) ||
+		// encoding/json decodes null into a string without complaint;
+		// JSON-RPC wants the method to be a string.
+		if rawMethod[0] != '"' || json.Unmarshal(rawMethod, &method) != nil || hasResult || hasError || (hasID && !idOK) ||
 			(p != "" && p[0] != '{' && p[0] != '[' && p != "null") {
 			return envelopeSummary{}
 		}
