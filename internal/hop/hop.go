@@ -1,0 +1,437 @@
+// Package hop owns the sidecar's connections to its upstream: an HTTP/1.1
+// round tripper over a pool of keep-alive connections that does each round
+// trip on the caller's goroutine.
+//
+// net/http's Transport gives every connection a read goroutine and a write
+// goroutine and hands each request and reply between them and the caller
+// over channels. On a busy two-core pod each hand-off is a scheduler wake-up,
+// and a proxy pays them on top of the server's own; that is most of what a
+// default Go reverse proxy adds to a loopback round trip. Here the caller
+// writes the request and reads the reply itself, the way nginx's event loop
+// does, and a connection in the pool costs no goroutine at all.
+//
+// The Transport speaks plain http:// only; anything else (https, protocol
+// upgrades) goes to its Fallback.
+package hop
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults for Transport fields left zero.
+const (
+	DefaultDialTimeout = 5 * time.Second
+	DefaultIdleTimeout = 90 * time.Second
+	DefaultMaxIdle     = 512
+)
+
+// Transport is an http.RoundTripper for plain-HTTP upstreams. The zero value
+// is ready to use; fields must not change after the first round trip.
+type Transport struct {
+	// DialTimeout bounds connecting; 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for response headers after the
+	// request is written; 0 means no limit.
+	ResponseHeaderTimeout time.Duration
+	// IdleTimeout closes a pooled connection unused this long; 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxIdle caps the pooled connections (per Transport, all hosts); 0
+	// means DefaultMaxIdle.
+	MaxIdle int
+	// Fallback carries what this Transport does not: https and requests
+	// asking for a protocol upgrade. Nil refuses them.
+	Fallback http.RoundTripper
+
+	mu   sync.Mutex
+	idle map[string][]*conn // by host:port; most recently used last
+	n    int                // pooled connections over all hosts
+}
+
+// conn is one upstream connection. Only the goroutine doing a round trip
+// on it touches br; the pool's fields are guarded by Transport.mu.
+type conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	key    string
+	reused bool
+
+	pooled bool        // in Transport.idle
+	since  time.Time   // when it entered the pool
+	timer  *time.Timer // closes it after IdleTimeout in the pool
+}
+
+// peekAfter is how long a connection sits in the pool before get checks
+// that the upstream has not closed it. A connection reused sooner (the
+// common case under load) skips the system call; an upstream that closes
+// one in that window costs that one request a retry (replayable) or an
+// error, the same race net/http's Transport has.
+const peekAfter = 100 * time.Millisecond
+
+// writers recycles request write buffers: a connection needs one only while
+// it writes, not while it waits or streams.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+
+// RoundTrip implements http.RoundTripper. A request on a reused connection
+// that fails before the upstream could have acted on it (nothing written,
+// or, for a replayable request, nothing read back) is retried once on a
+// fresh connection, as net/http does.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "http" || req.Header.Get("Upgrade") != "" {
+		if t.Fallback == nil {
+			closeBody(req)
+			return nil, fmt.Errorf("hop: cannot carry %s request for %s", req.URL.Scheme, req.URL.Redacted())
+		}
+		return t.Fallback.RoundTrip(req)
+	}
+	ctx := req.Context()
+	key := hostPort(req)
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		c, err := t.get(ctx, key)
+		if err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		resp, wrote, err := t.roundTrip(ctx, c, req)
+		if err == nil {
+			return resp, nil
+		}
+		retry := attempt == 0 && c.reused && ctx.Err() == nil && rewindable(req) &&
+			(!wrote || (replayable(req) && errors.Is(err, io.EOF)))
+		if !retry {
+			closeBody(req)
+			return nil, err
+		}
+		if req.Body != nil && req.Body != http.NoBody {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			req = req.Clone(ctx)
+			req.Body = body
+		}
+	}
+}
+
+// roundTrip writes req on c and reads the reply's headers. It reports
+// whether any byte of the request went out. On error c is closed.
+func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (*http.Response, bool, error) {
+	// Cancelling the request closes the connection, which unblocks a write
+	// or read in progress; the connection is never reused after that.
+	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
+	fail := func(wrote bool, err error) (*http.Response, bool, error) {
+		stop()
+		c.nc.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = ctxErr
+		}
+		return nil, wrote, err
+	}
+
+	out := req
+	if req.GetBody != nil && req.ContentLength > 0 {
+		// The body is in memory (that is what GetBody says): hand net/http
+		// the rewindable copy, which it recognises, so headers and body go
+		// out in one segment instead of two (a wrapped body makes it flush
+		// the headers first, in case the body is slow to come).
+		if b, err := req.GetBody(); err == nil {
+			out = req.WithContext(ctx)
+			out.Body = b
+			closeBody(req)
+		}
+	}
+	cw := &countingWriter{w: c.nc}
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(cw)
+	err := out.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	writers.Put(bw)
+	if err != nil {
+		return fail(cw.n > 0, fmt.Errorf("hop: write request: %w", err))
+	}
+
+	if t.ResponseHeaderTimeout > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
+	}
+	var resp *http.Response
+	for {
+		// Peek first: ReadResponse turns a hang-up before the first byte
+		// into ErrUnexpectedEOF, and only a clean io.EOF says the upstream
+		// read nothing back, which may allow a retry.
+		_, err = c.br.Peek(1)
+		if err == nil {
+			resp, err = http.ReadResponse(c.br, req)
+		}
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				err = fmt.Errorf("hop: timeout awaiting response headers: %w", err)
+			} else {
+				err = fmt.Errorf("hop: read response: %w", err)
+			}
+			return fail(true, err)
+		}
+		// Interim replies (100 Continue, 103 Early Hints) are not the answer.
+		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return fail(true, errors.New("hop: unexpected 101 Switching Protocols"))
+	}
+	if t.ResponseHeaderTimeout > 0 {
+		c.nc.SetReadDeadline(time.Time{})
+	}
+	keep := !resp.Close && !req.Close
+	if resp.Body == http.NoBody {
+		t.release(c, stop, keep)
+		return resp, true, nil
+	}
+	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep}
+	return resp, true, nil
+}
+
+// release ends a round trip on c: back to the pool when the reply was read
+// whole and both sides allow it, closed otherwise.
+func (t *Transport) release(c *conn, stop func() bool, keep bool) {
+	if !stop() || !keep {
+		// The context fired (and closed the connection) or a side asked to close.
+		c.nc.Close()
+		return
+	}
+	t.put(c)
+}
+
+// body is a reply body that gives its connection back on EOF.
+type body struct {
+	rc   io.ReadCloser
+	t    *Transport
+	c    *conn
+	stop func() bool
+	keep bool
+
+	mu   sync.Mutex
+	done bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.finish(true)
+	} else if err != nil {
+		b.finish(false)
+	}
+	return n, err
+}
+
+// Buffered reports how many bytes of the reply have arrived and not been
+// read yet, so a relay can tell whether a read would return at once.
+func (b *body) Buffered() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return 0
+	}
+	return b.c.br.Buffered()
+}
+
+// Close closes the body; a connection whose reply was not read to the end
+// is closed rather than pooled, since what is left on it is unknown.
+func (b *body) Close() error {
+	b.finish(false)
+	return nil
+}
+
+func (b *body) finish(whole bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	b.done = true
+	b.t.release(b.c, b.stop, whole && b.keep)
+}
+
+// get returns a pooled connection to key that is still open, or dials one.
+func (t *Transport) get(ctx context.Context, key string) (*conn, error) {
+	for {
+		c := t.pop(key)
+		if c == nil {
+			break
+		}
+		if c.br.Buffered() == 0 && (time.Since(c.since) < peekAfter || alive(c.nc)) {
+			c.reused = true
+			return c, nil
+		}
+		c.nc.Close() // closed by the upstream while pooled, or sent stray bytes
+	}
+	timeout := t.DialTimeout
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
+	}
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", key)
+	if err != nil {
+		return nil, fmt.Errorf("hop: %w", err)
+	}
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), key: key}, nil
+}
+
+func (t *Transport) pop(key string) *conn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cs := t.idle[key]
+	if len(cs) == 0 {
+		return nil
+	}
+	c := cs[len(cs)-1]
+	cs[len(cs)-1] = nil
+	t.idle[key] = cs[:len(cs)-1]
+	t.n--
+	c.pooled = false
+	c.timer.Stop()
+	return c
+}
+
+func (t *Transport) put(c *conn) {
+	max := t.MaxIdle
+	if max <= 0 {
+		max = DefaultMaxIdle
+	}
+	t.mu.Lock()
+	if t.n >= max {
+		t.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	if t.idle == nil {
+		t.idle = make(map[string][]*conn)
+	}
+	t.idle[c.key] = append(t.idle[c.key], c)
+	t.n++
+	c.pooled = true
+	c.since = time.Now()
+	timeout := t.IdleTimeout
+	if timeout <= 0 {
+		timeout = DefaultIdleTimeout
+	}
+	if c.timer == nil {
+		c.timer = time.AfterFunc(timeout, func() { t.expire(c) })
+	} else {
+		c.timer.Reset(timeout)
+	}
+	t.mu.Unlock()
+}
+
+// expire closes c if it is still idle in the pool.
+func (t *Transport) expire(c *conn) {
+	t.mu.Lock()
+	if !c.pooled || !t.remove(c) {
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	c.nc.Close()
+}
+
+// remove takes c out of the pool; t.mu must be held.
+func (t *Transport) remove(c *conn) bool {
+	cs := t.idle[c.key]
+	for i, x := range cs {
+		if x == c {
+			t.idle[c.key] = append(cs[:i], cs[i+1:]...)
+			cs[len(cs)-1] = nil
+			t.n--
+			c.pooled = false
+			return true
+		}
+	}
+	return false
+}
+
+// CloseIdleConnections closes every pooled connection, and those of the
+// Fallback.
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	var all []*conn
+	for key, cs := range t.idle {
+		for _, c := range cs {
+			c.pooled = false
+			c.timer.Stop()
+		}
+		all = append(all, cs...)
+		delete(t.idle, key)
+	}
+	t.n = 0
+	t.mu.Unlock()
+	for _, c := range all {
+		c.nc.Close()
+	}
+	if ci, ok := t.Fallback.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// Idle reports how many connections the pool holds.
+func (t *Transport) Idle() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+// hostPort is the address to dial for req: its URL's host with the port
+// http implies when none is given.
+func hostPort(req *http.Request) string {
+	host := req.URL.Host
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), "80")
+	}
+	return host
+}
+
+// rewindable reports whether req can be sent again.
+func rewindable(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}
+
+// replayable reports whether the upstream may safely see req twice: the
+// rule net/http applies (safe methods, or an idempotency key).
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,507 @@
+package hop
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingServer is an httptest server that counts the connections it
+// accepted.
+type countingServer struct {
+	*httptest.Server
+	conns atomic.Int64
+}
+
+func newCountingServer(t *testing.T, h http.Handler) *countingServer {
+	t.Helper()
+	s := &countingServer{}
+	s.Server = httptest.NewUnstartedServer(h)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newTransport(t *testing.T) *Transport {
+	t.Helper()
+	tr := &Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
+func do(t *testing.T, tr *Transport, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading reply to %s %s: %v", req.Method, req.URL, err)
+	}
+	return resp, string(b)
+}
+
+func post(t *testing.T, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func get(t *testing.T, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func TestRoundTripCarriesRequestAndReply(t *testing.T) {
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Seen", r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("Mcp-Session-Id")+" "+r.Host)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "echo:%s", b)
+	}))
+	tr := newTransport(t)
+	for i := range 5 {
+		req := post(t, srv.URL+"/mcp?x=1", fmt.Sprintf(`{"n":%d}`, i))
+		req.Header.Set("Mcp-Session-Id", "abc")
+		resp, body := do(t, tr, req)
+		if want := fmt.Sprintf(`echo:{"n":%d}`, i); body != want || resp.StatusCode != http.StatusOK {
+			t.Fatalf("reply %d = %d %q, want 200 %q", i, resp.StatusCode, body, want)
+		}
+		host := strings.TrimPrefix(srv.URL, "http://")
+		if got, want := resp.Header.Get("X-Seen"), "POST /mcp?x=1 abc "+host; got != want {
+			t.Fatalf("upstream saw %q, want %q", got, want)
+		}
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Fatalf("5 sequential requests used %d connections, want 1 kept alive", n)
+	}
+	if n := tr.Idle(); n != 1 {
+		t.Fatalf("pool holds %d connections after the requests, want 1", n)
+	}
+}
+
+func TestNoBodyRepliesReleaseTheConnection(t *testing.T) {
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted) // a notification's reply
+	}))
+	tr := newTransport(t)
+	for range 3 {
+		resp, err := tr.RoundTrip(post(t, srv.URL, `{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("status %d, want 202", resp.StatusCode)
+		}
+		// Closed without reading: an empty body leaves nothing behind.
+		resp.Body.Close()
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Fatalf("3 bodiless replies used %d connections, want 1", n)
+	}
+}
+
+func TestUnreadReplyIsNotPooled(t *testing.T) {
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("x", 64<<10))
+	}))
+	tr := newTransport(t)
+	resp, err := tr.RoundTrip(get(t, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := tr.Idle(); n != 0 {
+		t.Fatalf("pool holds %d connections after a half-read reply, want 0", n)
+	}
+	if _, body := do(t, tr, get(t, srv.URL)); len(body) != 64<<10 {
+		t.Fatalf("second reply is %d bytes, want %d", len(body), 64<<10)
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Fatalf("upstream saw %d connections, want 2 (the half-read one is not reused)", n)
+	}
+}
+
+func TestConnectionCloseIsHonoured(t *testing.T) {
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "bye")
+	}))
+	tr := newTransport(t)
+	for range 2 {
+		if _, body := do(t, tr, get(t, srv.URL)); body != "bye" {
+			t.Fatalf("body %q", body)
+		}
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Fatalf("upstream saw %d connections, want 2 (Connection: close)", n)
+	}
+	if n := tr.Idle(); n != 0 {
+		t.Fatalf("pool holds %d connections, want 0", n)
+	}
+}
+
+// TestUpstreamClosedIdleConnection restarts the upstream's side of every
+// pooled connection: the next request, even a POST that may not be
+// replayed, must go out on a fresh connection and succeed.
+func TestUpstreamClosedIdleConnection(t *testing.T) {
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	tr := newTransport(t)
+	do(t, tr, post(t, srv.URL, "1"))
+	srv.Config.SetKeepAlivesEnabled(false) // closes idle connections
+	srv.Config.SetKeepAlivesEnabled(true)
+	waitFor(t, "the upstream to close its idle connection", func() bool {
+		// The peek alive() does must now see the end of stream.
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, cs := range tr.idle {
+			for _, c := range cs {
+				return !alive(c.nc)
+			}
+		}
+		return false
+	})
+	time.Sleep(peekAfter) // a connection pooled for less is not checked
+	if _, body := do(t, tr, post(t, srv.URL, "2")); body != "ok" {
+		t.Fatalf("body %q", body)
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Fatalf("upstream saw %d connections, want 2", n)
+	}
+}
+
+// rawServer accepts connections and hands each to serve with its index.
+func rawServer(t *testing.T, serve func(i int, c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				serve(i, c, bufio.NewReader(c))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+const okReply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+// TestRetryOnlyWhatIsSafe: the upstream reads a second request on a
+// kept-alive connection and hangs up without a word. A GET is sent again on
+// a fresh connection; a POST is not, since the upstream may have acted on it.
+func TestRetryOnlyWhatIsSafe(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		retry  bool
+	}{{http.MethodGet, true}, {http.MethodPost, false}} {
+		t.Run(tc.method, func(t *testing.T) {
+			var conns atomic.Int64
+			url := rawServer(t, func(i int, c net.Conn, br *bufio.Reader) {
+				conns.Add(1)
+				for n := 0; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if i == 0 && n == 1 {
+						return // hang up on the second request of the first connection
+					}
+					io.WriteString(c, okReply)
+				}
+			})
+			tr := newTransport(t)
+			newReq := func() *http.Request {
+				req, err := http.NewRequest(tc.method, url, strings.NewReader("body"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return req
+			}
+			do(t, tr, newReq())
+			resp, err := tr.RoundTrip(newReq())
+			if tc.retry {
+				if err != nil {
+					t.Fatalf("retried %s failed: %v", tc.method, err)
+				}
+				resp.Body.Close()
+				if n := conns.Load(); n != 2 {
+					t.Fatalf("upstream saw %d connections, want 2", n)
+				}
+				return
+			}
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("%s on a connection that hung up succeeded; it must not be sent twice", tc.method)
+			}
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("error %v, want one wrapping io.EOF", err)
+			}
+		})
+	}
+}
+
+func TestInterimRepliesAreSkipped(t *testing.T) {
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"+okReply)
+	})
+	tr := newTransport(t)
+	resp, body := do(t, tr, get(t, url))
+	if resp.StatusCode != http.StatusOK || body != "ok" {
+		t.Fatalf("reply %d %q, want 200 ok", resp.StatusCode, body)
+	}
+}
+
+func TestResponseHeaderTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	}))
+	defer close(release)
+	tr := &Transport{ResponseHeaderTimeout: 50 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	_, err := tr.RoundTrip(get(t, srv.URL))
+	if err == nil || !strings.Contains(err.Error(), "timeout awaiting response headers") {
+		t.Fatalf("error %v, want a response-header timeout", err)
+	}
+}
+
+func TestCancelWhileWaiting(t *testing.T) {
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+	}))
+	defer close(release)
+	tr := newTransport(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req := get(t, srv.URL).WithContext(ctx)
+	go func() { <-arrived; cancel() }()
+	_, err := tr.RoundTrip(req)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if n := tr.Idle(); n != 0 {
+		t.Fatalf("pool holds %d connections after a cancelled request, want 0", n)
+	}
+}
+
+// TestStreamedReplyArrivesEventByEvent: a reply is handed over as the
+// upstream writes it, not when it ends.
+func TestStreamedReplyArrivesEventByEvent(t *testing.T) {
+	next := make(chan struct{})
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-next:
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	tr := newTransport(t)
+	resp, err := tr.RoundTrip(get(t, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := range 3 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("data: %d\n", i); line != want {
+			t.Fatalf("line %q, want %q", line, want)
+		}
+		br.ReadString('\n')
+		next <- struct{}{}
+	}
+	if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
+		t.Fatalf("after the events: %q, %v", rest, err)
+	}
+	if n := tr.Idle(); n != 1 {
+		t.Fatalf("pool holds %d connections after the stream ended, want 1", n)
+	}
+}
+
+func TestIdleTimeoutAndMaxIdle(t *testing.T) {
+	release := make(chan struct{})
+	var arrived sync.WaitGroup
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		<-release
+		io.WriteString(w, "ok")
+	}))
+	tr := &Transport{MaxIdle: 2, IdleTimeout: 100 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	// Three requests at once need three connections; only two are kept.
+	arrived.Add(3)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			resp, err := tr.RoundTrip(get(t, srv.URL))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	}
+	arrived.Wait()
+	close(release)
+	wg.Wait()
+	if n := tr.Idle(); n != 2 {
+		t.Fatalf("pool holds %d connections, want MaxIdle 2", n)
+	}
+	waitFor(t, "the idle timeout to empty the pool", func() bool { return tr.Idle() == 0 })
+}
+
+func TestFallback(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "tls")
+	}))
+	defer srv.Close()
+	tr := &Transport{}
+	if _, err := tr.RoundTrip(get(t, srv.URL)); err == nil {
+		t.Fatal("an https request without a Fallback succeeded")
+	}
+	tr.Fallback = srv.Client().Transport
+	if _, body := do(t, tr, get(t, srv.URL)); body != "tls" {
+		t.Fatalf("body %q via the fallback, want tls", body)
+	}
+	tr.CloseIdleConnections()
+}
+
+// TestConcurrentRoundTrips runs many requests at once (under -race in CI)
+// and checks every reply reached the request that asked for it.
+func TestConcurrentRoundTrips(t *testing.T) {
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	tr := newTransport(t)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 50 {
+				want := fmt.Sprintf("%d-%d", g, i)
+				resp, err := tr.RoundTrip(post(t, srv.URL, want))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || string(b) != want {
+					t.Errorf("reply %q, %v; want %q", b, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := srv.conns.Load(); n > 16 {
+		t.Fatalf("16 workers opened %d connections, want at most 16", n)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestBuffered: a relay asks whether the body's first bytes came with the
+// headers, to send both in one write.
+func TestBuffered(t *testing.T) {
+	release := make(chan struct{})
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.URL.Query().Has("quiet") {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-release
+		}
+		io.WriteString(w, "data: x\n\n")
+	}))
+	tr := newTransport(t)
+	for _, tc := range []struct {
+		query   string
+		arrived bool
+	}{{"", true}, {"?quiet", false}} {
+		resp, err := tr.RoundTrip(get(t, srv.URL+tc.query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.arrived {
+			// The headers and the event are one write upstream; wait until
+			// they are both here, as they are in one segment on loopback.
+			waitFor(t, "the event", func() bool { return resp.Body.(interface{ Buffered() int }).Buffered() > 0 })
+		} else if n := resp.Body.(interface{ Buffered() int }).Buffered(); n != 0 {
+			t.Fatalf("%d bytes buffered while the upstream holds its body", n)
+		}
+		if !tc.arrived {
+			close(release)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
