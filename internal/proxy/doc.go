@@ -1,6 +1,7 @@
 // Package proxy owns the sidecar's MCP listener path: reading the envelope of
 // each request, routing it (answered by the sidecar or forwarded), forwarding
-// streamable HTTP to the upstream with httputil.ReverseProxy, applying the
+// streamable HTTP to the upstream through its own relay over package hop's
+// connections (relay.go says why not httputil.ReverseProxy), applying the
 // response hooks (declaration splicing), and turning every failure into one
 // JSON-RPC error with the HTTP status the spec names.
 //

@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httputil"
 	"strconv"
 
 	"go.uber.org/zap"
@@ -16,29 +15,8 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
-// rewriteRequest points the outbound request at the upstream. httputil has
-// already removed hop-by-hop headers; every other header (Authorization,
-// Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID,
-// traceparent, …) passes as the client sent it.
-func (p *Proxy) rewriteRequest(pr *httputil.ProxyRequest) {
-	u := p.opts.Upstream
-	pr.Out.URL.Scheme = u.Scheme
-	pr.Out.URL.Host = u.Host
-	pr.Out.URL.Path = u.Path
-	pr.Out.URL.RawPath = u.RawPath
-	pr.Out.URL.RawQuery = u.RawQuery
-	// The upstream's own Host: a go-sdk server on loopback answers 403 to a
-	// foreign one (DNS rebinding protection).
-	pr.Out.Host = ""
-	pr.SetXForwarded()
-	if pl := planFrom(pr.In.Context()); pl.edits() {
-		// A reply the proxy may rewrite must come uncompressed.
-		pr.Out.Header.Del("Accept-Encoding")
-	}
-}
-
 // modifyResponse applies the response hooks. Replies that need no change are
-// left alone and streamed by httputil exactly as they come.
+// left alone and relayed exactly as they come.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	mt := mediaType(resp.Header.Get("Content-Type"))
 	pl := planFrom(resp.Request.Context())

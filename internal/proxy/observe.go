@@ -10,7 +10,7 @@ import (
 )
 
 // statusWriter remembers the status a handler sent. It unwraps for
-// http.ResponseController, so httputil still flushes through it.
+// http.ResponseController, so the relay still flushes through it.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -68,7 +68,7 @@ func (b *countedBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-// bufferPool recycles httputil's 32 KiB copy buffers across requests instead
+// bufferPool recycles the relay's 32 KiB copy buffers across requests instead
 // of allocating one per response.
 type bufferPool struct{ p sync.Pool }
 

@@ -9,13 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -89,9 +89,10 @@ type Options struct {
 
 // Proxy is the sidecar's MCP handler. Create it with New.
 type Proxy struct {
-	opts Options
-	rp   *httputil.ReverseProxy
-	log  *zap.Logger
+	opts      Options
+	transport http.RoundTripper // Options.Transport, timed
+	buffers   *bufferPool
+	log       *zap.Logger
 
 	// streams is canceled by EndStreams; standalone GET streams end on it.
 	streams    context.Context
@@ -126,26 +127,19 @@ func New(opts Options) (*Proxy, error) {
 	if p.log == nil {
 		p.log = zap.NewNop()
 	}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite:        p.rewriteRequest,
-		Transport:      timedTransport{rt: opts.Transport, m: opts.Metrics},
-		ModifyResponse: p.modifyResponse,
-		ErrorHandler:   p.handleUpstreamError,
-		// SSE replies and replies without a length are flushed after every
-		// write by httputil itself; JSON replies are one write.
-		FlushInterval: 0,
-		BufferPool:    newBufferPool(),
-		ErrorLog:      zap.NewStdLog(p.log.Named("httputil")),
-	}
+	p.transport = timedTransport{rt: opts.Transport, m: opts.Metrics}
+	p.buffers = newBufferPool()
 	return p, nil
 }
 
 // NewTransport returns the transport New uses when Options.Transport is nil:
-// a keep-alive pool for one loopback upstream, dial and response-header
-// timeouts, and no transparent compression.
-func NewTransport(dial, header time.Duration) *http.Transport {
+// hop's synchronous keep-alive pool for a plain-HTTP upstream (see package
+// hop for why), with dial and response-header timeouts and no transparent
+// compression; an https upstream goes through net/http's Transport with the
+// same settings.
+func NewTransport(dial, header time.Duration) http.RoundTripper {
 	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
-	return &http.Transport{
+	fallback := &http.Transport{
 		Proxy:                 nil, // the upstream is on loopback: never via an HTTP proxy
 		DialContext:           d.DialContext,
 		MaxIdleConns:          512,
@@ -156,6 +150,13 @@ func NewTransport(dial, header time.Duration) *http.Transport {
 		// Bytes pass through as the upstream encoded them; a reply the proxy
 		// must rewrite is requested without Accept-Encoding instead.
 		DisableCompression: true,
+	}
+	return &hop.Transport{
+		DialTimeout:           dial,
+		ResponseHeaderTimeout: header,
+		IdleTimeout:           90 * time.Second,
+		MaxIdle:               512,
+		Fallback:              fallback,
 	}
 }
 
@@ -172,7 +173,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	pl := &plan{method: r.Method}
-	route := p.serve(sw, r, pl)
+	route := routeUpstream
+	defer func() {
+		// A reply cut short mid-body panics with http.ErrAbortHandler; it
+		// is still a request to count.
+		if v := recover(); v != nil {
+			p.opts.Metrics.Request(pl.method, route, sw.status, time.Since(start))
+			panic(v)
+		}
+	}()
+	route = p.serve(sw, r, pl)
 	d := time.Since(start)
 	p.opts.Metrics.Request(pl.method, route, sw.status, d)
 	if sw.status >= 500 || sw.status == 0 {
@@ -202,7 +212,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		// straight through, holding no parse buffer while they idle.
 		pl.get = r.Method == http.MethodGet
 		pl.stream = pl.get && r.Header.Get("Last-Event-ID") != ""
-		p.rp.ServeHTTP(w, r.WithContext(withPlan(r.Context(), pl)))
+		p.relay(w, r, pl, nil)
 		return routeUpstream
 	}
 	pl.method = "invalid" // until the body proves otherwise
@@ -243,11 +253,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 			pl.edit = p.opts.Local.EditReply(r, m)
 		}
 	}
-	out := r.WithContext(withPlan(r.Context(), pl))
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.ContentLength = int64(len(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	p.rp.ServeHTTP(w, out)
+	p.relay(w, r, pl, body)
 	return routeUpstream
 }
 

@@ -12,7 +12,7 @@ import (
 // sseBody re-emits an upstream SSE stream event by event: an event that
 // carries a handshake reply is re-framed with the declaration spliced in
 // (its id:, event: and other lines kept), every other event is copied as its
-// raw bytes. Read returns as soon as one event is available, so httputil
+// raw bytes. Read returns as soon as one event is available, so the relay
 // flushes each event to the client the moment it arrives.
 type sseBody struct {
 	r    *rewrite.Reader

@@ -1,0 +1,274 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// The relay is the proxy's own forwarding loop, in place of
+// httputil.ReverseProxy. It does the same job (hop-by-hop headers,
+// X-Forwarded-*, trailers, flushing streamed replies) with fewer system
+// calls, which is most of what a proxy costs on a small pod:
+//
+//   - a JSON reply of unknown length (go-sdk sends them chunked) that ends
+//     within the first buffer goes to the client as one write with a
+//     Content-Length, instead of a write per chunk and one for the final
+//     empty chunk;
+//   - headers go out with the first bytes of the body when those came with
+//     them, instead of being flushed on their own by a timer goroutine;
+//   - the outbound request is built once, not cloned and then rewritten.
+//
+// Protocol upgrades are not relayed: Upgrade is a hop-by-hop header and is
+// dropped, as nginx does unless told otherwise; MCP does not use them.
+
+// hopHeaders are the hop-by-hop headers of RFC 9110 §7.6.1 and their
+// historical kin, removed in both directions along with any header the
+// Connection header names.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func removeHopHeaders(h http.Header) {
+	for _, f := range h["Connection"] {
+		for sf := range strings.SplitSeq(f, ",") {
+			if sf = textproto.TrimString(sf); sf != "" {
+				h.Del(sf)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		delete(h, k)
+	}
+}
+
+// outbound builds the request to the upstream: exactly the upstream's URL
+// (whatever path the client used), the upstream's own Host (a go-sdk server
+// on loopback answers 403 to a foreign one), the client's end-to-end headers
+// (Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method,
+// Mcp-Name, Last-Event-ID, traceparent, …) and X-Forwarded-*. body is the
+// request body already read, or nil to stream r.Body.
+func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []byte) *http.Request {
+	u := p.opts.Upstream
+	out := r.WithContext(ctx)
+	out.URL = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
+	out.Host = ""
+	out.RequestURI = ""
+	out.Close = false
+	out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/1.1", 1, 1
+	out.Trailer = nil
+	out.TransferEncoding = nil
+
+	h := make(http.Header, len(r.Header)+3)
+	for k, vv := range r.Header {
+		h[k] = vv // shared, never modified: Set and Del replace the slice
+	}
+	removeHopHeaders(h)
+	if hasToken(r.Header["Te"], "trailers") {
+		h["Te"] = []string{"trailers"}
+	}
+	// X-Forwarded-*: what httputil's SetXForwarded does. Forwarded is dropped
+	// rather than passed on unchecked.
+	delete(h, "Forwarded")
+	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
+			ip = strings.Join(prior, ", ") + ", " + ip
+		}
+		h["X-Forwarded-For"] = []string{ip}
+	} else {
+		delete(h, "X-Forwarded-For")
+	}
+	h["X-Forwarded-Host"] = []string{r.Host}
+	if r.TLS != nil {
+		h["X-Forwarded-Proto"] = []string{"https"}
+	} else {
+		h["X-Forwarded-Proto"] = []string{"http"}
+	}
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = []string{""} // no Go default in its place
+	}
+	if pl.edits() {
+		// A reply the proxy may rewrite must come uncompressed.
+		delete(h, "Accept-Encoding")
+	}
+	out.Header = h
+
+	switch {
+	case len(body) > 0:
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	case body != nil || r.ContentLength == 0:
+		out.Body, out.GetBody, out.ContentLength = nil, nil, 0
+	default:
+		// A non-POST with a body: streamed, and never closed under the
+		// server's feet (it closes the inbound body itself).
+		out.Body, out.GetBody = io.NopCloser(r.Body), nil
+	}
+	return out
+}
+
+// relay forwards r to the upstream and the reply to w.
+func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []byte) {
+	ctx := withPlan(r.Context(), pl)
+	out := p.outbound(ctx, r, pl, body)
+	resp, err := p.transport.RoundTrip(out)
+	if err != nil {
+		p.handleUpstreamError(w, out, err)
+		return
+	}
+	// Whether the body's first bytes came with the headers (as go-sdk's
+	// replies do): then both leave in one write. Asked before the response
+	// hooks wrap the body.
+	arrived := bodyArrived(resp.Body)
+	if err := p.modifyResponse(resp); err != nil {
+		resp.Body.Close()
+		p.handleUpstreamError(w, out, err)
+		return
+	}
+	defer resp.Body.Close()
+
+	removeHopHeaders(resp.Header)
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = vv
+	}
+	if len(resp.Trailer) > 0 {
+		names := make([]string, 0, len(resp.Trailer))
+		for k := range resp.Trailer {
+			names = append(names, k)
+		}
+		h["Trailer"] = []string{strings.Join(names, ", ")}
+	}
+	announced := len(resp.Trailer)
+
+	mt := mediaType(resp.Header.Get("Content-Type"))
+	streamed := resp.ContentLength < 0 || mt == "text/event-stream"
+	buf := p.buffers.Get()
+	defer p.buffers.Put(buf)
+	var pending []byte
+	if streamed && announced == 0 && mt == "application/json" {
+		// One JSON-RPC message of unknown length: usually whole within one
+		// buffer, and then it leaves as one write with its length.
+		n, err := readFull(resp.Body, buf)
+		switch {
+		case err == io.EOF:
+			h["Content-Length"] = []string{strconv.Itoa(n)}
+			w.WriteHeader(resp.StatusCode)
+			_, _ = w.Write(buf[:n])
+			return
+		case err != nil:
+			p.abort(r, err)
+		}
+		pending = buf[:n]
+	}
+	w.WriteHeader(resp.StatusCode)
+	if streamed && len(pending) == 0 && !arrived {
+		// A quiet stream (an idle GET, a slow tool): the client gets the
+		// headers now, not with the first event.
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	if err := copyBody(w, resp.Body, buf, pending, streamed); err != nil {
+		p.abort(r, err)
+	}
+
+	if len(resp.Trailer) == announced {
+		for k, vv := range resp.Trailer {
+			h[k] = vv
+		}
+		return
+	}
+	for k, vv := range resp.Trailer {
+		for _, v := range vv {
+			h.Add(http.TrailerPrefix+k, v)
+		}
+	}
+}
+
+// bodyArrived reports whether bytes of body are already buffered, for a
+// body from package hop; other bodies are taken not to have any.
+func bodyArrived(body io.Reader) bool {
+	b, ok := body.(interface{ Buffered() int })
+	return ok && b.Buffered() > 0
+}
+
+// readFull reads into buf until it is full (nil error) or the body ends
+// (io.EOF, with what came before it).
+func readFull(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// copyBody copies what is pending and then the rest of src to w, flushing
+// after every read when the reply is streamed. A client that went away ends
+// the copy quietly; an upstream read error is returned.
+func copyBody(w http.ResponseWriter, src io.Reader, buf, pending []byte, streamed bool) error {
+	f, _ := w.(http.Flusher)
+	flush := streamed && f != nil
+	write := func(b []byte) bool {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		if flush {
+			f.Flush()
+		}
+		return true
+	}
+	if len(pending) > 0 && !write(pending) {
+		return nil
+	}
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !write(buf[:n]) {
+			return nil
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// abort ends a reply whose headers are already sent after the upstream
+// failed mid-body: net/http then cuts the connection, so the client sees a
+// truncated reply and not a clean end (httputil does the same).
+func (p *Proxy) abort(r *http.Request, err error) {
+	if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
+		p.log.Warn("upstream reply cut short", zap.String("method", r.Method), zap.Error(err))
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// hasToken reports whether any of the comma-separated values holds token,
+// case-insensitively.
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(textproto.TrimString(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
