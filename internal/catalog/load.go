@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -195,6 +197,11 @@ type candidate struct {
 	rel  string // path under skills/
 	real string
 	size int64
+
+	// Set by prefetch: the file as read, or why it could not be.
+	fetched bool
+	file    *File
+	err     error
 }
 
 func (l *loader) load() (*Snapshot, error) {
@@ -213,6 +220,7 @@ func (l *loader) load() (*Snapshot, error) {
 		l.loadPlugin()
 		return nil, nil
 	}
+	l.prefetch(files, roots)
 	skills := l.buildSkills(files, roots)
 	agents, err := l.loadAgents(newSkillIndex(skills))
 	if err != nil {
@@ -316,13 +324,19 @@ func (l *loader) buildSkills(files []candidate, roots []string) []*Skill {
 // filesUnder returns the files whose path starts with root+"/"; files is
 // sorted, so they are one contiguous run.
 func filesUnder(files []candidate, root string) []candidate {
+	i, j := spanUnder(files, root)
+	return files[i:j]
+}
+
+// spanUnder returns where filesUnder's run starts and ends in files.
+func spanUnder(files []candidate, root string) (i, j int) {
 	prefix := root + "/"
-	i, _ := slices.BinarySearchFunc(files, prefix, func(c candidate, p string) int { return strings.Compare(c.rel, p) })
-	j := i
+	i, _ = slices.BinarySearchFunc(files, prefix, func(c candidate, p string) int { return strings.Compare(c.rel, p) })
+	j = i
 	for j < len(files) && strings.HasPrefix(files[j].rel, prefix) {
 		j++
 	}
-	return files[i:j]
+	return i, j
 }
 
 // buildSkill checks and reads one skill; nil means it is skipped.
@@ -424,7 +438,22 @@ func (l *loader) read(rel string, files []candidate) (*File, error) {
 	if !found {
 		return nil, fs.ErrNotExist
 	}
-	data, err := l.tree.readFile(files[i].real, l.opts.MaxSkillBytes)
+	c := &files[i]
+	f, err := c.file, c.err
+	if !c.fetched {
+		f, err = l.readFile(c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.data[rel] = f
+	return f, nil
+}
+
+// readFile reads one candidate and describes it. It touches nothing in l
+// but its options and file system, so prefetch runs it concurrently.
+func (l *loader) readFile(c *candidate) (*File, error) {
+	data, err := l.tree.readFile(c.real, c.size, l.opts.MaxSkillBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -432,13 +461,60 @@ func (l *loader) read(rel string, files []candidate) (*File, error) {
 		return nil, fmt.Errorf("file grew past %d bytes while it was read", l.opts.MaxSkillBytes)
 	}
 	sum := sha256.Sum256(data)
-	mt, text := classify(path.Base(rel), data)
-	f := &File{
-		URI: URIFromPath(rel), Size: int64(len(data)), Digest: "sha256:" + hex.EncodeToString(sum[:]),
+	mt, text := classify(path.Base(c.rel), data)
+	return &File{
+		URI: URIFromPath(c.rel), Size: int64(len(data)), Digest: "sha256:" + hex.EncodeToString(sum[:]),
 		MIMEType: mt, Text: text, Data: data,
+	}, nil
+}
+
+// prefetchWorkers is how many files a load reads at once. A load is mostly
+// waiting on system calls (os.Root opens every path component on its own),
+// and those overlap well even on one core.
+const prefetchWorkers = 8
+
+// prefetch reads, prefetchWorkers at a time, every file that buildSkills
+// will ask for: those of each skill root within the size limits, and not
+// of a skill the limits skip whole. Results stay on the candidates; read
+// then only looks them up, so problems and order are as if read in turn.
+func (l *loader) prefetch(files []candidate, roots []string) {
+	want := make([]bool, len(files))
+	for _, root := range roots {
+		if root == "." {
+			continue
+		}
+		i, j := spanUnder(files, root)
+		var listed int64
+		for _, c := range files[i:j] {
+			listed += c.size
+		}
+		if l.opts.LimitMode == LimitSkip && l.overLimits(j-i, listed) != "" {
+			continue
+		}
+		for k := i; k < j; k++ {
+			if files[k].size <= l.opts.MaxSkillBytes {
+				want[k] = true
+			}
+		}
 	}
-	l.data[rel] = f
-	return f, nil
+	var todo []int
+	for k, w := range want {
+		if w {
+			todo = append(todo, k)
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(prefetchWorkers, len(todo)) {
+		wg.Go(func() {
+			for n := next.Add(1) - 1; n < int64(len(todo)); n = next.Add(1) - 1 {
+				c := &files[todo[n]]
+				c.file, c.err = l.readFile(c)
+				c.fetched = true
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // loadAgents reads agents/*.md (top level only) in file-name order; the
@@ -493,7 +569,7 @@ func (l *loader) loadAgent(file, real string, e fs.DirEntry, ix skillIndex) *Age
 		l.probs.skip(file, KindSpecial, fmt.Sprintf("%s, not a regular file", describeMode(n.info.Mode())))
 		return nil
 	}
-	data, err := l.tree.readFile(n.real, l.opts.MaxSkillBytes)
+	data, err := l.tree.readFile(n.real, n.info.Size(), l.opts.MaxSkillBytes)
 	if err != nil {
 		l.probs.skip(file, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
 		return nil
@@ -528,7 +604,7 @@ func (l *loader) loadPlugin() PluginInfo {
 	if l.scanOnly {
 		return PluginInfo{}
 	}
-	data, err := l.tree.readFile(n.real, 1<<20)
+	data, err := l.tree.readFile(n.real, n.info.Size(), 1<<20)
 	if err != nil {
 		l.probs.skip(file, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
 		return PluginInfo{}

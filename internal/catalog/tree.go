@@ -244,11 +244,27 @@ func describeMode(m fs.FileMode) string {
 
 // readFile reads at most limit+1 bytes of the canonical path, so a file that
 // grew past the limit after it was listed cannot exhaust memory.
-func (t *tree) readFile(real string, limit int64) ([]byte, error) {
+func (t *tree) readFile(real string, size, limit int64) ([]byte, error) {
 	f, err := t.fsys.Open(real)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit+1))
+	// Sized from the listing, plus one byte to see the end (or growth)
+	// without another allocation; io.ReadAll would start at 512 and grow.
+	r := io.LimitReader(f, limit+1)
+	buf := make([]byte, 0, max(0, min(size, limit))+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, len(buf))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return nil, err
+		}
+	}
 }
