@@ -154,12 +154,12 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 
 	mt := mediaType(resp.Header.Get("Content-Type"))
 	streamed := resp.ContentLength < 0 || mt == "text/event-stream"
-	buf := p.buffers.Get()
-	defer p.buffers.Put(buf)
 	var pending []byte
 	if streamed && announced == 0 && mt == "application/json" {
 		// One JSON-RPC message of unknown length: usually whole within one
 		// buffer, and then it leaves as one write with its length.
+		buf := p.buffers.Get()
+		defer p.buffers.Put(buf)
 		n, err := readFull(resp.Body, buf)
 		switch {
 		case err == io.EOF:
@@ -180,7 +180,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 			f.Flush()
 		}
 	}
-	if err := copyBody(w, resp.Body, buf, pending, streamed); err != nil {
+	if err := copyBody(w, resp.Body, pending, streamed, p.buffers); err != nil {
 		p.abort(r, err)
 	}
 
@@ -218,10 +218,17 @@ func readFull(r io.Reader, buf []byte) (int, error) {
 	return n, nil
 }
 
+// quietRead is the buffer a streamed reply waits with. A stream spends most
+// of its life waiting for the next event, and a buffer held across that
+// wait is held per open stream: a pooled 32 KiB one would be most of an
+// idle stream's cost. A read that fills it switches to a pooled buffer
+// until the stream goes quiet again.
+const quietRead = 2 << 10
+
 // copyBody copies what is pending and then the rest of src to w, flushing
 // after every read when the reply is streamed. A client that went away ends
 // the copy quietly; an upstream read error is returned.
-func copyBody(w http.ResponseWriter, src io.Reader, buf, pending []byte, streamed bool) error {
+func copyBody(w http.ResponseWriter, src io.Reader, pending []byte, streamed bool, pool *bufferPool) error {
 	f, _ := w.(http.Flusher)
 	flush := streamed && f != nil
 	write := func(b []byte) bool {
@@ -236,6 +243,19 @@ func copyBody(w http.ResponseWriter, src io.Reader, buf, pending []byte, streame
 	if len(pending) > 0 && !write(pending) {
 		return nil
 	}
+	var buf, quiet, big []byte
+	defer func() {
+		if big != nil {
+			pool.Put(big)
+		}
+	}()
+	if streamed {
+		quiet = make([]byte, quietRead)
+		buf = quiet
+	} else {
+		big = pool.Get()
+		buf = big
+	}
 	for {
 		n, err := src.Read(buf)
 		if n > 0 && !write(buf[:n]) {
@@ -246,6 +266,13 @@ func copyBody(w http.ResponseWriter, src io.Reader, buf, pending []byte, streame
 			return nil
 		case err != nil:
 			return err
+		case quiet == nil:
+		case big == nil && n == len(buf): // a burst: read it in big pieces
+			big = pool.Get()
+			buf = big
+		case big != nil && n < quietRead: // quiet again: wait with the small one
+			pool.Put(big)
+			big, buf = nil, quiet
 		}
 	}
 }

@@ -223,3 +223,31 @@ func TestUpstreamCutMidBody(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamBurstsAndLulls: a stream alternating events far larger than
+// the buffer a quiet stream waits with and small ones arrives byte for byte.
+func TestStreamBurstsAndLulls(t *testing.T) {
+	t.Parallel()
+	var want strings.Builder
+	var events []string
+	for i, size := range []int{10, 100 << 10, 3, 2048, 2047, 70 << 10, 1} {
+		ev := "id: " + strconv.Itoa(i) + "\ndata: " + strings.Repeat(string(rune('a'+i)), size) + "\n\n"
+		events = append(events, ev)
+		want.WriteString(ev)
+	}
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range events {
+			io.WriteString(w, ev)
+			w.(http.Flusher).Flush()
+			time.Sleep(time.Millisecond) // let the sidecar's reads see each event on its own
+		}
+	})
+	_, b, err := rawPost(t, u, toolsCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != want.String() {
+		t.Fatalf("stream of %d bytes arrived as %d bytes, or changed", want.Len(), len(b))
+	}
+}
