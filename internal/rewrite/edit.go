@@ -33,6 +33,37 @@ func GetKey(obj []byte, path []string) (json.RawMessage, bool) {
 	return obj[start:end:end], true
 }
 
+// GetString returns the string found by following path through nested
+// objects of the JSON document obj, decoded as encoding/json decodes it, and
+// whether there is a string there. It is GetKey for the common case of a
+// string parameter, without encoding/json's allocations when the string
+// needs no unescaping.
+func GetString(obj []byte, path ...string) (string, bool) {
+	raw, ok := GetKey(obj, path)
+	if !ok || len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	if plainString(raw[1 : len(raw)-1]) {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// plainString reports whether the body of a JSON string literal needs no
+// decoding: no escapes, quotes or control characters, and valid UTF-8.
+func plainString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
+}
+
 // lookup returns the span of the value at path.
 func lookup(b []byte, path []string) (start, end int, ok bool) {
 	i := skipWS(b, 0)

@@ -295,3 +295,59 @@ func FuzzAppendToArray(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGetString checks GetString against encoding/json: on a valid object,
+// the string at "a" (or at "a" inside "m") is what encoding/json decodes,
+// and anything that is not a string there reports false.
+func FuzzGetString(f *testing.F) {
+	for _, s := range []string{`{"a":"x"}`, `{"a":"\u00e9\n"}`, `{"a":1}`, `{"m":{"a":"\ud800"}}`, `{"a":"é","a":"last"}`, `{"a":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) {
+			GetString(in, "a") // must not panic
+			return
+		}
+		var top map[string]json.RawMessage
+		if json.Unmarshal(in, &top) != nil {
+			if _, ok := GetString(in, "a"); ok {
+				t.Fatalf("GetString(%q, a) found a string in a non-object", in)
+			}
+			return
+		}
+		check := func(raw json.RawMessage, has bool, path ...string) {
+			got, ok := GetString(in, path...)
+			var want string
+			wantOK := has && len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &want) == nil
+			if ok != wantOK || got != want {
+				t.Fatalf("GetString(%q, %q) = %q, %v; encoding/json says %q, %v", in, path, got, ok, want, wantOK)
+			}
+		}
+		raw, has := top["a"]
+		check(raw, has, "a")
+		var m map[string]json.RawMessage
+		if json.Unmarshal(top["m"], &m) == nil {
+			raw, has = m["a"]
+			check(raw, has, "m", "a")
+		}
+	})
+}
+
+// FuzzAppendString checks AppendString against json.Marshal on any string.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c", "\x00\x01\b\f\n\r\t\x1f", "<a href='x'>&</a>", "\u2028\u2029é😀", "\xff\xfe bad", "\xe2\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("AppendString(%q) = %s, json.Marshal says %s", s, got[1:], want)
+		}
+		if got := AppendString(nil, []byte(s)); string(got) != string(want) {
+			t.Fatalf("AppendString([]byte(%q)) = %s, json.Marshal says %s", s, got, want)
+		}
+	})
+}
