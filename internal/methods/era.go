@@ -13,7 +13,7 @@ const (
 	metaProtocol       = "io.modelcontextprotocol/protocolVersion"
 	metaClientCaps     = "io.modelcontextprotocol/clientCapabilities"
 	metaServerInfo     = "io.modelcontextprotocol/serverInfo"
-	headerProtocol     = "MCP-Protocol-Version"
+	headerProtocol     = "Mcp-Protocol-Version" // canonical, so Header.Get need not allocate to canonicalise it
 	headerMethod       = "Mcp-Method"
 	headerName         = "Mcp-Name"
 	codeHeaderMismatch = -32020
@@ -84,32 +84,15 @@ func mismatch(header, got, want string) *rpcError {
 }
 
 func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return string(rewrite.AppendString(nil, s))
 }
 
 func metaString(params json.RawMessage, key string) (string, bool) {
-	raw, ok := rewrite.GetKey(params, []string{"_meta", key})
-	if !ok {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return rewrite.GetString(params, "_meta", key)
 }
 
 // paramString returns params[key] when it is a string; ok is false when the
 // key is absent or not a string.
 func paramString(params json.RawMessage, key string) (string, bool) {
-	raw, ok := rewrite.GetKey(params, []string{key})
-	if !ok {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return rewrite.GetString(params, key)
 }

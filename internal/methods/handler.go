@@ -105,38 +105,25 @@ func (h *Handler) current() *view {
 // when the sidecar owns it.
 func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
 	v := h.current()
-	var fn func(*view, era, rewrite.Message) ([]byte, *rpcError)
-	withReq := func(f func(*view, era, rewrite.Message, *http.Request) ([]byte, *rpcError)) func(*view, era, rewrite.Message) ([]byte, *rpcError) {
-		return func(v *view, e era, m rewrite.Message) ([]byte, *rpcError) { return f(v, e, m, r) }
-	}
 	nameParam := ""
 	switch msg.Method {
-	case "skills/list":
-		fn = withReq(h.skillsList)
-	case "skills/get":
-		fn = withReq(h.skillsGet)
-	case "agents/list":
-		fn = h.agentsList
-	case "agents/get":
-		fn = withReq(h.agentsGet)
+	case "skills/list", "skills/get", "agents/list", "agents/get":
 	case "resources/read":
 		uri, _ := paramString(msg.Params, "uri")
 		if !h.ownsURI(v, uri) || h.upstreamServes(w, r, msg, v, uri) {
 			return false
 		}
-		fn, nameParam = h.resourcesRead, "uri"
+		nameParam = "uri"
 	case "resources/directory/read":
 		uri, _ := paramString(msg.Params, "uri")
 		if !h.ownsURI(v, uri) {
 			return false
 		}
-		fn = h.directoryRead
 	case "resources/list":
 		c, _ := paramString(msg.Params, "cursor")
 		if !strings.HasPrefix(c, cursorResources) {
 			return false // the upstream's pages come first; EditReply appends ours
 		}
-		fn = h.resourcesListLocal
 	default:
 		return false
 	}
@@ -146,7 +133,7 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 	e, rerr := checkEra(r.Header, msg, nameParam)
 	if rerr == nil {
 		var result []byte
-		if result, rerr = fn(v, e, msg); rerr == nil {
+		if result, rerr = h.answer(v, e, msg, r); rerr == nil {
 			proxy.WriteResult(w, msg.ID, result)
 			return true
 		}
@@ -157,6 +144,28 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 	}
 	proxy.WriteError(w, msg.ID, &proxy.Error{Status: rerr.status, Code: rerr.code, Message: rerr.message, Data: rerr.data})
 	return true
+}
+
+// answer computes the result of a method ServeLocal took on. A plain
+// switch, not a table of method values: those would cost an allocation or
+// two per request.
+func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, *rpcError) {
+	switch msg.Method {
+	case "skills/list":
+		return h.skillsList(v, e, msg, r)
+	case "skills/get":
+		return h.skillsGet(v, e, msg, r)
+	case "agents/list":
+		return h.agentsList(v, e, msg)
+	case "agents/get":
+		return h.agentsGet(v, e, msg, r)
+	case "resources/read":
+		return h.resourcesRead(v, e, msg)
+	case "resources/directory/read":
+		return h.directoryRead(v, e, msg)
+	default: // resources/list, with one of the sidecar's cursors
+		return h.resourcesListLocal(v, e, msg)
+	}
 }
 
 // ownsURI reports whether a resources/* URI is the sidecar's: any skill://
@@ -192,8 +201,8 @@ func cursorParam(msg rewrite.Message, kind string) (last string, has bool, err *
 	if !ok || string(raw) == "null" {
 		return "", false, nil
 	}
-	var c string
-	if json.Unmarshal(raw, &c) != nil {
+	c, ok := rewrite.GetString(msg.Params, "cursor")
+	if !ok {
 		return "", false, invalidParams("invalid cursor: not a string")
 	}
 	last, ok = parseCursor(kind, c)
@@ -224,7 +233,7 @@ func listPage(b []byte, key string, keys []string, entries []json.RawMessage, la
 	b = append(b, ']')
 	if more {
 		b = append(b, `,"nextCursor":`...)
-		b = append(b, quote(makeCursor(kind, keys[to-1]))...)
+		b = appendCursor(b, kind, keys[to-1])
 	}
 	return b
 }
@@ -318,12 +327,12 @@ func (h *Handler) resourcesRead(v *view, e era, msg rewrite.Message) ([]byte, *r
 	}
 	b := make([]byte, 0, len(f.Data)*4/3+256)
 	b = append(b, `{"contents":[{"uri":`...)
-	b = append(b, quote(uri)...)
+	b = rewrite.AppendString(b, uri)
 	b = append(b, `,"mimeType":`...)
-	b = append(b, quote(f.MIMEType)...)
+	b = rewrite.AppendString(b, f.MIMEType)
 	if f.Text {
 		b = append(b, `,"text":`...)
-		b = append(b, mustJSON(string(f.Data))...)
+		b = rewrite.AppendString(b, f.Data)
 	} else {
 		b = append(b, `,"blob":"`...)
 		b = base64.StdEncoding.AppendEncode(b, f.Data)

@@ -146,6 +146,15 @@ func makeCursor(kind, lastKey string) string {
 	return kind + base64.RawURLEncoding.EncodeToString([]byte(lastKey))
 }
 
+// appendCursor appends makeCursor(kind, lastKey) as a JSON string, with no
+// string of its own: kinds and base64url need no escaping.
+func appendCursor(b []byte, kind, lastKey string) []byte {
+	b = append(b, '"')
+	b = append(b, kind...)
+	b = base64.RawURLEncoding.AppendEncode(b, []byte(lastKey))
+	return append(b, '"')
+}
+
 // parseCursor returns the last key a cursor of this kind carries; ok is false
 // for anything else.
 func parseCursor(kind, c string) (string, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -87,15 +88,22 @@ func WriteResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	b := make([]byte, 0, len(result)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	b = append(b, '}')
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	// The envelope around result is written piece by piece: the server's
+	// buffer joins them, and a large result (a listing page) is not copied
+	// into a second buffer first.
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(head) + len(id) + len(mid) + len(result) + 1)}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	_, _ = io.WriteString(w, head)
+	_, _ = w.Write(id)
+	_, _ = io.WriteString(w, mid)
+	_, _ = w.Write(result)
+	_, _ = io.WriteString(w, "}") // a string: no shared slice a writer could touch
 }
+
+// contentTypeJSON is shared by every reply's header map; nothing appends to
+// or edits a header value in place, and its capacity of one makes an
+// append copy it.
+var contentTypeJSON = []string{"application/json"}
