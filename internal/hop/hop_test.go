@@ -96,11 +96,18 @@ func TestRoundTripCarriesRequestAndReply(t *testing.T) {
 			t.Fatalf("upstream saw %q, want %q", got, want)
 		}
 	}
-	if n := srv.conns.Load(); n != 1 {
-		t.Fatalf("5 sequential requests used %d connections, want 1 kept alive", n)
+	wantConns(t, srv, tr, 1, 1, "5 sequential requests, kept alive")
+}
+
+// wantConns checks how many connections the upstream accepted and how many
+// the pool holds.
+func wantConns(t *testing.T, srv *countingServer, tr *Transport, accepted, pooled int, why string) {
+	t.Helper()
+	if n := srv.conns.Load(); n != int64(accepted) {
+		t.Fatalf("%s: upstream accepted %d connections, want %d", why, n, accepted)
 	}
-	if n := tr.Idle(); n != 1 {
-		t.Fatalf("pool holds %d connections after the requests, want 1", n)
+	if n := tr.Idle(); n != pooled {
+		t.Fatalf("%s: pool holds %d connections, want %d", why, n, pooled)
 	}
 }
 
@@ -161,12 +168,7 @@ func TestConnectionCloseIsHonoured(t *testing.T) {
 			t.Fatalf("body %q", body)
 		}
 	}
-	if n := srv.conns.Load(); n != 2 {
-		t.Fatalf("upstream saw %d connections, want 2 (Connection: close)", n)
-	}
-	if n := tr.Idle(); n != 0 {
-		t.Fatalf("pool holds %d connections, want 0", n)
-	}
+	wantConns(t, srv, tr, 2, 0, "Connection: close")
 }
 
 // TestUpstreamClosedIdleConnection restarts the upstream's side of every

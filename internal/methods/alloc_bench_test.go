@@ -40,16 +40,7 @@ func (w *discardWriter) Write(b []byte) (int, error) {
 // answers cost per request, over 1,000 skills, without the HTTP server's
 // (net/http's own, about 25 per request, come on top in a real server).
 func BenchmarkServeLocalAllocs(b *testing.B) {
-	dir := b.TempDir()
-	files := map[string]string{}
-	for i := range 1000 {
-		maps(files, genSkill(genName(i), genFiles(i)))
-	}
-	writeFiles(b, dir, files)
-	snap, err := catalog.Load(dir, catalog.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	snap := load1000(b)
 	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }})
 	uri := "skill://" + genName(7) + "/SKILL.md"
 	calls := []struct {

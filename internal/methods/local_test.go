@@ -168,11 +168,9 @@ func TestResultsIsolatedBetweenCallers(t *testing.T) {
 	}
 }
 
-// BenchmarkSkillsList1000 is the first page of skills/list over 1,000
-// skills, answered in process by Handler.ServeLocal; compare with
-// BenchmarkGoSDKResourcesList1000, the first page of a go-sdk server's own
-// resources/list over 1,000 resources answered by its HTTP handler.
-func BenchmarkSkillsList1000(b *testing.B) {
+// load1000 loads a plugin of 1,000 generated skills, for benchmarks.
+func load1000(b *testing.B) *catalog.Snapshot {
+	b.Helper()
 	dir := b.TempDir()
 	files := map[string]string{}
 	for i := range 1000 {
@@ -186,6 +184,15 @@ func BenchmarkSkillsList1000(b *testing.B) {
 	if n := len(snap.Skills()); n != 1000 {
 		b.Fatalf("loaded %d skills, want 1000", n)
 	}
+	return snap
+}
+
+// BenchmarkSkillsList1000 is the first page of skills/list over 1,000
+// skills, answered in process by Handler.ServeLocal; compare with
+// BenchmarkGoSDKResourcesList1000, the first page of a go-sdk server's own
+// resources/list over 1,000 resources answered by its HTTP handler.
+func BenchmarkSkillsList1000(b *testing.B) {
+	snap := load1000(b)
 	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }})
 	for _, modern := range []bool{false, true} {
 		name := "legacy"
