@@ -119,8 +119,37 @@ func Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, opts)
 }
 
-// Start serves the demo on a new loopback port and returns its MCP URL and a
-// function that stops it. It stops by itself when ctx is done.
+// BothEras returns the demo server as one handler for both protocol eras:
+// a request whose MCP-Protocol-Version header names 2026-07-28 or later
+// goes to a stateless handler, every other one to a stateful handler with
+// sessions, GET streams and DELETE, both over one *mcp.Server. go-sdk
+// v1.8.0 accepts 2026-07-28 requests only with Stateless set and keeps
+// legacy sessions only without it, so serving both takes two handlers.
+func BothEras() http.Handler {
+	s := NewServer()
+	get := func(*http.Request) *mcp.Server { return s }
+	return eraMux{
+		legacy: mcp.NewStreamableHTTPHandler(get, nil),
+		modern: mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true}),
+	}
+}
+
+// modernVersion is the first protocol version of the stateless era. Dates
+// compare as strings.
+const modernVersion = "2026-07-28"
+
+type eraMux struct{ legacy, modern http.Handler }
+
+func (m eraMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Mcp-Protocol-Version") >= modernVersion {
+		m.modern.ServeHTTP(w, r)
+		return
+	}
+	m.legacy.ServeHTTP(w, r)
+}
+
+// Start serves the demo, both eras, on a new loopback port and returns its
+// MCP URL and a function that stops it. It stops by itself when ctx is done.
 func Start(ctx context.Context) (url string, stop func(), err error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
@@ -128,7 +157,7 @@ func Start(ctx context.Context) (url string, stop func(), err error) {
 		return "", nil, fmt.Errorf("listen for demo upstream: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", Handler(nil))
+	mux.Handle("/mcp", BothEras())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	done := make(chan struct{})
