@@ -199,6 +199,9 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
 	err = srv.Shutdown(dctx)
+	if err == nil {
+		err = p.WaitStreams(dctx) // detached GET streams are not the server's to wait for
+	}
 	if err != nil {
 		log.Warn("drain timeout reached: closing remaining connections", zap.Error(err))
 		_ = srv.Close()

@@ -77,6 +77,12 @@ type conn struct {
 // error, the same race net/http's Transport has.
 const peekAfter = 100 * time.Millisecond
 
+// readBuffer is a connection's read buffer. A connection keeps it for life,
+// through every idle stream it carries, so it is small: response heads are
+// a few hundred bytes (longer header lines are read in pieces), and a read
+// larger than the buffer bypasses it.
+const readBuffer = 2 << 10
+
 // writers recycles request write buffers: a connection needs one only while
 // it writes, not while it waits or streams.
 var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
@@ -289,7 +295,7 @@ func (t *Transport) get(ctx context.Context, key string) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hop: %w", err)
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), key: key}, nil
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), key: key}, nil
 }
 
 func (t *Transport) pop(key string) *conn {

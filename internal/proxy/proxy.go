@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -97,6 +98,7 @@ type Proxy struct {
 	// streams is canceled by EndStreams; standalone GET streams end on it.
 	streams    context.Context
 	endStreams context.CancelFunc
+	detached   sync.WaitGroup // streams relayed off their handler (detach.go)
 }
 
 // New returns a Proxy forwarding to opts.Upstream.

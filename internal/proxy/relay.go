@@ -121,6 +121,14 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 // relay forwards r to the upstream and the reply to w.
 func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []byte) {
 	ctx := withPlan(r.Context(), pl)
+	var detach *detachable
+	if pl.get && !pl.stream {
+		// A standalone GET stream may outlive this handler (see detach.go):
+		// its upstream request is tied to the client by hand until then.
+		detach = newDetachable(ctx)
+		defer detach.cancelUnlessDetached()
+		ctx = detach.ctx
+	}
 	out := p.outbound(ctx, r, pl, body)
 	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
@@ -136,9 +144,12 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		p.handleUpstreamError(w, out, err)
 		return
 	}
+	removeHopHeaders(resp.Header)
+	if detach != nil && p.detach(w, resp, detach) {
+		return
+	}
 	defer resp.Body.Close()
 
-	removeHopHeaders(resp.Header)
 	h := w.Header()
 	for k, vv := range resp.Header {
 		h[k] = vv
@@ -218,12 +229,13 @@ func readFull(r io.Reader, buf []byte) (int, error) {
 	return n, nil
 }
 
-// quietRead is the buffer a streamed reply waits with. A stream spends most
+// quietRead is the buffer a streamed reply waits with, large enough for
+// the notifications a stream mostly carries. A stream spends most
 // of its life waiting for the next event, and a buffer held across that
 // wait is held per open stream: a pooled 32 KiB one would be most of an
 // idle stream's cost. A read that fills it switches to a pooled buffer
 // until the stream goes quiet again.
-const quietRead = 2 << 10
+const quietRead = 512
 
 // copyBody copies what is pending and then the rest of src to w, flushing
 // after every read when the reply is streamed. A client that went away ends
