@@ -425,21 +425,13 @@ func TestUpstreamFaults(t *testing.T) {
 
 func TestEndStreamsClosesGETCleanly(t *testing.T) {
 	t.Parallel()
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p, addr := detachedSidecar(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "id: 1\ndata: {}\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
-	}))
-	t.Cleanup(up.Close)
-	uu, _ := url.Parse(up.URL)
-	p, err := proxy.New(proxy.Options{Upstream: uu})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-	resp, err := http.Get(side.URL)
+	})
+	resp, err := http.Get("http://" + addr)
 	if err != nil {
 		t.Fatal(err)
 	}
