@@ -66,12 +66,11 @@ func (p *Proxy) detach(w http.ResponseWriter, resp *http.Response, d *detachable
 		return false
 	}
 	d.done = true
+	pl := planFrom(d.ctx)
+	pl.detached = true
 	// The chunked body keeps resp for its trailers; the request it holds
 	// (and its header map) is not needed any more.
 	resp.Request = nil
-	if sw, ok := w.(*statusWriter); ok {
-		sw.status = http.StatusOK // for the request metric and log
-	}
 	head := responseHead(resp.Header)
 	if n := brw.Reader.Buffered(); n > 0 {
 		// The client sent more after its GET (a pipelined request): it
@@ -79,7 +78,11 @@ func (p *Proxy) detach(w http.ResponseWriter, resp *http.Response, d *detachable
 		head = nil
 	}
 	p.detached.Add(1)
-	go p.pump(conn, head, resp.Body, d.cancel)
+	go func() {
+		defer p.detached.Done()
+		p.pump(conn, head, resp.Body, d.cancel)
+		p.record(pl, routeUpstream, http.StatusOK) // its duration is the stream's life
+	}()
 	return true
 }
 
@@ -109,7 +112,6 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // ended it, or EndStreams). An upstream failure cuts the connection without
 // a last chunk, so the client sees a broken stream, not a finished one.
 func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel context.CancelFunc) {
-	defer p.detached.Done()
 	defer conn.Close()
 	defer cancel()
 	defer body.Close()

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 )
 
@@ -148,5 +151,75 @@ func TestDetachedStreamEndStreams(t *testing.T) {
 	defer cancel()
 	if err := p.WaitStreams(ctx); err != nil {
 		t.Fatalf("WaitStreams: %v", err)
+	}
+}
+
+// TestDetachedStreamIsCountedWhenItEnds: the request metric of a detached
+// stream keeps its meaning (arrival to the end of the reply): nothing is
+// counted while the stream is open, one GET once it has ended.
+func TestDetachedStreamIsCountedWhenItEnds(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(up.CloseClientConnections)
+	uu, _ := url.Parse(up.URL)
+	reg := prometheus.NewRegistry()
+	p, err := proxy.New(proxy.Options{Upstream: uu, Metrics: metrics.New(reg, "test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+	gets := func() uint64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "skills_sidecar_request_duration_seconds" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "method" && l.GetValue() == "GET" {
+						return m.GetHistogram().GetSampleCount()
+					}
+				}
+			}
+		}
+		return 0
+	}
+
+	_, resp := openStream(t, strings.TrimPrefix(side.URL, "http://"))
+	if !resp.Close {
+		t.Fatal("stream not detached (no Connection: close)")
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if n := gets(); n != 0 {
+		t.Fatalf("%d GET requests counted while the stream is open, want 0", n)
+	}
+	close(release)
+	if _, err := io.ReadAll(br); err != nil {
+		t.Fatalf("stream ended with %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.WaitStreams(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := gets(); n != 1 {
+		t.Fatalf("%d GET requests counted after the stream ended, want 1", n)
 	}
 }

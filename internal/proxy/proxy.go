@@ -174,7 +174,7 @@ func (p *Proxy) EndStreams() {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	pl := &plan{method: r.Method}
+	pl := &plan{method: r.Method, start: start}
 	route := routeUpstream
 	defer func() {
 		// A reply cut short mid-body panics with http.ErrAbortHandler; it
@@ -185,14 +185,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	route = p.serve(sw, r, pl)
-	d := time.Since(start)
-	p.opts.Metrics.Request(pl.method, route, sw.status, d)
-	if sw.status >= 500 || sw.status == 0 {
+	if pl.detached {
+		return // the stream goes on; pump records it when it ends
+	}
+	p.record(pl, route, sw.status)
+}
+
+// record counts and logs a request that has ended.
+func (p *Proxy) record(pl *plan, route string, status int) {
+	d := time.Since(pl.start)
+	p.opts.Metrics.Request(pl.method, route, status, d)
+	if status >= 500 || status == 0 {
 		p.log.Warn("request failed", zap.String("method", metrics.MethodLabel(pl.method)), zap.String("route", route),
-			zap.Int("status", sw.status), zap.Duration("duration", d))
+			zap.Int("status", status), zap.Duration("duration", d))
 	} else if ce := p.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("method", metrics.MethodLabel(pl.method)), zap.String("route", route),
-			zap.Int("status", sw.status), zap.Duration("duration", d))
+			zap.Int("status", status), zap.Duration("duration", d))
 	}
 }
 
@@ -336,6 +344,8 @@ type plan struct {
 	batch     bool
 	stream    bool // a resumed GET stream: look for replayed handshake replies
 	get       bool // a standalone GET stream: ended early on shutdown
+	detached  bool // relayed off its handler (detach.go), which records it
+	start     time.Time
 }
 
 func (pl *plan) isHandshakeID(id json.RawMessage) bool {
