@@ -27,6 +27,7 @@ import (
 // the client request's own, which ends when the handler returns, but one
 // that follows it until the stream is detached.
 type detachable struct {
+	pl     *plan
 	parent context.Context // the client request's
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -34,8 +35,8 @@ type detachable struct {
 	done   bool        // detached: the pump owns ctx now
 }
 
-func newDetachable(parent context.Context) *detachable {
-	d := &detachable{parent: parent}
+func newDetachable(parent context.Context, pl *plan) *detachable {
+	d := &detachable{pl: pl, parent: parent}
 	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(parent))
 	d.unlink = context.AfterFunc(parent, d.cancel)
 	return d
@@ -50,11 +51,11 @@ func (d *detachable) cancelUnlessDetached() {
 	}
 }
 
-// detach serves resp, an upstream reply to a standalone GET, on its own
-// goroutine if it is an event stream and w can be hijacked, and reports
+// detach serves resp, an upstream reply to a standalone GET with media type
+// mt, on its own goroutine if it is an event stream and w can be hijacked, and reports
 // whether it did. On false the caller relays resp as usual.
-func (p *Proxy) detach(w http.ResponseWriter, resp *http.Response, d *detachable) bool {
-	if resp.StatusCode != http.StatusOK || mediaType(resp.Header.Get("Content-Type")) != "text/event-stream" || len(resp.Trailer) > 0 {
+func (p *Proxy) detach(w http.ResponseWriter, resp *http.Response, mt string, d *detachable) bool {
+	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" || len(resp.Trailer) > 0 {
 		return false
 	}
 	if !d.unlink() {
@@ -66,7 +67,7 @@ func (p *Proxy) detach(w http.ResponseWriter, resp *http.Response, d *detachable
 		return false
 	}
 	d.done = true
-	pl := planFrom(d.ctx)
+	pl := d.pl
 	pl.detached = true
 	// The chunked body keeps resp for its trailers; the request it holds
 	// (and its header map) is not needed any more.

@@ -17,9 +17,9 @@ import (
 
 // modifyResponse applies the response hooks. Replies that need no change are
 // left alone and relayed exactly as they come.
-func (p *Proxy) modifyResponse(resp *http.Response) error {
-	mt := mediaType(resp.Header.Get("Content-Type"))
-	pl := planFrom(resp.Request.Context())
+// mt is the reply's media type and pl the request's plan, both as the
+// relay already has them.
+func (p *Proxy) modifyResponse(resp *http.Response, pl *plan, mt string) error {
 	if mt == "text/event-stream" {
 		// Tell any buffering hop (nginx and kin) to pass events at once.
 		resp.Header.Set("X-Accel-Buffering", "no")

@@ -125,7 +125,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	if pl.get && !pl.stream {
 		// A standalone GET stream may outlive this handler (see detach.go):
 		// its upstream request is tied to the client by hand until then.
-		detach = newDetachable(ctx)
+		detach = newDetachable(ctx, pl)
 		defer detach.cancelUnlessDetached()
 		ctx = detach.ctx
 	}
@@ -139,13 +139,14 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	// replies do): then both leave in one write. Asked before the response
 	// hooks wrap the body.
 	arrived := bodyArrived(resp.Body)
-	if err := p.modifyResponse(resp); err != nil {
+	mt := mediaType(resp.Header.Get("Content-Type")) // once: parsing it allocates
+	if err := p.modifyResponse(resp, pl, mt); err != nil {
 		resp.Body.Close()
 		p.handleUpstreamError(w, out, err)
 		return
 	}
 	removeHopHeaders(resp.Header)
-	if detach != nil && p.detach(w, resp, detach) {
+	if detach != nil && p.detach(w, resp, mt, detach) {
 		return
 	}
 	defer resp.Body.Close()
@@ -163,7 +164,6 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	}
 	announced := len(resp.Trailer)
 
-	mt := mediaType(resp.Header.Get("Content-Type"))
 	streamed := resp.ContentLength < 0 || mt == "text/event-stream"
 	var pending []byte
 	if streamed && announced == 0 && mt == "application/json" {
@@ -216,7 +216,9 @@ func bodyArrived(body io.Reader) bool {
 }
 
 // readFull reads into buf until it is full (nil error) or the body ends
-// (io.EOF, with what came before it).
+// (io.EOF, with what came before it). Not io.ReadFull: that reports a
+// short clean end as io.ErrUnexpectedEOF, the error a cut chunked body
+// gives, and the two must not be confused.
 func readFull(r io.Reader, buf []byte) (int, error) {
 	n := 0
 	for n < len(buf) {
