@@ -383,11 +383,7 @@ func (l *loader) buildSkill(root string, files []candidate) *Skill {
 // the skill is skipped.
 func (l *loader) manifest(root string, files []candidate) (manifest []*File, ok bool) {
 	skillDir := "skills/" + root
-	var listed int64
-	for _, c := range files {
-		listed += c.size
-	}
-	if over := l.overLimits(len(files), listed); over != "" {
+	if over := l.listedOverLimits(files); over != "" {
 		if l.opts.LimitMode == LimitSkip {
 			l.probs.skip(skillDir, KindLimits, over)
 			return nil, false
@@ -416,6 +412,16 @@ func (l *loader) manifest(root string, files []candidate) (manifest []*File, ok 
 	}
 	slices.SortFunc(manifest, func(a, b *File) int { return cmp.Compare(a.URI, b.URI) })
 	return manifest, true
+}
+
+// listedOverLimits is overLimits for a skill's files as listed, before any
+// is read.
+func (l *loader) listedOverLimits(files []candidate) string {
+	var listed int64
+	for _, c := range files {
+		listed += c.size
+	}
+	return l.overLimits(len(files), listed)
 }
 
 func (l *loader) overLimits(n int, size int64) string {
@@ -484,11 +490,7 @@ func (l *loader) prefetch(files []candidate, roots []string) {
 			continue
 		}
 		i, j := spanUnder(files, root)
-		var listed int64
-		for _, c := range files[i:j] {
-			listed += c.size
-		}
-		if l.opts.LimitMode == LimitSkip && l.overLimits(j-i, listed) != "" {
+		if l.opts.LimitMode == LimitSkip && l.listedOverLimits(files[i:j]) != "" {
 			continue
 		}
 		for k := i; k < j; k++ {
