@@ -106,16 +106,17 @@ func (h *Handler) current() *view {
 func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
 	v := h.current()
 	nameParam := ""
+	var uri string // of a resources/* read, parsed once for routing and answer
 	switch msg.Method {
 	case "skills/list", "skills/get", "agents/list", "agents/get":
 	case "resources/read":
-		uri, _ := paramString(msg.Params, "uri")
+		uri, _ = paramString(msg.Params, "uri")
 		if !h.ownsURI(v, uri) || h.upstreamServes(w, r, msg, v, uri) {
 			return false
 		}
 		nameParam = "uri"
 	case "resources/directory/read":
-		uri, _ := paramString(msg.Params, "uri")
+		uri, _ = paramString(msg.Params, "uri")
 		if !h.ownsURI(v, uri) {
 			return false
 		}
@@ -133,7 +134,7 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 	e, rerr := checkEra(r.Header, msg, nameParam)
 	if rerr == nil {
 		var result []byte
-		if result, rerr = h.answer(v, e, msg, r); rerr == nil {
+		if result, rerr = h.answer(v, e, msg, r, uri); rerr == nil {
 			proxy.WriteResult(w, msg.ID, result)
 			return true
 		}
@@ -149,7 +150,7 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 // answer computes the result of a method ServeLocal took on. A plain
 // switch, not a table of method values: those would cost an allocation or
 // two per request.
-func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, *rpcError) {
+func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request, uri string) ([]byte, *rpcError) {
 	switch msg.Method {
 	case "skills/list":
 		return h.skillsList(v, e, msg, r)
@@ -160,9 +161,9 @@ func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request) (
 	case "agents/get":
 		return h.agentsGet(v, e, msg, r)
 	case "resources/read":
-		return h.resourcesRead(v, e, msg)
+		return h.resourcesRead(v, e, uri)
 	case "resources/directory/read":
-		return h.directoryRead(v, e, msg)
+		return h.directoryRead(v, e, msg, uri)
 	default: // resources/list, with one of the sidecar's cursors
 		return h.resourcesListLocal(v, e, msg)
 	}
@@ -312,8 +313,7 @@ func indexOf(sorted []string, key string) int {
 	return -1
 }
 
-func (h *Handler) resourcesRead(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
-	uri, _ := paramString(msg.Params, "uri")
+func (h *Handler) resourcesRead(v *view, e era, uri string) ([]byte, *rpcError) {
 	var f *catalog.File
 	if v.snap != nil {
 		f, _ = v.snap.File(uri)
@@ -345,8 +345,7 @@ func (h *Handler) resourcesRead(v *view, e era, msg rewrite.Message) ([]byte, *r
 	return h.finish(b, e, true), nil
 }
 
-func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
-	uri, _ := paramString(msg.Params, "uri")
+func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, uri string) ([]byte, *rpcError) {
 	var d *catalog.Dir
 	if v.snap != nil {
 		d, _ = v.snap.Dir(uri)
