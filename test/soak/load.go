@@ -42,7 +42,12 @@ type Load struct {
 	// for a random time between half of it and all of it.
 	StreamHold time.Duration
 	// SessionRequests is how many requests a request worker sends in one
-	// session before it ends it with DELETE and opens another.
+	// session before it ends it with DELETE and opens another. A worker
+	// whose last upstream call (tools/call) failed keeps its session past
+	// that count, as a client riding out an outage would: so a session
+	// open when the upstream restarts is still open after it, and the
+	// restarted upstream's 404 for it is what the soak checks clients
+	// recover from.
 	SessionRequests int
 	// Stats receives every outcome.
 	Stats *Stats
@@ -80,25 +85,28 @@ func (l *Load) requestWorker(hard, soft context.Context, w int) {
 	s := &session{}
 	defer l.closeSession(hard, s)
 	again := false
-	for n := 1; soft.Err() == nil; n++ {
+	sent, upstreamOK := 0, true
+	for soft.Err() == nil {
 		if s.id == "" {
 			if !l.open(hard, s, again) {
 				backoff(soft)
 				continue
 			}
-			again = false
+			again, sent, upstreamOK = false, 0, true
 		}
-		if n%l.SessionRequests == 0 {
+		if sent >= l.SessionRequests && upstreamOK {
 			l.closeSession(hard, s)
 			continue
 		}
 		if !l.take() {
 			return
 		}
+		sent++
 		var o Outcome
 		switch r := rng.IntN(100); {
 		case r < 45:
 			o = l.toolsCall(hard, s, rng)
+			upstreamOK = o.Class == ClassResult
 		case r < 70:
 			o = l.walk(hard, s)
 		default:

@@ -115,3 +115,88 @@ func TestLoadRespectsCap(t *testing.T) {
 		t.Errorf("sent %d requests, want at most the cap of 40 and a DELETE per worker", sum.Total)
 	}
 }
+
+// outageServer is a fake sidecar in front of an upstream that goes away
+// at down and comes back, forgetting its sessions, at up. skills/list is
+// answered throughout, as the sidecar answers it itself; tools/call,
+// initialize and DELETE fail with 502 while the upstream is away, and a
+// session opened before it went away gets 404 after it is back.
+func outageServer(t *testing.T, down, up time.Time) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		away := !now.Before(down) && now.Before(up)
+		epoch := "before"
+		if !now.Before(up) {
+			epoch = "after"
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &msg)
+		if msg.Method == "skills/list" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"skills":[{"uri":"skill://soak-000/SKILL.md","frontmatter":{"description":"x"}},{"uri":"skill://soak-001/SKILL.md","frontmatter":{"description":"y"}}]}}`, msg.ID)
+			return
+		}
+		if away {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"upstream unreachable"}}`, orNull(msg.ID))
+			return
+		}
+		if id := r.Header.Get("Mcp-Session-Id"); msg.Method != "initialize" && id != epoch {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		switch msg.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", epoch)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`, msg.ID)
+		case "tools/call":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, msg.ID)
+		case "":
+			// DELETE
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func orNull(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return json.RawMessage("null")
+	}
+	return id
+}
+
+// TestLoadKeepsSessionsThroughAnOutage: a worker whose upstream calls fail
+// keeps its session, even with requests served locally running its count
+// far past SessionRequests, so the restarted upstream's 404 reaches it and
+// it opens a session again. Ending sessions by count alone during the
+// outage left the soak's restart check to chance.
+func TestLoadKeepsSessionsThroughAnOutage(t *testing.T) {
+	t.Parallel()
+	down := time.Now().Add(300 * time.Millisecond)
+	up := down.Add(600 * time.Millisecond)
+	srv := outageServer(t, down, up)
+	l := &Load{URL: srv.URL, Client: srv.Client(), Skills: 2, MaxRequests: 20000, RequestTimeout: 5 * time.Second,
+		StreamHold: 50 * time.Millisecond, SessionRequests: 10, Stats: NewStats()}
+	soft, cancel := context.WithDeadline(context.Background(), up.Add(400*time.Millisecond))
+	defer cancel()
+	l.Run(context.Background(), soft, 2, 0)
+
+	sum, _ := l.Stats.Summary()
+	if sum.Requests["tools/call"].Errors == 0 {
+		t.Fatalf("tools/call = %+v, want errors during the outage", sum.Requests["tools/call"])
+	}
+	if sum.Sessions.Reinitialized == 0 {
+		t.Errorf("sessions = %+v, want sessions opened again after the restarted upstream's 404", sum.Sessions)
+	}
+}
