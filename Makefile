@@ -26,7 +26,7 @@ e2e:
 	scripts/e2e-all.sh
 
 bench:
-	$(GO) run ./bench/cmd/skillsbench
+	$(GO) run ./bench/cmd/skillsbench -json bench-results.json
 
 soak:
 	$(GO) run ./test/soak -json soak-results.json
