@@ -115,7 +115,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		return err
 	}
 	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout)
-	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}}
+	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}, Credentials: cfg.AuthHeaderList()}
 	var overlay *methods.Overlay
 	if cfg.UpstreamFiles == "auto" {
 		overlay = methods.NewOverlay(upstreamClient, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)

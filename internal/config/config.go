@@ -64,7 +64,7 @@ type Config struct {
 	// AuthGate selects how callers of the sidecar's own methods are admitted.
 	AuthGate string `key:"auth-gate" default:"upstream" help:"upstream: answer skills/*, agents/* and skill files only for callers the upstream admits (checked with a forwarded ping carrying the caller's headers, cached briefly); none: admit everyone, for upstreams without auth."`
 	// AuthHeaders are the headers that identify a caller.
-	AuthHeaders string `key:"auth-headers" default:"Authorization,Cookie" help:"Comma-separated headers that carry a caller's credentials; the gate's cache is keyed by a hash of them (and Mcp-Session-Id)."`
+	AuthHeaders string `key:"auth-headers" default:"Authorization,Cookie" help:"Comma-separated headers that carry a caller's credentials. They go with the sidecar's own calls to the upstream on a caller's behalf, and the gate's, tools' and upstream files' caches are keyed by a hash of them."`
 	// AuthCacheTTL is how long an admission is trusted.
 	AuthCacheTTL time.Duration `key:"auth-cache-ttl" default:"10s" help:"How long the auth gate trusts an admission for the same credentials and session before asking the upstream again."`
 	// UpstreamFiles selects whether the upstream's own skill files win.

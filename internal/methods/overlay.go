@@ -94,7 +94,7 @@ func (o *Overlay) authKey(h http.Header) string {
 	if o.shared {
 		return ""
 	}
-	return credentialKey(h, "Authorization", "Cookie")
+	return credentialKey(h, o.up.credentials()...)
 }
 
 // credentialKey is authgate.CredentialKey as a map key.

@@ -56,3 +56,35 @@ func TestToolsCachePerCaller(t *testing.T) {
 		t.Errorf("fetches after the TTL = %d, want 3", n)
 	}
 }
+
+// TestCustomCredentialHeader: with credentials carried in a header of the
+// operator's choosing (--auth-headers X-Api-Key), the caller's key goes
+// with the tools/list made on its behalf, and two keys never share tools.
+func TestCustomCredentialHeader(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		key := r.Header.Get("X-Api-Key")
+		if key == "" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar","result":{"tools":[{"name":"tool-of-`+key+`","inputSchema":{"type":"object"}}]}}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	src := &methods.UpstreamTools{Upstream: &methods.Upstream{URL: u, Credentials: []string{"X-Api-Key"}}, TTL: time.Minute}
+	msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: "agents/get"}
+	for _, key := range []string{"a", "b", "a"} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(""))
+		r.Header.Set("X-Api-Key", key)
+		tools, err := src.Tools(r, msg)
+		if err != nil {
+			t.Fatalf("Tools(key %s): %v", key, err)
+		}
+		if len(tools) != 1 || tools["tool-of-"+key] == nil {
+			t.Errorf("Tools(key %s) = %v, want only tool-of-%s", key, tools, key)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -55,7 +56,28 @@ type Upstream struct {
 	Client *http.Client
 	// MaxBytes bounds one reply; 0 means 32 MiB (a 16 MiB blob, base64).
 	MaxBytes int
+	// Credentials are the headers that carry a caller's credentials (the
+	// sidecar's --auth-headers); nil means Authorization and Cookie. They
+	// travel with every request made on a caller's behalf, and every cache
+	// of what the upstream told one caller is keyed by them.
+	Credentials []string
 }
+
+// defaultCredentials are the credential headers when none are configured.
+var defaultCredentials = []string{"Authorization", "Cookie"}
+
+// credentials returns the configured credential headers.
+func (u *Upstream) credentials() []string {
+	if len(u.Credentials) == 0 {
+		return defaultCredentials
+	}
+	return u.Credentials
+}
+
+// forwardedOnBehalf are the caller's headers, besides its credentials, that
+// travel with a request made on its behalf: its session and era, and the
+// trace it is part of.
+var forwardedOnBehalf = [...]string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"}
 
 // Call sends method with params (the caller's _meta added when it has one)
 // and returns the reply's JSON-RPC message. A reply with an HTTP status
@@ -75,11 +97,8 @@ func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, 
 	}
 	// The caller's headers that travel with a request made on its behalf:
 	// who the caller is, and which session and era.
-	for _, k := range [...]string{"Authorization", "Cookie", "Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"} {
-		if v := r.Header.Values(k); len(v) > 0 {
-			req.Header[http.CanonicalHeaderKey(k)] = v
-		}
-	}
+	copyHeaders(req.Header, r.Header, u.credentials())
+	copyHeaders(req.Header, r.Header, forwardedOnBehalf[:])
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if hasMeta {
@@ -160,7 +179,7 @@ func (u *UpstreamTools) Tools(r *http.Request, msg rewrite.Message) (map[string]
 	if u.Now != nil {
 		now = u.Now
 	}
-	key := credentialKey(r.Header, "Authorization", "Cookie", "Mcp-Session-Id", "Mcp-Protocol-Version")
+	key := credentialKey(r.Header, slices.Concat(u.Upstream.credentials(), []string{"Mcp-Session-Id", "Mcp-Protocol-Version"})...)
 	u.mu.Lock()
 	e, ok := u.cache[key]
 	u.mu.Unlock()
@@ -252,6 +271,15 @@ func readReply(resp *http.Response, limit int) ([]byte, error) {
 		}
 		if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) {
 			return ev.Data, nil
+		}
+	}
+}
+
+// copyHeaders copies the headers names from src to dst.
+func copyHeaders(dst, src http.Header, names []string) {
+	for _, k := range names {
+		if v := src.Values(k); len(v) > 0 {
+			dst[http.CanonicalHeaderKey(k)] = v
 		}
 	}
 }
