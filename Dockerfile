@@ -20,7 +20,7 @@ COPY . .
 ARG VERSION=dev
 ARG COMMIT=unknown
 ENV CGO_ENABLED=0
-RUN go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/skills-sidecar ./cmd/skills-sidecar \
+RUN go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" -o /out/skills-sidecar ./cmd/skills-sidecar \
  && go build -trimpath -ldflags "-s -w" -o /out/demo-upstream ./cmd/demo-upstream
 
 FROM scratch

@@ -96,12 +96,20 @@ fi
 
 echo "## the Dockerfile's build, statically linked"
 # Keep in step with the RUN go build lines of the Dockerfile.
-if CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=check" -o "$work/out/skills-sidecar" ./cmd/skills-sidecar &&
+# -buildvcs=false: an image build has no .git, so the commit must come from
+# the stamp alone.
+if CGO_ENABLED=0 go build -buildvcs=false -trimpath -ldflags "-s -w -X main.version=check -X main.commit=c0ffee" -o "$work/out/skills-sidecar" ./cmd/skills-sidecar &&
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/out/demo-upstream" ./cmd/demo-upstream; then
   "$work/checkstatic" "$work/out/skills-sidecar" "$work/out/demo-upstream" || fail "binaries are not static"
   # shellcheck disable=SC2015,SC2016 # a literal pattern; fail runs when either grep misses
-  grep -q 'CGO_ENABLED=0' Dockerfile && grep -q -- '-trimpath -ldflags "-s -w -X main.version=${VERSION}"' Dockerfile ||
+  grep -q 'CGO_ENABLED=0' Dockerfile && grep -q -- '-trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}"' Dockerfile ||
     fail "the Dockerfile's build command differs from the one checked here"
+  got=$("$work/out/skills-sidecar" version)
+  if [[ $got == "skills-sidecar check (commit c0ffee)" ]]; then
+    echo "ok   the binary reports the stamped version and commit"
+  else
+    fail "skills-sidecar version printed \"$got\", want the stamped version and commit"
+  fi
 else
   fail "go build as in the Dockerfile"
 fi

@@ -14,8 +14,14 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/verify"
 )
 
-// version is stamped at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version and commit are stamped at build time with -ldflags
+// "-X main.version=… -X main.commit=…". An unstamped commit falls back to
+// the VCS revision Go records when it builds inside a git checkout; an
+// image build has no .git, so the Dockerfile stamps it.
+var (
+	version = "dev"
+	commit  = ""
+)
 
 // Exit codes of the process.
 const (
@@ -80,15 +86,18 @@ func getenvFrom(environ []string) func(string) string {
 }
 
 func versionString() string {
-	commit := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				commit = s.Value
+	c := commit
+	if c == "" {
+		c = "unknown"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" {
+					c = s.Value
+				}
 			}
 		}
 	}
-	return fmt.Sprintf("skills-sidecar %s (commit %s)", version, commit)
+	return fmt.Sprintf("skills-sidecar %s (commit %s)", version, c)
 }
 
 // loadConfig reads the configuration in its precedence; the annotations file
