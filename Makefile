@@ -21,7 +21,7 @@ unit:
 	$(GO) test -race ./...
 
 fuzz:
-	SKIP_E2E=1 SKIP_BENCH=1 FUZZTIME=$${FUZZTIME:-30s} scripts/test.sh
+	STAGES=fuzz FUZZTIME=$${FUZZTIME:-30s} scripts/test.sh
 
 e2e:
 	scripts/e2e-all.sh
