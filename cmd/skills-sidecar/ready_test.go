@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -82,19 +83,23 @@ func TestReadinessFollowsUpstreamAndShutdown(t *testing.T) {
 	eventually(t, "/readyz with the upstream back", 200, readyz)
 
 	// An in-flight request the upstream holds keeps the sidecar draining.
-	inflight := make(chan struct{})
+	inflight := make(chan int, 1)
 	go func() {
 		resp, err := http.Post("http://"+addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		if err == nil {
-			resp.Body.Close()
+		if err != nil {
+			inflight <- 0
+			return
 		}
-		close(inflight)
+		resp.Body.Close()
+		inflight <- resp.StatusCode
 	}()
 	<-arrived
 	cancel()
 	eventually(t, "/readyz while draining", 503, readyz)
 	close(releaseSlow)
-	<-inflight
+	if code := <-inflight; code != http.StatusOK {
+		t.Errorf("the request in flight at SIGTERM ended with status %d, want 200", code)
+	}
 	if code := <-done; code != 0 {
 		t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
 	}
@@ -130,5 +135,45 @@ func TestHeaderLimit(t *testing.T) {
 	// net/http allows 4 KiB of slack over MaxHeaderBytes.
 	if code := send(16 << 10); code != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("a 16 KiB header with --max-header-bytes 1024 = %d, want 431", code)
+	}
+}
+
+// TestShutdownDelayKeepsServing: with --shutdown-delay, a signalled sidecar
+// reports not ready but still answers new connections until the delay is
+// over, then drains and exits 0.
+func TestShutdownDelayKeepsServing(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(demo.Handler(nil))
+	defer up.Close()
+	addr, maddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
+			"--upstream", up.URL, "--auth-gate", "none", "--shutdown-delay", "3s"}, nil, nil, &out, &errOut)
+	}()
+	readyz := func() int { return status("http://" + maddr + "/readyz") }
+	eventually(t, "/readyz with the upstream up", 200, readyz)
+	cancel()
+	eventually(t, "/readyz once signalled", 503, readyz)
+	// A new connection, as a client not yet told the pod is going away.
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatalf("a request during the shutdown delay: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a request during the shutdown delay got %d, want 200", resp.StatusCode)
+	}
+	if code := <-done; code != 0 {
+		t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
 	}
 }

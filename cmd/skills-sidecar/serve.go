@@ -193,8 +193,12 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining", zap.Duration("drain-timeout", cfg.DrainTimeout))
 	ready.draining.Store(true)
+	if cfg.ShutdownDelay > 0 {
+		log.Info("shutting down: still serving, not ready", zap.Duration("shutdown-delay", cfg.ShutdownDelay))
+		time.Sleep(cfg.ShutdownDelay)
+	}
+	log.Info("shutting down: draining", zap.Duration("drain-timeout", cfg.DrainTimeout))
 	p.EndStreams()
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()

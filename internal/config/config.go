@@ -42,6 +42,8 @@ type Config struct {
 	DialTimeout time.Duration `key:"dial-timeout" default:"5s" help:"How long to wait for a TCP connection to the upstream before answering 502."`
 	// DrainTimeout bounds graceful shutdown.
 	DrainTimeout time.Duration `key:"drain-timeout" default:"20s" help:"On SIGTERM or SIGINT: how long in-flight requests may take to finish before they are cut. Standalone GET streams are ended at once, cleanly, so clients reconnect elsewhere."`
+	// ShutdownDelay keeps the listener open after the signal.
+	ShutdownDelay time.Duration `key:"shutdown-delay" default:"0s" help:"On SIGTERM or SIGINT: how long to keep accepting requests, with /readyz at 503, before draining starts, so that Kubernetes takes the pod out of its Services first. Set a few seconds when the sidecar runs as a regular container; a native sidecar is signalled only after the server has exited."`
 	// MaxBodyBytes limits a request body.
 	MaxBodyBytes int64 `key:"max-body-bytes" default:"4194304" help:"Largest request body accepted, in bytes; larger gets HTTP 413."`
 	// MaxHeaderBytes limits the request header block.
@@ -117,6 +119,9 @@ func (c *Config) Validate() error {
 		if d.v <= 0 {
 			bad(d.key, "must be positive, got %s", d.v)
 		}
+	}
+	if c.ShutdownDelay < 0 || c.ShutdownDelay > 10*time.Minute {
+		bad("shutdown-delay", "must be between 0s and 10m, got %s", c.ShutdownDelay)
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
