@@ -274,6 +274,12 @@ func InitializeProbe(url string) func(context.Context) error {
 
 // Mallocs reads go_memstats_mallocs_total from a Prometheus text endpoint.
 func Mallocs(ctx context.Context, url string) (float64, error) {
+	return scrapeValue(ctx, url, "go_memstats_mallocs_total")
+}
+
+// scrapeValue reads the value of an unlabelled series name from a
+// Prometheus text endpoint.
+func scrapeValue(ctx context.Context, url, name string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -288,13 +294,13 @@ func Mallocs(ctx context.Context, url string) (float64, error) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
-				return 0, fmt.Errorf("parse mallocs: %w", err)
+				return 0, fmt.Errorf("parse %s: %w", name, err)
 			}
 			return f, nil
 		}
 	}
-	return 0, fmt.Errorf("scrape %s: %w: no go_memstats_mallocs_total", url, errReply)
+	return 0, fmt.Errorf("scrape %s: %w: no %s", url, errReply, name)
 }

@@ -89,6 +89,7 @@ func blobRead(ctx context.Context, e *Env) []report.Row {
 		size  int
 	}{{blob1MURI, "1 MiB blob", 1 << 20}, {blob16MURI, "16 MiB blob", 16 << 20}} {
 		call := Call{Method: "resources/read", Params: `{"uri":"` + b.uri + `"}`, Name: b.uri}
+		hashed0 := e.sidecarHashed(ctx)
 		rs := e.measure(ctx, loadCase{
 			scenario: "resources/read", variant: b.label + " legacy c=1", concurrency: 1,
 			worker: func(t Target) func(context.Context, *http.Client) (Worker, error) {
@@ -104,6 +105,15 @@ func blobRead(ctx context.Context, e *Env) []report.Row {
 				// The upstream bounds the end-to-end rate on a small
 				// machine; the hop's own cost is its CPU per reply.
 				note += fmt.Sprintf(", %.0f MB per hop CPU-second", float64(b.size) / *c)
+			}
+			if rs[i].Target == report.Sidecar {
+				// The sidecar must have hashed what it served, or the row
+				// measures a plain relay.
+				hashed := e.sidecarHashed(ctx) - hashed0
+				if hashed < float64(rs[i].Samples-rs[i].Errors)*float64(b.size) {
+					rs[i].Status = fmt.Sprintf("failed: the sidecar hashed %.0f bytes for %d reads of %d", hashed, rs[i].Samples, b.size)
+				}
+				note += fmt.Sprintf(", %.0f MB hashed by the sidecar", hashed/1e6)
 			}
 			rs[i].Note = joinNote(note, rs[i].Note)
 		}
@@ -191,4 +201,16 @@ func fillNotes(rows []report.Row, shapes map[string]*listingShape, prefix string
 		}
 		rows[i].Note = joinNote(p+s.String(), r.Note)
 	}
+}
+
+// sidecarHashed reads the sidecar's skills_sidecar_hashed_bytes_total; 0
+// when there is no sidecar or no metrics endpoint.
+func (e *Env) sidecarHashed(ctx context.Context) float64 {
+	for _, t := range e.Targets {
+		if t.Name == report.Sidecar && t.MetricsURL != "" {
+			v, _ := scrapeValue(ctx, t.MetricsURL, "skills_sidecar_hashed_bytes_total")
+			return v
+		}
+	}
+	return 0
 }

@@ -28,8 +28,11 @@ const (
 	// thousands of initialize calls does not leave thousands of sessions.
 	StatelessHeader = "Bench-Stateless"
 
-	blob1MURI  = "bench://blob/1m"
-	blob16MURI = "bench://blob/16m"
+	// The blobs are files of the plugin's first skill (on disk only as
+	// placeholders) that the upstream serves itself, so the sidecar
+	// forwards their reads and hashes the bytes served (--upstream-files).
+	blob1MURI  = "skill://s0000/blob-1m.bin"
+	blob16MURI = "skill://s0000/blob-16m.bin"
 	text1MURI  = "bench://text/1m"
 	text16MURI = "bench://text/16m"
 )

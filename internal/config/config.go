@@ -53,7 +53,7 @@ type Config struct {
 	// AllowedOrigins extends the Origin check.
 	AllowedOrigins string `key:"allowed-origins" default:"" help:"Comma-separated Origin values accepted besides loopback origins and the sidecar's own host (* accepts any); any other present Origin gets HTTP 403."`
 	// MaxEventBytes limits one SSE event the sidecar must parse.
-	MaxEventBytes int `key:"max-event-bytes" default:"16777216" help:"Largest single SSE event from the upstream that the sidecar parses (streams it rewrites); a larger one ends the stream loudly, never truncated."`
+	MaxEventBytes int `key:"max-event-bytes" default:"33554432" help:"Largest single SSE event or JSON reply from the upstream that the sidecar parses (replies it rewrites or hashes); a larger one ends the stream loudly, never truncated. The default holds a 16 MiB skill file (the SEP-2640 bound) served by the upstream as base64."`
 	// PageSize is the page length of skills/list, agents/list, directory
 	// reads and the sidecar's part of resources/list.
 	PageSize int `key:"page-size" default:"100" help:"Entries per page of skills/list, agents/list, resources/directory/read and the sidecar's part of resources/list."`

@@ -24,7 +24,7 @@ import (
 // Defaults for Options fields left zero.
 const (
 	DefaultMaxBodyBytes    = 4 << 20
-	DefaultMaxEventBytes   = 16 << 20
+	DefaultMaxEventBytes   = 32 << 20 // a 16 MiB skill file as base64, with room
 	DefaultUpstreamTimeout = 60 * time.Second
 	DefaultDialTimeout     = 5 * time.Second
 	DefaultMaxDepth        = 64
