@@ -205,10 +205,29 @@ func TestGateUpstreamDown(t *testing.T) {
 	up.Close()
 	g := authgate.New(authgate.Options{Upstream: u})
 	w := httptest.NewRecorder()
-	if g.Admit(w, httptest.NewRequest(http.MethodPost, "/mcp", nil), rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1")}) {
+	if g.Admit(w, httptest.NewRequest(http.MethodPost, "/mcp", nil), rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`"req-1"`), Method: "skills/list"}) {
 		t.Fatal("Admit with the upstream down = true")
 	}
 	if w.Code != http.StatusBadGateway {
 		t.Errorf("status with the upstream down = %d, want 502", w.Code)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type with the upstream down = %q, want application/json", ct)
+	}
+	var e struct {
+		ID    json.RawMessage `json:"id"`
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				Reason string `json:"reason"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
+		t.Fatalf("reply with the upstream down = %q, not a JSON-RPC error: %v", w.Body, err)
+	}
+	if string(e.ID) != `"req-1"` || e.Error.Code != proxy.CodeInternalError || e.Error.Data.Reason != "upstream_unreachable" {
+		t.Errorf("error with the upstream down = id %s, code %d, reason %q; want id \"req-1\", code %d, reason upstream_unreachable",
+			e.ID, e.Error.Code, e.Error.Data.Reason, proxy.CodeInternalError)
 	}
 }
