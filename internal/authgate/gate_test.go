@@ -31,33 +31,62 @@ const token = "s3cret"
 // (or off), serving the example plugin.
 func protected(t *testing.T, stateless, gateOn bool) string {
 	t.Helper()
+	u, _ := sidecar(t, bearer(demo.Handler(&mcp.StreamableHTTPOptions{Stateless: stateless}), map[string]string{token: ""}),
+		sidecarOptions{gateOff: !gateOn})
+	return u
+}
+
+// bearer puts h behind go-sdk's bearer-token middleware admitting the
+// tokens of users (token → user id).
+func bearer(h http.Handler, users map[string]string) http.Handler {
 	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
-		if tok != token {
+		id, ok := users[tok]
+		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
+		return &auth.TokenInfo{UserID: id, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	mw := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: "https://example.test/.well-known/oauth-protected-resource"})
-	up := httptest.NewServer(mw(demo.Handler(&mcp.StreamableHTTPOptions{Stateless: stateless})))
-	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: "https://example.test/.well-known/oauth-protected-resource"})(h)
+}
+
+// sidecarOptions say how sidecar builds the sidecar; the zero value is the
+// gate on with its default headers and no upstream-files overlay.
+type sidecarOptions struct {
+	gateOff     bool
+	overlay     bool     // methods.NewOverlay, as --upstream-files auto does
+	pageSize    int      // 0: the default
+	authHeaders []string // the gate's credential headers; nil: its defaults
+}
+
+// sidecar serves up as the upstream and starts the sidecar in front of it,
+// serving the example plugin; it returns the sidecar's URL and the catalog.
+func sidecar(t *testing.T, up http.Handler, o sidecarOptions) (string, *catalog.Snapshot) {
+	t.Helper()
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
 	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var gate methods.Gate
-	if gateOn {
-		gate = authgate.New(authgate.Options{Upstream: u})
+	if !o.gateOff {
+		gate = authgate.New(authgate.Options{Upstream: u, CredentialHeaders: o.authHeaders})
 	}
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Gate: gate,
-		Tools: &methods.UpstreamTools{Upstream: &methods.Upstream{URL: u}}})
+	onBehalf := &methods.Upstream{URL: u}
+	var overlay *methods.Overlay
+	if o.overlay {
+		overlay = methods.NewOverlay(onBehalf, 0, false)
+	}
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Gate: gate, Overlay: overlay,
+		PageSize: o.pageSize, Tools: &methods.UpstreamTools{Upstream: onBehalf}})
 	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	side := httptest.NewServer(p)
 	t.Cleanup(side.Close)
-	return side.URL
+	return side.URL, snap
 }
 
 type call struct{ method, params string }
@@ -229,5 +258,131 @@ func TestGateUpstreamDown(t *testing.T) {
 	if string(e.ID) != `"req-1"` || e.Error.Code != proxy.CodeInternalError || e.Error.Data.Reason != "upstream_unreachable" {
 		t.Errorf("error with the upstream down = id %s, code %d, reason %q; want id \"req-1\", code %d, reason upstream_unreachable",
 			e.ID, e.Error.Code, e.Error.Data.Reason, proxy.CodeInternalError)
+	}
+}
+
+// message returns the JSON-RPC message of a reply body: the body itself
+// when it is JSON, else the data of its SSE event answering id 1.
+func message(body string) []byte {
+	if strings.HasPrefix(body, "{") {
+		return []byte(body)
+	}
+	for line := range strings.SplitSeq(body, "\n") {
+		if d, ok := strings.CutPrefix(strings.TrimSuffix(line, "\r"), "data: "); ok && strings.Contains(d, `"id":1`) {
+			return []byte(d)
+		}
+	}
+	return nil
+}
+
+// TestGateCustomCredentialHeader: with --auth-headers naming a header of the
+// operator's choosing, the gate's probe carries that header and its cache is
+// keyed by it, so an admitted key admits nobody else. Only the methods the
+// sidecar answers without calling the upstream on the caller's behalf are
+// checked here: agents/get and the upstream-files overlay forward the
+// credential headers through methods.Upstream.
+func TestGateCustomCredentialHeader(t *testing.T) {
+	t.Parallel()
+	const key = "k-good"
+	const challenge = `ApiKey realm="upstream"`
+	requireKey := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Api-Key") != key {
+				w.Header().Set("WWW-Authenticate", challenge)
+				http.Error(w, "missing or wrong API key", http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	for _, era := range []struct {
+		name      string
+		stateless bool
+	}{{"legacy", false}, {"modern", true}} {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			u, _ := sidecar(t, requireKey(demo.Handler(&mcp.StreamableHTTPOptions{Stateless: era.stateless})),
+				sidecarOptions{authHeaders: []string{"X-Api-Key"}})
+			good := http.Header{"X-Api-Key": {key}}
+			bad := http.Header{"X-Api-Key": {"k-wrong"}}
+			if !era.stateless {
+				good = legacySession(t, u, good)
+				bad.Set("Mcp-Session-Id", good.Get("Mcp-Session-Id"))
+			}
+			for _, c := range calls() {
+				if c.method == "agents/get" {
+					continue
+				}
+				// The key is admitted first, so a refusal below is not for
+				// want of a cached admission.
+				if resp, body := do(t, u, c, era.stateless, good); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+					t.Errorf("%s with the key = %d %s, want a result", c.method, resp.StatusCode, body)
+				}
+				for _, caller := range []struct {
+					name string
+					hdr  http.Header
+				}{{"no key", http.Header{}}, {"wrong key", bad}, {"the key as a bearer token", http.Header{"Authorization": {"Bearer " + key}}}} {
+					resp, body := do(t, u, c, era.stateless, caller.hdr)
+					if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != challenge {
+						t.Errorf("%s with %s = %d (WWW-Authenticate %q), want 401 with %q", c.method, caller.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), challenge)
+					}
+					if strings.Contains(body, "skill://") {
+						t.Errorf("%s with %s leaked content: %s", c.method, caller.name, body)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGateResourcesListCursor: a resources/list page the sidecar answers
+// itself, from its own cursor and without the upstream, is gated like
+// skills/list.
+func TestGateResourcesListCursor(t *testing.T) {
+	t.Parallel()
+	for _, era := range []struct {
+		name      string
+		stateless bool
+	}{{"legacy", false}, {"modern", true}} {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			// Two entries a page: the example plugin's files need several.
+			u, _ := sidecar(t, bearer(demo.Handler(&mcp.StreamableHTTPOptions{Stateless: era.stateless}), map[string]string{token: ""}),
+				sidecarOptions{pageSize: 2})
+			good := http.Header{"Authorization": {"Bearer " + token}}
+			bad := http.Header{"Authorization": {"Bearer wrong"}}
+			if !era.stateless {
+				good = legacySession(t, u, good)
+				bad.Set("Mcp-Session-Id", good.Get("Mcp-Session-Id"))
+			}
+			_, body := do(t, u, call{"resources/list", `{}`}, era.stateless, good)
+			var first struct {
+				Result struct {
+					NextCursor string `json:"nextCursor"`
+				} `json:"result"`
+			}
+			// The upstream's last page carries the sidecar's first files and
+			// a cursor of the sidecar's own: its prefix is what routes the
+			// next page to the sidecar rather than the upstream.
+			if err := json.Unmarshal(message(body), &first); err != nil || !strings.HasPrefix(first.Result.NextCursor, "skills-sidecar/") {
+				t.Fatalf("first resources/list page = %s (%v), want a nextCursor of the sidecar's", body, err)
+			}
+			next := call{"resources/list", fmt.Sprintf(`{"cursor":%q}`, first.Result.NextCursor)}
+			if resp, body := do(t, u, next, era.stateless, good); resp.StatusCode != http.StatusOK || !strings.Contains(body, "skill://") {
+				t.Errorf("next page with the token = %d %s, want the sidecar's files", resp.StatusCode, body)
+			}
+			for _, caller := range []struct {
+				name string
+				hdr  http.Header
+			}{{"no token", http.Header{}}, {"wrong token", bad}} {
+				resp, body := do(t, u, next, era.stateless, caller.hdr)
+				if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "resource_metadata") {
+					t.Errorf("next page with %s = %d (WWW-Authenticate %q), want 401 with the upstream's WWW-Authenticate", caller.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+				}
+				if strings.Contains(body, "skill://") {
+					t.Errorf("next page with %s leaked content: %s", caller.name, body)
+				}
+			}
+		})
 	}
 }
