@@ -121,6 +121,12 @@ func do(t *testing.T, u string, c call, modern bool, hdr http.Header) (*http.Res
 	if modern {
 		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 		req.Header.Set("Mcp-Method", c.method)
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if c.method == "resources/read" && json.Unmarshal([]byte(c.params), &p) == nil {
+			req.Header.Set("Mcp-Name", p.URI) // as a client must: the upstream may get this read
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
