@@ -1,0 +1,86 @@
+package methods_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/examples"
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+)
+
+// TestOversizedEditedReplyRefused: the upstream replies the handler edits or
+// reads on their way back (resources/list, to append the sidecar's files; a
+// forwarded read of a catalog file the upstream serves itself, to learn its
+// digest) are held to the proxy's parse limit: past it the client gets 502
+// with data.reason upstream_message_too_large and its own id.
+func TestOversizedEditedReplyRefused(t *testing.T) {
+	t.Parallel()
+	const limit = 4096
+	const readURI = "skill://acme/billing/refunds/examples/duplicate-charge.md"
+	pad := strings.Repeat("x", limit)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(b, &req) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch req.Method {
+		case "resources/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":"up://big","name":%q}]}}`, req.ID, pad)
+		case "resources/read": // the overlay's probe and the forwarded read alike
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"contents":[{"uri":%q,"mimeType":"text/markdown","text":%q}]}}`, req.ID, readURI, pad)
+		default:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+		}
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
+		Overlay: methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)})
+	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, MaxEventBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+
+	for _, tt := range []struct {
+		method string
+		params map[string]any
+	}{
+		{"resources/list", map[string]any{}},
+		{"resources/read", map[string]any{"uri": readURI}},
+	} {
+		hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+		rp := post(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-1", "method": tt.method, "params": tt.params})
+		e := rp.failed(t, tt.method, http.StatusBadGateway, proxy.CodeInternalError)
+		var data struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(e.Data, &data)
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(rp.Body, &m)
+		if data.Reason != "upstream_message_too_large" || string(m.ID) != `"big-1"` {
+			t.Errorf("%s: error data %s, id %s; want reason upstream_message_too_large and id \"big-1\"", tt.method, e.Data, m.ID)
+		}
+	}
+}
