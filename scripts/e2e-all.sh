@@ -4,9 +4,9 @@
 # Exits 1 when any step failed.
 #
 # Usage: scripts/e2e-all.sh [--forwarding-only]
-#   --forwarding-only  skip the two steps that need the sidecar's skills
-#                      support (inspector --verify and the conformance
-#                      scenarios)
+#   --forwarding-only  skip the steps that need the sidecar's skills support
+#                      (inspector --verify, the verify/inspector agreement
+#                      and the conformance scenarios)
 #
 # Steps: install the pinned npm peers; the three self-tests (the checkers must
 # refuse broken inputs); build bin/skills-sidecar; e2e-inspector.sh (the
@@ -14,7 +14,9 @@
 # server-everything and of the dual-era test/e2e/modern-upstream.mjs);
 # e2e-inspector-verify.sh and e2e-conformance.sh against a sidecar they start
 # with examples/plugin, in front of the dual-era upstream (both eras) and of
-# server-everything (legacy era only: it speaks nothing newer).
+# server-everything (legacy era only: it speaks nothing newer);
+# e2e-verify-agreement.sh (TestAgreesWithInspector: `skills-sidecar verify` and
+# the inspector's --verify on the same good and broken servers; a skip fails).
 # Every server runs on a free loopback port and is stopped by pid.
 set -euo pipefail
 
@@ -61,6 +63,8 @@ if [[ $skills == yes ]]; then
   # methods such as resources/list would fail there by design).
   step verify-modern-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
   step verify-everything scripts/e2e-inspector-verify.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --era legacy
+  # Issue 9: our verify and the inspector's agree on the broken servers.
+  step verify-agreement scripts/e2e-verify-agreement.sh
   step conform-modern-up scripts/e2e-conformance.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
   # Issue 4's pair: a stateless go-sdk upstream on the default 2026-07-28
   # wire, and server-everything on the legacy wire (below).

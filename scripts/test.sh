@@ -8,7 +8,8 @@
 # machine cannot turn the fuzz deadline into a false failure); the Kubernetes packaging (scripts/check-k8s.sh);
 # promtool on a real scrape (scripts/check-metrics.sh); a 20-second soak run
 # (test/soak); the end-to-end suite
-# (scripts/e2e-all.sh);
+# (scripts/e2e-all.sh; TestAgreesWithInspector skips in the unit stage, where
+# VERIFY_E2E_TOOLS is unset, and runs in e2e: scripts/e2e-verify-agreement.sh);
 # the benchmark harness in its short mode (so it cannot rot; its numbers are
 # printed, never asserted). The last line counts the stages:
 # "stages: N passed, N failed".
