@@ -137,8 +137,10 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 var errTooLarge = errors.New("proxy: upstream message too large")
 
 // handleUpstreamError answers when the upstream could not be reached or its
-// reply could not be read before headers were sent.
-func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, err error) {
+// reply could not be read before headers were sent. It does not log: the
+// error goes into the plan, and the request's one line (record) carries it
+// with everything else known about the request.
+func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *plan, err error) {
 	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		return // the client went away; nobody is listening
 	}
@@ -147,8 +149,8 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, err 
 		e = &Error{Status: http.StatusBadGateway, Code: CodeInternalError, Message: err.Error(),
 			Data: map[string]string{"reason": "upstream_message_too_large"}}
 	}
-	p.log.Warn("upstream request failed", zap.String("method", r.Method), zap.Int("status", e.Status), zap.Error(err))
-	WriteError(w, planFrom(r.Context()).id, e)
+	pl.err = err
+	WriteError(w, pl.id, e)
 }
 
 func mediaType(ct string) string {

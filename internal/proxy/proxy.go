@@ -174,13 +174,15 @@ func (p *Proxy) EndStreams() {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	pl := &plan{method: r.Method, start: start}
+	// Header.Get with a canonical key does not allocate; the era is only
+	// worked out from it when the request's line is logged.
+	pl := &plan{method: r.Method, start: start, version: r.Header.Get("Mcp-Protocol-Version")}
 	route := routeUpstream
 	defer func() {
 		// A reply cut short mid-body panics with http.ErrAbortHandler; it
-		// is still a request to count.
+		// is still a request to count and log (abort kept its error).
 		if v := recover(); v != nil {
-			p.opts.Metrics.Request(pl.method, route, sw.status, time.Since(start))
+			p.record(pl, route, sw.status)
 			panic(v)
 		}
 	}()
@@ -189,19 +191,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the stream goes on; pump records it when it ends
 	}
 	p.record(pl, route, sw.status)
-}
-
-// record counts and logs a request that has ended.
-func (p *Proxy) record(pl *plan, route string, status int) {
-	d := time.Since(pl.start)
-	p.opts.Metrics.Request(pl.method, route, status, d)
-	if status >= 500 || status == 0 {
-		p.log.Warn("request failed", zap.String("method", metrics.MethodLabel(pl.method)), zap.String("route", route),
-			zap.Int("status", status), zap.Duration("duration", d))
-	} else if ce := p.log.Check(zap.DebugLevel, "request"); ce != nil {
-		ce.Write(zap.String("method", metrics.MethodLabel(pl.method)), zap.String("route", route),
-			zap.Int("status", status), zap.Duration("duration", d))
-	}
 }
 
 // Routes a request can take, for metrics and logs.
@@ -241,6 +230,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeLocal
 	}
 	pl.method = messageLabel(msgs, batch)
+	pl.parsed = true
+	if !batch {
+		pl.params = msgs[0].Params // for the log line's era; aliases body
+	}
 	if !batch && p.opts.Local != nil && msgs[0].Kind == rewrite.KindRequest {
 		if p.opts.Local.ServeLocal(w, r, msgs[0]) {
 			return routeLocal
@@ -281,12 +274,6 @@ func messageLabel(msgs []rewrite.Message, batch bool) string {
 		return "response"
 	}
 }
-
-// Eras of a spliced handshake reply, for metrics.
-const (
-	eraLegacy = "legacy" // initialize (also replayed on a GET stream, or in a batch)
-	eraModern = "modern" // server/discover
-)
 
 // splicer returns the edit that adds the sidecar's declaration to a
 // handshake reply of era; anything it cannot splice passes as it was.
@@ -346,6 +333,13 @@ type plan struct {
 	get       bool // a standalone GET stream: ended early on shutdown
 	detached  bool // relayed off its handler (detach.go), which records it
 	start     time.Time
+
+	// For the request's log line (record.go).
+	version        string          // the MCP-Protocol-Version header
+	params         json.RawMessage // a single message's params: its _meta names the era
+	parsed         bool            // the body was read and is JSON-RPC
+	upstreamStatus int             // the upstream's status; 0: it never answered
+	err            error           // why the upstream exchange failed; nil: it did not
 }
 
 func (pl *plan) isHandshakeID(id json.RawMessage) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,8 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-
-	"go.uber.org/zap"
 )
 
 // The relay is the proxy's own forwarding loop, in place of
@@ -132,9 +131,10 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	out := p.outbound(ctx, r, pl, body)
 	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
-		p.handleUpstreamError(w, out, err)
+		p.handleUpstreamError(w, out, pl, err)
 		return
 	}
+	pl.upstreamStatus = resp.StatusCode
 	// Whether the body's first bytes came with the headers (as go-sdk's
 	// replies do): then both leave in one write. Asked before the response
 	// hooks wrap the body.
@@ -142,7 +142,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	mt := mediaType(resp.Header.Get("Content-Type")) // once: parsing it allocates
 	if err := p.modifyResponse(resp, pl, mt); err != nil {
 		resp.Body.Close()
-		p.handleUpstreamError(w, out, err)
+		p.handleUpstreamError(w, out, pl, err)
 		return
 	}
 	removeHopHeaders(resp.Header)
@@ -179,7 +179,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 			_, _ = w.Write(buf[:n])
 			return
 		case err != nil:
-			p.abort(r, err)
+			p.abort(r, pl, err)
 		}
 		pending = buf[:n]
 	}
@@ -192,7 +192,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		}
 	}
 	if err := copyBody(w, resp.Body, pending, streamed, p.buffers); err != nil {
-		p.abort(r, err)
+		p.abort(r, pl, err)
 	}
 
 	if len(resp.Trailer) == announced {
@@ -293,10 +293,12 @@ func copyBody(w http.ResponseWriter, src io.Reader, pending []byte, streamed boo
 
 // abort ends a reply whose headers are already sent after the upstream
 // failed mid-body: net/http then cuts the connection, so the client sees a
-// truncated reply and not a clean end (httputil does the same).
-func (p *Proxy) abort(r *http.Request, err error) {
+// truncated reply and not a clean end (httputil does the same). Unless the
+// client itself went away, the error goes into the plan for the request's
+// one log line, which ServeHTTP writes as the panic passes.
+func (p *Proxy) abort(r *http.Request, pl *plan, err error) {
 	if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
-		p.log.Warn("upstream reply cut short", zap.String("method", r.Method), zap.Error(err))
+		pl.err = fmt.Errorf("upstream reply cut short: %w", err)
 	}
 	panic(http.ErrAbortHandler)
 }

@@ -1,0 +1,176 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// observedSidecar starts the proxy in front of upstream with a logger that
+// keeps every entry, debug included.
+func observedSidecar(t *testing.T, upstream string) (string, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(), Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp", logs
+}
+
+// requestLine waits (at most 5s) for the request's own line, which the
+// proxy writes as the handler ends, possibly after the client has its
+// reply; then it returns every entry logged, that line among them.
+func requestLine(t *testing.T, logs *observer.ObservedLogs) []observer.LoggedEntry {
+	t.Helper()
+	isLine := func(e observer.LoggedEntry) bool {
+		return e.Message == "request" || e.Message == "request refused" || e.Message == "request failed"
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if logs.Filter(isLine).Len() > 0 {
+			return logs.All()
+		}
+	}
+	t.Fatalf("no request line within 5s; logged %v", logs.All())
+	return nil
+}
+
+// TestRequestLogLine: each request ends in exactly one log line, at the
+// level issue 8 and the README name (debug for a request that went well,
+// info for the sidecar's own refusal, warn for a failure), carrying method,
+// era, route, outcome, status, the upstream's own status and duration, and
+// for a failure the error, and nothing else.
+func TestRequestLogLine(t *testing.T) {
+	t.Parallel()
+	stateless := &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	sdk := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, stateless))
+	t.Cleanup(sdk.Close)
+	stateful := newUpstream(t, upstreamModes()[0])
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: partial")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}))
+	t.Cleanup(cut.Close)
+
+	const (
+		legacyList = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+		modernList = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	)
+	tests := []struct {
+		name     string
+		upstream string
+		body     string
+		hdr      map[string]string
+		level    zapcore.Level
+		msg      string
+		fields   map[string]any // without duration, which is checked apart
+		wantErr  string         // a part of the error field; "" for none
+	}{
+		{name: "legacy forwarded", upstream: sdk.URL, body: legacyList, hdr: map[string]string{"Mcp-Protocol-Version": "2025-11-25"},
+			level: zapcore.DebugLevel, msg: "request",
+			fields: map[string]any{"method": "tools/list", "era": "legacy", "route": "upstream", "outcome": "2xx", "status": int64(200), "upstream_status": int64(200)}},
+		{name: "modern", upstream: sdk.URL, body: modernList, hdr: map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+			level: zapcore.DebugLevel, msg: "request",
+			fields: map[string]any{"method": "tools/list", "era": "modern", "route": "upstream", "outcome": "2xx", "status": int64(200), "upstream_status": int64(200)}},
+		// go-sdk wants the header with the _meta: the era is the body's,
+		// the 400 the upstream's own, passed on at debug.
+		{name: "modern by _meta alone", upstream: sdk.URL, body: modernList,
+			level: zapcore.DebugLevel, msg: "request",
+			fields: map[string]any{"method": "tools/list", "era": "modern", "route": "upstream", "outcome": "4xx", "status": int64(400), "upstream_status": int64(400)}},
+		{name: "modern by header alone", upstream: sdk.URL, body: legacyList, hdr: map[string]string{"Mcp-Protocol-Version": "2026-07-28"},
+			level: zapcore.DebugLevel, msg: "request",
+			fields: map[string]any{"method": "tools/list", "era": "modern", "route": "upstream", "outcome": "4xx", "status": int64(400), "upstream_status": int64(400)}},
+		{name: "upstream's own 404", upstream: stateful.URL, body: legacyList, hdr: map[string]string{"Mcp-Session-Id": "gone", "Mcp-Protocol-Version": "2025-11-25"},
+			level: zapcore.DebugLevel, msg: "request",
+			fields: map[string]any{"method": "tools/list", "era": "legacy", "route": "upstream", "outcome": "4xx", "status": int64(404), "upstream_status": int64(404)}},
+		{name: "upstream unreachable", upstream: dead, body: legacyList,
+			level: zapcore.WarnLevel, msg: "request failed", wantErr: "refused",
+			fields: map[string]any{"method": "tools/list", "era": "legacy", "route": "upstream", "outcome": "5xx", "status": int64(502), "upstream_status": int64(0)}},
+		{name: "reply cut short", upstream: cut.URL, body: legacyList,
+			level: zapcore.WarnLevel, msg: "request failed", wantErr: "upstream reply cut short",
+			fields: map[string]any{"method": "tools/list", "era": "legacy", "route": "upstream", "outcome": "2xx", "status": int64(200), "upstream_status": int64(200)}},
+		{name: "too large", upstream: sdk.URL, body: `{"jsonrpc":"2.0","id":1,"method":"x","params":{"p":"` + strings.Repeat("a", proxy.DefaultMaxBodyBytes) + `"}}`,
+			level: zapcore.InfoLevel, msg: "request refused",
+			fields: map[string]any{"method": "invalid", "era": "unknown", "route": "local", "outcome": "4xx", "status": int64(413)}},
+		{name: "foreign origin", upstream: sdk.URL, body: legacyList, hdr: map[string]string{"Origin": "https://evil.example", "Mcp-Protocol-Version": "2025-11-25"},
+			level: zapcore.InfoLevel, msg: "request refused",
+			fields: map[string]any{"method": "other", "era": "legacy", "route": "local", "outcome": "4xx", "status": int64(403)}},
+		{name: "not JSON", upstream: sdk.URL, body: `{"jsonrpc":`,
+			level: zapcore.DebugLevel, msg: "request",
+			fields: map[string]any{"method": "invalid", "era": "unknown", "route": "local", "outcome": "4xx", "status": int64(400)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u, logs := observedSidecar(t, tt.upstream)
+			req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range tt.hdr {
+				req.Header.Set(k, v)
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			entries := requestLine(t, logs)
+			if len(entries) != 1 {
+				t.Fatalf("logged %d lines, want exactly 1: %v", len(entries), entries)
+			}
+			e := entries[0]
+			if e.Level != tt.level || e.Message != tt.msg {
+				t.Errorf("line = %v %q, want %v %q", e.Level, e.Message, tt.level, tt.msg)
+			}
+			got := e.ContextMap()
+			if d, ok := got["duration"].(time.Duration); !ok || d <= 0 {
+				t.Errorf("duration = %v, want a positive time.Duration", got["duration"])
+			}
+			delete(got, "duration")
+			errText, _ := got["error"].(string)
+			delete(got, "error")
+			if tt.wantErr == "" && errText != "" || !strings.Contains(errText, tt.wantErr) {
+				t.Errorf("error = %q, want it to contain %q", errText, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.fields, got); diff != "" {
+				t.Errorf("fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
