@@ -43,7 +43,8 @@ func watchLogLevel(ctx context.Context, path string, fixed bool, level zap.Atomi
 		if err != nil || lvl == level.Level() {
 			continue
 		}
-		log.Info("log level changed by annotation", zap.String("level", lvl.String()))
+		// Not "level": that is the JSON encoder's own key for the line's level.
+		log.Info("log level changed by annotation", zap.String("log_level", lvl.String()))
 		level.SetLevel(lvl)
 	}
 }
