@@ -56,8 +56,9 @@ type Options struct {
 	// Declaration is spliced into initialize and server/discover results.
 	// The zero value splices nothing.
 	Declaration rewrite.Declaration
-	// Logger receives one line per request at debug and one per failure at
-	// warn; nil logs nothing.
+	// Logger receives exactly one line per request (record.go): debug for
+	// one that went well, info for the sidecar's own refusals, warn for a
+	// failure; nil logs nothing.
 	Logger *zap.Logger
 	// Metrics records requests, upstream latency, declarations and streams;
 	// nil records nothing.
