@@ -55,7 +55,7 @@ type sidecarOptions struct {
 	gateOff     bool
 	overlay     bool     // methods.NewOverlay, as --upstream-files auto does
 	pageSize    int      // 0: the default
-	authHeaders []string // the gate's credential headers; nil: its defaults
+	authHeaders []string // --auth-headers: the gate's and the calls on a caller's behalf; nil: the defaults
 }
 
 // sidecar serves up as the upstream and starts the sidecar in front of it,
@@ -73,7 +73,7 @@ func sidecar(t *testing.T, up http.Handler, o sidecarOptions) (string, *catalog.
 	if !o.gateOff {
 		gate = authgate.New(authgate.Options{Upstream: u, CredentialHeaders: o.authHeaders})
 	}
-	onBehalf := &methods.Upstream{URL: u}
+	onBehalf := &methods.Upstream{URL: u, Credentials: o.authHeaders}
 	var overlay *methods.Overlay
 	if o.overlay {
 		overlay = methods.NewOverlay(onBehalf, 0, false)
@@ -283,10 +283,8 @@ func message(body string) []byte {
 
 // TestGateCustomCredentialHeader: with --auth-headers naming a header of the
 // operator's choosing, the gate's probe carries that header and its cache is
-// keyed by it, so an admitted key admits nobody else. Only the methods the
-// sidecar answers without calling the upstream on the caller's behalf are
-// checked here: agents/get and the upstream-files overlay forward the
-// credential headers through methods.Upstream.
+// keyed by it, so an admitted key admits nobody else; agents/get's
+// tools/list and the upstream-files overlay's reads carry it too.
 func TestGateCustomCredentialHeader(t *testing.T) {
 	t.Parallel()
 	const key = "k-good"
@@ -308,7 +306,7 @@ func TestGateCustomCredentialHeader(t *testing.T) {
 		t.Run(era.name, func(t *testing.T) {
 			t.Parallel()
 			u, _ := sidecar(t, requireKey(demo.Handler(&mcp.StreamableHTTPOptions{Stateless: era.stateless})),
-				sidecarOptions{authHeaders: []string{"X-Api-Key"}})
+				sidecarOptions{overlay: true, authHeaders: []string{"X-Api-Key"}})
 			good := http.Header{"X-Api-Key": {key}}
 			bad := http.Header{"X-Api-Key": {"k-wrong"}}
 			if !era.stateless {
@@ -316,9 +314,6 @@ func TestGateCustomCredentialHeader(t *testing.T) {
 				bad.Set("Mcp-Session-Id", good.Get("Mcp-Session-Id"))
 			}
 			for _, c := range calls() {
-				if c.method == "agents/get" {
-					continue
-				}
 				// The key is admitted first, so a refusal below is not for
 				// want of a cached admission.
 				if resp, body := do(t, u, c, era.stateless, good); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
