@@ -46,8 +46,8 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "MCP requests handled, by method (a fixed list plus other), route (local: answered by the sidecar; upstream: forwarded) and outcome (HTTP status class, or aborted)."},
 			[]string{"method", "route", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "request_duration_seconds",
-			Help: "Time from a request's arrival to the end of its reply (streams included), by method and route.", Buckets: buckets},
-			[]string{"method", "route"}),
+			Help: "Time from a request's arrival to the end of its reply (streams included), by method, route and outcome (as in requests_total).", Buckets: buckets},
+			[]string{"method", "route", "outcome"}),
 		upstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "upstream_response_seconds",
 			Help: "Time the upstream took to send response headers, by method; compare with request_duration_seconds to see the sidecar's own cost.", Buckets: buckets},
 			[]string{"method"}),
@@ -136,9 +136,11 @@ func (m *Metrics) Request(method, route string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	method = MethodLabel(method)
-	m.requests.WithLabelValues(method, route, OutcomeLabel(status)).Inc()
-	m.duration.WithLabelValues(method, route).Observe(d.Seconds())
+	method, outcome := MethodLabel(method), OutcomeLabel(status)
+	m.requests.WithLabelValues(method, route, outcome).Inc()
+	// Latency by outcome too (issue 8): a fast 4xx refusal and a slow 2xx
+	// stream are different costs, and mixing them hides both.
+	m.duration.WithLabelValues(method, route, outcome).Observe(d.Seconds())
 }
 
 // Upstream records the upstream's time to response headers.

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,7 +116,8 @@ func TestTrafficMovesMetrics(t *testing.T) {
 		{"skills_sidecar_requests_total", map[string]string{"method": "initialize", "route": "upstream", "outcome": "2xx"}, 1},
 		{"skills_sidecar_requests_total", map[string]string{"method": "notification", "route": "upstream", "outcome": "2xx"}, 1},
 		{"skills_sidecar_requests_total", map[string]string{"method": "invalid", "route": "local", "outcome": "4xx"}, 1},
-		{"skills_sidecar_request_duration_seconds", map[string]string{"method": "tools/call", "route": "upstream"}, 3},
+		{"skills_sidecar_request_duration_seconds", map[string]string{"method": "tools/call", "route": "upstream", "outcome": "2xx"}, 3},
+		{"skills_sidecar_request_duration_seconds", map[string]string{"method": "invalid", "route": "local", "outcome": "4xx"}, 1},
 		{"skills_sidecar_upstream_response_seconds", map[string]string{"method": "tools/call"}, 3},
 		{"skills_sidecar_declarations_injected_total", map[string]string{"era": "legacy"}, 1},
 		{"skills_sidecar_declarations_injected_total", map[string]string{"era": "modern"}, 0},
@@ -158,13 +160,21 @@ func TestActiveStreamsGauge(t *testing.T) {
 	}
 }
 
+// upstreamStatuses are the HTTP statuses the cardinality test's upstream
+// cycles through: more distinct codes than there are outcome classes.
+var upstreamStatuses = []int{200, 201, 202, 400, 401, 404, 409, 429, 500, 502, 503}
+
 // TestCardinalityIsBounded sends 10,000 requests with distinct unknown
-// methods, tool names and URIs: the number of series must not grow with them.
+// methods, tool names and URIs, answered with many distinct HTTP statuses:
+// the number of series must not grow with them, and the outcome label of
+// both the counter and the latency histogram takes status classes only.
 func TestCardinalityIsBounded(t *testing.T) {
 	t.Parallel()
+	var n atomic.Int64
 	u, reg, _ := sidecar(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(upstreamStatuses[int(n.Add(1))%len(upstreamStatuses)])
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}))
 	series := func() int {
@@ -197,6 +207,31 @@ func TestCardinalityIsBounded(t *testing.T) {
 	}
 	if got := value(t, reg, "skills_sidecar_requests_total", map[string]string{"method": "other"}); got < 3333 {
 		t.Errorf("unknown methods counted as other = %v, want >= 3333", got)
+	}
+	classes := map[string]bool{"2xx": true, "3xx": true, "4xx": true, "5xx": true, "aborted": true}
+	seen := map[string]bool{}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		name := mf.GetName()
+		if name != "skills_sidecar_requests_total" && name != "skills_sidecar_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "outcome" {
+					continue
+				}
+				seen[name] = true
+				if !classes[l.GetValue()] {
+					t.Errorf("%s has outcome %q, want a status class or aborted", name, l.GetValue())
+				}
+			}
+		}
+	}
+	for _, name := range []string{"skills_sidecar_requests_total", "skills_sidecar_request_duration_seconds"} {
+		if !seen[name] {
+			t.Errorf("%s has no outcome label", name)
+		}
 	}
 }
 
