@@ -182,38 +182,31 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (se
 }
 
 // servedOf digests the bytes a resources/read result serves: the UTF-8
-// bytes of text, or the decoded bytes of blob (SEP-2640). A blob is hashed
-// as it is decoded, without a second copy of its bytes.
+// bytes of text, or the decoded bytes of blob (SEP-2640). result comes from
+// a message already checked to be JSON, so it is walked by offsets: a blob
+// is decoded in fixed chunks into the hash, with no copy of its bytes, and
+// plain text is hashed where it lies.
 func servedOf(uri string, result json.RawMessage) (served, error) {
-	var contents []json.RawMessage
 	raw, _ := rewrite.GetKey(result, []string{"contents"})
-	if err := json.Unmarshal(raw, &contents); err != nil || len(contents) == 0 {
+	c, ok := rewrite.FirstElement(raw)
+	if !ok {
 		return served{}, fmt.Errorf("upstream resources/read %s: no contents", uri)
 	}
-	c := contents[0]
 	h := sha256.New()
 	var size int64
 	var text []byte
 	if t, ok := rewrite.GetKey(c, []string{"text"}); ok {
-		var s string
-		if err := json.Unmarshal(t, &s); err != nil {
-			return served{}, fmt.Errorf("upstream resources/read %s: text: %w", uri, err)
+		if text, ok = rewrite.StringBytes(t); !ok {
+			return served{}, fmt.Errorf("upstream resources/read %s: text is not a string", uri)
 		}
-		text = []byte(s)
 		h.Write(text)
 		size = int64(len(text))
 	} else if b, ok := rewrite.GetKey(c, []string{"blob"}); ok {
-		enc := b
-		if len(b) >= 2 && b[0] == '"' && !bytes.ContainsRune(b, '\\') {
-			enc = b[1 : len(b)-1]
-		} else {
-			var s string
-			if err := json.Unmarshal(b, &s); err != nil {
-				return served{}, fmt.Errorf("upstream resources/read %s: blob: %w", uri, err)
-			}
-			enc = []byte(s)
+		enc, ok := rewrite.StringBytes(b)
+		if !ok {
+			return served{}, fmt.Errorf("upstream resources/read %s: blob is not a string", uri)
 		}
-		n, err := io.Copy(h, base64.NewDecoder(base64.StdEncoding, bytes.NewReader(enc)))
+		n, err := hashBase64(h, enc)
 		if err != nil {
 			return served{}, fmt.Errorf("upstream resources/read %s: blob: %w", uri, err)
 		}
@@ -230,6 +223,46 @@ func servedOf(uri string, result json.RawMessage) (served, error) {
 		s.frontmatter = fm
 	}
 	return s, nil
+}
+
+// hashChunk is how much base64 hashBase64 decodes at a time: a multiple of
+// 4, so every chunk but the last decodes on its own.
+const hashChunk = 32 << 10
+
+// hashBase64 writes the standard-base64 decoding of enc to w, a chunk at a
+// time, and returns the decoded length. Like base64.StdEncoding it ignores
+// "\r" and "\n" (which a JSON string can hold only escaped); such an
+// encoding is first copied without them, so chunks stay aligned.
+func hashBase64(w io.Writer, enc []byte) (int64, error) {
+	if bytes.ContainsAny(enc, "\r\n") {
+		clean := make([]byte, 0, len(enc))
+		for _, c := range enc {
+			if c != '\r' && c != '\n' {
+				clean = append(clean, c)
+			}
+		}
+		enc = clean
+	}
+	var buf [hashChunk / 4 * 3]byte
+	var total int64
+	for off := 0; off < len(enc); off += hashChunk {
+		chunk := enc[off:min(off+hashChunk, len(enc))]
+		n, err := base64.StdEncoding.Decode(buf[:], chunk)
+		if err != nil {
+			if ce, ok := err.(base64.CorruptInputError); ok {
+				err = base64.CorruptInputError(int64(ce) + int64(off))
+			}
+			return total, err
+		}
+		w.Write(buf[:n])
+		total += int64(n)
+		if n < len(buf) && off+hashChunk < len(enc) {
+			// Padding ended a chunk that is not the last: the rest is
+			// data after the end of the encoding.
+			return total, base64.CorruptInputError(int64(off + len(chunk)))
+		}
+	}
+	return total, nil
 }
 
 // observe records the bytes of a forwarded read of a catalog URI: a reply

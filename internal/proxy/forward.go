@@ -91,9 +91,16 @@ func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
 			return p.splicer(eraLegacy)(msg)
 		}
 	}
+	// Only the reply to this request is edited, not a notification or a
+	// server request (whose id, from the server's own id space, may equal
+	// the request's). The look-ups do not validate msg: every edit checks
+	// the JSON itself, so a megabyte reply (a skill file being hashed) is
+	// validated once, not twice.
 	return func(msg []byte) []byte {
-		m, err := rewrite.ParseMessage(msg)
-		if err != nil || (m.Kind != rewrite.KindResponse && m.Kind != rewrite.KindError) || !bytes.Equal(m.ID, pl.id) {
+		if _, isRequest := rewrite.GetKey(msg, []string{"method"}); isRequest {
+			return msg
+		}
+		if id, ok := rewrite.GetKey(msg, []string{"id"}); !ok || !bytes.Equal(id, pl.id) {
 			return msg
 		}
 		return pl.edit(msg)

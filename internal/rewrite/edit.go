@@ -40,17 +40,11 @@ func GetKey(obj []byte, path []string) (json.RawMessage, bool) {
 // needs no unescaping.
 func GetString(obj []byte, path ...string) (string, bool) {
 	raw, ok := GetKey(obj, path)
-	if !ok || len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+	if !ok {
 		return "", false
 	}
-	if plainString(raw[1 : len(raw)-1]) {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	b, ok := StringBytes(raw)
+	return string(b), ok
 }
 
 // plainString reports whether the body of a JSON string literal needs no
@@ -267,4 +261,42 @@ func appendElems(dst, lead []byte, elems []json.RawMessage, comma bool) []byte {
 		dst = append(append(dst, lead...), trimWS(e)...)
 	}
 	return dst
+}
+
+// FirstElement returns the first element of the JSON array arr, and false
+// when arr is not an array or is empty. Like GetKey it does not validate
+// arr and never panics; the result aliases arr.
+func FirstElement(arr []byte) (json.RawMessage, bool) {
+	i := skipWS(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return nil, false
+	}
+	i = skipWS(arr, i+1)
+	if i >= len(arr) || arr[i] == ']' {
+		return nil, false
+	}
+	end, err := skipValue(arr, i)
+	if err != nil {
+		return nil, false
+	}
+	return arr[i:end:end], true
+}
+
+// StringBytes returns the bytes the JSON string literal raw decodes to, as
+// encoding/json decodes them, and false when raw is not a string literal.
+// A literal that needs no decoding (no escapes, valid UTF-8) is returned
+// without a copy, aliasing raw, so a megabyte of base64 or text costs one
+// scan.
+func StringBytes(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	if body := raw[1 : len(raw)-1]; plainString(body) {
+		return body[:len(body):len(body)], true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil, false
+	}
+	return []byte(s), true
 }

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -29,18 +30,31 @@ func skipWS(b []byte, i int) int {
 }
 
 // skipString returns the index after the string that opens at b[i] ('"')
-// and whether the string holds a backslash escape.
+// and whether the string holds a backslash escape. It jumps from quote to
+// backslash with bytes.IndexByte, so a long string (a base64 blob) costs a
+// memory scan, not a loop per byte; q, the next quote, is looked for again
+// only once an escape has carried the walk past it, so many escapes before
+// one quote stay linear.
 func skipString(b []byte, i int) (end int, escaped bool, err error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '"':
-			return j + 1, escaped, nil
-		case '\\':
-			escaped = true
-			j++
+	j, q := i+1, -1
+	for {
+		if j >= len(b) {
+			return 0, false, errSyntax
 		}
+		if q < j {
+			k := bytes.IndexByte(b[j:], '"')
+			if k < 0 {
+				return 0, false, errSyntax
+			}
+			q = j + k
+		}
+		k := bytes.IndexByte(b[j:q], '\\')
+		if k < 0 {
+			return q + 1, escaped, nil
+		}
+		escaped = true
+		j += k + 2 // the backslash and the byte it escapes
 	}
-	return 0, false, errSyntax
 }
 
 // skipValue returns the index after the value that starts at b[i].
