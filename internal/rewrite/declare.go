@@ -54,7 +54,7 @@ func (d Declaration) Validate() error {
 		if ext.ID == "" {
 			return fmt.Errorf("declaration: empty extension id: %w", ErrBadDeclaration)
 		}
-		if s := ext.Settings; s != nil && (!json.Valid(s) || trimWS(s)[0] != '{') {
+		if s := ext.Settings; s != nil && (!valid(s) || trimWS(s)[0] != '{') {
 			return fmt.Errorf("declaration: extension %q: settings are not a JSON object: %w", ext.ID, ErrBadDeclaration)
 		}
 	}
@@ -160,7 +160,7 @@ func SpliceDeclaration(msg []byte, d Declaration) (out []byte, changed bool, err
 	if err := d.Validate(); err != nil {
 		return msg, false, fmt.Errorf("splice declaration: %w", err)
 	}
-	if !json.Valid(msg) {
+	if !valid(msg) {
 		return msg, false, fmt.Errorf("splice declaration: %w", ErrParse)
 	}
 	return spliceValid(msg, d)
@@ -212,7 +212,7 @@ func SpliceBatch(body []byte, isHandshake func(id json.RawMessage) bool, d Decla
 	if err := d.Validate(); err != nil {
 		return body, false, fmt.Errorf("splice batch: %w", err)
 	}
-	if !json.Valid(body) {
+	if !valid(body) {
 		return body, false, fmt.Errorf("splice batch: %w", ErrParse)
 	}
 	var out []byte

@@ -8,7 +8,7 @@
 // untouched: an SSE event is handed on as the exact bytes read, a JSON edit
 // replaces or inserts one member and copies every other byte (key order,
 // whitespace, escapes, number spellings), and a raw JSON-RPC id is never
-// re-encoded. JSON is walked by byte offsets after one json.Valid check;
+// re-encoded. JSON is walked by byte offsets after one validity check;
 // nothing is unmarshalled into maps.
 //
 // The package is pure: it takes bytes and returns bytes. It must not import

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +51,13 @@ func GetString(obj []byte, path ...string) (string, bool) {
 // plainString reports whether the body of a JSON string literal needs no
 // decoding: no escapes, quotes or control characters, and valid UTF-8.
 func plainString(b []byte) bool {
-	for _, c := range b {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if needsCloserLook(binary.LittleEndian.Uint64(b[i:])) {
+			break
+		}
+	}
+	for _, c := range b[i:] {
 		if c < 0x20 || c == '"' || c == '\\' {
 			return false
 		}
@@ -106,11 +113,11 @@ func checkEdit(obj []byte, path []string, values ...[]byte) error {
 			return fmt.Errorf("key %q: %w", key, ErrBadPath)
 		}
 	}
-	if !json.Valid(obj) {
+	if !valid(obj) {
 		return fmt.Errorf("document: %w", ErrParse)
 	}
 	for _, v := range values {
-		if !json.Valid(v) {
+		if !valid(v) {
 			return fmt.Errorf("value: %w", ErrParse)
 		}
 	}

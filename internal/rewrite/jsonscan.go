@@ -8,11 +8,11 @@ import (
 )
 
 // errSyntax is what the scanner reports on bytes it cannot walk. Public entry
-// points check json.Valid first, so callers normally see ErrParse instead.
+// points check validity (valid, which is json.Valid) first, so callers normally see ErrParse instead.
 var errSyntax = errors.New("rewrite: malformed JSON")
 
 // The scanner below walks JSON text by byte offsets without building values.
-// It is written for input that json.Valid has accepted, but it never panics
+// It is written for input that valid has accepted, but it never panics
 // and reports errSyntax when it meets bytes it cannot walk, so the cheap
 // look-ups (LooksLikeHandshakeResult, GetKey) may run it on unchecked input.
 

@@ -67,7 +67,7 @@ type Message struct {
 // still carries the id when one of a valid type was present, so that the
 // error reply can echo it.
 func ParseMessage(b []byte) (Message, error) {
-	if !json.Valid(b) {
+	if !valid(b) {
 		return Message{}, fmt.Errorf("parse message: %w", ErrParse)
 	}
 	return parseValid(trimWS(b))
@@ -81,7 +81,7 @@ func ParseMessage(b []byte) (Message, error) {
 // batch is ErrInvalidRequest with no messages; bytes that are not JSON are
 // ErrParse.
 func ParseBody(b []byte) (msgs []Message, batch bool, err error) {
-	if !json.Valid(b) {
+	if !valid(b) {
 		return nil, false, fmt.Errorf("parse body: %w", ErrParse)
 	}
 	b = trimWS(b)

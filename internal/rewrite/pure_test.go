@@ -14,7 +14,7 @@ import (
 // pureImports returns everything the package may import: bytes and JSON,
 // no network, clock, logger or metrics (STYLE.md §3).
 func pureImports() []string {
-	return []string{"bytes", "encoding/json", "errors", "fmt", "io", "slices", "strconv", "strings", "unicode/utf8"}
+	return []string{"bytes", "encoding/binary", "encoding/json", "errors", "fmt", "io", "slices", "strconv", "strings", "unicode/utf8"}
 }
 
 // impureImports returns the imports of the non-test Go files in dir that
