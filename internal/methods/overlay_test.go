@@ -1,6 +1,7 @@
 package methods_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -12,9 +13,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,11 +31,50 @@ import (
 
 const crlfSkill = "---\r\nname: notes\r\ndescription: Take notes.\r\nmetadata:\r\n  b: \"2\"\r\n  a: \"1\"\r\n---\r\n# Notes\r\n\r\nWrite them down.\r\n"
 
+// overlayConfig says how overlayRig builds the overlay in front of its
+// upstream; the zero value is the sidecar's default setup.
+type overlayConfig struct {
+	ttl    time.Duration    // NewOverlay's ttl (--upstream-files-ttl); 0 means its default
+	shared bool             // NewOverlay's shared (--upstream-files-shared)
+	now    func() time.Time // the overlay's clock; nil keeps the real one
+}
+
+// overlayEnv is a sidecar with the overlay on, in front of an upstream that
+// records the reads reaching it.
+type overlayEnv struct {
+	url string
+	ov  *methods.Overlay
+
+	mu    sync.Mutex
+	reads [][2]string // Authorization and uri of every resources/read the upstream received
+}
+
+// readsBy returns the URIs of the resources/read requests that reached the
+// upstream with this Authorization header value.
+func (e *overlayEnv) readsBy(auth string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, r := range e.reads {
+		if r[0] == auth {
+			out = append(out, r[1])
+		}
+	}
+	return out
+}
+
 // overlaySidecar builds a plugin folder whose skill notes has a CRLF
 // SKILL.md and a local-only file, an upstream that serves the SKILL.md
 // itself (as LF text, the way a normalising server would) and a blob, and
 // the sidecar in front of both with the overlay on.
 func overlaySidecar(t *testing.T, skillText *atomic.Value) (sidecarURL string, ov *methods.Overlay) {
+	t.Helper()
+	e := overlayRig(t, skillText, overlayConfig{})
+	return e.url, e.ov
+}
+
+// overlayRig is overlaySidecar with the overlay built as cfg says.
+func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overlayEnv {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "skills", "notes")
@@ -55,22 +98,48 @@ func overlaySidecar(t *testing.T, skillText *atomic.Value) (sidecarURL string, o
 	s.AddResource(&mcp.Resource{URI: "skill://notes/logo.bin", Name: "logo"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2, 0xff}}}}, nil
 	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	e := &overlayEnv{}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if m, err := rewrite.ParseMessage(body); err == nil && m.Kind == rewrite.KindRequest && m.Method == "resources/read" {
+			var p struct {
+				URI string `json:"uri"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			e.mu.Lock()
+			e.reads = append(e.reads, [2]string{r.Header.Get("Authorization"), p.URI})
+			e.mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
-	ov = methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
+	e.ov = methods.NewOverlay(&methods.Upstream{URL: u}, cfg.ttl, cfg.shared)
+	if cfg.now != nil {
+		methods.SetOverlayClock(e.ov, cfg.now)
+	}
+	mh := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: e.ov})
+	p, err := proxy.New(proxy.Options{Upstream: u, Local: mh, Declaration: rewrite.SkillsSidecar()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	side := httptest.NewServer(p)
 	t.Cleanup(side.Close)
-	return side.URL, ov
+	e.url = side.URL
+	return e
 }
 
 // modernCall posts one 2026-07-28 request and returns the result member.
 func modernCall(t *testing.T, u, method string, params map[string]any) json.RawMessage {
+	t.Helper()
+	return modernCallAs(t, u, "", method, params)
+}
+
+// modernCallAs is modernCall with auth, when not empty, as the caller's
+// Authorization header.
+func modernCallAs(t *testing.T, u, auth, method string, params map[string]any) json.RawMessage {
 	t.Helper()
 	if params == nil {
 		params = map[string]any{}
@@ -84,6 +153,9 @@ func modernCall(t *testing.T, u, method string, params map[string]any) json.RawM
 	req.Header.Set("Mcp-Method", method)
 	if uri, ok := params["uri"].(string); ok {
 		req.Header.Set("Mcp-Name", uri)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -121,13 +193,20 @@ type entry struct {
 // readBytes reads uri through the sidecar and returns the served bytes.
 func readBytes(t *testing.T, u, uri string) []byte {
 	t.Helper()
+	return readBytesAs(t, u, "", uri)
+}
+
+// readBytesAs is readBytes with auth, when not empty, as the caller's
+// Authorization header.
+func readBytesAs(t *testing.T, u, auth, uri string) []byte {
+	t.Helper()
 	var r struct {
 		Contents []struct {
 			Text *string `json:"text"`
 			Blob *string `json:"blob"`
 		} `json:"contents"`
 	}
-	if err := json.Unmarshal(modernCall(t, u, "resources/read", map[string]any{"uri": uri}), &r); err != nil || len(r.Contents) != 1 {
+	if err := json.Unmarshal(modernCallAs(t, u, auth, "resources/read", map[string]any{"uri": uri}), &r); err != nil || len(r.Contents) != 1 {
 		t.Fatalf("resources/read %s: %v", uri, err)
 	}
 	if c := r.Contents[0]; c.Text != nil {
@@ -304,5 +383,139 @@ func TestForwardedReadOfLargestSkillFile(t *testing.T) {
 	}
 	if sum, want := sha256.Sum256(got.Contents[0].Blob), sha256.Sum256(data); sum != want {
 		t.Errorf("read %d bytes, not the %d the upstream served", len(got.Contents[0].Blob), len(data))
+	}
+}
+
+// notesURI is the SKILL.md of the skill overlayRig serves.
+const notesURI = "skill://notes/SKILL.md"
+
+// notesEntry returns the skills/get entry of notes as the caller with
+// Authorization auth ("" for none) is told it.
+func notesEntry(t *testing.T, u, auth string) entry {
+	t.Helper()
+	var got struct {
+		Skill entry `json:"skill"`
+	}
+	if err := json.Unmarshal(modernCallAs(t, u, auth, "skills/get", map[string]any{"uri": notesURI}), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Skill
+}
+
+// publishedDigest returns the digest e publishes for uri.
+func publishedDigest(t *testing.T, e entry, uri string) string {
+	t.Helper()
+	for _, r := range e.Resources {
+		if r.URI == uri {
+			return r.Digest
+		}
+	}
+	t.Fatalf("entry %s lists no %s", e.URI, uri)
+	return ""
+}
+
+// digestOf is the SEP-2640 digest of text's bytes.
+func digestOf(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// TestUpstreamFilesShared: with --upstream-files-shared, what one caller's
+// reads learn is what every caller is told. A second caller with other
+// credentials makes the upstream read nothing and gets the same entry, and
+// when the first caller's forwarded read shows new bytes, the second caller
+// is told the new digest without the upstream being asked on its behalf.
+// Per authorization context (the default) the second caller is asked about
+// with its own credentials and keeps its own entry.
+func TestUpstreamFilesShared(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		shared bool
+		// bAsked: caller B's first listing makes the upstream read with B's credentials.
+		bAsked bool
+		// bSeesA: B's listing carries the bytes A's forwarded read saw.
+		bSeesA bool
+	}{
+		{name: "shared", shared: true, bAsked: false, bSeesA: true},
+		{name: "per-caller", shared: false, bAsked: true, bSeesA: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const alice, bob = "Bearer alice", "Bearer bob"
+			oldText, newText := strings.ReplaceAll(crlfSkill, "\r\n", "\n"), "---\nname: notes\ndescription: Changed.\n---\n"
+			var text atomic.Value
+			text.Store(oldText)
+			e := overlayRig(t, &text, overlayConfig{shared: tt.shared})
+
+			a := notesEntry(t, e.url, alice)
+			if got := e.readsBy(alice); len(got) != len(a.Resources) {
+				t.Fatalf("caller A's skills/get: the upstream read %v with A's credentials, want each of the %d files once", got, len(a.Resources))
+			}
+			b := notesEntry(t, e.url, bob)
+			if got := e.readsBy(bob); (len(got) > 0) != tt.bAsked {
+				t.Errorf("caller B's skills/get: the upstream read %v with B's credentials, want reads: %v", got, tt.bAsked)
+			}
+			if diff := cmp.Diff(a, b); diff != "" {
+				t.Errorf("caller B's entry differs from caller A's (-A +B):\n%s", diff)
+			}
+
+			// The upstream's SKILL.md changes and caller A reads it through
+			// the sidecar; caller B lists again.
+			text.Store(newText)
+			if got := string(readBytesAs(t, e.url, alice, notesURI)); got != newText {
+				t.Fatalf("caller A read %q, want the upstream's new text", got)
+			}
+			bReads := len(e.readsBy(bob))
+			b = notesEntry(t, e.url, bob)
+			if got := e.readsBy(bob)[bReads:]; len(got) != 0 {
+				t.Errorf("caller B's second skills/get: the upstream read %v, want nothing (the entry is cached)", got)
+			}
+			want := digestOf(oldText)
+			if tt.bSeesA {
+				want = digestOf(newText)
+			}
+			if got := publishedDigest(t, b, notesURI); got != want {
+				t.Errorf("after caller A read the new bytes, caller B is told %s = %s, want %s", notesURI, got, want)
+			}
+		})
+	}
+}
+
+// TestUpstreamFilesExpire: what was learned is trusted for the TTL and no
+// longer. Within it a file the upstream changed keeps its old digest and
+// the upstream is not asked; past it the next listing asks again and
+// publishes the new digest. The overlay's clock is stepped, not waited for.
+func TestUpstreamFilesExpire(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	start := time.Unix(1_700_000_000, 0)
+	var elapsed atomic.Int64 // nanoseconds since start
+	now := func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	oldText, newText := strings.ReplaceAll(crlfSkill, "\r\n", "\n"), "---\nname: notes\ndescription: Changed.\n---\n"
+	var text atomic.Value
+	text.Store(oldText)
+	e := overlayRig(t, &text, overlayConfig{ttl: ttl, now: now})
+
+	if got := publishedDigest(t, notesEntry(t, e.url, ""), notesURI); got != digestOf(oldText) {
+		t.Fatalf("first skills/get publishes %s, want the upstream's %s", got, digestOf(oldText))
+	}
+	text.Store(newText)
+	reads := len(e.readsBy(""))
+	elapsed.Store(int64(ttl - time.Second))
+	if got := publishedDigest(t, notesEntry(t, e.url, ""), notesURI); got != digestOf(oldText) {
+		t.Errorf("within the TTL skills/get publishes %s, want the cached %s", got, digestOf(oldText))
+	}
+	if got := e.readsBy("")[reads:]; len(got) != 0 {
+		t.Errorf("within the TTL the upstream was read %v, want nothing", got)
+	}
+	elapsed.Store(int64(ttl + time.Second))
+	after := notesEntry(t, e.url, "")
+	if got := e.readsBy("")[reads:]; !slices.Contains(got, notesURI) {
+		t.Errorf("past the TTL the upstream was read %v, want %s asked again", got, notesURI)
+	}
+	if got := publishedDigest(t, after, notesURI); got != digestOf(newText) {
+		t.Errorf("past the TTL skills/get publishes %s, want the upstream's new %s", got, digestOf(newText))
 	}
 }
