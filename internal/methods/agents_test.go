@@ -115,7 +115,7 @@ func agentsSetup(t *testing.T, ctx context.Context, ec eraCase, opts methods.Opt
 func TestAgentsList(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, _, snap := agentsSetup(t, ctx, ec, methods.Options{PageSize: 2})
+		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{PageSize: 2})
 		var got []agentCard
 		params := map[string]any{}
 		pages := 0
@@ -146,14 +146,6 @@ func TestAgentsList(t *testing.T) {
 		}
 		if pages != 2 {
 			t.Errorf("agents/list took %d pages, want 3", pages+1)
-		}
-		// The cp1252 file was skipped, with a reason, while the rest loaded.
-		var skipped bool
-		for _, p := range snap.Problems() {
-			skipped = skipped || (p.Path == "agents/cp1252.md" && p.Severity == catalog.SeveritySkip)
-		}
-		if !skipped {
-			t.Errorf("agents/cp1252.md not reported as skipped: %+v", snap.Problems())
 		}
 		for _, cursor := range []any{"nope", 7, "a1:***", "s1:cmV2aWV3ZXI"} {
 			c.call("agents/list", map[string]any{"cursor": cursor}).failed(t, "agents/list cursor", http.StatusOK, -32602)
@@ -229,19 +221,9 @@ func TestAgentsGetFields(t *testing.T) {
 			t.Errorf("reviewer _meta frontmatter = %v, want the fields as written", m.Frontmatter)
 		}
 
-		// skills: written as a bare string gives an empty mapping.
 		an := get("analyst")
-		if s := an.Meta[metaAgentKey].Skills; s == nil || len(s) != 0 {
-			t.Errorf("analyst (skills: pdf-processing, a bare string) _meta skills = %v, want an empty mapping", s)
-		}
 		if diff := cmp.Diff(hint(`{"role":"small","vision":false}`), an.ModelRoutingHint); diff != "" {
 			t.Errorf("analyst modelRoutingHint (-want +got):\n%s", diff)
-		}
-
-		// CRLF file: the frontmatter parses, instructions joined by \n.
-		cr := get("crlf-agent")
-		if diff := cmp.Diff(str("Line one.\nLine two.\n\nLine four."), cr.Instructions); diff != "" {
-			t.Errorf("crlf-agent instructions (-want +got):\n%s", diff)
 		}
 
 		// Blank body: no instructions; model inherit: no hint.
@@ -274,13 +256,115 @@ func TestAgentsGetErrors(t *testing.T) {
 		if r, _ := reason(e); r != "agent_not_found" {
 			t.Errorf("agents/get nobody data = %s, want reason agent_not_found", e.Data)
 		}
-		// The skipped cp1252 agent is not found either.
-		e = c.call("agents/get", map[string]any{"name": "windows"}).failed(t, "agents/get windows", http.StatusOK, -32602)
-		if r, _ := reason(e); r != "agent_not_found" {
+		// A name that is not a string (missing and empty names have their
+		// own test).
+		for _, params := range []map[string]any{{"name": 42}, {"name": nil}, {"name": []any{"reviewer"}}, {"name": map[string]any{}}} {
+			c.call("agents/get", params).failed(t, "agents/get with params "+string(mustMarshal(t, params)), http.StatusOK, -32602)
+		}
+	})
+}
+
+// errReason returns data.reason of a JSON-RPC error ("" when e is nil or
+// has none).
+func errReason(e *rpcErr) string {
+	var d struct {
+		Reason string `json:"reason"`
+	}
+	if e != nil {
+		_ = json.Unmarshal(e.Data, &d)
+	}
+	return d.Reason
+}
+
+// TestAgentsCP1252FileSkipped: an agent file saved in cp1252 (not UTF-8)
+// is skipped with an encoding problem naming it, while every other agent
+// file of the plugin loads; agents/get of its name is agent_not_found.
+func TestAgentsCP1252FileSkipped(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, _, snap := agentsSetup(t, ctx, ec, methods.Options{})
+		var skipped []string
+		for _, p := range snap.Problems() {
+			if p.Severity == catalog.SeveritySkip {
+				skipped = append(skipped, p.Path+" ("+p.Kind+")")
+			}
+		}
+		if want := []string{"agents/cp1252.md (" + catalog.KindEncoding + ")"}; !slices.Equal(skipped, want) {
+			t.Errorf("skipped %v, want only %v: %+v", skipped, want, snap.Problems())
+		}
+		others := -1 // every agent file but cp1252.md
+		for p := range pluginAgents() {
+			if strings.HasPrefix(p, "agents/") {
+				others++
+			}
+		}
+		if n := len(snap.Agents()); n != others {
+			t.Errorf("%d agents loaded, want the %d other agent files", n, others)
+		}
+		e := c.call("agents/get", map[string]any{"name": "windows"}).failed(t, "agents/get windows", http.StatusOK, -32602)
+		if r := errReason(e); r != "agent_not_found" {
 			t.Errorf("agents/get windows data = %s, want reason agent_not_found", e.Data)
 		}
-		for _, params := range []map[string]any{nil, {}, {"name": ""}, {"name": 42}, {"name": nil}, {"name": []any{"reviewer"}}, {"name": map[string]any{}}} {
-			c.call("agents/get", params).failed(t, "agents/get with params "+string(mustMarshal(t, params)), http.StatusOK, -32602)
+	})
+}
+
+// TestAgentsGetWithoutName: agents/get with no name or an empty one is
+// invalid params (-32602), not an internal error and not a lookup of an
+// agent named "".
+func TestAgentsGetWithoutName(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		tests := []struct {
+			name   string
+			params map[string]any
+		}{
+			{name: "no name", params: map[string]any{}},
+			{name: "empty name", params: map[string]any{"name": ""}},
+		}
+		for _, tt := range tests {
+			e := c.call("agents/get", tt.params).failed(t, "agents/get with "+tt.name, http.StatusOK, -32602)
+			if r := errReason(e); r == "agent_not_found" {
+				t.Errorf("agents/get with %s: data %s, want an invalid-params reason, not agent_not_found", tt.name, e.Data)
+			}
+		}
+	})
+}
+
+// TestAgentsGetBareStringSkills: "skills: pdf-processing" written as a
+// bare string instead of a list maps no skill: _meta carries an empty
+// mapping (not null), and the frontmatter as written.
+func TestAgentsGetBareStringSkills(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		var an agentDetail
+		c.call("agents/get", map[string]any{"name": "analyst"}).ok(t, "agents/get analyst", &an)
+		m := an.Meta[metaAgentKey]
+		if m.Skills == nil || len(m.Skills) != 0 {
+			t.Errorf("analyst (skills: pdf-processing, a bare string) _meta skills = %v, want an empty mapping", m.Skills)
+		}
+		if got := m.Frontmatter["skills"]; got != "pdf-processing" {
+			t.Errorf("analyst _meta frontmatter skills = %v, want the bare string as written", got)
+		}
+	})
+}
+
+// TestAgentsGetCRLF: an agent file with CRLF line endings loads; its
+// description carries no carriage return and its instructions are the body's
+// lines joined by "\n".
+func TestAgentsGetCRLF(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		var cr agentDetail
+		c.call("agents/get", map[string]any{"name": "crlf-agent"}).ok(t, "agents/get crlf-agent", &cr)
+		if got, want := cr.Agent.Description, "Written on Windows."; got != want {
+			t.Errorf("crlf-agent description = %q, want %q", got, want)
+		}
+		want := "Line one.\nLine two.\n\nLine four."
+		if cr.Instructions == nil || *cr.Instructions != want {
+			t.Errorf("crlf-agent instructions = %s, want %q", mustMarshal(t, cr.Instructions), want)
 		}
 	})
 }
