@@ -78,7 +78,7 @@ func isDataLine(line []byte) bool {
 // appendData appends data as data lines.
 func appendData(out, data, eol []byte, space bool) []byte {
 	for {
-		k := bytes.IndexAny(data, "\r\n")
+		k := indexEOL(data)
 		part := data
 		if k >= 0 {
 			part = data[:k]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // DefaultMaxEvent is the per-event size limit NewReader uses for 0.
@@ -146,7 +147,7 @@ func (r *Reader) scan(lineStart *int) (done bool, err error) {
 				continue
 			}
 		}
-		k := bytes.IndexAny(b, "\r\n")
+		k := indexEOL(b)
 		if k < 0 {
 			return false, r.take(len(b))
 		}
@@ -177,6 +178,11 @@ func (r *Reader) scan(lineStart *int) (done bool, err error) {
 func (r *Reader) take(n int) error {
 	if len(r.ev)+n > r.max {
 		return fmt.Errorf("read event: more than %d bytes: %w", r.max, ErrEventTooLarge)
+	}
+	if need := len(r.ev) + n; need > cap(r.ev) {
+		// Double, where append grows a large slice by a quarter: a
+		// megabyte event is then copied a few times, not dozens.
+		r.ev = slices.Grow(r.ev, min(max(need, 2*cap(r.ev)), r.max)-len(r.ev))
 	}
 	r.ev = append(r.ev, r.buf[r.r:r.r+n]...)
 	r.r += n
@@ -259,7 +265,7 @@ func (ev *Event) addData(value []byte, seen int) {
 // ("\r\n", "\n", "\r", or empty at the end of b) and where the next line
 // starts.
 func nextLine(b []byte, i int) (line, eol []byte, next int) {
-	k := bytes.IndexAny(b[i:], "\r\n")
+	k := indexEOL(b[i:])
 	if k < 0 {
 		return b[i:], nil, len(b)
 	}
@@ -284,4 +290,20 @@ func splitField(line []byte) (name, value []byte) {
 		value = value[1:]
 	}
 	return line[:c], value
+}
+
+// indexEOL returns the index of the first "\r" or "\n" in b, or -1. It is
+// bytes.IndexAny(b, "\r\n") with vector scans (IndexAny has none, and a
+// data line can be a megabyte of base64); the "\r" scan stops at the first
+// "\n", so scanning line after line stays linear.
+func indexEOL(b []byte) int {
+	n := bytes.IndexByte(b, '\n')
+	before := b
+	if n >= 0 {
+		before = b[:n]
+	}
+	if r := bytes.IndexByte(before, '\r'); r >= 0 {
+		return r
+	}
+	return n
 }
