@@ -8,6 +8,11 @@ import (
 	"slices"
 )
 
+// handOver is the event size past which Next hands its scratch buffer to
+// the event instead of copying it: small events reuse one buffer, large
+// ones are not copied twice.
+const handOver = 64 << 10
+
 // DefaultMaxEvent is the per-event size limit NewReader uses for 0.
 const DefaultMaxEvent = 4 << 20
 
@@ -217,7 +222,13 @@ func (r *Reader) fill() bool {
 
 // event builds the Event read into r.ev.
 func (r *Reader) event(prefix int) Event {
-	ev := Event{Raw: bytes.Clone(r.ev), prefix: prefix}
+	raw := bytes.Clone(r.ev)
+	if len(r.ev) > handOver {
+		// A large event keeps the scratch buffer itself rather than a
+		// copy of it; the next event starts a new one.
+		raw, r.ev = r.ev, nil
+	}
+	ev := Event{Raw: raw, prefix: prefix}
 	ev.parseFields()
 	return ev
 }
