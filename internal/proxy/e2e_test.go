@@ -17,19 +17,37 @@ import (
 )
 
 // upstreamMode is one way a go-sdk server can be run behind the sidecar.
+// What a mode can carry besides plain requests depends on its era (go-sdk
+// v1.8.0, streamable.go and mrtr.go):
+//
+//   - Stateful modes speak the legacy era: the server sends requests of its
+//     own (sampling, elicitation) and notifications on the POST's SSE reply
+//     or, with JSON replies, on the standalone GET stream.
+//   - Stateless modes speak 2026-07-28 (SEP-2575): there is no session to
+//     answer a server's request on, so the server asks for input with an
+//     input_required result that the client fulfils and retries (SEP-2322,
+//     multi round trip); list_changed arrives on a subscriptions/listen
+//     stream (a POST whose SSE reply stays open, SSE even in JSON mode).
+//   - A stateless server with JSON replies has nowhere to put a notification
+//     sent during tools/call: it is not a response, so it would go to the
+//     standalone GET stream, which a stateless server does not have.
 type upstreamMode struct {
 	name string
 	opts mcp.StreamableHTTPOptions
-	// stateful modes support server-to-client requests and the GET stream.
+	// stateful modes have sessions: the server can send requests of its
+	// own (the ask tool) and the legacy handshake is used.
 	stateful bool
+	// progress reports whether a notification sent during tools/call can
+	// reach the client at all (false only for stateless JSON replies).
+	progress bool
 }
 
 func upstreamModes() []upstreamMode {
 	return []upstreamMode{
-		{name: "stateful-sse", stateful: true},
-		{name: "stateful-eventstore", opts: mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}, stateful: true},
-		{name: "stateful-json", opts: mcp.StreamableHTTPOptions{JSONResponse: true}, stateful: true},
-		{name: "stateless-2026", opts: mcp.StreamableHTTPOptions{Stateless: true}},
+		{name: "stateful-sse", stateful: true, progress: true},
+		{name: "stateful-eventstore", opts: mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}, stateful: true, progress: true},
+		{name: "stateful-json", opts: mcp.StreamableHTTPOptions{JSONResponse: true}, stateful: true, progress: true},
+		{name: "stateless-2026", opts: mcp.StreamableHTTPOptions{Stateless: true}, progress: true},
 		{name: "stateless-json", opts: mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}},
 	}
 }
@@ -37,9 +55,11 @@ func upstreamModes() []upstreamMode {
 var pngBytes = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0, 0xff, 0xfe}
 
 // newUpstream starts a go-sdk server with tools echo, ask (a sampling
-// request back to the client) and touch (adds a resource, so the server
-// sends notifications/resources/list_changed), and a text and a blob
-// resource.
+// request the server sends on its own, which needs a session), confirm (an
+// elicitation asked the multi-round-trip way, which go-sdk carries in every
+// era), count (a progress notification; its result says whether the server
+// could send it) and touch (adds a resource, so the server sends
+// notifications/resources/list_changed), and a text and a blob resource.
 func newUpstream(t *testing.T, mode upstreamMode) *httptest.Server {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
@@ -57,6 +77,28 @@ func newUpstream(t *testing.T, mode upstreamMode) *httptest.Server {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{res.Content}}, nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "confirm"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		// Asked as input_required: in the legacy era go-sdk's server turns
+		// it into an elicitation/create request to the client; in
+		// 2026-07-28 the client fulfils it and calls again.
+		r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult)
+		if !ok {
+			return &mcp.CallToolResult{RequestState: "step=1", InputRequests: mcp.InputRequestMap{
+				"who": &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+					"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}},
+			}}, nil, nil
+		}
+		name, _ := r.Content["name"].(string)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + name + " " + req.Params.RequestState}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "count"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		text := "progress sent"
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1, Message: "one"}); err != nil {
+			text = "progress not sent" // the error's text differs per session; the fact does not
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "touch"}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		s.AddResource(&mcp.Resource{URI: "test://new", Name: "new"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "new"}}}, nil
@@ -68,6 +110,16 @@ func newUpstream(t *testing.T, mode upstreamMode) *httptest.Server {
 	})
 	s.AddResource(&mcp.Resource{URI: "test://blob", Name: "blob", MIMEType: "image/png"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "image/png", Blob: pngBytes}}}, nil
+	})
+	// Every request the server handles ends within clientBound, so that a
+	// sidecar holding back a request to the client fails the test instead
+	// of leaving a handler (and the server's Close) waiting forever.
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctx, cancel := context.WithTimeout(ctx, clientBound)
+			defer cancel()
+			return next(ctx, method, req)
+		}
 	})
 	opts := mode.opts
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &opts))
@@ -93,16 +145,33 @@ func newSidecar(t *testing.T, upstream string) *httptest.Server {
 	return srv
 }
 
+// clientBound bounds every HTTP request of a test client and every request
+// a test upstream handles, far above what a passing test takes.
+const clientBound = 15 * time.Second
+
 type clientEvents struct {
 	listChanged chan struct{}
+	progress    chan *mcp.ProgressNotificationParams
+	elicited    chan string // each elicitation's message
 }
 
 func connect(t *testing.T, ctx context.Context, endpoint string) (*mcp.ClientSession, *clientEvents) {
 	t.Helper()
-	ev := &clientEvents{listChanged: make(chan struct{}, 8)}
+	ev := &clientEvents{
+		listChanged: make(chan struct{}, 8),
+		progress:    make(chan *mcp.ProgressNotificationParams, 8),
+		elicited:    make(chan string, 8),
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "sampled"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			select {
+			case ev.elicited <- r.Params.Message:
+			default:
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
 			select {
@@ -110,8 +179,19 @@ func connect(t *testing.T, ctx context.Context, endpoint string) (*mcp.ClientSes
 			default:
 			}
 		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			select {
+			case ev.progress <- r.Params:
+			default:
+			}
+		},
 	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: 1}, nil)
+	// Every request, streams included, is cut after clientBound: a sidecar
+	// that held events back would otherwise leave go-sdk's Connect waiting
+	// forever for the subscriptions/listen acknowledgement (its stream runs
+	// on a context of its own, not ctx).
+	hc := &http.Client{Timeout: clientBound}
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: 1, HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatalf("Connect(%s) = %v", endpoint, err)
 	}
@@ -119,6 +199,11 @@ func connect(t *testing.T, ctx context.Context, endpoint string) (*mcp.ClientSes
 	return cs, ev
 }
 
+// TestThroughSidecarEveryUpstreamMode runs a go-sdk client through the
+// sidecar and one straight to the upstream, in every upstream mode, and
+// wants equal results; in each mode a server-to-client request and the
+// notifications travel in the form that mode's era has (see upstreamMode),
+// and what a mode cannot carry is asserted, not skipped.
 func TestThroughSidecarEveryUpstreamMode(t *testing.T) {
 	t.Parallel()
 	for _, mode := range upstreamModes() {
@@ -152,20 +237,26 @@ func TestThroughSidecarEveryUpstreamMode(t *testing.T) {
 				t.Errorf("negotiated version via sidecar = %q, want %q", gotV, wantV)
 			}
 
-			callBoth := func(name string, args any) {
+			// callBothParams calls the tool through the sidecar and directly
+			// and wants equal results; it returns the sidecar's.
+			callBothParams := func(p *mcp.CallToolParams) *mcp.CallToolResult {
 				t.Helper()
-				p := &mcp.CallToolParams{Name: name, Arguments: args}
 				got, err := via.CallTool(ctx, p)
 				if err != nil {
-					t.Fatalf("CallTool(%s) via sidecar = %v", name, err)
+					t.Fatalf("CallTool(%s) via sidecar = %v", p.Name, err)
 				}
 				want, err := direct.CallTool(ctx, p)
 				if err != nil {
-					t.Fatalf("CallTool(%s) direct = %v", name, err)
+					t.Fatalf("CallTool(%s) direct = %v", p.Name, err)
 				}
 				if diff := cmp.Diff(jsonOf(t, want), jsonOf(t, got)); diff != "" {
-					t.Errorf("CallTool(%s) via sidecar differs from direct (-direct +sidecar):\n%s", name, diff)
+					t.Errorf("CallTool(%s) via sidecar differs from direct (-direct +sidecar):\n%s", p.Name, diff)
 				}
+				return got
+			}
+			callBoth := func(name string, args any) *mcp.CallToolResult {
+				t.Helper()
+				return callBothParams(&mcp.CallToolParams{Name: name, Arguments: args})
 			}
 			callBoth("echo", map[string]any{"text": "ünïcode & <html>"})
 			for _, uri := range []string{"test://text", "test://blob"} {
@@ -181,10 +272,58 @@ func TestThroughSidecarEveryUpstreamMode(t *testing.T) {
 					t.Errorf("ReadResource(%s) via sidecar differs (-direct +sidecar):\n%s", uri, diff)
 				}
 			}
-			if !mode.stateful {
-				return
+			// A server-to-client request. Sampling pushed by the server
+			// needs a session: stateless servers refuse to send it, and the
+			// refusal reaches the client as the direct one does.
+			if got := callBoth("ask", map[string]any{}); got.IsError == mode.stateful {
+				t.Errorf("CallTool(ask) via sidecar: IsError = %v, want %v (sampling needs a stateful upstream): %v", got.IsError, !mode.stateful, jsonOf(t, got))
 			}
-			callBoth("ask", map[string]any{}) // a sampling request travels server -> client -> server
+			// Elicitation asked the multi-round-trip way works in every era:
+			// a request on the reply stream (legacy) or an input_required
+			// result fulfilled by the client (2026-07-28).
+			if got := callBoth("confirm", map[string]any{}); textOf(got) != "hello ada step=1" {
+				t.Errorf("CallTool(confirm) via sidecar = %v, want the elicited name back", jsonOf(t, got))
+			}
+			select {
+			case msg := <-events.elicited:
+				if msg != "name?" {
+					t.Errorf("elicitation message via sidecar = %q, want name?", msg)
+				}
+			default:
+				t.Errorf("CallTool(confirm) via sidecar returned without the client being asked")
+			}
+
+			// A notification sent during tools/call.
+			p := &mcp.CallToolParams{Name: "count", Arguments: map[string]any{}}
+			p.SetProgressToken("tok-1")
+			got := callBothParams(p)
+			if !mode.progress {
+				// Documented, not skipped: the upstream could not send it,
+				// directly or through the sidecar, and nothing arrived.
+				if textOf(got) != "progress not sent" {
+					t.Errorf("CallTool(count) = %q, want the upstream unable to send progress in this mode", textOf(got))
+				}
+				select {
+				case n := <-events.progress:
+					t.Errorf("progress %+v reached the client in a mode that cannot send it", n)
+				default:
+				}
+			} else {
+				if textOf(got) != "progress sent" {
+					t.Errorf("CallTool(count) = %q, want progress sent", textOf(got))
+				}
+				select {
+				case n := <-events.progress:
+					if n.ProgressToken != "tok-1" || n.Message != "one" {
+						t.Errorf("progress via sidecar = %+v, want token tok-1, message one", n)
+					}
+				case <-ctx.Done():
+					t.Fatalf("notifications/progress never reached the client through the sidecar")
+				}
+			}
+
+			// notifications/resources/list_changed: on the GET stream
+			// (legacy) or the subscriptions/listen stream (2026-07-28).
 			if _, err := via.CallTool(ctx, &mcp.CallToolParams{Name: "touch", Arguments: map[string]any{}}); err != nil {
 				t.Fatalf("CallTool(touch) = %v", err)
 			}
@@ -195,6 +334,17 @@ func TestThroughSidecarEveryUpstreamMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+func textOf(r *mcp.CallToolResult) string {
+	if r == nil || len(r.Content) != 1 {
+		return ""
+	}
+	tc, _ := r.Content[0].(*mcp.TextContent)
+	if tc == nil {
+		return ""
+	}
+	return tc.Text
 }
 
 func jsonOf(t *testing.T, v any) any {
