@@ -1,0 +1,220 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// sidecarWith starts the proxy in front of the upstream at upstream with
+// opts (Upstream and Declaration filled in) and returns its MCP URL.
+func sidecarWith(t *testing.T, upstream string, opts proxy.Options) string {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Upstream, opts.Declaration = u, rewrite.SkillsSidecar()
+	p, err := proxy.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", p)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// TestStreamOutlivesUpstreamTimeout: UpstreamTimeout bounds the wait for
+// response headers only (issue 2: long-lived streams are not cut by
+// timeouts meant for short requests). An upstream that answers at once and
+// then spreads its events over three times the timeout reaches the client
+// whole, on a GET stream and on a POST's SSE reply alike; the same sidecar
+// still answers 504 to an upstream whose headers come later than the
+// timeout, so the timeout is in force.
+func TestStreamOutlivesUpstreamTimeout(t *testing.T) {
+	t.Parallel()
+	const (
+		timeout = 200 * time.Millisecond
+		events  = 6
+		gap     = 100 * time.Millisecond // events*gap = 3*timeout
+	)
+	event := func(i int) string {
+		return fmt.Sprintf("id: %d\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"t\",\"progress\":%d}}\n\n", i, i)
+	}
+	var want strings.Builder
+	for i := range events {
+		want.WriteString(event(i))
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Test-Slow-Headers") != "" {
+			select { // headers later than the timeout
+			case <-time.After(3 * timeout):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for i := range events {
+			select {
+			case <-time.After(gap):
+			case <-r.Context().Done():
+				return
+			}
+			_, _ = io.WriteString(w, event(i))
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(up.Close)
+	u := sidecarWith(t, up.URL, proxy.Options{UpstreamTimeout: timeout})
+
+	tests := []struct {
+		name, method, body string
+	}{
+		{"GET stream", http.MethodGet, ""},
+		{"POST reply", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`},
+		{"POST handshake reply (parsed)", http.MethodPost, initReq},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, tt.method, u, strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Errorf("stream ended with %v after %d bytes, want a clean end", err, len(got))
+			}
+			if resp.StatusCode != http.StatusOK || string(got) != want.String() {
+				t.Errorf("%s through the sidecar: status %d, body\n%q\nwant 200 and every event\n%q", tt.method, resp.StatusCode, got, want.String())
+			}
+		})
+	}
+	t.Run("slow headers still time out", func(t *testing.T) {
+		t.Parallel()
+		resp, b := post(t, u, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`,
+			map[string]string{"X-Test-Slow-Headers": "1"})
+		if resp.StatusCode != http.StatusGatewayTimeout {
+			t.Fatalf("headers after the timeout: status %d, body %q; want 504", resp.StatusCode, b)
+		}
+		if e := decodeErr(t, b); e.Error.Data["reason"] != "upstream_timeout" {
+			t.Errorf("headers after the timeout: error %+v, want reason upstream_timeout", e)
+		}
+	})
+}
+
+// TestDELETEForwarded: a DELETE (ending a legacy session) reaches the
+// upstream with its Mcp-Session-Id, and the upstream's answer, whatever it
+// is, comes back as sent: status, headers and body.
+func TestDELETEForwarded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status int
+		header map[string]string
+		body   string
+	}{
+		{name: "session ended", status: http.StatusNoContent},
+		{name: "stateless upstream", status: http.StatusMethodNotAllowed,
+			header: map[string]string{"Allow": "POST", "Content-Type": "text/plain; charset=utf-8"}, body: "Method Not Allowed\n"},
+		{name: "session gone", status: http.StatusNotFound,
+			header: map[string]string{"Content-Type": "application/json"},
+			body:   `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			type seen struct {
+				method, session string
+				bodyLen         int
+			}
+			got := make(chan seen, 1)
+			u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				got <- seen{r.Method, r.Header.Get("Mcp-Session-Id"), len(b)}
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			})
+			req, _ := http.NewRequest(http.MethodDelete, u, nil)
+			req.Header.Set("Mcp-Session-Id", "sess-42")
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			select {
+			case s := <-got:
+				if want := (seen{http.MethodDelete, "sess-42", 0}); s != want {
+					t.Errorf("upstream saw %+v, want %+v", s, want)
+				}
+			default:
+				t.Fatal("the DELETE never reached the upstream")
+			}
+			if resp.StatusCode != tt.status || string(b) != tt.body {
+				t.Errorf("client got %d %q, want the upstream's %d %q", resp.StatusCode, b, tt.status, tt.body)
+			}
+			for k, v := range tt.header {
+				if g := resp.Header.Get(k); g != v {
+					t.Errorf("client saw %s %q, want the upstream's %q", k, g, v)
+				}
+			}
+		})
+	}
+}
+
+// TestDELETEEndsGoSDKSession: with a go-sdk upstream, a DELETE through the
+// sidecar ends the very session it names: the first gets 204, and the
+// session is gone afterwards (404), as it would be directly.
+func TestDELETEEndsGoSDKSession(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t, upstreamMode{name: "stateful", stateful: true})
+	u := newSidecar(t, up.URL).URL + "/mcp"
+	resp, _ := post(t, u, initReq, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatal("initialize through the sidecar returned no Mcp-Session-Id")
+	}
+	del := func() int {
+		req, _ := http.NewRequest(http.MethodDelete, u, nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := del(); got != http.StatusNoContent {
+		t.Errorf("DELETE of a live session through the sidecar = %d, want 204", got)
+	}
+	if got := del(); got != http.StatusNotFound {
+		t.Errorf("DELETE of the ended session through the sidecar = %d, want 404 (the first DELETE ended it)", got)
+	}
+}
