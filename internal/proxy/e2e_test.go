@@ -62,6 +62,14 @@ var pngBytes = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0, 0
 // notifications/resources/list_changed), and a text and a blob resource.
 func newUpstream(t *testing.T, mode upstreamMode) *httptest.Server {
 	t.Helper()
+	srv := httptest.NewServer(upstreamHandler(mode))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// upstreamHandler is newUpstream's MCP handler, for tests that put
+// something in front of it.
+func upstreamHandler(mode upstreamMode) http.Handler {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
 	type echoIn struct {
 		Text string `json:"text"`
@@ -122,9 +130,7 @@ func newUpstream(t *testing.T, mode upstreamMode) *httptest.Server {
 		}
 	})
 	opts := mode.opts
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &opts))
-	t.Cleanup(srv.Close)
-	return srv
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &opts)
 }
 
 // newSidecar starts the proxy in front of upstream, mounted at /mcp.

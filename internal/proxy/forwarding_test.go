@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -216,5 +220,100 @@ func TestDELETEEndsGoSDKSession(t *testing.T) {
 	}
 	if got := del(); got != http.StatusNotFound {
 		t.Errorf("DELETE of the ended session through the sidecar = %d, want 404 (the first DELETE ended it)", got)
+	}
+}
+
+// discoverReq is a server/discover request as the go-sdk v1.8.0 client
+// sends it (headers and _meta).
+const discoverReq = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+
+// legacyRefusals are ways an upstream that knows only the legacy era turns
+// down server/discover (PROTOCOL.md §2: the client falls back to initialize
+// on any reply that is not a recognised modern error).
+var legacyRefusals = []struct {
+	name, contentType, body string
+	status                  int
+}{
+	{"unknown method, 404", "application/json", `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: server/discover"}}`, http.StatusNotFound},
+	{"unknown method, 200", "application/json", `{"jsonrpc":"2.0", "id":1, "error":{"code":-32601,"message":"Method not found"}}` + "\n", http.StatusOK},
+	{"not initialized", "application/json", `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`, http.StatusBadRequest},
+	{"unknown method in SSE", "text/event-stream", "event: message\r\nid: 9\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\r\ndata: \"message\":\"Method not found\"}}\r\n\r\n", http.StatusOK},
+	{"plain text", "text/plain; charset=utf-8", "Bad Request: Mcp-Session-Id header is required\n", http.StatusBadRequest},
+}
+
+// TestDiscoverRefusalPassesThrough: a legacy upstream's refusal of
+// server/discover reaches the client exactly as sent (status, media type,
+// every body byte), not rewritten into a result or another error, so the
+// client sees what it would see directly and falls back to initialize.
+func TestDiscoverRefusalPassesThrough(t *testing.T) {
+	t.Parallel()
+	for _, tt := range legacyRefusals {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", tt.contentType)
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			})
+			resp, got := post(t, u, discoverReq, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+			if resp.StatusCode != tt.status {
+				t.Errorf("status = %d, want the upstream's %d", resp.StatusCode, tt.status)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != tt.contentType {
+				t.Errorf("Content-Type = %q, want the upstream's %q", ct, tt.contentType)
+			}
+			if diff := cmp.Diff(tt.body, string(got)); diff != "" {
+				t.Errorf("refusal body changed (-upstream +client):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLegacyUpstreamFallbackThroughSidecar: a go-sdk client in front of an
+// upstream that refuses server/discover (a go-sdk server behind a filter
+// answering it 404 -32601, as a legacy-only server does) falls back to
+// initialize through the sidecar, and that handshake carries the
+// declarations.
+func TestLegacyUpstreamFallbackThroughSidecar(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sdk := upstreamHandler(upstreamMode{name: "stateful", stateful: true})
+	refused := make(chan struct{}, 1)
+	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if bytes.Contains(b, []byte(`"server/discover"`)) {
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, legacyRefusals[0].body)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(legacy.Close)
+
+	cs, _ := connect(t, ctx, newSidecar(t, legacy.URL).URL+"/mcp")
+	select {
+	case <-refused:
+	default:
+		t.Fatal("the client never asked server/discover; nothing was refused")
+	}
+	res := cs.InitializeResult()
+	if res.ProtocolVersion != "2025-11-25" {
+		t.Errorf("negotiated version = %q, want the legacy 2025-11-25 after the refusal", res.ProtocolVersion)
+	}
+	for _, id := range []string{rewrite.SkillsExtensionID, rewrite.AgentsExtensionID} {
+		if _, ok := res.Capabilities.Extensions[id]; !ok {
+			t.Errorf("initialize result after the fallback lacks %s: %v", id, res.Capabilities.Extensions)
+		}
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "legacy"}}); err != nil {
+		t.Errorf("CallTool after the fallback = %v", err)
 	}
 }
