@@ -89,6 +89,13 @@ func sidecar(t *testing.T, up http.Handler, o sidecarOptions) (string, *catalog.
 	return side.URL, snap
 }
 
+// eras are the two wires every gate test runs on: a legacy session, and
+// 2026-07-28 stateless requests.
+var eras = []struct {
+	name      string
+	stateless bool
+}{{"legacy", false}, {"modern", true}}
+
 type call struct{ method, params string }
 
 func calls() []call {
@@ -154,10 +161,7 @@ func legacySession(t *testing.T, u string, hdr http.Header) http.Header {
 
 func TestGateRefusesWithoutToken(t *testing.T) {
 	t.Parallel()
-	for _, era := range []struct {
-		name      string
-		stateless bool
-	}{{"legacy", false}, {"modern", true}} {
+	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
 			t.Parallel()
 			u := protected(t, era.stateless, true)
@@ -299,10 +303,7 @@ func TestGateCustomCredentialHeader(t *testing.T) {
 			h.ServeHTTP(w, r)
 		})
 	}
-	for _, era := range []struct {
-		name      string
-		stateless bool
-	}{{"legacy", false}, {"modern", true}} {
+	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
 			t.Parallel()
 			u, _ := sidecar(t, requireKey(demo.Handler(&mcp.StreamableHTTPOptions{Stateless: era.stateless})),
@@ -341,10 +342,7 @@ func TestGateCustomCredentialHeader(t *testing.T) {
 // skills/list.
 func TestGateResourcesListCursor(t *testing.T) {
 	t.Parallel()
-	for _, era := range []struct {
-		name      string
-		stateless bool
-	}{{"legacy", false}, {"modern", true}} {
+	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
 			t.Parallel()
 			// Two entries a page: the example plugin's files need several.

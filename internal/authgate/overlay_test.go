@@ -103,10 +103,7 @@ func TestGateWithUpstreamFiles(t *testing.T) {
 	t.Parallel()
 	sum := sha256.Sum256([]byte(upstreamSkill))
 	upstreamDigest := "sha256:" + hex.EncodeToString(sum[:])
-	for _, era := range []struct {
-		name      string
-		stateless bool
-	}{{"legacy", false}, {"modern", true}} {
+	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
 			t.Parallel()
 			u, snap := sidecar(t, skillsUpstream(era.stateless), sidecarOptions{overlay: true})
