@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 )
 
 // handOver is the event size past which Next hands its scratch buffer to
@@ -187,7 +186,8 @@ func (r *Reader) take(n int) error {
 	if need := len(r.ev) + n; need > cap(r.ev) {
 		// Double, where append grows a large slice by a quarter: a
 		// megabyte event is then copied a few times, not dozens.
-		r.ev = slices.Grow(r.ev, min(max(need, 2*cap(r.ev)), r.max)-len(r.ev))
+		grown := make([]byte, len(r.ev), min(max(need, 2*cap(r.ev)), r.max))
+		r.ev = grown[:copy(grown, r.ev)]
 	}
 	r.ev = append(r.ev, r.buf[r.r:r.r+n]...)
 	r.r += n
@@ -222,11 +222,13 @@ func (r *Reader) fill() bool {
 
 // event builds the Event read into r.ev.
 func (r *Reader) event(prefix int) Event {
-	raw := bytes.Clone(r.ev)
+	var raw []byte
 	if len(r.ev) > handOver {
 		// A large event keeps the scratch buffer itself rather than a
 		// copy of it; the next event starts a new one.
 		raw, r.ev = r.ev, nil
+	} else {
+		raw = bytes.Clone(r.ev)
 	}
 	ev := Event{Raw: raw, prefix: prefix}
 	ev.parseFields()

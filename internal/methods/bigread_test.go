@@ -1,0 +1,104 @@
+package methods_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// TestForwardedBigReadMemory: a 16 MiB skill file that the upstream serves
+// is forwarded and hashed by the sidecar allocating a small multiple of
+// the reply (issue 4: hashed without holding more than a small bounded
+// multiple of it). The upstream writes a prebuilt SSE reply and the client
+// discards what it reads, so nearly all that is allocated is the
+// sidecar's.
+func TestForwardedBigReadMemory(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "skills", "big")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"SKILL.md": "---\nname: big\ndescription: Big.\n---\n", "data.bin": "placeholder"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := catalog.Load(root, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 16<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
+		"contents": []any{map[string]any{"uri": "skill://big/data.bin", "blob": base64.StdEncoding.EncodeToString(data)}}}})
+	reply := []byte("event: message\ndata: " + string(msg) + "\n\n")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(reply)
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	ov := methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov})
+	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+
+	read := func() int64 {
+		req, _ := http.NewRequest(http.MethodPost, side.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"skill://big/data.bin"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", "s")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	read() // warm: pools, connections
+	hashed := ov.Probes.Load()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n := read()
+	runtime.ReadMemStats(&after)
+	if n < int64(len(reply)) {
+		t.Fatalf("client read %d bytes, want the whole %d-byte reply", n, len(reply))
+	}
+	if got := ov.Probes.Load(); got != hashed {
+		t.Fatalf("the measured read probed the upstream %d times; want only the forwarded read", got-hashed)
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("forwarding and hashing a %d-byte reply allocated %d bytes (%.1f×)", len(reply), allocated, float64(allocated)/float64(len(reply)))
+	// The event's buffer grows by doubling: its last size is up to twice
+	// the reply and the sizes before it add up to as much again (3× here,
+	// where the last step lands on 32 MiB). Nothing else may hold a copy:
+	// 3.5× leaves room for the rest and none for a second copy.
+	if limit := uint64(len(reply)) * 7 / 2; allocated > limit {
+		t.Errorf("allocated %d bytes for a %d-byte reply, want at most 3.5× (%d)", allocated, len(reply), limit)
+	}
+}
