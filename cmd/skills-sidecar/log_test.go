@@ -393,4 +393,13 @@ func TestLogLevelFollowsAnnotations(t *testing.T) {
 	if debugShows() {
 		t.Errorf("a debug line was written after the level went back to warn:\n%s", buf.String())
 	}
+	// Back from warn to info: the change is logged although the level it
+	// leaves would drop an info line.
+	write("info")
+	const raised = `"msg":"log level changed by annotation","log_level":"info","from":"warn"`
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), raised); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line saying the level went from warn to info after 5s:\n%s", buf.String())
+		}
+	}
 }

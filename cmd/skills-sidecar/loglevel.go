@@ -43,8 +43,14 @@ func watchLogLevel(ctx context.Context, path string, fixed bool, level zap.Atomi
 		if err != nil || lvl == level.Level() {
 			continue
 		}
-		// Not "level": that is the JSON encoder's own key for the line's level.
-		log.Info("log level changed by annotation", zap.String("log_level", lvl.String()))
+		// The line is written at whichever of the two levels is more
+		// verbose, so raising warn to info is logged too. Not "level":
+		// that is the JSON encoder's own key for the line's level.
+		from := level.Level()
+		if lvl < from {
+			level.SetLevel(lvl)
+		}
+		log.Info("log level changed by annotation", zap.String("log_level", lvl.String()), zap.String("from", from.String()))
 		level.SetLevel(lvl)
 	}
 }
