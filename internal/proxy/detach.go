@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -81,7 +83,7 @@ func (p *Proxy) detach(w http.ResponseWriter, resp *http.Response, mt string, d 
 	p.detached.Add(1)
 	go func() {
 		defer p.detached.Done()
-		p.pump(conn, head, resp.Body, d.cancel)
+		pl.err = p.pump(conn, head, resp.Body, d.cancel)
 		p.record(pl, routeUpstream, http.StatusOK) // its duration is the stream's life
 	}()
 	return true
@@ -111,30 +113,39 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // pump relays a detached stream: the head, then each read of body as one
 // chunk, then the last chunk when the stream ends cleanly (the upstream
 // ended it, or EndStreams). An upstream failure cuts the connection without
-// a last chunk, so the client sees a broken stream, not a finished one.
-func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel context.CancelFunc) {
+// a last chunk, so the client sees a broken stream, not a finished one,
+// and is returned for the request's log line; a client that left is not an
+// error.
+func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel context.CancelFunc) error {
 	defer conn.Close()
 	defer cancel()
 	defer body.Close()
 	if head == nil {
-		return
+		return nil
 	}
 	// The client has nothing more to send; a read returns when it leaves
 	// (or misbehaves), and cancelling closes the upstream connection under
 	// the pump's read (package hop), which ends the stream.
+	var left atomic.Bool
 	go func() {
 		var b [1]byte
 		_, _ = conn.Read(b[:])
+		left.Store(true)
 		cancel()
 	}()
 	if _, err := conn.Write(head); err != nil {
-		return
+		return nil
 	}
 	cw := &chunkWriter{conn: conn}
-	if err := copyBody(cw, body, nil, true, p.buffers); err != nil || cw.err != nil {
-		return
+	err := copyBody(cw, body, nil, true, p.buffers)
+	switch {
+	case cw.err != nil || left.Load():
+		return nil
+	case err != nil:
+		return fmt.Errorf("upstream stream cut short: %w", err)
 	}
 	_, _ = io.WriteString(conn, "0\r\n\r\n")
+	return nil
 }
 
 // chunkWriter writes each Write as one HTTP/1.1 chunk, in one system call.

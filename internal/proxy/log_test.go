@@ -174,3 +174,70 @@ func TestRequestLogLine(t *testing.T) {
 		})
 	}
 }
+
+// TestDetachedStreamLogLine: a standalone GET stream, relayed off its
+// handler, ends in one line too: a failure at warn with the error when the
+// upstream cuts it, a plain debug line when the client leaves.
+func TestDetachedStreamLogLine(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	upstream := func(cut bool) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n")
+			w.(http.Flusher).Flush()
+			if cut {
+				panic(http.ErrAbortHandler)
+			}
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	for _, tt := range []struct {
+		name    string
+		cut     bool
+		level   zapcore.Level
+		msg     string
+		wantErr string
+	}{
+		{"upstream cuts the stream", true, zapcore.WarnLevel, "request failed", "upstream stream cut short"},
+		{"client leaves", false, zapcore.DebugLevel, "request", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u, logs := observedSidecar(t, upstream(tt.cut))
+			req, _ := http.NewRequest(http.MethodGet, u, nil)
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Mcp-Session-Id", "s1")
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := make([]byte, 16)
+			if _, err := io.ReadFull(resp.Body, first); err != nil {
+				t.Fatalf("the stream's first event: %v", err)
+			}
+			if tt.cut {
+				_, _ = io.Copy(io.Discard, resp.Body)
+			}
+			resp.Body.Close()
+			tr.CloseIdleConnections()
+			entries := requestLine(t, logs)
+			if len(entries) != 1 {
+				t.Fatalf("logged %d lines, want exactly 1: %v", len(entries), entries)
+			}
+			e := entries[0]
+			errText, _ := e.ContextMap()["error"].(string)
+			if e.Level != tt.level || e.Message != tt.msg || !strings.Contains(errText, tt.wantErr) || (tt.wantErr == "") != (errText == "") {
+				t.Errorf("line = %v %q error %q, want %v %q error containing %q", e.Level, e.Message, errText, tt.level, tt.msg, tt.wantErr)
+			}
+		})
+	}
+}
