@@ -16,7 +16,8 @@
 #       bin/skills-sidecar in front of it with the plugin folder (default
 #       examples/plugin) on free loopback ports (with --demo: the sidecar
 #       alone, with its embedded demo upstream and example plugin),
-#       verify through it, and stop both at the end
+#       verify through it with the inspector and with the binary's own
+#       `skills-sidecar verify` (each must pass), and stop both at the end
 #   scripts/e2e-inspector-verify.sh --self-test
 #       runs the check against test/e2e/fake-skills-server.mjs serving a good
 #       digest (must pass), the same server advertising a wrong digest (must
@@ -107,6 +108,25 @@ verify_row() {
   FAILED=$((FAILED + 1))
   local r
   for r in "${reasons[@]}"; do DETAILS+=("$label $era: $r"); done
+  return 1
+}
+
+# own_verify_row BIN URL ERA runs our own `skills-sidecar verify` (issue 9:
+# exit 0 against the sidecar in front of each upstream), adds a row and
+# returns 0 when it passed.
+own_verify_row() {
+  local bin=$1 url=$2 era=$3 rc=0 out
+  out=$WORK/own-verify.$era.out
+  timeout "${E2E_CALL_TIMEOUT:-60}" "$bin" verify "$url" --era "$era" >"$out" 2>&1 || rc=$?
+  local verdict=ok
+  ((rc == 0)) || verdict=FAIL
+  ROWS+=("$(printf '%-28s  %-6s  %4s  %6s  %8s  %-7s  %s' "skills-sidecar verify" "$era" "$rc" - - "$verdict" "exit $rc")")
+  if [[ $verdict == ok ]]; then
+    PASSED=$((PASSED + 1))
+    return 0
+  fi
+  FAILED=$((FAILED + 1))
+  DETAILS+=("skills-sidecar verify $era: exit $rc: $(grep -m 3 -i 'fail' "$out" | tr '\n' ' ' | head -c 400)")
   return 1
 }
 
@@ -223,6 +243,11 @@ main() {
   local era
   for era in "${eras[@]}"; do
     verify_row "$url" "$url" "$era" || true
+    # Our own checker too, from the binary under test, when the script
+    # started the sidecar (its verify is the same binary).
+    if [[ $mode == start ]]; then
+      own_verify_row "$sidecar_bin" "$url" "$era" || true
+    fi
   done
   print_table
   printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
