@@ -237,6 +237,13 @@ main() {
   if [[ $mode == start ]]; then
     local kind=$upstream
     [[ $demo == yes ]] && kind=demo
+    if [[ $kind == modern || $kind == everything ]]; then
+      # The example plugin's agents name the demo server's tools; these
+      # upstreams have others, so agents/get would rightly refuse them
+      # (and our verify with it). --drop-unknown-tools is the knob an
+      # operator has for exactly this.
+      export SKILLS_SIDECAR_DROP_UNKNOWN_TOOLS=true
+    fi
     e2e_start_stack "$kind" "$sidecar_bin" "$WORK" "$plugin_dir"
     url=$E2E_SIDECAR_URL
   fi
