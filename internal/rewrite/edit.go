@@ -68,11 +68,16 @@ func plainString(b []byte) bool {
 // lookup returns the span of the value at path.
 func lookup(b []byte, path []string) (start, end int, ok bool) {
 	i := skipWS(b, 0)
-	end, err := skipValue(b, i)
-	if err != nil {
-		return 0, 0, false
+	if len(path) == 0 {
+		end, err := skipValue(b, i)
+		return i, end, err == nil
 	}
+	// The walk of each object on the path finds the value's end; skipping
+	// the whole document first would scan it twice.
 	for _, key := range path {
+		if i >= len(b) {
+			return 0, 0, false
+		}
 		if b[i] != '{' {
 			return 0, 0, false
 		}
