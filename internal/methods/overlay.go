@@ -254,7 +254,7 @@ func hashBase64(w io.Writer, enc []byte, plain bool) (int64, error) {
 	var total int64
 	for off := 0; off < len(enc); off += hashChunk {
 		chunk := enc[off:min(off+hashChunk, len(enc))]
-		n, err := base64.StdEncoding.Decode(buf[:], chunk)
+		n, err := decodeBase64(buf[:], chunk)
 		if err != nil {
 			if ce, ok := err.(base64.CorruptInputError); ok {
 				err = base64.CorruptInputError(int64(ce) + int64(off))
