@@ -9,8 +9,8 @@ import (
 
 // Wire constants of the 2026-07-28 era (SEP-2575).
 const (
-	ModernVersion      = "2026-07-28"
-	metaProtocol       = "io.modelcontextprotocol/protocolVersion"
+	ModernVersion      = rewrite.ModernVersion
+	metaProtocol       = rewrite.MetaProtocolVersion
 	metaClientCaps     = "io.modelcontextprotocol/clientCapabilities"
 	metaServerInfo     = "io.modelcontextprotocol/serverInfo"
 	headerProtocol     = "Mcp-Protocol-Version" // canonical, so Header.Get need not allocate to canonicalise it

@@ -78,10 +78,6 @@ const (
 	eraUnknown = "unknown" // refused before its body said, and no header did
 )
 
-// modernVersion is the protocol version of the stateless wire (SEP-2575);
-// MCP-Protocol-Version values sort by date, so any later one is modern too.
-const modernVersion = "2026-07-28"
-
 // era says which protocol era a request belongs to, by the rule of the
 // 2026-07-28 specification's dual-era servers: a request whose params carry
 // _meta with a protocol version is modern, and so is one whose
@@ -92,12 +88,12 @@ const modernVersion = "2026-07-28"
 // for a line that is logged.
 func (pl *plan) era() string {
 	if pl.params != nil {
-		if _, ok := rewrite.GetKey(pl.params, []string{"_meta", "io.modelcontextprotocol/protocolVersion"}); ok {
+		if _, ok := rewrite.GetKey(pl.params, []string{"_meta", rewrite.MetaProtocolVersion}); ok {
 			return eraModern
 		}
 	}
 	switch {
-	case pl.version >= modernVersion:
+	case pl.version >= rewrite.ModernVersion:
 		return eraModern
 	case pl.version != "", pl.parsed, pl.method == http.MethodGet, pl.method == http.MethodDelete:
 		return eraLegacy
