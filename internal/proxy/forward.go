@@ -93,14 +93,11 @@ func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
 	}
 	// Only the reply to this request is edited, not a notification or a
 	// server request (whose id, from the server's own id space, may equal
-	// the request's). The look-ups do not validate msg: every edit checks
-	// the JSON itself, so a megabyte reply (a skill file being hashed) is
-	// validated once, not twice.
+	// the request's). ReplyID does not validate msg: every edit checks the
+	// JSON itself, so a megabyte reply (a skill file being hashed) is
+	// validated once and walked once here.
 	return func(msg []byte) []byte {
-		if _, isRequest := rewrite.GetKey(msg, []string{"method"}); isRequest {
-			return msg
-		}
-		if id, ok := rewrite.GetKey(msg, []string{"id"}); !ok || !bytes.Equal(id, pl.id) {
+		if id, ok := rewrite.ReplyID(msg); !ok || !bytes.Equal(id, pl.id) {
 			return msg
 		}
 		return pl.edit(msg)

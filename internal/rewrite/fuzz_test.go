@@ -351,3 +351,23 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReplyID holds ReplyID's one walk to the two look-ups it replaces: on
+// any JSON, a reply id exactly when GetKey finds an "id" and no "method".
+func FuzzReplyID(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":"a","method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress"}`, ` {"id":null,"error":{}} `, `[{"id":1}]`, `{"i\u0064":2}`, `{"id":1,"id":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, ok := ReplyID(in) // must not panic on anything
+		if !json.Valid(in) {
+			return
+		}
+		_, hasMethod := GetKey(in, []string{"method"})
+		want, hasID := GetKey(in, []string{"id"})
+		if wantOK := hasID && !hasMethod; ok != wantOK || ok && !bytes.Equal(got, want) {
+			t.Fatalf("ReplyID(%q) = %s, %v; GetKey finds id %s, %v and method %v", in, got, ok, want, hasID, hasMethod)
+		}
+	})
+}

@@ -140,6 +140,22 @@ func parseValid(b []byte) (Message, error) {
 	return classifyResponse(msg, env)
 }
 
+// ReplyID returns the id of a reply: a message object with an "id" and no
+// "method" (a request or a notification from the server has one). It walks
+// msg once and does not validate it, for a caller whose next step checks
+// the JSON anyway; bytes that are not an object report false.
+func ReplyID(msg []byte) (json.RawMessage, bool) {
+	b := trimWS(msg)
+	if len(b) == 0 || b[0] != '{' {
+		return nil, false
+	}
+	env, err := readEnvelope(b)
+	if err != nil || env.method != nil || env.id == nil {
+		return nil, false
+	}
+	return env.id, true
+}
+
 func readEnvelope(b []byte) (envelope, error) {
 	var env envelope
 	it := newObjIter(b, 0)
