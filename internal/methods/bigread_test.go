@@ -1,6 +1,8 @@
 package methods_test
 
 import (
+	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -13,19 +15,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
-// TestForwardedBigReadMemory: a 16 MiB skill file that the upstream serves
-// is forwarded and hashed by the sidecar allocating a small multiple of
-// the reply (issue 4: hashed without holding more than a small bounded
-// multiple of it). The upstream writes a prebuilt SSE reply and the client
-// discards what it reads, so nearly all that is allocated is the
-// sidecar's.
-func TestForwardedBigReadMemory(t *testing.T) {
+// bigFileURI is the file of bigSkill that its upstreams serve themselves.
+const bigFileURI = "skill://big/data.bin"
+
+// bigSkill writes a plugin whose skill big has a placeholder data.bin, and
+// returns its catalog and the 16 MiB (the most SEP-2640 lets a whole skill
+// hold) that an upstream serves for that file.
+func bigSkill(t *testing.T) (*catalog.Snapshot, []byte) {
+	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "skills", "big")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -44,16 +49,14 @@ func TestForwardedBigReadMemory(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
-		"contents": []any{map[string]any{"uri": "skill://big/data.bin", "blob": base64.StdEncoding.EncodeToString(data)}}}})
-	reply := []byte("event: message\ndata: " + string(msg) + "\n\n")
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write(reply)
-	}))
-	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
+	return snap, data
+}
+
+// overlaySidecarFor serves snap in front of upstream with the overlay on
+// and the proxy at its default limits; it returns the sidecar's URL.
+func overlaySidecarFor(t *testing.T, upstream string, snap *catalog.Snapshot) (string, *methods.Overlay) {
+	t.Helper()
+	u, _ := url.Parse(upstream)
 	ov := methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)
 	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov})
 	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
@@ -62,9 +65,58 @@ func TestForwardedBigReadMemory(t *testing.T) {
 	}
 	side := httptest.NewServer(p)
 	t.Cleanup(side.Close)
+	return side.URL, ov
+}
+
+// TestForwardedReadOfLargestSkillFile: a 16 MiB file that the upstream
+// serves itself, as a blob, is read through the sidecar at its default
+// limits and hashed on the way.
+func TestForwardedReadOfLargestSkillFile(t *testing.T) {
+	t.Parallel()
+	snap, data := bigSkill(t)
+	s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: bigFileURI, Name: "data"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "application/octet-stream", Blob: data}}}, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(up.Close)
+	side, _ := overlaySidecarFor(t, up.URL, snap)
+
+	res := modernCall(t, side, "resources/read", map[string]any{"uri": bigFileURI})
+	var got struct {
+		Contents []struct {
+			Blob []byte `json:"blob"`
+		} `json:"contents"`
+	}
+	if err := json.Unmarshal(res, &got); err != nil || len(got.Contents) != 1 {
+		t.Fatalf("read: %v, %d contents", err, len(got.Contents))
+	}
+	if sum, want := sha256.Sum256(got.Contents[0].Blob), sha256.Sum256(data); sum != want {
+		t.Errorf("read %d bytes, not the %d the upstream served", len(got.Contents[0].Blob), len(data))
+	}
+}
+
+// TestForwardedBigReadMemory: a 16 MiB skill file that the upstream serves
+// is forwarded and hashed by the sidecar allocating a small multiple of
+// the reply (issue 4: hashed without holding more than a small bounded
+// multiple of it). The upstream writes a prebuilt SSE reply and the client
+// discards what it reads, so nearly all that is allocated is the
+// sidecar's.
+func TestForwardedBigReadMemory(t *testing.T) {
+	snap, data := bigSkill(t)
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
+		"contents": []any{map[string]any{"uri": bigFileURI, "blob": base64.StdEncoding.EncodeToString(data)}}}})
+	reply := []byte("event: message\ndata: " + string(msg) + "\n\n")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(reply)
+	}))
+	t.Cleanup(up.Close)
+	side, ov := overlaySidecarFor(t, up.URL, snap)
 
 	read := func() int64 {
-		req, _ := http.NewRequest(http.MethodPost, side.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"skill://big/data.bin"}}`))
+		req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+bigFileURI+`"}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", "s")

@@ -333,59 +333,6 @@ func TestInvalidateRefreshes(t *testing.T) {
 	}
 }
 
-// TestForwardedReadOfLargestSkillFile: a 16 MiB file (the most SEP-2640
-// lets a whole skill hold) that the upstream serves itself, as a blob, is
-// read through the sidecar at its default limits and hashed on the way.
-func TestForwardedReadOfLargestSkillFile(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	dir := filepath.Join(root, "skills", "big")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{"SKILL.md": "---\nname: big\ndescription: Big.\n---\n", "data.bin": "placeholder"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snap, err := catalog.Load(root, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := make([]byte, 16<<20)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
-	s.AddResource(&mcp.Resource{URI: "skill://big/data.bin", Name: "data"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "application/octet-stream", Blob: data}}}, nil
-	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	ov := methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-
-	res := modernCall(t, side.URL, "resources/read", map[string]any{"uri": "skill://big/data.bin"})
-	var got struct {
-		Contents []struct {
-			Blob []byte `json:"blob"`
-		} `json:"contents"`
-	}
-	if err := json.Unmarshal(res, &got); err != nil || len(got.Contents) != 1 {
-		t.Fatalf("read: %v, %d contents", err, len(got.Contents))
-	}
-	if sum, want := sha256.Sum256(got.Contents[0].Blob), sha256.Sum256(data); sum != want {
-		t.Errorf("read %d bytes, not the %d the upstream served", len(got.Contents[0].Blob), len(data))
-	}
-}
-
 // notesURI is the SKILL.md of the skill overlayRig serves.
 const notesURI = "skill://notes/SKILL.md"
 
