@@ -8,7 +8,8 @@ import (
 )
 
 // errSyntax is what the scanner reports on bytes it cannot walk. Public entry
-// points check validity (valid, which is json.Valid) first, so callers normally see ErrParse instead.
+// points check validity first (valid, which is json.Valid's twin), so
+// callers normally see ErrParse instead.
 var errSyntax = errors.New("rewrite: malformed JSON")
 
 // The scanner below walks JSON text by byte offsets without building values.
