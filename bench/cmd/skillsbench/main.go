@@ -7,7 +7,9 @@
 //	go run ./bench/cmd/skillsbench [-short] [-json FILE] [-scenarios a,b] [-repeats N] [-duration D]
 //
 // The subcommands `upstream` and `bareproxy` are the harness's own servers;
-// it starts them itself.
+// it starts them itself. `nginx-config` prints the nginx configuration the
+// harness runs nginx with, for measurements made outside it
+// (scripts/bench-wrk.sh).
 package main
 
 import (
@@ -38,6 +40,9 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "upstream" || args[0] == "bareproxy") {
 		return serve(ctx, args[0], args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == "nginx-config" {
+		return nginxConfig(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("skillsbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -204,6 +209,25 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 		fmt.Fprintf(stderr, "skillsbench %s: %v\n", sub, err)
 		return 1
 	}
+	return 0
+}
+
+// nginxConfig prints harness.NginxConfig for the given prefix, listen
+// address and upstream host:port.
+func nginxConfig(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("nginx-config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	prefix := fs.String("prefix", "", "directory nginx writes its pid, logs and temp files under (required)")
+	listen := fs.String("listen", "", "loopback host:port nginx listens on (required)")
+	upstream := fs.String("upstream", "", "the upstream's host:port (required)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *prefix == "" || *listen == "" || *upstream == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: skillsbench nginx-config -prefix DIR -listen HOST:PORT -upstream HOST:PORT")
+		return 2
+	}
+	fmt.Fprint(stdout, harness.NginxConfig(*prefix, *listen, *upstream))
 	return 0
 }
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/skills-sidecar/skills-sidecar/bench/harness"
 	"github.com/skills-sidecar/skills-sidecar/bench/report"
 )
 
@@ -33,5 +37,27 @@ func TestScenarioList(t *testing.T) {
 	}
 	if _, err := scenarioList("toolscall,nope"); err == nil {
 		t.Error("scenarioList(nope) = nil error, want an error naming the unknown scenario")
+	}
+}
+
+func TestNginxConfigCommand(t *testing.T) {
+	t.Parallel()
+	var out, errOut strings.Builder
+	code := run(context.Background(), []string{"nginx-config", "-prefix", "/p", "-listen", "127.0.0.1:1", "-upstream", "127.0.0.1:2"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("nginx-config exit %d, stderr %q", code, errOut.String())
+	}
+	if want := harness.NginxConfig("/p", "127.0.0.1:1", "127.0.0.1:2"); out.String() != want {
+		t.Errorf("nginx-config printed\n%s\nwant harness.NginxConfig's\n%s", out.String(), want)
+	}
+	for _, args := range [][]string{
+		{"nginx-config"},
+		{"nginx-config", "-prefix", "/p", "-listen", "127.0.0.1:1"},
+		{"nginx-config", "-prefix", "/p", "-listen", "127.0.0.1:1", "-upstream", "127.0.0.1:2", "extra"},
+	} {
+		out.Reset()
+		if code := run(context.Background(), args, &out, io.Discard); code != 2 || out.Len() != 0 {
+			t.Errorf("run(%q) = exit %d with %d bytes out, want exit 2 and nothing printed", args, code, out.Len())
+		}
 	}
 }
