@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # bench-wrk.sh measures tools/call with a general-purpose HTTP load generator
-# (wrk, Debian's package), outside the Go harness: the stateless go-sdk demo
-# upstream directly, and the same upstream behind the sidecar, each for
-# DURATION (default 10s) with CONNS connections (default 32) on 2 threads.
-# Loopback only; every process it starts is stopped by pid. Prints wrk's
-# summary for both and the throughput ratio. Numbers are printed, never
-# asserted.
+# (wrk, Debian's package), outside the Go harness, against the stateless
+# go-sdk demo upstream directly and through three hops in front of it: a
+# default httputil.ReverseProxy (skillsbench bareproxy), nginx as a plain hop
+# (the harness's own configuration, skipped when nginx is not installed) and
+# the sidecar.
+#
+# For each concurrency in CONNS (default "1 32") it runs every target for
+# DURATION (default 5s), ROUNDS times (default 3) interleaved, and prints the
+# median throughput and latency of each target and, per hop, the throughput
+# ratio to direct and the p50 it adds over direct. A reply counts only if it
+# is HTTP 200 and holds a JSON-RPC result. Loopback only; every process it
+# starts is stopped by pid. Numbers are printed, never asserted; the script
+# exits non-zero only when a target cannot start or answers a request wrong.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-duration=${DURATION:-10s}
-conns=${CONNS:-32}
-command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null
+duration=${DURATION:-5s}
+read -r -a conns_list <<<"${CONNS:-1 32}"
+rounds=${ROUNDS:-3}
+if ! command -v wrk >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null; }
+fi
 
 work=$(mktemp -d)
 pids=()
@@ -40,15 +51,40 @@ wait_up() {
 
 go build -o "$work/demo-upstream" ./cmd/demo-upstream
 go build -o "$work/skills-sidecar" ./cmd/skills-sidecar
-up=$(free_port)
-"$work/demo-upstream" --listen "127.0.0.1:$up" --stateless --json >/dev/null 2>&1 &
+go build -o "$work/skillsbench" ./bench/cmd/skillsbench
+
+declare -A port
+port[direct]=$(free_port)
+"$work/demo-upstream" --listen "127.0.0.1:${port[direct]}" --stateless --json >/dev/null 2>&1 &
 pids+=($!)
-side=$(free_port)
-"$work/skills-sidecar" --listen "127.0.0.1:$side" --metrics-listen "" --annotations-file "" \
-  --upstream "http://127.0.0.1:$up/mcp" --log-level warn >/dev/null 2>"$work/sidecar.log" &
+targets=(direct)
+
+port[bare]=$(free_port)
+"$work/skillsbench" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}" 2>"$work/bare.log" &
 pids+=($!)
-wait_up "http://127.0.0.1:$up/mcp"
-wait_up "http://127.0.0.1:$side/mcp"
+targets+=(bare)
+
+nginx_bin=$(command -v nginx || true)
+[[ -z $nginx_bin && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx
+if [[ -n $nginx_bin ]]; then
+  port[nginx]=$(free_port)
+  mkdir "$work/nginx"
+  "$work/skillsbench" nginx-config -prefix "$work/nginx" -listen "127.0.0.1:${port[nginx]}" \
+    -upstream "127.0.0.1:${port[direct]}" >"$work/nginx/nginx.conf"
+  "$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" &
+  pids+=($!)
+  targets+=(nginx)
+else
+  echo "nginx not installed (apt-get install -y nginx-light): its rows are skipped" >&2
+fi
+
+port[sidecar]=$(free_port)
+"$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar]}" --metrics-listen "" --annotations-file "" \
+  --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn >/dev/null 2>"$work/sidecar.log" &
+pids+=($!)
+targets+=(sidecar)
+
+for t in "${targets[@]}"; do wait_up "http://127.0.0.1:${port[$t]}/mcp"; done
 
 cat >"$work/call.lua" <<'LUA'
 wrk.method = "POST"
@@ -58,19 +94,64 @@ wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
 wrk.headers["Mcp-Method"] = "tools/call"
 wrk.headers["Mcp-Name"] = "echo"
+
+local threads = {}
+setup = function(thread) table.insert(threads, thread) end
+init = function() bad = 0 end
+response = function(status, headers, body)
+  if status ~= 200 or not string.find(body, '"result"', 1, true) then bad = bad + 1 end
+end
 done = function(summary, latency, requests)
-  io.write(string.format("RESULT rps=%.0f p50_us=%d p99_us=%d errors=%d\n",
+  local wrong = 0
+  for _, t in ipairs(threads) do wrong = wrong + t:get("bad") end
+  io.write(string.format("RESULT rps=%.0f p50_us=%d p99_us=%d errors=%d wrong=%d\n",
     summary.requests / (summary.duration / 1e6), latency:percentile(50), latency:percentile(99),
-    summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, wrong))
 end
 LUA
 
-declare -A rps
-for target in direct sidecar; do
-  port=$up
-  [[ $target == sidecar ]] && port=$side
-  echo "== $target (wrk -t2 -c$conns -d$duration)"
-  wrk -t2 -c"$conns" -d"$duration" --latency -s "$work/call.lua" "http://127.0.0.1:$port/mcp" | tee "$work/$target.txt" | grep -E "Latency|Req/Sec|requests in|RESULT|Non-2xx"
-  rps[$target]=$(sed -n 's/^RESULT rps=\([0-9]*\).*/\1/p' "$work/$target.txt")
+# results: one line per run, "conns target rps p50 p99 errors wrong".
+results=$work/results
+for c in "${conns_list[@]}"; do
+  threads=2
+  ((c < 2)) && threads=1
+  for ((r = 1; r <= rounds; r++)); do
+    for t in "${targets[@]}"; do
+      echo "== c=$c round $r/$rounds: $t (wrk -t$threads -c$c -d$duration)" >&2
+      line=$(wrk -t"$threads" -c"$c" -d"$duration" -s "$work/call.lua" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
+      echo "$line" >&2
+      echo "$c $t $line" | sed 's/RESULT //; s/[a-z0-9_]*=//g' >>"$results"
+    done
+  done
 done
-awk -v d="${rps[direct]}" -v s="${rps[sidecar]}" 'BEGIN { printf "sidecar/direct throughput: %.2f\n", s / d }'
+
+# Medians per (conns, target), then the ratios to direct.
+awk -v order="${targets[*]}" '
+function median(list,    n, a, i, j, x) {
+  n = split(list, a, " ")
+  for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
+  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{
+  k = $1 SUBSEP $2; seen[$1] = 1
+  rps[k] = rps[k] " " $3; p50[k] = p50[k] " " $4; p99[k] = p99[k] " " $5
+  errs[k] += $6; wrong[k] += $7; bad += $6 + $7
+}
+END {
+  nt = split(order, ts, " ")
+  print "| conns | target | req/s | p50 µs | p99 µs | errors | wrong replies | /direct | +p50 µs |"
+  print "|--:|---|--:|--:|--:|--:|--:|--:|--:|"
+  for (c in seen) cs[++nc] = c + 0
+  for (i = 2; i <= nc; i++) { x = cs[i]; for (j = i - 1; j >= 1 && cs[j] > x; j--) cs[j + 1] = cs[j]; cs[j + 1] = x }
+  for (i = 1; i <= nc; i++) {
+    c = cs[i]; d = c SUBSEP "direct"
+    for (t = 1; t <= nt; t++) {
+      k = c SUBSEP ts[t]
+      r = median(rps[k]); l = median(p50[k])
+      ratio = "–"; added = "–"
+      if (ts[t] != "direct") { ratio = sprintf("%.2f×", r / median(rps[d])); added = sprintf("%d", l - median(p50[d])) }
+      printf "| %d | %s | %.0f | %d | %d | %d | %d | %s | %s |\n", c, ts[t], r, l, median(p99[k]), errs[k], wrong[k], ratio, added
+    }
+  }
+  exit bad > 0
+}' "$results"

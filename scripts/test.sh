@@ -10,9 +10,9 @@
 # (test/soak); the end-to-end suite
 # (scripts/e2e-all.sh; TestAgreesWithInspector skips in the unit stage, where
 # VERIFY_E2E_TOOLS is unset, and runs in e2e: scripts/e2e-verify-agreement.sh);
-# the benchmark harness in its short mode (so it cannot rot; its numbers are
-# printed, never asserted). The last line counts the stages:
-# "stages: N passed, N failed".
+# the benchmark harness in its short mode and scripts/bench-wrk.sh once (so
+# they cannot rot; their numbers are printed, never asserted). The last line
+# counts the stages: "stages: N passed, N failed".
 #
 # Environment: FUZZTIME (default 5000x), STAGES (the stages to run, e.g.
 # "fuzz" or "static unit"; default all), SKIP_E2E=1, SKIP_BENCH=1,
@@ -84,7 +84,8 @@ if [[ ${SKIP_E2E:-} != 1 ]]; then
   stage e2e scripts/e2e-all.sh ${E2E_FLAGS:-}
 fi
 # bench_short runs the harness in its CI mode, with nginx (Debian's
-# nginx-light) installed first so the plain-hop baseline has its rows.
+# nginx-light) installed first so the plain-hop baseline has its rows, then
+# scripts/bench-wrk.sh in its shortest form.
 bench_short() {
   if ! command -v nginx >/dev/null && ! [[ -x /usr/sbin/nginx ]]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null 2>&1 ||
@@ -92,6 +93,9 @@ bench_short() {
       echo "nginx-light could not be installed: the nginx rows will say unavailable"
   fi
   go run ./bench/cmd/skillsbench -short -strict -q
+  # The measurement outside the harness, once through each hop, so it cannot
+  # rot either: it fails if a hop cannot start or answers a call wrong.
+  DURATION=1s ROUNDS=1 CONNS=1 scripts/bench-wrk.sh
 }
 if [[ ${SKIP_BENCH:-} != 1 ]]; then
   stage bench bench_short
