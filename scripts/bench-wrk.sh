@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench-wrk.sh measures tools/call with a general-purpose HTTP load generator
 # (wrk, Debian's package), outside the Go harness, against the stateless
-# go-sdk demo upstream directly and through three hops in front of it: a
-# default httputil.ReverseProxy (skillsbench bareproxy), nginx as a plain hop
-# (the harness's own configuration, skipped when nginx is not installed) and
-# the sidecar.
+# go-sdk demo upstream directly and through four hops in front of it: a
+# default httputil.ReverseProxy (skillsbench bareproxy); a minimal Go relay
+# without net/http's server (skillsbench loopproxy: the floor for a hop in a
+# Go process, not a usable proxy); nginx as a plain hop (the harness's own
+# configuration, skipped when nginx is not installed); and the sidecar.
 #
 # For each concurrency in CONNS (default "1 32") it runs every target for
 # DURATION (default 5s), ROUNDS times (default 3) interleaved, and prints the
@@ -63,6 +64,11 @@ port[bare]=$(free_port)
 "$work/skillsbench" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}" 2>"$work/bare.log" &
 pids+=($!)
 targets+=(bare)
+
+port[loop]=$(free_port)
+"$work/skillsbench" loopproxy -listen "127.0.0.1:${port[loop]}" -upstream "http://127.0.0.1:${port[direct]}" 2>"$work/loop.log" &
+pids+=($!)
+targets+=(loop)
 
 nginx_bin=$(command -v nginx || true)
 [[ -z $nginx_bin && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx

@@ -7,7 +7,8 @@
 //	go run ./bench/cmd/skillsbench [-short] [-json FILE] [-scenarios a,b] [-repeats N] [-duration D]
 //
 // The subcommands `upstream` and `bareproxy` are the harness's own servers;
-// it starts them itself. `nginx-config` prints the nginx configuration the
+// it starts them itself. `loopproxy` is a minimal relay without net/http's
+// server that scripts/bench-wrk.sh measures as a floor. `nginx-config` prints the nginx configuration the
 // harness runs nginx with, for measurements made outside it
 // (scripts/bench-wrk.sh).
 package main
@@ -38,7 +39,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "upstream" || args[0] == "bareproxy") {
+	if len(args) > 0 && (args[0] == "upstream" || args[0] == "bareproxy" || args[0] == "loopproxy") {
 		return serve(ctx, args[0], args[1:], stderr)
 	}
 	if len(args) > 0 && args[0] == "nginx-config" {
@@ -195,15 +196,18 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 	var o harness.ServeOptions
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "loopback address to serve MCP on")
 	fs.StringVar(&o.StatsListen, "stats-listen", "", "loopback address to serve the allocation counter on")
-	fs.StringVar(&o.Upstream, "upstream", "", "bareproxy: the upstream URL")
+	fs.StringVar(&o.Upstream, "upstream", "", "bareproxy, loopproxy: the upstream URL")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	var err error
-	if sub == "upstream" {
+	switch sub {
+	case "upstream":
 		err = harness.ServeUpstream(ctx, o)
-	} else {
+	case "bareproxy":
 		err = harness.ServeBareProxy(ctx, o)
+	default:
+		err = harness.ServeLoopProxy(ctx, o)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "skillsbench %s: %v\n", sub, err)
