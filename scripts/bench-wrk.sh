@@ -33,14 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  local p
-  for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 40000))
-    if ! (: </dev/tcp/127.0.0.1/"$p") 2>/dev/null; then echo "$p"; return 0; fi
-  done
-  return 1
-}
+# shellcheck source=scripts/ports.sh
+source scripts/ports.sh
 wait_up() {
   for _ in $(seq 100); do
     curl -s -o /dev/null -m 1 "$1" && return 0
@@ -55,17 +49,17 @@ go build -o "$work/skills-sidecar" ./cmd/skills-sidecar
 go build -o "$work/skillsbench" ./bench/cmd/skillsbench
 
 declare -A port
-port[direct]=$(free_port)
+free_port "port[direct]"
 "$work/demo-upstream" --listen "127.0.0.1:${port[direct]}" --stateless --json >/dev/null 2>&1 &
 pids+=($!)
 targets=(direct)
 
-port[bare]=$(free_port)
+free_port "port[bare]"
 "$work/skillsbench" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}" 2>"$work/bare.log" &
 pids+=($!)
 targets+=(bare)
 
-port[loop]=$(free_port)
+free_port "port[loop]"
 "$work/skillsbench" loopproxy -listen "127.0.0.1:${port[loop]}" -upstream "http://127.0.0.1:${port[direct]}" 2>"$work/loop.log" &
 pids+=($!)
 targets+=(loop)
@@ -73,7 +67,7 @@ targets+=(loop)
 nginx_bin=$(command -v nginx || true)
 [[ -z $nginx_bin && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx
 if [[ -n $nginx_bin ]]; then
-  port[nginx]=$(free_port)
+  free_port "port[nginx]"
   mkdir "$work/nginx"
   "$work/skillsbench" nginx-config -prefix "$work/nginx" -listen "127.0.0.1:${port[nginx]}" \
     -upstream "127.0.0.1:${port[direct]}" >"$work/nginx/nginx.conf"
@@ -84,7 +78,7 @@ else
   echo "nginx not installed (apt-get install -y nginx-light): its rows are skipped" >&2
 fi
 
-port[sidecar]=$(free_port)
+free_port "port[sidecar]"
 "$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar]}" --metrics-listen "" --annotations-file "" \
   --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn >/dev/null 2>"$work/sidecar.log" &
 pids+=($!)

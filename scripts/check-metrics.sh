@@ -38,18 +38,8 @@ check() {
   fi
 }
 
-# free_port prints a loopback port nothing answers on.
-free_port() {
-  local p
-  for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 40000))
-    if ! (: </dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  return 1
-}
+# shellcheck source=scripts/ports.sh
+source scripts/ports.sh
 
 # The checker must refuse a broken exposition: a counter without _total and
 # a metric with no HELP.
@@ -58,8 +48,8 @@ refuses_broken() { ! promtool check metrics <"$work/broken.prom" >/dev/null 2>&1
 check "promtool refuses a broken exposition" refuses_broken
 
 go build -o "$work/skills-sidecar" ./cmd/skills-sidecar
-port=$(free_port)
-mport=$(free_port)
+free_port port
+free_port mport
 "$work/skills-sidecar" --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$mport" --annotations-file "" \
   >"$work/sidecar.out" 2>"$work/sidecar.log" </dev/null &
 pid=$!
