@@ -35,12 +35,16 @@ trap cleanup EXIT
 
 # shellcheck source=scripts/ports.sh
 source scripts/ports.sh
+
+# wait_up TARGET waits (bounded) until TARGET answers HTTP on its port; if it
+# does not, it prints the end of TARGET's log.
 wait_up() {
   for _ in $(seq 100); do
-    curl -s -o /dev/null -m 1 "$1" && return 0
+    curl -s -o /dev/null -m 1 "http://127.0.0.1:${port[$1]}/mcp" && return 0
     sleep 0.1
   done
-  echo "$1 did not come up" >&2
+  echo "$1 did not come up on 127.0.0.1:${port[$1]}; the end of its log:" >&2
+  tail -n 5 "$work/$1.log" >&2 || true
   return 1
 }
 
@@ -50,7 +54,7 @@ go build -o "$work/skillsbench" ./bench/cmd/skillsbench
 
 declare -A port
 free_port "port[direct]"
-"$work/demo-upstream" --listen "127.0.0.1:${port[direct]}" --stateless --json >/dev/null 2>&1 &
+"$work/demo-upstream" --listen "127.0.0.1:${port[direct]}" --stateless --json >"$work/direct.log" 2>&1 &
 pids+=($!)
 targets=(direct)
 
@@ -71,7 +75,7 @@ if [[ -n $nginx_bin ]]; then
   mkdir "$work/nginx"
   "$work/skillsbench" nginx-config -prefix "$work/nginx" -listen "127.0.0.1:${port[nginx]}" \
     -upstream "127.0.0.1:${port[direct]}" >"$work/nginx/nginx.conf"
-  "$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" &
+  "$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" 2>"$work/nginx.log" &
   pids+=($!)
   targets+=(nginx)
 else
@@ -84,7 +88,7 @@ free_port "port[sidecar]"
 pids+=($!)
 targets+=(sidecar)
 
-for t in "${targets[@]}"; do wait_up "http://127.0.0.1:${port[$t]}/mcp"; done
+for t in "${targets[@]}"; do wait_up "$t"; done
 
 cat >"$work/call.lua" <<'LUA'
 wrk.method = "POST"
