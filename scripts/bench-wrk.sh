@@ -24,49 +24,34 @@ if ! command -v wrk >/dev/null; then
     { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null; }
 fi
 
+# shellcheck source=scripts/e2e-lib.sh
+source scripts/e2e-lib.sh # e2e_spawn, e2e_wait_http, e2e_cleanup; free_port
+E2E_NAME=bench-wrk
 work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# shellcheck source=scripts/ports.sh
-source scripts/ports.sh
-
-# wait_up TARGET waits (bounded) until TARGET answers HTTP on its port; if it
-# does not, it prints the end of TARGET's log.
-wait_up() {
-  for _ in $(seq 100); do
-    curl -s -o /dev/null -m 1 "http://127.0.0.1:${port[$1]}/mcp" && return 0
-    sleep 0.1
-  done
-  echo "$1 did not come up on 127.0.0.1:${port[$1]}; the end of its log:" >&2
-  tail -n 5 "$work/$1.log" >&2 || true
-  return 1
-}
+trap 'e2e_cleanup; rm -rf "$work"' EXIT
 
 go build -o "$work/demo-upstream" ./cmd/demo-upstream
 go build -o "$work/skills-sidecar" ./cmd/skills-sidecar
 go build -o "$work/skillsbench" ./bench/cmd/skillsbench
 
-declare -A port
+# start TARGET CMD... runs CMD (which listens on ${port[TARGET]}) with its
+# output in TARGET's log, and adds TARGET to the targets.
+declare -A port pid
+targets=()
+start() {
+  local t=$1
+  shift
+  e2e_spawn "$work/$t.log" "$@"
+  pid[$t]=$E2E_LAST_PID
+  targets+=("$t")
+}
+
 free_port "port[direct]"
-"$work/demo-upstream" --listen "127.0.0.1:${port[direct]}" --stateless --json >"$work/direct.log" 2>&1 &
-pids+=($!)
-targets=(direct)
-
+start direct "$work/demo-upstream" --listen "127.0.0.1:${port[direct]}" --stateless --json
 free_port "port[bare]"
-"$work/skillsbench" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}" 2>"$work/bare.log" &
-pids+=($!)
-targets+=(bare)
-
+start bare "$work/skillsbench" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}"
 free_port "port[loop]"
-"$work/skillsbench" loopproxy -listen "127.0.0.1:${port[loop]}" -upstream "http://127.0.0.1:${port[direct]}" 2>"$work/loop.log" &
-pids+=($!)
-targets+=(loop)
+start loop "$work/skillsbench" loopproxy -listen "127.0.0.1:${port[loop]}" -upstream "http://127.0.0.1:${port[direct]}"
 
 nginx_bin=$(command -v nginx || true)
 [[ -z $nginx_bin && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx
@@ -75,20 +60,18 @@ if [[ -n $nginx_bin ]]; then
   mkdir "$work/nginx"
   "$work/skillsbench" nginx-config -prefix "$work/nginx" -listen "127.0.0.1:${port[nginx]}" \
     -upstream "127.0.0.1:${port[direct]}" >"$work/nginx/nginx.conf"
-  "$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" 2>"$work/nginx.log" &
-  pids+=($!)
-  targets+=(nginx)
+  start nginx "$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log"
 else
   echo "nginx not installed (apt-get install -y nginx-light): its rows are skipped" >&2
 fi
 
 free_port "port[sidecar]"
-"$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar]}" --metrics-listen "" --annotations-file "" \
-  --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn >/dev/null 2>"$work/sidecar.log" &
-pids+=($!)
-targets+=(sidecar)
+start sidecar "$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar]}" --metrics-listen "" --annotations-file "" \
+  --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn
 
-for t in "${targets[@]}"; do wait_up "$t"; done
+for t in "${targets[@]}"; do
+  e2e_wait_http "http://127.0.0.1:${port[$t]}/mcp" "${pid[$t]}" 10 "$work/$t.log" || exit 1
+done
 
 cat >"$work/call.lua" <<'LUA'
 wrk.method = "POST"

@@ -142,7 +142,7 @@ print_table() {
 # start_fake MODE starts test/e2e/fake-skills-server.mjs and prints its URL.
 start_fake() {
   local port
-  port=$(e2e_free_port)
+  free_port port
   e2e_spawn "$WORK/fake-$1.log" "$E2E_NODE" "$E2E_ROOT/test/e2e/fake-skills-server.mjs" "$port" "$1"
   e2e_wait_http "http://127.0.0.1:$port/mcp" "$E2E_LAST_PID" "${E2E_START_TIMEOUT:-30}" "$WORK/fake-$1.log" ||
     e2e_die "fake-skills-server $1 did not start"

@@ -40,12 +40,9 @@ e2e_require_tools() {
   command -v curl >/dev/null || e2e_die "curl not found (Debian package curl)"
 }
 
-# e2e_free_port prints a TCP port that was free on 127.0.0.1 a moment ago.
-e2e_free_port() {
-  "$E2E_NODE" -e '
-    const s = require("node:net").createServer();
-    s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
-}
+# free_port VAR picks the loopback port a server is started on.
+# shellcheck source=scripts/ports.sh
+source "$E2E_ROOT/scripts/ports.sh"
 
 # e2e_spawn LOGFILE CMD... starts CMD in the background with stdout and stderr
 # in LOGFILE, records its pid in E2E_PIDS and sets E2E_LAST_PID.
@@ -113,7 +110,7 @@ e2e_cleanup() {
 # ("Starting Streamable HTTP server...") and stderr ("... listening on port N").
 e2e_start_everything() {
   local log=$1 port
-  port=$(e2e_free_port)
+  free_port port
   e2e_spawn "$log" env PORT="$port" "$E2E_NODE" --require "$E2E_LOOPBACK_PRELOAD" \
     "$E2E_EVERYTHING_JS" streamableHttp
   E2E_EVERYTHING_PID=$E2E_LAST_PID
@@ -128,7 +125,7 @@ e2e_start_everything() {
 # listens. Sets E2E_MODERN_URL and E2E_MODERN_PID.
 e2e_start_modern_upstream() {
   local log=$1 port
-  port=$(e2e_free_port)
+  free_port port
   e2e_spawn "$log" env E2E_NPM_DIR="$E2E_NPM_DIR" "$E2E_NODE" "$E2E_MODERN_UPSTREAM_JS" "$port"
   E2E_MODERN_PID=$E2E_LAST_PID
   E2E_MODERN_URL=http://127.0.0.1:$port/mcp
@@ -145,7 +142,7 @@ e2e_start_go_upstream() {
   if [[ ! -x $E2E_ROOT/bin/demo-upstream ]]; then
     (cd "$E2E_ROOT" && go build -o bin/demo-upstream ./cmd/demo-upstream) || e2e_die "cannot build demo-upstream"
   fi
-  port=$(e2e_free_port)
+  free_port port
   e2e_spawn "$log" "$E2E_ROOT/bin/demo-upstream" --listen "127.0.0.1:$port" --stateless
   E2E_GO_PID=$E2E_LAST_PID
   E2E_GO_URL=http://127.0.0.1:$port/mcp
@@ -190,10 +187,11 @@ e2e_inspector() {
 # --metrics-listen defaults to :9090 (every interface, a fixed port); it is
 # kept on loopback and on a free port like the rest.
 e2e_start_sidecar() {
-  local bin=$1 upstream=$2 log=$3 plugin_dir=${4:-} port args
+  local bin=$1 upstream=$2 log=$3 plugin_dir=${4:-} port mport args
   [[ -x $bin ]] || e2e_die "no sidecar binary at $bin; build it with: go build -o bin/skills-sidecar ./cmd/skills-sidecar"
-  port=$(e2e_free_port)
-  args=(serve --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$(e2e_free_port)")
+  free_port port
+  free_port mport
+  args=(serve --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$mport")
   # No upstream: the sidecar starts its embedded demo upstream (loopback) and,
   # without --plugin-dir, its embedded example plugin.
   if [[ -n $upstream ]]; then args+=(--upstream "$upstream"); fi
