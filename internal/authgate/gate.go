@@ -90,6 +90,17 @@ func New(opts Options) *Gate {
 
 func (g *Gate) key(h http.Header) [sha256.Size]byte { return CredentialKey(h, g.keys...) }
 
+// CopyHeaders copies the named headers of src, those that are present, to
+// dst: how a request made on a caller's behalf carries the caller's
+// credentials (and whatever else names lists) to the upstream.
+func CopyHeaders(dst, src http.Header, names []string) {
+	for _, k := range names {
+		if v := src.Values(k); len(v) > 0 {
+			dst[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+}
+
 // CredentialKey hashes the values of the named headers of h: the cache key
 // of an authorization context. Credentials themselves are never stored.
 func CredentialKey(h http.Header, names ...string) [sha256.Size]byte {
@@ -168,11 +179,7 @@ func (g *Gate) probe(r *http.Request, msg rewrite.Message) (*http.Response, erro
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range g.fwd {
-		if v := r.Header.Values(k); len(v) > 0 {
-			req.Header[http.CanonicalHeaderKey(k)] = v
-		}
-	}
+	CopyHeaders(req.Header, r.Header, g.fwd)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if hasMeta {

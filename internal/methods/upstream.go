@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -97,8 +98,8 @@ func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, 
 	}
 	// The caller's headers that travel with a request made on its behalf:
 	// who the caller is, and which session and era.
-	copyHeaders(req.Header, r.Header, u.credentials())
-	copyHeaders(req.Header, r.Header, forwardedOnBehalf[:])
+	authgate.CopyHeaders(req.Header, r.Header, u.credentials())
+	authgate.CopyHeaders(req.Header, r.Header, forwardedOnBehalf[:])
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if hasMeta {
@@ -271,15 +272,6 @@ func readReply(resp *http.Response, limit int) ([]byte, error) {
 		}
 		if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) {
 			return ev.Data, nil
-		}
-	}
-}
-
-// copyHeaders copies the headers names from src to dst.
-func copyHeaders(dst, src http.Header, names []string) {
-	for _, k := range names {
-		if v := src.Values(k); len(v) > 0 {
-			dst[http.CanonicalHeaderKey(k)] = v
 		}
 	}
 }
