@@ -220,6 +220,7 @@ func (l *loader) load() (*Snapshot, error) {
 		l.loadPlugin()
 		return nil, nil
 	}
+	l.checkLayout()
 	l.prefetch(files, roots)
 	skills := l.buildSkills(files, roots)
 	agents, err := l.loadAgents(newSkillIndex(skills))
@@ -248,6 +249,35 @@ func (l *loader) load() (*Snapshot, error) {
 	s.problems = slices.Clip([]Problem(l.probs))
 	s.watchDirs = l.tree.dirs
 	return s, nil
+}
+
+// pluginEntries are the top-level names that make a folder a plugin folder.
+var pluginEntries = []string{"skills", "agents", ".claude-plugin"}
+
+// checkLayout reports a folder that has none of pluginEntries: it serves
+// nothing, and the usual cause is a mount or a lint run one level too deep
+// (plugin/skills instead of plugin), which it names when a child folder
+// holds a SKILL.md. It is a skip, not a warning, so that lint fails and the
+// sidecar's skipped-items metric moves: an empty catalog is never what an
+// operator meant.
+func (l *loader) checkLayout() {
+	for _, name := range pluginEntries {
+		if _, err := fs.Stat(l.tree.fsys, name); err == nil {
+			return
+		}
+	}
+	reason := "none of skills/, agents/ or .claude-plugin/ is here, so nothing is served"
+	entries, _ := fs.ReadDir(l.tree.fsys, ".")
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if _, err := fs.Stat(l.tree.fsys, e.Name()+"/SKILL.md"); err == nil {
+			reason += fmt.Sprintf("; %s/SKILL.md makes this look like a skills/ folder: point at its parent, the plugin folder", e.Name())
+			break
+		}
+	}
+	l.probs.skip(".", KindLayout, reason)
 }
 
 // top resolves a top-level folder (skills, agents). A missing one is fine; one

@@ -24,6 +24,7 @@ const (
 	KindDuplicate     = "duplicate"     // a second agent with a name already taken
 	KindReference     = "reference"     // an agent names a skill that is not served
 	KindPlugin        = "plugin"        // .claude-plugin/plugin.json unreadable or invalid
+	KindLayout        = "layout"        // the folder is not a plugin folder: none of skills/, agents/, .claude-plugin/
 )
 
 // Problem is one item the loader skipped or warned about. The same value

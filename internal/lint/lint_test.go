@@ -176,3 +176,59 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
 	}
 }
+
+// TestNotAPluginFolder: a folder with none of skills/, agents/ or
+// .claude-plugin/ serves nothing, so lint fails it; pointed one level too
+// deep (plugin/skills), it names the parent to use instead. A folder with
+// only one of the three is a plugin folder and passes.
+func TestNotAPluginFolder(t *testing.T) {
+	t.Parallel()
+	write := func(t *testing.T, root string, files map[string]string) {
+		t.Helper()
+		for name, body := range files {
+			p := filepath.Join(root, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	skill := "---\nname: demo\ndescription: A demo skill.\n---\nBody.\n"
+	agent := "---\nname: helper\ndescription: Helps.\n---\nDo things.\n"
+	for _, tc := range []struct {
+		name     string
+		files    map[string]string
+		dir      string // under the temporary root
+		wantCode int
+		want     []string // each must appear in stdout
+	}{
+		{"empty", map[string]string{}, ".", lint.ExitSkipped,
+			[]string{".: skipped (layout): none of skills/, agents/ or .claude-plugin/ is here"}},
+		{"skills folder itself", map[string]string{"plugin/skills/demo/SKILL.md": skill}, "plugin/skills", lint.ExitSkipped,
+			[]string{"(layout)", "demo/SKILL.md makes this look like a skills/ folder: point at its parent"}},
+		{"the plugin folder", map[string]string{"plugin/skills/demo/SKILL.md": skill}, "plugin", lint.ExitOK,
+			[]string{"serves 1 skill"}},
+		{"agents only", map[string]string{"agents/helper.md": agent}, ".", lint.ExitOK,
+			[]string{"serves 0 skills and 1 agent"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			write(t, root, tc.files)
+			code, out, errOut := run(t, filepath.Join(root, filepath.FromSlash(tc.dir)))
+			if code != tc.wantCode {
+				t.Fatalf("lint = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			if tc.wantCode == lint.ExitOK && strings.Contains(out, "(layout)") {
+				t.Errorf("a plugin folder is reported as not one:\n%s", out)
+			}
+		})
+	}
+}
