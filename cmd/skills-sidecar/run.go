@@ -36,6 +36,8 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
+	} else if len(args) > 0 && isHelp(args[0]) {
+		cmd = "help" // the program's help lists the commands before serve's flags
 	}
 	switch cmd {
 	case "serve":
@@ -53,12 +55,26 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return exitOK
 	case "help":
 		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, "\nFlags of serve (each is also an environment variable and a pod annotation; see the README):\n")
+		_, _ = loadConfig([]string{"-h"}, nil, nil, stdout)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "skills-sidecar: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(stderr, "skills-sidecar: unknown command %q%s\n\n%s", cmd, suggestCommand(cmd), usage)
 		return exitUsage
 	}
 }
+
+// commands are the subcommands run dispatches.
+var commands = []string{"serve", "lint", "verify", "inject", "webhook", "version", "help"}
+
+func suggestCommand(cmd string) string {
+	if s := config.Suggest(cmd, commands); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 const usage = `Usage:
   skills-sidecar [serve] [flags]                 run the sidecar (the default command)
@@ -70,7 +86,8 @@ const usage = `Usage:
                                                  serve the injection as a mutating admission webhook
   skills-sidecar version                         print the version
 
-Run "skills-sidecar serve -h" for the flags.
+Run "skills-sidecar serve -h" for serve's flags alone, "skills-sidecar COMMAND -h"
+for another command's.
 `
 
 // getenvFrom looks keys up in an environ list.
@@ -102,8 +119,9 @@ func versionString() string {
 
 // loadConfig reads the configuration in its precedence; the annotations file
 // is found from the other sources first.
-func loadConfig(args, environ []string, readFile func(string) ([]byte, error), stderr io.Writer) (config.Config, error) {
-	first, _, err := config.Load(config.Sources{Environ: environ, Args: args, Usage: stderr})
+// usage receives the flags when args ask for help.
+func loadConfig(args, environ []string, readFile func(string) ([]byte, error), usage io.Writer) (config.Config, error) {
+	first, _, err := config.Load(config.Sources{Environ: environ, Args: args, Usage: usage})
 	if err != nil {
 		return first, err
 	}

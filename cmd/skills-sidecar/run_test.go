@@ -23,11 +23,17 @@ func TestRunCommands(t *testing.T) {
 	}{
 		{name: "version", args: []string{"version"}, code: 0, out: "skills-sidecar "},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, errOut: `unknown command "frobnicate"`},
-		{name: "unknown flag", args: []string{"--upstreem", "http://x"}, code: 2, errOut: "upstreem"},
+		{name: "unknown flag", args: []string{"--upstreem", "http://x"}, code: 2, errOut: "flag --upstreem: unknown flag (did you mean --upstream?)"},
+		{name: "unknown flag after a good one", args: []string{"serve", "--listen", "127.0.0.1:0", "-plugin-dri=x"}, code: 2, errOut: "did you mean --plugin-dir?"},
+		{name: "unknown env", env: []string{"SKILLS_SIDECAR_UPSTRAEM=http://x/mcp"}, code: 2, errOut: "(did you mean SKILLS_SIDECAR_UPSTREAM?)"},
+		{name: "mistyped command", args: []string{"lnit"}, code: 2, errOut: `unknown command "lnit" (did you mean "lint"?)`},
 		{name: "bad value names key", args: []string{"serve", "--drain-timeout", "forever"}, code: 2, errOut: "drain-timeout"},
 		{name: "bad env names key", env: []string{"SKILLS_SIDECAR_LISTEN=nope"}, code: 2, errOut: "listen"},
 		{name: "stray argument", args: []string{"serve", "extra"}, code: 2, errOut: `unexpected argument "extra"`},
-		{name: "help", args: []string{"serve", "-h"}, code: 0, errOut: "-plugin-dir"},
+		{name: "serve help", args: []string{"serve", "-h"}, code: 0, out: "-plugin-dir"},
+		{name: "program help lists commands", args: []string{"--help"}, code: 0, out: "skills-sidecar lint [flags] DIR"},
+		{name: "program help then flags", args: []string{"-h"}, code: 0, out: "Flags of serve"},
+		{name: "help command", args: []string{"help"}, code: 0, out: "-upstream"},
 		{name: "lint dispatches", args: []string{"lint"}, code: 2},
 		{name: "lint the example", args: []string{"lint", "../../examples/plugin"}, code: 0, out: "2 skills"},
 		{name: "verify dispatches", args: []string{"verify"}, code: 2},
@@ -46,6 +52,19 @@ func TestRunCommands(t *testing.T) {
 				t.Errorf("run(%q): stdout %q, stderr %q; want them to contain %q and %q", tt.args, out.String(), errOut.String(), tt.out, tt.errOut)
 			}
 		})
+	}
+}
+
+// TestUnknownFlagIsShort: a typo gets its error and suggestion, not a dump
+// of every flag (the flag package's default).
+func TestUnknownFlagIsShort(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"--upstrem", "http://127.0.0.1:1/mcp"}, nil, nil, &out, &errOut); code != exitUsage {
+		t.Fatalf("run = %d, want %d", code, exitUsage)
+	}
+	if lines := strings.Count(errOut.String(), "\n"); lines > 3 {
+		t.Errorf("an unknown flag printed %d lines, want at most 3:\n%s", lines, errOut.String())
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 )
 
 func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	cfg, err := loadConfig(args, environ, os.ReadFile, stderr)
+	cfg, err := loadConfig(args, environ, os.ReadFile, stdout) // asked-for help goes to stdout
 	if errors.Is(err, config.ErrHelp) {
 		return exitOK
 	}

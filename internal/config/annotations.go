@@ -1,5 +1,7 @@
 package config
 
+import "slices"
+
 // Annotations read by the injector rather than by the sidecar at run time.
 // They share the prefix, so Load skips them instead of calling them unknown.
 const (
@@ -11,11 +13,9 @@ const (
 
 // IsInjectorKey reports whether an annotation name (without the prefix)
 // belongs to the injector; the runtime configuration skips those.
-func IsInjectorKey(name string) bool {
-	switch name {
-	case "inject", "status", "image", "resources", "upstream-port", "upstream-path",
-		"port", "plugin-configmaps", "plugin-image":
-		return true
-	}
-	return false
-}
+func IsInjectorKey(name string) bool { return slices.Contains(injectorKeys, name) }
+
+// injectorKeys are the annotation names (without the prefix) the injector
+// reads.
+var injectorKeys = []string{"inject", "status", "image", "resources", "upstream-port", "upstream-path",
+	"port", "plugin-configmaps", "plugin-image"}

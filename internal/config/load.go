@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,8 +74,10 @@ func Defaults() Config {
 func Load(src Sources) (Config, []string, error) {
 	c := Defaults()
 	byKey := map[string]field{}
+	var keys []string
 	for _, f := range fields() {
 		byKey[f.key] = f
+		keys = append(keys, f.key)
 	}
 	var errs []error
 
@@ -89,7 +92,8 @@ func Load(src Sources) (Config, []string, error) {
 		}
 		f, ok := byKey[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("annotation %s: unknown key", k))
+			errs = append(errs, fmt.Errorf("annotation %s: unknown key%s", k,
+				didYouMean(name, append(slices.Clone(keys), injectorKeys...), func(s string) string { return AnnotationPrefix + s })))
 			continue
 		}
 		if err := set(&c, f, ann[k]); err != nil {
@@ -108,7 +112,8 @@ func Load(src Sources) (Config, []string, error) {
 		}
 		f, ok := envKeys[k]
 		if !ok {
-			errs = append(errs, fmt.Errorf("environment %s: unknown key", k))
+			errs = append(errs, fmt.Errorf("environment %s: unknown key%s", k,
+				didYouMean(strings.TrimPrefix(k, EnvPrefix), keys, EnvName)))
 			continue
 		}
 		if err := set(&c, f, v); err != nil {
@@ -116,16 +121,25 @@ func Load(src Sources) (Config, []string, error) {
 		}
 	}
 
+	// The flag package's own output (its error and a dump of every flag)
+	// is discarded: an unknown flag is reported here with a suggestion, and
+	// the flags are printed only when asked for with -h.
 	fsFlags := flag.NewFlagSet("skills-sidecar", flag.ContinueOnError)
 	fsFlags.SetOutput(io.Discard)
-	if src.Usage != nil {
-		fsFlags.SetOutput(src.Usage)
-	}
 	for _, f := range fields() {
 		fsFlags.Var(flagValue{c: &c, f: f}, f.key, f.help)
 	}
-	if err := fsFlags.Parse(src.Args); err != nil {
+	if unknown := unknownFlags(src.Args, byKey); len(unknown) > 0 {
+		for _, name := range unknown {
+			errs = append(errs, fmt.Errorf("flag --%s: unknown flag%s", name,
+				didYouMean(name, keys, func(s string) string { return "--" + s })))
+		}
+	} else if err := fsFlags.Parse(src.Args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if src.Usage != nil {
+				fsFlags.SetOutput(src.Usage)
+				fsFlags.PrintDefaults()
+			}
 			return c, nil, ErrHelp
 		}
 		errs = append(errs, fmt.Errorf("flags: %w", err))
@@ -134,6 +148,31 @@ func Load(src Sources) (Config, []string, error) {
 		return c, nil, errors.Join(errs...)
 	}
 	return c, fsFlags.Args(), c.Validate()
+}
+
+// unknownFlags returns the names of the flags in args that are not keys,
+// read the way the flag package reads them: every key takes a value
+// (-k v or -k=v), and parsing stops at "--", "-" or the first argument that
+// is not a flag. -h and -help are the flag package's own.
+func unknownFlags(args []string, byKey map[string]field) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name == "h" || name == "help" {
+			continue
+		}
+		if _, ok := byKey[name]; !ok {
+			out = append(out, name)
+		}
+		if !hasValue {
+			i++ // the next argument is this flag's value
+		}
+	}
+	return out
 }
 
 // flagValue adapts one Config field to flag.Value.
