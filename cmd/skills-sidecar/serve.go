@@ -41,6 +41,9 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		return exitUsage
 	}
 	defer func() { _ = log.Sync() }()
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
+	}
 	go watchLogLevel(ctx, cfg.AnnotationsFile, levelFixed(args, environ), level, log, 5*time.Second)
 	if err := serve(ctx, cfg, log, stdout); err != nil {
 		log.Error("sidecar stopped", zap.Error(err))

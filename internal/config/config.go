@@ -87,6 +87,18 @@ type Config struct {
 	LogFormat string `key:"log-format" default:"auto" help:"Log encoding: json, console, or auto (console for the embedded demo, json otherwise)."`
 }
 
+// Warnings returns what in c is valid but probably not meant, one sentence
+// each naming its key; the sidecar logs them at start. An upstream URL with
+// no path sends every request to "/", while MCP servers conventionally
+// serve streamable HTTP at /mcp, the injector's default upstream-path.
+func (c *Config) Warnings() []string {
+	var out []string
+	if u, err := url.Parse(c.Upstream); c.Upstream != "" && err == nil && u.Host != "" && u.Path == "" && u.Opaque == "" {
+		out = append(out, fmt.Sprintf("upstream: %s://%s has no path, so requests go to \"/\"; MCP servers usually serve at /mcp (the injector's default upstream-path): write the path explicitly", u.Scheme, u.Host))
+	}
+	return out
+}
+
 // Validate reports every problem with c at once, joined, each naming its key.
 func (c *Config) Validate() error {
 	var errs []error

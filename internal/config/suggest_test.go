@@ -53,3 +53,29 @@ func TestLoadSuggestsKeys(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestWarnings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		upstream string
+		want     int
+	}{
+		{"http://app:3000", 1},
+		{"http://user:secret@app:3000", 1},
+		{"http://app:3000/", 0},
+		{"http://app:3000/mcp", 0},
+		{"", 0}, // the embedded demo
+	} {
+		c := Defaults()
+		c.Upstream = tc.upstream
+		got := c.Warnings()
+		if len(got) != tc.want {
+			t.Errorf("Warnings(upstream %q) = %q, want %d", tc.upstream, got, tc.want)
+		}
+		for _, w := range got {
+			if !strings.HasPrefix(w, "upstream: ") || !strings.Contains(w, "/mcp") || strings.Contains(w, "secret") {
+				t.Errorf("Warnings(upstream %q) = %q: want it to name the key and /mcp, and no credential", tc.upstream, w)
+			}
+		}
+	}
+}
