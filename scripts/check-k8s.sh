@@ -33,7 +33,7 @@ if ! command -v promtool >/dev/null; then
     { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; } ||
     fail "install promtool (Debian package prometheus)"
 fi
-go build -o "$work/checkstatic" ./internal/inject/staticcheck/checkstatic || fail "build checkstatic"
+go build -o "$work/checkstatic" ./internal/inject/staticbin/checkstatic || fail "build checkstatic"
 ((failed == 0)) || exit 1
 
 check_rendered() { # name file

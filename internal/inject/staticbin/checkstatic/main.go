@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/inject/staticcheck"
+	"github.com/skills-sidecar/skills-sidecar/internal/inject/staticbin"
 )
 
 func main() {
@@ -17,7 +17,7 @@ func main() {
 		os.Exit(2)
 	}
 	for _, p := range os.Args[1:] {
-		if err := staticcheck.Check(p); err != nil {
+		if err := staticbin.Check(p); err != nil {
 			fmt.Fprintln(os.Stderr, "checkstatic:", err)
 			code = 1
 			continue

@@ -1,4 +1,4 @@
-package staticcheck
+package staticbin
 
 import (
 	"errors"

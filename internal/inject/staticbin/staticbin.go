@@ -1,8 +1,8 @@
-// Package staticcheck tells whether an ELF executable is statically linked
+// Package staticbin tells whether an ELF executable is statically linked
 // (no PT_INTERP program header and no dynamic section), which the image's
 // empty final stage needs. It owns that one check and must not run the
 // binary it inspects.
-package staticcheck
+package staticbin
 
 import (
 	"debug/elf"
@@ -11,7 +11,7 @@ import (
 )
 
 // ErrDynamic is wrapped when a binary needs a dynamic loader.
-var ErrDynamic = errors.New("staticcheck: dynamically linked")
+var ErrDynamic = errors.New("staticbin: dynamically linked")
 
 // Check opens the ELF file at path and returns nil when it is static.
 func Check(path string) error {
