@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -132,9 +131,6 @@ func loadConfig(args, environ []string, readFile func(string) ([]byte, error), u
 	cfg, rest, err := config.Load(config.Sources{Annotations: ann, Environ: environ, Args: args})
 	if err == nil && len(rest) > 0 {
 		err = fmt.Errorf("serve: unexpected argument %q", rest[0])
-	}
-	if errors.Is(err, config.ErrHelp) {
-		return cfg, err
 	}
 	return cfg, err
 }
