@@ -23,6 +23,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/flagargs"
 )
 
 // Exit codes of Run.
@@ -55,7 +56,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		fset.PrintDefaults()
 	}
-	dirs, err := parseInterleaved(fset, args)
+	dirs, err := flagargs.Parse(fset, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
@@ -97,23 +98,6 @@ func RunFS(fsys fs.FS, format string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	return report(s, format, stdout, stderr)
-}
-
-// parseInterleaved lets flags follow the folder (`lint DIR --format json`),
-// which the flag package alone stops parsing at.
-func parseInterleaved(fset *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fset.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fset.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
 }
 
 func report(s *catalog.Snapshot, format string, stdout, stderr io.Writer) int {

@@ -11,7 +11,8 @@
 //
 // It owns its own wire client, SKILL.md frontmatter parser and rules, and
 // must not import the sidecar's serving packages (internal/proxy,
-// internal/methods, internal/catalog): it has to judge other servers, and
+// internal/methods, internal/catalog; only internal/flagargs, which reads a
+// command line and knows nothing of MCP): it has to judge other servers, and
 // the sidecar itself, fairly. Every read is bounded (--max-bytes,
 // --max-skills, a page cap and --timeout). It writes only to the writers it
 // is given.

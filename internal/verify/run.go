@@ -8,8 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/flagargs"
 )
 
 // Exit codes of Run.
@@ -70,7 +71,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		fset.PrintDefaults()
 	}
-	urls, err := parseInterleaved(fset, args)
+	urls, err := flagargs.Parse(fset, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
@@ -116,23 +117,4 @@ func checkArgs(urls []string, era, format string, maxBytes int64, maxSkills, max
 		return errors.New("--timeout must be positive")
 	}
 	return nil
-}
-
-// parseInterleaved lets flags follow the URL (`verify URL --format json`).
-func parseInterleaved(fset *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fset.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fset.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
-			return nil, fmt.Errorf("flag %q after --", rest[0])
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
 }
