@@ -38,6 +38,10 @@ func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger, m *me
 			return
 		}
 		logProblems(log, ev.Problems)
+		m.Dropped(len(ev.DroppedSkills), len(ev.DroppedAgents))
+		if len(ev.DroppedSkills)+len(ev.DroppedAgents) > 0 {
+			log.Warn("plugin reload stopped serving items", zap.Strings("skills", ev.DroppedSkills), zap.Strings("agents", ev.DroppedAgents))
+		}
 		log.Info("plugin loaded", zap.String("trigger", ev.Trigger), zap.Int("skills", ev.Skills), zap.Int("agents", ev.Agents),
 			zap.Int("problems", len(ev.Problems)), zap.Duration("took", ev.Duration))
 	})

@@ -360,6 +360,8 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_catalog_problems", map[string]string{"kind": "description", "severity": "skip"}, 1},
 		series{"skills_sidecar_catalog_reloads_total", map[string]string{"outcome": "success"}, 1}, // the initial load
 		series{"skills_sidecar_catalog_reloads_total", map[string]string{"outcome": "failure"}, 0},
+		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"}, 0},
+		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"}, 0},
 		series{"skills_sidecar_digest_refreshes_total", map[string]string{}, 2}, // notes' SKILL.md and extra.txt, once
 		series{"skills_sidecar_digest_mismatches_total", map[string]string{}, 1},
 		// The probe hashed the first text; each forwarded read hashed the second.
@@ -487,5 +489,31 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	last, _ := sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
 	if lo, hi := unixSeconds(restored)-1e-3, unixSeconds(time.Now()); last < lo || last > hi {
 		t.Errorf("catalog_last_reload_timestamp_seconds after the restore = %f, want between the restore (%f) and now (%f)", last, lo, hi)
+	}
+	// Nothing served went away in phase 2: broken came back, an agent was added.
+	checkSeries(t, mfs, []series{
+		{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"}, 0},
+		{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"}, 0},
+	})
+
+	// Phase 3: an update breaks a skill that was served and removes an
+	// agent. The reload succeeds; the dropped counter is what moves.
+	writeTree(t, root, map[string]string{"skills/broken/SKILL.md": "---\nname: broken\n---\n# Broken again\n"})
+	if err := os.Remove(filepath.Join(root, "agents", "scribe.md")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mfs = scrape(t, maddr)
+		s, _ := sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"})
+		a, _ := sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"})
+		if s == 1 && a == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("catalog_dropped_total = %v skills, %v agents after breaking one of each, want 1 and 1; log:\n%s", s, a, errOut.String())
+		}
+	}
+	if !strings.Contains(errOut.String(), `"msg":"plugin reload stopped serving items","skills":["skill://broken/SKILL.md"]`) {
+		t.Errorf("no warn line naming the dropped skill:\n%s", errOut.String())
 	}
 }

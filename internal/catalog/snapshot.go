@@ -183,3 +183,24 @@ func splitURI(uri string) (dir, name string) {
 	i := strings.LastIndexByte(uri, '/')
 	return uri[:i], uri[i+1:]
 }
+
+// Dropped lists what prev serves and next does not: skill URIs and agent
+// names, in prev's order. A nil prev drops nothing. A reload that drops an
+// item the author did not remove (a broken SKILL.md in an update) is still a
+// successful load, so this is what tells the operator something went away.
+func Dropped(prev, next *Snapshot) (skills, agents []string) {
+	if prev == nil {
+		return nil, nil
+	}
+	for _, sk := range prev.skills {
+		if _, ok := next.skillByURI[sk.URI]; !ok {
+			skills = append(skills, sk.URI)
+		}
+	}
+	for _, a := range prev.agents {
+		if _, ok := next.agentByName[a.Name]; !ok {
+			agents = append(agents, a.Name)
+		}
+	}
+	return skills, agents
+}

@@ -32,6 +32,9 @@ type ReloadEvent struct {
 	Skills, Agents int
 	// Problems are the published snapshot's skipped and warned items.
 	Problems []Problem
+	// DroppedSkills and DroppedAgents are what the previous snapshot served
+	// and the published one does not (see Dropped): skill URIs, agent names.
+	DroppedSkills, DroppedAgents []string
 	// Duration is how long the build took.
 	Duration time.Duration
 	// At is when the build started.
@@ -89,7 +92,7 @@ func (w *Watcher) reload(trigger string) ReloadEvent {
 	if err != nil {
 		ev.Err = fmt.Errorf("reload %s: %w", w.root, err)
 	} else {
-		w.snap.Store(s)
+		ev.DroppedSkills, ev.DroppedAgents = Dropped(w.snap.Swap(s), s)
 		ev.OK, ev.Skills, ev.Agents, ev.Problems = true, len(s.skills), len(s.agents), s.problems
 	}
 	if w.onReload != nil {

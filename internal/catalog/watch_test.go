@@ -250,3 +250,55 @@ func TestWatcherNoSpuriousReloads(t *testing.T) {
 		t.Errorf("got %d reloads of an unchanged tree, want only the initial one: %+v", len(evs), evs)
 	}
 }
+
+// TestWatcherReportsDropped: an update that breaks one SKILL.md still loads
+// (the reload succeeds), and its event names the skill that went away, so
+// an alert can fire; a later fix brings it back and drops nothing.
+func TestWatcherReportsDropped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agent := "---\nname: helper\ndescription: Helps.\n---\nDo things.\n"
+	writeFiles(t, dir, map[string]string{
+		"skills/a/SKILL.md": skillFile("a"),
+		"skills/b/SKILL.md": skillFile("b"),
+		"agents/helper.md":  agent,
+	})
+	w, log := startWatcher(t, dir, catalog.Options{PollInterval: -1, Debounce: 10 * time.Millisecond})
+	writeFiles(t, dir, map[string]string{"skills/b/SKILL.md": "no frontmatter\n"})
+	if err := os.Remove(filepath.Join(dir, "agents", "helper.md")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b to be skipped", func() bool { return !hasSkill(w, "skill://b/SKILL.md")() })
+	var got catalog.ReloadEvent
+	waitFor(t, "the event dropping b", func() bool {
+		for _, ev := range log.all() {
+			if ev.OK && len(ev.DroppedSkills) > 0 {
+				got = ev
+				return true
+			}
+		}
+		return false
+	})
+	if len(got.DroppedSkills) != 1 || got.DroppedSkills[0] != "skill://b/SKILL.md" {
+		t.Errorf("DroppedSkills = %q, want [skill://b/SKILL.md]", got.DroppedSkills)
+	}
+	waitFor(t, "the agent to go", func() bool { _, ok := w.Snapshot().Agent("helper"); return !ok })
+	var agents []string
+	for _, ev := range log.all() {
+		agents = append(agents, ev.DroppedAgents...)
+	}
+	if len(agents) != 1 || agents[0] != "helper" {
+		t.Errorf("dropped agents over all events = %q, want [helper]", agents)
+	}
+	if first := log.all()[0]; first.DroppedSkills != nil || first.DroppedAgents != nil {
+		t.Errorf("the initial load dropped %q, %q; want nothing", first.DroppedSkills, first.DroppedAgents)
+	}
+	n := len(log.all())
+	writeFiles(t, dir, map[string]string{"skills/b/SKILL.md": skillFile("b")})
+	waitFor(t, "b to come back", hasSkill(w, "skill://b/SKILL.md"))
+	for _, ev := range log.all()[n:] {
+		if len(ev.DroppedSkills)+len(ev.DroppedAgents) > 0 {
+			t.Errorf("a reload adding b back dropped %q, %q", ev.DroppedSkills, ev.DroppedAgents)
+		}
+	}
+}

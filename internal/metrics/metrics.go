@@ -29,6 +29,7 @@ type Metrics struct {
 	reloads          *prometheus.CounterVec
 	lastReload       prometheus.Gauge
 	skipped          *prometheus.GaugeVec
+	catalogDropped   *prometheus.CounterVec
 	digestProbes     prometheus.Counter
 	digestMismatches prometheus.Counter
 	bytesHashed      prometheus.Counter
@@ -66,6 +67,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		skipped: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_problems",
 			Help: "Plugin items skipped or warned in the catalog being served, by kind (the lint kinds) and severity."},
 			[]string{"kind", "severity"}),
+		catalogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "catalog_dropped_total",
+			Help: "Skills and agents the previous catalog served that a successful reload no longer serves, by kind (skill, agent): removed by the author, or skipped because an update broke them."},
+			[]string{"kind"}),
 		digestProbes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_refreshes_total",
 			Help: "Reads of catalog URIs through the upstream made to learn who serves them and digest their bytes."}),
 		digestMismatches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_mismatches_total",
@@ -84,7 +88,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.declarations, m.catalogSkills, m.catalogAgents,
-		m.reloads, m.lastReload, m.skipped, m.digestProbes, m.digestMismatches, m.bytesHashed, m.activeStreams,
+		m.reloads, m.lastReload, m.skipped, m.catalogDropped, m.digestProbes, m.digestMismatches, m.bytesHashed, m.activeStreams,
 		m.authVerdicts, m.authCacheHits, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
@@ -92,6 +96,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	}
 	for _, v := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(v)
+	}
+	for _, v := range []string{"skill", "agent"} {
+		m.catalogDropped.WithLabelValues(v)
 	}
 	for _, v := range []string{"legacy", "modern"} {
 		m.declarations.WithLabelValues(v)
@@ -193,6 +200,14 @@ func (m *Metrics) Reload(ok bool, at time.Time, skills, agents int, problems []P
 	m.skipped.Reset()
 	for _, p := range problems {
 		m.skipped.WithLabelValues(p.Kind, p.Severity).Inc()
+	}
+}
+
+// Dropped records the skills and agents a successful reload stopped serving.
+func (m *Metrics) Dropped(skills, agents int) {
+	if m != nil {
+		m.catalogDropped.WithLabelValues("skill").Add(float64(skills))
+		m.catalogDropped.WithLabelValues("agent").Add(float64(agents))
 	}
 }
 
