@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -53,7 +56,25 @@ func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger, m *me
 			log.Error("plugin watcher stopped", zap.Error(err))
 		}
 	}()
+	go reloadOnHangup(ctx, w)
 	return w.Snapshot, nil
+}
+
+// reloadOnHangup reloads the plugin folder on each SIGHUP until ctx is done,
+// as daemons conventionally do: for a folder whose change no event or poll
+// has seen yet (an image volume, a network file system).
+func reloadOnHangup(ctx context.Context, w *catalog.Watcher) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			w.Reload()
+		}
+	}
 }
 
 func logProblems(log *zap.Logger, ps []catalog.Problem) {
