@@ -40,6 +40,28 @@ type field struct {
 	index          int
 }
 
+// Key describes one configuration key as its struct tags declare it: the
+// one table every rendering of the keys reads (the README's configuration
+// table, the injector's annotation table).
+type Key struct {
+	// Name is the key as flags and annotations spell it, e.g. "upstream".
+	Name string
+	// Default is the default value as text; "" when empty.
+	Default string
+	// Help says what the key means.
+	Help string
+}
+
+// Keys returns every key of Config in declaration order.
+func Keys() []Key {
+	fs := fields()
+	out := make([]Key, len(fs))
+	for i, f := range fs {
+		out[i] = Key{Name: f.key, Default: f.def, Help: f.help}
+	}
+	return out
+}
+
 func fields() []field {
 	t := reflect.TypeFor[Config]()
 	out := make([]field, 0, t.NumField())
