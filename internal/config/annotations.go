@@ -2,17 +2,9 @@ package config
 
 import "slices"
 
-// Annotations read by the injector rather than by the sidecar at run time.
-// They share the prefix, so Load skips them instead of calling them unknown.
-const (
-	// AnnotationInject opts a pod in to injection: "true" or "false".
-	AnnotationInject = AnnotationPrefix + "inject"
-	// AnnotationStatus is written by the injector on a pod it has injected.
-	AnnotationStatus = AnnotationPrefix + "status"
-)
-
 // IsInjectorKey reports whether an annotation name (without the prefix)
-// belongs to the injector; the runtime configuration skips those.
+// belongs to the injector (internal/inject names them); they share the
+// prefix, so Load skips them instead of calling them unknown.
 func IsInjectorKey(name string) bool { return slices.Contains(injectorKeys, name) }
 
 // injectorKeys are the annotation names (without the prefix) the injector
