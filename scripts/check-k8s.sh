@@ -7,6 +7,9 @@
 #   - helm template over the same matrix and kustomize build of the base and
 #     of the static-injection example, every rendered object decoded
 #     strictly into its k8s.io/api type (internal/inject/manifestcheck);
+#     each rendered twice, byte for byte the same (nothing random is
+#     rendered: the injector makes its certificate in the cluster);
+#   - promtool test rules on the chart's alerts (test/prometheus);
 #   - the Dockerfile's go build command, and a check that the binaries are
 #     statically linked (no PT_INTERP).
 # Helm and kustomize run from their Go modules (the first run compiles them).
@@ -16,6 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
 HELM_MOD=helm.sh/helm/v3/cmd/helm@v3.22.0
 KUSTOMIZE_MOD=sigs.k8s.io/kustomize/kustomize/v5@v5.8.2
+KUBE_VERSION=1.36.0
 chart=charts/skills-sidecar
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -64,8 +68,16 @@ for values in "${matrix[@]}"; do
   else
     cat "$work/lint.txt"; fail "helm lint ($name)"
   fi
-  if "$work/helm" template check "$chart" --namespace skills-sidecar "${args[@]}" >"$work/rendered.yaml" 2>"$work/err.txt"; then
+  # --kube-version: Chart.yaml's kubeVersion (>=1.30) is above helm
+  # template's default.
+  if "$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" "${args[@]}" >"$work/rendered.yaml" 2>"$work/err.txt"; then
     check_rendered "helm template ($name)" "$work/rendered.yaml"
+    "$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" "${args[@]}" >"$work/rendered2.yaml" 2>/dev/null
+    if cmp -s "$work/rendered.yaml" "$work/rendered2.yaml"; then
+      echo "ok   helm template ($name): two renders byte-identical"
+    else
+      diff "$work/rendered.yaml" "$work/rendered2.yaml" | head -10; fail "helm template ($name): two renders differ"
+    fi
   else
     cat "$work/err.txt"; fail "helm template ($name)"
   fi
@@ -80,10 +92,35 @@ for bad in "$chart"/ci-invalid/*.yaml; do
   fi
 done
 
+echo "## the injector's alerts: promtool test rules"
+if "$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" --set prometheusRule.enabled=true 2>"$work/err.txt" |
+  "$work/checkmanifests" -rules "$work/rules.yaml" >/dev/null; then
+  cp test/prometheus/*.test.yaml "$work/"
+  for t in "$work"/*.test.yaml; do
+    if promtool test rules "$t" >"$work/promtool.txt" 2>&1; then
+      echo "ok   promtool test rules $(basename "$t")"
+    else
+      cat "$work/promtool.txt"; fail "promtool test rules $(basename "$t")"
+    fi
+  done
+  # The test must be able to fail: the expiry alert with a 1-day threshold
+  # does not fire for a certificate 10 days from expiry.
+  "$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" --set prometheusRule.enabled=true \
+    --set prometheusRule.certificateExpiryDays=1 | "$work/checkmanifests" -rules "$work/rules.yaml" >/dev/null
+  if promtool test rules "$work/injector-alerts.test.yaml" >/dev/null 2>&1; then
+    fail "promtool test rules passed on rules with a broken threshold"
+  else
+    echo "ok   promtool test rules fails on a broken threshold"
+  fi
+else
+  cat "$work/err.txt"; fail "render the PrometheusRule"
+fi
+
 echo "## kustomize build"
 for dir in deploy/kustomize/base deploy/kustomize/examples/static; do
   if "$work/kustomize" build "$dir" >"$work/rendered.yaml" 2>"$work/err.txt"; then
     check_rendered "kustomize build $dir" "$work/rendered.yaml"
+    "$work/kustomize" build "$dir" | cmp -s - "$work/rendered.yaml" || fail "kustomize build $dir: two builds differ"
   else
     cat "$work/err.txt"; fail "kustomize build $dir"
   fi

@@ -26,7 +26,7 @@ passed=0
 failed=0
 report=()
 
-stages=" ${STAGES:-static unit fuzz k8s metrics soak e2e bench} "
+stages=" ${STAGES:-static unit fuzz k8s kube metrics soak e2e bench} "
 
 stage() {
   local name=$1 rc=0 start=$SECONDS
@@ -74,6 +74,11 @@ stage unit go test -race -count=1 -timeout 15m ./...
 stage fuzz fuzz
 if [[ ${SKIP_K8S:-} != 1 ]]; then
   stage k8s scripts/check-k8s.sh
+fi
+# kube: the chart and the kustomize base in a real control plane
+# (scripts/check-kube.sh; binaries built once into .tools/). SKIP_KUBE=1.
+if [[ ${SKIP_KUBE:-} != 1 ]]; then
+  stage kube scripts/check-kube.sh
 fi
 stage metrics scripts/check-metrics.sh
 if [[ ${SKIP_SOAK:-} != 1 ]]; then

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -173,11 +175,21 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 }
 
 const webhookUsage = `usage: skills-sidecar webhook --tls-cert-file FILE --tls-key-file FILE [flags]
+       skills-sidecar webhook --tls-secret NS/NAME --webhook-config NAME --cert-hosts H,... [flags]
 
 Serves the sidecar injection as a mutating admission webhook over HTTPS:
-POST /mutate (AdmissionReview admission.k8s.io/v1), GET /healthz. The
-certificate files are reloaded when they change. Plugin ConfigMaps are read
-from the Kubernetes API with the pod's service account.
+POST /mutate (AdmissionReview admission.k8s.io/v1), GET /healthz; and its
+own metrics on --metrics-listen (GET /metrics, plain HTTP).
+
+The certificate comes from files (reloaded when they change: cert-manager or
+your own), or, with --tls-secret, the injector manages it: it keeps a CA and
+a leaf for --cert-hosts in that Secret (which must exist) and the CA bundle
+in the caBundle of --webhook-config, renewing each once a third of its
+lifetime is left, the new CA trusted before any leaf it signs is served and
+the old one until it expires.
+
+The Kubernetes API is reached with the pod's service account, or with the
+--kube-* flags from outside a cluster.
 
 Flags:
 `
@@ -197,6 +209,17 @@ func RunWebhook(ctx context.Context, args []string, getenv func(string) string, 
 	keyFile := fs.String("tls-key-file", "", "PEM private key `file` (reloaded on change)")
 	onError := fs.String("on-error", "deny", "a pod with malformed annotations: deny (reject it, naming each problem) or allow (admit it unchanged with a warning)")
 	logLevel := fs.String("log-level", "info", "minimum log `level`: debug, info, warn, error")
+	metricsListen := fs.String("metrics-listen", ":9090", "plain HTTP `address` of GET /metrics; empty disables it")
+	tlsSecret := fs.String("tls-secret", "", "manage the certificate in this Secret (`NAMESPACE/NAME`) instead of reading files")
+	webhookConfig := fs.String("webhook-config", "", "with --tls-secret: the MutatingWebhookConfiguration `name` whose caBundle the injector keeps")
+	webhookName := fs.String("webhook-name", "inject.skills-sidecar.io", "with --tls-secret: the `name` of the webhook in it")
+	certHosts := fs.String("cert-hosts", "", "with --tls-secret: comma-separated DNS names or IP addresses of the serving certificate")
+	caValidity := fs.Duration("ca-validity", 10*365*24*time.Hour, "with --tls-secret: lifetime of a CA")
+	certValidity := fs.Duration("cert-validity", 365*24*time.Hour, "with --tls-secret: lifetime of a serving certificate (never past its CA's)")
+	certInterval := fs.Duration("cert-interval", 30*time.Second, "with --tls-secret: time between certificate steps (a new CA is trusted this long before it is used)")
+	kubeServer := fs.String("kube-api-server", "", "outside a cluster: the API server's `URL`")
+	kubeToken := fs.String("kube-token-file", "", "outside a cluster: `file` with the bearer token")
+	kubeCA := fs.String("kube-ca-file", "", "outside a cluster: `file` with the CA of the API server's certificate")
 	options := sidecarFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -209,8 +232,39 @@ func RunWebhook(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if *certFile == "" || *keyFile == "" {
-		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file: required"))
+	selfManaged := *tlsSecret != ""
+	secretNS, secretName, _ := strings.Cut(*tlsSecret, "/")
+	var hosts []string
+	for _, h := range strings.Split(*certHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	switch {
+	case selfManaged && (*certFile != "" || *keyFile != ""):
+		errs = append(errs, errors.New("--tls-secret and --tls-cert-file/--tls-key-file: choose one"))
+	case selfManaged:
+		if secretNS == "" || secretName == "" || strings.Contains(secretName, "/") {
+			errs = append(errs, fmt.Errorf("--tls-secret: %q is not NAMESPACE/NAME", *tlsSecret))
+		}
+		if *webhookConfig == "" {
+			errs = append(errs, errors.New("--webhook-config: required with --tls-secret"))
+		}
+		if len(hosts) == 0 {
+			errs = append(errs, errors.New("--cert-hosts: required with --tls-secret"))
+		}
+		if *caValidity <= 0 || *certValidity <= 0 || *certInterval <= 0 {
+			errs = append(errs, errors.New("--ca-validity, --cert-validity and --cert-interval: must be positive"))
+		}
+		if *certInterval*3 > *certValidity {
+			errs = append(errs, errors.New("--cert-interval: must be under a third of --cert-validity, or a renewal could come too late"))
+		}
+	case *certFile == "" || *keyFile == "":
+		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file (or --tls-secret): required"))
+	}
+	outOfCluster := *kubeServer != "" || *kubeToken != "" || *kubeCA != ""
+	if outOfCluster && (*kubeServer == "" || *kubeToken == "" || *kubeCA == "") {
+		errs = append(errs, errors.New("--kube-api-server, --kube-token-file and --kube-ca-file: give all three or none"))
 	}
 	if *onError != "deny" && *onError != "allow" {
 		errs = append(errs, fmt.Errorf("--on-error: %q is neither deny nor allow", *onError))
@@ -231,21 +285,68 @@ func RunWebhook(ctx context.Context, args []string, getenv func(string) string, 
 	log := zap.New(zapCore(logCfg, stderr))
 	defer func() { _ = log.Sync() }()
 
-	certs, err := NewCertReloader(*certFile, *keyFile)
+	var api *APIClient
+	if outOfCluster {
+		api, err = NewAPIClient(*kubeServer, *kubeToken, *kubeCA)
+	} else {
+		api, err = InClusterAPI(getenv)
+	}
 	if err != nil {
-		log.Error("cannot load TLS certificate", zap.Error(err))
-		return ExitFail
+		if selfManaged {
+			log.Error("the Kubernetes API is needed to manage the certificate", zap.Error(err))
+			return ExitFail
+		}
+		log.Warn("plugin ConfigMaps cannot be read; pods naming them will not be injected", zap.Error(err))
+		api = nil
 	}
 	h := &Webhook{Options: opts, Deny: *onError == "deny", Log: log}
-	if api, err := InClusterAPI(getenv); err == nil {
+	if api != nil {
 		h.ConfigMaps = api.ConfigMap
+	}
+	reg := prometheus.NewRegistry()
+	var certs CertSource
+	if selfManaged {
+		sc := &SelfCerts{API: api, Namespace: secretNS, Secret: secretName, WebhookConfig: *webhookConfig, WebhookName: *webhookName,
+			Policy: CertPolicy{CAValidity: *caValidity, CertValidity: *certValidity, Hosts: hosts}, Interval: *certInterval, Log: log.Named("certs")}
+		h.Metrics = NewWebhookMetrics(reg, sc.NotAfter)
+		sc.OnError = h.Metrics.CertificateError
+		certs = sc
+		go sc.Run(ctx)
 	} else {
-		log.Warn("plugin ConfigMaps cannot be read; pods naming them will not be injected", zap.Error(err))
+		r, err := NewCertReloader(*certFile, *keyFile)
+		if err != nil {
+			log.Error("cannot load TLS certificate", zap.Error(err))
+			return ExitFail
+		}
+		h.Metrics = NewWebhookMetrics(reg, r.NotAfter)
+		certs = r
+	}
+	if *metricsListen != "" {
+		stop, err := serveMetrics(*metricsListen, reg, log)
+		if err != nil {
+			log.Error("cannot listen for metrics", zap.String("addr", *metricsListen), zap.Error(err))
+			return ExitFail
+		}
+		defer stop()
 	}
 	return serveWebhook(ctx, *listen, certs, h, log)
 }
 
-func serveWebhook(ctx context.Context, addr string, certs *CertReloader, h *Webhook, log *zap.Logger) int {
+// serveMetrics serves GET /metrics of reg on addr until stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry, log *zap.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(log.Named("metrics"))}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics serving", zap.String("addr", ln.Addr().String()))
+	return func() { _ = srv.Close() }, nil
+}
+
+func serveWebhook(ctx context.Context, addr string, certs CertSource, h *Webhook, log *zap.Logger) int {
 	mux := http.NewServeMux()
 	mux.Handle("/mutate", h)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })

@@ -77,7 +77,7 @@ func TestRunWebhookServes(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- RunWebhook(ctx, []string{"--listen", "127.0.0.1:0", "--tls-cert-file", certFile, "--tls-key-file", keyFile}, func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+		done <- RunWebhook(ctx, []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--tls-cert-file", certFile, "--tls-key-file", keyFile}, func(string) string { return "" }, &bytes.Buffer{}, &stderr)
 	}()
 	cancel()
 	if code := <-done; code != ExitOK {

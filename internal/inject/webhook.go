@@ -3,6 +3,7 @@ package inject
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,10 +41,15 @@ type Webhook struct {
 	Deny bool
 	// Log receives one line per admission decision; nil logs nothing.
 	Log *zap.Logger
+	// Metrics counts the calls by result; nil counts nothing.
+	Metrics *WebhookMetrics
 }
 
 // ServeHTTP answers one AdmissionReview.
 func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	result := ResultInvalid
+	defer func() { h.Metrics.observe(result, time.Since(start)) }()
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
 		return
@@ -53,11 +59,12 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "admission review unreadable or too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	resp, err := h.Review(r.Context(), body)
+	resp, res, err := h.review(r.Context(), body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	result = res
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(resp)
 }
@@ -67,31 +74,38 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // may send fields newer than this build, and the pod is only read, never
 // re-encoded (the answer is a patch), so nothing it carries is lost.
 func (h *Webhook) Review(ctx context.Context, body []byte) ([]byte, error) {
+	out, _, err := h.review(ctx, body)
+	return out, err
+}
+
+// review is Review, also returning the result the call is counted under.
+func (h *Webhook) review(ctx context.Context, body []byte) ([]byte, string, error) {
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
-		return nil, fmt.Errorf("decode admission review: %w", err)
+		return nil, ResultInvalid, fmt.Errorf("decode admission review: %w", err)
 	}
 	if review.Request == nil {
-		return nil, errors.New("admission review has no request")
+		return nil, ResultInvalid, errors.New("admission review has no request")
 	}
 	req := review.Request
-	resp := h.respond(ctx, req)
+	resp, result := h.respond(ctx, req)
 	resp.UID = req.UID
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	if out.APIVersion == "" {
 		out.APIVersion, out.Kind = "admission.k8s.io/v1", "AdmissionReview"
 	}
-	return json.Marshal(out)
+	b, err := json.Marshal(out)
+	return b, result, err
 }
 
-func (h *Webhook) respond(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (h *Webhook) respond(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	log := h.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
 	allow := &admissionv1.AdmissionResponse{Allowed: true}
 	if req.Kind.Kind != "Pod" || req.Kind.Group != "" || req.Operation != admissionv1.Create {
-		return allow
+		return allow, ResultSkipped
 	}
 	var pod corev1.Pod
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
@@ -111,7 +125,7 @@ func (h *Webhook) respond(ctx context.Context, req *admissionv1.AdmissionRequest
 	}
 	if ops == nil {
 		log.Debug("not injected", zap.String("namespace", ns), zap.String("pod", podName(pod)), zap.String("reason", skip))
-		return allow
+		return allow, ResultSkipped
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
@@ -119,24 +133,24 @@ func (h *Webhook) respond(ctx context.Context, req *admissionv1.AdmissionRequest
 	}
 	log.Info("injected", zap.String("namespace", ns), zap.String("pod", podName(pod)))
 	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}, ResultInjected
 }
 
 // fail turns a mutation error into a denial or an admission with a
 // warning, as Deny says; the pod is never patched.
-func (h *Webhook) fail(log *zap.Logger, req *admissionv1.AdmissionRequest, err error) *admissionv1.AdmissionResponse {
+func (h *Webhook) fail(log *zap.Logger, req *admissionv1.AdmissionRequest, err error) (*admissionv1.AdmissionResponse, string) {
 	msg := "skills-sidecar injection: " + err.Error()
 	log.Warn("not injected", zap.String("namespace", req.Namespace), zap.String("pod", req.Name), zap.Bool("denied", h.Deny), zap.Error(err))
 	if h.Deny {
 		return &admissionv1.AdmissionResponse{Result: &metav1.Status{
 			Status: metav1.StatusFailure, Message: msg, Reason: metav1.StatusReasonBadRequest, Code: http.StatusBadRequest,
-		}}
+		}}, ResultDenied
 	}
 	const maxWarning = 250 // the API server drops longer warnings' tails
 	if len(msg) > maxWarning {
 		msg = msg[:maxWarning-3] + "..."
 	}
-	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{msg}}
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{msg}}, ResultWarned
 }
 
 func podName(p corev1.Pod) string {
@@ -202,6 +216,20 @@ func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 		_ = r.loadLocked() // on failure the last good certificate stays
 	}
 	return r.cert, nil
+}
+
+// NotAfter is the expiry of the certificate being served.
+func (r *CertReloader) NotAfter() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cert == nil || len(r.cert.Certificate) == 0 {
+		return time.Time{}
+	}
+	c, err := x509.ParseCertificate(r.cert.Certificate[0])
+	if err != nil {
+		return time.Time{}
+	}
+	return c.NotAfter
 }
 
 func fileStamp(files ...string) (string, error) {

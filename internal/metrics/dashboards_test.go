@@ -7,9 +7,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/inject"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 )
 
@@ -36,15 +38,20 @@ func unknownMetrics(text string, known map[string]bool) []string {
 
 func knownMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	reg := prometheus.NewRegistry()
+	// The sidecar's registry and the injector's (which the chart's alerts
+	// also query; its own registry, since both add the Go collectors).
+	reg, injector := prometheus.NewRegistry(), prometheus.NewRegistry()
 	metrics.New(reg, "test")
-	ch := make(chan *prometheus.Desc, 64)
-	go func() { reg.Describe(ch); close(ch) }()
+	inject.NewWebhookMetrics(injector, func() time.Time { return time.Time{} })
 	known := map[string]bool{}
 	re := regexp.MustCompile(`fqName: "([^"]+)"`)
-	for d := range ch {
-		if m := re.FindStringSubmatch(d.String()); m != nil {
-			known[m[1]] = true
+	for _, r := range []*prometheus.Registry{reg, injector} {
+		ch := make(chan *prometheus.Desc, 64)
+		go func() { r.Describe(ch); close(ch) }()
+		for d := range ch {
+			if m := re.FindStringSubmatch(d.String()); m != nil {
+				known[m[1]] = true
+			}
 		}
 	}
 	return known

@@ -61,17 +61,34 @@ app.kubernetes.io/component: injector
 {{- end -}}
 
 {{/*
-A CA and a serving certificate generated once per render, shared by the
-Secret and the webhook's caBundle (a dict cached on the root context so both
-templates see the same pair).
+Where the serving certificate comes from: "byo" (tls.existingSecret and
+tls.caBundle), "certManager", or "self" (the injector manages it).
 */}}
-{{- define "skills-sidecar.generatedTLS" -}}
-{{- if not (index .Values "__generatedTLS") -}}
+{{- define "skills-sidecar.tlsMode" -}}
+{{- if .Values.tls.existingSecret -}}byo
+{{- else if .Values.tls.certManager.enabled -}}certManager
+{{- else -}}self
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret the injector reads its certificate from. */}}
+{{- define "skills-sidecar.servingSecret" -}}
+{{- if eq (include "skills-sidecar.tlsMode" .) "byo" -}}
+{{- .Values.tls.existingSecret -}}
+{{- else -}}
+{{- include "skills-sidecar.tlsSecret" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The names the serving certificate carries: the host of webhook.url, or the
+Service's names.
+*/}}
+{{- define "skills-sidecar.certHosts" -}}
+{{- if .Values.webhook.url -}}
+{{- (urlParse .Values.webhook.url).hostname -}}
+{{- else -}}
 {{- $svc := include "skills-sidecar.fullname" . -}}
-{{- $days := int .Values.tls.generatedValidityDays -}}
-{{- $ca := genCA (printf "%s-ca" $svc) $days -}}
-{{- $dns := list $svc (printf "%s.%s" $svc .Release.Namespace) (include "skills-sidecar.serviceDNS" .) (printf "%s.cluster.local" (include "skills-sidecar.serviceDNS" .)) -}}
-{{- $cert := genSignedCert (include "skills-sidecar.serviceDNS" .) nil $dns $days $ca -}}
-{{- $_ := set .Values "__generatedTLS" (dict "ca" $ca.Cert "cert" $cert.Cert "key" $cert.Key) -}}
+{{- list $svc (printf "%s.%s" $svc .Release.Namespace) (include "skills-sidecar.serviceDNS" .) (printf "%s.cluster.local" (include "skills-sidecar.serviceDNS" .)) | join "," -}}
 {{- end -}}
 {{- end -}}

@@ -1,0 +1,147 @@
+package inject
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// CertSource serves the webhook's certificate: files (CertReloader) or the
+// injector's own Secret (SelfCerts).
+type CertSource interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// NotAfter is the expiry of the certificate being served (zero when
+	// none is).
+	NotAfter() time.Time
+}
+
+// SelfCerts is the injector managing its own certificate, as vault-k8s and
+// Linkerd's injectors do: the CA, the trust bundle and the leaf live in one
+// Secret that the chart creates empty; every replica runs the same
+// reconcile step (PlanCerts) on a timer, writes the Secret with optimistic
+// concurrency (a replica that loses the race reads the winner's next time),
+// makes the webhook's caBundle equal the Secret's bundle, and serves the
+// Secret's leaf only once its CA is in the caBundle the API server has.
+// Nothing about the certificate is rendered by the chart, so renders are
+// byte-identical and upgrades or GitOps syncs cannot change it.
+type SelfCerts struct {
+	API           *APIClient
+	Namespace     string
+	Secret        string
+	WebhookConfig string
+	WebhookName   string
+	Policy        CertPolicy
+	// Interval between reconcile steps; a new CA is published at least
+	// one Interval before any leaf it signs is served.
+	Interval time.Duration
+	Log      *zap.Logger
+	// OnError counts failed steps (nil: not counted).
+	OnError func()
+	now     func() time.Time
+
+	mu       sync.Mutex
+	cert     *tls.Certificate
+	notAfter time.Time
+}
+
+// Run reconciles until ctx is done; the first step runs at once.
+func (s *SelfCerts) Run(ctx context.Context) {
+	t := time.NewTicker(s.Interval)
+	defer t.Stop()
+	for {
+		if err := s.Step(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("certificate step failed; serving the last good certificate", zap.Error(err))
+			if s.OnError != nil {
+				s.OnError()
+			}
+		}
+		wait := s.Interval
+		if s.NotAfter().IsZero() {
+			wait = time.Second // nothing served yet: no reason to wait long
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Step is one reconcile: read the Secret and the live caBundle, plan,
+// write what changed, and pick the leaf to serve.
+func (s *SelfCerts) Step(ctx context.Context) error {
+	now := time.Now
+	if s.now != nil {
+		now = s.now
+	}
+	sec, err := s.API.Secret(ctx, s.Namespace, s.Secret)
+	if err != nil {
+		return err
+	}
+	live, err := s.API.WebhookCABundle(ctx, s.WebhookConfig, s.WebhookName)
+	if err != nil {
+		return err
+	}
+	cur := CertState{CABundle: sec.Data[SecretCABundle], CAKey: sec.Data[SecretCAKey], Cert: sec.Data[SecretCertKey], Key: sec.Data[SecretPrivateKey]}
+	next, changed, err := PlanCerts(cur, live, s.Policy, now())
+	if err != nil {
+		return err
+	}
+	if changed {
+		err := s.API.UpdateSecretData(ctx, s.Namespace, s.Secret, sec.ResourceVersion, map[string][]byte{
+			SecretCABundle: next.CABundle, SecretCAKey: next.CAKey, SecretCertKey: next.Cert, SecretPrivateKey: next.Key,
+		})
+		if IsConflict(err) {
+			s.Log.Debug("another replica updated the certificate Secret first")
+			next = cur // serve what was read; the next step reads the winner's
+		} else if err != nil {
+			return err
+		} else {
+			s.Log.Info("certificate Secret updated", zap.Int("trusted_cas", len(parseBundle(next.CABundle))))
+		}
+	}
+	if string(live) != string(next.CABundle) && len(next.CABundle) > 0 {
+		if err := s.API.SetWebhookCABundle(ctx, s.WebhookConfig, s.WebhookName, next.CABundle); err != nil {
+			return err
+		}
+		s.Log.Info("webhook caBundle updated", zap.Int("trusted_cas", len(parseBundle(next.CABundle))))
+	}
+	// Serve the leaf only if the API server already trusted its CA before
+	// this step (live, not what was just patched).
+	if len(next.Cert) == 0 || !BundleContainsIssuer(live, next.Cert) {
+		return nil
+	}
+	pair, err := tls.X509KeyPair(next.Cert, next.Key)
+	if err != nil {
+		return errors.New("certificate Secret holds a broken key pair")
+	}
+	exp, _ := LeafNotAfter(next.Cert)
+	s.mu.Lock()
+	s.cert, s.notAfter = &pair, exp
+	s.mu.Unlock()
+	return nil
+}
+
+// GetCertificate is tls.Config.GetCertificate; before the first leaf is
+// ready every handshake fails (and /healthz with it, so the pod is not
+// ready).
+func (s *SelfCerts) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cert == nil {
+		return nil, errors.New("no certificate yet: the injector has not completed a certificate step")
+	}
+	return s.cert, nil
+}
+
+// NotAfter is the expiry of the leaf being served.
+func (s *SelfCerts) NotAfter() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notAfter
+}

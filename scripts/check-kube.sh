@@ -1,0 +1,486 @@
+#!/usr/bin/env bash
+# check-kube.sh installs the chart and the kustomize base into a real
+# control plane and checks what the API server does with them: etcd,
+# kube-apiserver and kube-controller-manager (deployment, replicaset,
+# serviceaccount, namespace and garbage-collector controllers) on loopback,
+# built by scripts/build-kube.sh; no kubelet or scheduler, so Pods are
+# admitted and stored, never run. The injector runs here as a local process
+# (with exactly the arguments of the Deployment the API server stored, its
+# listeners moved to loopback), serving TLS at the URL the webhook is pointed
+# to (webhook.url), and reaches the API server with a token of the
+# ServiceAccount the chart created: the chart's RBAC is what it gets.
+#
+# For the chart (helm install, two helm upgrades, helm uninstall) and then
+# for the kustomize base (server-side apply, delete):
+#   - what the API server stored: matchConditions (CEL), the namespace
+#     selector excluding the release's namespace, caBundle set by the injector;
+#   - Deployments that opt in and that do not, in two namespaces: the Pods
+#     the controller creates are mutated exactly when asked, and the native
+#     sidecar, volumes and probes pass the API server's own validation;
+#   - admission calls (dry-run Pod creations) polled through both upgrades
+#     and several certificate rotations (short lifetimes): none may fail;
+#   - namespace opt-in by label (second upgrade);
+#   - injector stopped: Pods that did not ask are created at once, a Pod
+#     that asked is rejected with the API server's failed-call message;
+#   - uninstall: no webhook configuration, RBAC object or Secret left.
+# Every process is started and stopped by pid; waits are bounded. Prints
+# "kube: N passed, N failed"; exit 1 when a check failed.
+#
+# Environment: TOOLS_DIR (default .tools; binaries are cached there).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+repo=$PWD
+tools=${TOOLS_DIR:-.tools}
+kube_version=${KUBE_VERSION:-v1.36.3}
+
+# shellcheck source=scripts/ports.sh
+source scripts/ports.sh
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok    $*"; }
+bad() { failed=$((failed + 1)); echo "FAIL  $*"; }
+check() { # name command...: the command's output is shown when it fails
+  local name=$1
+  shift
+  if "$@" >"$work/check.out" 2>&1; then ok "$name"; else cat "$work/check.out"; bad "$name"; fi
+}
+
+work=$(mktemp -d)
+exec 3>&1 # the terminal, for lines a check prints whether or not it passes
+pids=()
+stop_pid() { # pid: TERM, up to 10 s, then KILL
+  local pid=$1
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local i
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "## building the control plane, helm, kustomize and skills-sidecar"
+scripts/build-kube.sh || { echo "kube: 0 passed, 1 failed (build)"; exit 1; }
+bin=$tools/kube-$kube_version
+mkdir -p "$tools/bin"
+[[ -x $tools/bin/helm ]] || GOBIN=$(cd "$tools/bin" && pwd) go install helm.sh/helm/v3/cmd/helm@v3.22.0 || exit 1
+[[ -x $tools/bin/kustomize ]] || GOBIN=$(cd "$tools/bin" && pwd) go install sigs.k8s.io/kustomize/kustomize/v5@v5.8.2 || exit 1
+helm=$tools/bin/helm
+kustomize=$tools/bin/kustomize
+go build -o "$work/skills-sidecar" ./cmd/skills-sidecar || exit 1
+
+echo "## starting etcd, kube-apiserver, kube-controller-manager on loopback"
+free_port etcd_port
+free_port peer_port
+free_port api_port
+"$bin/etcd" --name check --data-dir "$work/etcd" --log-level error \
+  --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+  --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+  --initial-cluster "check=http://127.0.0.1:$peer_port" >"$work/etcd.log" 2>&1 &
+pids+=($!)
+
+admin_token=$(openssl rand -hex 16)
+echo "$admin_token,admin,admin,system:masters" >"$work/tokens.csv"
+openssl genrsa -out "$work/sa.key" 2048 2>/dev/null
+openssl rsa -in "$work/sa.key" -pubout -out "$work/sa.pub" 2>/dev/null
+"$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" --cert-dir "$work/pki" \
+  --token-auth-file "$work/tokens.csv" --authorization-mode RBAC \
+  --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$work/sa.pub" \
+  --service-account-signing-key-file "$work/sa.key" --service-cluster-ip-range 10.96.0.0/24 \
+  >"$work/apiserver.log" 2>&1 &
+pids+=($!)
+api=https://127.0.0.1:$api_port
+ca=$work/pki/apiserver.crt
+
+k() { # method path [curl args...]: the API as admin; body on stdout
+  local method=$1 path=$2
+  shift 2
+  curl -sS -m 20 --cacert "$ca" -H "Authorization: Bearer $admin_token" -X "$method" "$api$path" "$@"
+}
+kcode() { # method path [curl args...]: the HTTP status only
+  local method=$1 path=$2
+  shift 2
+  curl -sS -m 20 -o "$work/last.json" -w '%{http_code}' --cacert "$ca" -H "Authorization: Bearer $admin_token" -X "$method" "$api$path" "$@"
+}
+wait_for() { # tries command...: every 0.2 s, at most tries times
+  local n=$1
+  shift
+  for _ in $(seq "$n"); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  return 1
+}
+api_ready() { [[ -f $ca ]] && [[ $(k GET /readyz) == ok ]]; }
+if ! wait_for 300 api_ready; then
+  tail -20 "$work/apiserver.log"
+  echo "kube: 0 passed, 1 failed (the API server did not become ready)"
+  exit 1
+fi
+cat >"$work/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: check
+    cluster: {server: "$api", certificate-authority: "$ca"}
+users:
+  - name: admin
+    user: {token: "$admin_token"}
+contexts:
+  - name: check
+    context: {cluster: check, user: admin}
+current-context: check
+EOF
+export KUBECONFIG=$work/kubeconfig HELM_CACHE_HOME=$work/helm/cache HELM_CONFIG_HOME=$work/helm/config HELM_DATA_HOME=$work/helm/data
+"$bin/kube-controller-manager" --kubeconfig "$work/kubeconfig" --authentication-kubeconfig "$work/kubeconfig" \
+  --authorization-kubeconfig "$work/kubeconfig" --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
+  --controllers deployment,replicaset,serviceaccount,namespace,garbagecollector \
+  >"$work/controller-manager.log" 2>&1 &
+pids+=($!)
+ok "control plane $kube_version ready on loopback"
+
+# ---- helpers over the API --------------------------------------------------
+
+mkns() { # name [label=value]
+  local labels='{}'
+  [[ -n ${2:-} ]] && labels="{\"${2%%=*}\":\"${2#*=}\"}"
+  k POST /api/v1/namespaces -H 'Content-Type: application/json' \
+    -d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$1\",\"labels\":$labels}}" >/dev/null
+}
+default_sa() { [[ $(kcode GET "/api/v1/namespaces/$1/serviceaccounts/default") == 200 ]]; }
+
+# pod_json name annotate(true|none): a Pod running a server on :3000 with the
+# example plugin ConfigMap.
+pod_json() {
+  local ann='{}'
+  [[ $2 == true ]] && ann='{"skills-sidecar.io/inject":"true","skills-sidecar.io/plugin-configmaps":"acme-plugin"}'
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","annotations":%s},"spec":{"containers":[{"name":"server","image":"example/mcp:1","ports":[{"containerPort":3000}]}]}}' "$1" "$ann"
+}
+deployment_json() { # name annotate
+  local tmpl
+  tmpl=$(pod_json x "$2" | jq -c --arg app "$1" '{metadata: (.metadata | del(.name) | .labels = {app: $app}), spec}')
+  jq -cn --arg name "$1" --argjson tmpl "$tmpl" \
+    '{apiVersion:"apps/v1",kind:"Deployment",metadata:{name:$name},spec:{replicas:1,selector:{matchLabels:{app:$name}},template:$tmpl}}'
+}
+plugin_cm() { # namespace
+  k POST "/api/v1/namespaces/$1/configmaps" -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"acme-plugin"},"data":{"skills__refunds__SKILL.md":"---\nname: refunds\ndescription: Refunds.\n---\nBody.\n"}}' >/dev/null
+}
+# controller_pod ns app: the first Pod the ReplicaSet controller created.
+controller_pod() {
+  k GET "/api/v1/namespaces/$1/pods?labelSelector=app%3D$2" | jq -e '.items[0]' >"$work/pod-$1-$2.json"
+}
+
+# is_injected file: the stored Pod has the native sidecar with its port,
+# probes and volumes, and the status annotation.
+is_injected() {
+  jq -e '
+    (.metadata.annotations["skills-sidecar.io/status"] == "injected") and
+    ([.spec.initContainers[]? | select(.name == "skills-sidecar" and .restartPolicy == "Always"
+        and .startupProbe != null and .readinessProbe != null and .livenessProbe != null
+        and any(.ports[]; .name == "skills-mcp"))] | length == 1) and
+    ([.spec.volumes[]?.name] | (index("skills-sidecar-plugin") != null)) and
+    ([.spec.volumes[]? | select(.configMap.name == "acme-plugin")] | length == 1)' "$1" >/dev/null
+}
+not_injected() {
+  jq -e '(.metadata.annotations["skills-sidecar.io/status"] // "") == "" and
+    ([.spec.initContainers[]?, .spec.containers[] | select(.name == "skills-sidecar")] | length == 0)' "$1" >/dev/null
+}
+
+# dry_create ns name annotate: a Pod creation that goes through admission
+# but is not stored; the API server's answer in $work/last.json.
+dry_create() {
+  kcode POST "/api/v1/namespaces/$1/pods?dryRun=All" -H 'Content-Type: application/json' -d "$(pod_json "$2" "$3")"
+}
+
+# ---- the injector as a local process ---------------------------------------
+
+inj_pid=
+free_port inj_port
+free_port inj_metrics
+# start_injector ns deployment sa [extra args]: run the stored Deployment's
+# arguments with loopback listeners and a token of the ServiceAccount.
+start_injector() {
+  local ns=$1 deploy=$2 sa=$3
+  shift 3
+  k POST "/api/v1/namespaces/$ns/serviceaccounts/$sa/token" -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+    jq -r '.status.token // empty' >"$work/sa-token"
+  [[ -s $work/sa-token ]] || { echo "no token for $ns/$sa"; return 1; }
+  mapfile -t args < <(k GET "/apis/apps/v1/namespaces/$ns/deployments/$deploy" |
+    jq -r '.spec.template.spec.containers[] | select(.name == "injector") | .args[]' |
+    grep -v -e '^--listen=' -e '^--metrics-listen=' "$@")
+  [[ ${args[0]:-} == webhook ]] || { echo "stored Deployment has no injector args"; return 1; }
+  "$work/skills-sidecar" "${args[@]}" --listen "127.0.0.1:$inj_port" --metrics-listen "127.0.0.1:$inj_metrics" \
+    --kube-api-server "$api" --kube-token-file "$work/sa-token" --kube-ca-file "$ca" \
+    ${INJECTOR_EXTRA:-} >>"$work/injector.log" 2>&1 &
+  inj_pid=$!
+  pids+=("$inj_pid")
+}
+stop_injector() { [[ -n $inj_pid ]] && stop_pid "$inj_pid"; inj_pid=; }
+webhook_bundle() { # config name: the caBundle, PEM
+  k GET "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/$1" |
+    jq -r '.webhooks[0].clientConfig.caBundle // empty' | base64 -d
+}
+injector_ready() { # config
+  webhook_bundle "$1" >"$work/bundle.pem" && [[ -s $work/bundle.pem ]] &&
+    curl -sS -m 2 --cacert "$work/bundle.pem" "https://127.0.0.1:$inj_port/healthz" | grep -q ok
+}
+
+# ---- admission polled in the background ------------------------------------
+
+poll_pid=
+start_poll() { # ns
+  : >"$work/poll.log"
+  (
+    i=0
+    while [[ ! -f $work/poll.stop ]]; do
+      i=$((i + 1))
+      code=$(dry_create "$1" "poll-$i" true)
+      if [[ $code == 201 ]] && jq -e '[.spec.initContainers[]? | select(.name == "skills-sidecar")] | length == 1' "$work/last.json" >/dev/null 2>&1; then
+        echo "ok" >>"$work/poll.log"
+      else
+        echo "fail $code $(jq -r '.message // empty' "$work/last.json" 2>/dev/null | head -c 300)" >>"$work/poll.log"
+      fi
+      sleep 0.2
+    done
+  ) &
+  poll_pid=$!
+  pids+=("$poll_pid")
+}
+stop_poll() {
+  touch "$work/poll.stop"
+  for _ in $(seq 100); do kill -0 "$poll_pid" 2>/dev/null || break; sleep 0.1; done
+  stop_pid "$poll_pid"
+  rm -f "$work/poll.stop"
+}
+poll_clean() {
+  local calls fails
+  calls=$(wc -l <"$work/poll.log")
+  fails=$(grep -c '^fail' "$work/poll.log")
+  echo "      $calls admission calls polled, $fails failed" >&3
+  grep '^fail' "$work/poll.log" | sort | uniq -c | head -5
+  ((calls >= 20 && fails == 0))
+}
+rotations() { grep -c '"certificate Secret updated"' "$work/injector.log"; }
+
+# ---- 1. the chart ----------------------------------------------------------
+
+echo "## helm: install"
+ns=skills-sidecar
+mkns shop
+mkns lab skills-sidecar.io/inject=enabled
+wait_for 150 default_sa shop && wait_for 150 default_sa lab || bad "the serviceaccount controller made no default ServiceAccount"
+plugin_cm shop
+plugin_cm lab
+# Short lifetimes, so that CA and leaf rotations happen while admission is
+# polled: a leaf every 20 s, a CA every 60 s.
+chart_args=(--namespace "$ns" --set "webhook.url=https://127.0.0.1:$inj_port/mutate" --set image.tag=check
+  --set tls.selfManaged.caValidity=90s --set tls.selfManaged.certValidity=30s --set tls.selfManaged.interval=2s)
+if "$helm" install check charts/skills-sidecar --create-namespace --wait=false "${chart_args[@]}" >"$work/helm.log" 2>&1; then
+  ok "helm install"
+else
+  cat "$work/helm.log"; bad "helm install"
+fi
+cfg=check-skills-sidecar
+k GET "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/$cfg" >"$work/webhook.json"
+check "the API server stored matchConditions on the inject annotation" \
+  jq -e '.webhooks[0].matchConditions[0].expression | contains("skills-sidecar.io/inject")' "$work/webhook.json"
+check "the webhook's namespaceSelector excludes its own namespace" \
+  jq -e --arg ns "$ns" '[.webhooks[0].namespaceSelector.matchExpressions[] | select(.operator == "NotIn" and (.values | index($ns)))] | length == 1' "$work/webhook.json"
+check "failurePolicy Fail, clientConfig.url set, no caBundle rendered" \
+  jq -e '.webhooks[0].failurePolicy == "Fail" and (.webhooks[0].clientConfig.url | startswith("https://127.0.0.1:")) and (.webhooks[0].clientConfig.caBundle == null)' "$work/webhook.json"
+
+start_injector "$ns" "$cfg" "$cfg"
+if wait_for 150 injector_ready "$cfg"; then
+  ok "the injector set the caBundle itself and serves a certificate it signed"
+else
+  tail -20 "$work/injector.log"; bad "the injector did not become ready"
+fi
+
+for n in shop lab; do
+  for d in mcp plain; do
+    want=none
+    [[ $d == mcp ]] && want=true
+    k POST "/apis/apps/v1/namespaces/$n/deployments" -H 'Content-Type: application/json' -d "$(deployment_json "$d" "$want")" >/dev/null
+  done
+done
+for n in shop lab; do
+  if wait_for 150 controller_pod "$n" mcp; then
+    check "$n: the controller's Pod of the opted-in Deployment has the sidecar (stored by the API server)" is_injected "$work/pod-$n-mcp.json"
+  else
+    bad "$n: no Pod for Deployment mcp"; tail -5 "$work/controller-manager.log"
+  fi
+  if wait_for 150 controller_pod "$n" plain; then
+    check "$n: the controller's Pod of the other Deployment is untouched" not_injected "$work/pod-$n-plain.json"
+  else
+    bad "$n: no Pod for Deployment plain"
+  fi
+done
+admissions() { curl -sS -m 5 "http://127.0.0.1:$inj_metrics/metrics" | awk '/^skills_sidecar_injector_admissions_total/{n += $2} END{print n + 0}'; }
+before=$(admissions)
+code=$(dry_create shop no-annotation none)
+check "a Pod that did not ask is admitted without a call to the injector (its admission count stays $before)" \
+  test "$code" = 201 -a "$(admissions)" = "$before" -a "$before" -gt 0
+code=$(kcode POST "/api/v1/namespaces/shop/pods?dryRun=All" -H 'Content-Type: application/json' \
+  -d "$(pod_json bad true | jq -c '.metadata.annotations["skills-sidecar.io/inject"] = "yes"')")
+check "a Pod with a malformed inject value is rejected, the message naming the annotation" \
+  test "$code" = 400 -a -n "$(jq -r .message "$work/last.json" | grep 'skills-sidecar.io/inject')"
+check "the injector's metrics count the calls by result" \
+  grep -q 'skills_sidecar_injector_admissions_total{result="denied"} 1' <(curl -sS -m 5 "http://127.0.0.1:$inj_metrics/metrics")
+
+echo "## helm: two upgrades with admission polled, through certificate rotations"
+start_poll lab
+rot0=$(rotations)
+sleep 8
+if "$helm" upgrade check charts/skills-sidecar "${chart_args[@]}" --set webhook.logLevel=debug >"$work/helm.log" 2>&1; then
+  ok "helm upgrade (1)"
+else
+  cat "$work/helm.log"; bad "helm upgrade (1)"
+fi
+sleep 8
+if "$helm" upgrade check charts/skills-sidecar "${chart_args[@]}" --set webhook.namespaceOptIn=true >"$work/helm.log" 2>&1; then
+  ok "helm upgrade (2): namespace opt-in by label"
+else
+  cat "$work/helm.log"; bad "helm upgrade (2)"
+fi
+# Keep polling until at least one CA rotation (and the leaves after it).
+for _ in $(seq 90); do
+  grep -q 'trusted_cas":2' "$work/injector.log" && (($(rotations) - rot0 >= 3)) && break
+  sleep 1
+done
+sleep 4
+stop_poll
+check "no admission call failed during the upgrades and $(($(rotations) - rot0)) certificate updates" poll_clean
+check "a CA rotation happened while polling (two CAs trusted together)" grep -q '"trusted_cas":2' "$work/injector.log"
+check "the upgrades kept the caBundle the injector set" injector_ready "$cfg"
+dry_create shop optin-unlabelled true >/dev/null
+check "namespace opt-in: an annotated Pod in an unlabelled namespace is created without the sidecar" not_injected "$work/last.json"
+dry_create lab optin-labelled true >/dev/null
+check "namespace opt-in: an annotated Pod in a labelled namespace is injected" \
+  jq -e '[.spec.initContainers[]? | select(.name == "skills-sidecar")] | length == 1' "$work/last.json"
+
+echo "## helm: injector stopped"
+stop_injector
+start=$SECONDS
+code=$(kcode POST /api/v1/namespaces/shop/pods -H 'Content-Type: application/json' -d "$(pod_json plain-while-down none)")
+check "injector down: a Pod in a namespace that has not opted in is created ($((SECONDS - start))s)" test "$code" = 201
+code=$(kcode POST /api/v1/namespaces/shop/pods -H 'Content-Type: application/json' -d "$(pod_json asked-not-opted-ns true)")
+check "injector down: an annotated Pod in a namespace that has not opted in is created" test "$code" = 201
+code=$(kcode POST /api/v1/namespaces/lab/pods -H 'Content-Type: application/json' -d "$(pod_json asked-while-down true)")
+msg=$(jq -r .message "$work/last.json")
+echo "      $code: $msg" | head -c 400; echo
+check "injector down: a Pod that asked is rejected, the message names the webhook" \
+  test "$code" = 500 -a -n "$(grep -e 'failed calling webhook "inject.skills-sidecar.io"' <<<"$msg")"
+
+echo "## helm: uninstall"
+if "$helm" uninstall check --namespace "$ns" >"$work/helm.log" 2>&1; then ok "helm uninstall"; else cat "$work/helm.log"; bad "helm uninstall"; fi
+left() { # what the release left: webhook configs, RBAC, Secrets
+  {
+    k GET /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations | jq -r '.items[].metadata.name'
+    for r in clusterroles clusterrolebindings; do
+      k GET "/apis/rbac.authorization.k8s.io/v1/$r" | jq -r '.items[].metadata.name' | grep -e "$1" || true
+    done
+    for r in roles rolebindings; do k GET "/apis/rbac.authorization.k8s.io/v1/namespaces/$2/$r" | jq -r '.items[].metadata.name'; done
+    k GET "/api/v1/namespaces/$2/secrets" | jq -r '.items[].metadata.name'
+  } | sed '/^$/d'
+}
+check "helm uninstall left no webhook configuration, RBAC object or Secret" test -z "$(left "$cfg" "$ns" | tee "$work/left.txt")"
+[[ -s $work/left.txt ]] && sed 's/^/      left: /' "$work/left.txt"
+code=$(kcode POST /api/v1/namespaces/lab/pods -H 'Content-Type: application/json' -d "$(pod_json asked-after-uninstall true)")
+check "after uninstall, a Pod that asks is created (no webhook left behind)" test "$code" = 201
+
+# ---- 2. the kustomize base -------------------------------------------------
+
+echo "## kustomize base: apply"
+kns=skills-sidecar-k
+mkdir -p "$work/overlay"
+rel=$(realpath --relative-to="$work/overlay" "$repo/deploy/kustomize/base")
+cat >"$work/overlay/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [$rel]
+patches:
+  - target: {kind: MutatingWebhookConfiguration}
+    patch: |-
+      - op: replace
+        path: /webhooks/0/clientConfig
+        value: {url: "https://127.0.0.1:$inj_port/mutate"}
+EOF
+# The base lives in namespace skills-sidecar; the chart's release there is
+# gone, so the base can use it (the checks below prove the uninstall did not
+# leave anything to collide with).
+kns=skills-sidecar
+"$kustomize" build "$work/overlay" >"$work/base.yaml" || bad "kustomize build"
+# Split into documents and server-side apply each, as kubectl apply
+# --server-side -k does.
+plural() {
+  case $1 in
+    Namespace) echo namespaces ;; ServiceAccount) echo serviceaccounts ;; Secret) echo secrets ;;
+    Service) echo services ;; Role) echo roles ;; RoleBinding) echo rolebindings ;;
+    ClusterRole) echo clusterroles ;; ClusterRoleBinding) echo clusterrolebindings ;;
+    Deployment) echo deployments ;; PodDisruptionBudget) echo poddisruptionbudgets ;;
+    MutatingWebhookConfiguration) echo mutatingwebhookconfigurations ;; *) return 1 ;;
+  esac
+}
+mkdir -p "$work/docs"
+awk -v dir="$work/docs" 'BEGIN{n=0; f=sprintf("%s/%03d.yaml", dir, n)} /^---$/{n++; f=sprintf("%s/%03d.yaml", dir, n); next} {print > f}' "$work/base.yaml"
+paths=()
+for doc in "$work"/docs/*.yaml; do
+  av=$(sed -n 's/^apiVersion: //p' "$doc")
+  kind=$(sed -n 's/^kind: //p' "$doc")
+  name=$(awk '/^metadata:/{m=1; next} /^[^ ]/{m=0} m && /^  name: /{print $2; exit}' "$doc")
+  nsn=$(awk '/^metadata:/{m=1; next} /^[^ ]/{m=0} m && /^  namespace: /{print $2; exit}' "$doc")
+  p=$(plural "$kind") || { bad "unknown kind $kind in the base"; continue; }
+  base=/apis/$av
+  [[ $av == v1 ]] && base=/api/v1
+  path=$base/$p/$name
+  [[ -n $nsn ]] && path=$base/namespaces/$nsn/$p/$name
+  code=$(kcode PATCH "$path?fieldManager=check-kube&force=true" -H 'Content-Type: application/apply-patch+yaml' --data-binary @"$doc")
+  [[ $code == 200 || $code == 201 ]] || { bad "apply $kind $name: $code $(jq -r .message "$work/last.json")"; continue; }
+  paths+=("$path")
+done
+ok "server-side apply of the kustomize base (${#paths[@]} objects)"
+kcfg=skills-sidecar-injector
+: >"$work/injector.log"
+# The base's certificate names the in-cluster Service; here it must name
+# the loopback URL.
+INJECTOR_EXTRA=--cert-hosts=127.0.0.1 start_injector "$kns" "$kcfg" "$kcfg" -e '^--cert-hosts='
+if wait_for 150 injector_ready "$kcfg"; then ok "kustomize: the injector is ready"; else tail -20 "$work/injector.log"; bad "kustomize: the injector did not become ready"; fi
+k DELETE /api/v1/namespaces/lab/pods/asked-after-uninstall >/dev/null
+for n in shop lab; do k DELETE "/apis/apps/v1/namespaces/$n/deployments/mcp" >/dev/null; done
+for _ in $(seq 50); do [[ $(k GET /api/v1/namespaces/shop/pods?labelSelector=app%3Dmcp | jq '.items | length') == 0 ]] && break; sleep 0.2; done
+for n in shop lab; do
+  k POST "/apis/apps/v1/namespaces/$n/deployments" -H 'Content-Type: application/json' -d "$(deployment_json mcp true)" >/dev/null
+  if wait_for 150 controller_pod "$n" mcp && is_injected "$work/pod-$n-mcp.json"; then
+    ok "kustomize: $n: the controller's Pod of the opted-in Deployment has the sidecar"
+  else
+    bad "kustomize: $n: opted-in Pod not injected"
+  fi
+done
+start_poll shop
+sleep 3
+code=$(kcode PATCH "${paths[-1]}?fieldManager=check-kube&force=true" -H 'Content-Type: application/apply-patch+yaml' --data-binary @"$(ls "$work"/docs/*.yaml | tail -1)")
+sleep 3
+stop_poll
+check "kustomize: re-applying the base keeps the caBundle; no polled admission call failed" poll_clean
+stop_injector
+code=$(kcode POST /api/v1/namespaces/shop/pods -H 'Content-Type: application/json' -d "$(pod_json k-plain-while-down none)")
+check "kustomize: injector down, a Pod that did not ask is created" test "$code" = 201
+code=$(kcode POST /api/v1/namespaces/shop/pods -H 'Content-Type: application/json' -d "$(pod_json k-asked-while-down true)")
+check "kustomize: injector down, a Pod that asked is rejected naming the webhook" \
+  grep -q 'failed calling webhook "inject.skills-sidecar.io"' <(jq -r .message "$work/last.json")
+
+echo "## kustomize base: delete"
+for ((i = ${#paths[@]} - 1; i >= 0; i--)); do
+  [[ ${paths[i]} == /api/v1/namespaces/$kns ]] && continue # the namespace last, below
+  k DELETE "${paths[i]}" >/dev/null
+done
+check "deleting the base left no webhook configuration, RBAC object or Secret" test -z "$(left "$kcfg" "$kns" | tee "$work/left.txt")"
+[[ -s $work/left.txt ]] && sed 's/^/      left: /' "$work/left.txt"
+
+echo
+echo "kube: $passed passed, $failed failed"
+((failed == 0))
