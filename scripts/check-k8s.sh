@@ -92,7 +92,7 @@ for bad in "$chart"/ci-invalid/*.yaml; do
   fi
 done
 
-echo "## the injector's alerts: promtool test rules"
+echo "## the alerts: promtool test rules"
 if "$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" --set prometheusRule.enabled=true 2>"$work/err.txt" |
   "$work/checkmanifests" -rules "$work/rules.yaml" >/dev/null; then
   cp test/prometheus/*.test.yaml "$work/"
@@ -111,6 +111,14 @@ if "$work/helm" template check "$chart" --namespace skills-sidecar --kube-versio
     fail "promtool test rules passed on rules with a broken threshold"
   else
     echo "ok   promtool test rules fails on a broken threshold"
+  fi
+  # And the sidecar alerts' traffic guard: without it the idle pod fires too.
+  "$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" --set prometheusRule.enabled=true \
+    --set prometheusRule.upstreamErrorMinRate=0 | "$work/checkmanifests" -rules "$work/rules.yaml" >/dev/null
+  if promtool test rules "$work/sidecar-alerts.test.yaml" >/dev/null 2>&1; then
+    fail "promtool test rules passed on rules without the traffic guard"
+  else
+    echo "ok   promtool test rules fails without the traffic guard"
   fi
 else
   cat "$work/err.txt"; fail "render the PrometheusRule"

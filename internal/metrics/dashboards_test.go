@@ -86,3 +86,83 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		t.Errorf("unknownMetrics missed a misspelt metric: %v", bad)
 	}
 }
+
+// dashboardProblems reports whether every latency quantile over forwarded requests
+// in the dashboard leaves out GET and subscriptions/listen streams, whose
+// durations are stream lifetimes, not latencies; and whether every panel
+// showing process memory is in bytes.
+func dashboardProblems(b []byte) []string {
+	var d struct {
+		Panels []struct {
+			Title       string
+			FieldConfig struct{ Defaults struct{ Unit string } }
+			Targets     []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, p := range d.Panels {
+		for _, t := range p.Targets {
+			if strings.Contains(t.Expr, "histogram_quantile") && strings.Contains(t.Expr, `route="upstream"`) &&
+				!strings.Contains(t.Expr, `method!~"GET|subscriptions/listen"`) {
+				out = append(out, p.Title+": a latency quantile that counts stream lifetimes")
+			}
+			if strings.Contains(t.Expr, "_memory_bytes") && p.FieldConfig.Defaults.Unit != "bytes" {
+				out = append(out, p.Title+": memory not in bytes")
+			}
+		}
+	}
+	return out
+}
+
+func TestDashboardLatencyAndUnits(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../charts/skills-sidecar/files/dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dashboardProblems(b) {
+		t.Error(p)
+	}
+	// The check must be able to fail: the panels as they were.
+	broken := `{"panels":[{"title":"p99","fieldConfig":{"defaults":{"unit":"s"}},"targets":[{"expr":"histogram_quantile(0.99, sum by (le) (rate(skills_sidecar_request_duration_seconds_bucket{route=\"upstream\"}[5m])))"}]},
+		{"title":"mem","fieldConfig":{"defaults":{"unit":"short"}},"targets":[{"expr":"process_resident_memory_bytes"}]}]}`
+	if got := dashboardProblems([]byte(broken)); len(got) != 2 {
+		t.Errorf("dashboardProblems(old panels) = %q, want both flagged", got)
+	}
+}
+
+// missingRunbooks returns the alerts in rules that have no "#### NAME"
+// heading in readme: every runbook_url the chart renders points at one.
+func missingRunbooks(rules, readme string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*- alert: (\S+)$`).FindAllStringSubmatch(rules, -1) {
+		if !strings.Contains(readme, "\n#### "+m[1]+"\n") {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+func TestEveryAlertHasARunbook(t *testing.T) {
+	t.Parallel()
+	rules, err := os.ReadFile("../../charts/skills-sidecar/templates/prometheusrule.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(rules), "runbook_url:"); n != strings.Count(string(rules), "- alert:") {
+		t.Errorf("%d runbook_url lines for %d alerts", n, strings.Count(string(rules), "- alert:"))
+	}
+	if bad := missingRunbooks(string(rules), string(readme)); len(bad) > 0 {
+		t.Errorf("alerts without a README heading (their runbook_url leads nowhere): %v", bad)
+	}
+	if bad := missingRunbooks("        - alert: SkillsSidecarNoSuchAlert\n", string(readme)); len(bad) != 1 {
+		t.Errorf("missingRunbooks missed an alert with no heading: %v", bad)
+	}
+}
