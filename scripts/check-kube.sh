@@ -250,7 +250,12 @@ start_poll() { # ns
   poll_pid=$!
   pids+=("$poll_pid")
 }
+polled_enough() { (($(wc -l <"$work/poll.log") >= 20)); }
 stop_poll() {
+  # The checks need a count of calls, not a span of time: on a loaded
+  # machine the fixed sleeps around an upgrade hold fewer calls, so the
+  # poller goes on (at most 60 s more) until it has made 20.
+  wait_for 300 polled_enough || true
   touch "$work/poll.stop"
   for _ in $(seq 100); do kill -0 "$poll_pid" 2>/dev/null || break; sleep 0.1; done
   stop_pid "$poll_pid"
