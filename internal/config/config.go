@@ -32,6 +32,8 @@ type Config struct {
 	// serves the embedded example when the demo upstream runs, and no
 	// skills otherwise.
 	PluginDir string `key:"plugin-dir" default:"" help:"Plugin folder (Claude Code layout: skills/, agents/, .claude-plugin/plugin.json), normally a mounted ConfigMap. Empty: the embedded example with the demo upstream, none otherwise."`
+	// PluginLayout is how PluginDir holds the plugin (catalog.Layout*).
+	PluginLayout string `key:"plugin-layout" default:"tree" help:"How plugin-dir holds the plugin: tree (the folder itself) or configmaps (one folder per ConfigMap mounted whole, keys encoding the paths as skills-sidecar inject configmap writes them; what the injector mounts)."`
 	// MetricsListen is the address of the metrics and health listener.
 	MetricsListen string `key:"metrics-listen" default:":9090" help:"Address of the listener for /metrics, /healthz and /readyz, kept apart from MCP traffic. Empty disables it."`
 	// AnnotationsFile is the downward API file of the pod's annotations.
@@ -143,6 +145,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CacheScope != "private" && c.CacheScope != "public" {
 		bad("cache-scope", "%q is neither private nor public", c.CacheScope)
+	}
+	if c.PluginLayout != "tree" && c.PluginLayout != "configmaps" {
+		bad("plugin-layout", "%q is neither tree nor configmaps", c.PluginLayout)
 	}
 	if c.LimitMode != "skip" && c.LimitMode != "warn" {
 		bad("limit-mode", "%q is neither skip nor warn", c.LimitMode)

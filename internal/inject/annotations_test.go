@@ -143,7 +143,7 @@ func fieldIndex(key string) []int {
 // string key fails TestRuntimeKeysByAnnotation until it has one here.
 var stringSamples = map[string]string{
 	"listen": ":8082", "metrics-listen": ":9091", "upstream": "http://127.0.0.1:1/mcp",
-	"plugin-dir": "/p", "annotations-file": "/a", "cache-scope": "public", "upstream-files": "off",
+	"plugin-dir": "/p", "plugin-layout": "configmaps", "annotations-file": "/a", "cache-scope": "public", "upstream-files": "off",
 	"limit-mode": "warn", "log-level": "debug", "log-format": "json", "auth-gate": "none",
 }
 
