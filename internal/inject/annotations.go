@@ -47,12 +47,13 @@ const (
 	// --port (8080).
 	AnnotationPort = config.AnnotationPrefix + "port"
 	// AnnotationPluginConfigMaps names the ConfigMaps holding the plugin
-	// folder, comma-separated, in the pod's namespace. One is mounted as a
-	// ConfigMap volume, several as one projected volume. Keys are file
-	// paths encoded by EncodeKey (what `skills-sidecar inject configmap`
-	// writes); the injector reads the ConfigMaps' keys to list them with
-	// items[].path, so files added later need a rollout. Exclusive with
-	// AnnotationPluginImage.
+	// folder, comma-separated, in the pod's namespace. Each is mounted whole
+	// as its own volume under PluginMountPath, and the sidecar decodes the
+	// keys, file paths encoded by catalog.EncodeKey (what `skills-sidecar
+	// inject configmap` writes), into one plugin tree
+	// (catalog.LayoutConfigMaps). The injector never reads them, so files
+	// added, removed or moved between them are served after the kubelet's
+	// next sync, with no rollout. Exclusive with AnnotationPluginImage.
 	AnnotationPluginConfigMaps = config.AnnotationPrefix + "plugin-configmaps"
 	// AnnotationPluginImage is an OCI image reference whose file system is
 	// the plugin folder, mounted as an image volume (Kubernetes 1.33+ with
@@ -105,6 +106,7 @@ var injectorOwnedRuntimeKeys = map[string]string{
 	"listen":           AnnotationPort,
 	"upstream":         AnnotationUpstreamPort + " and " + AnnotationUpstreamPath,
 	"plugin-dir":       AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
+	"plugin-layout":    AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
 	"annotations-file": "(nothing: the injector mounts the downward API file)",
 }
 
@@ -227,6 +229,11 @@ func (s *settings) resolvePlugin(ann map[string]string, spec *corev1.PodSpec) er
 	case hasImg && own:
 		return fmt.Errorf("annotation %s: the pod already has a volume named %q; drop one of them", AnnotationPluginImage, PluginVolume)
 	case hasCMs:
+		for _, v := range spec.Volumes {
+			if strings.HasPrefix(v.Name, PluginVolume+"-") {
+				return fmt.Errorf("annotation %s: the pod already has a volume named %q, a name the injector uses for plugin ConfigMaps; rename it", AnnotationPluginConfigMaps, v.Name)
+			}
+		}
 		seen := map[string]bool{}
 		for _, n := range strings.Split(cms, ",") {
 			n = strings.TrimSpace(n)

@@ -38,11 +38,15 @@ stdout with the sidecar added to every Pod, Deployment, StatefulSet,
 DaemonSet, ReplicaSet, Job and CronJob whose pod template has the annotation
 skills-sidecar.io/inject: "true"; every other document is written back byte
 for byte. ConfigMaps a workload names in skills-sidecar.io/plugin-configmaps
-must be in the same input. On any error nothing is written and each problem
-is reported (exit 1).
+that are in the same input are checked (every key decodes, no path in two).
+On any error nothing is written and each problem is reported (exit 1). A
+Service in the input that reaches an injected app's own port, bypassing the
+sidecar, gets a warning.
 
 inject configmap writes the ConfigMap(s) holding the plugin folder DIR and
-prints the annotation value to stderr.
+prints the annotation value to stderr. Each file's ConfigMap is a hash of
+its path: pin --configmaps N to keep every file where it is as the plugin
+grows.
 
 Flags:
 `
@@ -148,7 +152,8 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 	var o ConfigMapOptions
 	fs.StringVar(&o.Name, "name", "", "`name` of the (first) ConfigMap")
 	fs.StringVar(&o.Namespace, "namespace", "", "`namespace` of the ConfigMaps (default: none written)")
-	fs.IntVar(&o.MaxBytes, "max-bytes", 0, "bound on one ConfigMap's keys and values in `bytes` (default 900 KiB)")
+	fs.IntVar(&o.MaxBytes, "max-bytes", 0, "bound on one ConfigMap object's JSON in `bytes` (default 240 KiB, for kubectl apply's 256 KiB annotation limit; up to 1000 KiB with kubectl apply --server-side)")
+	fs.IntVar(&o.Count, "configmaps", 0, "spread the files over exactly `N` ConfigMaps (default: the fewest that fit; pin it to keep files in place)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -169,6 +174,9 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 		return ExitFail
 	}
 	fmt.Fprintf(stderr, "annotate the pod template with:\n  %s: %q\n", AnnotationPluginConfigMaps, strings.Join(names, ","))
+	if o.Count == 0 && len(names) > 1 {
+		fmt.Fprintf(stderr, "%d ConfigMaps: pass --configmaps %d from now on, so a growing plugin never moves a file\n", len(names), len(names))
+	}
 	return ExitOK
 }
 
@@ -176,19 +184,17 @@ const webhookUsage = `usage: skills-sidecar webhook --tls-cert-file FILE --tls-k
 
 Serves the sidecar injection as a mutating admission webhook over HTTPS:
 POST /mutate (AdmissionReview admission.k8s.io/v1), GET /healthz. The
-certificate files are reloaded when they change. Plugin ConfigMaps are read
-from the Kubernetes API with the pod's service account.
+certificate files are reloaded when they change. It calls no Kubernetes
+API: plugin ConfigMaps are mounted whole, so it never reads them.
 
 Flags:
 `
 
 // RunWebhook runs `skills-sidecar webhook` until ctx is done and returns the
 // exit code: 0 after a clean shutdown, 1 when it could not serve, 2 on
-// usage errors. getenv finds the in-cluster API (nil means os.Getenv).
+// usage errors. getenv is not read: the injector needs no Kubernetes API
+// (it is kept so callers need not change).
 func RunWebhook(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, webhookUsage); fs.PrintDefaults() }
@@ -237,11 +243,6 @@ func RunWebhook(ctx context.Context, args []string, getenv func(string) string, 
 		return ExitFail
 	}
 	h := &Webhook{Options: opts, Deny: *onError == "deny", Log: log}
-	if api, err := InClusterAPI(getenv); err == nil {
-		h.ConfigMaps = api.ConfigMap
-	} else {
-		log.Warn("plugin ConfigMaps cannot be read; pods naming them will not be injected", zap.Error(err))
-	}
 	return serveWebhook(ctx, *listen, certs, h, log)
 }
 

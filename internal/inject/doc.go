@@ -16,5 +16,6 @@
 // It must not read the sidecar's runtime settings for itself beyond
 // validating them with internal/config (the sidecar reads them from the
 // downward API file the mutation mounts), and it must not talk to the
-// Kubernetes API except to read the plugin ConfigMaps a pod names.
+// Kubernetes API: plugin ConfigMaps are mounted whole and decoded by the
+// sidecar (catalog.LayoutConfigMaps, whose key encoding it writes).
 package inject

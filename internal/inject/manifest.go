@@ -5,12 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
 	"strings"
+	"testing/fstest"
 
 	yamlv3 "gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 )
 
 // templatePaths maps the kinds `inject -f` reads to the JSON pointer of
@@ -76,9 +82,10 @@ type InjectResult struct {
 // InjectManifests adds the sidecar to every workload of a multi-document
 // YAML stream that opts in, and returns the stream with every other
 // document byte for byte as it was. ConfigMaps named by
-// AnnotationPluginConfigMaps must be in the same stream (and namespace). On
-// any error it returns no output and every document's problem, joined, each
-// naming the document.
+// AnnotationPluginConfigMaps need not be in the stream (they are mounted
+// whole); those that are, in the workload's namespace, are checked as the
+// sidecar will read them (checkConfigMaps). On any error it returns no
+// output and every document's problem, joined, each naming the document.
 func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 	docs := splitDocuments(in)
 	heads := make([]header, len(docs))
@@ -106,12 +113,14 @@ func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 	for i, d := range docs {
 		h := heads[i]
 		r := InjectResult{Index: i, Kind: h.Kind, Name: h.Metadata.Name}
-		body, err := injectDocument(d.body, h, opts, func(name string) (*corev1.ConfigMap, error) {
-			cm, ok := cms[h.Metadata.Namespace+"/"+name]
-			if !ok {
-				return nil, errors.New("not in the input; pass the ConfigMap in the same stream")
+		body, err := injectDocument(d.body, h, opts, func(names []string) error {
+			var in []*corev1.ConfigMap
+			for _, n := range names {
+				if cm, ok := cms[h.Metadata.Namespace+"/"+n]; ok {
+					in = append(in, cm)
+				}
 			}
-			return cm, nil
+			return checkConfigMaps(in)
 		}, &r)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i, h.Kind, h.Metadata.Name, err))
@@ -128,7 +137,7 @@ func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 
 // injectDocument returns one document's new body: the input itself unless
 // it is a workload that gets the sidecar.
-func injectDocument(body []byte, h header, opts Options, get ConfigMapGetter, r *InjectResult) ([]byte, error) {
+func injectDocument(body []byte, h header, opts Options, check func(configMaps []string) error, r *InjectResult) ([]byte, error) {
 	tpath, ok := templatePaths[h.Kind]
 	if !ok {
 		return body, nil
@@ -141,10 +150,13 @@ func injectDocument(body []byte, h header, opts Options, get ConfigMapGetter, r 
 	if err != nil {
 		return body, err
 	}
-	ops, skip, err := Mutate(tmpl.ObjectMeta, tmpl.Spec, opts, get)
+	ops, skip, err := Mutate(tmpl.ObjectMeta, tmpl.Spec, opts)
 	if err != nil || ops == nil {
 		r.Skip = skip
 		return body, err
+	}
+	if err := check(pluginConfigMaps(tmpl.Annotations)); err != nil {
+		return body, fmt.Errorf("annotation %s: %w", AnnotationPluginConfigMaps, err)
 	}
 	if err := ApplyPatch(&doc, tpath, ops); err != nil {
 		return body, err
@@ -184,4 +196,42 @@ func podTemplate(body []byte, pointer string) (corev1.PodTemplateSpec, error) {
 		return tmpl, fmt.Errorf("pod template: %w", err)
 	}
 	return tmpl, nil
+}
+
+// pluginConfigMaps lists the ConfigMaps a pod names (Mutate has checked the
+// annotation).
+func pluginConfigMaps(ann map[string]string) []string {
+	v, ok := ann[AnnotationPluginConfigMaps]
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, n := range strings.Split(v, ",") {
+		names = append(names, strings.TrimSpace(n))
+	}
+	return names
+}
+
+// checkConfigMaps reads the ConfigMaps as the sidecar will see them mounted
+// (each a folder of its keys, catalog.LayoutConfigMaps), so that a key that
+// does not decode or a path in two ConfigMaps is reported before the pod
+// runs.
+func checkConfigMaps(cms []*corev1.ConfigMap) error {
+	var errs []error
+	fsys := fstest.MapFS{}
+	for _, cm := range cms {
+		fsys[cm.Name] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+		keys := slices.Concat(slices.Collect(maps.Keys(cm.Data)), slices.Collect(maps.Keys(cm.BinaryData)))
+		slices.Sort(keys)
+		for _, k := range keys {
+			if _, err := catalog.DecodeKey(k); err != nil {
+				errs = append(errs, fmt.Errorf("ConfigMap %s key %s: not written by skills-sidecar inject configmap: %w", cm.Name, k, err))
+			}
+			fsys[cm.Name+"/"+k] = &fstest.MapFile{}
+		}
+	}
+	if _, err := catalog.ConfigMapsFS(fsys); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
