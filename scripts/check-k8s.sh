@@ -6,7 +6,8 @@
 #     violates the schema (ci-invalid/) must be rejected;
 #   - helm template over the same matrix and kustomize build of the base and
 #     of the static-injection example, every rendered object decoded
-#     strictly into its k8s.io/api type (internal/inject/manifestcheck);
+#     strictly into its k8s.io/api type (internal/inject/manifestcheck),
+#     and no RBAC role among them (the injector reads no API);
 #   - the Dockerfile's go build command, and a check that the binaries are
 #     statically linked (no PT_INTERP).
 # Helm and kustomize run from their Go modules (the first run compiles them).
@@ -41,6 +42,11 @@ check_rendered() { # name file
     echo "ok   $1: $(wc -l <"$work/objects.txt") objects decode strictly"
   else
     fail "$1: rendered objects do not decode strictly"
+  fi
+  # The injector reads nothing from the Kubernetes API (plugin ConfigMaps
+  # are mounted whole): no object may grant it any.
+  if grep -qE '^ok rbac\.authorization\.k8s\.io/v1 (Cluster)?Role' "$work/objects.txt"; then
+    fail "$1: renders an RBAC role; the injector needs none"
   fi
   # The alerting rules the chart renders must be valid PromQL.
   if grep -q "PrometheusRule" "$work/objects.txt"; then
