@@ -44,7 +44,7 @@ const (
 	// AnnotationPort is the sidecar's MCP port (container port named
 	// "skills-mcp"; point the Service's targetPort at it). It must differ
 	// from every port the pod's containers declare. Default: the injector's
-	// --port (8080).
+	// --port (17080).
 	AnnotationPort = config.AnnotationPrefix + "port"
 	// AnnotationPluginConfigMaps names the ConfigMaps holding the plugin
 	// folder, comma-separated, in the pod's namespace. Each is mounted whole
@@ -75,7 +75,7 @@ func InjectorAnnotations() []AnnotationDoc {
 		{AnnotationResources, "Sidecar resources as JSON of a ResourceRequirements, e.g. `{\"requests\":{\"cpu\":\"50m\",\"memory\":\"64Mi\"}}`.", "injector `--resources`"},
 		{AnnotationUpstreamPort, "Port of the MCP server on loopback: a number or a container port name.", "the pod's only container port"},
 		{AnnotationUpstreamPath, "Path of the MCP endpoint on the upstream.", "`/mcp`"},
-		{AnnotationPort, "Sidecar MCP port (container port `skills-mcp`); point your Service's targetPort at it.", "injector `--port` (`8080`)"},
+		{AnnotationPort, "Sidecar MCP port (container port `skills-mcp`); point your Service's targetPort at it.", "injector `--port` (`17080`)"},
 		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder.", "(none)"},
 		{AnnotationPluginImage, "OCI image whose file system is the plugin folder (image volume, Kubernetes 1.33+).", "(none)"},
 	}
@@ -334,7 +334,7 @@ func checkPorts(s settings, spec *corev1.PodSpec) []error {
 		if s.metricsPort == s.port {
 			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is the sidecar's MCP port", config.AnnotationPrefix, s.metricsPort))
 		} else if who, ok := taken[s.metricsPort]; ok {
-			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is already declared by %s; set another, e.g. \":9091\"", config.AnnotationPrefix, s.metricsPort, who))
+			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is already declared by %s; set another, e.g. \":17091\"", config.AnnotationPrefix, s.metricsPort, who))
 		}
 	}
 	return errs

@@ -32,8 +32,9 @@ const (
 	MCPPortName     = "skills-mcp"
 	MetricsPortName = "skills-metrics"
 	// DefaultPort is the sidecar's MCP port when neither Options.Port nor
-	// AnnotationPort says otherwise.
-	DefaultPort = 8080
+	// AnnotationPort says otherwise: config's default listen port (see
+	// config.Config.Listen for why 17080).
+	DefaultPort = 17080
 	// nonRootUID is distroless's "nonroot" user.
 	nonRootUID = 65532
 )

@@ -63,6 +63,8 @@ func applyToPod(t *testing.T, pod corev1.Pod, ops []PatchOp) corev1.Pod {
 func TestMutate(t *testing.T) {
 	t.Parallel()
 	opts := Options{Image: "img:1", NativeSidecar: true, Resources: DefaultResources()}
+	appOn8080and9090 := testPod(optIn(AnnotationUpstreamPort, "http"), 8080)
+	appOn8080and9090.Spec.Containers[0].Ports = append(appOn8080and9090.Spec.Containers[0].Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: 9090})
 	for name, tc := range map[string]struct {
 		pod        corev1.Pod
 		opts       Options
@@ -77,12 +79,12 @@ func TestMutate(t *testing.T) {
 	}{
 		"native sidecar": {
 			pod: testPod(optIn(), 3000), opts: opts, wantInit: true,
-			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
 			wantVolume: func(v corev1.Volume) bool { return v.Image != nil && v.Image.Reference == "example/plugin:1" },
 		},
 		"regular container": {
 			pod: testPod(optIn(), 3000), opts: Options{Image: "img:1"},
-			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
 			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
 		},
 		"named upstream port, custom path and ports": {
@@ -93,17 +95,22 @@ func TestMutate(t *testing.T) {
 		},
 		"one configmap": {
 			pod:  testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a"}, 3000),
-			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
 			wantConfigMaps: []string{"a"},
 		},
 		"two configmaps": {
 			pod:  testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a,b"}, 3000),
-			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
 			wantConfigMaps: []string{"a", "b"},
+		},
+		"app on 8080 and 9090, the old defaults": {
+			pod:  appOn8080and9090,
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:8080/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
+			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
 		},
 		"metrics disabled": {
 			pod:  testPod(optIn(config.AnnotationPrefix+"metrics-listen", ""), 3000),
-			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080",
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080",
 			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
 		},
 	} {
@@ -230,7 +237,8 @@ func TestMutateErrors(t *testing.T) {
 		"unknown port name":      {testPod(optIn(AnnotationUpstreamPort, "grpc"), 3000), []string{AnnotationUpstreamPort, `"grpc"`}},
 		"bad port":               {testPod(optIn(AnnotationPort, "70000"), 3000), []string{AnnotationPort, "70000"}},
 		"port collides":          {testPod(optIn(AnnotationPort, "3000"), 3000), []string{AnnotationPort, "upstream"}},
-		"metrics collides":       {testPod(optIn(), 9090), []string{"metrics-listen", "9090", "container server"}},
+		"metrics collides":       {testPod(optIn(), 17090), []string{"metrics-listen", "17090", "container server"}},
+		"mcp port collides":      {testPod(optIn(AnnotationUpstreamPort, "3000"), 3000, 17080), []string{AnnotationPort, "17080", "container server"}},
 		"bad path":               {testPod(optIn(AnnotationUpstreamPath, "mcp"), 3000), []string{AnnotationUpstreamPath}},
 		"bad resources":          {testPod(optIn(AnnotationResources, `{"request":{}}`), 3000), []string{AnnotationResources, "request"}},
 		"bad image":              {testPod(optIn(AnnotationImage, "a b"), 3000), []string{AnnotationImage}},
