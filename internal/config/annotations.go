@@ -14,7 +14,7 @@ const (
 func IsInjectorKey(name string) bool {
 	switch name {
 	case "inject", "status", "image", "resources", "upstream-port", "upstream-path",
-		"port", "plugin-configmaps", "plugin-image":
+		"port", "port-takeover", "plugin-configmaps", "plugin-image":
 		return true
 	}
 	return false

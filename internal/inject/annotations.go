@@ -46,6 +46,15 @@ const (
 	// from every port the pod's containers declare. Default: the injector's
 	// --port (17080).
 	AnnotationPort = config.AnnotationPrefix + "port"
+	// AnnotationPortTakeover, opt-in, names the app's container port that
+	// the pod's Service targets by name (e.g. "http"): the sidecar's MCP
+	// port takes that name, the app's port is renamed AppPortName (keeping
+	// its number), and the app container's probes and lifecycle hooks that
+	// used the name are rewritten to the number. The Service then reaches
+	// the sidecar with no change. Unless AnnotationUpstreamPort says
+	// otherwise, that port is the upstream. Default: no takeover (the
+	// sidecar's port is named MCPPortName).
+	AnnotationPortTakeover = config.AnnotationPrefix + "port-takeover"
 	// AnnotationPluginConfigMaps names the ConfigMaps holding the plugin
 	// folder, comma-separated, in the pod's namespace. Each is mounted whole
 	// as its own volume under PluginMountPath, and the sidecar decodes the
@@ -76,6 +85,7 @@ func InjectorAnnotations() []AnnotationDoc {
 		{AnnotationUpstreamPort, "Port of the MCP server on loopback: a number or a container port name.", "the pod's only container port"},
 		{AnnotationUpstreamPath, "Path of the MCP endpoint on the upstream.", "`/mcp`"},
 		{AnnotationPort, "Sidecar MCP port (container port `skills-mcp`); point your Service's targetPort at it.", "injector `--port` (`17080`)"},
+		{AnnotationPortTakeover, "Opt-in: the name of the app's container port your Service targets (e.g. `http`); the sidecar's MCP port takes the name, the app's port is renamed `" + AppPortName + "` and its probes that used the name get the number, so the Service needs no change. The upstream defaults to that port.", "(no takeover)"},
 		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder.", "(none)"},
 		{AnnotationPluginImage, "OCI image whose file system is the plugin folder (image volume, Kubernetes 1.33+).", "(none)"},
 	}
@@ -94,7 +104,8 @@ type settings struct {
 	upstreamPort int32
 	upstreamPath string
 	port         int32
-	metricsPort  int32 // 0: the metrics listener is disabled, no probes
+	metricsPort  int32     // 0: the metrics listener is disabled, no probes
+	takeover     *takeover // nil: the sidecar's port is MCPPortName
 	pluginCMs    []string
 	pluginImage  string // "" with no pluginCMs: the pod brings PluginVolume
 }
@@ -160,7 +171,17 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 		}
 		s.upstreamPath = v
 	}
+	if v, ok := ann[AnnotationPortTakeover]; ok {
+		t, err := resolveTakeover(v, spec)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.takeover = t
+	}
 	up, err := upstreamPort(ann, spec)
+	if _, set := ann[AnnotationUpstreamPort]; !set && s.takeover != nil {
+		up, err = s.takeover.number, nil // the port the Service meant
+	}
 	if err != nil {
 		errs = append(errs, err)
 	}

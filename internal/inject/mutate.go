@@ -116,6 +116,9 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	vols = append(vols, podInfoVolume())
 	c := container(s, opts, mounts)
 
+	if s.takeover != nil {
+		patch = append(patch, takeoverOps(s.takeover, spec)...)
+	}
 	if opts.NativeSidecar {
 		patch = appendOps(patch, "/spec/initContainers", len(spec.InitContainers), c)
 	} else {
@@ -175,7 +178,7 @@ func container(s settings, opts Options, plugin []corev1.VolumeMount) corev1.Con
 			"--plugin-dir=" + PluginMountPath,
 			"--plugin-layout=" + layout,
 		},
-		Ports:        []corev1.ContainerPort{{Name: MCPPortName, ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
+		Ports:        []corev1.ContainerPort{{Name: mcpPortName(s), ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
 		Resources:    s.resources,
 		VolumeMounts: append(plugin, corev1.VolumeMount{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true}),
 		SecurityContext: &corev1.SecurityContext{
@@ -208,6 +211,15 @@ func container(s settings, opts Options, plugin []corev1.VolumeMount) corev1.Con
 		c.ReadinessProbe = probe("/readyz", 5, 2)
 	}
 	return c
+}
+
+// mcpPortName is the sidecar's MCP port name: the app's old one under
+// AnnotationPortTakeover.
+func mcpPortName(s settings) string {
+	if s.takeover != nil {
+		return s.takeover.name
+	}
+	return MCPPortName
 }
 
 func podInfoVolume() corev1.Volume {

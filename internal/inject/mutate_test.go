@@ -271,14 +271,18 @@ func TestMutateErrors(t *testing.T) {
 // FuzzMutate feeds arbitrary annotation values: Mutate never panics, and a
 // patch it returns applies and decodes strictly.
 func FuzzMutate(f *testing.F) {
-	f.Add("true", "3000", "/mcp", "8080", `{"limits":{"memory":"1Gi"}}`, "debug")
-	f.Add("yes", "http", "mcp", "0", `{`, "loud")
-	f.Fuzz(func(t *testing.T, inject, upPort, upPath, port, res, level string) {
-		pod := testPod(map[string]string{
+	f.Add("true", "3000", "/mcp", "8080", `{"limits":{"memory":"1Gi"}}`, "debug", "")
+	f.Add("yes", "http", "mcp", "0", `{`, "loud", "http")
+	f.Fuzz(func(t *testing.T, inject, upPort, upPath, port, res, level, takeover string) {
+		ann := map[string]string{
 			AnnotationInject: inject, AnnotationUpstreamPort: upPort, AnnotationUpstreamPath: upPath,
 			AnnotationPort: port, AnnotationResources: res, config.AnnotationPrefix + "log-level": level,
 			AnnotationPluginImage: "p",
-		}, 3000)
+		}
+		if takeover != "" {
+			ann[AnnotationPortTakeover] = takeover
+		}
+		pod := takeoverPod(ann)
 		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", NativeSidecar: true})
 		if err != nil || ops == nil {
 			return
