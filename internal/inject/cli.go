@@ -137,6 +137,9 @@ func RunInject(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if r.Injected {
 			fmt.Fprintf(stderr, "inject: %s %s: sidecar added\n", r.Kind, r.Name)
 		}
+		for _, w := range r.Warnings {
+			fmt.Fprintf(stderr, "inject: warning: %s\n", w)
+		}
 	}
 	if _, err := stdout.Write(out); err != nil {
 		fmt.Fprintf(stderr, "inject: %v\n", err)

@@ -14,6 +14,7 @@ import (
 	yamlv3 "gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
@@ -77,6 +78,9 @@ type InjectResult struct {
 	// why not (empty for kinds without a pod template).
 	Injected bool
 	Skip     string
+	// Warnings are problems that do not stop the injection: a Service
+	// that reaches an injected app's own port, bypassing the sidecar.
+	Warnings []string
 }
 
 // InjectManifests adds the sidecar to every workload of a multi-document
@@ -110,10 +114,11 @@ func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 	}
 	var out bytes.Buffer
 	results := make([]InjectResult, 0, len(docs))
+	var pods []injectedPod
 	for i, d := range docs {
 		h := heads[i]
 		r := InjectResult{Index: i, Kind: h.Kind, Name: h.Metadata.Name}
-		body, err := injectDocument(d.body, h, opts, func(names []string) error {
+		body, err := injectDocument(d.body, h, opts, &pods, func(names []string) error {
 			var in []*corev1.ConfigMap
 			for _, n := range names {
 				if cm, ok := cms[h.Metadata.Namespace+"/"+n]; ok {
@@ -132,12 +137,17 @@ func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 	if len(errs) > 0 {
 		return nil, results, errors.Join(errs...)
 	}
+	for i, d := range docs {
+		if heads[i].Kind == "Service" && heads[i].APIVersion == "v1" {
+			results[i].Warnings = serviceWarnings(d.body, pods)
+		}
+	}
 	return out.Bytes(), results, nil
 }
 
 // injectDocument returns one document's new body: the input itself unless
 // it is a workload that gets the sidecar.
-func injectDocument(body []byte, h header, opts Options, check func(configMaps []string) error, r *InjectResult) ([]byte, error) {
+func injectDocument(body []byte, h header, opts Options, pods *[]injectedPod, check func(configMaps []string) error, r *InjectResult) ([]byte, error) {
 	tpath, ok := templatePaths[h.Kind]
 	if !ok {
 		return body, nil
@@ -157,6 +167,9 @@ func injectDocument(body []byte, h header, opts Options, check func(configMaps [
 	}
 	if err := check(pluginConfigMaps(tmpl.Annotations)); err != nil {
 		return body, fmt.Errorf("annotation %s: %w", AnnotationPluginConfigMaps, err)
+	}
+	if p, err := describeInjected(h, tmpl, opts); err == nil {
+		*pods = append(*pods, p)
 	}
 	if err := ApplyPatch(&doc, tpath, ops); err != nil {
 		return body, err
@@ -234,4 +247,92 @@ func checkConfigMaps(cms []*corev1.ConfigMap) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// injectedPod is what a Service may reach in a workload inject -f
+// injected: the app's own port, bypassing the sidecar, or the sidecar.
+type injectedPod struct {
+	what      string // "Deployment server"
+	namespace string
+	labels    map[string]string
+	appPort   int32           // the upstream: the app's port the sidecar forwards to
+	appNames  map[string]bool // names that still lead to appPort after injection
+	sidecar   string          // the sidecar's MCP port name
+	takeover  bool
+}
+
+// describeInjected resolves an injected pod template's settings again, as
+// Mutate did.
+func describeInjected(h header, tmpl corev1.PodTemplateSpec, opts Options) (injectedPod, error) {
+	if opts.Port == 0 {
+		opts.Port = DefaultPort
+	}
+	s, err := resolve(tmpl.Annotations, &tmpl.Spec, opts)
+	if err != nil {
+		return injectedPod{}, err
+	}
+	p := injectedPod{
+		what: h.Kind + " " + h.Metadata.Name, namespace: h.Metadata.Namespace, labels: tmpl.Labels,
+		appPort: s.upstreamPort, appNames: map[string]bool{}, sidecar: mcpPortName(s), takeover: s.takeover != nil,
+	}
+	for _, c := range tmpl.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.ContainerPort == s.upstreamPort && cp.Name != "" && cp.Name != p.sidecar {
+				p.appNames[cp.Name] = true
+			}
+		}
+	}
+	if s.takeover != nil {
+		p.appNames[AppPortName] = true
+	}
+	return p, nil
+}
+
+// serviceWarnings names every port of the Service that selects an injected
+// pod and targets the app's own port (by number, or by a name that still
+// leads there) rather than the sidecar's.
+func serviceWarnings(body []byte, pods []injectedPod) []string {
+	var svc corev1.Service
+	if yaml.Unmarshal(body, &svc) != nil || len(svc.Spec.Selector) == 0 {
+		return nil
+	}
+	var warnings []string
+	for _, p := range pods {
+		if p.namespace != svc.Namespace || !selects(svc.Spec.Selector, p.labels) {
+			continue
+		}
+		for _, sp := range svc.Spec.Ports {
+			target := sp.TargetPort
+			if target.Type == intstr.Int && target.IntVal == 0 {
+				target = intstr.FromInt32(sp.Port) // the API's default
+			}
+			direct := target.Type == intstr.Int && target.IntVal == p.appPort || target.Type == intstr.String && p.appNames[target.StrVal]
+			if !direct {
+				continue
+			}
+			fix := fmt.Sprintf("set targetPort: %s", p.sidecar)
+			if target.Type == intstr.String && !p.takeover {
+				fix += fmt.Sprintf(", or annotate the pod template with %s: %q so the sidecar takes that name", AnnotationPortTakeover, target.StrVal)
+			}
+			warnings = append(warnings, fmt.Sprintf("Service %s port %s targets the app's own port %s of %s, so its clients bypass the sidecar: %s",
+				svc.Name, servicePortName(sp), target.String(), p.what, fix))
+		}
+	}
+	return warnings
+}
+
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if l, ok := labels[k]; !ok || l != v {
+			return false
+		}
+	}
+	return true
+}
+
+func servicePortName(sp corev1.ServicePort) string {
+	if sp.Name != "" {
+		return sp.Name
+	}
+	return fmt.Sprint(sp.Port)
 }
