@@ -35,5 +35,5 @@ LABEL org.opencontainers.image.title="skills-sidecar" \
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/skills-sidecar /out/demo-upstream /usr/local/bin/
 USER 65532:65532
-EXPOSE 8080 9090
+EXPOSE 17080 17090
 ENTRYPOINT ["skills-sidecar"]

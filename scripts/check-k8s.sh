@@ -8,8 +8,11 @@
 #     of the static-injection example, every rendered object decoded
 #     strictly into its k8s.io/api type (internal/inject/manifestcheck);
 #     each rendered twice, byte for byte the same (nothing random is
-#     rendered: the injector makes its certificate in the cluster);
+#     rendered: the injector makes its certificate in the cluster); no RBAC
+#     rule grants ConfigMaps (the injector reads none);
 #   - promtool test rules on the chart's alerts (test/prometheus);
+#   - docs/examples/*.yaml decoded strictly as written and after inject -f,
+#     which must not warn (and must, once port takeover is removed);
 #   - the Dockerfile's go build command, and a check that the binaries are
 #     statically linked (no PT_INTERP).
 # Helm and kustomize run from their Go modules (the first run compiles them).
@@ -32,6 +35,7 @@ echo "## building helm, kustomize and the checkers"
 GOBIN="$work" go install "$HELM_MOD" || fail "build helm"
 GOBIN="$work" go install "$KUSTOMIZE_MOD" || fail "build kustomize"
 go build -o "$work/checkmanifests" ./internal/inject/manifestcheck/checkmanifests || fail "build checkmanifests"
+go build -o "$work/skills-sidecar" ./cmd/skills-sidecar || fail "build skills-sidecar"
 if ! command -v promtool >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 ||
     { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; } ||
@@ -45,6 +49,13 @@ check_rendered() { # name file
     echo "ok   $1: $(wc -l <"$work/objects.txt") objects decode strictly"
   else
     fail "$1: rendered objects do not decode strictly"
+  fi
+  # The injector reads no ConfigMaps (they are mounted whole and decoded by
+  # the sidecar): no rule may grant them. Its only rights are its own
+  # Secret and webhook configuration, by name, when it manages its
+  # certificate.
+  if grep -qE 'resources: \[[^]]*\bconfigmaps\b|^[[:space:]]*- configmaps[[:space:]]*$' "$2"; then
+    fail "$1: an RBAC rule grants ConfigMaps; the injector reads none"
   fi
   # The alerting rules the chart renders must be valid PromQL.
   if grep -q "PrometheusRule" "$work/objects.txt"; then
@@ -137,6 +148,27 @@ if grep -q "name: skills-sidecar$" <("$work/kustomize" build deploy/kustomize/ex
   echo "ok   the static-injection component added the sidecar"
 else
   fail "the static-injection component did not add the sidecar"
+fi
+
+echo "## docs/examples, as written and through inject -f"
+for f in docs/examples/*.yaml; do
+  check_rendered "$f" "$f"
+  if "$work/skills-sidecar" inject -f "$f" >"$work/injected.yaml" 2>"$work/inject.txt"; then
+    check_rendered "inject -f $f" "$work/injected.yaml"
+    if grep -q "warning:" "$work/inject.txt"; then
+      cat "$work/inject.txt"; fail "inject -f $f warns"
+    fi
+  else
+    cat "$work/inject.txt"; fail "inject -f $f"
+  fi
+done
+# Without the takeover annotation the example's Service bypasses the
+# sidecar, and inject -f must say so.
+grep -v "skills-sidecar.io/port-takeover" docs/examples/takeover.yaml >"$work/no-takeover.yaml"
+if "$work/skills-sidecar" inject -f "$work/no-takeover.yaml" 2>&1 >/dev/null | grep -q "warning: Service mcp-server port mcp targets the app's own port http"; then
+  echo "ok   inject -f warns about the Service once takeover is off"
+else
+  fail "inject -f did not warn about a Service that bypasses the sidecar"
 fi
 
 echo "## the Dockerfile's build, statically linked"

@@ -184,7 +184,7 @@ e2e_inspector() {
 # a free loopback port in front of UPSTREAM_URL (empty: its embedded demo
 # upstream) and waits (bounded) until its
 # MCP endpoint answers. Sets E2E_SIDECAR_URL and E2E_SIDECAR_PID.
-# --metrics-listen defaults to :9090 (every interface, a fixed port); it is
+# --metrics-listen defaults to :17090 (every interface, a fixed port); it is
 # kept on loopback and on a free port like the rest.
 e2e_start_sidecar() {
   local bin=$1 upstream=$2 log=$3 plugin_dir=${4:-} port mport args

@@ -19,7 +19,7 @@ import (
 // done. With no --plugin-dir it serves the embedded example plugin when the
 // demo upstream runs, and an empty catalog otherwise.
 func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger, m *metrics.Metrics) (func() *catalog.Snapshot, error) {
-	opts := catalog.Options{LimitMode: cfg.LimitMode, PollInterval: cfg.PollInterval}
+	opts := catalog.Options{LimitMode: cfg.LimitMode, PollInterval: cfg.PollInterval, Layout: cfg.PluginLayout}
 	if cfg.PluginDir == "" {
 		if cfg.Upstream != "" {
 			log.Info("no --plugin-dir: serving no skills or agents (both extensions still answer)")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/kubeletvolume"
 )
 
 const (
@@ -149,5 +150,49 @@ func BenchmarkConfigMapSwap1000x10(b *testing.B) {
 		b.StopTimer()
 		time.Sleep(300 * time.Millisecond) // let the follow-up reload settle
 		b.StartTimer()
+	}
+}
+
+// BenchmarkLoadConfigMaps1000x10 loads the same plugin as
+// BenchmarkLoad1000x10 from 48 ConfigMap folders in the kubelet's layout
+// (LayoutConfigMaps), the way an injected sidecar reads it.
+func BenchmarkLoadConfigMaps1000x10(b *testing.B) {
+	tree := b.TempDir()
+	files := writeBenchTree(b, tree)
+	root := b.TempDir()
+	mounts := make([]map[string][]byte, 48)
+	i := 0
+	err := filepath.WalkDir(tree, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(tree, p)
+		data, err := os.ReadFile(p)
+		if mounts[i%len(mounts)] == nil {
+			mounts[i%len(mounts)] = map[string][]byte{}
+		}
+		mounts[i%len(mounts)][catalog.EncodeKey(filepath.ToSlash(rel))] = data
+		i++
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for n, keys := range mounts {
+		if err := kubeletvolume.Write(filepath.Join(root, fmt.Sprintf("plugin-%d", n)), keys); err != nil {
+			b.Fatal(err)
+		}
+	}
+	opts := catalog.Options{Layout: catalog.LayoutConfigMaps}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := catalog.Load(root, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(s.Skills()) != benchSkills || s.FileCount() != files {
+			b.Fatalf("loaded %d skills, %d files; want %d, %d", len(s.Skills()), s.FileCount(), benchSkills, files)
+		}
 	}
 }

@@ -63,6 +63,9 @@ type Options struct {
 	// Debounce is how long a Watcher waits after a change event for more
 	// events before it reloads; 0 means DefaultDebounce.
 	Debounce time.Duration
+	// Layout is how the folder holds the plugin: LayoutTree ("" means
+	// LayoutTree) or LayoutConfigMaps.
+	Layout string
 }
 
 func (o Options) withDefaults() Options {
@@ -84,6 +87,9 @@ func (o Options) withDefaults() Options {
 	if o.Debounce <= 0 {
 		o.Debounce = DefaultDebounce
 	}
+	if o.Layout == "" {
+		o.Layout = LayoutTree
+	}
 	return o
 }
 
@@ -91,6 +97,9 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	if o.LimitMode != "" && o.LimitMode != LimitSkip && o.LimitMode != LimitWarn {
 		return fmt.Errorf("catalog: limit mode %q is neither %q nor %q", o.LimitMode, LimitSkip, LimitWarn)
+	}
+	if o.Layout != "" && o.Layout != LayoutTree && o.Layout != LayoutConfigMaps {
+		return fmt.Errorf("catalog: layout %q is neither %q nor %q", o.Layout, LayoutTree, LayoutConfigMaps)
 	}
 	return nil
 }
@@ -113,10 +122,16 @@ func loadRoot(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.Size
 	// then deletes the old one. A load that began before the swap would find
 	// the old folder's files vanishing mid-read and publish part of the
 	// plugin; so when the root's links changed during a load, load again.
+	// In LayoutConfigMaps the swaps happen one level down, in each
+	// ConfigMap's folder.
+	generation := rootLinks
+	if opts.Layout == LayoutConfigMaps {
+		generation = func(root string) string { return configMapsGeneration(os.DirFS(root)) }
+	}
 	for attempt := 1; ; attempt++ {
-		before := rootLinks(root)
+		before := generation(root)
 		s, fp, err := loadRootOnce(root, opts, scanOnly)
-		if err != nil || rootLinks(root) == before {
+		if err != nil || generation(root) == before {
 			return s, fp, err
 		}
 		if attempt == maxLoadAttempts {
@@ -163,12 +178,33 @@ func loadRootOnce(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.
 		return nil, [sha256.Size]byte{}, err
 	}
 	opts = opts.withDefaults()
-	l := loader{opts: opts, tree: newTree(r.FS(), opts.MaxEntries), scanOnly: scanOnly}
+	l, err := newLoader(r.FS(), opts)
+	if err != nil {
+		return nil, sha256.Sum256([]byte(err.Error())), err
+	}
+	l.scanOnly = scanOnly
 	s, err := l.load()
 	if err != nil {
 		fmt.Fprintf(l.tree.seen, "failed %v\n", err)
 	}
 	return s, l.tree.fingerprint(), err
+}
+
+// newLoader prepares one load of fsys in opts.Layout (opts has its
+// defaults).
+func newLoader(fsys fs.FS, opts Options) (*loader, error) {
+	if opts.Layout != LayoutConfigMaps {
+		return &loader{opts: opts, tree: newTree(fsys, opts.MaxEntries)}, nil
+	}
+	cm, err := newConfigMapFS(fsys, opts.MaxEntries)
+	if err != nil {
+		return nil, err
+	}
+	l := &loader{opts: opts, tree: newTree(cm, opts.MaxEntries), probs: cm.problems, watch: append([]string{}, cm.mounts...)}
+	// The decoded paths stay the same across a swap; the fingerprint must
+	// not.
+	fmt.Fprintf(l.tree.seen, "configmaps %q\n", configMapsGeneration(fsys))
+	return l, nil
 }
 
 // LoadFS reads a plugin folder from fsys (for example the embedded example
@@ -179,7 +215,10 @@ func LoadFS(fsys fs.FS, opts Options) (*Snapshot, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	l := loader{opts: opts, tree: newTree(fsys, opts.MaxEntries)}
+	l, err := newLoader(fsys, opts)
+	if err != nil {
+		return nil, err
+	}
 	return l.load()
 }
 
@@ -190,6 +229,7 @@ type loader struct {
 	scanOnly bool // resolve entries only; see loadRoot
 	probs    problems
 	data     map[string]*File // read files by path under skills/, shared between manifests
+	watch    []string         // folders to watch instead of those read (LayoutConfigMaps)
 }
 
 // candidate is a regular file found under skills/.
@@ -248,6 +288,9 @@ func (l *loader) load() (*Snapshot, error) {
 	slices.SortStableFunc(l.probs, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
 	s.problems = slices.Clip([]Problem(l.probs))
 	s.watchDirs = l.tree.dirs
+	if l.watch != nil {
+		s.watchDirs = l.watch
+	}
 	return s, nil
 }
 

@@ -23,8 +23,14 @@ const EnvPrefix = "SKILLS_SIDECAR_"
 // skills-sidecar.io/name), its default and its one-line help; the README's
 // configuration table is generated from them (see Table).
 type Config struct {
-	// Listen is the address of the MCP listener; the endpoint is /mcp.
-	Listen string `key:"listen" default:":8080" help:"Address (host:port) of the MCP listener. The MCP endpoint is /mcp."`
+	// Listen is the address of the MCP listener; the endpoint is /mcp. The
+	// default port, 17080, and metrics-listen's, 17090, are used by no
+	// common app or sidecar default (8080 and 9090 are the commonest app
+	// and Prometheus ports; Istio takes 15000-15090, Linkerd 4140-4191,
+	// Consul 19000-21255, Dapr 3500 and 50001), sit below the kernel's
+	// ephemeral range (32768 and up), where an outgoing connection could
+	// hold them, and above 1024, so the non-root sidecar may bind them.
+	Listen string `key:"listen" default:":17080" help:"Address (host:port) of the MCP listener. The MCP endpoint is /mcp."`
 	// Upstream is the URL of the MCP server the sidecar fronts. Empty means
 	// the embedded demo upstream.
 	Upstream string `key:"upstream" default:"" help:"URL of the upstream MCP endpoint (streamable HTTP), e.g. http://127.0.0.1:3000/mcp. Empty starts the embedded demo server and example plugin."`
@@ -32,8 +38,10 @@ type Config struct {
 	// serves the embedded example when the demo upstream runs, and no
 	// skills otherwise.
 	PluginDir string `key:"plugin-dir" default:"" help:"Plugin folder (Claude Code layout: skills/, agents/, .claude-plugin/plugin.json), normally a mounted ConfigMap. Empty: the embedded example with the demo upstream, none otherwise."`
+	// PluginLayout is how PluginDir holds the plugin (catalog.Layout*).
+	PluginLayout string `key:"plugin-layout" default:"tree" help:"How plugin-dir holds the plugin: tree (the folder itself) or configmaps (one folder per ConfigMap mounted whole, keys encoding the paths as skills-sidecar inject configmap writes them; what the injector mounts)."`
 	// MetricsListen is the address of the metrics and health listener.
-	MetricsListen string `key:"metrics-listen" default:":9090" help:"Address of the listener for /metrics, /healthz and /readyz, kept apart from MCP traffic. Empty disables it."`
+	MetricsListen string `key:"metrics-listen" default:":17090" help:"Address of the listener for /metrics, /healthz and /readyz, kept apart from MCP traffic. Empty disables it."`
 	// AnnotationsFile is the downward API file of the pod's annotations.
 	AnnotationsFile string `key:"annotations-file" default:"/etc/skills-sidecar/podinfo/annotations" help:"Downward API file with the pod's annotations; skills-sidecar.io/* keys in it configure the sidecar. A missing file is not an error."`
 	// UpstreamTimeout bounds the wait for the upstream's response headers.
@@ -155,6 +163,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CacheScope != "private" && c.CacheScope != "public" {
 		bad("cache-scope", "%q is neither private nor public", c.CacheScope)
+	}
+	if c.PluginLayout != "tree" && c.PluginLayout != "configmaps" {
+		bad("plugin-layout", "%q is neither tree nor configmaps", c.PluginLayout)
 	}
 	if c.LimitMode != "skip" && c.LimitMode != "warn" {
 		bad("limit-mode", "%q is neither skip nor warn", c.LimitMode)

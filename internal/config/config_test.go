@@ -15,8 +15,8 @@ func TestDefaultsAreValid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Defaults().Validate() = %v, want nil", err)
 	}
-	if c.Listen != ":8080" || c.UpstreamTimeout != 60*time.Second || c.MaxBodyBytes != 4<<20 {
-		t.Errorf("Defaults() = %+v, want listen :8080, upstream-timeout 60s, max-body-bytes 4 MiB", c)
+	if c.Listen != ":17080" || c.MetricsListen != ":17090" || c.UpstreamTimeout != 60*time.Second || c.MaxBodyBytes != 4<<20 {
+		t.Errorf("Defaults() = %+v, want listen :17080, metrics-listen :17090, upstream-timeout 60s, max-body-bytes 4 MiB", c)
 	}
 }
 

@@ -44,15 +44,25 @@ const (
 	// AnnotationPort is the sidecar's MCP port (container port named
 	// "skills-mcp"; point the Service's targetPort at it). It must differ
 	// from every port the pod's containers declare. Default: the injector's
-	// --port (8080).
+	// --port (17080).
 	AnnotationPort = config.AnnotationPrefix + "port"
+	// AnnotationPortTakeover, opt-in, names the app's container port that
+	// the pod's Service targets by name (e.g. "http"): the sidecar's MCP
+	// port takes that name, the app's port is renamed AppPortName (keeping
+	// its number), and the app container's probes and lifecycle hooks that
+	// used the name are rewritten to the number. The Service then reaches
+	// the sidecar with no change. Unless AnnotationUpstreamPort says
+	// otherwise, that port is the upstream. Default: no takeover (the
+	// sidecar's port is named MCPPortName).
+	AnnotationPortTakeover = config.AnnotationPrefix + "port-takeover"
 	// AnnotationPluginConfigMaps names the ConfigMaps holding the plugin
-	// folder, comma-separated, in the pod's namespace. One is mounted as a
-	// ConfigMap volume, several as one projected volume. Keys are file
-	// paths encoded by EncodeKey (what `skills-sidecar inject configmap`
-	// writes); the injector reads the ConfigMaps' keys to list them with
-	// items[].path, so files added later need a rollout. Exclusive with
-	// AnnotationPluginImage.
+	// folder, comma-separated, in the pod's namespace. Each is mounted whole
+	// as its own volume under PluginMountPath, and the sidecar decodes the
+	// keys, file paths encoded by catalog.EncodeKey (what `skills-sidecar
+	// inject configmap` writes), into one plugin tree
+	// (catalog.LayoutConfigMaps). The injector never reads them, so files
+	// added, removed or moved between them are served after the kubelet's
+	// next sync, with no rollout. Exclusive with AnnotationPluginImage.
 	AnnotationPluginConfigMaps = config.AnnotationPrefix + "plugin-configmaps"
 	// AnnotationPluginImage is an OCI image reference whose file system is
 	// the plugin folder, mounted as an image volume (Kubernetes 1.33+ with
@@ -74,7 +84,8 @@ func InjectorAnnotations() []AnnotationDoc {
 		{AnnotationResources, "Sidecar resources as JSON of a ResourceRequirements, e.g. `{\"requests\":{\"cpu\":\"50m\",\"memory\":\"64Mi\"}}`.", "injector `--resources`"},
 		{AnnotationUpstreamPort, "Port of the MCP server on loopback: a number or a container port name.", "the pod's only container port"},
 		{AnnotationUpstreamPath, "Path of the MCP endpoint on the upstream.", "`/mcp`"},
-		{AnnotationPort, "Sidecar MCP port (container port `skills-mcp`); point your Service's targetPort at it.", "injector `--port` (`8080`)"},
+		{AnnotationPort, "Sidecar MCP port (container port `skills-mcp`); point your Service's targetPort at it.", "injector `--port` (`17080`)"},
+		{AnnotationPortTakeover, "Opt-in: the name of the app's container port your Service targets (e.g. `http`); the sidecar's MCP port takes the name, the app's port is renamed `" + AppPortName + "` and its probes that used the name get the number, so the Service needs no change. The upstream defaults to that port.", "(no takeover)"},
 		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder.", "(none)"},
 		{AnnotationPluginImage, "OCI image whose file system is the plugin folder (image volume, Kubernetes 1.33+).", "(none)"},
 	}
@@ -93,7 +104,8 @@ type settings struct {
 	upstreamPort int32
 	upstreamPath string
 	port         int32
-	metricsPort  int32 // 0: the metrics listener is disabled, no probes
+	metricsPort  int32     // 0: the metrics listener is disabled, no probes
+	takeover     *takeover // nil: the sidecar's port is MCPPortName
 	pluginCMs    []string
 	pluginImage  string // "" with no pluginCMs: the pod brings PluginVolume
 }
@@ -105,6 +117,7 @@ var injectorOwnedRuntimeKeys = map[string]string{
 	"listen":           AnnotationPort,
 	"upstream":         AnnotationUpstreamPort + " and " + AnnotationUpstreamPath,
 	"plugin-dir":       AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
+	"plugin-layout":    AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
 	"annotations-file": "(nothing: the injector mounts the downward API file)",
 }
 
@@ -158,7 +171,17 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 		}
 		s.upstreamPath = v
 	}
+	if v, ok := ann[AnnotationPortTakeover]; ok {
+		t, err := resolveTakeover(v, spec)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.takeover = t
+	}
 	up, err := upstreamPort(ann, spec)
+	if _, set := ann[AnnotationUpstreamPort]; !set && s.takeover != nil {
+		up, err = s.takeover.number, nil // the port the Service meant
+	}
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -227,6 +250,11 @@ func (s *settings) resolvePlugin(ann map[string]string, spec *corev1.PodSpec) er
 	case hasImg && own:
 		return fmt.Errorf("annotation %s: the pod already has a volume named %q; drop one of them", AnnotationPluginImage, PluginVolume)
 	case hasCMs:
+		for _, v := range spec.Volumes {
+			if strings.HasPrefix(v.Name, PluginVolume+"-") {
+				return fmt.Errorf("annotation %s: the pod already has a volume named %q, a name the injector uses for plugin ConfigMaps; rename it", AnnotationPluginConfigMaps, v.Name)
+			}
+		}
 		seen := map[string]bool{}
 		for _, n := range strings.Split(cms, ",") {
 			n = strings.TrimSpace(n)
@@ -327,7 +355,7 @@ func checkPorts(s settings, spec *corev1.PodSpec) []error {
 		if s.metricsPort == s.port {
 			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is the sidecar's MCP port", config.AnnotationPrefix, s.metricsPort))
 		} else if who, ok := taken[s.metricsPort]; ok {
-			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is already declared by %s; set another, e.g. \":9091\"", config.AnnotationPrefix, s.metricsPort, who))
+			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is already declared by %s; set another, e.g. \":17091\"", config.AnnotationPrefix, s.metricsPort, who))
 		}
 	}
 	return errs

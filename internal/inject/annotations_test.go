@@ -118,7 +118,7 @@ func TestRuntimeKeysByAnnotation(t *testing.T) {
 			t.Errorf("annotation %s=%s left the default %v", ann, sampleValue(key, want.Interface()), got)
 		}
 		pod := testPod(optIn(ann, sampleValue(key, want.Interface())), 3000)
-		_, _, err = Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"}, nil)
+		_, _, err = Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
 		if use, owned := injectorOwnedRuntimeKeys[key]; owned {
 			if err == nil || !strings.Contains(err.Error(), use) {
 				t.Errorf("injecting a pod with %s: %v, want a refusal naming %s", ann, err, use)
@@ -143,7 +143,7 @@ func fieldIndex(key string) []int {
 // string key fails TestRuntimeKeysByAnnotation until it has one here.
 var stringSamples = map[string]string{
 	"listen": ":8082", "metrics-listen": ":9091", "upstream": "http://127.0.0.1:1/mcp",
-	"plugin-dir": "/p", "annotations-file": "/a", "cache-scope": "public", "upstream-files": "off",
+	"plugin-dir": "/p", "plugin-layout": "configmaps", "annotations-file": "/a", "cache-scope": "public", "upstream-files": "off",
 	"limit-mode": "warn", "log-level": "debug", "log-format": "json", "auth-gate": "none",
 }
 

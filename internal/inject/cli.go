@@ -40,11 +40,15 @@ stdout with the sidecar added to every Pod, Deployment, StatefulSet,
 DaemonSet, ReplicaSet, Job and CronJob whose pod template has the annotation
 skills-sidecar.io/inject: "true"; every other document is written back byte
 for byte. ConfigMaps a workload names in skills-sidecar.io/plugin-configmaps
-must be in the same input. On any error nothing is written and each problem
-is reported (exit 1).
+that are in the same input are checked (every key decodes, no path in two).
+On any error nothing is written and each problem is reported (exit 1). A
+Service in the input that reaches an injected app's own port, bypassing the
+sidecar, gets a warning.
 
 inject configmap writes the ConfigMap(s) holding the plugin folder DIR and
-prints the annotation value to stderr.
+prints the annotation value to stderr. Each file's ConfigMap is a hash of
+its path: pin --configmaps N to keep every file where it is as the plugin
+grows.
 
 Flags:
 `
@@ -135,6 +139,9 @@ func RunInject(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if r.Injected {
 			fmt.Fprintf(stderr, "inject: %s %s: sidecar added\n", r.Kind, r.Name)
 		}
+		for _, w := range r.Warnings {
+			fmt.Fprintf(stderr, "inject: warning: %s\n", w)
+		}
 	}
 	if _, err := stdout.Write(out); err != nil {
 		fmt.Fprintf(stderr, "inject: %v\n", err)
@@ -150,7 +157,8 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 	var o ConfigMapOptions
 	fs.StringVar(&o.Name, "name", "", "`name` of the (first) ConfigMap")
 	fs.StringVar(&o.Namespace, "namespace", "", "`namespace` of the ConfigMaps (default: none written)")
-	fs.IntVar(&o.MaxBytes, "max-bytes", 0, "bound on one ConfigMap's keys and values in `bytes` (default 900 KiB)")
+	fs.IntVar(&o.MaxBytes, "max-bytes", 0, "bound on one ConfigMap object's JSON in `bytes` (default 240 KiB, for kubectl apply's 256 KiB annotation limit; up to 1000 KiB with kubectl apply --server-side)")
+	fs.IntVar(&o.Count, "configmaps", 0, "spread the files over exactly `N` ConfigMaps (default: the fewest that fit; pin it to keep files in place)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -171,6 +179,9 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 		return ExitFail
 	}
 	fmt.Fprintf(stderr, "annotate the pod template with:\n  %s: %q\n", AnnotationPluginConfigMaps, strings.Join(names, ","))
+	if o.Count == 0 && len(names) > 1 {
+		fmt.Fprintf(stderr, "%d ConfigMaps: pass --configmaps %d from now on, so a growing plugin never moves a file\n", len(names), len(names))
+	}
 	return ExitOK
 }
 
@@ -189,18 +200,17 @@ lifetime is left, the new CA trusted before any leaf it signs is served and
 the old one until it expires.
 
 The Kubernetes API is reached with the pod's service account, or with the
---kube-* flags from outside a cluster.
+--kube-* flags from outside a cluster, and only for the certificate: plugin
+ConfigMaps are mounted whole, so the injector never reads them.
 
 Flags:
 `
 
 // RunWebhook runs `skills-sidecar webhook` until ctx is done and returns the
 // exit code: 0 after a clean shutdown, 1 when it could not serve, 2 on
-// usage errors. getenv finds the in-cluster API (nil means os.Getenv).
+// usage errors. getenv is not read: the injector needs no Kubernetes API
+// (it is kept so callers need not change).
 func RunWebhook(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, webhookUsage); fs.PrintDefaults() }
@@ -285,27 +295,22 @@ func RunWebhook(ctx context.Context, args []string, getenv func(string) string, 
 	log := zap.New(zapCore(logCfg, stderr))
 	defer func() { _ = log.Sync() }()
 
-	var api *APIClient
-	if outOfCluster {
-		api, err = NewAPIClient(*kubeServer, *kubeToken, *kubeCA)
-	} else {
-		api, err = InClusterAPI(getenv)
-	}
-	if err != nil {
-		if selfManaged {
-			log.Error("the Kubernetes API is needed to manage the certificate", zap.Error(err))
-			return ExitFail
-		}
-		log.Warn("plugin ConfigMaps cannot be read; pods naming them will not be injected", zap.Error(err))
-		api = nil
-	}
 	h := &Webhook{Options: opts, Deny: *onError == "deny", Log: log}
-	if api != nil {
-		h.ConfigMaps = api.ConfigMap
-	}
 	reg := prometheus.NewRegistry()
 	var certs CertSource
 	if selfManaged {
+		// The API only for the certificate: plugin ConfigMaps are mounted
+		// whole, so the injector never reads them.
+		var api *APIClient
+		if outOfCluster {
+			api, err = NewAPIClient(*kubeServer, *kubeToken, *kubeCA)
+		} else {
+			api, err = InClusterAPI(getenv)
+		}
+		if err != nil {
+			log.Error("the Kubernetes API is needed to manage the certificate", zap.Error(err))
+			return ExitFail
+		}
 		sc := &SelfCerts{API: api, Namespace: secretNS, Secret: secretName, WebhookConfig: *webhookConfig, WebhookName: *webhookName,
 			Policy: CertPolicy{CAValidity: *caValidity, CertValidity: *certValidity, Hosts: hosts}, Interval: *certInterval, Log: log.Named("certs")}
 		h.Metrics = NewWebhookMetrics(reg, sc.NotAfter)

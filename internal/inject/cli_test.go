@@ -3,6 +3,7 @@ package inject
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,40 @@ func TestRunWebhookServes(t *testing.T) {
 	cancel()
 	if code := <-done; code != ExitOK {
 		t.Errorf("RunWebhook = %d after cancel, want 0; log:\n%s", code, stderr.String())
+	}
+}
+
+// TestRunInjectConfigMapCount: --configmaps pins the count and the
+// annotation names every ConfigMap; an automatic count above one comes
+// with the advice to pin it.
+func TestRunInjectConfigMapCount(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i := range 30 {
+		p := filepath.Join(dir, "skills", "s", fmt.Sprintf("f%02d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte("x"), 20_000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "5", dir}, nil, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2,p-3,p-4"`) || strings.Contains(stderr.String(), "pass --configmaps") {
+		t.Errorf("pinned count: stderr = %s", stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", dir}, nil, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "ConfigMaps: pass --configmaps ") {
+		t.Errorf("automatic count over one: stderr lacks the advice to pin it: %s", stderr.String())
+	}
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "1", dir}, nil, &stdout, &stderr); code != ExitFail {
+		t.Errorf("600 KB in one pinned ConfigMap: exit %d, want %d", code, ExitFail)
 	}
 }

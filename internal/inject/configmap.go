@@ -1,6 +1,10 @@
 package inject
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,79 +14,29 @@ import (
 	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 )
 
-// ErrBadKey is returned by DecodeKey for a key that EncodeKey cannot have
-// written.
-var ErrBadKey = errors.New("inject: not an encoded plugin path")
-
-// maxKeyLen is the longest ConfigMap key the API server accepts.
-const maxKeyLen = 253
-
-// EncodeKey turns a slash-separated path inside the plugin folder into a
-// ConfigMap key, which may only hold [-._a-zA-Z0-9]: "/" becomes "__", and
-// "_" and every other byte become "_" and two upper-case hex digits; a
-// leading "." is escaped too, so no key starts with "..". For example
-// skills/refunds/SKILL.md becomes skills__refunds__SKILL.md and
-// scripts/run_me.py becomes scripts__run_5Fme.py.
-func EncodeKey(p string) string {
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case c == '/':
-			b.WriteString("__")
-		case c == '.' && i == 0:
-			b.WriteString("_2E")
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.':
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "_%02X", c)
-		}
-	}
-	return b.String()
-}
-
-// DecodeKey reverses EncodeKey and checks that the result is a relative
-// path with no empty, "." or ".." segment, as items[].path must be. Errors
-// wrap ErrBadKey.
-func DecodeKey(k string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		switch {
-		case c == '_' && i+1 < len(k) && k[i+1] == '_':
-			b.WriteByte('/')
-			i++
-		case c == '_' && i+2 < len(k) && isUpperHex(k[i+1]) && isUpperHex(k[i+2]):
-			b.WriteByte(unhex(k[i+1])<<4 | unhex(k[i+2]))
-			i += 2
-		case c == '_':
-			return "", fmt.Errorf("%w: %q has a lone _ at %d", ErrBadKey, k, i)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	p := b.String()
-	if p == "" {
-		return "", fmt.Errorf("%w: empty key", ErrBadKey)
-	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "", fmt.Errorf("%w: %q decodes to %q, not a clean relative path", ErrBadKey, k, p)
-		}
-	}
-	return p, nil
-}
-
-func isUpperHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'A' && c <= 'F' }
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return c - 'A' + 10
-}
+// Bounds of BuildConfigMaps.
+const (
+	// DefaultConfigMapBytes is ConfigMapOptions.MaxBytes's default: the JSON
+	// encoding of one whole ConfigMap object stays under it. `kubectl apply`
+	// (client side) copies that JSON into the
+	// kubectl.kubernetes.io/last-applied-configuration annotation, and all
+	// of an object's annotations together may hold 256 KiB; 16 KiB is left
+	// for the annotation's key and the object's other annotations.
+	DefaultConfigMapBytes = 240 << 10
+	// MaxConfigMapBytes is the largest MaxBytes accepted: the API server
+	// refuses an object over 1 MiB (etcd's request limit). Only with
+	// `kubectl apply --server-side` (no last-applied copy) or `kubectl
+	// create` is a bound above 256 KiB usable.
+	MaxConfigMapBytes = 1000 << 10
+	// MaxConfigMaps bounds how many ConfigMaps (so volumes) one plugin is
+	// split into; a larger plugin belongs in an image
+	// (AnnotationPluginImage).
+	MaxConfigMaps = 64
+)
 
 // ConfigMapOptions say how BuildConfigMaps names and sizes its ConfigMaps.
 type ConfigMapOptions struct {
@@ -90,93 +44,217 @@ type ConfigMapOptions struct {
 	Name string
 	// Namespace of the ConfigMaps; empty leaves it out.
 	Namespace string
-	// MaxBytes bounds the keys and values (binary ones base64-encoded) of
-	// one ConfigMap; 0 means 900 KiB, leaving room under the API server's
-	// 1 MiB object limit.
+	// MaxBytes bounds the JSON encoding of one ConfigMap object; 0 means
+	// DefaultConfigMapBytes.
 	MaxBytes int
+	// Count is the number of ConfigMaps to spread the files over; 0 picks
+	// the smallest count (at most MaxConfigMaps) at which every one fits.
+	// Pinning it keeps every file in its ConfigMap whatever else changes.
+	Count int
 }
 
 // BuildConfigMaps turns a plugin folder into ConfigMap manifests (YAML,
-// "---"-separated) whose keys are the files' EncodeKey paths, UTF-8 files
-// under data and others under binaryData, split across as many ConfigMaps
-// as the size bound needs. It returns the manifests and the ConfigMap
-// names, the value for AnnotationPluginConfigMaps. Dot-files and
-// dot-folders other than .claude-plugin are left out, as the sidecar never
-// serves them; a symlink or special file is an error.
+// "---"-separated) whose keys are the files' catalog.EncodeKey paths,
+// UTF-8 files under data and others under binaryData. It returns the
+// manifests and the ConfigMap names, the value for
+// AnnotationPluginConfigMaps. Dot-files and dot-folders other than
+// .claude-plugin are left out, as the sidecar never serves them; a symlink
+// or special file is an error.
+//
+// Which ConfigMap holds a file depends on its path and the count alone: a
+// jump consistent hash (Lamping and Veach, 2014) of the path's SHA-256 into
+// Count buckets. So a file growing, shrinking, appearing or going away
+// moves no other file to another ConfigMap (a split by size in path order
+// would move every file after it); with Count pinned nothing ever moves,
+// and when the automatic count grows by one, files move only into the new
+// ConfigMap. A file is never split, so a plugin whose file or bucket does
+// not fit MaxBytes is refused with the reason.
 func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error) {
 	if !isDNSSubdomain(opts.Name) || len(opts.Name) > 240 {
 		return nil, nil, fmt.Errorf("configmap name %q is not a valid object name", opts.Name)
 	}
 	if opts.MaxBytes == 0 {
-		opts.MaxBytes = 900 << 10
+		opts.MaxBytes = DefaultConfigMapBytes
 	}
-	files, err := pluginFiles(fsys)
+	if opts.MaxBytes < 1<<10 || opts.MaxBytes > MaxConfigMapBytes {
+		return nil, nil, fmt.Errorf("max bytes %d is not between 1 KiB and %d", opts.MaxBytes, MaxConfigMapBytes)
+	}
+	if opts.Count < 0 || opts.Count > MaxConfigMaps {
+		return nil, nil, fmt.Errorf("count %d is not between 1 and %d", opts.Count, MaxConfigMaps)
+	}
+	entries, err := readEntries(fsys)
 	if err != nil {
 		return nil, nil, err
 	}
-	type cmap struct {
-		data   map[string]string
-		binary map[string][]byte
-		size   int
-	}
-	var maps []*cmap
-	for _, p := range files {
-		b, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", p, err)
-		}
-		k := EncodeKey(p)
-		if len(k) > maxKeyLen {
-			return nil, nil, fmt.Errorf("%s: encoded key is %d bytes, over the %d a ConfigMap allows", p, len(k), maxKeyLen)
-		}
-		size := len(k) + len(b)
-		if !utf8.Valid(b) {
-			size = len(k) + (len(b)+2)/3*4
-		}
-		if size > opts.MaxBytes {
-			return nil, nil, fmt.Errorf("%s: %d bytes do not fit a ConfigMap (limit %d); ship the plugin as an image (%s)", p, size, opts.MaxBytes, AnnotationPluginImage)
-		}
-		if len(maps) == 0 || maps[len(maps)-1].size+size > opts.MaxBytes {
-			maps = append(maps, &cmap{data: map[string]string{}, binary: map[string][]byte{}})
-		}
-		m := maps[len(maps)-1]
-		m.size += size
-		if utf8.Valid(b) {
-			m.data[k] = string(b)
-		} else {
-			m.binary[k] = b
+	names := configMapNames(opts.Name, MaxConfigMaps)
+	// The budget of a ConfigMap's keys and values: MaxBytes less the
+	// longest object around an empty data map, and the two map keys.
+	budget := opts.MaxBytes - len(objectJSON(names[len(names)-1], opts.Namespace, nil)) - len(`,"data":{},"binaryData":{}`)
+	for _, e := range entries {
+		if e.size > budget {
+			return nil, nil, fmt.Errorf("%s: %d bytes as JSON do not fit a ConfigMap of %d bytes (a file is never split); ship the plugin as an image (%s)",
+				e.path, e.size, opts.MaxBytes, AnnotationPluginImage)
 		}
 	}
-	if len(maps) == 0 {
-		return nil, nil, errors.New("the plugin folder has no files")
+	count, err := pickCount(entries, opts.Count, budget)
+	if err != nil {
+		return nil, nil, err
+	}
+	buckets := make([][]entry, count)
+	for _, e := range entries {
+		b := jumpHash(e.hash, count)
+		buckets[b] = append(buckets[b], e)
 	}
 	var out []byte
-	var names []string
-	for i, m := range maps {
-		name := opts.Name
-		if i > 0 {
-			name = fmt.Sprintf("%s-%d", opts.Name, i)
+	for i, es := range buckets {
+		obj := objectJSON(names[i], opts.Namespace, es)
+		if len(obj) > opts.MaxBytes {
+			// pickCount's arithmetic and this encoding disagree: a bug.
+			return nil, nil, fmt.Errorf("ConfigMap %s would be %d bytes as JSON, over %d", names[i], len(obj), opts.MaxBytes)
 		}
-		names = append(names, name)
-		meta := map[string]any{"name": name, "labels": map[string]string{"app.kubernetes.io/component": "skills-plugin"}}
-		if opts.Namespace != "" {
-			meta["namespace"] = opts.Namespace
-		}
-		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
-		if len(m.data) > 0 {
-			obj["data"] = m.data
-		}
-		if len(m.binary) > 0 {
-			obj["binaryData"] = m.binary
-		}
-		y, err := yaml.Marshal(obj)
+		y, err := yaml.JSONToYAML(obj)
 		if err != nil {
-			return nil, nil, fmt.Errorf("encode ConfigMap %s: %w", name, err)
+			return nil, nil, fmt.Errorf("encode ConfigMap %s: %w", names[i], err)
 		}
 		out = append(out, "---\n"...)
 		out = append(out, y...)
 	}
-	return out, names, nil
+	return out, names[:count], nil
+}
+
+// entry is one plugin file bound for a ConfigMap.
+type entry struct {
+	path, key string
+	data      []byte
+	binary    bool
+	size      int    // of `"key":"value",` in the object's JSON
+	hash      uint64 // of the path, for jumpHash
+}
+
+// readEntries reads every file of the plugin and sizes its ConfigMap entry.
+func readEntries(fsys fs.FS) ([]entry, error) {
+	files, err := pluginFiles(fsys)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, errors.New("the plugin folder has no files")
+	}
+	entries := make([]entry, 0, len(files))
+	for _, p := range files {
+		k := catalog.EncodeKey(p)
+		if len(k) > catalog.MaxKeyLen {
+			return nil, fmt.Errorf("%s: encoded key is %d bytes, over the %d a ConfigMap allows", p, len(k), catalog.MaxKeyLen)
+		}
+		if back, err := catalog.DecodeKey(k); err != nil || back != p {
+			return nil, fmt.Errorf("%q: the sidecar could not decode this name (%v); rename it to UTF-8", p, err)
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+		e := entry{path: p, key: k, data: b, binary: !utf8.Valid(b)}
+		sum := sha256.Sum256([]byte(p))
+		e.hash = binary.BigEndian.Uint64(sum[:8])
+		kj, _ := json.Marshal(k)
+		e.size = len(kj) + 2 + len(valueJSON(e))
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// valueJSON is an entry's value as the object's JSON holds it: a JSON string
+// (encoding/json escapes <, > and & too, which makes it an upper bound of
+// other encoders), base64 for binaryData.
+func valueJSON(e entry) []byte {
+	if e.binary {
+		return []byte(`"` + base64.StdEncoding.EncodeToString(e.data) + `"`)
+	}
+	v, _ := json.Marshal(string(e.data))
+	return v
+}
+
+// pickCount returns count when it is set and every bucket fits, or else the
+// smallest count that fits.
+func pickCount(entries []entry, count, budget int) (int, error) {
+	if count > 0 {
+		if over, size := overfull(entries, count, budget); over >= 0 {
+			return 0, fmt.Errorf("ConfigMap %d of %d would hold %d bytes, over %d; raise the count (a higher one moves about one file in count+1 into each new ConfigMap)",
+				over, count, size, budget)
+		}
+		return count, nil
+	}
+	for n := 1; n <= MaxConfigMaps; n++ {
+		if over, _ := overfull(entries, n, budget); over < 0 {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("the plugin does not fit %d ConfigMaps; ship it as an image (%s)", MaxConfigMaps, AnnotationPluginImage)
+}
+
+// overfull returns the first bucket over budget with n buckets and its
+// size, or -1.
+func overfull(entries []entry, n, budget int) (int, int) {
+	sizes := make([]int, n)
+	for _, e := range entries {
+		sizes[jumpHash(e.hash, n)] += e.size
+	}
+	for i, s := range sizes {
+		if s > budget {
+			return i, s
+		}
+	}
+	return -1, 0
+}
+
+// jumpHash is the jump consistent hash of Lamping and Veach ("A Fast,
+// Minimal Memory, Consistent Hash Algorithm", 2014): a bucket in [0, n)
+// such that going from n to n+1 buckets moves a key only into bucket n.
+func jumpHash(key uint64, n int) int {
+	b, j := int64(-1), int64(0)
+	for j < int64(n) {
+		b = j
+		key = key*2862933555777941757 + 1
+		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
+	}
+	return int(b)
+}
+
+func configMapNames(name string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = name
+		if i > 0 {
+			names[i] = fmt.Sprintf("%s-%d", name, i)
+		}
+	}
+	return names
+}
+
+// objectJSON is the ConfigMap's JSON, keys in order as encoding/json and
+// kubectl write them.
+func objectJSON(name, namespace string, es []entry) []byte {
+	data, bin := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for _, e := range es {
+		if e.binary {
+			bin[e.key] = valueJSON(e)
+		} else {
+			data[e.key] = valueJSON(e)
+		}
+	}
+	meta := map[string]any{"name": name, "labels": map[string]string{"app.kubernetes.io/component": "skills-plugin"}}
+	if namespace != "" {
+		meta["namespace"] = namespace
+	}
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+	if len(data) > 0 {
+		obj["data"] = data
+	}
+	if len(bin) > 0 {
+		obj["binaryData"] = bin
+	}
+	j, _ := json.Marshal(obj) // maps of strings and raw JSON strings always encode
+	return j
 }
 
 // pluginFiles lists the regular files of a plugin folder, sorted.

@@ -11,10 +11,14 @@
 // injected gets no patch, so a second pass changes nothing; a bad annotation
 // value leaves the pod as it was and is reported naming the annotation. The
 // mutation only adds (containers, volumes, one status annotation), so fields
-// it does not know survive both edges.
+// it does not know survive both edges; the one exception is the opt-in port
+// takeover, which renames the app's port and rewrites the probes that named
+// it (JSON patch "replace"). inject -f also warns about Services in its
+// input that reach an injected app's own port.
 //
 // It must not read the sidecar's runtime settings for itself beyond
 // validating them with internal/config (the sidecar reads them from the
 // downward API file the mutation mounts), and it must not talk to the
-// Kubernetes API except to read the plugin ConfigMaps a pod names.
+// Kubernetes API: plugin ConfigMaps are mounted whole and decoded by the
+// sidecar (catalog.LayoutConfigMaps, whose key encoding it writes).
 package inject

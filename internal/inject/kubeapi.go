@@ -26,13 +26,12 @@ const (
 	maxAPIBytes       = 4 << 20 // one object read from the API
 )
 
-// ErrNoAPI is returned by InClusterConfigMaps outside a cluster.
+// ErrNoAPI is returned by InClusterAPI outside a cluster.
 var ErrNoAPI = errors.New("inject: no Kubernetes API (KUBERNETES_SERVICE_HOST unset)")
 
 // APIClient talks to the Kubernetes API with a bearer token, without
-// client-go: it reads the plugin ConfigMaps a pod names and, when the
-// injector manages its own certificate, reads and updates its TLS Secret and
-// its webhook's caBundle. Nothing else.
+// client-go: when the injector manages its own certificate, it reads and
+// updates its TLS Secret and its webhook's caBundle. Nothing else.
 type APIClient struct {
 	// Server is the API server's base URL, e.g. https://10.0.0.1:443.
 	Server string
@@ -84,16 +83,6 @@ func InClusterAPI(getenv func(string) string) (*APIClient, error) {
 			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		}},
 	}, nil
-}
-
-// ConfigMap reads one ConfigMap; it is a NamespacedConfigMapGetter.
-func (a *APIClient) ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
-	var cm corev1.ConfigMap
-	p := "/api/v1/namespaces/" + url.PathEscape(namespace) + "/configmaps/" + url.PathEscape(name)
-	if err := a.do(ctx, http.MethodGet, p, "", nil, &cm); err != nil {
-		return nil, fmt.Errorf("get configmap: %w", err)
-	}
-	return &cm, nil
 }
 
 // APIError is an answer of the API server other than 2xx.

@@ -5,12 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
 	"strings"
+	"testing/fstest"
 
 	yamlv3 "gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 )
 
 // templatePaths maps the kinds `inject -f` reads to the JSON pointer of
@@ -71,14 +78,18 @@ type InjectResult struct {
 	// why not (empty for kinds without a pod template).
 	Injected bool
 	Skip     string
+	// Warnings are problems that do not stop the injection: a Service
+	// that reaches an injected app's own port, bypassing the sidecar.
+	Warnings []string
 }
 
 // InjectManifests adds the sidecar to every workload of a multi-document
 // YAML stream that opts in, and returns the stream with every other
 // document byte for byte as it was. ConfigMaps named by
-// AnnotationPluginConfigMaps must be in the same stream (and namespace). On
-// any error it returns no output and every document's problem, joined, each
-// naming the document.
+// AnnotationPluginConfigMaps need not be in the stream (they are mounted
+// whole); those that are, in the workload's namespace, are checked as the
+// sidecar will read them (checkConfigMaps). On any error it returns no
+// output and every document's problem, joined, each naming the document.
 func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 	docs := splitDocuments(in)
 	heads := make([]header, len(docs))
@@ -103,15 +114,18 @@ func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 	}
 	var out bytes.Buffer
 	results := make([]InjectResult, 0, len(docs))
+	var pods []injectedPod
 	for i, d := range docs {
 		h := heads[i]
 		r := InjectResult{Index: i, Kind: h.Kind, Name: h.Metadata.Name}
-		body, err := injectDocument(d.body, h, opts, func(name string) (*corev1.ConfigMap, error) {
-			cm, ok := cms[h.Metadata.Namespace+"/"+name]
-			if !ok {
-				return nil, errors.New("not in the input; pass the ConfigMap in the same stream")
+		body, err := injectDocument(d.body, h, opts, &pods, func(names []string) error {
+			var in []*corev1.ConfigMap
+			for _, n := range names {
+				if cm, ok := cms[h.Metadata.Namespace+"/"+n]; ok {
+					in = append(in, cm)
+				}
 			}
-			return cm, nil
+			return checkConfigMaps(in)
 		}, &r)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i, h.Kind, h.Metadata.Name, err))
@@ -123,12 +137,17 @@ func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 	if len(errs) > 0 {
 		return nil, results, errors.Join(errs...)
 	}
+	for i, d := range docs {
+		if heads[i].Kind == "Service" && heads[i].APIVersion == "v1" {
+			results[i].Warnings = serviceWarnings(d.body, pods)
+		}
+	}
 	return out.Bytes(), results, nil
 }
 
 // injectDocument returns one document's new body: the input itself unless
 // it is a workload that gets the sidecar.
-func injectDocument(body []byte, h header, opts Options, get ConfigMapGetter, r *InjectResult) ([]byte, error) {
+func injectDocument(body []byte, h header, opts Options, pods *[]injectedPod, check func(configMaps []string) error, r *InjectResult) ([]byte, error) {
 	tpath, ok := templatePaths[h.Kind]
 	if !ok {
 		return body, nil
@@ -141,10 +160,16 @@ func injectDocument(body []byte, h header, opts Options, get ConfigMapGetter, r 
 	if err != nil {
 		return body, err
 	}
-	ops, skip, err := Mutate(tmpl.ObjectMeta, tmpl.Spec, opts, get)
+	ops, skip, err := Mutate(tmpl.ObjectMeta, tmpl.Spec, opts)
 	if err != nil || ops == nil {
 		r.Skip = skip
 		return body, err
+	}
+	if err := check(pluginConfigMaps(tmpl.Annotations)); err != nil {
+		return body, fmt.Errorf("annotation %s: %w", AnnotationPluginConfigMaps, err)
+	}
+	if p, err := describeInjected(h, tmpl, opts); err == nil {
+		*pods = append(*pods, p)
 	}
 	if err := ApplyPatch(&doc, tpath, ops); err != nil {
 		return body, err
@@ -184,4 +209,130 @@ func podTemplate(body []byte, pointer string) (corev1.PodTemplateSpec, error) {
 		return tmpl, fmt.Errorf("pod template: %w", err)
 	}
 	return tmpl, nil
+}
+
+// pluginConfigMaps lists the ConfigMaps a pod names (Mutate has checked the
+// annotation).
+func pluginConfigMaps(ann map[string]string) []string {
+	v, ok := ann[AnnotationPluginConfigMaps]
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, n := range strings.Split(v, ",") {
+		names = append(names, strings.TrimSpace(n))
+	}
+	return names
+}
+
+// checkConfigMaps reads the ConfigMaps as the sidecar will see them mounted
+// (each a folder of its keys, catalog.LayoutConfigMaps), so that a key that
+// does not decode or a path in two ConfigMaps is reported before the pod
+// runs.
+func checkConfigMaps(cms []*corev1.ConfigMap) error {
+	var errs []error
+	fsys := fstest.MapFS{}
+	for _, cm := range cms {
+		fsys[cm.Name] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+		keys := slices.Concat(slices.Collect(maps.Keys(cm.Data)), slices.Collect(maps.Keys(cm.BinaryData)))
+		slices.Sort(keys)
+		for _, k := range keys {
+			if _, err := catalog.DecodeKey(k); err != nil {
+				errs = append(errs, fmt.Errorf("ConfigMap %s key %s: not written by skills-sidecar inject configmap: %w", cm.Name, k, err))
+			}
+			fsys[cm.Name+"/"+k] = &fstest.MapFile{}
+		}
+	}
+	if _, err := catalog.ConfigMapsFS(fsys); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// injectedPod is what a Service may reach in a workload inject -f
+// injected: the app's own port, bypassing the sidecar, or the sidecar.
+type injectedPod struct {
+	what      string // "Deployment server"
+	namespace string
+	labels    map[string]string
+	appPort   int32           // the upstream: the app's port the sidecar forwards to
+	appNames  map[string]bool // names that still lead to appPort after injection
+	sidecar   string          // the sidecar's MCP port name
+	takeover  bool
+}
+
+// describeInjected resolves an injected pod template's settings again, as
+// Mutate did.
+func describeInjected(h header, tmpl corev1.PodTemplateSpec, opts Options) (injectedPod, error) {
+	if opts.Port == 0 {
+		opts.Port = DefaultPort
+	}
+	s, err := resolve(tmpl.Annotations, &tmpl.Spec, opts)
+	if err != nil {
+		return injectedPod{}, err
+	}
+	p := injectedPod{
+		what: h.Kind + " " + h.Metadata.Name, namespace: h.Metadata.Namespace, labels: tmpl.Labels,
+		appPort: s.upstreamPort, appNames: map[string]bool{}, sidecar: mcpPortName(s), takeover: s.takeover != nil,
+	}
+	for _, c := range tmpl.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.ContainerPort == s.upstreamPort && cp.Name != "" && cp.Name != p.sidecar {
+				p.appNames[cp.Name] = true
+			}
+		}
+	}
+	if s.takeover != nil {
+		p.appNames[AppPortName] = true
+	}
+	return p, nil
+}
+
+// serviceWarnings names every port of the Service that selects an injected
+// pod and targets the app's own port (by number, or by a name that still
+// leads there) rather than the sidecar's.
+func serviceWarnings(body []byte, pods []injectedPod) []string {
+	var svc corev1.Service
+	if yaml.Unmarshal(body, &svc) != nil || len(svc.Spec.Selector) == 0 {
+		return nil
+	}
+	var warnings []string
+	for _, p := range pods {
+		if p.namespace != svc.Namespace || !selects(svc.Spec.Selector, p.labels) {
+			continue
+		}
+		for _, sp := range svc.Spec.Ports {
+			target := sp.TargetPort
+			if target.Type == intstr.Int && target.IntVal == 0 {
+				target = intstr.FromInt32(sp.Port) // the API's default
+			}
+			direct := target.Type == intstr.Int && target.IntVal == p.appPort || target.Type == intstr.String && p.appNames[target.StrVal]
+			if !direct {
+				continue
+			}
+			fix := fmt.Sprintf("set targetPort: %s", p.sidecar)
+			if target.Type == intstr.String && !p.takeover {
+				fix += fmt.Sprintf(", or annotate the pod template with %s: %q so the sidecar takes that name", AnnotationPortTakeover, target.StrVal)
+			}
+			warnings = append(warnings, fmt.Sprintf("Service %s port %s targets the app's own port %s of %s, so its clients bypass the sidecar: %s",
+				svc.Name, servicePortName(sp), target.String(), p.what, fix))
+		}
+	}
+	return warnings
+}
+
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if l, ok := labels[k]; !ok || l != v {
+			return false
+		}
+	}
+	return true
+}
+
+func servicePortName(sp corev1.ServicePort) string {
+	if sp.Name != "" {
+		return sp.Name
+	}
+	return fmt.Sprint(sp.Port)
 }

@@ -2,7 +2,6 @@ package inject
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 )
 
 // Names and paths the mutation adds to a pod.
@@ -31,8 +32,9 @@ const (
 	MCPPortName     = "skills-mcp"
 	MetricsPortName = "skills-metrics"
 	// DefaultPort is the sidecar's MCP port when neither Options.Port nor
-	// AnnotationPort says otherwise.
-	DefaultPort = 8080
+	// AnnotationPort says otherwise: config's default listen port (see
+	// config.Config.Listen for why 17080).
+	DefaultPort = 17080
 	// nonRootUID is distroless's "nonroot" user.
 	nonRootUID = 65532
 )
@@ -66,11 +68,6 @@ func DefaultResources() corev1.ResourceRequirements {
 	}
 }
 
-// ConfigMapGetter returns a ConfigMap of the pod's namespace by name. The
-// mutation reads only its keys. A nil getter makes naming ConfigMaps an
-// error.
-type ConfigMapGetter func(name string) (*corev1.ConfigMap, error)
-
 // PatchOp is one JSON patch (RFC 6902) operation. The mutation emits only
 // "add".
 type PatchOp struct {
@@ -91,8 +88,9 @@ const (
 // with paths relative to the pod (/metadata/..., /spec/...). With no patch
 // it returns the reason as skip. A malformed annotation is an error naming
 // it, listing every problem, and no patch. Mutate does not modify its
-// arguments; it calls getConfigMap only for ConfigMaps the pod names.
-func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options, getConfigMap ConfigMapGetter) (patch []PatchOp, skip string, err error) {
+// arguments and reads nothing but them: plugin ConfigMaps are mounted
+// whole, so their keys need not be known.
+func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []PatchOp, skip string, err error) {
 	want, err := wantsInjection(meta.Annotations)
 	switch {
 	case err != nil:
@@ -114,17 +112,13 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options, getConfig
 	if err != nil {
 		return nil, "", err
 	}
-	var vols []corev1.Volume
-	if len(s.pluginCMs) > 0 || s.pluginImage != "" {
-		v, err := pluginVolume(s, getConfigMap)
-		if err != nil {
-			return nil, "", err
-		}
-		vols = append(vols, v)
-	}
+	vols, mounts := pluginVolumes(s)
 	vols = append(vols, podInfoVolume())
-	c := container(s, opts)
+	c := container(s, opts, mounts)
 
+	if s.takeover != nil {
+		patch = append(patch, takeoverOps(s.takeover, spec)...)
+	}
 	if opts.NativeSidecar {
 		patch = appendOps(patch, "/spec/initContainers", len(spec.InitContainers), c)
 	} else {
@@ -168,7 +162,11 @@ func hasContainer(spec corev1.PodSpec, name string) bool {
 	return false
 }
 
-func container(s settings, opts Options) corev1.Container {
+func container(s settings, opts Options, plugin []corev1.VolumeMount) corev1.Container {
+	layout := catalog.LayoutTree
+	if len(s.pluginCMs) > 0 {
+		layout = catalog.LayoutConfigMaps
+	}
 	c := corev1.Container{
 		Name:            ContainerName,
 		Image:           s.image,
@@ -178,13 +176,11 @@ func container(s settings, opts Options) corev1.Container {
 			"--listen=:" + strconv.Itoa(int(s.port)),
 			"--upstream=http://127.0.0.1:" + strconv.Itoa(int(s.upstreamPort)) + s.upstreamPath,
 			"--plugin-dir=" + PluginMountPath,
+			"--plugin-layout=" + layout,
 		},
-		Ports:     []corev1.ContainerPort{{Name: MCPPortName, ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
-		Resources: s.resources,
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: PluginVolume, MountPath: PluginMountPath, ReadOnly: true},
-			{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true},
-		},
+		Ports:        []corev1.ContainerPort{{Name: mcpPortName(s), ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
+		Resources:    s.resources,
+		VolumeMounts: append(plugin, corev1.VolumeMount{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true}),
 		SecurityContext: &corev1.SecurityContext{
 			RunAsNonRoot:             ptr(true),
 			RunAsUser:                ptr(int64(nonRootUID)),
@@ -217,76 +213,55 @@ func container(s settings, opts Options) corev1.Container {
 	return c
 }
 
+// mcpPortName is the sidecar's MCP port name: the app's old one under
+// AnnotationPortTakeover.
+func mcpPortName(s settings) string {
+	if s.takeover != nil {
+		return s.takeover.name
+	}
+	return MCPPortName
+}
+
 func podInfoVolume() corev1.Volume {
 	return corev1.Volume{Name: PodInfoVolume, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}},
 	}}}
 }
 
-// pluginVolume builds the plugin folder's volume: an image volume, one
-// ConfigMap, or a projected volume over several, each key listed with its
-// decoded path (ConfigMap keys cannot contain "/").
-func pluginVolume(s settings, get ConfigMapGetter) (corev1.Volume, error) {
-	v := corev1.Volume{Name: PluginVolume}
-	if s.pluginImage != "" {
-		v.Image = &corev1.ImageVolumeSource{Reference: s.pluginImage, PullPolicy: corev1.PullIfNotPresent}
-		return v, nil
-	}
-	if get == nil {
-		return v, fmt.Errorf("annotation %s: ConfigMaps cannot be read here", AnnotationPluginConfigMaps)
-	}
-	owner := map[string]string{}
-	var sources []corev1.VolumeProjection
-	for _, name := range s.pluginCMs {
-		cm, err := get(name)
-		if err != nil {
-			return v, fmt.Errorf("annotation %s: ConfigMap %q: %w", AnnotationPluginConfigMaps, name, err)
+// pluginVolumes builds the plugin's volumes and the sidecar's mounts of
+// them. Each ConfigMap is its own volume, mounted whole (no items[]) at
+// PluginMountPath/NAME, and the sidecar decodes the keys
+// (catalog.LayoutConfigMaps): a key added, removed or moved is then served
+// after the kubelet's next sync of that volume, where an items[] list
+// would need a rollout for a new key and stop the volume's updates for a
+// missing one. Separate volumes, not one projected volume, because a
+// projected volume silently keeps one of two equal keys; the sidecar
+// refuses them instead. An image, or the pod's own PluginVolume, is
+// mounted at PluginMountPath as the plugin tree.
+func pluginVolumes(s settings) ([]corev1.Volume, []corev1.VolumeMount) {
+	if len(s.pluginCMs) == 0 {
+		mount := []corev1.VolumeMount{{Name: PluginVolume, MountPath: PluginMountPath, ReadOnly: true}}
+		if s.pluginImage == "" {
+			return nil, mount // the pod brings the volume
 		}
-		items, err := itemsOf(cm, name, owner)
-		if err != nil {
-			return v, fmt.Errorf("annotation %s: %w", AnnotationPluginConfigMaps, err)
-		}
-		sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items,
+		return []corev1.Volume{{Name: PluginVolume, VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: s.pluginImage, PullPolicy: corev1.PullIfNotPresent},
+		}}}, mount
+	}
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for i, name := range s.pluginCMs {
+		v := configMapVolume(i)
+		vols = append(vols, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}},
 		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: v, MountPath: PluginMountPath + "/" + name, ReadOnly: true})
 	}
-	if len(sources) == 1 {
-		v.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: sources[0].ConfigMap.LocalObjectReference, Items: sources[0].ConfigMap.Items}
-		return v, nil
-	}
-	v.Projected = &corev1.ProjectedVolumeSource{Sources: sources}
-	return v, nil
+	return vols, mounts
 }
 
-// itemsOf lists a ConfigMap's keys with their decoded paths, sorted by key;
-// owner records which ConfigMap each path came from, so a path in two of
-// them is an error.
-func itemsOf(cm *corev1.ConfigMap, name string, owner map[string]string) ([]corev1.KeyToPath, error) {
-	keys := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	for k := range cm.BinaryData {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("ConfigMap %q is empty", name)
-	}
-	items := make([]corev1.KeyToPath, 0, len(keys))
-	for _, k := range keys {
-		p, err := DecodeKey(k)
-		if err != nil {
-			return nil, fmt.Errorf("ConfigMap %q key %q: %w", name, k, err)
-		}
-		if prev, dup := owner[p]; dup {
-			return nil, fmt.Errorf("path %q is in ConfigMap %q and %q", p, prev, name)
-		}
-		owner[p] = name
-		items = append(items, corev1.KeyToPath{Key: k, Path: p})
-	}
-	return items, nil
-}
+// configMapVolume names the volume of the i-th plugin ConfigMap.
+func configMapVolume(i int) string { return PluginVolume + "-" + strconv.Itoa(i) }
 
 func ptr[T any](v T) *T { return &v }
 

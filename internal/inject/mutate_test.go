@@ -2,7 +2,6 @@ package inject
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -61,22 +60,11 @@ func applyToPod(t *testing.T, pod corev1.Pod, ops []PatchOp) corev1.Pod {
 	return out
 }
 
-func cms(m map[string]*corev1.ConfigMap) ConfigMapGetter {
-	return func(name string) (*corev1.ConfigMap, error) {
-		if cm, ok := m[name]; ok {
-			return cm, nil
-		}
-		return nil, errors.New("not found")
-	}
-}
-
 func TestMutate(t *testing.T) {
 	t.Parallel()
-	plugin := map[string]*corev1.ConfigMap{
-		"a": {Data: map[string]string{"skills__x__SKILL.md": "x"}},
-		"b": {BinaryData: map[string][]byte{"skills__x__logo.png": {0xff}}},
-	}
 	opts := Options{Image: "img:1", NativeSidecar: true, Resources: DefaultResources()}
+	appOn8080and9090 := testPod(optIn(AnnotationUpstreamPort, "http"), 8080)
+	appOn8080and9090.Spec.Containers[0].Ports = append(appOn8080and9090.Spec.Containers[0].Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: 9090})
 	for name, tc := range map[string]struct {
 		pod        corev1.Pod
 		opts       Options
@@ -85,15 +73,18 @@ func TestMutate(t *testing.T) {
 		wantListen string
 		wantProbe  int32 // metrics port the probes name via the port list; 0: no probes
 		wantVolume func(corev1.Volume) bool
+		// wantConfigMaps are the ConfigMaps mounted whole, one volume
+		// each; none means one plugin volume in the tree layout.
+		wantConfigMaps []string
 	}{
 		"native sidecar": {
 			pod: testPod(optIn(), 3000), opts: opts, wantInit: true,
-			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
 			wantVolume: func(v corev1.Volume) bool { return v.Image != nil && v.Image.Reference == "example/plugin:1" },
 		},
 		"regular container": {
 			pod: testPod(optIn(), 3000), opts: Options{Image: "img:1"},
-			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
+			wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
 			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
 		},
 		"named upstream port, custom path and ports": {
@@ -104,27 +95,28 @@ func TestMutate(t *testing.T) {
 		},
 		"one configmap": {
 			pod:  testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a"}, 3000),
-			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
-			wantVolume: func(v corev1.Volume) bool {
-				return v.ConfigMap != nil && cmp.Equal(v.ConfigMap.Items, []corev1.KeyToPath{{Key: "skills__x__SKILL.md", Path: "skills/x/SKILL.md"}})
-			},
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
+			wantConfigMaps: []string{"a"},
 		},
 		"two configmaps": {
 			pod:  testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a,b"}, 3000),
-			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080", wantProbe: 9090,
-			wantVolume: func(v corev1.Volume) bool {
-				return v.Projected != nil && len(v.Projected.Sources) == 2 && v.Projected.Sources[1].ConfigMap.Items[0].Path == "skills/x/logo.png"
-			},
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
+			wantConfigMaps: []string{"a", "b"},
+		},
+		"app on 8080 and 9090, the old defaults": {
+			pod:  appOn8080and9090,
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:8080/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
+			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
 		},
 		"metrics disabled": {
 			pod:  testPod(optIn(config.AnnotationPrefix+"metrics-listen", ""), 3000),
-			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:8080",
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080",
 			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, tc.opts, cms(plugin))
+			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, tc.opts)
 			if err != nil || skip != "" {
 				t.Fatalf("Mutate = skip %q, err %v; want a patch", skip, err)
 			}
@@ -143,7 +135,11 @@ func TestMutate(t *testing.T) {
 			if native := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways; native != tc.wantInit {
 				t.Errorf("restartPolicy Always = %v, want %v", native, tc.wantInit)
 			}
-			if want := []string{"serve", tc.wantListen, tc.wantUp, "--plugin-dir=" + PluginMountPath}; !cmp.Equal(c.Args, want) {
+			layout := "--plugin-layout=tree"
+			if tc.wantConfigMaps != nil {
+				layout = "--plugin-layout=configmaps"
+			}
+			if want := []string{"serve", tc.wantListen, tc.wantUp, "--plugin-dir=" + PluginMountPath, layout}; !cmp.Equal(c.Args, want) {
 				t.Errorf("args = %q, want %q", c.Args, want)
 			}
 			if tc.wantProbe == 0 {
@@ -166,8 +162,23 @@ func TestMutate(t *testing.T) {
 			for _, v := range got.Spec.Volumes {
 				vols[v.Name] = v
 			}
-			if !tc.wantVolume(vols[PluginVolume]) {
-				t.Errorf("plugin volume = %+v, not what the case wants", vols[PluginVolume])
+			var wantMounts []corev1.VolumeMount
+			for i, name := range tc.wantConfigMaps {
+				v := vols[PluginVolume+"-"+string(rune('0'+i))]
+				if v.ConfigMap == nil || v.ConfigMap.Name != name || v.ConfigMap.Items != nil {
+					t.Errorf("volume %d = %+v, want ConfigMap %s whole, without items", i, v, name)
+				}
+				wantMounts = append(wantMounts, corev1.VolumeMount{Name: v.Name, MountPath: PluginMountPath + "/" + name, ReadOnly: true})
+			}
+			if tc.wantConfigMaps == nil {
+				if !tc.wantVolume(vols[PluginVolume]) {
+					t.Errorf("plugin volume = %+v, not what the case wants", vols[PluginVolume])
+				}
+				wantMounts = []corev1.VolumeMount{{Name: PluginVolume, MountPath: PluginMountPath, ReadOnly: true}}
+			}
+			wantMounts = append(wantMounts, corev1.VolumeMount{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true})
+			if diff := cmp.Diff(wantMounts, c.VolumeMounts); diff != "" {
+				t.Errorf("volume mounts (-want +got):\n%s", diff)
 			}
 			if d := vols[PodInfoVolume].DownwardAPI; d == nil || d.Items[0].FieldRef.FieldPath != "metadata.annotations" {
 				t.Errorf("podinfo volume = %+v, want the downward API annotations", vols[PodInfoVolume])
@@ -175,7 +186,7 @@ func TestMutate(t *testing.T) {
 			if got.Annotations[AnnotationStatus] != StatusInjected {
 				t.Errorf("status annotation = %q, want %q", got.Annotations[AnnotationStatus], StatusInjected)
 			}
-			ops2, skip2, err := Mutate(got.ObjectMeta, got.Spec, tc.opts, cms(plugin))
+			ops2, skip2, err := Mutate(got.ObjectMeta, got.Spec, tc.opts)
 			if ops2 != nil || skip2 != SkipInjected || err != nil {
 				t.Errorf("second Mutate = %d ops, %q, %v; want none, %q", len(ops2), skip2, err, SkipInjected)
 			}
@@ -198,7 +209,7 @@ func TestMutateSkips(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"}, nil)
+			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"})
 			if ops != nil || err != nil || skip != tc.want {
 				t.Errorf("Mutate = %d ops, %q, %v; want none, %q, nil", len(ops), skip, err, tc.want)
 			}
@@ -214,6 +225,8 @@ func TestMutateErrors(t *testing.T) {
 	twoPorts.Spec.Containers[0].Ports = append(twoPorts.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: 3001})
 	ownVolume := testPod(optIn(), 3000)
 	ownVolume.Spec.Volumes = []corev1.Volume{{Name: PluginVolume}}
+	cmVolume := testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a"}, 3000)
+	cmVolume.Spec.Volumes = []corev1.Volume{{Name: PluginVolume + "-0"}}
 	for name, tc := range map[string]struct {
 		pod  corev1.Pod
 		want []string
@@ -224,7 +237,8 @@ func TestMutateErrors(t *testing.T) {
 		"unknown port name":      {testPod(optIn(AnnotationUpstreamPort, "grpc"), 3000), []string{AnnotationUpstreamPort, `"grpc"`}},
 		"bad port":               {testPod(optIn(AnnotationPort, "70000"), 3000), []string{AnnotationPort, "70000"}},
 		"port collides":          {testPod(optIn(AnnotationPort, "3000"), 3000), []string{AnnotationPort, "upstream"}},
-		"metrics collides":       {testPod(optIn(), 9090), []string{"metrics-listen", "9090", "container server"}},
+		"metrics collides":       {testPod(optIn(), 17090), []string{"metrics-listen", "17090", "container server"}},
+		"mcp port collides":      {testPod(optIn(AnnotationUpstreamPort, "3000"), 3000, 17080), []string{AnnotationPort, "17080", "container server"}},
 		"bad path":               {testPod(optIn(AnnotationUpstreamPath, "mcp"), 3000), []string{AnnotationUpstreamPath}},
 		"bad resources":          {testPod(optIn(AnnotationResources, `{"request":{}}`), 3000), []string{AnnotationResources, "request"}},
 		"bad image":              {testPod(optIn(AnnotationImage, "a b"), 3000), []string{AnnotationImage}},
@@ -232,9 +246,8 @@ func TestMutateErrors(t *testing.T) {
 		"both plugins":           {testPod(optIn(AnnotationPluginConfigMaps, "a"), 3000), []string{"set only one"}},
 		"image and own volume":   {ownVolume, []string{AnnotationPluginImage, PluginVolume}},
 		"bad configmap name":     {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "A_b"}, 3000), []string{`"A_b"`}},
-		"missing configmap":      {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "gone"}, 3000), []string{`ConfigMap "gone"`, "not found"}},
-		"undecodable key":        {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "raw"}, 3000), []string{`key "a_b"`}},
-		"same path twice":        {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a,a2"}, 3000), []string{`"skills/x/SKILL.md" is in ConfigMap "a" and "a2"`}},
+		"configmap twice":        {testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a, a"}, 3000), []string{`"a" is listed twice`}},
+		"configmaps and volume":  {cmVolume, []string{AnnotationPluginConfigMaps, PluginVolume + "-0"}},
 		"runtime typo":           {testPod(optIn(config.AnnotationPrefix+"log-levle", "debug"), 3000), []string{"log-levle: unknown key"}},
 		"runtime bad value":      {testPod(optIn(config.AnnotationPrefix+"page-size", "many"), 3000), []string{"page-size", `"many"`}},
 		"injector-owned runtime": {testPod(optIn(config.AnnotationPrefix+"upstream", "http://x"), 3000), []string{"set by the injector"}},
@@ -242,12 +255,7 @@ func TestMutateErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			get := cms(map[string]*corev1.ConfigMap{
-				"a":   {Data: map[string]string{"skills__x__SKILL.md": "x"}},
-				"a2":  {Data: map[string]string{"skills__x__SKILL.md": "y"}},
-				"raw": {Data: map[string]string{"a_b": "x"}},
-			})
-			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"}, get)
+			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"})
 			if ops != nil || err == nil {
 				t.Fatalf("Mutate = %d ops, %q, %v; want an error", len(ops), skip, err)
 			}
@@ -260,61 +268,22 @@ func TestMutateErrors(t *testing.T) {
 	}
 }
 
-func TestKeyRoundTrip(t *testing.T) {
-	t.Parallel()
-	for _, p := range []string{"skills/refunds/SKILL.md", ".claude-plugin/plugin.json", "scripts/__init__.py", "a/b c/ü.txt", "x..y", "a/.b"} {
-		k := EncodeKey(p)
-		for _, r := range k {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
-				t.Errorf("EncodeKey(%q) = %q has %q, not allowed in a ConfigMap key", p, k, r)
-			}
-		}
-		if strings.HasPrefix(k, "..") {
-			t.Errorf("EncodeKey(%q) = %q starts with ..", p, k)
-		}
-		if got, err := DecodeKey(k); err != nil || got != p {
-			t.Errorf("DecodeKey(EncodeKey(%q)) = %q, %v", p, got, err)
-		}
-	}
-	for _, bad := range []string{"", "a_", "a_x", "__a", "a____b", "_2E_2E__x", "a___2E"} {
-		if got, err := DecodeKey(bad); !errors.Is(err, ErrBadKey) {
-			t.Errorf("DecodeKey(%q) = %q, %v; want ErrBadKey", bad, got, err)
-		}
-	}
-}
-
-func FuzzDecodeKey(f *testing.F) {
-	for _, s := range []string{"skills__x__SKILL.md", "_2Eclaude-plugin__plugin.json", "a_5Fb", "a_", "__a"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, k string) {
-		p, err := DecodeKey(k)
-		if err != nil {
-			return
-		}
-		for _, seg := range strings.Split(p, "/") {
-			if seg == "" || seg == "." || seg == ".." {
-				t.Fatalf("DecodeKey(%q) = %q, not a clean path", k, p)
-			}
-		}
-		if p2, err := DecodeKey(EncodeKey(p)); err != nil || p2 != p {
-			t.Fatalf("round trip of %q: %q, %v", p, p2, err)
-		}
-	})
-}
-
 // FuzzMutate feeds arbitrary annotation values: Mutate never panics, and a
 // patch it returns applies and decodes strictly.
 func FuzzMutate(f *testing.F) {
-	f.Add("true", "3000", "/mcp", "8080", `{"limits":{"memory":"1Gi"}}`, "debug")
-	f.Add("yes", "http", "mcp", "0", `{`, "loud")
-	f.Fuzz(func(t *testing.T, inject, upPort, upPath, port, res, level string) {
-		pod := testPod(map[string]string{
+	f.Add("true", "3000", "/mcp", "8080", `{"limits":{"memory":"1Gi"}}`, "debug", "")
+	f.Add("yes", "http", "mcp", "0", `{`, "loud", "http")
+	f.Fuzz(func(t *testing.T, inject, upPort, upPath, port, res, level, takeover string) {
+		ann := map[string]string{
 			AnnotationInject: inject, AnnotationUpstreamPort: upPort, AnnotationUpstreamPath: upPath,
 			AnnotationPort: port, AnnotationResources: res, config.AnnotationPrefix + "log-level": level,
 			AnnotationPluginImage: "p",
-		}, 3000)
-		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", NativeSidecar: true}, nil)
+		}
+		if takeover != "" {
+			ann[AnnotationPortTakeover] = takeover
+		}
+		pod := takeoverPod(ann)
+		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", NativeSidecar: true})
 		if err != nil || ops == nil {
 			return
 		}

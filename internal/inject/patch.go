@@ -13,7 +13,7 @@ import (
 // ErrPatch is wrapped by ApplyPatch's errors.
 var ErrPatch = errors.New("inject: cannot apply patch")
 
-// ApplyPatch applies "add" operations to a YAML (or JSON) document in
+// ApplyPatch applies "add" and "replace" operations to a YAML (or JSON) document in
 // place, with every path prefixed by prefix (for example "/spec/template"
 // to patch a Deployment's pod template with a pod's patch). Key order,
 // comments and styles of what it does not touch are kept.
@@ -23,17 +23,19 @@ func ApplyPatch(doc *yamlv3.Node, prefix string, ops []PatchOp) error {
 		root = root.Content[0]
 	}
 	for _, op := range ops {
-		if op.Op != "add" {
+		if op.Op != "add" && op.Op != "replace" {
 			return fmt.Errorf("%w: op %q is not supported", ErrPatch, op.Op)
 		}
-		if err := add(root, prefix+op.Path, op.Value); err != nil {
+		if err := apply(root, prefix+op.Path, op.Value, op.Op == "replace"); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func add(root *yamlv3.Node, pointer string, value any) error {
+// apply adds value at pointer or, with replace, replaces the value there,
+// which must exist (RFC 6902 sections 4.1 and 4.3).
+func apply(root *yamlv3.Node, pointer string, value any, replace bool) error {
 	if !strings.HasPrefix(pointer, "/") {
 		return fmt.Errorf("%w: path %q does not start with /", ErrPatch, pointer)
 	}
@@ -62,9 +64,20 @@ func add(root *yamlv3.Node, pointer string, value any) error {
 				return nil
 			}
 		}
+		if replace {
+			return fmt.Errorf("%w: %s: no key %q to replace", ErrPatch, pointer, last)
+		}
 		parent.Content = append(parent.Content, &yamlv3.Node{Kind: yamlv3.ScalarNode, Tag: "!!str", Value: last}, v)
 		return nil
 	case yamlv3.SequenceNode:
+		if replace {
+			i, err := strconv.Atoi(last)
+			if err != nil || i < 0 || i >= len(parent.Content) {
+				return fmt.Errorf("%w: %s: no index %q to replace", ErrPatch, pointer, last)
+			}
+			parent.Content[i] = v
+			return nil
+		}
 		if last == "-" {
 			parent.Content = append(parent.Content, v)
 			return nil

@@ -23,17 +23,11 @@ import (
 // request limit is 3 MiB.
 const maxReviewBytes = 8 << 20
 
-// NamespacedConfigMapGetter reads a ConfigMap by namespace and name.
-type NamespacedConfigMapGetter func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
-
 // Webhook serves the mutation as a mutating admission webhook
 // (admission.k8s.io/v1 AdmissionReview over POST).
 type Webhook struct {
 	// Options are the injector's settings.
 	Options Options
-	// ConfigMaps reads the plugin ConfigMaps a pod names; nil makes
-	// naming ConfigMaps an error.
-	ConfigMaps NamespacedConfigMapGetter
 	// Deny, when true, rejects a pod whose annotations are malformed (the
 	// message names each); when false the pod is admitted unchanged with
 	// the message as an admission warning. The chart sets it from the
@@ -115,11 +109,7 @@ func (h *Webhook) respond(ctx context.Context, req *admissionv1.AdmissionRequest
 	if ns == "" {
 		ns = pod.Namespace
 	}
-	var get ConfigMapGetter
-	if h.ConfigMaps != nil {
-		get = func(name string) (*corev1.ConfigMap, error) { return h.ConfigMaps(ctx, ns, name) }
-	}
-	ops, skip, err := Mutate(pod.ObjectMeta, pod.Spec, h.Options, get)
+	ops, skip, err := Mutate(pod.ObjectMeta, pod.Spec, h.Options)
 	if err != nil {
 		return h.fail(log, req, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"io"
 	"log"
 	"math/big"
@@ -35,12 +34,6 @@ func testWebhook(deny bool) *Webhook {
 	return &Webhook{
 		Options: Options{Image: "img:1", NativeSidecar: true},
 		Deny:    deny,
-		ConfigMaps: func(_ context.Context, ns, name string) (*corev1.ConfigMap, error) {
-			if ns == "shop" && name == "acme-plugin" {
-				return &corev1.ConfigMap{Data: map[string]string{"skills__refunds__SKILL.md": "x"}}, nil
-			}
-			return nil, errors.New("not found")
-		},
 	}
 }
 
@@ -121,8 +114,8 @@ func TestWebhookFixtures(t *testing.T) {
 			if n := len(got.Spec.InitContainers); n != 1 || got.Spec.InitContainers[0].Name != ContainerName {
 				t.Errorf("init containers = %+v, want the sidecar", got.Spec.InitContainers)
 			}
-			if v := got.Spec.Volumes[0]; v.ConfigMap == nil || v.ConfigMap.Items[0].Path != "skills/refunds/SKILL.md" {
-				t.Errorf("plugin volume = %+v", v)
+			if v := got.Spec.Volumes[0]; v.ConfigMap == nil || v.ConfigMap.Name != "acme-plugin" || v.ConfigMap.Items != nil {
+				t.Errorf("plugin volume = %+v, want ConfigMap acme-plugin mounted whole", v)
 			}
 		})
 	}
@@ -258,38 +251,5 @@ func TestCertReload(t *testing.T) {
 	}
 	if _, err := NewCertReloader(certFile, keyFile); err == nil {
 		t.Error("NewCertReloader accepted a broken key pair")
-	}
-}
-
-func TestAPIClientConfigMap(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer tok" {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		switch r.URL.Path {
-		case "/api/v1/namespaces/shop/configmaps/acme":
-			_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"acme"},"data":{"a":"b"}}`))
-		default:
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"kind":"Status","message":"configmaps \"gone\" not found"}`))
-		}
-	}))
-	defer srv.Close()
-	tok := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tok, []byte("tok\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a := &APIClient{Server: srv.URL, TokenFile: tok, Client: srv.Client()}
-	cm, err := a.ConfigMap(context.Background(), "shop", "acme")
-	if err != nil || cm.Data["a"] != "b" {
-		t.Errorf("ConfigMap = %+v, %v", cm, err)
-	}
-	if _, err := a.ConfigMap(context.Background(), "shop", "gone"); err == nil || !strings.Contains(err.Error(), `"gone" not found`) {
-		t.Errorf("missing ConfigMap: %v, want the API's message", err)
-	}
-	if _, err := InClusterAPI(func(string) string { return "" }); !errors.Is(err, ErrNoAPI) {
-		t.Errorf("InClusterAPI outside a cluster = %v, want ErrNoAPI", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +71,8 @@ func newObject(apiVersion, kind string) any {
 		return &rbacv1.RoleBinding{}
 	case "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration":
 		return &admissionregistrationv1.MutatingWebhookConfiguration{}
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}
 	case "monitoring.coreos.com/v1/PodMonitor":
