@@ -16,7 +16,11 @@
 # with examples/plugin, in front of the dual-era upstream (both eras) and of
 # server-everything (legacy era only: it speaks nothing newer);
 # e2e-verify-agreement.sh (TestAgreesWithInspector: `skills-sidecar verify` and
-# the inspector's --verify on the same good and broken servers; a skip fails).
+# the inspector's --verify on the same good and broken servers; a skip fails);
+# e2e-transparency.sh (the conformance suites active, pending, draft and
+# active at 2025-06-18 and 2025-03-26, directly and through the sidecar, in
+# front of server-everything, both go-sdk demo upstreams and the modern
+# upstream, compared check by check against test/e2e/transparency-allow.txt).
 # Every server runs on a free loopback port and is stopped by pid.
 set -euo pipefail
 
@@ -71,6 +75,9 @@ if [[ $skills == yes ]]; then
   step verify-go-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream go --plugin-dir examples/plugin
   step conform-go-up scripts/e2e-conformance.sh --start-sidecar --upstream go --plugin-dir examples/plugin --wire modern
   step conform-everything scripts/e2e-conformance.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --wire legacy
+  # Issue 14: the whole official server suite, directly and through the
+  # sidecar, against every upstream kind; a changed check fails.
+  step transparency scripts/e2e-transparency.sh
 fi
 
 printf '\n%-22s  %s\n' step result

@@ -133,17 +133,20 @@ e2e_start_modern_upstream() {
     e2e_die "modern-upstream did not start"
 }
 
-# e2e_start_go_upstream LOGFILE starts bin/demo-upstream --stateless (the
+# e2e_start_go_upstream LOGFILE [stateful] starts bin/demo-upstream --stateless (the
 # go-sdk v1.8.0 demo server on the 2026-07-28 wire; it also answers a legacy
 # initialize) on a free loopback port, building it first when missing, and
-# waits (bounded) until it listens. Sets E2E_GO_URL and E2E_GO_PID.
+# waits (bounded) until it listens. With "stateful", the same server without
+# --stateless: legacy sessions (initialize, Mcp-Session-Id, GET streams).
+# Sets E2E_GO_URL and E2E_GO_PID.
 e2e_start_go_upstream() {
-  local log=$1 port
+  local log=$1 mode=${2:-stateless} port args=()
   if [[ ! -x $E2E_ROOT/bin/demo-upstream ]]; then
     (cd "$E2E_ROOT" && go build -o bin/demo-upstream ./cmd/demo-upstream) || e2e_die "cannot build demo-upstream"
   fi
+  [[ $mode == stateless ]] && args+=(--stateless)
   free_port port
-  e2e_spawn "$log" "$E2E_ROOT/bin/demo-upstream" --listen "127.0.0.1:$port" --stateless
+  e2e_spawn "$log" "$E2E_ROOT/bin/demo-upstream" --listen "127.0.0.1:$port" "${args[@]}"
   E2E_GO_PID=$E2E_LAST_PID
   E2E_GO_URL=http://127.0.0.1:$port/mcp
   e2e_wait_http "$E2E_GO_URL" "$E2E_GO_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
