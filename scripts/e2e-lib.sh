@@ -77,6 +77,21 @@ e2e_wait_http() {
   return 1
 }
 
+# e2e_stop PID ends one process started with e2e_spawn (TERM, then waits)
+# and forgets it, so that e2e_cleanup never signals a reused pid.
+e2e_stop() {
+  local pid=$1 i keep=()
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 25; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for i in "${E2E_PIDS[@]}"; do [[ $i == "$pid" ]] || keep+=("$i"); done
+  E2E_PIDS=("${keep[@]}")
+}
+
 # e2e_cleanup ends every process started with e2e_spawn, by pid.
 e2e_cleanup() {
   local pid i
@@ -199,6 +214,8 @@ e2e_start_sidecar() {
   # without --plugin-dir, its embedded example plugin.
   if [[ -n $upstream ]]; then args+=(--upstream "$upstream"); fi
   if [[ -n $plugin_dir ]]; then args+=(--plugin-dir "$plugin_dir"); fi
+  # E2E_SIDECAR_EXTRA (an array, optional): more flags for this sidecar.
+  if [[ -n ${E2E_SIDECAR_EXTRA+set} ]]; then args+=("${E2E_SIDECAR_EXTRA[@]}"); fi
   e2e_spawn "$log" "$bin" "${args[@]}"
   E2E_SIDECAR_PID=$E2E_LAST_PID
   E2E_SIDECAR_URL=http://127.0.0.1:$port/mcp

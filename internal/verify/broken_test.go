@@ -283,6 +283,13 @@ func TestBrokenServers(t *testing.T) {
 			opts:   Options{MaxSkills: 1},
 			check:  "skills.list.bound", status: StatusWarn, wantExit: ExitOK,
 		},
+		"agents-only server is judged on its agents": {
+			break_: func(f *fakeServer) {
+				delete(f.caps["extensions"].(map[string]any), skillsExtension)
+				f.noSkills = true
+			},
+			check: "declaration.skills", status: StatusSkip, wantExit: ExitOK,
+		},
 		"legacy-only server under --era modern": {
 			break_: func(f *fakeServer) { f.modern = false },
 			opts:   Options{Era: EraModern},

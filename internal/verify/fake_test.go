@@ -47,6 +47,7 @@ type fakeServer struct {
 	unknownGetOK  bool // skills/get of an unknown URI succeeds
 	noCache       bool // modern results lack ttlMs and cacheScope
 	noAgentReason bool // agents/get of an unknown agent has no data.reason
+	noSkills      bool // skills/* are unknown methods (an agents-only server)
 	hideDirEntry  string
 }
 
@@ -175,6 +176,9 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *fakeServer) answer(method string, p map[string]any, modern bool) (map[string]any, int, string) {
 	str := func(k string) string { s, _ := p[k].(string); return s }
+	if f.noSkills && strings.HasPrefix(method, "skills/") {
+		return nil, -32601, "method not found"
+	}
 	switch method {
 	case "initialize":
 		return map[string]any{"protocolVersion": legacyVersion, "capabilities": f.caps,
