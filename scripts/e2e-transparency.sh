@@ -117,11 +117,12 @@ main() {
   OUT_DIR=$out
   trap 'stop_suites; e2e_cleanup; if [[ $OUT_KEEP == 1 ]]; then e2e_log "results in $OUT_DIR"; else rm -rf "$OUT_DIR"; fi' EXIT
   trap 'exit 130' INT TERM
-  export HOME=$out/home
-  mkdir -p "$HOME"
+  # Build before HOME moves: the Go caches live under the real HOME.
   local begin=$SECONDS
   (cd "$E2E_ROOT" && go build -o bin/skills-sidecar ./cmd/skills-sidecar && go build -o bin/demo-upstream ./cmd/demo-upstream &&
     go build -o bin/transparency ./test/transparency) || e2e_die "build failed"
+  export HOME=$out/home
+  mkdir -p "$HOME"
 
   e2e_log "built in $((SECONDS - begin))s"
   local start=$SECONDS kind config side jobs=() url dir
