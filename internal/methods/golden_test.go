@@ -59,6 +59,8 @@ func draftToolsUpstream(t *testing.T) string {
 // bytes. The sidecar adds one member the example lacks, _meta (its
 // io.skills-sidecar/agent member, and serverInfo on the modern wire), last:
 // the reply must be the example up to its closing braces, then that _meta.
+// The golden file has no -update on purpose: it is the judge, so it is
+// never rewritten from the output it judges.
 func TestAgentsGetDraftExampleBytes(t *testing.T) {
 	t.Parallel()
 	golden, err := os.ReadFile("testdata/agents-get-draft.json")
