@@ -157,8 +157,23 @@ main() {
       timeouts=$((timeouts + 1))
     fi
   done
+  # A run that wrote no checks.json at all (the CLI died on both sides
+  # alike) would compare as "no differences": count it as a failure.
+  local empty=0
+  for j in "${jobs[@]}"; do
+    read -r url dir config <<<"$j"
+    if ! compgen -G "$dir/server-*/checks.json" >/dev/null; then
+      e2e_log "no checks.json from ${dir#"$out"/}; its log ends:"
+      tail -n 5 "$dir.log" >&2 || true
+      empty=$((empty + 1))
+    fi
+  done
   local rc=0
   "$E2E_ROOT/bin/transparency" -allow "$ALLOW" "$out" || rc=$?
+  if ((empty > 0)); then
+    printf '%d suite runs wrote no results\n' "$empty"
+    ((rc != 0)) || rc=1
+  fi
   if ((timeouts > 0)); then
     printf '%d suite runs timed out after %ss\n' "$timeouts" "${E2E_SUITE_TIMEOUT:-300}"
     ((rc != 0)) || rc=1
