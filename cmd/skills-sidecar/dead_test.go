@@ -19,6 +19,12 @@ import (
 // the HTTP status and data.reason of an error ("" for a result).
 func modernPost(t *testing.T, addr, method, params string) (int, string) {
 	t.Helper()
+	return modernPostAs(t, addr, "", method, params)
+}
+
+// modernPostAs is modernPost with auth, when not empty, as Authorization.
+func modernPostAs(t *testing.T, addr, auth, method, params string) (int, string) {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + params +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
@@ -26,6 +32,9 @@ func modernPost(t *testing.T, addr, method, params string) (int, string) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)
@@ -129,5 +138,52 @@ func TestDeadUpstreamByAuthGate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGatedUpstreamDiesFailsClosed: with --auth-gate upstream, an upstream
+// that answered (so the sidecar holds pooled connections to it) and then
+// died refuses a caller the gate has not admitted yet with 502
+// upstream_unreachable, whether the probe finds a dead pooled connection or
+// dials a closed port.
+func TestGatedUpstreamDiesFailsClosed(t *testing.T) {
+	t.Parallel()
+	upAddr, addr := freeAddr(t), freeAddr(t)
+	ln, err := net.Listen("tcp", upAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: demo.Handler(&mcp.StreamableHTTPOptions{Stateless: true})}
+	go func() { _ = srv.Serve(ln) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", "", "--annotations-file", "",
+			"--upstream", "http://" + upAddr + "/mcp", "--plugin-dir", "../../examples/plugin", "--auth-gate", "upstream"}, nil, nil, &out, &errOut)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	eventually(t, "skills/list with the upstream up", 200, func() int {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return 0
+		}
+		c.Close()
+		st, _ := modernPost(t, addr, "skills/list", ``)
+		return st
+	})
+	for range 3 { // several pooled connections
+		modernPost(t, addr, "agents/get", `"name":"billing-triage",`)
+	}
+	_ = srv.Close()
+	for i := range 4 {
+		// Each caller new to the gate: a probe per call.
+		st, reason := modernPostAs(t, addr, "Bearer caller-"+string(rune('a'+i)), "skills/list", ``)
+		if st != http.StatusBadGateway || reason != "upstream_unreachable!" {
+			t.Errorf("skills/list #%d by a new caller after the upstream died: HTTP %d, error %q; want 502 upstream_unreachable", i, st, reason)
+		}
 	}
 }

@@ -408,14 +408,9 @@ func upstreamFailure(err error) *rpcError {
 		return &rpcError{refusal: ref}
 	}
 	if errors.Is(err, ErrUnreachable) {
-		// No reply at all. A timeout is the proxy's upstream_timeout (504);
-		// anything else (refused, reset, closed before a status line) is
-		// upstream_unreachable: the request never got an answer.
-		if pe := proxy.UpstreamError(err); pe.Status == http.StatusGatewayTimeout {
-			return &rpcError{status: pe.Status, code: pe.Code, message: pe.Message, data: pe.Data}
-		}
-		return &rpcError{status: http.StatusBadGateway, code: codeInternal, message: err.Error(),
-			data: map[string]string{"reason": "upstream_unreachable"}}
+		// No reply at all: upstream_timeout or upstream_unreachable.
+		pe := proxy.NoReplyError(err)
+		return &rpcError{status: pe.Status, code: pe.Code, message: pe.Message, data: pe.Data}
 	}
 	return &rpcError{status: http.StatusBadGateway, code: codeInternal, message: err.Error(),
 		data: map[string]string{"reason": "upstream_error"}}
