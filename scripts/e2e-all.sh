@@ -16,7 +16,14 @@
 # with examples/plugin, in front of the dual-era upstream (both eras) and of
 # server-everything (legacy era only: it speaks nothing newer);
 # e2e-verify-agreement.sh (TestAgreesWithInspector: `skills-sidecar verify` and
-# the inspector's --verify on the same good and broken servers; a skip fails).
+# the inspector's --verify on the same good and broken servers; a skip fails);
+# e2e-draft-agents.sh (verify passes test/e2e/draft-agents-server.mjs, an
+# agents server written from the agents draft, fails each of its faults, and
+# the sidecar in front of it answers agents/* as it does);
+# e2e-transparency.sh (the conformance suites active, pending, draft and
+# active at 2025-06-18 and 2025-03-26, directly and through the sidecar, in
+# front of server-everything, both go-sdk demo upstreams and the modern
+# upstream, compared check by check against test/e2e/transparency-allow.txt).
 # Every server runs on a free loopback port and is stopped by pid.
 set -euo pipefail
 
@@ -71,6 +78,12 @@ if [[ $skills == yes ]]; then
   step verify-go-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream go --plugin-dir examples/plugin
   step conform-go-up scripts/e2e-conformance.sh --start-sidecar --upstream go --plugin-dir examples/plugin --wire modern
   step conform-everything scripts/e2e-conformance.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --wire legacy
+  # Issue 14: verify and the sidecar against an agents peer written from the
+  # draft (clean, each fault, the sidecar in front of it).
+  step draft-agents scripts/e2e-draft-agents.sh
+  # Issue 14: the whole official server suite, directly and through the
+  # sidecar, against every upstream kind; a changed check fails.
+  step transparency scripts/e2e-transparency.sh
 fi
 
 printf '\n%-22s  %s\n' step result

@@ -77,6 +77,21 @@ e2e_wait_http() {
   return 1
 }
 
+# e2e_stop PID ends one process started with e2e_spawn (TERM, then waits)
+# and forgets it, so that e2e_cleanup never signals a reused pid.
+e2e_stop() {
+  local pid=$1 i keep=()
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 25; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for i in "${E2E_PIDS[@]}"; do [[ $i == "$pid" ]] || keep+=("$i"); done
+  E2E_PIDS=("${keep[@]}")
+}
+
 # e2e_cleanup ends every process started with e2e_spawn, by pid.
 e2e_cleanup() {
   local pid i
@@ -133,17 +148,20 @@ e2e_start_modern_upstream() {
     e2e_die "modern-upstream did not start"
 }
 
-# e2e_start_go_upstream LOGFILE starts bin/demo-upstream --stateless (the
+# e2e_start_go_upstream LOGFILE [stateful] starts bin/demo-upstream --stateless (the
 # go-sdk v1.8.0 demo server on the 2026-07-28 wire; it also answers a legacy
 # initialize) on a free loopback port, building it first when missing, and
-# waits (bounded) until it listens. Sets E2E_GO_URL and E2E_GO_PID.
+# waits (bounded) until it listens. With "stateful", the same server without
+# --stateless: legacy sessions (initialize, Mcp-Session-Id, GET streams).
+# Sets E2E_GO_URL and E2E_GO_PID.
 e2e_start_go_upstream() {
-  local log=$1 port
+  local log=$1 mode=${2:-stateless} port args=()
   if [[ ! -x $E2E_ROOT/bin/demo-upstream ]]; then
     (cd "$E2E_ROOT" && go build -o bin/demo-upstream ./cmd/demo-upstream) || e2e_die "cannot build demo-upstream"
   fi
+  [[ $mode == stateless ]] && args+=(--stateless)
   free_port port
-  e2e_spawn "$log" "$E2E_ROOT/bin/demo-upstream" --listen "127.0.0.1:$port" --stateless
+  e2e_spawn "$log" "$E2E_ROOT/bin/demo-upstream" --listen "127.0.0.1:$port" "${args[@]}"
   E2E_GO_PID=$E2E_LAST_PID
   E2E_GO_URL=http://127.0.0.1:$port/mcp
   e2e_wait_http "$E2E_GO_URL" "$E2E_GO_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
@@ -196,6 +214,8 @@ e2e_start_sidecar() {
   # without --plugin-dir, its embedded example plugin.
   if [[ -n $upstream ]]; then args+=(--upstream "$upstream"); fi
   if [[ -n $plugin_dir ]]; then args+=(--plugin-dir "$plugin_dir"); fi
+  # E2E_SIDECAR_EXTRA (an array, optional): more flags for this sidecar.
+  if [[ -n ${E2E_SIDECAR_EXTRA+set} ]]; then args+=("${E2E_SIDECAR_EXTRA[@]}"); fi
   e2e_spawn "$log" "$bin" "${args[@]}"
   E2E_SIDECAR_PID=$E2E_LAST_PID
   E2E_SIDECAR_URL=http://127.0.0.1:$port/mcp

@@ -14,14 +14,29 @@ import (
 )
 
 // readiness answers /readyz: ready when the catalog is loaded, the upstream
-// accepts TCP connections, and the process is not draining.
+// accepts TCP connections, and the process is not draining. An unreachable
+// upstream is 503 whatever the auth gate (the pod cannot serve the server's
+// own traffic, so Kubernetes should send it elsewhere), and the body says
+// which of the two behaviours callers still connected get: with
+// --auth-gate none the catalog goes on answering; with --auth-gate upstream
+// the sidecar's own methods fail closed too.
 type readiness struct {
 	draining atomic.Bool
 	upstream string // host:port dialled to check reachability
 	timeout  time.Duration
+	gate     string // the --auth-gate setting, "none" or "upstream"
 }
 
-func newReadiness(up *url.URL) *readiness {
+// Why an unreachable upstream matters, by --auth-gate setting.
+const (
+	unreachableGateNone = "auth-gate none: the catalog is still served (skills/list, skills/get, agents/list, " +
+		"agents/get of agents without tools, resources/directory/read, the plugin's files, with the plugin folder's " +
+		"digests where the upstream's are not known); forwarded methods and agents/get of agents with tools get 502 upstream_unreachable"
+	unreachableGateUpstream = "auth-gate upstream: no caller can be admitted, so the sidecar's own methods fail closed " +
+		"(502 upstream_unreachable) like forwarded ones"
+)
+
+func newReadiness(up *url.URL, gate string) *readiness {
 	host := up.Host
 	if up.Port() == "" {
 		port := "80"
@@ -30,7 +45,7 @@ func newReadiness(up *url.URL) *readiness {
 		}
 		host = net.JoinHostPort(up.Hostname(), port)
 	}
-	return &readiness{upstream: host, timeout: time.Second}
+	return &readiness{upstream: host, timeout: time.Second, gate: gate}
 }
 
 // check returns "" when ready, or why not.
@@ -43,7 +58,11 @@ func (r *readiness) check(ctx context.Context) string {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", r.upstream)
 	if err != nil {
-		return "upstream unreachable: " + err.Error()
+		why := unreachableGateUpstream
+		if r.gate == "none" {
+			why = unreachableGateNone
+		}
+		return "upstream unreachable: " + err.Error() + "\n" + why
 	}
 	_ = c.Close()
 	return ""

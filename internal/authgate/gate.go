@@ -131,7 +131,10 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message
 	resp, err := g.probe(r, msg)
 	if err != nil {
 		g.opts.Metrics.AuthVerdict("error", false)
-		proxy.WriteError(w, msg.ID, proxy.UpstreamError(err))
+		// The probe got no reply (refused, a dead pooled connection, a
+		// timeout): the gate fails closed with upstream_unreachable or
+		// upstream_timeout.
+		proxy.WriteError(w, msg.ID, proxy.NoReplyError(err))
 		return false
 	}
 	defer resp.Body.Close()

@@ -46,15 +46,22 @@ func (h *Handler) agentsGet(v *view, e era, msg rewrite.Message, r *http.Request
 		a, _ = v.snap.Agent(name)
 	}
 	if a == nil {
-		return nil, agentError(codeInvalidParams, "agent not found: "+quote(name), "agent_not_found", map[string]any{"name": name})
+		// The draft's reference server's wording; data.reason is the draft's
+		// stable discriminator, data.name says which name was asked for.
+		return nil, agentError(codeInvalidParams, "Agent not found", "agent_not_found", map[string]any{"name": name})
 	}
 	tools, rerr := h.resolveTools(r, msg, a)
 	if rerr != nil {
 		return nil, rerr
 	}
+	// GetAgentResult.agent is the name of the agent the details belong to,
+	// a string (agents draft, "Retrieving Agent Details"); the card's
+	// description and capabilities belong to agents/list only.
+	// Members in the order of the draft's example reply, so a reply can be
+	// compared with it byte for byte (testdata/agents-get-draft.json).
 	b := make([]byte, 0, 2048)
-	b = append(b, `{"agent":`...)
-	b = append(b, v.agentCards[indexOf(v.agentNames, name)]...)
+	b = append(b, `{"resultType":"complete","agent":`...)
+	b = rewrite.AppendString(b, a.Name)
 	if a.HasInstructions {
 		b = append(b, `,"instructions":`...)
 		b = append(b, mustJSON(a.Instructions)...)
@@ -71,7 +78,7 @@ func (h *Handler) agentsGet(v *view, e era, msg rewrite.Message, r *http.Request
 		}
 		b = append(b, t...)
 	}
-	b = append(b, `],"resultType":"complete"`...)
+	b = append(b, ']')
 	b = append(b, h.cache...)
 	b = append(b, `,"_meta":{`...)
 	b = append(b, quote(MetaAgent)...)

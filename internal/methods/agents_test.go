@@ -63,7 +63,7 @@ type agentCard struct {
 }
 
 type agentDetail struct {
-	Agent            agentCard         `json:"agent"`
+	Agent            string            `json:"agent"`
 	Instructions     *string           `json:"instructions"`
 	ModelRoutingHint *json.RawMessage  `json:"modelRoutingHint"`
 	Tools            []json.RawMessage `json:"tools"`
@@ -204,8 +204,9 @@ func TestAgentsGetFields(t *testing.T) {
 		hint := func(s string) *json.RawMessage { r := json.RawMessage(s); return &r }
 
 		rv := get("reviewer")
-		if diff := cmp.Diff(agentCard{Name: "reviewer", Description: "Reviews PDFs.", Capabilities: []string{"review", "code"}}, rv.Agent); diff != "" {
-			t.Errorf("reviewer card (-want +got):\n%s", diff)
+		// The draft's GetAgentResult.agent: the name, a string, not the card.
+		if rv.Agent != "reviewer" {
+			t.Errorf("reviewer agent = %q, want the name %q", rv.Agent, "reviewer")
 		}
 		if diff := cmp.Diff(str("Review carefully.\n\nThen report."), rv.Instructions); diff != "" {
 			t.Errorf("reviewer instructions (-want +got):\n%s", diff)
@@ -255,6 +256,16 @@ func TestAgentsGetErrors(t *testing.T) {
 		e = c.call("agents/get", map[string]any{"name": "nobody"}).failed(t, "agents/get nobody", http.StatusOK, -32602)
 		if r, _ := reason(e); r != "agent_not_found" {
 			t.Errorf("agents/get nobody data = %s, want reason agent_not_found", e.Data)
+		}
+		// The draft reference server's message; data.name says what was asked.
+		var nd struct {
+			Name string `json:"name"`
+		}
+		if e != nil {
+			_ = json.Unmarshal(e.Data, &nd)
+			if e.Message != "Agent not found" || nd.Name != "nobody" {
+				t.Errorf("agents/get nobody error = %q, data %s; want message %q and data.name %q", e.Message, e.Data, "Agent not found", "nobody")
+			}
 		}
 		// A name that is not a string (missing and empty names have their
 		// own test).
@@ -359,8 +370,17 @@ func TestAgentsGetCRLF(t *testing.T) {
 		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
 		var cr agentDetail
 		c.call("agents/get", map[string]any{"name": "crlf-agent"}).ok(t, "agents/get crlf-agent", &cr)
-		if got, want := cr.Agent.Description, "Written on Windows."; got != want {
-			t.Errorf("crlf-agent description = %q, want %q", got, want)
+		if cr.Agent != "crlf-agent" {
+			t.Errorf("crlf-agent agent = %q, want its name", cr.Agent)
+		}
+		var page struct {
+			Agents []agentCard `json:"agents"`
+		}
+		c.call("agents/list", map[string]any{}).ok(t, "agents/list", &page)
+		for _, a := range page.Agents {
+			if a.Name == "crlf-agent" && a.Description != "Written on Windows." {
+				t.Errorf("crlf-agent description = %q, want %q", a.Description, "Written on Windows.")
+			}
 		}
 		want := "Line one.\nLine two.\n\nLine four."
 		if cr.Instructions == nil || *cr.Instructions != want {

@@ -247,7 +247,7 @@ func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Reques
 	entries := v.skillEntries
 	if h.opts.Overlay != nil {
 		from, to, _ := page(v.skillURIs, last, has, h.opts.PageSize)
-		served, changed, oerr := h.opts.Overlay.entries(r, msg, v, from, to)
+		served, changed, oerr := h.opts.Overlay.entries(r, msg, v, from, to, h.catalogOutlivesUpstream())
 		if oerr != nil {
 			return nil, upstreamFailure(oerr)
 		}
@@ -273,7 +273,7 @@ func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request
 	}
 	entry := v.skillEntries[i]
 	if h.opts.Overlay != nil {
-		served, _, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1)
+		served, _, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1, h.catalogOutlivesUpstream())
 		if oerr != nil {
 			return nil, upstreamFailure(oerr)
 		}
@@ -384,7 +384,7 @@ func (h *Handler) upstreamServes(w http.ResponseWriter, r *http.Request, msg rew
 	if !ok {
 		return false
 	}
-	over, err := h.opts.Overlay.resolve(r, msg, v.snap, []*catalog.File{f})
+	over, err := h.opts.Overlay.resolve(r, msg, v.snap, []*catalog.File{f}, h.catalogOutlivesUpstream())
 	if err != nil {
 		return true // let the upstream answer the caller itself
 	}
@@ -392,12 +392,25 @@ func (h *Handler) upstreamServes(w http.ResponseWriter, r *http.Request, msg rew
 	return upstream
 }
 
+// catalogOutlivesUpstream reports whether the sidecar's own answers go on
+// while the upstream is unreachable: only without a gate (--auth-gate none),
+// where no answer depends on the upstream admitting the caller. Files whose
+// verdict is unknown are then the plugin folder's, for the listing and for
+// reads alike, until the upstream answers again. With a gate the gate itself
+// fails closed first (502, upstream_unreachable).
+func (h *Handler) catalogOutlivesUpstream() bool { return h.opts.Gate == nil }
+
 // upstreamFailure turns an error from a request made on the caller's behalf
 // into the reply: the upstream's own refusal as it was, or a 502.
 func upstreamFailure(err error) *rpcError {
 	var ref *Refusal
 	if errors.As(err, &ref) {
 		return &rpcError{refusal: ref}
+	}
+	if errors.Is(err, ErrUnreachable) {
+		// No reply at all: upstream_timeout or upstream_unreachable.
+		pe := proxy.NoReplyError(err)
+		return &rpcError{status: pe.Status, code: pe.Code, message: pe.Message, data: pe.Data}
 	}
 	return &rpcError{status: http.StatusBadGateway, code: codeInternal, message: err.Error(),
 		data: map[string]string{"reason": "upstream_error"}}

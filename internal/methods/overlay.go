@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,7 +30,10 @@ import (
 // folder's file. What is learned is cached per authorization context (a
 // hash of the credential headers), or once for everyone when the operator
 // declares the upstream's content shared, until it expires or a forwarded
-// read shows different bytes.
+// read shows different bytes. Without an auth gate, an upstream that cannot
+// be reached leaves a verdict unknown rather than failing the answer: the
+// plugin folder's file is published and served, and nothing is stored, so
+// the verdict is learned once the upstream answers again.
 
 // served is what one URI looks like to one authorization context.
 type served struct {
@@ -64,6 +68,10 @@ type Overlay struct {
 	Mismatches, Probes atomic.Int64
 	// Metrics, when set, records probes, mismatches and bytes hashed.
 	Metrics *metrics.Metrics
+
+	// downUntil (Unix nanoseconds by now) is when the overlay may ask an
+	// upstream it last found unreachable again; see unreachableBackoff.
+	downUntil atomic.Int64
 }
 
 // maxContexts bounds the authorization contexts cached at once; past it the
@@ -135,20 +143,37 @@ func (c *authContext) store(uri string, s served) {
 
 // resolve returns the verdicts for files, probing the upstream for the ones
 // not cached. Any upstream-served file is reported in the map; a nil map
-// means every file is the sidecar's.
-func (o *Overlay) resolve(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, files []*catalog.File) (map[string]served, error) {
-	return o.resolveIn(o.context(r, snap), r, caller, files)
+// means every file is the sidecar's. With unknownOK, an unreachable upstream
+// (ErrUnreachable) is no error: each file whose verdict is not cached is
+// taken as the sidecar's for this answer and nothing is stored, so the
+// upstream is asked again once it answers (see unreachable).
+func (o *Overlay) resolve(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, files []*catalog.File, unknownOK bool) (map[string]served, error) {
+	return o.resolveIn(o.context(r, snap), r, caller, files, unknownOK)
 }
+
+// unreachableBackoff is how long after a probe found the upstream
+// unreachable the overlay stops asking it (with unknownOK): a burst of
+// listings then costs one failed dial, not one per file and request.
+const unreachableBackoff = time.Second
 
 // resolveIn is resolve within an authorization context already found, so a
 // page of skills hashes the caller's credentials once, not once per skill.
-func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File) (map[string]served, error) {
+func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File, unknownOK bool) (map[string]served, error) {
 	var out map[string]served
+	down := unknownOK && o.now().UnixNano() < o.downUntil.Load()
 	for _, f := range files {
 		s, ok := c.lookup(f.URI)
+		if !ok && down {
+			continue // verdict unknown: the plugin folder's file, not remembered
+		}
 		if !ok {
 			var err error
 			if s, err = o.probe(r, caller, f.URI); err != nil {
+				if unknownOK && errors.Is(err, ErrUnreachable) {
+					o.downUntil.Store(o.now().Add(unreachableBackoff).UnixNano())
+					down = true
+					continue
+				}
 				return nil, err
 			}
 			c.store(f.URI, s)
@@ -295,13 +320,13 @@ func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, r
 // entries returns the encoded entries of skills in v from index from to to,
 // with the upstream's verdicts applied for this caller; changed tells
 // whether any differs from the catalog's own.
-func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int) (_ []json.RawMessage, changed bool, _ error) {
+func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int, unknownOK bool) (_ []json.RawMessage, changed bool, _ error) {
 	out := v.skillEntries[from:to:to]
 	copied := false
 	c := o.context(r, v.snap)
 	for i := from; i < to; i++ {
 		sk, _ := v.snap.Skill(v.skillURIs[i])
-		over, err := o.resolveIn(c, r, caller, sk.Files)
+		over, err := o.resolveIn(c, r, caller, sk.Files, unknownOK)
 		if err != nil {
 			return nil, false, err
 		}

@@ -24,6 +24,12 @@ type ToolSource interface {
 	Tools(r *http.Request, msg rewrite.Message) (map[string]json.RawMessage, error)
 }
 
+// ErrUnreachable wraps the error of a request made on a caller's behalf that
+// got no HTTP reply at all (connection refused or reset, dial or header
+// timeout); the transport's own error is wrapped too, so errors.Is still
+// finds syscall.ECONNREFUSED or a timeout in it.
+var ErrUnreachable = errors.New("upstream unreachable")
+
 // Refusal is the upstream's refusal of a request the sidecar made on a
 // caller's behalf (401, 403, …). It is passed on to the caller as it was, so
 // an OAuth-aware client starts its flow as it would against the upstream.
@@ -116,7 +122,9 @@ func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, 
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return rewrite.Message{}, fmt.Errorf("upstream %s: %w", method, err)
+		// No reply at all (refused, reset, timed out): the upstream is
+		// unreachable, which callers may treat apart from a bad reply.
+		return rewrite.Message{}, fmt.Errorf("upstream %s: %w: %w", method, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	limit := u.MaxBytes

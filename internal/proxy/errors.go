@@ -107,3 +107,18 @@ func WriteResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
 // or edits a header value in place, and its capacity of one makes an
 // append copy it.
 var contentTypeJSON = []string{"application/json"}
+
+// NoReplyError maps the failure of a request the sidecar made on a caller's
+// behalf (the auth gate's probe, a digest probe, a tools/list fetch) that
+// got no HTTP reply at all: 504 upstream_timeout for a timeout, otherwise 502
+// upstream_unreachable, whether the dial was refused or a pooled connection
+// turned out dead (EOF, reset). Unlike UpstreamError it never says
+// upstream_error: with no reply there is nothing the upstream said wrong.
+func NoReplyError(err error) *Error {
+	if e := UpstreamError(err); e.Status == http.StatusGatewayTimeout {
+		return e
+	}
+	return &Error{Status: http.StatusBadGateway, Code: CodeInternalError,
+		Message: "upstream unreachable: " + err.Error(),
+		Data:    map[string]string{"reason": "upstream_unreachable"}}
+}

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -33,6 +34,18 @@ func (v *verifier) verifyAgents(ctx context.Context) {
 	}
 	_, err := v.call(ctx, "agents/get", map[string]any{"name": unknownAgent})
 	v.expectInvalidParams(&v.server, "agents.get.unknown", "agents/get of an unknown name", err)
+	// The draft: -32602 with the stable discriminator data.reason
+	// "agent_not_found".
+	var re *RPCError
+	if errors.As(err, &re) && re.Code == codeInvalidParams {
+		var d struct {
+			Reason any `json:"reason"`
+		}
+		_ = json.Unmarshal(re.Data, &d)
+		if d.Reason != "agent_not_found" {
+			v.server.fail("agents.get.unknown", "agents/get of an unknown name: data.reason is %s, want \"agent_not_found\"", truncate(mustCompact(d.Reason), 80))
+		}
+	}
 }
 
 func (v *verifier) verifyAgent(ctx context.Context, raw json.RawMessage) *Item {
@@ -52,23 +65,89 @@ func (v *verifier) verifyAgent(ctx context.Context, raw json.RawMessage) *Item {
 		cs.fail("agents.get", "agents/get: %v", err)
 		return &Item{ID: name, Checks: cs.list}
 	}
-	var r struct {
-		Agent map[string]any    `json:"agent"`
-		Tools []json.RawMessage `json:"tools"`
+	tools, ok := checkAgentDetails(res, name, &cs)
+	if ok {
+		v.checkAgentTools(ctx, tools, &cs)
 	}
-	if err := json.Unmarshal(res, &r); err != nil || r.Agent == nil {
-		cs.fail("agents.get", "agents/get result lacks an agent object or a tools array")
-		return &Item{ID: name, Checks: cs.list}
-	}
-	if got, _ := r.Agent["name"].(string); got != name {
-		cs.fail("agents.get", "agents/get returned agent %q", got)
-	} else if v.c.modern && cacheProblem(res) != "" {
-		cs.fail("agents.get", "%s", cacheProblem(res))
-	} else {
-		cs.ok("agents.get", "")
-	}
-	v.checkAgentTools(ctx, r.Tools, &cs)
 	return &Item{ID: name, Checks: cs.list}
+}
+
+// modelRoles are the draft's modelRoutingHint.role values.
+var modelRoles = map[string]bool{"small": true, "medium": true, "large": true}
+
+// checkAgentDetails checks an agents/get result against the draft's
+// GetAgentResult: agent is the requested agent's name (a string, not the
+// card), tools an array, instructions a string when present,
+// modelRoutingHint {role?: small|medium|large, vision: boolean} when present,
+// and the CacheableResult fields (resultType "complete", ttlMs, cacheScope).
+// The draft defines the extension's results with the cache fields required
+// whatever the era, so they are checked on both wires. It returns the tools
+// when they are an array of objects to resolve against tools/list.
+func checkAgentDetails(res json.RawMessage, name string, cs *checks) ([]json.RawMessage, bool) {
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(res, &r); err != nil || r == nil {
+		cs.fail("agents.get", "agents/get result is not an object")
+		return nil, false
+	}
+	agent, _ := decodeJSON(r["agent"])
+	switch a := agent.(type) {
+	case string:
+		if a != name {
+			cs.fail("agents.get", "agents/get agent is %q, want the requested name %q", a, name)
+		}
+	default:
+		cs.fail("agents.get", "agents/get agent is %s, want a string: the name of the agent the details belong to (draft GetAgentResult)", kind(agent))
+	}
+	if p := cacheProblem(res); p != "" {
+		cs.fail("agents.get", "agents/get: %s", p)
+	}
+	cs.ok("agents.get", "agent name and cache fields as the draft defines them")
+
+	if raw, ok := r["instructions"]; ok {
+		x, _ := decodeJSON(raw)
+		if _, isStr := x.(string); !isStr {
+			cs.fail("agent.details", "instructions is %s, want a string", kind(x))
+		}
+	}
+	if raw, ok := r["modelRoutingHint"]; ok {
+		if p := hintProblem(raw); p != "" {
+			cs.fail("agent.details", "modelRoutingHint %s", p)
+		}
+	}
+	cs.ok("agent.details", "instructions and modelRoutingHint well formed or absent")
+
+	var tools []json.RawMessage
+	if err := json.Unmarshal(r["tools"], &tools); err != nil || r["tools"] == nil || string(r["tools"]) == "null" {
+		x, _ := decodeJSON(r["tools"])
+		cs.fail("agent.tools", "tools is %s, want an array of Tool objects", kind(x))
+		return nil, false
+	}
+	return tools, true
+}
+
+// hintProblem checks a modelRoutingHint: an object whose role, when present,
+// is small, medium or large and whose vision is a boolean.
+func hintProblem(raw json.RawMessage) string {
+	x, _ := decodeJSON(raw)
+	m, ok := x.(map[string]any)
+	if !ok {
+		return fmt.Sprintf("is %s, want an object", kind(x))
+	}
+	if role, has := m["role"]; has {
+		if s, isStr := role.(string); !isStr || !modelRoles[s] {
+			return fmt.Sprintf("role is %s, want \"small\", \"medium\" or \"large\"", truncate(mustCompact(role), 80))
+		}
+	}
+	if _, isBool := m["vision"].(bool); !isBool {
+		return fmt.Sprintf("vision is %s, want a boolean", kind(m["vision"]))
+	}
+	return ""
+}
+
+// mustCompact is v as compact JSON, for a reason.
+func mustCompact(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // checkAgentShape checks an agents/list entry: {name, description?,

@@ -145,6 +145,50 @@ func TestBrokenServers(t *testing.T) {
 			break_: func(f *fakeServer) { f.agentGet[unknownAgent] = f.agentGet["helper"] },
 			check:  "agents.get.unknown", status: StatusFail, wantExit: ExitNonconformant,
 		},
+		"agents/get agent is the card, not the name": {
+			break_: func(f *fakeServer) { f.agentGet["helper"]["agent"] = f.agents[0] },
+			item:   "helper", check: "agents.get", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get agent names another agent": {
+			break_: func(f *fakeServer) { f.agentGet["helper"]["agent"] = "other" },
+			item:   "helper", check: "agents.get", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get without cacheScope": {
+			break_: func(f *fakeServer) { delete(f.agentGet["helper"], "cacheScope") },
+			item:   "helper", check: "agents.get", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get without ttlMs": {
+			break_: func(f *fakeServer) { delete(f.agentGet["helper"], "ttlMs") },
+			item:   "helper", check: "agents.get", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get without resultType": {
+			break_: func(f *fakeServer) { delete(f.agentGet["helper"], "resultType") },
+			item:   "helper", check: "agents.get", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get instructions not a string": {
+			break_: func(f *fakeServer) { f.agentGet["helper"]["instructions"] = []any{"Be", "helpful."} },
+			item:   "helper", check: "agent.details", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get modelRoutingHint role not small, medium or large": {
+			break_: func(f *fakeServer) {
+				f.agentGet["helper"]["modelRoutingHint"] = map[string]any{"role": "sonnet", "vision": false}
+			},
+			item: "helper", check: "agent.details", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get modelRoutingHint vision not a boolean": {
+			break_: func(f *fakeServer) {
+				f.agentGet["helper"]["modelRoutingHint"] = map[string]any{"role": "small", "vision": "no"}
+			},
+			item: "helper", check: "agent.details", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get without tools": {
+			break_: func(f *fakeServer) { delete(f.agentGet["helper"], "tools") },
+			item:   "helper", check: "agent.tools", status: StatusFail, wantExit: ExitNonconformant,
+		},
+		"agents/get of an unknown agent without data.reason": {
+			break_: func(f *fakeServer) { f.noAgentReason = true },
+			check:  "agents.get.unknown", status: StatusFail, wantExit: ExitNonconformant,
+		},
 		"agent without capabilities": {
 			break_: func(f *fakeServer) { delete(f.agents[0], "capabilities") },
 			item:   "helper", check: "agent.shape", status: StatusFail, wantExit: ExitNonconformant,
@@ -238,6 +282,13 @@ func TestBrokenServers(t *testing.T) {
 			break_: func(*fakeServer) {},
 			opts:   Options{MaxSkills: 1},
 			check:  "skills.list.bound", status: StatusWarn, wantExit: ExitOK,
+		},
+		"agents-only server is judged on its agents": {
+			break_: func(f *fakeServer) {
+				delete(f.caps["extensions"].(map[string]any), skillsExtension)
+				f.noSkills = true
+			},
+			check: "declaration.skills", status: StatusSkip, wantExit: ExitOK,
 		},
 		"legacy-only server under --era modern": {
 			break_: func(f *fakeServer) { f.modern = false },

@@ -46,6 +46,8 @@ type fakeServer struct {
 	getOverride   map[string]any
 	unknownGetOK  bool // skills/get of an unknown URI succeeds
 	noCache       bool // modern results lack ttlMs and cacheScope
+	noAgentReason bool // agents/get of an unknown agent has no data.reason
+	noSkills      bool // skills/* are unknown methods (an agents-only server)
 	hideDirEntry  string
 }
 
@@ -86,10 +88,16 @@ func newFake() *fakeServer {
 		f.entry("skill://notes/SKILL.md", map[string]any{"name": "notes", "description": "Keep short notes.", "created": "2024-01-15", "count": 10}),
 	}
 	f.agents = []map[string]any{{"name": "helper", "description": "Helps.", "capabilities": []any{"notes"}}}
+	// The agents draft's GetAgentResult: agent is the name; the cache
+	// fields are part of the result in either era.
 	f.agentGet = map[string]map[string]any{"helper": {
-		"agent":        f.agents[0],
-		"instructions": "Be helpful.",
-		"tools":        []any{f.tools[0]},
+		"resultType":       "complete",
+		"agent":            "helper",
+		"instructions":     "Be helpful.",
+		"modelRoutingHint": map[string]any{"role": "small", "vision": false},
+		"tools":            []any{f.tools[0]},
+		"ttlMs":            0,
+		"cacheScope":       "private",
 	}}
 	return f
 }
@@ -144,9 +152,16 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	result, code, msg := f.answer(req.Method, req.Params, modern)
 	reply := map[string]any{"jsonrpc": "2.0", "id": req.ID}
 	if code != 0 {
-		reply["error"] = map[string]any{"code": code, "message": msg}
+		e := map[string]any{"code": code, "message": msg}
+		if msg == "agent_not_found" && !f.noAgentReason {
+			e["message"] = "Agent not found"
+			e["data"] = map[string]any{"reason": "agent_not_found"}
+		}
+		reply["error"] = e
 	} else {
-		if modern && !f.noCache {
+		// agents/get results carry their own cache fields (f.agentGet), so
+		// that a case can remove one.
+		if modern && !f.noCache && req.Method != "agents/get" {
 			result["resultType"] = "complete"
 			if _, ok := result["ttlMs"]; !ok {
 				result["ttlMs"] = 0
@@ -161,6 +176,9 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *fakeServer) answer(method string, p map[string]any, modern bool) (map[string]any, int, string) {
 	str := func(k string) string { s, _ := p[k].(string); return s }
+	if f.noSkills && strings.HasPrefix(method, "skills/") {
+		return nil, -32601, "method not found"
+	}
 	switch method {
 	case "initialize":
 		return map[string]any{"protocolVersion": legacyVersion, "capabilities": f.caps,

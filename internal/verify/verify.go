@@ -132,6 +132,10 @@ func (v *verifier) run(ctx context.Context) {
 	}
 	if skills {
 		v.verifySkills(ctx)
+	} else if v.hasAgents {
+		if _, err := v.call(ctx, "skills/list", map[string]any{}); err == nil {
+			v.server.fail("declaration.skills", "skills/list answers but capabilities.extensions lacks %s", skillsExtension)
+		}
 	}
 	if v.hasAgents && v.fatal == nil {
 		v.verifyAgents(ctx)
@@ -260,6 +264,11 @@ func (v *verifier) goSDKHandshake(ctx context.Context) {
 		v.server.warn("handshake.go-sdk", "the go-sdk client negotiated %s, this check the %s era", got, v.rep.Era)
 		return
 	}
+	exts, _ := v.caps["extensions"].(map[string]any)
+	if _, declared := exts[skillsExtension]; !declared {
+		v.server.ok("handshake.go-sdk", "the go-sdk client negotiated "+got)
+		return
+	}
 	if _, ok := cs.InitializeResult().Capabilities.Extensions[skillsExtension]; !ok {
 		v.server.warn("handshake.go-sdk", "the go-sdk client (protocol %s) sees no %s declaration", got, skillsExtension)
 		return
@@ -285,6 +294,12 @@ func (v *verifier) declaration() bool {
 		v.server.skip("declaration.agents", "agents extension not declared")
 	}
 	s, ok := exts[skillsExtension]
+	if !ok && v.hasAgents {
+		// An agents-only server is judged on what it declares; run checks
+		// that it does not serve skills/list undeclared.
+		v.server.skip("declaration.skills", "skills extension not declared; the agents extension is checked")
+		return false
+	}
 	if !ok {
 		v.server.fail("declaration.skills", "capabilities.extensions lacks %s", skillsExtension)
 		return false
