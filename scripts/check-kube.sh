@@ -102,10 +102,10 @@ k() { # method path [curl args...]: the API as admin; body on stdout
   shift 2
   curl -sS -m 20 --cacert "$ca" -H "Authorization: Bearer $admin_token" -X "$method" "$api$path" "$@"
 }
-kcode() { # method path [curl args...]: the HTTP status only
+kcode() { # method path [curl args...]: the HTTP status only; the body in $KCODE_OUT (default $work/last.json)
   local method=$1 path=$2
   shift 2
-  curl -sS -m 20 -o "$work/last.json" -w '%{http_code}' --cacert "$ca" -H "Authorization: Bearer $admin_token" -X "$method" "$api$path" "$@"
+  curl -sS -m 20 -o "${KCODE_OUT:-$work/last.json}" -w '%{http_code}' --cacert "$ca" -H "Authorization: Bearer $admin_token" -X "$method" "$api$path" "$@"
 }
 wait_for() { # tries command...: every 0.2 s, at most tries times
   local n=$1
@@ -174,15 +174,17 @@ controller_pod() {
 }
 
 # is_injected file: the stored Pod has the native sidecar with its port,
-# probes and volumes, and the status annotation.
+# probes, its whole-ConfigMap plugin volume (no items[]) read with
+# --plugin-layout=configmaps, and the status annotation.
 is_injected() {
   jq -e '
     (.metadata.annotations["skills-sidecar.io/status"] == "injected") and
     ([.spec.initContainers[]? | select(.name == "skills-sidecar" and .restartPolicy == "Always"
         and .startupProbe != null and .readinessProbe != null and .livenessProbe != null
         and any(.ports[]; .name == "skills-mcp"))] | length == 1) and
-    ([.spec.volumes[]?.name] | (index("skills-sidecar-plugin") != null)) and
-    ([.spec.volumes[]? | select(.configMap.name == "acme-plugin")] | length == 1)' "$1" >/dev/null
+    ([.spec.volumes[]? | select((.name | startswith("skills-sidecar-plugin-")) and .configMap.name == "acme-plugin"
+        and .configMap.items == null)] | length == 1) and
+    ([.spec.initContainers[]? | select(.name == "skills-sidecar") | .args[]? | select(. == "--plugin-layout=configmaps")] | length == 1)' "$1" >/dev/null
 }
 not_injected() {
   jq -e '(.metadata.annotations["skills-sidecar.io/status"] // "") == "" and
@@ -238,11 +240,12 @@ start_poll() { # ns
     i=0
     while [[ ! -f $work/poll.stop ]]; do
       i=$((i + 1))
-      code=$(dry_create "$1" "poll-$i" true)
-      if [[ $code == 201 ]] && jq -e '[.spec.initContainers[]? | select(.name == "skills-sidecar")] | length == 1' "$work/last.json" >/dev/null 2>&1; then
+      # Its own body file: the main script's calls write last.json meanwhile.
+      code=$(KCODE_OUT=$work/poll-last.json dry_create "$1" "poll-$i" true)
+      if [[ $code == 201 ]] && jq -e '[.spec.initContainers[]? | select(.name == "skills-sidecar")] | length == 1' "$work/poll-last.json" >/dev/null 2>&1; then
         echo "ok" >>"$work/poll.log"
       else
-        echo "fail $code $(jq -r '.message // empty' "$work/last.json" 2>/dev/null | head -c 300)" >>"$work/poll.log"
+        echo "fail $code $(jq -r '.message // empty' "$work/poll-last.json" 2>/dev/null | head -c 300)" >>"$work/poll.log"
       fi
       sleep 0.2
     done
