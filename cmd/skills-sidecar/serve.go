@@ -114,7 +114,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout)
+	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
 	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}, Credentials: cfg.AuthHeaderList()}
 	var overlay *methods.Overlay
 	if cfg.UpstreamFiles == "auto" {

@@ -123,7 +123,7 @@ func New(opts Options) (*Proxy, error) {
 		opts.DialTimeout = DefaultDialTimeout
 	}
 	if opts.Transport == nil {
-		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout)
+		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, DefaultCredentialHeaders)
 	}
 	p := &Proxy{opts: opts, log: opts.Logger}
 	p.streams, p.endStreams = context.WithCancel(context.Background())
@@ -135,12 +135,20 @@ func New(opts Options) (*Proxy, error) {
 	return p, nil
 }
 
+// DefaultCredentialHeaders are the headers New's transport partitions its
+// upstream connections by when Options.Transport is nil: the default of
+// the auth-headers key.
+var DefaultCredentialHeaders = []string{"Authorization", "Cookie"}
+
 // NewTransport returns the transport New uses when Options.Transport is nil:
 // hop's synchronous keep-alive pool for a plain-HTTP upstream (see package
 // hop for why), with dial and response-header timeouts and no transparent
 // compression; an https upstream goes through net/http's Transport with the
-// same settings.
-func NewTransport(dial, header time.Duration) http.RoundTripper {
+// same settings. Requests that differ in any of the credentials headers
+// never share an upstream connection (hop.Transport.Partition), so a reply
+// read from a connection that carried it unasked cannot reach another
+// caller.
+func NewTransport(dial, header time.Duration, credentials []string) http.RoundTripper {
 	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
 	fallback := &http.Transport{
 		Proxy:                 nil, // the upstream is on loopback: never via an HTTP proxy
@@ -160,6 +168,7 @@ func NewTransport(dial, header time.Duration) http.RoundTripper {
 		IdleTimeout:           90 * time.Second,
 		MaxIdle:               512,
 		Fallback:              fallback,
+		Partition:             credentials,
 	}
 }
 
