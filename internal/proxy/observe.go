@@ -14,6 +14,7 @@ import (
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	sent   bool // a body byte was written or the head flushed: the client may have had something
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -27,11 +28,28 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	if len(b) > 0 {
+		w.sent = true
+	}
 	return w.ResponseWriter.Write(b)
+}
+
+// outcome is the status to record for the reply: its status, or 0
+// (aborted) when it was cut short before anything of it was written, since
+// then the client received not a byte (net/http sends a head only with
+// the first body bytes or a flush, and drops it on an abort).
+func (w *statusWriter) outcome(aborted bool) int {
+	if aborted && !w.sent {
+		return 0
+	}
+	return w.status
 }
 
 // Flush implements http.Flusher.
 func (w *statusWriter) Flush() {
+	if w.status != 0 {
+		w.sent = true
+	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -192,7 +192,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A reply cut short mid-body panics with http.ErrAbortHandler; it
 		// is still a request to count and log (abort kept its error).
 		if v := recover(); v != nil {
-			p.record(pl, route, sw.status)
+			p.record(pl, route, sw.outcome(true))
 			panic(v)
 		}
 	}()
