@@ -106,7 +106,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	}
 	up, err := url.Parse(upstream)
 	if err != nil {
-		return fmt.Errorf("upstream: %w", err)
+		return errors.New("upstream: not a URL") // the error would quote it, secrets and all
 	}
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, version)
@@ -180,7 +180,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	go func() { errc <- srv.Serve(ln) }()
 
 	mcpURL := "http://" + displayAddr(ln.Addr()) + "/mcp"
-	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", upstream), zap.String("version", version))
+	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", config.RedactURL(upstream)), zap.String("version", version))
 	if cfg.Upstream == "" {
 		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\n"+
 			"Try it with the MCP Inspector CLI (Node.js 22.19 or later):\n"+

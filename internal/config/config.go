@@ -102,14 +102,16 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Upstream != "" {
+		// The URL may hold credentials (userinfo, a token in the query):
+		// messages quote it redacted, and not at all when it does not parse.
 		u, err := url.Parse(c.Upstream)
 		switch {
 		case err != nil:
-			bad("upstream", "%q is not a URL", c.Upstream)
+			bad("upstream", "not a URL")
 		case u.Scheme != "http" && u.Scheme != "https":
-			bad("upstream", "%q: scheme must be http or https", c.Upstream)
+			bad("upstream", "%q: scheme must be http or https", RedactURL(c.Upstream))
 		case u.Host == "":
-			bad("upstream", "%q has no host", c.Upstream)
+			bad("upstream", "%q has no host", RedactURL(c.Upstream))
 		}
 	}
 	for _, d := range []struct {
@@ -184,6 +186,29 @@ func oneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// RedactURL returns raw, a URL, fit for a log line or a message: without
+// its userinfo and with its query and fragment replaced by REDACTED, since
+// either may carry a credential. A value that does not parse as a URL is
+// replaced whole.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "REDACTED"
+	}
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	if u.Opaque != "" {
+		return u.Scheme + ":REDACTED"
+	}
+	s := r.String()
+	if u.RawQuery != "" || u.ForceQuery {
+		s += "?REDACTED"
+	}
+	if u.Fragment != "" {
+		s += "#REDACTED"
+	}
+	return s
 }
 
 // AuthHeaderList returns AuthHeaders split on commas, trimmed.
