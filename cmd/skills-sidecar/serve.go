@@ -151,6 +151,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		AllowedOrigins:     cfg.AllowedOriginList(),
 		UpstreamTimeout:    cfg.UpstreamTimeout,
 		DialTimeout:        cfg.DialTimeout,
+		ClientBodyTimeout:  cfg.ClientBodyTimeout,
+		SendTimeout:        cfg.SendTimeout,
 	})
 	if err != nil {
 		return err

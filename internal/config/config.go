@@ -38,6 +38,10 @@ type Config struct {
 	AnnotationsFile string `key:"annotations-file" default:"/etc/skills-sidecar/podinfo/annotations" help:"Downward API file with the pod's annotations; skills-sidecar.io/* keys in it configure the sidecar. A missing file is not an error."`
 	// UpstreamTimeout bounds the wait for the upstream's response headers.
 	UpstreamTimeout time.Duration `key:"upstream-timeout" default:"60s" help:"How long to wait for the upstream's response headers before answering 504. Streams, once started, are never cut by it."`
+	// ClientBodyTimeout bounds each read of a request body.
+	ClientBodyTimeout time.Duration `key:"client-body-timeout" default:"60s" help:"How long a request body may stall between two reads (nginx's client_body_timeout) before the client gets HTTP 408 and its connection is closed."`
+	// SendTimeout bounds each write of a reply to the client.
+	SendTimeout time.Duration `key:"send-timeout" default:"60s" help:"How long a client may accept no bytes of a reply (JSON, SSE, a GET stream, the sidecar's own answers) before its connection is closed and the upstream request behind it ended (nginx's send_timeout). A stream that is merely quiet is not cut."`
 	// DialTimeout bounds connecting to the upstream.
 	DialTimeout time.Duration `key:"dial-timeout" default:"5s" help:"How long to wait for a TCP connection to the upstream before answering 502."`
 	// DrainTimeout bounds graceful shutdown.
@@ -117,7 +121,8 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		key string
 		v   time.Duration
-	}{{"upstream-timeout", c.UpstreamTimeout}, {"dial-timeout", c.DialTimeout}, {"drain-timeout", c.DrainTimeout}} {
+	}{{"upstream-timeout", c.UpstreamTimeout}, {"dial-timeout", c.DialTimeout}, {"drain-timeout", c.DrainTimeout},
+		{"client-body-timeout", c.ClientBodyTimeout}, {"send-timeout", c.SendTimeout}} {
 		if d.v <= 0 {
 			bad(d.key, "must be positive, got %s", d.v)
 		}

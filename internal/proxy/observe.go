@@ -11,10 +11,28 @@ import (
 
 // statusWriter remembers the status a handler sent. It unwraps for
 // http.ResponseController, so the relay still flushes through it.
+//
+// It also keeps the send timeout: every write and flush first moves the
+// connection's write deadline to send from now, so a client that accepts
+// no bytes for that long fails the write (nginx's send_timeout, which
+// times each write, not the whole reply) and the relay lets go of the
+// upstream.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
-	sent   bool // a body byte was written or the head flushed: the client may have had something
+	sent   bool          // a body byte was written or the head flushed: the client may have had something
+	send   time.Duration // the send timeout; 0: none
+	noDL   bool          // the writer takes no deadline (HTTP/2 handled elsewhere, a test recorder)
+}
+
+// renew moves the write deadline to the send timeout from now.
+func (w *statusWriter) renew() {
+	if w.send <= 0 || w.noDL {
+		return
+	}
+	if http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.send)) != nil {
+		w.noDL = true
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -31,6 +49,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if len(b) > 0 {
 		w.sent = true
 	}
+	w.renew()
 	return w.ResponseWriter.Write(b)
 }
 
@@ -50,6 +69,7 @@ func (w *statusWriter) Flush() {
 	if w.status != 0 {
 		w.sent = true
 	}
+	w.renew()
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -28,6 +28,10 @@ const (
 	DefaultUpstreamTimeout = 60 * time.Second
 	DefaultDialTimeout     = 5 * time.Second
 	DefaultMaxDepth        = 64
+	// DefaultClientBodyTimeout and DefaultSendTimeout are nginx's
+	// client_body_timeout and send_timeout defaults.
+	DefaultClientBodyTimeout = 60 * time.Second
+	DefaultSendTimeout       = 60 * time.Second
 )
 
 // Local answers the methods the sidecar owns (skills/*, agents/*, reads of
@@ -87,6 +91,17 @@ type Options struct {
 	// DialTimeout bounds connecting when Transport is nil; 0 means
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
+	// ClientBodyTimeout bounds the wait for each read of a request body,
+	// as nginx's client_body_timeout does (between reads, not the whole
+	// body): past it the client gets 408 and its connection ends. 0 means
+	// DefaultClientBodyTimeout.
+	ClientBodyTimeout time.Duration
+	// SendTimeout bounds each write of a reply to the client, as nginx's
+	// send_timeout does: a client that accepts no bytes that long (a JSON
+	// reply, an SSE stream, a detached GET stream, the sidecar's own
+	// answers) has its connection closed, and the upstream request behind
+	// it is ended. 0 means DefaultSendTimeout.
+	SendTimeout time.Duration
 }
 
 // Proxy is the sidecar's MCP handler. Create it with New.
@@ -121,6 +136,12 @@ func New(opts Options) (*Proxy, error) {
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = DefaultDialTimeout
+	}
+	if opts.ClientBodyTimeout <= 0 {
+		opts.ClientBodyTimeout = DefaultClientBodyTimeout
+	}
+	if opts.SendTimeout <= 0 {
+		opts.SendTimeout = DefaultSendTimeout
 	}
 	if opts.Transport == nil {
 		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, DefaultCredentialHeaders)
@@ -183,7 +204,12 @@ func (p *Proxy) EndStreams() {
 // request's method, route and outcome, and logs it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, send: p.opts.SendTimeout}
+	// The last write's deadline also covers what net/http flushes after
+	// the handler returns (the rest of the buffer, the last chunk): it is
+	// renewed on the way out, since a quiet stream outlives the one set
+	// for its last write.
+	defer sw.renew()
 	// Header.Get with a canonical key does not allocate; the era is only
 	// worked out from it when the request's line is logged.
 	pl := &plan{method: r.Method, start: start, version: r.Header.Get("Mcp-Protocol-Version")}
@@ -225,7 +251,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeUpstream
 	}
 	pl.method = "invalid" // until the body proves otherwise
-	body, err := readBody(w, r, p.opts.MaxBodyBytes)
+	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout)
 	if err != nil {
 		WriteError(w, nil, err)
 		return routeLocal
@@ -302,20 +328,61 @@ func isHandshake(method string) bool {
 	return method == "initialize" || method == "server/discover"
 }
 
-// readBody reads the whole request body up to max bytes.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *Error) {
+// readBody reads the whole request body up to max bytes, each read within
+// timeout of the one before (client_body_timeout). A client that stalls
+// longer gets 408 and loses its connection, as nginx answers, since the
+// rest of its body can no longer be told from a next request.
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, *Error) {
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body := &stallReader{r: r.Body, rc: http.NewResponseController(w), timeout: timeout}
+	b, err := io.ReadAll(http.MaxBytesReader(w, body, max))
 	var mbe *http.MaxBytesError
+	var ne net.Error
+	if !(errors.As(err, &ne) && ne.Timeout()) {
+		body.done()
+	}
 	switch {
 	case errors.As(err, &mbe):
 		return nil, tooLarge(max)
+	case errors.As(err, &ne) && ne.Timeout():
+		// The deadline stays passed: net/http would otherwise wait for the
+		// rest of the body to discard it before closing the connection.
+		w.Header().Set("Connection", "close")
+		return nil, &Error{Status: http.StatusRequestTimeout, Code: CodeInvalidRequest,
+			Message: fmt.Sprintf("request body stalled for more than %s", timeout)}
 	case err != nil:
 		return nil, &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "read request body: " + err.Error()}
 	}
 	return b, nil
+}
+
+// stallReader reads a request body with a read deadline renewed before
+// every read. Where the connection takes no deadline (HTTP/2, a test
+// recorder) it reads without one.
+type stallReader struct {
+	r       io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	set     bool
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if s.rc.SetReadDeadline(time.Now().Add(s.timeout)) == nil {
+		s.set = true
+	}
+	return s.r.Read(p)
+}
+
+func (s *stallReader) Close() error { return s.r.Close() }
+
+// done clears the deadline: net/http's own read that watches for the
+// client leaving must not time out while the upstream is at work.
+func (s *stallReader) done() {
+	if s.set {
+		_ = s.rc.SetReadDeadline(time.Time{})
+	}
 }
 
 func tooLarge(max int64) *Error {
