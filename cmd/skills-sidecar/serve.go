@@ -96,6 +96,10 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLe
 func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer) error {
 	upstream := cfg.Upstream
 	if upstream == "" {
+		// The demo is for trying the sidecar on this machine: it listens
+		// on loopback unless told an address with a host, and so the Host
+		// check (origin.go) is in force.
+		cfg.Listen, cfg.MetricsListen = loopbackUnlessHost(cfg.Listen), loopbackUnlessHost(cfg.MetricsListen)
 		u, stop, err := demo.Start(ctx)
 		if err != nil {
 			return err
@@ -149,6 +153,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		MaxEventBytes:      cfg.MaxEventBytes,
 		MaxDepth:           cfg.MaxJSONDepth,
 		AllowedOrigins:     cfg.AllowedOriginList(),
+		AllowedHosts:       cfg.AllowedHostList(),
 		UpstreamTimeout:    cfg.UpstreamTimeout,
 		DialTimeout:        cfg.DialTimeout,
 		ClientBodyTimeout:  cfg.ClientBodyTimeout,
@@ -225,6 +230,16 @@ func onResourcesChanged(o *methods.Overlay) func() {
 		return nil
 	}
 	return o.Invalidate
+}
+
+// loopbackUnlessHost gives addr (host:port) the host 127.0.0.1 when it has
+// none, as ":8080" has; an empty addr stays empty.
+func loopbackUnlessHost(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "" {
+		return addr
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }
 
 // displayAddr turns a listener address into one a person can paste: an

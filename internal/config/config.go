@@ -55,7 +55,9 @@ type Config struct {
 	// MaxJSONDepth limits how deeply a request body nests.
 	MaxJSONDepth int `key:"max-json-depth" default:"64" help:"Deepest nesting of objects and arrays accepted in a request body; deeper gets HTTP 400 and -32600."`
 	// AllowedOrigins extends the Origin check.
-	AllowedOrigins string `key:"allowed-origins" default:"" help:"Comma-separated Origin values accepted besides loopback origins and the sidecar's own host (* accepts any); any other present Origin gets HTTP 403."`
+	AllowedOrigins string `key:"allowed-origins" default:"" help:"Comma-separated Origin values accepted besides loopback origins and the request's own host when that host is loopback or in allowed-hosts (* accepts any); any other present Origin gets HTTP 403."`
+	// AllowedHosts extends the Host check (DNS rebinding protection).
+	AllowedHosts string `key:"allowed-hosts" default:"" help:"Comma-separated Host values (name, or name:port) accepted besides loopback ones (* accepts any). On a loopback listen address any other Host gets HTTP 403; on another address empty accepts every Host and a list only those. Set it when the sidecar is reachable from browsers under names you know."`
 	// MaxEventBytes limits one SSE event the sidecar must parse.
 	MaxEventBytes int `key:"max-event-bytes" default:"33554432" help:"Largest single SSE event or JSON reply from the upstream that the sidecar parses (replies it rewrites or hashes); a larger one ends the stream loudly, never truncated. The default holds a 16 MiB skill file (the SEP-2640 bound) served by the upstream as base64."`
 	// PageSize is the page length of skills/list, agents/list, directory
@@ -218,6 +220,9 @@ func RedactURL(raw string) string {
 
 // AuthHeaderList returns AuthHeaders split on commas, trimmed.
 func (c *Config) AuthHeaderList() []string { return splitList(c.AuthHeaders) }
+
+// AllowedHostList returns AllowedHosts split on commas, trimmed.
+func (c *Config) AllowedHostList() []string { return splitList(c.AllowedHosts) }
 
 // AllowedOriginList returns AllowedOrigins split on commas, trimmed.
 func (c *Config) AllowedOriginList() []string { return splitList(c.AllowedOrigins) }

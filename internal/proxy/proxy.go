@@ -82,9 +82,15 @@ type Options struct {
 	// 0 means DefaultMaxDepth.
 	MaxDepth int
 	// AllowedOrigins are the Origin values accepted besides loopback origins
-	// and the request's own host; "*" accepts any. A request with any other
-	// Origin gets 403 (DNS rebinding protection, MCP transport spec).
+	// and the request's own host when that host is loopback or in
+	// AllowedHosts; "*" accepts any. A request with any other Origin gets
+	// 403 (DNS rebinding protection, MCP transport spec; origin.go).
 	AllowedOrigins []string
+	// AllowedHosts are the Host values (name, or name:port) accepted
+	// besides loopback ones; "*" accepts any. On a loopback listener any
+	// other Host gets 403, as go-sdk answers; on another listener nil
+	// accepts every Host and a list accepts only those (origin.go).
+	AllowedHosts []string
 	// UpstreamTimeout bounds the wait for response headers when Transport is
 	// nil; 0 means DefaultUpstreamTimeout.
 	UpstreamTimeout time.Duration
@@ -237,9 +243,23 @@ const (
 
 // serve handles one request and returns its route.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
-	if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host, p.opts.AllowedOrigins) {
-		WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
+	if r.Method == http.MethodPost && r.ContentLength != 0 {
+		// The body's first read is bounded from here, and so is a refusal
+		// sent before the body is read: net/http then reads (to discard)
+		// up to 256 KiB of it, which a stalled client would make wait for
+		// ever. readBody renews the deadline per read and clears it.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.opts.ClientBodyTimeout))
+	}
+	if !hostAllowed(r.Host, onLoopbackListener(r), p.opts.AllowedHosts) {
+		WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
 		return routeLocal
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		vouched := loopbackHost(r.Host) || hostListed(r.Host, p.opts.AllowedHosts)
+		if !originAllowed(o, r.Host, vouched, p.opts.AllowedOrigins) {
+			WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
+			return routeLocal
+		}
 	}
 	if r.Method != http.MethodPost {
 		// Only a GET that resumes with Last-Event-ID can replay an

@@ -111,7 +111,7 @@ func TestStalledBodyGets408(t *testing.T) {
 	up := startFault(t, faultserver.Options{})
 	u := sidecarWith(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 200 * time.Millisecond})
 	c := dialSmall(t, u)
-	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
@@ -130,6 +130,28 @@ func TestStalledBodyGets408(t *testing.T) {
 	}
 }
 
+// TestRefusalBeforeTheBodyDoesNotWaitForIt: a request refused before its
+// body is read (a foreign Host) whose client stalls mid-body gets its 403
+// and loses its connection once ClientBodyTimeout passes; net/http's read
+// to discard the body waited for ever before.
+func TestRefusalBeforeTheBodyDoesNotWaitForIt(t *testing.T) {
+	t.Parallel()
+	up := startFault(t, faultserver.Options{})
+	u, closed := trackedSidecar(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 200 * time.Millisecond})
+	c := dialSmall(t, u)
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no reply: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("status %d, want 403", resp.StatusCode)
+	}
+	waitUntil(t, "the sidecar to close the connection", func() bool { return closed.Load() == 1 })
+}
+
 // TestSlowBodyWithinTheTimeoutPasses: the timeout is between reads, not
 // on the whole body: a body sent in pieces, each within the timeout,
 // spread over several times it, is forwarded.
@@ -139,7 +161,7 @@ func TestSlowBodyWithinTheTimeoutPasses(t *testing.T) {
 	u := sidecarWith(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 300 * time.Millisecond})
 	c := dialSmall(t, u)
 	body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`
-	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
 	for i := 0; i < len(body); i += len(body) / 4 {
 		time.Sleep(100 * time.Millisecond)
 		_, _ = io.WriteString(c, body[i:min(len(body), i+len(body)/4)])
@@ -175,11 +197,11 @@ func TestClientThatNeverReadsIsCut(t *testing.T) {
 		request string
 	}{
 		{"JSON reply", faultserver.Options{Reply: big},
-			fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(call), call)},
+			fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(call), call)},
 		{"SSE reply", faultserver.Options{Mode: faultserver.Stream},
-			fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(call), call)},
+			fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(call), call)},
 		{"detached GET stream", faultserver.Options{Mode: faultserver.Stream},
-			"GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"},
+			"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
