@@ -16,7 +16,9 @@
 # with examples/plugin, in front of the dual-era upstream (both eras) and of
 # server-everything (legacy era only: it speaks nothing newer);
 # e2e-verify-agreement.sh (TestAgreesWithInspector: `skills-sidecar verify` and
-# the inspector's --verify on the same good and broken servers; a skip fails).
+# the inspector's --verify on the same good and broken servers; a skip fails);
+# e2e-conformance.sh --rebinding (dns-rebinding-protection through the sidecar
+# gives what the go-sdk upstream alone gives, on both wires).
 # Every server runs on a free loopback port and is stopped by pid.
 set -euo pipefail
 
@@ -72,6 +74,9 @@ if [[ $skills == yes ]]; then
   step conform-go-up scripts/e2e-conformance.sh --start-sidecar --upstream go --plugin-dir examples/plugin --wire modern
   step conform-everything scripts/e2e-conformance.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --wire legacy
 fi
+# Issue 15: DNS rebinding refused through the sidecar exactly as by the
+# go-sdk upstream alone, on both wires.
+step dns-rebinding scripts/e2e-conformance.sh --rebinding --wire both
 
 printf '\n%-22s  %s\n' step result
 for i in "${!names[@]}"; do
