@@ -141,7 +141,14 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		DropUnknownTools: cfg.DropUnknownTools,
 		ServerVersion:    version,
 	})
+	// Bound before the proxy is built: the Host check depends on the
+	// address it listens on (connections wait in the backlog until Serve).
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
 	p, err := proxy.New(proxy.Options{
+		Listener:           ln.Addr(),
 		Upstream:           up,
 		Transport:          transport,
 		Local:              local,
@@ -160,6 +167,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		SendTimeout:        cfg.SendTimeout,
 	})
 	if err != nil {
+		_ = ln.Close()
 		return err
 	}
 
@@ -168,10 +176,6 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	mux.Handle("/mcp", p)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes,
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
 	var mln net.Listener
 	var msrv *http.Server
 	if cfg.MetricsListen != "" {

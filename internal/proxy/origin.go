@@ -62,10 +62,19 @@ func loopbackHost(host string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// onLoopbackListener reports whether r arrived on a loopback address of
-// this machine, from the connection's local address net/http records.
-func onLoopbackListener(r *http.Request) bool {
-	switch a := r.Context().Value(http.LocalAddrContextKey).(type) {
+// loopbackListener reports whether r arrived on a loopback listener:
+// Options.Listener's address when set, else the connection's local
+// address, which net/http records.
+func (p *Proxy) loopbackListener(r *http.Request) bool {
+	if p.opts.Listener != nil {
+		return addrLoopback(p.opts.Listener)
+	}
+	a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return addrLoopback(a)
+}
+
+func addrLoopback(a net.Addr) bool {
+	switch a := a.(type) {
 	case *net.TCPAddr:
 		return a.IP.IsLoopback()
 	case net.Addr:

@@ -91,6 +91,13 @@ type Options struct {
 	// other Host gets 403, as go-sdk answers; on another listener nil
 	// accepts every Host and a list accepts only those (origin.go).
 	AllowedHosts []string
+	// Listener is the address the MCP listener is bound to; a loopback
+	// one turns the Host check on (origin.go). Nil judges each connection
+	// by its local address, as go-sdk does; a listener bound to every
+	// interface is better named here, so that a local proxy in the pod
+	// (reaching it over 127.0.0.1 with a Service name as Host) is not
+	// refused.
+	Listener net.Addr
 	// UpstreamTimeout bounds the wait for response headers when Transport is
 	// nil; 0 means DefaultUpstreamTimeout.
 	UpstreamTimeout time.Duration
@@ -250,7 +257,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		// ever. readBody renews the deadline per read and clears it.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.opts.ClientBodyTimeout))
 	}
-	if !hostAllowed(r.Host, onLoopbackListener(r), p.opts.AllowedHosts) {
+	if !hostAllowed(r.Host, p.loopbackListener(r), p.opts.AllowedHosts) {
 		WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
 		return routeLocal
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/faultserver"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 )
 
@@ -84,5 +85,34 @@ func TestDNSRebindingRefusedBySidecar(t *testing.T) {
 	}
 	if status, _ := send(listed, "evil.example", true); status != http.StatusForbidden {
 		t.Errorf("unlisted Host next to a list: %d, want 403", status)
+	}
+}
+
+// TestListenerAddressDecidesTheHostCheck: with Options.Listener naming a
+// listener bound to every interface, a request that reaches it over
+// loopback (a proxy in the same pod) with a Service name as Host is not
+// refused; naming a loopback listener refuses it.
+func TestListenerAddressDecidesTheHostCheck(t *testing.T) {
+	t.Parallel()
+	up := startFault(t, faultserver.Options{})
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`
+	for _, tt := range []struct {
+		listener net.Addr
+		want     int
+	}{
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, http.StatusOK},
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, http.StatusForbidden},
+	} {
+		u := sidecarWith(t, up.URL+"/mcp", proxy.Options{Listener: tt.listener})
+		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(call))
+		req.Host = "my-svc.my-ns.svc:8080"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("listener %s: status %d, want %d", tt.listener, resp.StatusCode, tt.want)
+		}
 	}
 }
