@@ -399,6 +399,9 @@ func upstreamFailure(err error) *rpcError {
 	if errors.As(err, &ref) {
 		return &rpcError{refusal: ref}
 	}
-	return &rpcError{status: http.StatusBadGateway, code: codeInternal, message: err.Error(),
-		data: map[string]string{"reason": "upstream_error"}}
+	// The proxy's words for what happened, never err's text: it names the
+	// upstream URL (query included, from net/http's client) and socket
+	// addresses (issue 15, item 8).
+	e := proxy.UpstreamError(err)
+	return &rpcError{status: e.Status, code: codeInternal, message: e.Message, data: e.Data}
 }
