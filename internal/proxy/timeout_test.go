@@ -17,6 +17,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/faultserver"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // waitUntil polls cond for at most 20s, far above what a passing run
@@ -214,4 +215,45 @@ func TestClientThatNeverReadsIsCut(t *testing.T) {
 			waitUntil(t, "the sidecar to close the client's connection", func() bool { return closed.Load() == 1 })
 		})
 	}
+}
+
+// bigLocal answers every request itself with a 64 MiB reply and says
+// when its handler has returned.
+type bigLocal struct{ returned chan struct{} }
+
+func (l bigLocal) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
+	defer close(l.returned)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	chunk := bytes.Repeat([]byte("x"), 32<<10)
+	for range 2048 {
+		if _, err := w.Write(chunk); err != nil {
+			break
+		}
+	}
+	return true
+}
+
+func (bigLocal) EditReply(*http.Request, rewrite.Message) func([]byte) []byte { return nil }
+
+// TestSendTimeoutCoversTheSidecarsOwnAnswers: a reply the sidecar writes
+// itself (a skill file, a listing) to a client that reads nothing is cut
+// by SendTimeout too, and the handler writing it returns.
+func TestSendTimeoutCoversTheSidecarsOwnAnswers(t *testing.T) {
+	t.Parallel()
+	up := startFault(t, faultserver.Options{})
+	local := bigLocal{returned: make(chan struct{})}
+	u, closed := trackedSidecar(t, up.URL+"/mcp", proxy.Options{SendTimeout: 300 * time.Millisecond, Local: local})
+	c := dialSmall(t, u)
+	call := `{"jsonrpc":"2.0","id":1,"method":"skills/list"}`
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(call), call)
+	waitUntil(t, "the handler to return", func() bool {
+		select {
+		case <-local.returned:
+			return true
+		default:
+			return false
+		}
+	})
+	waitUntil(t, "the sidecar to close the client's connection", func() bool { return closed.Load() == 1 })
 }
