@@ -218,11 +218,10 @@ func (p *Proxy) EndStreams() {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w, send: p.opts.SendTimeout}
-	// The last write's deadline also covers what net/http flushes after
-	// the handler returns (the rest of the buffer, the last chunk): it is
-	// renewed on the way out, since a quiet stream outlives the one set
-	// for its last write.
-	defer sw.renew()
+	// net/http never resets a write deadline it did not set, so the one
+	// left by this connection's previous reply may have passed: renewed
+	// before net/http writes anything of its own (100 Continue).
+	sw.renew()
 	// Header.Get with a canonical key does not allocate; the era is only
 	// worked out from it when the request's line is logged.
 	pl := &plan{method: r.Method, start: start, version: r.Header.Get("Mcp-Protocol-Version")}
@@ -239,6 +238,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if pl.detached {
 		return // the stream goes on; pump records it when it ends
 	}
+	// What net/http flushes after the handler returns (the rest of its
+	// buffer, the last chunk) gets a fresh deadline: a quiet stream
+	// outlives the one set for its last write.
+	sw.renew()
 	p.record(pl, route, sw.status)
 }
 

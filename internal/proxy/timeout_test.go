@@ -257,3 +257,51 @@ func TestSendTimeoutCoversTheSidecarsOwnAnswers(t *testing.T) {
 	})
 	waitUntil(t, "the sidecar to close the client's connection", func() bool { return closed.Load() == 1 })
 }
+
+// TestQuietStreamIsNotCut: SendTimeout times writes, not silence. An SSE
+// reply that goes quiet for longer than it between events and again before
+// it ends reaches the client whole and cleanly terminated (without the
+// deadline renewed as the handler returns, net/http's last chunk failed:
+// unexpected EOF); a second request after a pause longer than the timeout
+// works too.
+func TestQuietStreamIsNotCut(t *testing.T) {
+	t.Parallel()
+	const quiet = 600 * time.Millisecond
+	u := sidecarWith(t, newQuietUpstream(t, quiet), proxy.Options{SendTimeout: 200 * time.Millisecond})
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: 5 * time.Second}}
+	t.Cleanup(client.CloseIdleConnections)
+	for i := range 2 {
+		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Expect", "100-continue") // net/http writes the 100 itself
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || !bytes.Contains(b, []byte("second")) {
+			t.Fatalf("request %d: body %q, error %v; want both events and a clean end", i, b, err)
+		}
+		time.Sleep(quiet) // longer than SendTimeout, between two requests on one connection
+	}
+}
+
+// newQuietUpstream answers with an SSE event, silence for quiet, a second
+// event, silence again and the end of the stream.
+func newQuietUpstream(t *testing.T, quiet time.Duration) string {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"first\"}\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(quiet)
+		_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"second\":true}}\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(quiet) // and quiet again before the end of the stream
+	}))
+	t.Cleanup(up.Close)
+	return up.URL + "/mcp"
+}
