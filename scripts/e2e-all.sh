@@ -24,6 +24,8 @@
 # active at 2025-06-18 and 2025-03-26, directly and through the sidecar, in
 # front of server-everything, both go-sdk demo upstreams and the modern
 # upstream, compared check by check against test/e2e/transparency-allow.txt).
+# e2e-conformance.sh --rebinding (dns-rebinding-protection through the sidecar
+# gives what the go-sdk upstream alone gives, on both wires).
 # Every server runs on a free loopback port and is stopped by pid.
 set -euo pipefail
 
@@ -85,6 +87,9 @@ if [[ $skills == yes ]]; then
   # sidecar, against every upstream kind; a changed check fails.
   step transparency scripts/e2e-transparency.sh
 fi
+# Issue 15: DNS rebinding refused through the sidecar exactly as by the
+# go-sdk upstream alone, on both wires.
+step dns-rebinding scripts/e2e-conformance.sh --rebinding --wire both
 
 printf '\n%-22s  %s\n' step result
 for i in "${!names[@]}"; do

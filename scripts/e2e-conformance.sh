@@ -17,6 +17,12 @@
 #       examples/plugin) on free loopback ports (with --demo: the sidecar
 #       alone, with its embedded demo upstream and example plugin),
 #       run against that, and stop both at the end
+#   scripts/e2e-conformance.sh --rebinding [--sidecar-bin PATH] [--wire ...] [--out DIR]
+#       issue 15: start the stateless go-sdk demo-upstream and the sidecar in
+#       front of it (both on loopback), run the dns-rebinding-protection
+#       scenario against each on each wire, and fail unless the sidecar's
+#       checks (id and status) equal the go-sdk upstream's own and none of
+#       them failed; prints one row per target and wire
 #   scripts/e2e-conformance.sh --check WIRE SCENARIO CHECKS_JSON
 #       apply the verdict rules to one checks.json file
 #   scripts/e2e-conformance.sh --self-test
@@ -249,6 +255,50 @@ self_test() {
   ((failures == 0))
 }
 
+# rebinding_checks URL WIRE OUT runs dns-rebinding-protection against URL
+# and prints its checks as "id status" lines, sorted; nothing when the run
+# wrote no checks.json.
+rebinding_checks() {
+  local url=$1 wire=$2 out=$3 file
+  local args=(server --url "$url" --scenario dns-rebinding-protection -o "$out")
+  if [[ $wire == legacy ]]; then args+=(--spec-version 2025-11-25 --force); fi
+  mkdir -p "$out"
+  timeout -k 5 "${E2E_SCENARIO_TIMEOUT:-180}" "$E2E_NODE" "$E2E_CONFORMANCE_JS" "${args[@]}" \
+    >"$out/stdout.log" 2>&1 || true
+  file=$(find "$out" -path "*/server-dns-rebinding-protection-*/checks.json" -print | sort | tail -n 1)
+  [[ -n $file ]] || return 0
+  jq -r '.[] | "\(.id) \(.status)"' "$file" | sort
+}
+
+# rebinding SIDECAR_BIN OUT WIRES... compares the sidecar with the go-sdk
+# upstream it fronts on the dns-rebinding-protection scenario.
+rebinding() {
+  local bin=$1 out=$2 wire direct through failed=0
+  shift 2
+  e2e_start_go_upstream "$out/go.log"
+  e2e_start_sidecar "$bin" "$E2E_GO_URL" "$out/sidecar.log"
+  printf '%-6s  %-8s  %s\n' wire target checks
+  for wire in "$@"; do
+    e2e_log "$wire dns-rebinding-protection: go-sdk upstream, then the sidecar"
+    direct=$(rebinding_checks "$E2E_GO_URL" "$wire" "$out/$wire/direct")
+    through=$(rebinding_checks "$E2E_SIDECAR_URL" "$wire" "$out/$wire/sidecar")
+    printf '%-6s  %-8s  %s\n' "$wire" go-sdk "$(tr '\n' ' ' <<<"$direct")" "$wire" sidecar "$(tr '\n' ' ' <<<"$through")"
+    if [[ -z $direct || -z $through ]]; then
+      DETAILS+=("$wire: no checks.json (direct: ${direct:+ok}${direct:-none}, sidecar: ${through:+ok}${through:-none})")
+      failed=1
+    elif [[ $direct != "$through" ]]; then
+      DETAILS+=("$wire: the sidecar's checks differ from the go-sdk upstream's")
+      failed=1
+    elif grep -qv ' SUCCESS$' <<<"$through"; then
+      DETAILS+=("$wire: a check is not SUCCESS, directly and through the sidecar alike")
+      failed=1
+    fi
+  done
+  if ((${#DETAILS[@]})); then printf '  %s\n' "${DETAILS[@]}"; fi
+  ((failed == 0)) && printf 'dns-rebinding-protection: the sidecar answers as the go-sdk upstream does on every wire\n'
+  ((failed == 0))
+}
+
 main() {
   local url='' wires=(modern legacy) out=''
   case ${1:-} in
@@ -270,7 +320,11 @@ main() {
       ;;
   esac
   local start=no sidecar_bin=$E2E_ROOT/bin/skills-sidecar plugin_dir=$E2E_ROOT/examples/plugin demo=no upstream=modern
-  if [[ $1 == --start-sidecar ]]; then start=yes; else url=$1; fi
+  case $1 in
+    --start-sidecar) start=yes ;;
+    --rebinding) start=rebinding ;;
+    *) url=$1 ;;
+  esac
   shift
   while (($#)); do
     case $1 in
@@ -317,6 +371,10 @@ main() {
   export HOME=$out/home
   mkdir -p "$HOME"
 
+  if [[ $start == rebinding ]]; then
+    rebinding "$sidecar_bin" "$out" "${wires[@]}"
+    return
+  fi
   if [[ $start == yes ]]; then
     local kind=$upstream
     [[ $demo == yes ]] && kind=demo

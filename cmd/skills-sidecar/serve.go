@@ -99,6 +99,10 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLe
 func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer) error {
 	upstream := cfg.Upstream
 	if upstream == "" {
+		// The demo is for trying the sidecar on this machine: it listens
+		// on loopback unless told an address with a host, and so the Host
+		// check (origin.go) is in force.
+		cfg.Listen, cfg.MetricsListen = loopbackUnlessHost(cfg.Listen), loopbackUnlessHost(cfg.MetricsListen)
 		u, stop, err := demo.Start(ctx)
 		if err != nil {
 			return err
@@ -109,7 +113,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	}
 	up, err := url.Parse(upstream)
 	if err != nil {
-		return fmt.Errorf("upstream: %w", err)
+		return errors.New("upstream: not a URL") // the error would quote it, secrets and all
 	}
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, version)
@@ -117,7 +121,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout)
+	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
 	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}, Credentials: cfg.AuthHeaderList()}
 	var overlay *methods.Overlay
 	if cfg.UpstreamFiles == "auto" {
@@ -140,7 +144,14 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		DropUnknownTools: cfg.DropUnknownTools,
 		ServerVersion:    version,
 	})
+	// Bound before the proxy is built: the Host check depends on the
+	// address it listens on (connections wait in the backlog until Serve).
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
 	p, err := proxy.New(proxy.Options{
+		Listener:           ln.Addr(),
 		Upstream:           up,
 		Transport:          transport,
 		Local:              local,
@@ -152,10 +163,14 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		MaxEventBytes:      cfg.MaxEventBytes,
 		MaxDepth:           cfg.MaxJSONDepth,
 		AllowedOrigins:     cfg.AllowedOriginList(),
+		AllowedHosts:       cfg.AllowedHostList(),
 		UpstreamTimeout:    cfg.UpstreamTimeout,
 		DialTimeout:        cfg.DialTimeout,
+		ClientBodyTimeout:  cfg.ClientBodyTimeout,
+		SendTimeout:        cfg.SendTimeout,
 	})
 	if err != nil {
+		_ = ln.Close()
 		return err
 	}
 
@@ -164,10 +179,6 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	mux.Handle("/mcp", p)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes,
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
 	var mln net.Listener
 	var msrv *http.Server
 	if cfg.MetricsListen != "" {
@@ -183,7 +194,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	go func() { errc <- srv.Serve(ln) }()
 
 	mcpURL := "http://" + displayAddr(ln.Addr()) + "/mcp"
-	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", upstream), zap.String("version", version))
+	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", config.RedactURL(upstream)), zap.String("version", version))
 	if cfg.Upstream == "" {
 		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\n"+
 			"Try it with the MCP Inspector CLI (Node.js 22.19 or later):\n"+
@@ -226,6 +237,16 @@ func onResourcesChanged(o *methods.Overlay) func() {
 		return nil
 	}
 	return o.Invalidate
+}
+
+// loopbackUnlessHost gives addr (host:port) the host 127.0.0.1 when it has
+// none, as ":8080" has; an empty addr stays empty.
+func loopbackUnlessHost(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "" {
+		return addr
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }
 
 // displayAddr turns a listener address into one a person can paste: an

@@ -46,6 +46,10 @@ type Config struct {
 	AnnotationsFile string `key:"annotations-file" default:"/etc/skills-sidecar/podinfo/annotations" help:"Downward API file with the pod's annotations; skills-sidecar.io/* keys in it configure the sidecar. A missing file is not an error."`
 	// UpstreamTimeout bounds the wait for the upstream's response headers.
 	UpstreamTimeout time.Duration `key:"upstream-timeout" default:"60s" help:"How long to wait for the upstream's response headers before answering 504. Streams, once started, are never cut by it."`
+	// ClientBodyTimeout bounds each read of a request body.
+	ClientBodyTimeout time.Duration `key:"client-body-timeout" default:"60s" help:"How long a request body may stall between two reads (nginx's client_body_timeout) before the client gets HTTP 408 and its connection is closed."`
+	// SendTimeout bounds each write of a reply to the client.
+	SendTimeout time.Duration `key:"send-timeout" default:"60s" help:"How long a client may accept no bytes of a reply (JSON, SSE, a GET stream, the sidecar's own answers) before its connection is closed and the upstream request behind it ended (nginx's send_timeout). A stream that is merely quiet is not cut."`
 	// DialTimeout bounds connecting to the upstream.
 	DialTimeout time.Duration `key:"dial-timeout" default:"5s" help:"How long to wait for a TCP connection to the upstream before answering 502."`
 	// DrainTimeout bounds graceful shutdown.
@@ -59,7 +63,9 @@ type Config struct {
 	// MaxJSONDepth limits how deeply a request body nests.
 	MaxJSONDepth int `key:"max-json-depth" default:"64" help:"Deepest nesting of objects and arrays accepted in a request body; deeper gets HTTP 400 and -32600."`
 	// AllowedOrigins extends the Origin check.
-	AllowedOrigins string `key:"allowed-origins" default:"" help:"Comma-separated Origin values accepted besides loopback origins and the sidecar's own host (* accepts any); any other present Origin gets HTTP 403."`
+	AllowedOrigins string `key:"allowed-origins" default:"" help:"Comma-separated Origin values accepted besides loopback origins and the request's own host when that host is loopback or in allowed-hosts (* accepts any); any other present Origin gets HTTP 403."`
+	// AllowedHosts extends the Host check (DNS rebinding protection).
+	AllowedHosts string `key:"allowed-hosts" default:"" help:"Comma-separated Host values (name, or name:port) accepted besides loopback ones (* accepts any). On a loopback listen address any other Host gets HTTP 403; on another address empty accepts every Host and a list only those. Set it when the sidecar is reachable from browsers under names you know."`
 	// MaxEventBytes limits one SSE event the sidecar must parse.
 	MaxEventBytes int `key:"max-event-bytes" default:"33554432" help:"Largest single SSE event or JSON reply from the upstream that the sidecar parses (replies it rewrites or hashes); a larger one ends the stream loudly, never truncated. The default holds a 16 MiB skill file (the SEP-2640 bound) served by the upstream as base64."`
 	// PageSize is the page length of skills/list, agents/list, directory
@@ -122,20 +128,23 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Upstream != "" {
+		// The URL may hold credentials (userinfo, a token in the query):
+		// messages quote it redacted, and not at all when it does not parse.
 		u, err := url.Parse(c.Upstream)
 		switch {
 		case err != nil:
-			bad("upstream", "%q is not a URL", c.Upstream)
+			bad("upstream", "not a URL")
 		case u.Scheme != "http" && u.Scheme != "https":
-			bad("upstream", "%q: scheme must be http or https", c.Upstream)
+			bad("upstream", "%q: scheme must be http or https", RedactURL(c.Upstream))
 		case u.Host == "":
-			bad("upstream", "%q has no host", c.Upstream)
+			bad("upstream", "%q has no host", RedactURL(c.Upstream))
 		}
 	}
 	for _, d := range []struct {
 		key string
 		v   time.Duration
-	}{{"upstream-timeout", c.UpstreamTimeout}, {"dial-timeout", c.DialTimeout}, {"drain-timeout", c.DrainTimeout}} {
+	}{{"upstream-timeout", c.UpstreamTimeout}, {"dial-timeout", c.DialTimeout}, {"drain-timeout", c.DrainTimeout},
+		{"client-body-timeout", c.ClientBodyTimeout}, {"send-timeout", c.SendTimeout}} {
 		if d.v <= 0 {
 			bad(d.key, "must be positive, got %s", d.v)
 		}
@@ -209,8 +218,34 @@ func oneOf(v string, allowed ...string) bool {
 	return false
 }
 
+// RedactURL returns raw, a URL, fit for a log line or a message: without
+// its userinfo and with its query and fragment replaced by REDACTED, since
+// either may carry a credential. A value that does not parse as a URL is
+// replaced whole.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "REDACTED"
+	}
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	if u.Opaque != "" {
+		return u.Scheme + ":REDACTED"
+	}
+	s := r.String()
+	if u.RawQuery != "" || u.ForceQuery {
+		s += "?REDACTED"
+	}
+	if u.Fragment != "" {
+		s += "#REDACTED"
+	}
+	return s
+}
+
 // AuthHeaderList returns AuthHeaders split on commas, trimmed.
 func (c *Config) AuthHeaderList() []string { return splitList(c.AuthHeaders) }
+
+// AllowedHostList returns AllowedHosts split on commas, trimmed.
+func (c *Config) AllowedHostList() []string { return splitList(c.AllowedHosts) }
 
 // AllowedOriginList returns AllowedOrigins split on commas, trimmed.
 func (c *Config) AllowedOriginList() []string { return splitList(c.AllowedOrigins) }

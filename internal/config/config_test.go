@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,47 @@ func FuzzParseAnnotations(f *testing.F) {
 			if k == "" || strings.ContainsAny(k, "\n") {
 				t.Fatalf("ParseAnnotations(%q) produced key %q", b, k)
 			}
+		}
+	})
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"http://127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"},
+		{"http://user:pw@127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"},
+		{"https://host/mcp?token=abc&x=1", "https://host/mcp?REDACTED"},
+		{"http://u@host/p#frag", "http://host/p#REDACTED"},
+		{"http://host/a%2Fb", "http://host/a%2Fb"},
+		{"mailto:someone@example.com", "mailto:REDACTED"},
+		{"http://host:bad port/", "REDACTED"},
+	} {
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzRedactURL: whatever the input, the password and the query's value
+// never survive redaction.
+func FuzzRedactURL(f *testing.F) {
+	for _, s := range []string{"http://u:pw@h/p?q=1", "https://h", "x:y", "//u:p@h?a=b#c", "http://[::1]:80/?"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got := RedactURL(raw)
+		u, err := url.Parse(raw)
+		if err != nil {
+			if got != "REDACTED" {
+				t.Fatalf("RedactURL(%q) = %q for an unparsable URL", raw, got)
+			}
+			return
+		}
+		if pw, ok := u.User.Password(); ok && len(pw) > 3 && strings.Contains(got, pw) && !strings.Contains(u.Host+u.Path, pw) {
+			t.Fatalf("RedactURL(%q) = %q keeps the password", raw, got)
+		}
+		if q := u.RawQuery; len(q) > 3 && strings.Contains(got, q) && !strings.Contains(u.Host+u.Path, q) {
+			t.Fatalf("RedactURL(%q) = %q keeps the query", raw, got)
 		}
 	})
 }

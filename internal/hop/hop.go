@@ -10,6 +10,17 @@
 // writes the request and reads the reply itself, the way nginx's event loop
 // does, and a connection in the pool costs no goroutine at all.
 //
+// A pooled connection carries nothing but replies to requests it was asked:
+// one on which the upstream wrote anything unasked (a second response, a
+// body longer than its Content-Length, a stray byte) or that it closed is
+// never reused. Every reuse is preceded by a non-blocking peek, as nginx's
+// keepalive module and net/http's read goroutine watch an idle connection;
+// bytes that arrive after the next request went out cannot be told from its
+// reply in HTTP/1.1, by this package or by them. So that such a reply can
+// never reach another caller, the pool is partitioned by the caller's
+// credentials (Transport.Partition): a connection that carried one
+// caller's request never carries another's.
+//
 // The Transport speaks plain http:// only; anything else (https, protocol
 // upgrades) goes to its Fallback.
 package hop
@@ -17,11 +28,14 @@ package hop
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,10 +65,15 @@ type Transport struct {
 	// Fallback carries what this Transport does not: https and requests
 	// asking for a protocol upgrade. Nil refuses them.
 	Fallback http.RoundTripper
+	// Partition names the request headers (credentials: Authorization,
+	// Cookie) whose values partition the pool: requests that differ in any
+	// of them never share a connection. Nil shares connections between
+	// every request to the same host.
+	Partition []string
 
 	mu   sync.Mutex
-	idle map[string][]*conn // by host:port; most recently used last
-	n    int                // pooled connections over all hosts
+	idle map[string][]*conn // by pool key; most recently used last
+	n    int                // pooled connections over all keys
 }
 
 // conn is one upstream connection. Only the goroutine doing a round trip
@@ -62,20 +81,13 @@ type Transport struct {
 type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
-	key    string
+	key    string // the pool key: host:port, and the partition's hash
 	reused bool
 
 	pooled bool        // in Transport.idle
 	since  time.Time   // when it entered the pool
 	timer  *time.Timer // closes it after IdleTimeout in the pool
 }
-
-// peekAfter is how long a connection sits in the pool before get checks
-// that the upstream has not closed it. A connection reused sooner (the
-// common case under load) skips the system call; an upstream that closes
-// one in that window costs that one request a retry (replayable) or an
-// error, the same race net/http's Transport has.
-const peekAfter = 100 * time.Millisecond
 
 // readBuffer is a connection's read buffer. A connection keeps it for life,
 // through every idle stream it carries, so it is small: response heads are
@@ -95,18 +107,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" || req.Header.Get("Upgrade") != "" {
 		if t.Fallback == nil {
 			closeBody(req)
-			return nil, fmt.Errorf("hop: cannot carry %s request for %s", req.URL.Scheme, req.URL.Redacted())
+			return nil, fmt.Errorf("hop: cannot carry a %s request", req.URL.Scheme) // no URL: its query may hold a secret
 		}
 		return t.Fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
-	key := hostPort(req)
+	addr := hostPort(req)
+	key := t.poolKey(addr, req)
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			closeBody(req)
 			return nil, err
 		}
-		c, err := t.get(ctx, key)
+		c, err := t.get(ctx, addr, key)
 		if err != nil {
 			closeBody(req)
 			return nil, err
@@ -169,47 +182,75 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 	bw.Reset(nil)
 	writers.Put(bw)
 	if err != nil {
-		return fail(cw.n > 0, fmt.Errorf("hop: write request: %w", err))
+		werr := fmt.Errorf("hop: write request: %w", err)
+		if cw.n == 0 || ctx.Err() != nil {
+			return fail(cw.n > 0, werr)
+		}
+		// The upstream stopped taking the request part-way. It may have
+		// answered first (a 401 or 413 before reading a large body, then
+		// a close): that answer is the reply, as net/http's Transport
+		// returns a response that arrives while the body is still being
+		// written and nginx reads an upstream's early header. Without an
+		// answer the write error stands. Either way the connection is
+		// never reused: the upstream did not read the whole request.
+		resp, rerr := t.readResponse(c, req)
+		if rerr != nil {
+			return fail(true, werr)
+		}
+		resp.Close = true
+		return t.finish(c, req, resp, stop), true, nil
 	}
+	resp, err := t.readResponse(c, req)
+	if err != nil {
+		return fail(true, err)
+	}
+	return t.finish(c, req, resp, stop), true, nil
+}
 
+// readResponse reads the final reply's head from c, skipping interim
+// replies, within ResponseHeaderTimeout.
+func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, error) {
 	if t.ResponseHeaderTimeout > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
 	}
-	var resp *http.Response
 	for {
 		// Peek first: ReadResponse turns a hang-up before the first byte
 		// into ErrUnexpectedEOF, and only a clean io.EOF says the upstream
 		// read nothing back, which may allow a retry.
-		_, err = c.br.Peek(1)
+		_, err := c.br.Peek(1)
+		var resp *http.Response
 		if err == nil {
 			resp, err = http.ReadResponse(c.br, req)
 		}
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				err = fmt.Errorf("hop: timeout awaiting response headers: %w", err)
-			} else {
-				err = fmt.Errorf("hop: read response: %w", err)
+				return nil, fmt.Errorf("hop: timeout awaiting response headers: %w", err)
 			}
-			return fail(true, err)
+			return nil, fmt.Errorf("hop: read response: %w", err)
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			return nil, errors.New("hop: unexpected 101 Switching Protocols")
 		}
 		// Interim replies (100 Continue, 103 Early Hints) are not the answer.
-		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
+		if resp.StatusCode >= 200 || resp.StatusCode < 100 {
+			if t.ResponseHeaderTimeout > 0 {
+				c.nc.SetReadDeadline(time.Time{})
+			}
+			return resp, nil
 		}
 	}
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return fail(true, errors.New("hop: unexpected 101 Switching Protocols"))
-	}
-	if t.ResponseHeaderTimeout > 0 {
-		c.nc.SetReadDeadline(time.Time{})
-	}
+}
+
+// finish hands resp's body the connection, which goes back to the pool
+// when the body has been read whole (at once for a reply without one).
+func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop func() bool) *http.Response {
 	keep := !resp.Close && !req.Close
 	if resp.Body == http.NoBody {
 		t.release(c, stop, keep)
-		return resp, true, nil
+		return resp
 	}
 	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep}
-	return resp, true, nil
+	return resp
 }
 
 // release ends a round trip on c: back to the pool when the reply was read
@@ -273,25 +314,29 @@ func (b *body) finish(whole bool) {
 	b.t.release(b.c, b.stop, whole && b.keep)
 }
 
-// get returns a pooled connection to key that is still open, or dials one.
-func (t *Transport) get(ctx context.Context, key string) (*conn, error) {
+// get returns a pooled connection of key that is still open and quiet, or
+// dials addr. Every reuse costs a non-blocking peek (one system call): a
+// connection skipped that check while it was young until an upstream that
+// wrote a second response 20 ms after its first had that response read as
+// the next caller's reply (issue 15).
+func (t *Transport) get(ctx context.Context, addr, key string) (*conn, error) {
 	for {
 		c := t.pop(key)
 		if c == nil {
 			break
 		}
-		if c.br.Buffered() == 0 && (time.Since(c.since) < peekAfter || alive(c.nc)) {
+		if c.br.Buffered() == 0 && alive(c.nc) {
 			c.reused = true
 			return c, nil
 		}
-		c.nc.Close() // closed by the upstream while pooled, or sent stray bytes
+		c.nc.Close() // closed by the upstream while pooled, or it sent bytes unasked
 	}
 	timeout := t.DialTimeout
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
 	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", key)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("hop: %w", err)
 	}
@@ -307,7 +352,11 @@ func (t *Transport) pop(key string) *conn {
 	}
 	c := cs[len(cs)-1]
 	cs[len(cs)-1] = nil
-	t.idle[key] = cs[:len(cs)-1]
+	if len(cs) == 1 {
+		delete(t.idle, key) // partitions come and go with callers: no empty entries
+	} else {
+		t.idle[key] = cs[:len(cs)-1]
+	}
 	t.n--
 	c.pooled = false
 	c.timer.Stop()
@@ -319,11 +368,23 @@ func (t *Transport) put(c *conn) {
 	if max <= 0 {
 		max = DefaultMaxIdle
 	}
-	t.mu.Lock()
-	if t.n >= max {
-		t.mu.Unlock()
-		c.nc.Close()
+	if c.br.Buffered() > 0 {
+		c.nc.Close() // bytes past the reply's end: nobody asked for them
 		return
+	}
+	t.mu.Lock()
+	var evicted *conn
+	if t.n >= max {
+		// Full: the connection idle longest makes room, as net/http's
+		// Transport evicts its least recently used one, so that a new
+		// partition (a new caller) still gets a pooled connection.
+		evicted = t.oldest()
+		if evicted == nil || !t.remove(evicted) {
+			t.mu.Unlock()
+			c.nc.Close()
+			return
+		}
+		evicted.timer.Stop()
 	}
 	if t.idle == nil {
 		t.idle = make(map[string][]*conn)
@@ -342,6 +403,21 @@ func (t *Transport) put(c *conn) {
 		c.timer.Reset(timeout)
 	}
 	t.mu.Unlock()
+	if evicted != nil {
+		evicted.nc.Close()
+	}
+}
+
+// oldest is the pooled connection that entered the pool first; t.mu must
+// be held. The walk is over the pool, only when it is full.
+func (t *Transport) oldest() *conn {
+	var o *conn
+	for _, cs := range t.idle {
+		if len(cs) > 0 && (o == nil || cs[0].since.Before(o.since)) {
+			o = cs[0]
+		}
+	}
+	return o
 }
 
 // expire closes c if it is still idle in the pool.
@@ -360,8 +436,13 @@ func (t *Transport) remove(c *conn) bool {
 	cs := t.idle[c.key]
 	for i, x := range cs {
 		if x == c {
-			t.idle[c.key] = append(cs[:i], cs[i+1:]...)
+			rest := append(cs[:i], cs[i+1:]...)
 			cs[len(cs)-1] = nil
+			if len(rest) == 0 {
+				delete(t.idle, c.key)
+			} else {
+				t.idle[c.key] = rest
+			}
 			t.n--
 			c.pooled = false
 			return true
@@ -408,6 +489,34 @@ func hostPort(req *http.Request) string {
 		host = net.JoinHostPort(strings.Trim(host, "[]"), "80")
 	}
 	return host
+}
+
+// poolKey is the pool's key for req to addr: addr alone, or with a hash of
+// the values of the Partition headers when req carries any. The hash keeps
+// credentials out of the pool's keys; a request without them costs nothing.
+func (t *Transport) poolKey(addr string, req *http.Request) string {
+	var h hash.Hash
+	for _, name := range t.Partition {
+		vv := req.Header.Values(name)
+		if len(vv) == 0 {
+			continue
+		}
+		if h == nil {
+			h = sha256.New()
+		}
+		for _, v := range vv {
+			// Length-prefixed, so that no two header sets hash alike by
+			// moving bytes from one value to the next.
+			var n [9]byte
+			h.Write(strconv.AppendInt(n[:0], int64(len(name)+len(v)), 10))
+			h.Write([]byte(name))
+			h.Write([]byte(v))
+		}
+	}
+	if h == nil {
+		return addr
+	}
+	return addr + "\x00" + string(h.Sum(nil))
 }
 
 // rewindable reports whether req can be sent again.

@@ -407,11 +407,12 @@ func upstreamFailure(err error) *rpcError {
 	if errors.As(err, &ref) {
 		return &rpcError{refusal: ref}
 	}
+	// The proxy's words for what happened, never err's text: it names the
+	// upstream URL (query included, from net/http's client) and socket
+	// addresses (issue 15, item 8).
+	e := proxy.UpstreamError(err)
 	if errors.Is(err, ErrUnreachable) {
-		// No reply at all: upstream_timeout or upstream_unreachable.
-		pe := proxy.NoReplyError(err)
-		return &rpcError{status: pe.Status, code: pe.Code, message: pe.Message, data: pe.Data}
+		e = proxy.NoReplyError(err) // no reply at all: upstream_timeout or upstream_unreachable
 	}
-	return &rpcError{status: http.StatusBadGateway, code: codeInternal, message: err.Error(),
-		data: map[string]string{"reason": "upstream_error"}}
+	return &rpcError{status: e.Status, code: e.Code, message: e.Message, data: e.Data}
 }

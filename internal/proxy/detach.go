@@ -133,10 +133,15 @@ func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel cont
 		left.Store(true)
 		cancel()
 	}()
+	// Every write is bounded by the send timeout, as in the handler
+	// (statusWriter): a client that takes nothing that long is cut, and
+	// the stream's upstream request ends with the pump.
+	send := p.opts.SendTimeout
+	_ = conn.SetWriteDeadline(time.Now().Add(send))
 	if _, err := conn.Write(head); err != nil {
 		return nil
 	}
-	cw := &chunkWriter{conn: conn}
+	cw := &chunkWriter{conn: conn, send: send}
 	err := copyBody(cw, body, nil, true, p.buffers)
 	switch {
 	case cw.err != nil || left.Load():
@@ -144,6 +149,7 @@ func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel cont
 	case err != nil:
 		return fmt.Errorf("upstream stream cut short: %w", err)
 	}
+	_ = conn.SetWriteDeadline(time.Now().Add(send))
 	_, _ = io.WriteString(conn, "0\r\n\r\n")
 	return nil
 }
@@ -152,6 +158,7 @@ func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel cont
 // It is the http.ResponseWriter copyBody needs, with no headers of its own.
 type chunkWriter struct {
 	conn net.Conn
+	send time.Duration // each write's deadline from its start; 0: none
 	err  error
 	size [18]byte
 }
@@ -169,6 +176,9 @@ func (c *chunkWriter) Write(p []byte) (int, error) {
 	size := strconv.AppendInt(c.size[:0], int64(len(p)), 16)
 	size = append(size, '\r', '\n')
 	bufs := net.Buffers{size, p, []byte("\r\n")}
+	if c.send > 0 {
+		_ = c.conn.SetWriteDeadline(time.Now().Add(c.send))
+	}
 	if _, err := bufs.WriteTo(c.conn); err != nil {
 		c.err = err
 		return 0, err

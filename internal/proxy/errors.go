@@ -34,22 +34,30 @@ func (e *Error) Error() string { return e.Message }
 
 // UpstreamError maps a transport failure talking to the upstream to the reply
 // the client gets: 504 for a timeout, 502 for everything else, with a reason
-// in data so that clients and operators can tell them apart.
+// in data so that clients and operators can tell them apart. The message
+// says what happened and nothing more: never err's text, which names socket
+// addresses (and, from net/http, the URL with its query); the request's log
+// line keeps that detail (record.go). nginx answers its own 502 and 504
+// pages the same way, with the cause in its error log only.
 func UpstreamError(err error) *Error {
 	var ne net.Error
+	upstream := func(status int, message, reason string) *Error {
+		return &Error{Status: status, Code: CodeInternalError, Message: message,
+			Data: map[string]string{"reason": reason}}
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return &Error{Status: http.StatusGatewayTimeout, Code: CodeInternalError,
-			Message: "upstream did not answer in time: " + err.Error(),
-			Data:    map[string]string{"reason": "upstream_timeout"}}
+		return upstream(http.StatusGatewayTimeout, "upstream timed out", "upstream_timeout")
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &Error{Status: http.StatusBadGateway, Code: CodeInternalError,
-			Message: "upstream refused the connection: " + err.Error(),
-			Data:    map[string]string{"reason": "upstream_unreachable"}}
+		return upstream(http.StatusBadGateway, "upstream refused the connection", "upstream_unreachable")
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return upstream(http.StatusBadGateway, "upstream reset the connection", "upstream_error")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return upstream(http.StatusBadGateway, "upstream closed the connection without a reply", "upstream_error")
+	case errors.As(err, new(*net.DNSError)):
+		return upstream(http.StatusBadGateway, "upstream host not found", "upstream_unreachable")
 	default:
-		return &Error{Status: http.StatusBadGateway, Code: CodeInternalError,
-			Message: "upstream failed: " + err.Error(),
-			Data:    map[string]string{"reason": "upstream_error"}}
+		return upstream(http.StatusBadGateway, "upstream failed", "upstream_error")
 	}
 }
 
@@ -114,11 +122,12 @@ var contentTypeJSON = []string{"application/json"}
 // upstream_unreachable, whether the dial was refused or a pooled connection
 // turned out dead (EOF, reset). Unlike UpstreamError it never says
 // upstream_error: with no reply there is nothing the upstream said wrong.
+// Its message is UpstreamError's, which names no address (issue 15, item 8).
 func NoReplyError(err error) *Error {
-	if e := UpstreamError(err); e.Status == http.StatusGatewayTimeout {
+	e := UpstreamError(err)
+	if e.Status == http.StatusGatewayTimeout {
 		return e
 	}
-	return &Error{Status: http.StatusBadGateway, Code: CodeInternalError,
-		Message: "upstream unreachable: " + err.Error(),
-		Data:    map[string]string{"reason": "upstream_unreachable"}}
+	return &Error{Status: http.StatusBadGateway, Code: CodeInternalError, Message: e.Message,
+		Data: map[string]string{"reason": "upstream_unreachable"}}
 }

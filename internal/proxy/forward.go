@@ -124,7 +124,11 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 			// Not ours to judge: pass the upstream's bytes on as they were.
 			p.log.Warn("batch reply not rewritten", zap.Error(err))
 		}
-	} else {
+	} else if id, ok := rewrite.ReplyID(b); ok && bytes.Equal(id, pl.id) {
+		// Only the reply to this request is edited, as on an SSE stream
+		// (eventEdit): a reply with another id (an upstream that mixed up
+		// its replies) is not the caller's to splice into, and goes on as
+		// the upstream sent it.
 		out = pl.edit(b)
 	}
 	if resp.StatusCode != http.StatusOK && !bytes.Equal(out, b) {

@@ -2,16 +2,96 @@ package proxy
 
 import (
 	"net"
+	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 )
 
+// DNS rebinding protection, which the MCP transport spec asks of every
+// server: a page on evil.example whose name is made to resolve to this
+// machine sends Host: evil.example and Origin: http://evil.example. The
+// upstream cannot see that Host (the relay sends the upstream's own, or a
+// go-sdk upstream on loopback would refuse every request), so the sidecar
+// makes the check itself, by go-sdk's rule: on a loopback listener a Host
+// that is not loopback is refused with 403.
+
+// hostAllowed decides the Host check. A loopback Host (localhost,
+// 127.0.0.0/8, [::1], any port) and a Host in allowed are always allowed.
+// Otherwise a request that arrived on a loopback listener is refused, as
+// go-sdk's StreamableHTTPHandler refuses it; on any other listener an empty
+// allowed list lets every Host through (in a pod, Hosts are Service names
+// nobody can list in advance), and a non-empty one is the whole list.
+func hostAllowed(host string, loopbackListener bool, allowed []string) bool {
+	if loopbackHost(host) || hostListed(host, allowed) {
+		return true
+	}
+	return !loopbackListener && len(allowed) == 0
+}
+
+// hostListed reports whether host (a Host header: name or name:port) is in
+// allowed: an entry with a port must match it whole, an entry without one
+// matches the name on any port, "*" matches everything; case-insensitive.
+func hostListed(host string, allowed []string) bool {
+	name := hostName(host)
+	for _, a := range allowed {
+		if a == "*" || strings.EqualFold(a, host) || strings.EqualFold(a, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostName is host without its port and brackets.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.Trim(host, "[]")
+}
+
+// loopbackHost reports whether host (with or without a port) names this
+// machine: localhost or a loopback address. Not "*.localhost": go-sdk does
+// not accept it either.
+func loopbackHost(host string) bool {
+	name := hostName(host)
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(name)
+	return err == nil && ip.IsLoopback()
+}
+
+// loopbackListener reports whether r arrived on a loopback listener:
+// Options.Listener's address when set, else the connection's local
+// address, which net/http records.
+func (p *Proxy) loopbackListener(r *http.Request) bool {
+	if p.opts.Listener != nil {
+		return addrLoopback(p.opts.Listener)
+	}
+	a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return addrLoopback(a)
+}
+
+func addrLoopback(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case net.Addr:
+		return loopbackHost(a.String())
+	}
+	return false
+}
+
 // originAllowed decides the Origin check of the MCP transport spec: servers
 // must refuse a present, invalid Origin with 403 to stop DNS rebinding. An
 // origin is allowed when it is listed (or the list holds "*"), when its host
-// is the host the request was addressed to, or when its host is loopback
-// (a local client or Inspector talking to a sidecar on this machine).
-func originAllowed(origin, host string, allowed []string) bool {
+// is loopback (a local client or Inspector talking to a sidecar on this
+// machine), or when it is the host the request was addressed to and that
+// host is itself vouched for (hostVouched: loopback or in allowed-hosts).
+// Matching the Host alone is not enough: a rebinding page sends an Origin
+// equal to its own Host.
+func originAllowed(origin, host string, hostVouched bool, allowed []string) bool {
 	for _, a := range allowed {
 		if a == "*" || strings.EqualFold(a, origin) {
 			return true
@@ -21,13 +101,8 @@ func originAllowed(origin, host string, allowed []string) bool {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	if strings.EqualFold(u.Host, host) {
+	if hostVouched && strings.EqualFold(u.Host, host) {
 		return true
 	}
-	h := u.Hostname()
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return loopbackHost(u.Host)
 }

@@ -28,6 +28,10 @@ const (
 	DefaultUpstreamTimeout = 60 * time.Second
 	DefaultDialTimeout     = 5 * time.Second
 	DefaultMaxDepth        = 64
+	// DefaultClientBodyTimeout and DefaultSendTimeout are nginx's
+	// client_body_timeout and send_timeout defaults.
+	DefaultClientBodyTimeout = 60 * time.Second
+	DefaultSendTimeout       = 60 * time.Second
 )
 
 // Local answers the methods the sidecar owns (skills/*, agents/*, reads of
@@ -78,15 +82,39 @@ type Options struct {
 	// 0 means DefaultMaxDepth.
 	MaxDepth int
 	// AllowedOrigins are the Origin values accepted besides loopback origins
-	// and the request's own host; "*" accepts any. A request with any other
-	// Origin gets 403 (DNS rebinding protection, MCP transport spec).
+	// and the request's own host when that host is loopback or in
+	// AllowedHosts; "*" accepts any. A request with any other Origin gets
+	// 403 (DNS rebinding protection, MCP transport spec; origin.go).
 	AllowedOrigins []string
+	// AllowedHosts are the Host values (name, or name:port) accepted
+	// besides loopback ones; "*" accepts any. On a loopback listener any
+	// other Host gets 403, as go-sdk answers; on another listener nil
+	// accepts every Host and a list accepts only those (origin.go).
+	AllowedHosts []string
+	// Listener is the address the MCP listener is bound to; a loopback
+	// one turns the Host check on (origin.go). Nil judges each connection
+	// by its local address, as go-sdk does; a listener bound to every
+	// interface is better named here, so that a local proxy in the pod
+	// (reaching it over 127.0.0.1 with a Service name as Host) is not
+	// refused.
+	Listener net.Addr
 	// UpstreamTimeout bounds the wait for response headers when Transport is
 	// nil; 0 means DefaultUpstreamTimeout.
 	UpstreamTimeout time.Duration
 	// DialTimeout bounds connecting when Transport is nil; 0 means
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
+	// ClientBodyTimeout bounds the wait for each read of a request body,
+	// as nginx's client_body_timeout does (between reads, not the whole
+	// body): past it the client gets 408 and its connection ends. 0 means
+	// DefaultClientBodyTimeout.
+	ClientBodyTimeout time.Duration
+	// SendTimeout bounds each write of a reply to the client, as nginx's
+	// send_timeout does: a client that accepts no bytes that long (a JSON
+	// reply, an SSE stream, a detached GET stream, the sidecar's own
+	// answers) has its connection closed, and the upstream request behind
+	// it is ended. 0 means DefaultSendTimeout.
+	SendTimeout time.Duration
 }
 
 // Proxy is the sidecar's MCP handler. Create it with New.
@@ -122,8 +150,14 @@ func New(opts Options) (*Proxy, error) {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = DefaultDialTimeout
 	}
+	if opts.ClientBodyTimeout <= 0 {
+		opts.ClientBodyTimeout = DefaultClientBodyTimeout
+	}
+	if opts.SendTimeout <= 0 {
+		opts.SendTimeout = DefaultSendTimeout
+	}
 	if opts.Transport == nil {
-		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout)
+		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, DefaultCredentialHeaders)
 	}
 	p := &Proxy{opts: opts, log: opts.Logger}
 	p.streams, p.endStreams = context.WithCancel(context.Background())
@@ -135,12 +169,20 @@ func New(opts Options) (*Proxy, error) {
 	return p, nil
 }
 
+// DefaultCredentialHeaders are the headers New's transport partitions its
+// upstream connections by when Options.Transport is nil: the default of
+// the auth-headers key.
+var DefaultCredentialHeaders = []string{"Authorization", "Cookie"}
+
 // NewTransport returns the transport New uses when Options.Transport is nil:
 // hop's synchronous keep-alive pool for a plain-HTTP upstream (see package
 // hop for why), with dial and response-header timeouts and no transparent
 // compression; an https upstream goes through net/http's Transport with the
-// same settings.
-func NewTransport(dial, header time.Duration) http.RoundTripper {
+// same settings. Requests that differ in any of the credentials headers
+// never share an upstream connection (hop.Transport.Partition), so a reply
+// read from a connection that carried it unasked cannot reach another
+// caller.
+func NewTransport(dial, header time.Duration, credentials []string) http.RoundTripper {
 	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
 	fallback := &http.Transport{
 		Proxy:                 nil, // the upstream is on loopback: never via an HTTP proxy
@@ -160,6 +202,7 @@ func NewTransport(dial, header time.Duration) http.RoundTripper {
 		IdleTimeout:           90 * time.Second,
 		MaxIdle:               512,
 		Fallback:              fallback,
+		Partition:             credentials,
 	}
 }
 
@@ -174,7 +217,11 @@ func (p *Proxy) EndStreams() {
 // request's method, route and outcome, and logs it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, send: p.opts.SendTimeout}
+	// net/http never resets a write deadline it did not set, so the one
+	// left by this connection's previous reply may have passed: renewed
+	// before net/http writes anything of its own (100 Continue).
+	sw.renew()
 	// Header.Get with a canonical key does not allocate; the era is only
 	// worked out from it when the request's line is logged.
 	pl := &plan{method: r.Method, start: start, version: r.Header.Get("Mcp-Protocol-Version")}
@@ -183,7 +230,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A reply cut short mid-body panics with http.ErrAbortHandler; it
 		// is still a request to count and log (abort kept its error).
 		if v := recover(); v != nil {
-			p.record(pl, route, sw.status)
+			p.record(pl, route, sw.outcome(true))
 			panic(v)
 		}
 	}()
@@ -191,6 +238,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if pl.detached {
 		return // the stream goes on; pump records it when it ends
 	}
+	// What net/http flushes after the handler returns (the rest of its
+	// buffer, the last chunk) gets a fresh deadline: a quiet stream
+	// outlives the one set for its last write.
+	sw.renew()
 	p.record(pl, route, sw.status)
 }
 
@@ -202,9 +253,23 @@ const (
 
 // serve handles one request and returns its route.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
-	if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host, p.opts.AllowedOrigins) {
-		WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
+	if r.Method == http.MethodPost && r.ContentLength != 0 {
+		// The body's first read is bounded from here, and so is a refusal
+		// sent before the body is read: net/http then reads (to discard)
+		// up to 256 KiB of it, which a stalled client would make wait for
+		// ever. readBody renews the deadline per read and clears it.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.opts.ClientBodyTimeout))
+	}
+	if !hostAllowed(r.Host, p.loopbackListener(r), p.opts.AllowedHosts) {
+		WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
 		return routeLocal
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		vouched := loopbackHost(r.Host) || hostListed(r.Host, p.opts.AllowedHosts)
+		if !originAllowed(o, r.Host, vouched, p.opts.AllowedOrigins) {
+			WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
+			return routeLocal
+		}
 	}
 	if r.Method != http.MethodPost {
 		// Only a GET that resumes with Last-Event-ID can replay an
@@ -216,7 +281,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeUpstream
 	}
 	pl.method = "invalid" // until the body proves otherwise
-	body, err := readBody(w, r, p.opts.MaxBodyBytes)
+	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout)
 	if err != nil {
 		WriteError(w, nil, err)
 		return routeLocal
@@ -293,20 +358,61 @@ func isHandshake(method string) bool {
 	return method == "initialize" || method == "server/discover"
 }
 
-// readBody reads the whole request body up to max bytes.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *Error) {
+// readBody reads the whole request body up to max bytes, each read within
+// timeout of the one before (client_body_timeout). A client that stalls
+// longer gets 408 and loses its connection, as nginx answers, since the
+// rest of its body can no longer be told from a next request.
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, *Error) {
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body := &stallReader{r: r.Body, rc: http.NewResponseController(w), timeout: timeout}
+	b, err := io.ReadAll(http.MaxBytesReader(w, body, max))
 	var mbe *http.MaxBytesError
+	var ne net.Error
+	if !(errors.As(err, &ne) && ne.Timeout()) {
+		body.done()
+	}
 	switch {
 	case errors.As(err, &mbe):
 		return nil, tooLarge(max)
+	case errors.As(err, &ne) && ne.Timeout():
+		// The deadline stays passed: net/http would otherwise wait for the
+		// rest of the body to discard it before closing the connection.
+		w.Header().Set("Connection", "close")
+		return nil, &Error{Status: http.StatusRequestTimeout, Code: CodeInvalidRequest,
+			Message: fmt.Sprintf("request body stalled for more than %s", timeout)}
 	case err != nil:
 		return nil, &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "read request body: " + err.Error()}
 	}
 	return b, nil
+}
+
+// stallReader reads a request body with a read deadline renewed before
+// every read. Where the connection takes no deadline (HTTP/2, a test
+// recorder) it reads without one.
+type stallReader struct {
+	r       io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	set     bool
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if s.rc.SetReadDeadline(time.Now().Add(s.timeout)) == nil {
+		s.set = true
+	}
+	return s.r.Read(p)
+}
+
+func (s *stallReader) Close() error { return s.r.Close() }
+
+// done clears the deadline: net/http's own read that watches for the
+// client leaving must not time out while the upstream is at work.
+func (s *stallReader) done() {
+	if s.set {
+		_ = s.rc.SetReadDeadline(time.Time{})
+	}
 }
 
 func tooLarge(max int64) *Error {

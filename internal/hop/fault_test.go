@@ -1,0 +1,223 @@
+package hop
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/faultserver"
+)
+
+func startFault(t *testing.T, opts faultserver.Options) *faultserver.Server {
+	t.Helper()
+	s, err := faultserver.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// echoed is faultserver.EchoReply's reply, decoded.
+type echoed struct {
+	ID     json.RawMessage `json:"id"`
+	Result struct {
+		Caller string `json:"caller"`
+	} `json:"result"`
+}
+
+// call posts a JSON-RPC request with id and credential through tr and
+// returns the reply it got, or an error.
+func call(tr *Transport, url string, id int, credential string) (echoed, error) {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call"}`, id)
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return echoed{}, err
+	}
+	if credential != "" {
+		req.Header.Set("Authorization", credential)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return echoed{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return echoed{}, err
+	}
+	var e echoed
+	if err := json.Unmarshal(b, &e); err != nil {
+		return echoed{}, fmt.Errorf("reply %q: %w", b, err)
+	}
+	return e, nil
+}
+
+func wantOwn(t *testing.T, got echoed, err error, id int, credential string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("caller %d (%s): %v", id, credential, err)
+	}
+	if string(got.ID) != fmt.Sprint(id) || got.Result.Caller != credential {
+		t.Fatalf("caller %d (%s) got the reply of id %s for %q", id, credential, got.ID, got.Result.Caller)
+	}
+}
+
+// TestCallersNeverGetAnotherCallersReply is issue 15's repro: an upstream
+// that answers, then 20 ms later writes a second complete response on the
+// same connection (or sends a body longer than its Content-Length, a stray
+// byte, or closes); five callers with different credentials send requests
+// 10 ms apart, and each gets exactly its own reply, every round. Before the
+// fix a connection pooled for less than 100 ms was reused unchecked and the
+// fourth caller read the first caller's reply.
+func TestCallersNeverGetAnotherCallersReply(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		m    faultserver.Mode
+	}{
+		{"unsolicited response", faultserver.Unsolicited},
+		{"short Content-Length", faultserver.ShortLength},
+		{"stray byte", faultserver.StrayByte},
+		{"close after reply", faultserver.CloseAfter},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startFault(t, faultserver.Options{Mode: mode.m})
+			tr := &Transport{Partition: []string{"Authorization", "Cookie"}}
+			t.Cleanup(tr.CloseIdleConnections)
+			id := 0
+			for round := range 5 {
+				for caller := range 5 {
+					id++
+					cred := fmt.Sprintf("Bearer caller-%d", caller)
+					got, err := call(tr, srv.URL, id, cred)
+					wantOwn(t, got, err, id, cred)
+					_ = round
+					time.Sleep(10 * time.Millisecond) // the issue's spacing, not a wait for anything
+				}
+			}
+		})
+	}
+}
+
+// TestUnaskedBytesRetireTheConnection: with one caller (one partition), a
+// connection on which anything unasked has arrived while it was pooled is
+// closed, and the next request goes out on a fresh one. The test waits for
+// the fault to be on the wire, so it does not depend on timing.
+func TestUnaskedBytesRetireTheConnection(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		m    faultserver.Mode
+	}{
+		{"unsolicited response", faultserver.Unsolicited},
+		{"short Content-Length", faultserver.ShortLength},
+		{"stray byte", faultserver.StrayByte},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startFault(t, faultserver.Options{Mode: mode.m, Delay: time.Millisecond})
+			tr := newTransport(t)
+			const cred = "Bearer same"
+			for id := 1; id <= 4; id++ {
+				got, err := call(tr, srv.URL, id, cred)
+				wantOwn(t, got, err, id, cred)
+				waitFor(t, "the fault to be written", func() bool { return srv.Faults() >= int64(id) })
+			}
+			if n := srv.Accepted(); n != 4 {
+				t.Errorf("upstream accepted %d connections for 4 requests, want 4 (none reused)", n)
+			}
+		})
+	}
+}
+
+// TestWellBehavedUpstreamKeepsItsConnection shows the checks above cost a
+// well-behaved upstream nothing: one connection for many requests.
+func TestWellBehavedUpstreamKeepsItsConnection(t *testing.T) {
+	srv := startFault(t, faultserver.Options{})
+	tr := newTransport(t)
+	for id := 1; id <= 5; id++ {
+		got, err := call(tr, srv.URL, id, "Bearer a")
+		wantOwn(t, got, err, id, "Bearer a")
+	}
+	if n := srv.Accepted(); n != 1 {
+		t.Errorf("upstream accepted %d connections, want 1", n)
+	}
+}
+
+// TestPartitionsNeverShareAConnection: requests with different credentials
+// go out on different connections, and a request without any on its own.
+func TestPartitionsNeverShareAConnection(t *testing.T) {
+	srv := startFault(t, faultserver.Options{})
+	tr := &Transport{Partition: []string{"Authorization", "Cookie"}}
+	t.Cleanup(tr.CloseIdleConnections)
+	for _, cred := range []string{"Bearer a", "Bearer b", "", "Bearer a", "Bearer b", ""} {
+		if _, err := call(tr, srv.URL, 1, cred); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.Accepted(); n != 3 {
+		t.Errorf("upstream accepted %d connections for 3 callers, want 3", n)
+	}
+}
+
+// TestFullPoolEvictsTheOldest: a pool at MaxIdle makes room for a new
+// caller's connection by closing the one idle longest, and keeps no entry
+// for a partition without connections.
+func TestFullPoolEvictsTheOldest(t *testing.T) {
+	srv := startFault(t, faultserver.Options{})
+	tr := &Transport{Partition: []string{"Authorization"}, MaxIdle: 2}
+	t.Cleanup(tr.CloseIdleConnections)
+	for i := range 5 {
+		if _, err := call(tr, srv.URL, 1, fmt.Sprint("Bearer ", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.mu.Lock()
+	keys := len(tr.idle)
+	tr.mu.Unlock()
+	if tr.Idle() != 2 || keys != 2 {
+		t.Fatalf("pool holds %d connections under %d keys, want 2 and 2", tr.Idle(), keys)
+	}
+	// The newest two callers are pooled: their next requests reuse.
+	before := srv.Accepted()
+	for _, i := range []int{3, 4} {
+		if _, err := call(tr, srv.URL, 1, fmt.Sprint("Bearer ", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.Accepted() - before; n != 0 {
+		t.Errorf("the two newest callers needed %d new connections, want 0", n)
+	}
+}
+
+// TestEarlyAnswerWins: the upstream answers 401 with WWW-Authenticate as
+// soon as it has read the request head, and closes while a large body is
+// still being written. The caller gets that answer, not a write error.
+func TestEarlyAnswerWins(t *testing.T) {
+	reply := func(*http.Request, []byte) faultserver.Reply {
+		return faultserver.Reply{Status: http.StatusUnauthorized,
+			Header: http.Header{"Www-Authenticate": {`Bearer realm="mcp"`}, "Content-Type": {"text/plain"}},
+			Body:   []byte("log in first")}
+	}
+	srv := startFault(t, faultserver.Options{Mode: faultserver.EarlyReply, Reply: reply})
+	tr := newTransport(t)
+	big := bytes.Repeat([]byte("x"), 16<<20) // more than any socket buffer holds
+	for range 3 {
+		req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body := do(t, tr, req)
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != `Bearer realm="mcp"` || body != "log in first" {
+			t.Fatalf("got %d %q %q, want the upstream's 401", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+		}
+	}
+	if tr.Idle() != 0 {
+		t.Errorf("a connection the upstream did not read to the end was pooled")
+	}
+}
