@@ -140,7 +140,7 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 		}
 	}
 	if rerr.refusal != nil {
-		rerr.refusal.write(w)
+		rerr.refusal.write(w, msg.ID)
 		return true
 	}
 	proxy.WriteError(w, msg.ID, &proxy.Error{Status: rerr.status, Code: rerr.code, Message: rerr.message, Data: rerr.data})
