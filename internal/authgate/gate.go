@@ -62,11 +62,11 @@ type Options struct {
 
 // Gate admits or refuses callers. The zero value is not usable; use New.
 type Gate struct {
-	opts Options
+	opts  Options
 	keys  []string // credential headers and Mcp-Session-Id: the cache key
 	creds []string // the credential headers
-	mu   sync.Mutex
-	seen map[[sha256.Size]byte]time.Time // admission expiry by key
+	mu    sync.Mutex
+	seen  map[[sha256.Size]byte]time.Time // admission expiry by key
 }
 
 // New returns a Gate.
