@@ -262,6 +262,9 @@ func (l *loader) top(name string) (node, bool, error) {
 	case !n.info.IsDir():
 		l.probs.skip(name, KindRead, fmt.Sprintf("%s is not a folder", name))
 		return node{}, false, nil
+	case privatePath(n.real) != "":
+		l.probs.skip(name, KindSymlink, fmt.Sprintf("symbolic link target is inside %q, a dot-file or dot-folder; those are never served", privatePath(n.real)))
+		return node{}, false, nil
 	}
 	return n, true, nil
 }

@@ -130,8 +130,53 @@ func (t *tree) resolve(rel, real string, e fs.DirEntry) (n node, err error) {
 		}
 		return node{}, err
 	}
+	if private := privatePath(canon); private != "" {
+		return node{}, &linkError{fmt.Sprintf("symbolic link target is inside %q, a dot-file or dot-folder; those are never served", private)}
+	}
 	info, err := fs.Stat(t.fsys, canon)
 	return node{rel: rel, real: canon, info: info}, err
+}
+
+// privatePath returns the first component of the canonical path canon that
+// is a dot-file or dot-folder, or "" when there is none. Dot entries are
+// never served, and a symlink must not serve one under another name
+// (skills/x/notes.md -> ../../.env, a link into .git).
+//
+// The kubelet's atomic writer is the exception: the files of a ConfigMap,
+// Secret or projected volume live in a folder "..2006_01_02_15_04_05.N"
+// that "..data" links to, so every canonical path into such a volume
+// passes through one ("..data" itself never appears: it is a link, and
+// resolved). Only that shape passes, so "..secret" stays private; it
+// passes at any depth, since such a volume may be mounted at any folder of
+// the plugin.
+func privatePath(canon string) string {
+	for c := range strings.SplitSeq(canon, "/") {
+		if strings.HasPrefix(c, ".") && c != "." && !atomicWriterName(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// atomicWriterName reports whether name is a timestamped data folder of
+// the kubelet's atomic writer ("..2026_12_01_09_00_00.12345": os.MkdirTemp
+// of "..2006_01_02_15_04_05.", a random decimal suffix).
+func atomicWriterName(name string) bool {
+	const layout = "..dddd_dd_dd_dd_dd_dd."
+	if len(name) <= len(layout) {
+		return false
+	}
+	for i := range len(name) {
+		want := byte('d')
+		if i < len(layout) {
+			want = layout[i]
+		}
+		c := name[i]
+		if want == 'd' && (c < '0' || c > '9') || want != 'd' && c != want {
+			return false
+		}
+	}
+	return true
 }
 
 // lookup resolves a logical path from the root. absent is true when nothing
