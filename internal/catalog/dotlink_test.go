@@ -13,12 +13,12 @@ import (
 // dotLinks are symlinks (link path → target, from the plugin root) that
 // would serve a dot-file under another name; none may be served.
 var dotLinks = map[string]string{
-	"skills/hello/env.md":       "../../.env",                 // a dot-file at the root
+	"skills/hello/env.md":       "../../.env",                  // a dot-file at the root
 	"skills/hello/hook.md":      "../../.git/hooks/pre-commit", // a file inside a dot-folder
-	"skills/hello/git":          "../../.git",                 // a dot-folder, as a folder
-	"skills/hello/key.md":       "../../keys/.id_ed25519",     // a dot-file inside a plain folder
-	"skills/hello/dotdot.md":    "../../..secret/token",       // "..": not the kubelet's own shapes
-	"skills/hello/datatmp.md":   "../../..data_tmp/token",     // the kubelet's transient link is not data
+	"skills/hello/git":          "../../.git",                  // a dot-folder, as a folder
+	"skills/hello/key.md":       "../../keys/.id_ed25519",      // a dot-file inside a plain folder
+	"skills/hello/dotdot.md":    "../../..secret/token",        // "..": not the kubelet's own shapes
+	"skills/hello/datatmp.md":   "../../..data_tmp/token",      // the kubelet's transient link is not data
 	"agents/leak.md":            "../.env",
 	"skills/hello/fine.md":      "../other/shared.md", // control: served
 	"skills/hello/fine-cfg.txt": "../../config/plain.txt",
