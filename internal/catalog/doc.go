@@ -7,8 +7,9 @@
 // the root are followed, anything escaping it, devices, sockets and FIFOs are
 // refused, dot-files are never served, not even through a symlink); parsing
 // SKILL.md and agent frontmatter into JSON that equals what a strict YAML 1.2
-// client reads from the same bytes; the Agent Skills and SEP-2640 rules for names, descriptions
-// and limits; the skill:// URI scheme and its path validation; and hot reload.
+// client reads from the same bytes; the Agent Skills and SEP-2640 rules for
+// names, descriptions and limits; the skill:// URI scheme and its path
+// validation; and hot reload.
 //
 // It must not: log, touch metrics or the network, or take the process down.
 // A bad file costs only itself: it is left out of the snapshot with a one-line
