@@ -158,6 +158,17 @@ func privatePath(canon string) string {
 	return ""
 }
 
+// inAtomicWriter reports whether the canonical path canon lies inside a
+// kubelet atomic-writer data folder.
+func inAtomicWriter(canon string) bool {
+	for c := range strings.SplitSeq(canon, "/") {
+		if atomicWriterName(c) {
+			return true
+		}
+	}
+	return false
+}
+
 // atomicWriterName reports whether name is a timestamped data folder of
 // the kubelet's atomic writer ("..2026_12_01_09_00_00.12345": os.MkdirTemp
 // of "..2006_01_02_15_04_05.", a random decimal suffix).
@@ -288,11 +299,14 @@ func describeMode(m fs.FileMode) string {
 }
 
 // readFile reads at most limit+1 bytes of the canonical path, so a file that
-// grew past the limit after it was listed cannot exhaust memory.
-func (t *tree) readFile(real string, size, limit int64) ([]byte, error) {
+// grew past the limit after it was listed cannot exhaust memory. It also
+// returns the file's size and modification time as they were after the
+// read (one fstat of the open file), so a caller can tell a file that
+// changed while it was read.
+func (t *tree) readFile(real string, size, limit int64) ([]byte, fs.FileInfo, error) {
 	f, err := t.fsys.Open(real)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	// Sized from the listing, plus one byte to see the end (or growth)
@@ -307,9 +321,10 @@ func (t *tree) readFile(real string, size, limit int64) ([]byte, error) {
 		buf = buf[:len(buf)+n]
 		switch {
 		case err == io.EOF:
-			return buf, nil
+			info, err := f.Stat()
+			return buf, info, err
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }
