@@ -223,7 +223,7 @@ type loader struct {
 // keeps a ConfigMap update one snapshot, never old skills mixed with new.
 type settling struct {
 	start time.Time     // when the load began
-	quiet time.Duration // Options.Debounce
+	quiet time.Duration // Options.Debounce; 0 for a manual reload
 	prev  *Snapshot     // nil: nothing stands in
 }
 

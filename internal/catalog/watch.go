@@ -79,6 +79,8 @@ func NewWatcher(root string, opts Options, onReload func(ReloadEvent)) (*Watcher
 func (w *Watcher) Snapshot() *Snapshot { return w.snap.Load() }
 
 // Reload builds and publishes a new snapshot now (for example on SIGHUP).
+// Unlike a reload on a change, it waits for no quiet period: only a file
+// that changes while it is read is withheld.
 func (w *Watcher) Reload() ReloadEvent { return w.reload(TriggerManual) }
 
 func (w *Watcher) reload(trigger string) ReloadEvent {
@@ -93,9 +95,16 @@ func (w *Watcher) reload(trigger string) ReloadEvent {
 	// they have been quiet for Debounce. The first has nothing older to
 	// serve and the process needs a catalog, so it publishes what it read
 	// (a volume is normally written whole before the container starts);
-	// what was still changing then shows at the next event or poll.
+	// what was still changing then shows at the next event or poll. A
+	// manual reload (SIGHUP) is the operator saying the edit is done: it
+	// waits for no quiet period, but still withholds a file that changed
+	// while it was read.
 	var settle *settling
-	if trigger != TriggerInitial {
+	switch trigger {
+	case TriggerInitial:
+	case TriggerManual:
+		settle = &settling{start: start, prev: w.snap.Load()}
+	default:
 		settle = &settling{start: start, quiet: w.opts.Debounce, prev: w.snap.Load()}
 	}
 	s, fp, err := loadRoot(w.root, w.opts, false, settle)
