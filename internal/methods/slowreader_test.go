@@ -2,7 +2,10 @@ package methods_test
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -186,5 +189,81 @@ func TestSlowReadersShareOneFile(t *testing.T) {
 				t.Errorf("%d replies still in flight after their clients went away", active.Load())
 			}
 		})
+	}
+}
+
+// TestForwardedReadReleasedOnDisconnect: a 16 MiB skill file the upstream
+// serves, forwarded and hashed on its way to clients that never read it,
+// holds at most the documented 3× its reply per client while they stall,
+// and all of it is released once they go away (issue 15 item 5).
+func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
+	snap, data := bigSkill(t)
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
+		"contents": []any{map[string]any{"uri": bigFileURI, "blob": base64.StdEncoding.EncodeToString(data)}}}})
+	reply := []byte("event: message\ndata: " + string(msg) + "\n\n")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(reply)
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	ov := methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)
+	p, err := proxy.New(proxy.Options{Upstream: u, Local: methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov}), Declaration: rewrite.SkillsSidecar()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var active atomic.Int32
+	side := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		active.Add(1)
+		defer active.Add(-1)
+		p.ServeHTTP(w, r)
+	}))
+	t.Cleanup(side.Close)
+	addr := strings.TrimPrefix(side.URL, "http://")
+	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + bigFileURI + `"}}`
+
+	// Warm: the overlay learns the upstream serves the file, pools fill.
+	c := rawRequest(t, addr, body, false)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := io.Copy(io.Discard, resp.Body); n < int64(len(reply)) {
+		t.Fatalf("warm read: %d bytes, want the %d-byte reply", n, len(reply))
+	}
+	c.Close()
+
+	const clients = 3
+	before := heapInUse()
+	var conns []net.Conn
+	for range clients {
+		conns = append(conns, rawRequest(t, addr, body, true))
+	}
+	for i := 0; active.Load() < clients && i < 1000; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	settle(t)
+	held := int64(heapInUse()) - int64(before)
+	t.Logf("%d stalled readers of a %d-byte forwarded reply hold %+d bytes (%.2f× the reply each)", clients, len(reply), held, float64(held)/clients/float64(len(reply)))
+	if active.Load() != clients {
+		t.Fatalf("%d replies in flight, want the %d stalled ones", active.Load(), clients)
+	}
+	if limit := int64(clients) * int64(len(reply)) * 3; held > limit {
+		t.Errorf("%d stalled readers hold %d bytes, want at most 3× the %d-byte reply each (%d)", clients, held, len(reply), limit)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	for i := 0; active.Load() > 0 && i < 1000; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if active.Load() != 0 {
+		t.Fatalf("%d replies still in flight after their clients went away", active.Load())
+	}
+	after := int64(heapInUse()) - int64(before)
+	t.Logf("after the clients went away: %+d bytes", after)
+	if after > 1<<20 {
+		t.Errorf("%d bytes still held after the stalled clients went away, want none of their replies (under 1 MiB)", after)
 	}
 }
