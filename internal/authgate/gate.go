@@ -2,23 +2,26 @@
 // answers itself (skills/*, agents/*, skill files, directory reads) comes
 // from a caller the upstream would admit (DESIGN.md decision 4). The sidecar
 // holds no credentials of its own and judges none: it asks the upstream,
-// with the caller's own headers, through a cheap forwarded ping, and caches
-// an admission briefly under a hash of the credential headers (and session).
+// with the caller's own headers, through a cheap probe of the caller's era,
+// and caches an admission briefly under a hash of the credential headers
+// (and session). Only a result answering the probe itself admits.
 //
-// A refusal passes on the upstream's own status, WWW-Authenticate and body,
-// so an OAuth-aware client starts its flow exactly as it would against the
-// upstream. The package never logs or stores a credential: only hashes.
+// It also owns every request made on a caller's behalf ([OnBehalf]: the
+// probe, and package methods' reads and listings): how it is built, which
+// reply is its answer ([ReadReply]), and how the upstream's refusal of it
+// reaches the caller ([WriteRefusal]): with the upstream's status and
+// WWW-Authenticate, so an OAuth-aware client starts its flow exactly as it
+// would against the upstream, and with the caller's own JSON-RPC id. The
+// package never logs or stores a credential: only hashes.
 package authgate
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -59,11 +62,11 @@ type Options struct {
 
 // Gate admits or refuses callers. The zero value is not usable; use New.
 type Gate struct {
-	opts Options
-	keys []string // credential headers and Mcp-Session-Id: the cache key
-	fwd  []string // the headers a probe carries
-	mu   sync.Mutex
-	seen map[[sha256.Size]byte]time.Time // admission expiry by key
+	opts  Options
+	keys  []string // credential headers and Mcp-Session-Id: the cache key
+	creds []string // the credential headers
+	mu    sync.Mutex
+	seen  map[[sha256.Size]byte]time.Time // admission expiry by key
 }
 
 // New returns a Gate.
@@ -84,11 +87,10 @@ func New(opts Options) *Gate {
 		opts.Client = http.DefaultClient
 	}
 	keys := append(slices.Clone(opts.CredentialHeaders), "Mcp-Session-Id")
-	fwd := append(slices.Clone(keys), "Mcp-Protocol-Version", "Traceparent")
-	return &Gate{opts: opts, keys: keys, fwd: fwd, seen: map[[sha256.Size]byte]time.Time{}}
+	return &Gate{opts: opts, keys: keys, creds: opts.CredentialHeaders, seen: map[[sha256.Size]byte]time.Time{}}
 }
 
-func (g *Gate) key(h http.Header) [sha256.Size]byte { return CredentialKey(h, g.keys...) }
+func (g *Gate) key(r *http.Request) [sha256.Size]byte { return CallerKey(r, g.keys...) }
 
 // CopyHeaders copies the named headers of src, those that are present, to
 // dst: how a request made on a caller's behalf carries the caller's
@@ -115,11 +117,38 @@ func CredentialKey(h http.Header, names ...string) [sha256.Size]byte {
 	return out
 }
 
+// maxProbeReply bounds what is read of the upstream's answer to a probe.
+const maxProbeReply = 1 << 20
+
+// forwardedHeaders are the headers of proxy.SetForwarded: a caller's
+// network identity.
+var forwardedHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+// CallerKey is the cache key of what the upstream told the caller of r: a
+// hash of the named headers (its credentials, and whatever else the cache
+// depends on) and of the network identity a request on its behalf carries
+// (see proxy.SetForwarded). An upstream may authorise by client address,
+// so one address's admission must not admit another.
+func CallerKey(r *http.Request, names ...string) [sha256.Size]byte {
+	h := make(http.Header, len(names)+len(forwardedHeaders))
+	CopyHeaders(h, r.Header, names)
+	proxy.SetForwarded(h, r)
+	return CredentialKey(h, slices.Concat(names, forwardedHeaders)...)
+}
+
 // Admit reports whether the caller of r may have msg answered by the
-// sidecar. When it returns false it has written the reply: the upstream's
-// own refusal, or a 502/504 when the upstream could not be asked.
+// sidecar. When it returns false it has written the reply, always with
+// msg's id: the upstream's refusal (see WriteRefusal), a 502 when the
+// upstream's answer was not a result for the probe, or a 502/504 when the
+// upstream could not be asked.
+//
+// Only a result answering the probe itself admits (DESIGN.md decision 4):
+// HTTP 200 and a JSON-RPC response whose id is the probe's, as JSON or as
+// the response event of an SSE stream. A status alone, an empty body, an
+// error, a response to another id, a stream that ends without the
+// response: none of them admits, and none is cached.
 func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
-	k := g.key(r.Header)
+	k := g.key(r)
 	now := g.opts.Now()
 	g.mu.Lock()
 	exp, ok := g.seen[k]
@@ -128,7 +157,7 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message
 		g.opts.Metrics.AuthVerdict("allowed", true)
 		return true
 	}
-	resp, err := g.probe(r, msg)
+	resp, id, method, err := g.probe(r, msg)
 	if err != nil {
 		g.opts.Metrics.AuthVerdict("error", false)
 		// The probe got no reply (refused, a dead pooled connection, a
@@ -138,55 +167,58 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message
 		return false
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		g.mu.Lock()
-		if len(g.seen) >= g.opts.MaxEntries {
-			clear(g.seen) // the cost of a full cache is a new probe, never a wrong verdict
-		}
-		g.seen[k] = now.Add(g.opts.TTL)
-		g.mu.Unlock()
-		g.opts.Metrics.AuthVerdict("allowed", false)
-		return true
+	if resp.StatusCode != http.StatusOK {
+		g.opts.Metrics.AuthVerdict("refused", false)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		WriteRefusal(w, msg.ID, resp.StatusCode, resp.Header, body)
+		return false
 	}
-	g.opts.Metrics.AuthVerdict("refused", false)
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	for _, h := range [...]string{"Www-Authenticate", "Content-Type", "Mcp-Session-Id"} {
-		if v, ok := resp.Header[h]; ok {
-			w.Header()[h] = v
-		}
+	answer, err := ReadReply(resp.Header.Get("Content-Type"), resp.Body, id, maxProbeReply)
+	if err != nil || answer.Kind != rewrite.KindResponse {
+		g.opts.Metrics.AuthVerdict("error", false)
+		proxy.WriteError(w, msg.ID, probeFailure(method, answer, err))
+		return false
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(body)
-	return false
+	g.mu.Lock()
+	if len(g.seen) >= g.opts.MaxEntries {
+		clear(g.seen) // the cost of a full cache is a new probe, never a wrong verdict
+	}
+	g.seen[k] = now.Add(g.opts.TTL)
+	g.mu.Unlock()
+	g.opts.Metrics.AuthVerdict("allowed", false)
+	return true
 }
 
-// probe forwards the cheapest request of the caller's era with the caller's
-// headers: ping within a legacy session, server/discover with the caller's
-// _meta on the modern wire (which has no ping). An upstream's auth check runs
-// before any method, so a 200 means the caller is admitted.
-func (g *Gate) probe(r *http.Request, msg rewrite.Message) (*http.Response, error) {
-	params := map[string]json.RawMessage{}
+// probeFailure is the reply to a caller whose probe got HTTP 200 but no
+// result for itself: the upstream could not be asked properly, so the
+// caller is neither admitted nor told it is refused.
+func probeFailure(method string, answer rewrite.Message, err error) *proxy.Error {
+	e := &proxy.Error{Status: http.StatusBadGateway, Code: proxy.CodeInternalError,
+		Data: map[string]any{"reason": "auth_probe_failed"}}
+	if err != nil {
+		e.Message = "the upstream's answer to the auth check (" + method + ") is not its reply: " + err.Error()
+		return e
+	}
+	e.Message = "the upstream answered the auth check (" + method + ") with an error"
+	e.Data = map[string]any{"reason": "auth_probe_failed", "error": answer.Error}
+	return e
+}
+
+// probe sends the cheapest request of the caller's era on its behalf (see
+// OnBehalf): ping on the legacy wire, within the caller's session;
+// server/discover with the caller's _meta on the modern wire, which has no
+// ping. An upstream's auth check runs before any method, so its result
+// means the caller is admitted. It returns the reply, the probe's id and
+// its method.
+func (g *Gate) probe(r *http.Request, msg rewrite.Message) (*http.Response, json.RawMessage, string, error) {
 	method := "ping"
-	meta, hasMeta := rewrite.GetKey(msg.Params, []string{"_meta"})
-	if hasMeta {
-		params["_meta"] = meta
+	if Modern(msg) {
 		method = "server/discover"
 	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar/auth", "method": method, "params": params})
+	req, id, err := OnBehalf{Upstream: g.opts.Upstream, Caller: r, CallerMsg: msg, Credentials: g.creds, Purpose: "auth"}.NewRequest(method, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, method, err
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, g.opts.Upstream.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	CopyHeaders(req.Header, r.Header, g.fwd)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if hasMeta {
-		req.Header.Set("Mcp-Method", method)
-	}
-	return g.opts.Client.Do(req)
+	resp, err := g.opts.Client.Do(req)
+	return resp, id, method, err
 }

@@ -209,8 +209,7 @@ func TestGateCachesAdmissions(t *testing.T) {
 	probes := 0
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		probes++
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar/auth","result":{}}`)
+		answer(w, r, `{}`)
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)

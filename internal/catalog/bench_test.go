@@ -105,7 +105,7 @@ func BenchmarkReload1000x10(b *testing.B) {
 // swap to the new snapshot being served, through change events.
 func BenchmarkConfigMapSwap1000x10(b *testing.B) {
 	dir := b.TempDir()
-	stamps := []string{"..stamp_a", "..stamp_b"}
+	stamps := []string{"..2026_01_01_00_00_00.1", "..2026_01_01_00_00_01.2"} // the kubelet's shape
 	for _, st := range stamps {
 		writeBenchTree(b, filepath.Join(dir, st))
 		if err := os.MkdirAll(filepath.Join(dir, st, "agents"), 0o755); err != nil {

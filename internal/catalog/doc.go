@@ -5,13 +5,13 @@
 //
 // The package owns: walking the folder safely (symlinks that resolve inside
 // the root are followed, anything escaping it, devices, sockets and FIFOs are
-// refused, dot-files are never served); parsing SKILL.md and agent
-// frontmatter into JSON that equals what a strict YAML 1.2 client reads from
-// the same bytes; the Agent Skills and SEP-2640 rules for names, descriptions
-// and limits; the skill:// URI scheme and its path validation; hot reload;
-// and the layouts a plugin folder comes in: the tree itself, or several
-// ConfigMaps mounted whole whose keys encode the paths ([LayoutConfigMaps],
-// [EncodeKey], [DecodeKey]).
+// refused, dot-files are never served, not even through a symlink); parsing
+// SKILL.md and agent frontmatter into JSON that equals what a strict YAML 1.2
+// client reads from the same bytes; the Agent Skills and SEP-2640 rules for
+// names, descriptions and limits; the skill:// URI scheme and its path
+// validation; hot reload; and the layouts a plugin folder comes in: the tree
+// itself, or several ConfigMaps mounted whole whose keys encode the paths
+// ([LayoutConfigMaps], [EncodeKey], [DecodeKey]).
 //
 // It must not: log, touch metrics or the network, or take the process down.
 // A bad file costs only itself: it is left out of the snapshot with a one-line

@@ -17,7 +17,7 @@ func TestFingerprintAgreesWithLoad(t *testing.T) {
 		filepath.Join("..", "..", "examples", "plugin"),
 		filepath.Join(t.TempDir(), "missing"),
 	} {
-		_, full, _ := loadRoot(root, Options{}, false)
+		_, full, _ := loadRoot(root, Options{}, false, nil)
 		if scan := fingerprint(root, Options{}); scan != full {
 			t.Errorf("%s: scan-only fingerprint %x != full load's %x", root, scan[:4], full[:4])
 		}

@@ -26,6 +26,7 @@ const (
 	DefaultMaxEntries    = 100_000  // entries read from the whole folder
 	DefaultPollInterval  = 5 * time.Second
 	DefaultDebounce      = 100 * time.Millisecond
+	DefaultMaxWaitFactor = 10 // MaxWait, in Debounces
 )
 
 // Limit modes of Options.LimitMode.
@@ -61,11 +62,17 @@ type Options struct {
 	// only polling; for volumes that deliver no events.
 	NoEvents bool
 	// Debounce is how long a Watcher waits after a change event for more
-	// events before it reloads; 0 means DefaultDebounce.
+	// events before it reloads; 0 means DefaultDebounce. It is also how
+	// long a file written in place must have been unchanged before a
+	// reload publishes it.
 	Debounce time.Duration
 	// Layout is how the folder holds the plugin: LayoutTree ("" means
 	// LayoutTree) or LayoutConfigMaps.
 	Layout string
+	// MaxWait bounds how long a burst of change events closer together
+	// than Debounce can put a reload off, from the burst's first event; 0
+	// means DefaultMaxWaitFactor times Debounce.
+	MaxWait time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -90,6 +97,9 @@ func (o Options) withDefaults() Options {
 	if o.Layout == "" {
 		o.Layout = LayoutTree
 	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWaitFactor * o.Debounce
+	}
 	return o
 }
 
@@ -109,15 +119,16 @@ func (o Options) Validate() error {
 // that is wrong costs only itself and is reported in Problems. The error,
 // wrapping ErrUnreadable, is only for a folder that cannot be read at all.
 func Load(root string, opts Options) (*Snapshot, error) {
-	s, _, err := loadRoot(root, opts, false)
+	s, _, err := loadRoot(root, opts, false, nil)
 	return s, err
 }
 
 // loadRoot is Load, also returning the fingerprint of what it saw. With
 // scanOnly it resolves every entry but reads no file and builds no
 // snapshot: the cheap half a watcher polls with. Both halves resolve the
-// same entries in the same order, so their fingerprints agree.
-func loadRoot(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.Size]byte, error) {
+// same entries in the same order, so their fingerprints agree. settle,
+// when not nil, withholds what is still being written.
+func loadRoot(root string, opts Options, scanOnly bool, settle *settling) (*Snapshot, [sha256.Size]byte, error) {
 	// A ConfigMap update renames "..data" to a new timestamped folder and
 	// then deletes the old one. A load that began before the swap would find
 	// the old folder's files vanishing mid-read and publish part of the
@@ -130,7 +141,7 @@ func loadRoot(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.Size
 	}
 	for attempt := 1; ; attempt++ {
 		before := generation(root)
-		s, fp, err := loadRootOnce(root, opts, scanOnly)
+		s, fp, err := loadRootOnce(root, opts, scanOnly, settle)
 		if err != nil || generation(root) == before {
 			return s, fp, err
 		}
@@ -167,7 +178,7 @@ func rootLinks(root string) string {
 	return b.String()
 }
 
-func loadRootOnce(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.Size]byte, error) {
+func loadRootOnce(root string, opts Options, scanOnly bool, settle *settling) (*Snapshot, [sha256.Size]byte, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		err = fmt.Errorf("%w: open %s: %w", ErrUnreadable, root, unwrapPathError(err))
@@ -182,7 +193,7 @@ func loadRootOnce(root string, opts Options, scanOnly bool) (*Snapshot, [sha256.
 	if err != nil {
 		return nil, sha256.Sum256([]byte(err.Error())), err
 	}
-	l.scanOnly = scanOnly
+	l.scanOnly, l.settle = scanOnly, settle
 	s, err := l.load()
 	if err != nil {
 		fmt.Fprintf(l.tree.seen, "failed %v\n", err)
@@ -230,13 +241,59 @@ type loader struct {
 	probs    problems
 	data     map[string]*File // read files by path under skills/, shared between manifests
 	watch    []string         // folders to watch instead of those read (LayoutConfigMaps)
+
+	// settle, when set, withholds what is still being written (see
+	// settling); prev is the snapshot whose skills and agents stand in for
+	// those meanwhile. unsettled is set when anything was withheld.
+	settle    *settling
+	unsettled bool
 }
+
+// settling is how a watcher's reload tells a file written in place (not
+// through an atomic rename) that is still being written: its size or
+// modification time changed while it was read, or it was modified less
+// than quiet before the load began. Such a skill or agent is not
+// published: the previous snapshot's version stays (or, for a new one,
+// nothing), and the watcher loads again once it has been quiet.
+//
+// A file inside a kubelet atomic-writer folder (a ConfigMap, Secret or
+// projected volume: see atomicWriterName) is whole by construction, its
+// folder published by one rename of "..data", however recent its
+// modification time: only a change during the read holds it back. That
+// keeps a ConfigMap update one snapshot, never old skills mixed with new.
+type settling struct {
+	start time.Time     // when the load began
+	quiet time.Duration // Options.Debounce; 0 for a manual reload
+	prev  *Snapshot     // nil: nothing stands in
+}
+
+// changing reports whether a file listed with mtime, and found with after
+// once n bytes were read, is still being written. A modification time
+// further in the future than quiet (a skewed clock, a copied tree) cannot
+// be judged and does not hold the file back forever.
+func (st *settling) changing(real string, listed time.Time, after fs.FileInfo, n int) bool {
+	if st == nil || after == nil {
+		return false
+	}
+	m := after.ModTime()
+	if !m.Equal(listed) || after.Size() != int64(n) {
+		return true
+	}
+	if inAtomicWriter(real) {
+		return false
+	}
+	return m.After(st.start.Add(-st.quiet)) && !m.After(st.start.Add(st.quiet))
+}
+
+// errChanging marks a file that is still being written.
+var errChanging = errors.New("catalog: file is still being written")
 
 // candidate is a regular file found under skills/.
 type candidate struct {
-	rel  string // path under skills/
-	real string
-	size int64
+	rel   string // path under skills/
+	real  string
+	size  int64
+	mtime time.Time
 
 	// Set by prefetch: the file as read, or why it could not be.
 	fetched bool
@@ -291,6 +348,7 @@ func (l *loader) load() (*Snapshot, error) {
 	if l.watch != nil {
 		s.watchDirs = l.watch
 	}
+	s.unsettled = l.unsettled
 	return s, nil
 }
 
@@ -335,6 +393,9 @@ func (l *loader) top(name string) (node, bool, error) {
 	case !n.info.IsDir():
 		l.probs.skip(name, KindRead, fmt.Sprintf("%s is not a folder", name))
 		return node{}, false, nil
+	case privatePath(n.real) != "":
+		l.probs.skip(name, KindSymlink, fmt.Sprintf("symbolic link target is inside %q, a dot-file or dot-folder; those are never served", privatePath(n.real)))
+		return node{}, false, nil
 	}
 	return n, true, nil
 }
@@ -365,7 +426,7 @@ func (l *loader) scanSkills() ([]candidate, []string, error) {
 			return false
 		}
 		if !isDir {
-			files = append(files, candidate{rel: rel, real: n.real, size: n.info.Size()})
+			files = append(files, candidate{rel: rel, real: n.real, size: n.info.Size(), mtime: n.info.ModTime()})
 			if path.Base(rel) == "SKILL.md" {
 				roots = append(roots, path.Dir(rel))
 			}
@@ -415,6 +476,11 @@ func spanUnder(files []candidate, root string) (i, j int) {
 // buildSkill checks and reads one skill; nil means it is skipped.
 func (l *loader) buildSkill(root string, files []candidate) *Skill {
 	skillMD := "skills/" + root + "/SKILL.md"
+	for _, c := range files {
+		if _, err := l.read(c.rel, files); errors.Is(err, errChanging) {
+			return l.standInSkill(root, c.rel)
+		}
+	}
 	md, err := l.read(root+"/SKILL.md", files)
 	if err != nil {
 		l.probs.skip(skillMD, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
@@ -470,6 +536,9 @@ func (l *loader) manifest(root string, files []candidate) (manifest []*File, ok 
 			continue
 		}
 		f, err := l.read(c.rel, files)
+		if errors.Is(err, errChanging) {
+			return nil, false // buildSkill saw it first; a file that changed since is the next load's
+		}
 		if err != nil {
 			l.probs.skip("skills/"+c.rel, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
 			continue
@@ -532,9 +601,12 @@ func (l *loader) read(rel string, files []candidate) (*File, error) {
 // readFile reads one candidate and describes it. It touches nothing in l
 // but its options and file system, so prefetch runs it concurrently.
 func (l *loader) readFile(c *candidate) (*File, error) {
-	data, err := l.tree.readFile(c.real, c.size, l.opts.MaxSkillBytes)
+	data, after, err := l.tree.readFile(c.real, c.size, l.opts.MaxSkillBytes)
 	if err != nil {
 		return nil, err
+	}
+	if l.settle.changing(c.real, c.mtime, after, len(data)) {
+		return nil, errChanging
 	}
 	if int64(len(data)) > l.opts.MaxSkillBytes {
 		return nil, fmt.Errorf("file grew past %d bytes while it was read", l.opts.MaxSkillBytes)
@@ -644,10 +716,13 @@ func (l *loader) loadAgent(file, real string, e fs.DirEntry, ix skillIndex) *Age
 		l.probs.skip(file, KindSpecial, fmt.Sprintf("%s, not a regular file", describeMode(n.info.Mode())))
 		return nil
 	}
-	data, err := l.tree.readFile(n.real, n.info.Size(), l.opts.MaxSkillBytes)
+	data, after, err := l.tree.readFile(n.real, n.info.Size(), l.opts.MaxSkillBytes)
 	if err != nil {
 		l.probs.skip(file, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
 		return nil
+	}
+	if l.settle.changing(n.real, n.info.ModTime(), after, len(data)) {
+		return l.standInAgent(file)
 	}
 	if int64(len(data)) > l.opts.MaxSkillBytes {
 		l.probs.skip(file, KindLimits, fmt.Sprintf("agent file is over %d bytes", l.opts.MaxSkillBytes))
@@ -679,7 +754,7 @@ func (l *loader) loadPlugin() PluginInfo {
 	if l.scanOnly {
 		return PluginInfo{}
 	}
-	data, err := l.tree.readFile(n.real, n.info.Size(), 1<<20)
+	data, _, err := l.tree.readFile(n.real, n.info.Size(), 1<<20)
 	if err != nil {
 		l.probs.skip(file, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
 		return PluginInfo{}
@@ -700,4 +775,40 @@ func (l *loader) loadPlugin() PluginInfo {
 		}
 	}
 	return info
+}
+
+// standInSkill is what a reload publishes for the skill at root while its
+// file rel is still being written: the previous snapshot's version, or
+// nothing when it had none.
+func (l *loader) standInSkill(root, rel string) *Skill {
+	l.unsettled = true
+	reason := fmt.Sprintf("skills/%s is still being written; published once it has not changed for %v", rel, l.settle.quiet)
+	if l.settle.prev == nil {
+		l.probs.skip("skills/"+root, KindRead, reason)
+		return nil
+	}
+	if prev, ok := l.settle.prev.Skill(URIFromPath(root + "/SKILL.md")); ok {
+		l.probs.warn("skills/"+root, KindRead, reason+"; the previous version is served")
+		return prev
+	}
+	l.probs.skip("skills/"+root, KindRead, reason)
+	return nil
+}
+
+// standInAgent is standInSkill for an agent file.
+func (l *loader) standInAgent(file string) *Agent {
+	l.unsettled = true
+	reason := fmt.Sprintf("%s is still being written; published once it has not changed for %v", file, l.settle.quiet)
+	if l.settle.prev == nil {
+		l.probs.skip(file, KindRead, reason)
+		return nil
+	}
+	for _, a := range l.settle.prev.Agents() {
+		if a.File == file {
+			l.probs.warn(file, KindRead, reason+"; the previous version is served")
+			return a
+		}
+	}
+	l.probs.skip(file, KindRead, reason)
+	return nil
 }

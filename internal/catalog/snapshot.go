@@ -19,6 +19,7 @@ type Snapshot struct {
 	problems    []Problem
 	plugin      PluginInfo
 	watchDirs   []string // canonical directories read, relative to the root
+	unsettled   bool     // something still being written was withheld: load again
 }
 
 // Skill is one served skill (SEP-2640 §skill entry).

@@ -28,7 +28,7 @@ func TestReloadDuringKubeletSwapIsWhole(t *testing.T) {
 		return m
 	}
 	dir := t.TempDir()
-	makeConfigMap(t, dir, "rev-0", files(0))
+	makeConfigMap(t, dir, stamp(0), files(0))
 	var mu sync.Mutex
 	var bad []string
 	w, err := catalog.NewWatcher(dir, catalog.Options{PollInterval: -1, NoEvents: true}, func(ev catalog.ReloadEvent) {
@@ -45,8 +45,8 @@ func TestReloadDuringKubeletSwapIsWhole(t *testing.T) {
 	go func() {
 		defer close(done)
 		for rev := 1; rev <= 15; rev++ {
-			old := fmt.Sprintf("rev-%d", rev-1)
-			swapConfigMap(t, dir, fmt.Sprintf("rev-%d", rev), files(rev))
+			old := stamp(rev - 1)
+			swapConfigMap(t, dir, stamp(rev), files(rev))
 			if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
 				t.Error(err)
 			}
@@ -64,3 +64,6 @@ func TestReloadDuringKubeletSwapIsWhole(t *testing.T) {
 		t.Errorf("%d reloads published part of the plugin, e.g. %s", len(bad), bad[0])
 	}
 }
+
+// stamp is the kubelet atomic writer's data folder of revision rev.
+func stamp(rev int) string { return fmt.Sprintf("..2026_01_01_00_00_%02d.%d", rev, 1000+rev) }

@@ -130,8 +130,64 @@ func (t *tree) resolve(rel, real string, e fs.DirEntry) (n node, err error) {
 		}
 		return node{}, err
 	}
+	if private := privatePath(canon); private != "" {
+		return node{}, &linkError{fmt.Sprintf("symbolic link target is inside %q, a dot-file or dot-folder; those are never served", private)}
+	}
 	info, err := fs.Stat(t.fsys, canon)
 	return node{rel: rel, real: canon, info: info}, err
+}
+
+// privatePath returns the first component of the canonical path canon that
+// is a dot-file or dot-folder, or "" when there is none. Dot entries are
+// never served, and a symlink must not serve one under another name
+// (skills/x/notes.md -> ../../.env, a link into .git).
+//
+// The kubelet's atomic writer is the exception: the files of a ConfigMap,
+// Secret or projected volume live in a folder "..2006_01_02_15_04_05.N"
+// that "..data" links to, so every canonical path into such a volume
+// passes through one ("..data" itself never appears: it is a link, and
+// resolved). Only that shape passes, so "..secret" stays private; it
+// passes at any depth, since such a volume may be mounted at any folder of
+// the plugin.
+func privatePath(canon string) string {
+	for c := range strings.SplitSeq(canon, "/") {
+		if strings.HasPrefix(c, ".") && c != "." && !atomicWriterName(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// inAtomicWriter reports whether the canonical path canon lies inside a
+// kubelet atomic-writer data folder.
+func inAtomicWriter(canon string) bool {
+	for c := range strings.SplitSeq(canon, "/") {
+		if atomicWriterName(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// atomicWriterName reports whether name is a timestamped data folder of
+// the kubelet's atomic writer ("..2026_12_01_09_00_00.12345": os.MkdirTemp
+// of "..2006_01_02_15_04_05.", a random decimal suffix).
+func atomicWriterName(name string) bool {
+	const layout = "..dddd_dd_dd_dd_dd_dd."
+	if len(name) <= len(layout) {
+		return false
+	}
+	for i := range len(name) {
+		want := byte('d')
+		if i < len(layout) {
+			want = layout[i]
+		}
+		c := name[i]
+		if want == 'd' && (c < '0' || c > '9') || want != 'd' && c != want {
+			return false
+		}
+	}
+	return true
 }
 
 // lookup resolves a logical path from the root. absent is true when nothing
@@ -243,11 +299,14 @@ func describeMode(m fs.FileMode) string {
 }
 
 // readFile reads at most limit+1 bytes of the canonical path, so a file that
-// grew past the limit after it was listed cannot exhaust memory.
-func (t *tree) readFile(real string, size, limit int64) ([]byte, error) {
+// grew past the limit after it was listed cannot exhaust memory. It also
+// returns the file's size and modification time as they were after the
+// read (one fstat of the open file), so a caller can tell a file that
+// changed while it was read.
+func (t *tree) readFile(real string, size, limit int64) ([]byte, fs.FileInfo, error) {
 	f, err := t.fsys.Open(real)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	// Sized from the listing, plus one byte to see the end (or growth)
@@ -262,9 +321,10 @@ func (t *tree) readFile(real string, size, limit int64) ([]byte, error) {
 		buf = buf[:len(buf)+n]
 		switch {
 		case err == io.EOF:
-			return buf, nil
+			info, err := f.Stat()
+			return buf, info, err
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }

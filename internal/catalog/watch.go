@@ -56,6 +56,10 @@ type Watcher struct {
 
 	mu sync.Mutex // serializes builds; readers never take it
 	fp [sha256.Size]byte
+
+	// again is signalled when a reload withheld something still being
+	// written, so that Run loads once more when it has been quiet.
+	again chan struct{}
 }
 
 // NewWatcher loads the folder at root once and returns a Watcher serving
@@ -67,7 +71,7 @@ func NewWatcher(root string, opts Options, onReload func(ReloadEvent)) (*Watcher
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Watcher{root: root, opts: opts.withDefaults(), onReload: onReload}
+	w := &Watcher{root: root, opts: opts.withDefaults(), onReload: onReload, again: make(chan struct{}, 1)}
 	if ev := w.reload(TriggerInitial); !ev.OK {
 		return nil, ev.Err
 	}
@@ -78,6 +82,8 @@ func NewWatcher(root string, opts Options, onReload func(ReloadEvent)) (*Watcher
 func (w *Watcher) Snapshot() *Snapshot { return w.snap.Load() }
 
 // Reload builds and publishes a new snapshot now (for example on SIGHUP).
+// Unlike a reload on a change, it waits for no quiet period: only a file
+// that changes while it is read is withheld.
 func (w *Watcher) Reload() ReloadEvent { return w.reload(TriggerManual) }
 
 func (w *Watcher) reload(trigger string) ReloadEvent {
@@ -86,12 +92,36 @@ func (w *Watcher) reload(trigger string) ReloadEvent {
 	start := time.Now()
 	// The fingerprint comes from the load's own walk, so a change during the
 	// load shows up as a difference at the next poll.
-	s, fp, err := loadRoot(w.root, w.opts, false)
+	//
+	// Every load but the first withholds files still being written in
+	// place (see settling): the previous snapshot's version stays until
+	// they have been quiet for Debounce. The first has nothing older to
+	// serve and the process needs a catalog, so it publishes what it read
+	// (a volume is normally written whole before the container starts);
+	// what was still changing then shows at the next event or poll. A
+	// manual reload (SIGHUP) is the operator saying the edit is done: it
+	// waits for no quiet period, but still withholds a file that changed
+	// while it was read.
+	var settle *settling
+	switch trigger {
+	case TriggerInitial:
+	case TriggerManual:
+		settle = &settling{start: start, prev: w.snap.Load()}
+	default:
+		settle = &settling{start: start, quiet: w.opts.Debounce, prev: w.snap.Load()}
+	}
+	s, fp, err := loadRoot(w.root, w.opts, false, settle)
 	w.fp = fp
 	ev := ReloadEvent{At: start, Duration: time.Since(start), Trigger: trigger}
 	if err != nil {
 		ev.Err = fmt.Errorf("reload %s: %w", w.root, err)
 	} else {
+		if s.unsettled {
+			select {
+			case w.again <- struct{}{}:
+			default: // one is pending already
+			}
+		}
 		ev.DroppedSkills, ev.DroppedAgents = Dropped(w.snap.Swap(s), s)
 		ev.OK, ev.Skills, ev.Agents, ev.Problems = true, len(s.skills), len(s.agents), s.problems
 	}
@@ -103,8 +133,11 @@ func (w *Watcher) reload(trigger string) ReloadEvent {
 
 // Run watches the folder until ctx is done, then returns nil. Change events
 // (fsnotify: inotify on Linux) on the root and on every folder read are
-// debounced by Options.Debounce and then trigger a reload; the root's events
-// include the "..data" swap of a ConfigMap update. Every Options.PollInterval
+// debounced by Options.Debounce and then trigger a reload, and a burst of
+// events closer together than that reloads no later than Options.MaxWait
+// after its first event, as a debounce with a max-wait does; the root's
+// events include the "..data" swap of a ConfigMap update. A reload that
+// withheld a file still being written loads again Debounce later. Every Options.PollInterval
 // a fingerprint of the tree (names, link targets, sizes, modification
 // times) is compared as well, for volumes that deliver no events. Run must
 // be called at most once.
@@ -138,10 +171,23 @@ func (w *Watcher) loop(ctx context.Context, events <-chan fsnotify.Event, errs <
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	defer debounce.Stop()
+	// burst is when the first event not yet reloaded came; zero when none.
+	var burst time.Time
+	arm := func() {
+		now := time.Now()
+		if burst.IsZero() {
+			burst = now
+		}
+		d := w.opts.Debounce
+		if left := burst.Add(w.opts.MaxWait).Sub(now); left < d {
+			d = max(left, 0)
+		}
+		debounce.Reset(d)
+	}
 	// Changes made between the last load and the first watches are seen by
 	// no event: load once more.
 	if w.changed() {
-		debounce.Reset(w.opts.Debounce)
+		arm()
 	}
 	for {
 		select {
@@ -152,20 +198,23 @@ func (w *Watcher) loop(ctx context.Context, events <-chan fsnotify.Event, errs <
 				events = nil
 				continue
 			}
-			debounce.Reset(w.opts.Debounce)
+			arm()
 		case _, ok := <-errs:
 			if !ok {
 				errs = nil
 				continue
 			}
 			// An overflow or watch error may hide a change: reload.
-			debounce.Reset(w.opts.Debounce)
+			arm()
+		case <-w.again:
+			arm()
 		case <-debounce.C:
+			burst = time.Time{}
 			w.reload(TriggerEvent)
 			if sync() {
 				// Whatever was created in a new folder before its watch
 				// existed sent no event: load once more.
-				debounce.Reset(w.opts.Debounce)
+				arm()
 			}
 		case <-tick:
 			if w.changed() {
@@ -211,6 +260,6 @@ func (w *Watcher) syncWatches(fw *fsnotify.Watcher, watched map[string]bool) (ad
 // fingerprint resolves every entry a reload would read, reading no file,
 // and hashes names, link targets, sizes, modification times and modes.
 func fingerprint(root string, opts Options) [sha256.Size]byte {
-	_, fp, _ := loadRoot(root, opts, true)
+	_, fp, _ := loadRoot(root, opts, true, nil)
 	return fp
 }

@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -187,7 +188,7 @@ func TestWatcherUnreadableRootKeepsLastGood(t *testing.T) {
 func TestWatcherReadersDuringReloads(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	makeConfigMap(t, dir, "..v0", map[string]string{"skills/s0/SKILL.md": skillFile("s0")})
+	makeConfigMap(t, dir, "..2026_01_01_00_00_00.100", map[string]string{"skills/s0/SKILL.md": skillFile("s0")})
 	w, _ := startWatcher(t, dir, catalog.Options{PollInterval: 5 * time.Millisecond, Debounce: time.Millisecond})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -215,7 +216,7 @@ func TestWatcherReadersDuringReloads(t *testing.T) {
 	}
 	const swaps = 20
 	for i := 1; i <= swaps; i++ {
-		stamp := "..v" + string(rune('a'+i))
+		stamp := fmt.Sprintf("..2026_01_01_00_00_%02d.%d", i, 100+i) // the kubelet's shape: others are dot-folders
 		files := map[string]string{}
 		for j := 0; j <= i%5; j++ {
 			name := "s" + string(rune('0'+j))
@@ -240,7 +241,7 @@ func TestWatcherReadersDuringReloads(t *testing.T) {
 func TestWatcherNoSpuriousReloads(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	makeConfigMap(t, dir, "..v1", map[string]string{
+	makeConfigMap(t, dir, "..2026_01_01_00_00_00.1", map[string]string{
 		"skills/one/SKILL.md": skillFile("one"),
 		"agents/a.md":         "---\nname: a\ndescription: A.\nskills: [one]\n---\n",
 	})

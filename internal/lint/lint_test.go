@@ -230,5 +230,29 @@ func TestNotAPluginFolder(t *testing.T) {
 				t.Errorf("a plugin folder is reported as not one:\n%s", out)
 			}
 		})
+
+// TestLintReportsDotFileLinks: a symlink that would serve a dot-file under
+// another name is reported, and lint exits as for a skipped item.
+func TestLintReportsDotFileLinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"skills/hello/SKILL.md": "---\nname: hello\ndescription: Hello.\n---\n", ".env": "API_KEY=secret\n"} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../../.env", filepath.Join(dir, "skills", "hello", "notes.md")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, dir)
+	if code != lint.ExitSkipped || !strings.Contains(out, "skills/hello/notes.md") || !strings.Contains(out, "dot-file") {
+		t.Errorf("lint of a link to .env = %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d naming skills/hello/notes.md and the dot-file", code, out, errOut, lint.ExitSkipped)
+	}
+	if strings.Contains(out, "API_KEY") {
+		t.Errorf("lint printed the dot-file's content:\n%s", out)
 	}
 }

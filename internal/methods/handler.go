@@ -1,7 +1,6 @@
 package methods
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -132,6 +131,18 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 		return true
 	}
 	e, rerr := checkEra(r.Header, msg, nameParam)
+	if rerr == nil && msg.Method == "resources/read" {
+		var f *catalog.File
+		if v.snap != nil {
+			f, _ = v.snap.File(uri)
+		}
+		if f != nil {
+			res := h.readResult(v, e, uri, f)
+			proxy.WriteResultStream(w, msg.ID, res.n, res.writeTo)
+			return true
+		}
+		rerr = notFound(e, uri)
+	}
 	if rerr == nil {
 		var result []byte
 		if result, rerr = h.answer(v, e, msg, r, uri); rerr == nil {
@@ -140,7 +151,7 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 		}
 	}
 	if rerr.refusal != nil {
-		rerr.refusal.write(w)
+		rerr.refusal.write(w, msg.ID)
 		return true
 	}
 	proxy.WriteError(w, msg.ID, &proxy.Error{Status: rerr.status, Code: rerr.code, Message: rerr.message, Data: rerr.data})
@@ -160,11 +171,9 @@ func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request, u
 		return h.agentsList(v, e, msg)
 	case "agents/get":
 		return h.agentsGet(v, e, msg, r)
-	case "resources/read":
-		return h.resourcesRead(v, e, uri)
 	case "resources/directory/read":
 		return h.directoryRead(v, e, msg, uri)
-	default: // resources/list, with one of the sidecar's cursors
+	default: // resources/list, with one of the sidecar's cursors (resources/read is ServeLocal's)
 		return h.resourcesListLocal(v, e, msg)
 	}
 }
@@ -311,38 +320,6 @@ func indexOf(sorted []string, key string) int {
 		return lo
 	}
 	return -1
-}
-
-func (h *Handler) resourcesRead(v *view, e era, uri string) ([]byte, *rpcError) {
-	var f *catalog.File
-	if v.snap != nil {
-		f, _ = v.snap.File(uri)
-	}
-	if f == nil {
-		code := codeResourceLegacy
-		if e.modern {
-			code = codeInvalidParams
-		}
-		return nil, &rpcError{status: http.StatusOK, code: code, message: "resource not found: " + quote(uri), data: map[string]string{"uri": uri}}
-	}
-	b := make([]byte, 0, len(f.Data)*4/3+256)
-	b = append(b, `{"contents":[{"uri":`...)
-	b = rewrite.AppendString(b, uri)
-	b = append(b, `,"mimeType":`...)
-	b = rewrite.AppendString(b, f.MIMEType)
-	if f.Text {
-		b = append(b, `,"text":`...)
-		b = rewrite.AppendString(b, f.Data)
-	} else {
-		b = append(b, `,"blob":"`...)
-		b = base64.StdEncoding.AppendEncode(b, f.Data)
-		b = append(b, '"')
-	}
-	b = append(b, "}]"...)
-	if !e.modern {
-		return append(b, '}'), nil
-	}
-	return h.finish(b, e, true), nil
 }
 
 func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, uri string) ([]byte, *rpcError) {

@@ -97,22 +97,23 @@ func (o *Overlay) Invalidate() {
 	clear(o.contexts)
 }
 
-// authKey is the cache key of a caller: a hash of its credential headers.
-func (o *Overlay) authKey(h http.Header) string {
+// authKey is the cache key of a caller: a hash of its credential headers
+// and network identity (authgate.CallerKey).
+func (o *Overlay) authKey(r *http.Request) string {
 	if o.shared {
 		return ""
 	}
-	return credentialKey(h, o.up.credentials()...)
+	return callerKey(r, o.up.credentials()...)
 }
 
-// credentialKey is authgate.CredentialKey as a map key.
-func credentialKey(h http.Header, names ...string) string {
-	k := authgate.CredentialKey(h, names...)
+// callerKey is authgate.CallerKey as a map key.
+func callerKey(r *http.Request, names ...string) string {
+	k := authgate.CallerKey(r, names...)
 	return string(k[:])
 }
 
 func (o *Overlay) context(r *http.Request, snap *catalog.Snapshot) *authContext {
-	key := o.authKey(r.Header)
+	key := o.authKey(r)
 	now := o.now()
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -22,10 +22,8 @@ func TestToolsCachePerCaller(t *testing.T) {
 	t.Parallel()
 	var fetches atomic.Int32
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
 		fetches.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar","result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}`)
+		answer(w, r, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
@@ -63,14 +61,12 @@ func TestToolsCachePerCaller(t *testing.T) {
 func TestCustomCredentialHeader(t *testing.T) {
 	t.Parallel()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
 		key := r.Header.Get("X-Api-Key")
 		if key == "" {
 			http.Error(w, "no key", http.StatusUnauthorized)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar","result":{"tools":[{"name":"tool-of-`+key+`","inputSchema":{"type":"object"}}]}}`)
+		answer(w, r, `{"tools":[{"name":"tool-of-`+key+`","inputSchema":{"type":"object"}}]}`)
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
@@ -87,4 +83,16 @@ func TestCustomCredentialHeader(t *testing.T) {
 			t.Errorf("Tools(key %s) = %v, want only tool-of-%s", key, tools, key)
 		}
 	}
+}
+
+// answer writes a JSON-RPC response to the request r carries, with its
+// id, as JSON-RPC 2.0 §5 has every server answer.
+func answer(w http.ResponseWriter, r *http.Request, result string) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	b, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(b, &req)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+result+`}`)
 }

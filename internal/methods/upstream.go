@@ -1,7 +1,6 @@
 package methods
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -31,8 +29,10 @@ type ToolSource interface {
 var ErrUnreachable = errors.New("upstream unreachable")
 
 // Refusal is the upstream's refusal of a request the sidecar made on a
-// caller's behalf (401, 403, …). It is passed on to the caller as it was, so
-// an OAuth-aware client starts its flow as it would against the upstream.
+// caller's behalf (401, 403, …). It reaches the caller through
+// authgate.WriteRefusal: the upstream's status and headers, so an
+// OAuth-aware client starts its flow as it would against the upstream, in
+// a JSON-RPC error with the caller's own id.
 type Refusal struct {
 	Status int
 	Header http.Header
@@ -41,21 +41,15 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return fmt.Sprintf("upstream refused: HTTP %d", r.Status) }
 
-func (r *Refusal) write(w http.ResponseWriter) {
-	for _, k := range []string{"Www-Authenticate", "Content-Type"} {
-		if v, ok := r.Header[k]; ok {
-			w.Header()[k] = v
-		}
-	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(r.Body)))
-	w.WriteHeader(r.Status)
-	_, _ = w.Write(r.Body)
+func (r *Refusal) write(w http.ResponseWriter, callerID json.RawMessage) {
+	authgate.WriteRefusal(w, callerID, r.Status, r.Header, r.Body)
 }
 
-// Upstream sends requests to the upstream on a caller's behalf: with the
-// caller's own headers (credentials, session, protocol version) and, on the
-// modern wire, the caller's _meta, so the upstream answers exactly what it
-// would answer that caller.
+// Upstream sends requests to the upstream on a caller's behalf
+// (authgate.OnBehalf): with the caller's own headers (credentials,
+// session, protocol version), its network identity and, on the modern
+// wire, the caller's _meta, so the upstream answers exactly what it would
+// answer that caller.
 type Upstream struct {
 	// URL is the upstream MCP endpoint.
 	URL *url.URL
@@ -81,40 +75,16 @@ func (u *Upstream) credentials() []string {
 	return u.Credentials
 }
 
-// forwardedOnBehalf are the caller's headers, besides its credentials, that
-// travel with a request made on its behalf: its session and era, and the
-// trace it is part of.
-var forwardedOnBehalf = [...]string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"}
-
-// Call sends method with params (the caller's _meta added when it has one)
-// and returns the reply's JSON-RPC message. A reply with an HTTP status
-// other than 200 is a *Refusal.
+// Call sends method with params on the caller's behalf and returns the
+// JSON-RPC message answering it: only a response or error carrying the
+// request's own id is (authgate.ReadReply). A reply with an HTTP status
+// other than 200 that is not a JSON-RPC error of the modern wire is a
+// *Refusal.
 func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, params map[string]json.RawMessage) (rewrite.Message, error) {
-	if params == nil {
-		params = map[string]json.RawMessage{}
-	}
-	meta, hasMeta := rewrite.GetKey(caller.Params, []string{"_meta"})
-	if hasMeta {
-		params["_meta"] = meta
-	}
-	body := mustJSON(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar", "method": method, "params": params})
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, u.URL.String(), bytes.NewReader(body))
+	ob := authgate.OnBehalf{Upstream: u.URL, Caller: r, CallerMsg: caller, Credentials: u.credentials(), Purpose: "call"}
+	req, id, err := ob.NewRequest(method, params)
 	if err != nil {
 		return rewrite.Message{}, err
-	}
-	// The caller's headers that travel with a request made on its behalf:
-	// who the caller is, and which session and era.
-	authgate.CopyHeaders(req.Header, r.Header, u.credentials())
-	authgate.CopyHeaders(req.Header, r.Header, forwardedOnBehalf[:])
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if hasMeta {
-		req.Header.Set("Mcp-Method", method)
-		if n, ok := params["uri"]; ok {
-			var s string
-			_ = json.Unmarshal(n, &s)
-			req.Header.Set("Mcp-Name", s)
-		}
 	}
 	c := u.Client
 	if c == nil {
@@ -135,11 +105,7 @@ func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, 
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return rewrite.Message{}, &Refusal{Status: resp.StatusCode, Header: resp.Header, Body: b}
 	}
-	reply, err := readReply(resp, limit)
-	if err != nil {
-		return rewrite.Message{}, fmt.Errorf("upstream %s: %w", method, err)
-	}
-	m, err := rewrite.ParseMessage(reply)
+	m, err := authgate.ReadReply(resp.Header.Get("Content-Type"), resp.Body, id, limit)
 	if err != nil {
 		return rewrite.Message{}, fmt.Errorf("upstream %s: %w", method, err)
 	}
@@ -188,7 +154,7 @@ func (u *UpstreamTools) Tools(r *http.Request, msg rewrite.Message) (map[string]
 	if u.Now != nil {
 		now = u.Now
 	}
-	key := credentialKey(r.Header, slices.Concat(u.Upstream.credentials(), []string{"Mcp-Session-Id", "Mcp-Protocol-Version"})...)
+	key := callerKey(r, slices.Concat(u.Upstream.credentials(), []string{"Mcp-Session-Id", "Mcp-Protocol-Version"})...)
 	u.mu.Lock()
 	e, ok := u.cache[key]
 	u.mu.Unlock()
@@ -251,35 +217,4 @@ func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]
 		cursor = page.NextCursor
 	}
 	return nil, fmt.Errorf("upstream tools/list: more than %d pages", maxPages)
-}
-
-// errNoReply means the upstream's SSE reply ended without a response.
-var errNoReply = errors.New("methods: upstream reply has no response")
-
-// readReply returns the response message of a JSON or SSE reply.
-func readReply(resp *http.Response, limit int) ([]byte, error) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt != "text/event-stream" {
-		// Read into one buffer sized from Content-Length, so a large blob
-		// is not copied while the buffer grows.
-		var buf bytes.Buffer
-		if n := resp.ContentLength; n > 0 && n <= int64(limit) {
-			buf.Grow(int(n) + 1)
-		}
-		_, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(limit)))
-		return buf.Bytes(), err
-	}
-	sr := rewrite.NewReader(resp.Body, limit)
-	for {
-		ev, err := sr.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, errNoReply
-			}
-			return nil, err
-		}
-		if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) {
-			return ev.Data, nil
-		}
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 )
@@ -25,6 +26,9 @@ type view struct {
 	// agentNames and agentCards are in name order.
 	agentNames []string
 	agentCards []json.RawMessage
+	// textLen caches the escaped length of text files read (see
+	// encodedLen), by *catalog.File.
+	textLen sync.Map
 }
 
 func newView(snap *catalog.Snapshot) *view {

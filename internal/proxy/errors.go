@@ -111,6 +111,28 @@ func WriteResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
 	_, _ = io.WriteString(w, "}") // a string: no shared slice a writer could touch
 }
 
+// WriteResultStream is WriteResult for a result of exactly n bytes that
+// write produces itself, a piece at a time: a large result (a skill file)
+// then goes to the client from bytes already held, not from a copy built
+// for each request, so a client that reads slowly holds no more than
+// write's own buffer. A write error (the client went away) ends it.
+func WriteResultStream(w http.ResponseWriter, id json.RawMessage, n int, write func(io.Writer) error) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(head) + len(id) + len(mid) + n + 1)}
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, head)
+	_, _ = w.Write(id)
+	_, _ = io.WriteString(w, mid)
+	if write(w) == nil {
+		_, _ = io.WriteString(w, "}")
+	}
+}
+
 // contentTypeJSON is shared by every reply's header map; nothing appends to
 // or edits a header value in place, and its capacity of one makes an
 // append copy it.

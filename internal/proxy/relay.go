@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -76,23 +75,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	if hasToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
-	// X-Forwarded-*: what httputil's SetXForwarded does. Forwarded is dropped
-	// rather than passed on unchecked.
-	delete(h, "Forwarded")
-	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
-			ip = strings.Join(prior, ", ") + ", " + ip
-		}
-		h["X-Forwarded-For"] = []string{ip}
-	} else {
-		delete(h, "X-Forwarded-For")
-	}
-	h["X-Forwarded-Host"] = []string{r.Host}
-	if r.TLS != nil {
-		h["X-Forwarded-Proto"] = []string{"https"}
-	} else {
-		h["X-Forwarded-Proto"] = []string{"http"}
-	}
+	SetForwarded(h, r)
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = []string{""} // no Go default in its place
 	}
