@@ -230,6 +230,8 @@ func TestNotAPluginFolder(t *testing.T) {
 				t.Errorf("a plugin folder is reported as not one:\n%s", out)
 			}
 		})
+	}
+}
 
 // TestLintReportsDotFileLinks: a symlink that would serve a dot-file under
 // another name is reported, and lint exits as for a skipped item.
