@@ -11,6 +11,9 @@
 #     rendered: the injector makes its certificate in the cluster); no RBAC
 #     rule grants ConfigMaps (the injector reads none);
 #   - promtool test rules on the chart's alerts (test/prometheus);
+#   - the static example mounts its ConfigMap whole (configmaps layout); a
+#     kustomize overlay's images: pin reaches SKILLS_SIDECAR_IMAGE, the image
+#     the injector injects; nothing rendered runs latest;
 #   - docs/examples/*.yaml decoded strictly as written and after inject -f,
 #     which must not warn (and must, once port takeover is removed);
 #   - the Dockerfile's go build command, and a check that the binaries are
@@ -179,6 +182,20 @@ if grep -nE '(image: |=|value: )[^[:space:]]+:latest\b' "$work/chart.yaml" "$wor
 else
   echo "ok   no image is tagged latest (chart, kustomize base, static example)"
 fi
+
+# The injector's service account token: only where it manages its own
+# certificate (the API is for that alone).
+for mode in self certManager; do
+  want=true set=()
+  [[ $mode == certManager ]] && want=false set=(--set tls.certManager.enabled=true)
+  got=$("$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" "${set[@]}" 2>/dev/null |
+    grep -c "automountServiceAccountToken: $want")
+  if [[ $got == 2 ]]; then
+    echo "ok   $mode certificate: automountServiceAccountToken $want (ServiceAccount and pod)"
+  else
+    fail "$mode certificate: want automountServiceAccountToken $want on the ServiceAccount and the pod, found $got"
+  fi
+done
 
 echo "## docs/examples, as written and through inject -f"
 for f in docs/examples/*.yaml; do
