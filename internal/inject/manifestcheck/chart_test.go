@@ -3,13 +3,18 @@ package manifestcheck
 import (
 	"encoding/json"
 	"os"
+	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 )
 
 const chartDir = "../../../charts/skills-sidecar/"
@@ -131,5 +136,49 @@ func readYAML(t *testing.T, path string, v any) {
 	}
 	if err := yaml.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestStaticExampleServes: the static example's ConfigMap, mounted the way
+// its Deployment and the static component say (whole, under the plugin
+// folder, --plugin-layout=configmaps), is a plugin the sidecar serves: the
+// catalog's own configmaps reader is the judge.
+func TestStaticExampleServes(t *testing.T) {
+	const dir = "../../../deploy/kustomize/"
+	b, err := os.ReadFile(dir + "examples/static/plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Decode(b)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("plugin.yaml: %d objects, %v", len(objs), err)
+	}
+	cm := objs[0].Value.(*corev1.ConfigMap)
+	sidecar, err := os.ReadFile(dir + "components/static-injection/sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mount = "/etc/skills-sidecar/plugin/skills-sidecar-plugin-0"
+	for _, want := range []string{"--plugin-dir=/etc/skills-sidecar/plugin", "--plugin-layout=configmaps", "mountPath: " + mount} {
+		if !strings.Contains(string(sidecar), want) {
+			t.Errorf("static-injection sidecar.yaml lacks %q", want)
+		}
+	}
+	root := t.TempDir()
+	folder := filepath.Join(root, path.Base(mount))
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range cm.Data {
+		if err := os.WriteFile(filepath.Join(folder, k), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := catalog.Load(root, catalog.Options{Layout: catalog.LayoutConfigMaps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Skills()) != 1 || s.Skills()[0].Name != "refunds" || len(s.Problems()) != 0 {
+		t.Errorf("the static example serves %d skills, problems %v; want refunds alone", len(s.Skills()), s.Problems())
 	}
 }
