@@ -11,6 +11,9 @@
 #     rendered: the injector makes its certificate in the cluster); no RBAC
 #     rule grants ConfigMaps (the injector reads none);
 #   - promtool test rules on the chart's alerts (test/prometheus);
+#   - the static example mounts its ConfigMap whole (configmaps layout); a
+#     kustomize overlay's images: pin reaches SKILLS_SIDECAR_IMAGE, the image
+#     the injector injects; nothing rendered runs latest;
 #   - docs/examples/*.yaml decoded strictly as written and after inject -f,
 #     which must not warn (and must, once port takeover is removed);
 #   - the Dockerfile's go build command, and a check that the binaries are
@@ -150,10 +153,54 @@ else
   fail "the static-injection component did not add the sidecar"
 fi
 
+# The static component mounts the plugin ConfigMap whole, in the layout the
+# injector produces: no items[] list, and the sidecar decodes the keys.
+"$work/kustomize" build deploy/kustomize/examples/static >"$work/static.yaml" 2>/dev/null
+if grep -q -- "--plugin-layout=configmaps" "$work/static.yaml" && ! sed -n '/configMap:/,/name:/p' "$work/static.yaml" | grep -qE '^[[:space:]]+items:' &&
+  grep -q "mountPath: /etc/skills-sidecar/plugin/skills-sidecar-plugin-0" "$work/static.yaml"; then
+  echo "ok   the static example mounts its ConfigMap whole (--plugin-layout=configmaps)"
+else
+  fail "the static example does not mount its ConfigMap whole with --plugin-layout=configmaps"
+fi
+# A kustomize images: pin in an overlay reaches the injected sidecar (the
+# injector's SKILLS_SIDECAR_IMAGE), not only the injector.
+mkdir -p "$work/pin"
+printf 'resources: [%s]\nimages:\n  - {name: skills-sidecar/skills-sidecar, newName: registry.example/mirror/skills-sidecar, newTag: "9.9.9"}\n' \
+  "$(realpath --relative-to="$work/pin" deploy/kustomize/base)" >"$work/pin/kustomization.yaml"
+if "$work/kustomize" build "$work/pin" >"$work/pinned.yaml" 2>"$work/err.txt" &&
+  [[ $(grep -c "registry.example/mirror/skills-sidecar:9.9.9" "$work/pinned.yaml") == 2 ]] &&
+  grep -A1 "name: SKILLS_SIDECAR_IMAGE" "$work/pinned.yaml" | grep -q "value: registry.example/mirror/skills-sidecar:9.9.9"; then
+  echo "ok   an overlay's images: pin reaches the injector and the sidecar it injects"
+else
+  cat "$work/err.txt"; grep -n "skills-sidecar:" "$work/pinned.yaml"; fail "an overlay's images: pin does not reach SKILLS_SIDECAR_IMAGE"
+fi
+# Nothing runs latest: not the chart, the base, nor the static example.
+"$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" --set demo.enabled=true >"$work/chart.yaml" 2>/dev/null
+"$work/kustomize" build deploy/kustomize/base >"$work/base.yaml" 2>/dev/null
+if grep -nE '(image: |=|value: )[^[:space:]]+:latest\b' "$work/chart.yaml" "$work/base.yaml" "$work/static.yaml"; then
+  fail "an image is tagged latest"
+else
+  echo "ok   no image is tagged latest (chart, kustomize base, static example)"
+fi
+
+# The injector's service account token: only where it manages its own
+# certificate (the API is for that alone).
+for mode in self certManager; do
+  want=true set=()
+  [[ $mode == certManager ]] && want=false set=(--set tls.certManager.enabled=true)
+  got=$("$work/helm" template check "$chart" --namespace skills-sidecar --kube-version "$KUBE_VERSION" "${set[@]}" 2>/dev/null |
+    grep -c "automountServiceAccountToken: $want")
+  if [[ $got == 2 ]]; then
+    echo "ok   $mode certificate: automountServiceAccountToken $want (ServiceAccount and pod)"
+  else
+    fail "$mode certificate: want automountServiceAccountToken $want on the ServiceAccount and the pod, found $got"
+  fi
+done
+
 echo "## docs/examples, as written and through inject -f"
 for f in docs/examples/*.yaml; do
   check_rendered "$f" "$f"
-  if "$work/skills-sidecar" inject -f "$f" >"$work/injected.yaml" 2>"$work/inject.txt"; then
+  if "$work/skills-sidecar" inject --image=skills-sidecar/skills-sidecar:check -f "$f" >"$work/injected.yaml" 2>"$work/inject.txt"; then
     check_rendered "inject -f $f" "$work/injected.yaml"
     if grep -q "warning:" "$work/inject.txt"; then
       cat "$work/inject.txt"; fail "inject -f $f warns"
@@ -165,7 +212,7 @@ done
 # Without the takeover annotation the example's Service bypasses the
 # sidecar, and inject -f must say so.
 grep -v "skills-sidecar.io/port-takeover" docs/examples/takeover.yaml >"$work/no-takeover.yaml"
-if "$work/skills-sidecar" inject -f "$work/no-takeover.yaml" 2>&1 >/dev/null | grep -q "warning: Service mcp-server port mcp targets the app's own port http"; then
+if "$work/skills-sidecar" inject --image=skills-sidecar/skills-sidecar:check -f "$work/no-takeover.yaml" 2>&1 >/dev/null | grep -q "warning: Service mcp-server port mcp targets the app's own port http"; then
   echo "ok   inject -f warns about the Service once takeover is off"
 else
   fail "inject -f did not warn about a Service that bypasses the sidecar"

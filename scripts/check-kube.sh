@@ -20,6 +20,10 @@
 #   - admission calls (dry-run Pod creations) polled through both upgrades
 #     and several certificate rotations (short lifetimes): none may fail;
 #   - namespace opt-in by label (second upgrade);
+#   - the helm test Pod admitted with the sidecar (it is created only when
+#     helm test runs, after the webhook exists); the injected image is the
+#     injector's own (SKILLS_SIDECAR_IMAGE), a kustomize overlay's pin
+#     included, and the status annotation records it;
 #   - injector stopped: Pods that did not ask are created at once, a Pod
 #     that asked is rejected with the API server's failed-call message;
 #   - uninstall: no webhook configuration, RBAC object or Secret left.
@@ -175,11 +179,13 @@ controller_pod() {
 
 # is_injected file: the stored Pod has the native sidecar with its port,
 # probes, its whole-ConfigMap plugin volume (no items[]) read with
-# --plugin-layout=configmaps, and the status annotation.
+# --plugin-layout=configmaps, in the image want_image (the injector's own,
+# from SKILLS_SIDECAR_IMAGE), and the status annotation recording that image.
+want_image=
 is_injected() {
-  jq -e '
-    (.metadata.annotations["skills-sidecar.io/status"] == "injected") and
-    ([.spec.initContainers[]? | select(.name == "skills-sidecar" and .restartPolicy == "Always"
+  jq -e --arg img "$want_image" '
+    ((.metadata.annotations["skills-sidecar.io/status"] | fromjson | .image) == $img) and
+    ([.spec.initContainers[]? | select(.name == "skills-sidecar" and .image == $img and .restartPolicy == "Always"
         and .startupProbe != null and .readinessProbe != null and .livenessProbe != null
         and any(.ports[]; .name == "skills-mcp"))] | length == 1) and
     ([.spec.volumes[]? | select((.name | startswith("skills-sidecar-plugin-")) and .configMap.name == "acme-plugin"
@@ -215,7 +221,10 @@ start_injector() {
     jq -r '.spec.template.spec.containers[] | select(.name == "injector") | .args[]' |
     grep -v -e '^--listen=' -e '^--metrics-listen=' "$@")
   [[ ${args[0]:-} == webhook ]] || { echo "stored Deployment has no injector args"; return 1; }
-  "$work/skills-sidecar" "${args[@]}" --listen "127.0.0.1:$inj_port" --metrics-listen "127.0.0.1:$inj_metrics" \
+  # And its environment (SKILLS_SIDECAR_IMAGE, the image it injects).
+  mapfile -t envs < <(k GET "/apis/apps/v1/namespaces/$ns/deployments/$deploy" |
+    jq -r '.spec.template.spec.containers[] | select(.name == "injector") | .env[]? | "\(.name)=\(.value)"')
+  env "${envs[@]}" "$work/skills-sidecar" "${args[@]}" --listen "127.0.0.1:$inj_port" --metrics-listen "127.0.0.1:$inj_metrics" \
     --kube-api-server "$api" --kube-token-file "$work/sa-token" --kube-ca-file "$ca" \
     ${INJECTOR_EXTRA:-} >>"$work/injector.log" 2>&1 &
   inj_pid=$!
@@ -285,6 +294,7 @@ plugin_cm shop
 plugin_cm lab
 # Short lifetimes, so that CA and leaf rotations happen while admission is
 # polled: a leaf every 20 s, a CA every 60 s.
+want_image=skills-sidecar/skills-sidecar:check
 chart_args=(--namespace "$ns" --set "webhook.url=https://127.0.0.1:$inj_port/mutate" --set image.tag=check
   --set tls.selfManaged.caValidity=90s --set tls.selfManaged.certValidity=30s --set tls.selfManaged.interval=2s)
 if "$helm" install check charts/skills-sidecar --create-namespace --wait=false "${chart_args[@]}" >"$work/helm.log" 2>&1; then
@@ -338,6 +348,25 @@ check "a Pod with a malformed inject value is rejected, the message naming the a
   test "$code" = 400 -a -n "$(jq -r .message "$work/last.json" | grep 'skills-sidecar.io/inject')"
 check "the injector's metrics count the calls by result" \
   grep -q 'skills_sidecar_injector_admissions_total{result="denied"} 1' <(curl -sS -m 5 "http://127.0.0.1:$inj_metrics/metrics")
+
+check "the injector gets a service account token (it manages its own certificate)" \
+  jq -e '.spec.template.spec.automountServiceAccountToken == true' <(k GET "/apis/apps/v1/namespaces/$ns/deployments/$cfg")
+
+echo "## helm test: its pod asks for the sidecar"
+# helm test creates this Pod only when it runs, after the release and its
+# webhook exist. No kubelet here, so it is admitted, not run: the API server
+# must accept it with the sidecar between the demo server (a native sidecar
+# started first) and verify. The chart's demo namespace (RELEASE-NAMESPACE-demo),
+# since the release's own namespace never reaches the webhook.
+mkns "$ns-demo"
+wait_for 150 default_sa "$ns-demo" || bad "no default ServiceAccount in $ns-demo"
+"$helm" template check charts/skills-sidecar "${chart_args[@]}" --kube-version 1.36.0 --set demo.enabled=true \
+  --show-only templates/tests/verify.yaml >"$work/verify-pod.yaml"
+code=$(kcode POST "/api/v1/namespaces/$ns-demo/pods?dryRun=All" -H 'Content-Type: application/yaml' --data-binary @"$work/verify-pod.yaml")
+check "the helm test Pod is admitted with the sidecar after the demo server, verify as its main container ($code)" \
+  jq -e --arg img "$want_image" '([.spec.initContainers[].name] == ["server", "skills-sidecar"]) and
+    (.spec.initContainers[1].image == $img) and ([.spec.containers[].name] == ["verify"]) and
+    ((.metadata.annotations["skills-sidecar.io/status"] | fromjson | .image) == $img)' "$work/last.json"
 
 echo "## helm: two upgrades with admission polled, through certificate rotations"
 start_poll lab
@@ -410,6 +439,9 @@ cat >"$work/overlay/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources: [$rel]
+# A pin, as a user's overlay has: it must reach the injected sidecar too.
+images:
+  - {name: skills-sidecar/skills-sidecar, newName: registry.example/mirror/skills-sidecar, newTag: "9.9.9"}
 patches:
   - target: {kind: MutatingWebhookConfiguration}
     patch: |-
@@ -455,6 +487,7 @@ kcfg=skills-sidecar-injector
 : >"$work/injector.log"
 # The base's certificate names the in-cluster Service; here it must name
 # the loopback URL.
+want_image=registry.example/mirror/skills-sidecar:9.9.9
 INJECTOR_EXTRA=--cert-hosts=127.0.0.1 start_injector "$kns" "$kcfg" "$kcfg" -e '^--cert-hosts='
 if wait_for 150 injector_ready "$kcfg"; then ok "kustomize: the injector is ready"; else tail -20 "$work/injector.log"; bad "kustomize: the injector did not become ready"; fi
 k DELETE /api/v1/namespaces/lab/pods/asked-after-uninstall >/dev/null
@@ -463,7 +496,7 @@ for _ in $(seq 50); do [[ $(k GET /api/v1/namespaces/shop/pods?labelSelector=app
 for n in shop lab; do
   k POST "/apis/apps/v1/namespaces/$n/deployments" -H 'Content-Type: application/json' -d "$(deployment_json mcp true)" >/dev/null
   if wait_for 150 controller_pod "$n" mcp && is_injected "$work/pod-$n-mcp.json"; then
-    ok "kustomize: $n: the controller's Pod of the opted-in Deployment has the sidecar"
+    ok "kustomize: $n: the controller's Pod of the opted-in Deployment has the sidecar, in the overlay's pinned image"
   else
     bad "kustomize: $n: opted-in Pod not injected"
   fi

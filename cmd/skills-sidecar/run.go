@@ -46,9 +46,9 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	case "verify":
 		return verify.Run(ctx, args, stdout, stderr)
 	case "inject":
-		return inject.RunInject(ctx, args, stdin, stdout, stderr)
+		return inject.RunInject(ctx, args, inject.Host{Getenv: getenvFrom(environ), Version: version}, stdin, stdout, stderr)
 	case "webhook":
-		return inject.RunWebhook(ctx, args, getenvFrom(environ), stdout, stderr)
+		return inject.RunWebhook(ctx, args, inject.Host{Getenv: getenvFrom(environ), Version: version}, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK

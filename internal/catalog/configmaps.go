@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -71,6 +72,33 @@ type configMapFS struct {
 func ConfigMapsFS(base fs.FS) (fs.FS, error) {
 	return newConfigMapFS(base, DefaultMaxEntries)
 }
+
+// CheckConfigMapKeys applies the configmaps layout's rules to ConfigMaps
+// known only by their keys (name -> keys), reading no files: the error
+// wraps ErrConflict when two keys decode to one path or a path is a file
+// and a folder at once, as a load of those ConfigMaps mounted whole would.
+// Keys that do not decode are not reported here (DecodeKey says why; a
+// load skips them). For tools that check ConfigMaps before they are
+// mounted (inject -f).
+func CheckConfigMapKeys(keys map[string][]string) error {
+	c := &configMapFS{files: map[string]cmFile{}, dirs: map[string][]fs.DirEntry{}}
+	for _, name := range slices.Sorted(maps.Keys(keys)) {
+		for _, k := range slices.Sorted(slices.Values(keys[name])) {
+			if err := c.add(name, name, keyEntry(k)); err != nil {
+				return err
+			}
+		}
+	}
+	return c.buildDirs()
+}
+
+// keyEntry is a ConfigMap key as the kubelet would mount it: a regular file.
+type keyEntry string
+
+func (k keyEntry) Name() string               { return string(k) }
+func (k keyEntry) IsDir() bool                { return false }
+func (k keyEntry) Type() fs.FileMode          { return 0 }
+func (k keyEntry) Info() (fs.FileInfo, error) { return nil, fs.ErrInvalid }
 
 // newConfigMapFS lists every ConfigMap folder of base and decodes its keys.
 // A folder or "..data" that cannot be read wraps ErrUnreadable; a path

@@ -204,3 +204,46 @@ func TestWatcherConfigMapsSwaps(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckConfigMapKeysAgreesWithLoad: the key-only check and a load of
+// the same ConfigMaps mounted the kubelet's way give the same verdict and
+// the same conflict message (the load is the judge: it is what the sidecar
+// does).
+func TestCheckConfigMapKeysAgreesWithLoad(t *testing.T) {
+	t.Parallel()
+	sk := skillFile("x")
+	tests := map[string]map[string][]string{
+		"fine":                       {"a": {"skills__x__SKILL.md"}, "b": {"agents__y.md", "_2Eclaude-plugin__plugin.json"}},
+		"path in two ConfigMaps":     {"a": {"skills__x__SKILL.md"}, "b": {"skills__x__SKILL.md"}},
+		"two keys one path":          {"a": {"skills__x__SKILL.md", "skills__x__SKILL_2Emd"}},
+		"file and folder":            {"a": {"skills__x"}, "b": {"skills__x__SKILL.md"}},
+		"undecodable is no conflict": {"a": {"skills__x__SKILL.md", "not_encoded"}},
+	}
+	for name, keys := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fsys := fstest.MapFS{}
+			for cm, ks := range keys {
+				m := map[string]string{}
+				for _, k := range ks {
+					m[k] = sk
+				}
+				kubeletMount(fsys, cm, m)
+			}
+			_, loadErr := catalog.LoadFS(fsys, catalog.Options{Layout: catalog.LayoutConfigMaps})
+			checkErr := catalog.CheckConfigMapKeys(keys)
+			if (loadErr == nil) != (checkErr == nil) {
+				t.Fatalf("CheckConfigMapKeys = %v, LoadFS = %v: want the same verdict", checkErr, loadErr)
+			}
+			if checkErr == nil {
+				if name != "fine" && name != "undecodable is no conflict" {
+					t.Fatalf("no conflict found in %v", keys)
+				}
+				return
+			}
+			if !errors.Is(checkErr, catalog.ErrConflict) || !strings.Contains(loadErr.Error(), checkErr.Error()) {
+				t.Errorf("CheckConfigMapKeys = %v, want ErrConflict as in LoadFS's %v", checkErr, loadErr)
+			}
+		})
+	}
+}

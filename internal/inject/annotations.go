@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -22,8 +23,9 @@ const (
 	// does not. Any other value is an error.
 	AnnotationInject = config.AnnotationPrefix + "inject"
 	// AnnotationStatus is written by the injector on every pod it injects,
-	// with the value StatusInjected; a pod carrying it is never injected
-	// again.
+	// recording what it injected (Status, as JSON); a pod carrying it with
+	// any non-empty value (earlier releases wrote "injected") is never
+	// injected again.
 	AnnotationStatus = config.AnnotationPrefix + "status"
 	// AnnotationImage overrides the sidecar image (a full image reference).
 	// Default: the injector's --image.
@@ -71,15 +73,30 @@ const (
 	AnnotationPluginImage = config.AnnotationPrefix + "plugin-image"
 )
 
-// StatusInjected is the value of AnnotationStatus on an injected pod.
-const StatusInjected = "injected"
+// Status is what AnnotationStatus records on an injected pod, as JSON:
+// {"image":"skills-sidecar/skills-sidecar:0.1.0","injector":"0.1.0"}. It
+// answers "which sidecar does this pod run" without reading its
+// containers, and survives an image override by annotation.
+type Status struct {
+	// Image is the sidecar image injected (AnnotationImage or --image).
+	Image string `json:"image"`
+	// Injector is the version of the injector that injected it; empty for
+	// a build without one.
+	Injector string `json:"injector,omitempty"`
+}
+
+// String is the annotation value: compact JSON, fields in a fixed order.
+func (s Status) String() string {
+	b, _ := json.Marshal(s) // two strings: cannot fail
+	return string(b)
+}
 
 // InjectorAnnotations lists every injector annotation with a one-line
 // meaning, in the order of the documentation table.
 func InjectorAnnotations() []AnnotationDoc {
 	return []AnnotationDoc{
 		{AnnotationInject, "`true` to inject the sidecar; `false` or absent: not injected.", "(absent)"},
-		{AnnotationStatus, "Written by the injector (`" + StatusInjected + "`); a pod carrying it is never injected again.", "(set by the injector)"},
+		{AnnotationStatus, "Written by the injector: what it injected, as JSON (`{\"image\":\"…\",\"injector\":\"VERSION\"}`); a pod carrying it (any value) is never injected again.", "(set by the injector)"},
 		{AnnotationImage, "Sidecar image reference.", "injector `--image`"},
 		{AnnotationResources, "Sidecar resources as JSON of a ResourceRequirements, e.g. `{\"requests\":{\"cpu\":\"50m\",\"memory\":\"64Mi\"}}`.", "injector `--resources`"},
 		{AnnotationUpstreamPort, "Port of the MCP server on loopback: a number or a container port name.", "the pod's only container port"},

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -21,9 +22,49 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// DefaultImage is the sidecar image the commands default to; pin a version
-// with --image in production.
-const DefaultImage = "skills-sidecar/skills-sidecar:latest"
+// ImageRepository is the repository of the project's image, which holds
+// both the injector and the sidecar.
+const ImageRepository = "skills-sidecar/skills-sidecar"
+
+// ImageEnv names the environment variable that sets the default of
+// --image: the chart and the kustomize base set it to the injector's own
+// image (kustomize's images: rewrites it with the container's, see
+// deploy/kustomize/base/images.yaml), so the sidecar injected is the
+// version of the injector that injects it, and a pin reaches both.
+const ImageEnv = "SKILLS_SIDECAR_IMAGE"
+
+// Host is what the commands take from the process: its environment and the
+// version stamped into the binary.
+type Host struct {
+	// Getenv reads an environment variable; nil reads none.
+	Getenv func(string) string
+	// Version is the binary's version ("0.1.0", or "dev" unstamped).
+	Version string
+}
+
+func (h Host) getenv(k string) string {
+	if h.Getenv == nil {
+		return ""
+	}
+	return h.Getenv(k)
+}
+
+var releaseVersion = regexp.MustCompile(`^v?([0-9]+\.[0-9]+\.[0-9]+)$`)
+
+// DefaultImage is the sidecar image --image defaults to: $SKILLS_SIDECAR_IMAGE,
+// else the project's image tagged with this binary's release version (a
+// "v" prefix dropped, as the chart's appVersion has none). A build without a
+// release version (dev, a git describe with commits on top) has no default,
+// so --image is required: never an implicit latest.
+func DefaultImage(h Host) string {
+	if img := strings.TrimSpace(h.getenv(ImageEnv)); img != "" {
+		return img
+	}
+	if m := releaseVersion.FindStringSubmatch(h.Version); m != nil {
+		return ImageRepository + ":" + m[1]
+	}
+	return ""
+}
 
 // Exit codes of RunInject and RunWebhook.
 const (
@@ -55,15 +96,15 @@ Flags:
 
 // sidecarFlags registers the flags both commands share and returns a
 // function that builds the Options once the flags are parsed.
-func sidecarFlags(fs *flag.FlagSet) func() (Options, error) {
-	image := fs.String("image", DefaultImage, "sidecar `image`")
+func sidecarFlags(fs *flag.FlagSet, host Host) func() (Options, error) {
+	image := fs.String("image", DefaultImage(host), "sidecar `image` (default: $"+ImageEnv+", else "+ImageRepository+":VERSION of a release build)")
 	pull := fs.String("image-pull-policy", "", "sidecar image pull `policy`: Always, IfNotPresent, Never, or empty for the cluster's default")
 	native := fs.Bool("native-sidecar", true, "add the sidecar as a native sidecar (init container with restartPolicy Always, Kubernetes 1.29+); false: a regular container")
 	port := fs.Int("port", DefaultPort, "default sidecar MCP `port` (annotation "+AnnotationPort+" overrides)")
 	def, _ := yaml.Marshal(DefaultResources())
 	resources := fs.String("resources", string(jsonOf(def)), "default sidecar resources as `JSON` of a ResourceRequirements (annotation "+AnnotationResources+" overrides)")
 	return func() (Options, error) {
-		o := Options{Image: *image, ImagePullPolicy: corev1.PullPolicy(*pull), NativeSidecar: *native, Port: int32(*port)}
+		o := Options{Image: *image, ImagePullPolicy: corev1.PullPolicy(*pull), NativeSidecar: *native, Port: int32(*port), Version: host.Version}
 		var errs []error
 		switch o.ImagePullPolicy {
 		case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
@@ -74,7 +115,7 @@ func sidecarFlags(fs *flag.FlagSet) func() (Options, error) {
 			errs = append(errs, fmt.Errorf("--port: %d is not a port", *port))
 		}
 		if strings.TrimSpace(*image) == "" {
-			errs = append(errs, errors.New("--image: empty"))
+			errs = append(errs, errors.New("--image: required: this build has no release version to default to and $"+ImageEnv+" is not set"))
 		}
 		if err := yaml.UnmarshalStrict([]byte(*resources), &o.Resources); err != nil {
 			errs = append(errs, fmt.Errorf("--resources: %w", err))
@@ -94,7 +135,7 @@ func jsonOf(y []byte) []byte {
 // RunInject runs `skills-sidecar inject` with args (the words after
 // "inject") and returns the exit code: 0 on success, 1 when a document
 // could not be injected or a folder not converted, 2 on usage errors.
-func RunInject(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func RunInject(ctx context.Context, args []string, host Host, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "configmap" {
 		return runConfigMap(args[1:], stdout, stderr)
 	}
@@ -102,7 +143,7 @@ func RunInject(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, injectUsage); fs.PrintDefaults() }
 	file := fs.String("f", "", "manifest `file` to read, - for stdin")
-	options := sidecarFlags(fs)
+	options := sidecarFlags(fs, host)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -208,9 +249,10 @@ Flags:
 
 // RunWebhook runs `skills-sidecar webhook` until ctx is done and returns the
 // exit code: 0 after a clean shutdown, 1 when it could not serve, 2 on
-// usage errors. getenv is not read: the injector needs no Kubernetes API
-// (it is kept so callers need not change).
-func RunWebhook(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// usage errors. host.Getenv finds the in-cluster API server
+// (KUBERNETES_SERVICE_HOST/_PORT) when the injector manages its own
+// certificate, the only thing it needs the API for, and the default image.
+func RunWebhook(ctx context.Context, args []string, host Host, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, webhookUsage); fs.PrintDefaults() }
@@ -230,7 +272,7 @@ func RunWebhook(ctx context.Context, args []string, getenv func(string) string, 
 	kubeServer := fs.String("kube-api-server", "", "outside a cluster: the API server's `URL`")
 	kubeToken := fs.String("kube-token-file", "", "outside a cluster: `file` with the bearer token")
 	kubeCA := fs.String("kube-ca-file", "", "outside a cluster: `file` with the CA of the API server's certificate")
-	options := sidecarFlags(fs)
+	options := sidecarFlags(fs, host)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -305,7 +347,7 @@ func RunWebhook(ctx context.Context, args []string, getenv func(string) string, 
 		if outOfCluster {
 			api, err = NewAPIClient(*kubeServer, *kubeToken, *kubeCA)
 		} else {
-			api, err = InClusterAPI(getenv)
+			api, err = InClusterAPI(host.getenv)
 		}
 		if err != nil {
 			log.Error("the Kubernetes API is needed to manage the certificate", zap.Error(err))

@@ -22,7 +22,7 @@ func TestRunInjectConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "demo", dir}, nil, &stdout, &stderr); code != ExitOK {
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "demo", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if _, err := manifestcheck.Decode(stdout.Bytes()); err != nil || !strings.Contains(stdout.String(), "skills__hello__SKILL.md") {
@@ -56,9 +56,9 @@ func TestUsageErrors(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			var code int
 			if tc.webhook {
-				code = RunWebhook(context.Background(), tc.args, func(string) string { return "" }, &stdout, &stderr)
+				code = RunWebhook(context.Background(), tc.args, testHost, &stdout, &stderr)
 			} else {
-				code = RunInject(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
+				code = RunInject(context.Background(), tc.args, testHost, strings.NewReader(""), &stdout, &stderr)
 			}
 			if code != ExitUsage || !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("exit %d, stderr %q; want %d naming %s", code, stderr.String(), ExitUsage, tc.want)
@@ -78,7 +78,7 @@ func TestRunWebhookServes(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- RunWebhook(ctx, []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--tls-cert-file", certFile, "--tls-key-file", keyFile}, func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+		done <- RunWebhook(ctx, []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--tls-cert-file", certFile, "--tls-key-file", keyFile}, testHost, &bytes.Buffer{}, &stderr)
 	}()
 	cancel()
 	if code := <-done; code != ExitOK {
@@ -102,7 +102,7 @@ func TestRunInjectConfigMapCount(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "5", dir}, nil, &stdout, &stderr); code != ExitOK {
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "5", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2,p-3,p-4"`) || strings.Contains(stderr.String(), "pass --configmaps") {
@@ -110,13 +110,58 @@ func TestRunInjectConfigMapCount(t *testing.T) {
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", dir}, nil, &stdout, &stderr); code != ExitOK {
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "ConfigMaps: pass --configmaps ") {
 		t.Errorf("automatic count over one: stderr lacks the advice to pin it: %s", stderr.String())
 	}
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "1", dir}, nil, &stdout, &stderr); code != ExitFail {
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "1", dir}, testHost, nil, &stdout, &stderr); code != ExitFail {
 		t.Errorf("600 KB in one pinned ConfigMap: exit %d, want %d", code, ExitFail)
+	}
+}
+
+// testHost is a release build with no environment.
+var testHost = Host{Version: "0.1.0"}
+
+// TestDefaultImage: --image defaults to $SKILLS_SIDECAR_IMAGE (the
+// injector's own image, set by the chart and the kustomize base), else to
+// the release's own tag; a build without a release version has no default,
+// and inject -f then asks for --image rather than injecting "latest".
+func TestDefaultImage(t *testing.T) {
+	t.Parallel()
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == ImageEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		host Host
+		want string
+	}{
+		{Host{Version: "0.1.0"}, "skills-sidecar/skills-sidecar:0.1.0"},
+		{Host{Version: "v1.2.3"}, "skills-sidecar/skills-sidecar:1.2.3"},
+		{Host{Version: "v1.2.3", Getenv: env("reg.example/mirror/ss@sha256:abc")}, "reg.example/mirror/ss@sha256:abc"},
+		{Host{Version: "dev", Getenv: env("reg.example/ss:9")}, "reg.example/ss:9"},
+		{Host{Version: "dev"}, ""},
+		{Host{Version: "v1.2.3-4-gdeadbee-dirty"}, ""},
+		{Host{}, ""},
+	} {
+		if got := DefaultImage(tc.host); got != tc.want {
+			t.Errorf("DefaultImage(%+v) = %q, want %q", tc.host, got, tc.want)
+		}
+	}
+	pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: example/plugin:1\nspec:\n  containers:\n    - name: app\n      image: app\n      ports: [{containerPort: 3000}]\n"
+	var stdout, stderr bytes.Buffer
+	if code := RunInject(context.Background(), []string{"-f", "-"}, Host{Version: "dev"}, strings.NewReader(pod), &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "--image: required") {
+		t.Errorf("inject -f by a dev build without --image = %d, %q; want 2 asking for --image", code, stderr.String())
+	}
+	stdout.Reset()
+	if code := RunInject(context.Background(), []string{"-f", "-"}, Host{Version: "dev", Getenv: env("reg.example/ss:9")}, strings.NewReader(pod), &stdout, &stderr); code != ExitOK ||
+		!strings.Contains(stdout.String(), "image: reg.example/ss:9") || !strings.Contains(stdout.String(), `skills-sidecar.io/status: '{"image":"reg.example/ss:9","injector":"dev"}'`) {
+		t.Errorf("inject -f with %s = %d:\n%s", ImageEnv, code, stdout.String())
 	}
 }

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"strings"
-	"testing/fstest"
 
 	yamlv3 "gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
@@ -225,25 +223,24 @@ func pluginConfigMaps(ann map[string]string) []string {
 	return names
 }
 
-// checkConfigMaps reads the ConfigMaps as the sidecar will see them mounted
-// (each a folder of its keys, catalog.LayoutConfigMaps), so that a key that
+// checkConfigMaps applies the rules the sidecar applies to the ConfigMaps mounted
+// (catalog.LayoutConfigMaps, by their keys alone), so that a key that
 // does not decode or a path in two ConfigMaps is reported before the pod
 // runs.
 func checkConfigMaps(cms []*corev1.ConfigMap) error {
 	var errs []error
-	fsys := fstest.MapFS{}
+	keys := map[string][]string{}
 	for _, cm := range cms {
-		fsys[cm.Name] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
-		keys := slices.Concat(slices.Collect(maps.Keys(cm.Data)), slices.Collect(maps.Keys(cm.BinaryData)))
-		slices.Sort(keys)
-		for _, k := range keys {
+		names := slices.Concat(slices.Collect(maps.Keys(cm.Data)), slices.Collect(maps.Keys(cm.BinaryData)))
+		slices.Sort(names)
+		for _, k := range names {
 			if _, err := catalog.DecodeKey(k); err != nil {
 				errs = append(errs, fmt.Errorf("ConfigMap %s key %s: not written by skills-sidecar inject configmap: %w", cm.Name, k, err))
 			}
-			fsys[cm.Name+"/"+k] = &fstest.MapFile{}
 		}
+		keys[cm.Name] = names
 	}
-	if _, err := catalog.ConfigMapsFS(fsys); err != nil {
+	if err := catalog.CheckConfigMapKeys(keys); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -58,7 +58,7 @@ func TestInjectGolden(t *testing.T) {
 func runInject(t *testing.T, args []string, in []byte, wantCode int) []byte {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := RunInject(context.Background(), args, bytes.NewReader(in), &stdout, &stderr); code != wantCode {
+	if code := RunInject(context.Background(), args, testHost, bytes.NewReader(in), &stdout, &stderr); code != wantCode {
 		t.Fatalf("RunInject(%q) = %d, want %d; stderr:\n%s", args, code, wantCode, stderr.String())
 	}
 	return stdout.Bytes()
@@ -112,7 +112,7 @@ func TestInjectErrors(t *testing.T) {
 			t.Parallel()
 			in := strings.Replace(pod, "%s", tc.annotations, 1) + configMaps
 			var stdout, stderr bytes.Buffer
-			code := RunInject(context.Background(), []string{"-f", "-"}, strings.NewReader(in), &stdout, &stderr)
+			code := RunInject(context.Background(), []string{"-f", "-"}, testHost, strings.NewReader(in), &stdout, &stderr)
 			if code != ExitFail || stdout.Len() != 0 {
 				t.Fatalf("RunInject = %d with %d bytes out, want %d and nothing", code, stdout.Len(), ExitFail)
 			}

@@ -55,6 +55,8 @@ type Options struct {
 	Resources corev1.ResourceRequirements
 	// Port is the default MCP port; 0 means DefaultPort.
 	Port int32
+	// Version is the injector's version, recorded in AnnotationStatus.
+	Version string
 }
 
 // DefaultResources are the resources the injector's flags default to.
@@ -125,10 +127,11 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 		patch = appendOps(patch, "/spec/containers", len(spec.Containers), c)
 	}
 	patch = appendOps(patch, "/spec/volumes", len(spec.Volumes), vols...)
+	status := Status{Image: s.image, Injector: opts.Version}.String()
 	if meta.Annotations == nil {
-		patch = append(patch, PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{AnnotationStatus: StatusInjected}})
+		patch = append(patch, PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{AnnotationStatus: status}})
 	} else {
-		patch = append(patch, PatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AnnotationStatus), Value: StatusInjected})
+		patch = append(patch, PatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AnnotationStatus), Value: status})
 	}
 	return patch, "", nil
 }

@@ -62,7 +62,7 @@ func applyToPod(t *testing.T, pod corev1.Pod, ops []PatchOp) corev1.Pod {
 
 func TestMutate(t *testing.T) {
 	t.Parallel()
-	opts := Options{Image: "img:1", NativeSidecar: true, Resources: DefaultResources()}
+	opts := Options{Image: "img:1", NativeSidecar: true, Resources: DefaultResources(), Version: "0.1.0"}
 	appOn8080and9090 := testPod(optIn(AnnotationUpstreamPort, "http"), 8080)
 	appOn8080and9090.Spec.Containers[0].Ports = append(appOn8080and9090.Spec.Containers[0].Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: 9090})
 	for name, tc := range map[string]struct {
@@ -103,6 +103,11 @@ func TestMutate(t *testing.T) {
 			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
 			wantConfigMaps: []string{"a", "b"},
 		},
+		"image by annotation": {
+			pod:  testPod(optIn(AnnotationImage, "example/other:2"), 3000),
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
+			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
+		},
 		"app on 8080 and 9090, the old defaults": {
 			pod:  appOn8080and9090,
 			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:8080/mcp", wantListen: "--listen=:17080", wantProbe: 17090,
@@ -129,8 +134,12 @@ func TestMutate(t *testing.T) {
 				}
 			}
 			c := list[len(list)-1]
-			if c.Name != ContainerName || c.Image != "img:1" {
-				t.Fatalf("last container = %s (%s), want %s (img:1)", c.Name, c.Image, ContainerName)
+			wantImage := "img:1"
+			if img := tc.pod.Annotations[AnnotationImage]; img != "" {
+				wantImage = img
+			}
+			if c.Name != ContainerName || c.Image != wantImage {
+				t.Fatalf("last container = %s (%s), want %s (%s)", c.Name, c.Image, ContainerName, wantImage)
 			}
 			if native := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways; native != tc.wantInit {
 				t.Errorf("restartPolicy Always = %v, want %v", native, tc.wantInit)
@@ -183,8 +192,12 @@ func TestMutate(t *testing.T) {
 			if d := vols[PodInfoVolume].DownwardAPI; d == nil || d.Items[0].FieldRef.FieldPath != "metadata.annotations" {
 				t.Errorf("podinfo volume = %+v, want the downward API annotations", vols[PodInfoVolume])
 			}
-			if got.Annotations[AnnotationStatus] != StatusInjected {
-				t.Errorf("status annotation = %q, want %q", got.Annotations[AnnotationStatus], StatusInjected)
+			// The status records the image in the container (the annotation
+			// override included) and the injector's version, as JSON.
+			var st map[string]string
+			if err := json.Unmarshal([]byte(got.Annotations[AnnotationStatus]), &st); err != nil ||
+				st["image"] != c.Image || st["injector"] != tc.opts.Version || len(st) != 1+min(1, len(tc.opts.Version)) {
+				t.Errorf("status annotation = %q (%v), want image %q and injector %q", got.Annotations[AnnotationStatus], err, c.Image, tc.opts.Version)
 			}
 			ops2, skip2, err := Mutate(got.ObjectMeta, got.Spec, tc.opts)
 			if ops2 != nil || skip2 != SkipInjected || err != nil {
@@ -204,7 +217,8 @@ func TestMutateSkips(t *testing.T) {
 	}{
 		"no annotations": {testPod(nil, 3000), SkipNotOptedIn},
 		"opted out":      {testPod(optIn(AnnotationInject, "false"), 3000), SkipNotOptedIn},
-		"injected":       {testPod(optIn(AnnotationStatus, StatusInjected), 3000), SkipInjected},
+		"injected":       {testPod(optIn(AnnotationStatus, `{"image":"i"}`), 3000), SkipInjected},
+		"injected (old)": {testPod(optIn(AnnotationStatus, "injected"), 3000), SkipInjected},
 		"has sidecar":    {withSidecar, SkipHasSidecar},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -62,7 +62,7 @@ spec:
 			in := strings.Replace(deployment, "%s\n", tc.annotation+"\n", 1) + services
 			in = strings.Replace(in, "\n\n", "\n", 1)
 			var stdout, stderr bytes.Buffer
-			if code := RunInject(context.Background(), []string{"-f", "-"}, strings.NewReader(in), &stdout, &stderr); code != ExitOK {
+			if code := RunInject(context.Background(), []string{"-f", "-"}, testHost, strings.NewReader(in), &stdout, &stderr); code != ExitOK {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
 			var got []string

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -53,7 +52,7 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "admission review unreadable or too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	resp, res, err := h.review(r.Context(), body)
+	resp, res, err := h.review(body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -67,13 +66,13 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // carrying the response. The review is decoded leniently: the API server
 // may send fields newer than this build, and the pod is only read, never
 // re-encoded (the answer is a patch), so nothing it carries is lost.
-func (h *Webhook) Review(ctx context.Context, body []byte) ([]byte, error) {
-	out, _, err := h.review(ctx, body)
+func (h *Webhook) Review(body []byte) ([]byte, error) {
+	out, _, err := h.review(body)
 	return out, err
 }
 
 // review is Review, also returning the result the call is counted under.
-func (h *Webhook) review(ctx context.Context, body []byte) ([]byte, string, error) {
+func (h *Webhook) review(body []byte) ([]byte, string, error) {
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
 		return nil, ResultInvalid, fmt.Errorf("decode admission review: %w", err)
@@ -82,7 +81,7 @@ func (h *Webhook) review(ctx context.Context, body []byte) ([]byte, string, erro
 		return nil, ResultInvalid, errors.New("admission review has no request")
 	}
 	req := review.Request
-	resp, result := h.respond(ctx, req)
+	resp, result := h.respond(req)
 	resp.UID = req.UID
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	if out.APIVersion == "" {
@@ -92,7 +91,7 @@ func (h *Webhook) review(ctx context.Context, body []byte) ([]byte, string, erro
 	return b, result, err
 }
 
-func (h *Webhook) respond(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+func (h *Webhook) respond(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	log := h.Log
 	if log == nil {
 		log = zap.NewNop()

@@ -2,7 +2,6 @@ package inject
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -155,7 +154,7 @@ func FuzzWebhookReview(f *testing.F) {
 	}
 	h := testWebhook(true)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, err := h.Review(context.Background(), body)
+		out, err := h.Review(body)
 		if err != nil {
 			return
 		}

@@ -33,11 +33,14 @@ const (
 	ExitUsage   = 2 // bad flags or arguments, or a folder that cannot be read
 )
 
-const usage = `usage: skills-sidecar lint [--format text|json] [--limit-mode skip|warn] DIR
+const usage = `usage: skills-sidecar lint [--format text|json] [--limit-mode skip|warn] [--layout tree|configmaps] DIR
 
 Loads the plugin folder DIR (skills/, agents/, .claude-plugin/plugin.json) the
 way the sidecar does and prints every item it would skip or warn about, with
-its file and reason, then what it would serve.
+its file and reason, then what it would serve. With --layout configmaps, DIR
+holds one folder per ConfigMap (as the injector mounts them under
+/etc/skills-sidecar/plugin, or as written by kubectl get configmap and
+copied out key by key), each key a path encoded by inject configmap.
 
 Exit status: 0 when nothing is skipped, 1 when something is, 2 on usage
 errors or when DIR cannot be read.
@@ -52,6 +55,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.SetOutput(stderr)
 	format := fset.String("format", "text", "output `format`: text or json")
 	limitMode := fset.String("limit-mode", catalog.LimitSkip, "what happens to a skill over 512 files or 16 MiB: skip or warn (match the sidecar's setting)")
+	layout := fset.String("layout", catalog.LayoutTree, "how DIR holds the plugin: tree (the plugin folder) or configmaps (one folder per mounted ConfigMap; match the sidecar's --plugin-layout)")
 	fset.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fset.PrintDefaults()
@@ -72,9 +76,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lint: --format %q is neither text nor json\n", *format)
 		return ExitUsage
 	}
-	opts := catalog.Options{LimitMode: *limitMode}
+	opts := catalog.Options{LimitMode: *limitMode, Layout: *layout}
 	if err := opts.Validate(); err != nil {
-		fmt.Fprintf(stderr, "lint: --limit-mode: %v\n", err)
+		fmt.Fprintf(stderr, "lint: %v\n", err)
 		return ExitUsage
 	}
 	if err := ctx.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,5 +257,71 @@ func TestLintReportsDotFileLinks(t *testing.T) {
 	}
 	if strings.Contains(out, "API_KEY") {
 		t.Errorf("lint printed the dot-file's content:\n%s", out)
+	}
+}
+
+// configMapsCopy writes the plugin folder src in the configmaps layout
+// under a new folder: its files spread over two ConfigMap folders by
+// parity, each key the path encoded by catalog.EncodeKey. moreKeys adds
+// keys to the first folder.
+func configMapsCopy(t *testing.T, src string, moreKeys map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	n := 0
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		cm := filepath.Join(root, "plugin-"+itoa(n%2))
+		n++
+		if err := os.MkdirAll(cm, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(cm, catalog.EncodeKey(filepath.ToSlash(rel))), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range moreKeys {
+		if err := os.WriteFile(filepath.Join(root, "plugin-0", k), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// TestLayoutConfigMaps: the example plugin spread over two ConfigMap
+// folders lints exactly as the plugin folder does with --layout
+// configmaps, and fails as a tree (it holds no skills/ there); a path in two
+// ConfigMaps cannot be served, so it is a usage-level error naming both.
+func TestLayoutConfigMaps(t *testing.T) {
+	t.Parallel()
+	_, want, _ := run(t, exampleDir)
+	dir := configMapsCopy(t, exampleDir, nil)
+	if code, out, errOut := run(t, "--layout", "configmaps", dir); code != lint.ExitOK || out != want {
+		t.Errorf("lint --layout configmaps = %d, stderr %q, output differs from the tree's (-tree +configmaps):\n%s", code, errOut, cmp.Diff(want, out))
+	}
+	if code, out, _ := run(t, dir); code != lint.ExitSkipped || !strings.Contains(out, "none of skills/") {
+		t.Errorf("lint (tree) of a configmaps folder = %d, want 1 and the layout problem:\n%s", code, out)
+	}
+	if code, out, _ := run(t, "--layout", "tree", exampleDir); code != lint.ExitOK || out != want {
+		t.Errorf("lint --layout tree = %d, want the default's output:\n%s", code, out)
+	}
+	// plugin.json is in plugin-0 (first file walked); a copy in plugin-1 too.
+	clash := configMapsCopy(t, exampleDir, nil)
+	if err := os.WriteFile(filepath.Join(clash, "plugin-1", catalog.EncodeKey(".claude-plugin/plugin.json")), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "--layout=configmaps", clash)
+	if code != lint.ExitUsage || out != "" || !strings.Contains(errOut, "plugin-0") || !strings.Contains(errOut, "plugin-1") {
+		t.Errorf("lint of a path in two ConfigMaps = %d, stdout %q, stderr %q; want 2 naming both", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "--layout", "flat", exampleDir); code != lint.ExitUsage || !strings.Contains(errOut, "layout") {
+		t.Errorf("lint --layout flat = %d, %q; want 2 naming the layout", code, errOut)
 	}
 }

@@ -46,8 +46,17 @@ app.kubernetes.io/component: injector
 {{- end -}}
 {{- end -}}
 
+{{/*
+The image of the injector and of the sidecar it injects: image.tag, or the
+chart's appVersion (never latest); a digest (sha256:...) is joined with "@".
+*/}}
 {{- define "skills-sidecar.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
+{{- if hasPrefix "sha256:" $tag -}}
+{{- printf "%s@%s" .Values.image.repository $tag -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The Secret holding the injector's serving certificate. */}}
@@ -91,4 +100,11 @@ Service's names.
 {{- $svc := include "skills-sidecar.fullname" . -}}
 {{- list $svc (printf "%s.%s" $svc .Release.Namespace) (include "skills-sidecar.serviceDNS" .) (printf "%s.cluster.local" (include "skills-sidecar.serviceDNS" .)) | join "," -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The demo's namespace: never the release's, which the webhook never sees.
+*/}}
+{{- define "skills-sidecar.demoNamespace" -}}
+{{- default (printf "%s-demo" .Release.Namespace) .Values.demo.namespace -}}
 {{- end -}}
