@@ -187,19 +187,22 @@ func BundleContainsIssuer(bundle, cert []byte) bool {
 	return false
 }
 
-func serial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// keyAndSerial makes what every certificate here starts from: a P-256 key
+// and a random 127-bit serial number.
+func keyAndSerial() (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	sn, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return key, sn, err
 }
 
 func newCA(validity time.Duration, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	if validity <= 0 {
 		return nil, nil, errors.New("CA validity must be positive")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, err := serial()
+	key, sn, err := keyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,11 +231,7 @@ func newLeaf(ca *x509.Certificate, caKey crypto.Signer, p CertPolicy, now time.T
 	if len(p.Hosts) == 0 {
 		return nil, nil, errors.New("the certificate needs at least one host")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, err := serial()
+	key, sn, err := keyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
