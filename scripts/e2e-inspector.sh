@@ -66,8 +66,9 @@
 #     dropped before comparing.
 #   - initialize: the sidecar adds capabilities.extensions
 #     io.modelcontextprotocol/skills = {"directoryRead": true} and
-#     io.modelcontextprotocol/agents = {"listChanged": false} (and "resources":
-#     {} when the upstream has none; server-everything has). Those exact values
+#     io.modelcontextprotocol/agents = {"listChanged": true} (and "resources":
+#     {"listChanged": true}, or listChanged: true in the upstream's own
+#     resources; server-everything declares it already). Those exact values
 #     are checked on the sidecar side and then removed; everything else must be
 #     equal.
 set -euo pipefail
@@ -100,8 +101,8 @@ JQ_INIT_DECLARED='.result.capabilities.extensions as $e
   | if ($e | type) != "object" then error("capabilities.extensions missing")
     elif $e[$skills] != {"directoryRead": true}
       then error("\($skills) is \($e[$skills] | tojson), want {\"directoryRead\":true}")
-    elif $e[$agents] != {"listChanged": false}
-      then error("\($agents) is \($e[$agents] | tojson), want {\"listChanged\":false}")
+    elif $e[$agents] != {"listChanged": true}
+      then error("\($agents) is \($e[$agents] | tojson), want {\"listChanged\":true}")
     else . end'
 JQ_INIT_STRIP='del(.result.capabilities.extensions[$skills, $agents])
   | if .result.capabilities.extensions == {} then del(.result.capabilities.extensions) else . end'
@@ -214,7 +215,7 @@ self_test() {
     '{result:{contents:[{uri:"demo://resource/dynamic/blob/1",mimeType:"text/plain",blob:$b}]}}')
   local init='{"result":{"serverInfo":{"name":"e","version":"2"},"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"resources":{}}}}'
   local init_ok init_no_agents init_bad_skills init_changed
-  init_ok=$(jqx -c '.result.capabilities.extensions = {($skills): {"directoryRead": true}, ($agents): {"listChanged": false}}' <<<"$init")
+  init_ok=$(jqx -c '.result.capabilities.extensions = {($skills): {"directoryRead": true}, ($agents): {"listChanged": true}}' <<<"$init")
   init_no_agents=$(jqx -c 'del(.result.capabilities.extensions[$agents])' <<<"$init_ok")
   init_bad_skills=$(jqx -c '.result.capabilities.extensions[$skills] = {"config": {"directoryRead": true}}' <<<"$init_ok")
   init_changed=$(jq -c '.result.capabilities.tools.listChanged = false' <<<"$init_ok")

@@ -17,8 +17,10 @@ import (
 
 // startCatalog loads the plugin folder and keeps it current until ctx is
 // done. With no --plugin-dir it serves the embedded example plugin when the
-// demo upstream runs, and an empty catalog otherwise.
-func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger, m *metrics.Metrics) (func() *catalog.Snapshot, error) {
+// demo upstream runs, and an empty catalog otherwise. publish gets what each
+// successful reload changed for clients (never for a failed reload, never
+// an empty change: package notify sends nothing for those).
+func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger, m *metrics.Metrics, publish func(catalog.Changes)) (func() *catalog.Snapshot, error) {
 	opts := catalog.Options{LimitMode: cfg.LimitMode, PollInterval: cfg.PollInterval, Layout: cfg.PluginLayout}
 	if cfg.PluginDir == "" {
 		if cfg.Upstream != "" {
@@ -41,6 +43,7 @@ func startCatalog(ctx context.Context, cfg config.Config, log *zap.Logger, m *me
 			return
 		}
 		logProblems(log, ev.Problems)
+		publish(ev.Changes)
 		m.Dropped(len(ev.DroppedSkills), len(ev.DroppedAgents))
 		if len(ev.DroppedSkills)+len(ev.DroppedAgents) > 0 {
 			log.Warn("plugin reload stopped serving items", zap.Strings("skills", ev.DroppedSkills), zap.Strings("agents", ev.DroppedAgents))

@@ -21,6 +21,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -117,7 +118,10 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	}
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, version)
-	snapshot, err := startCatalog(ctx, cfg, log, m)
+	// One hub for the sidecar's own change notifications: the catalog
+	// publishes into it, the proxy's streams read from it.
+	hub := notify.New(notify.Options{})
+	snapshot, err := startCatalog(ctx, cfg, log, m, hub.Publish)
 	if err != nil {
 		return err
 	}
@@ -157,6 +161,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		Local:              local,
 		Metrics:            m,
 		OnResourcesChanged: onResourcesChanged(overlay),
+		Notify:             hub,
 		Declaration:        rewrite.SkillsSidecar(),
 		Logger:             log,
 		MaxBodyBytes:       cfg.MaxBodyBytes,

@@ -35,6 +35,10 @@ type ReloadEvent struct {
 	// DroppedSkills and DroppedAgents are what the previous snapshot served
 	// and the published one does not (see Dropped): skill URIs, agent names.
 	DroppedSkills, DroppedAgents []string
+	// Changes is what the published snapshot changed for clients against
+	// the one before it (see Diff); zero for the initial load and for a
+	// reload that failed or changed nothing a client can see.
+	Changes Changes
 	// Duration is how long the build took.
 	Duration time.Duration
 	// At is when the build started.
@@ -122,7 +126,11 @@ func (w *Watcher) reload(trigger string) ReloadEvent {
 			default: // one is pending already
 			}
 		}
-		ev.DroppedSkills, ev.DroppedAgents = Dropped(w.snap.Swap(s), s)
+		prev := w.snap.Swap(s)
+		ev.DroppedSkills, ev.DroppedAgents = Dropped(prev, s)
+		if prev != nil {
+			ev.Changes = Diff(prev, s)
+		}
 		ev.OK, ev.Skills, ev.Agents, ev.Problems = true, len(s.skills), len(s.agents), s.problems
 	}
 	if w.onReload != nil {

@@ -83,7 +83,7 @@ func (p *Proxy) detach(w http.ResponseWriter, resp *http.Response, mt string, d 
 	p.detached.Add(1)
 	go func() {
 		defer p.detached.Done()
-		pl.err = p.pump(conn, head, resp.Body, d.cancel)
+		pl.err = p.pump(conn, head, resp.Body, d.cancel, pl.session)
 		p.record(pl, routeUpstream, http.StatusOK) // its duration is the stream's life
 	}()
 	return true
@@ -116,7 +116,7 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // a last chunk, so the client sees a broken stream, not a finished one,
 // and is returned for the request's log line; a client that left is not an
 // error.
-func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel context.CancelFunc) error {
+func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel context.CancelFunc, session string) error {
 	defer conn.Close()
 	defer cancel()
 	defer body.Close()
@@ -142,7 +142,9 @@ func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel cont
 		return nil
 	}
 	cw := &chunkWriter{conn: conn, send: send}
-	err := copyBody(cw, body, nil, true, p.buffers)
+	out, end := p.withNotify(cw, session)
+	err := copyBody(out, body, nil, true, p.buffers)
+	end() // nothing more of the sidecar's goes after the stream's end
 	switch {
 	case cw.err != nil || left.Load():
 		return nil

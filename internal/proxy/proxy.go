@@ -18,6 +18,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -67,6 +68,11 @@ type Options struct {
 	// Metrics records requests, upstream latency, declarations and streams;
 	// nil records nothing.
 	Metrics *metrics.Metrics
+	// Notify, when set, receives every legacy session's standalone GET
+	// stream, to insert the sidecar's own change notifications between the
+	// upstream's events, and serves such a stream itself when the upstream
+	// answers the GET with 405 (notify.go). Nil sends none.
+	Notify *notify.Hub
 	// OnResourcesChanged, when set, is called when an SSE stream from the
 	// upstream carries notifications/resources/updated or
 	// notifications/resources/list_changed, so what was learned about the
@@ -276,6 +282,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		// initialize reply; other GET streams, DELETE and the rest pass
 		// straight through, holding no parse buffer while they idle.
 		pl.get = r.Method == http.MethodGet
+		if pl.get {
+			pl.session = r.Header.Get("Mcp-Session-Id")
+		} else if r.Method == http.MethodDelete {
+			// The session ends: its subscriptions to the sidecar's URIs go.
+			p.opts.Notify.Forget(r.Header.Get("Mcp-Session-Id"))
+		}
 		pl.stream = pl.get && r.Header.Get("Last-Event-ID") != ""
 		p.relay(w, r, pl, nil)
 		return routeUpstream
@@ -436,9 +448,10 @@ type plan struct {
 	edit      func([]byte) []byte // edits the single request's reply; nil: none
 	handshake []json.RawMessage   // ids of initialize/server/discover requests
 	batch     bool
-	stream    bool // a resumed GET stream: look for replayed handshake replies
-	get       bool // a standalone GET stream: ended early on shutdown
-	detached  bool // relayed off its handler (detach.go), which records it
+	stream    bool   // a resumed GET stream: look for replayed handshake replies
+	get       bool   // a standalone GET stream: ended early on shutdown
+	session   string // a standalone GET's Mcp-Session-Id, for notify.go
+	detached  bool   // relayed off its handler (detach.go), which records it
 	start     time.Time
 
 	// For the request's log line (record.go).

@@ -104,7 +104,7 @@ func sseUpstream(body string) http.HandlerFunc {
 
 func TestSSEBytesExact(t *testing.T) {
 	t.Parallel()
-	decl := `"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":false}}`
+	decl := `"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":true}}`
 	tests := []struct {
 		name, req, upstream, want string
 	}{{
@@ -116,12 +116,12 @@ func TestSSEBytesExact(t *testing.T) {
 		name:     "initialize reply gets the declaration, CRLF, id and event kept",
 		req:      initReq,
 		upstream: ": hi\r\nid: p0\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{},\"resources\":{\"subscribe\":true}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"},\"zzz\":1}}\r\n\r\n",
-		want:     ": hi\r\nid: p0\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{},\"resources\":{\"subscribe\":true}," + decl + "},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"},\"zzz\":1}}\r\n\r\n",
+		want:     ": hi\r\nid: p0\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{},\"resources\":{\"subscribe\":true,\"listChanged\":true}," + decl + "},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"},\"zzz\":1}}\r\n\r\n",
 	}, {
 		name:     "initialize reply without resources gets resources too",
 		req:      initReq,
 		upstream: "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\n",
-		want:     "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{" + decl + ",\"resources\":{}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\n",
+		want:     "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{" + decl + ",\"resources\":{\"listChanged\":true}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestSSEBytesExact(t *testing.T) {
 func TestJSONAndBatchHandshake(t *testing.T) {
 	t.Parallel()
 	reply := `{"jsonrpc":"2.0","id":7,"result":{"protocolVersion":"2025-03-26","capabilities":{"resources":{}},"serverInfo":{"name":"u","version":"1"}}}`
-	spliced := `{"jsonrpc":"2.0","id":7,"result":{"protocolVersion":"2025-03-26","capabilities":{"resources":{},"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":false}}},"serverInfo":{"name":"u","version":"1"}}}`
+	spliced := `{"jsonrpc":"2.0","id":7,"result":{"protocolVersion":"2025-03-26","capabilities":{"resources":{"listChanged":true},"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":true}}},"serverInfo":{"name":"u","version":"1"}}}`
 	other := `{"jsonrpc":"2.0","id":8,"result":{"tools":[]}}`
 	tests := []struct{ name, req, upstream, want string }{
 		{"json", initReq, reply, spliced},
@@ -183,7 +183,7 @@ func TestGETReplayOfInitializeIsRewritten(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	want := "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"resources\":{},\"extensions\":{\"io.modelcontextprotocol/skills\":{\"directoryRead\":true},\"io.modelcontextprotocol/agents\":{\"listChanged\":false}}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\nid: 3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"capabilities\":{}}}\n\n"
+	want := "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"resources\":{\"listChanged\":true},\"extensions\":{\"io.modelcontextprotocol/skills\":{\"directoryRead\":true},\"io.modelcontextprotocol/agents\":{\"listChanged\":true}}},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\nid: 3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"capabilities\":{}}}\n\n"
 	if string(b) != want {
 		t.Errorf("GET replay through sidecar =\n%q\nwant\n%q", b, want)
 	}

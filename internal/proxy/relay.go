@@ -129,10 +129,19 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		return
 	}
 	removeHopHeaders(resp.Header)
+	if detach != nil && resp.StatusCode == http.StatusMethodNotAllowed && p.serveOwnStream(w, r, pl.session) {
+		resp.Body.Close()
+		return
+	}
 	if detach != nil && p.detach(w, resp, mt, detach) {
 		return
 	}
 	defer resp.Body.Close()
+	if pl.get && resp.StatusCode == http.StatusOK && mt == "text/event-stream" {
+		var end func()
+		w, end = p.withNotify(w, pl.session)
+		defer end()
+	}
 
 	h := w.Header()
 	for k, vv := range resp.Header {

@@ -33,17 +33,33 @@ type Declaration struct {
 	// AddResources adds "resources": {} to capabilities when it has no
 	// "resources" key: a skills server MUST declare resources (SEP-2640).
 	AddResources bool
+	// ResourcesListChanged sets "listChanged": true in the resources
+	// capability (the one AddResources adds, or the upstream's own object):
+	// the sidecar sends notifications/resources/list_changed itself when
+	// its skills change (package notify).
+	ResourcesListChanged bool
 }
 
 // SkillsSidecar returns the sidecar's declaration (PROTOCOL.md §2): skills
-// with directoryRead, agents without listChanged, and resources.
+// with directoryRead, agents with listChanged (the sidecar sends
+// notifications/agents/list_changed when the roster changes), and resources
+// with listChanged.
+//
+// The upstream's own resources capability gets listChanged: true too when
+// it lacks it. SEP-2640 tells hosts to watch
+// notifications/resources/list_changed for skill changes, and the skill
+// entries in resources/list are the sidecar's, which it does announce;
+// without the flag a go-sdk client never asks for the notification on the
+// modern wire. What the upstream's own resources do is unchanged: the
+// sidecar relays the upstream's notifications, and sends none for them.
 func SkillsSidecar() Declaration {
 	return Declaration{
 		Extensions: []Extension{
 			{ID: SkillsExtensionID, Settings: json.RawMessage(`{"directoryRead":true}`)},
-			{ID: AgentsExtensionID, Settings: json.RawMessage(`{"listChanged":false}`)},
+			{ID: AgentsExtensionID, Settings: json.RawMessage(`{"listChanged":true}`)},
 		},
-		AddResources: true,
+		AddResources:         true,
+		ResourcesListChanged: true,
 	}
 }
 
@@ -62,7 +78,7 @@ func (d Declaration) Validate() error {
 }
 
 func (d Declaration) empty() bool {
-	return len(d.Extensions) == 0 && !d.AddResources
+	return len(d.Extensions) == 0 && !d.AddResources && !d.ResourcesListChanged
 }
 
 // apply edits the capabilities object caps. Settings of an extension the
@@ -81,10 +97,17 @@ func (d Declaration) apply(caps []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if d.AddResources {
-		if _, _, ok := lookup(out, []string{"resources"}); !ok {
-			return setKey(out, []string{"resources"}, []byte("{}"))
+	start, _, has := lookup(out, []string{"resources"})
+	switch {
+	case !has && d.AddResources && d.ResourcesListChanged:
+		return setKey(out, []string{"resources"}, []byte(`{"listChanged":true}`))
+	case !has && d.AddResources:
+		return setKey(out, []string{"resources"}, []byte("{}"))
+	case has && d.ResourcesListChanged && out[start] == '{':
+		if v, ok := GetKey(out, []string{"resources", "listChanged"}); ok && string(v) == "true" {
+			return out, nil // already so: not a byte changes
 		}
+		return setKey(out, []string{"resources", "listChanged"}, []byte("true"))
 	}
 	return out, nil
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const sidecarExt = `"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":false}}`
+const sidecarExt = `"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"io.modelcontextprotocol/agents":{"listChanged":true}}`
 
 type spliceCase struct {
 	in, want    string
@@ -20,22 +20,34 @@ func spliceCases() map[string]spliceCase {
 	return map[string]spliceCase{
 		"initialize": {
 			in:          `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`,
-			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},` + sidecarExt + `,"resources":{}},"serverInfo":{"name":"s","version":"1"}}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},` + sidecarExt + `,"resources":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"}}}`,
 			wantChanged: true,
 		},
 		"empty capabilities": {
 			in:          `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}`,
-			want:        `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{` + sidecarExt + `,"resources":{}}}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{` + sidecarExt + `,"resources":{"listChanged":true}}}}`,
 			wantChanged: true,
 		},
 		"no capabilities": {
 			in:          `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`,
-			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{` + sidecarExt + `,"resources":{}}}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{` + sidecarExt + `,"resources":{"listChanged":true}}}}`,
 			wantChanged: true,
 		},
 		"already spliced": {
-			in:   `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"subscribe":true},` + sidecarExt + `}}}`,
-			want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"subscribe":true},` + sidecarExt + `}}}`,
+			in:   `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"subscribe":true,"listChanged":true},` + sidecarExt + `}}}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"subscribe":true,"listChanged":true},` + sidecarExt + `}}}`,
+		},
+		// The upstream's resources without listChanged: the sidecar's own
+		// list_changed for its skill entries makes the flag true.
+		"upstream resources without listChanged": {
+			in:          `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"subscribe":true}}}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"subscribe":true,"listChanged":true},` + sidecarExt + `}}}`,
+			wantChanged: true,
+		},
+		"upstream resources listChanged false": {
+			in:          `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"listChanged":false}}}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"listChanged":true},` + sidecarExt + `}}}`,
+			wantChanged: true,
 		},
 		"error response":        {in: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"capabilities"}}`, want: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"capabilities"}}`},
 		"other result":          {in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`, want: `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`},
@@ -67,7 +79,7 @@ func TestSpliceDeclaration(t *testing.T) {
 func TestSpliceDeclarationReplacesUpstreamSettings(t *testing.T) {
 	t.Parallel()
 	in := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":{"io.modelcontextprotocol/skills":{ "directoryRead" : false },"x.y/z":{"k":1}},"resources":{}}}}`
-	want := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"x.y/z":{"k":1},"io.modelcontextprotocol/agents":{"listChanged":false}},"resources":{}}}}`
+	want := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true},"x.y/z":{"k":1},"io.modelcontextprotocol/agents":{"listChanged":true}},"resources":{"listChanged":true}}}}`
 	got, changed, err := SpliceDeclaration([]byte(in), SkillsSidecar())
 	if err != nil || !changed || string(got) != want {
 		t.Errorf("SpliceDeclaration(%s) = %s, %v, %v, want %s, true, nil", in, got, changed, err, want)
@@ -143,7 +155,7 @@ func TestSpliceBatch(t *testing.T) {
 	t.Parallel()
 	const (
 		initReply = `{"jsonrpc":"2.0","id":"i","result":{"protocolVersion":"v","capabilities":{}}}`
-		spliced   = `{"jsonrpc":"2.0","id":"i","result":{"protocolVersion":"v","capabilities":{` + sidecarExt + `,"resources":{}}}}`
+		spliced   = `{"jsonrpc":"2.0","id":"i","result":{"protocolVersion":"v","capabilities":{` + sidecarExt + `,"resources":{"listChanged":true}}}}`
 		other     = `{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"v","capabilities":{}}}`
 	)
 	byID := func(id json.RawMessage) bool { return string(id) == `"i"` }

@@ -215,8 +215,16 @@ func refSplice(t *testing.T, msg []byte, d Declaration) any {
 	for _, ext := range d.Extensions {
 		exts[ext.ID] = decode(t, ext.Settings)
 	}
-	if _, ok := caps["resources"]; !ok && d.AddResources {
+	r, ok := caps["resources"]
+	switch {
+	case !ok && d.AddResources && d.ResourcesListChanged:
+		caps["resources"] = map[string]any{"listChanged": true}
+	case !ok && d.AddResources:
 		caps["resources"] = map[string]any{}
+	case ok && d.ResourcesListChanged:
+		if m, isObj := r.(map[string]any); isObj {
+			m["listChanged"] = true
+		}
 	}
 	return v
 }

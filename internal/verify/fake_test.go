@@ -65,7 +65,7 @@ func newFake() *fakeServer {
 			"tools":     map[string]any{},
 			"extensions": map[string]any{
 				skillsExtension: map[string]any{"directoryRead": true},
-				agentsExtension: map[string]any{"listChanged": false},
+				agentsExtension: map[string]any{"listChanged": true},
 			},
 		},
 		modern:   true,

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sseEvent is one event as the SSE spec's parser sees it (WHATWG HTML
+// §9.2.6), read by sseEvents below: written from the spec, not from the
+// sidecar's own reader.
+type sseEvent struct {
+	id    string
+	hasID bool
+	data  string
+}
+
+// sseEvents reads events from an SSE body ("\n" line ends, as go-sdk
+// writes) and sends each one; it closes the channel when the body ends.
+func sseEvents(body *bufio.Reader, out chan<- sseEvent) {
+	defer close(out)
+	var ev sseEvent
+	var data []string
+	for {
+		line, err := body.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" {
+			if data != nil {
+				ev.data = strings.Join(data, "\n")
+				out <- ev
+			}
+			ev, data = sseEvent{}, nil
+			continue
+		}
+		name, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch name {
+		case "data":
+			data = append(data, value)
+		case "id":
+			ev.id, ev.hasID = value, true
+		}
+	}
+}
+
+// kubeletPlugin lays a plugin folder out as the kubelet mounts a ConfigMap:
+// the files in a timestamped directory, "..data" linking to it, and the
+// top-level entries linking through "..data". swap publishes a new version
+// the kubelet's way: a new directory, a new link renamed over "..data".
+func kubeletPlugin(t *testing.T, root string, files map[string]string) (swap func(map[string]string)) {
+	t.Helper()
+	n := 0
+	write := func(files map[string]string) string {
+		n++
+		dir := fmt.Sprintf("..2026_01_01_00_00_%02d.%d", n, n)
+		writeTree(t, filepath.Join(root, dir), files)
+		return dir
+	}
+	first := write(files)
+	if err := os.Symlink(first, filepath.Join(root, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for _, top := range []string{"skills", "agents"} {
+		if err := os.Symlink(filepath.Join("..data", top), filepath.Join(root, top)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(files map[string]string) {
+		dir := write(files)
+		tmp := filepath.Join(root, "..data_tmp")
+		if err := os.Symlink(dir, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(root, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// churnUpstream is a legacy go-sdk upstream whose GET streams carry event
+// ids (an event store) and its own notifications all the time: it adds a
+// tool every few milliseconds, and each addition is announced with
+// notifications/tools/list_changed. refuseGET makes it answer GET with 405.
+func churnUpstream(t *testing.T, refuseGET bool) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	h := http.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
+	if refuseGET {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				http.Error(w, "no GET stream here", http.StatusMethodNotAllowed)
+				return
+			}
+			inner.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			mcp.AddTool(s, &mcp.Tool{Name: fmt.Sprintf("t%d", i)}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+			select {
+			case <-ctx.Done():
+			case <-time.After(15 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return srv.URL + "/mcp"
+}
+
+// legacySession opens a legacy session with raw requests and returns its id.
+func legacySession(t *testing.T, endpoint string) string {
+	t.Helper()
+	status, hdr, body := mcpPost(t, endpoint, initBody, nil)
+	sid := hdr.Get("Mcp-Session-Id")
+	if status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize = HTTP %d %q, session %q", status, body, sid)
+	}
+	h := map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+	if status, _, body := mcpPost(t, endpoint, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized = HTTP %d %q", status, body)
+	}
+	return sid
+}
+
+// openGET opens session sid's standalone GET stream and returns its events.
+func openGET(t *testing.T, ctx context.Context, endpoint, sid string) <-chan sseEvent {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET stream = HTTP %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	out := make(chan sseEvent, 4096)
+	go sseEvents(bufio.NewReader(resp.Body), out)
+	return out
+}
+
+// sidecarNotices reads events for d and returns the sidecar's own
+// notifications among them (every event whose method is one the sidecar
+// sends), checking that every event is one whole JSON-RPC message, that
+// the upstream's carry ids that only grow, and that the sidecar's carry none.
+func sidecarNotices(t *testing.T, events <-chan sseEvent, d time.Duration, upstreamSeen *int) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(d)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the GET stream ended")
+			}
+			if !strings.HasPrefix(ev.data, `{"jsonrpc":"2.0"`) || !strings.HasSuffix(ev.data, "}") {
+				t.Fatalf("an event is not one whole message: %q", ev.data)
+			}
+			switch {
+			case strings.Contains(ev.data, `"notifications/tools/list_changed"`):
+				if !ev.hasID || ev.id == "" {
+					t.Fatalf("an upstream event lost its id: %+v", ev)
+				}
+				*upstreamSeen++
+			case strings.Contains(ev.data, `"notifications/resources/list_changed"`), strings.Contains(ev.data, `"notifications/agents/list_changed"`):
+				if ev.hasID {
+					t.Fatalf("a sidecar notification has an id: %+v", ev)
+				}
+				got = append(got, ev.data)
+			}
+		case <-deadline:
+			return got
+		}
+	}
+}
+
+const (
+	wantResourcesChanged = `{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`
+	wantAgentsChanged    = `{"jsonrpc":"2.0","method":"notifications/agents/list_changed"}`
+)
+
+func TestPluginChangeNotifiesLegacyStreams(t *testing.T) {
+	t.Parallel()
+	for _, refuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("upstream GET refused %v", refuse), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			root := filepath.Join(t.TempDir(), "plugin")
+			v1 := map[string]string{
+				"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n",
+				"agents/triage.md":      "---\nname: triage\ndescription: Sorts.\n---\nSort.\n",
+			}
+			swap := kubeletPlugin(t, root, v1)
+			endpoint, _ := startSidecar(t, "--upstream", churnUpstream(t, refuse), "--plugin-dir", root, "--poll-interval", "200ms", "--auth-gate", "none")
+
+			// A go-sdk client holds its own GET stream (session A) ...
+			var aChanged atomic.Int32
+			c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
+				ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { aChanged.Add(1) },
+			})
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: 1}, nil)
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			defer cs.Close()
+			// ... and a raw reader holds session B's.
+			events := openGET(t, ctx, endpoint, legacySession(t, endpoint))
+			upstream := 0
+			if !refuse {
+				for upstream < 3 {
+					if n := sidecarNotices(t, events, 50*time.Millisecond, &upstream); len(n) > 0 {
+						t.Fatalf("notifications before any change: %q", n)
+					}
+				}
+			}
+
+			// A ..data swap to identical content: a successful reload that
+			// changed nothing sends nothing.
+			swap(v1)
+			if n := sidecarNotices(t, events, 800*time.Millisecond, &upstream); len(n) > 0 {
+				t.Fatalf("an unchanged reload sent %q", n)
+			}
+			// The root gone: a failed reload, which keeps the last good
+			// catalog and sends nothing; back, with the same content:
+			// nothing again.
+			if err := os.Rename(root, root+".away"); err != nil {
+				t.Fatal(err)
+			}
+			if n := sidecarNotices(t, events, 800*time.Millisecond, &upstream); len(n) > 0 {
+				t.Fatalf("a failed reload sent %q", n)
+			}
+			if err := os.Rename(root+".away", root); err != nil {
+				t.Fatal(err)
+			}
+			if n := sidecarNotices(t, events, 800*time.Millisecond, &upstream); len(n) > 0 {
+				t.Fatalf("a reload after the failed one, with nothing changed, sent %q", n)
+			}
+
+			// A real change, skills and agents: each notification once,
+			// within 2 s, between whole upstream events.
+			v2 := map[string]string{
+				"skills/notes/SKILL.md":  v1["skills/notes/SKILL.md"],
+				"skills/review/SKILL.md": "---\nname: review\ndescription: Review changes.\n---\n# Review\n",
+				"agents/triage.md":       "---\nname: triage\ndescription: Sorts faster.\n---\nSort.\n",
+			}
+			before := upstream
+			swap(v2)
+			got := sidecarNotices(t, events, 2*time.Second, &upstream)
+			if want := []string{wantResourcesChanged, wantAgentsChanged}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("after the change the stream carried %q, want %q once each", got, want)
+			}
+			if !refuse && upstream == before {
+				t.Error("no upstream event went by during the change: nothing shows the notifications came between them")
+			}
+			// More time: no duplicate.
+			if n := sidecarNotices(t, events, 500*time.Millisecond, &upstream); len(n) > 0 {
+				t.Fatalf("a duplicate after the change: %q", n)
+			}
+			for deadline := time.Now().Add(2 * time.Second); aChanged.Load() == 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := aChanged.Load(); n != 1 {
+				t.Errorf("the go-sdk client's ResourceListChangedHandler ran %d times, want 1", n)
+			}
+			// A re-list shows the change.
+			status, _, body := mcpPost(t, endpoint, `{"jsonrpc":"2.0","id":5,"method":"skills/list"}`,
+				map[string]string{"Mcp-Session-Id": cs.ID(), "MCP-Protocol-Version": "2025-11-25"})
+			if status != http.StatusOK || !strings.Contains(body, "skill://review/SKILL.md") {
+				t.Errorf("skills/list after the notification = HTTP %d %s, want the new skill", status, body)
+			}
+		})
+	}
+}

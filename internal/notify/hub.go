@@ -1,0 +1,202 @@
+package notify
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxStreams           = 4096
+	DefaultMaxStreamsPerSession = 8
+	DefaultMaxSessions          = 4096
+	DefaultMaxSubscriptions     = 256
+	// MaxPendingURIs bounds the resources/updated URIs waiting on one stream.
+	MaxPendingURIs = 64
+)
+
+// ErrLimit reports a subscription past Options.MaxSessions or
+// Options.MaxSubscriptions.
+var ErrLimit = errors.New("notify: subscription limit reached")
+
+// Options bound a Hub. The zero value uses the defaults.
+type Options struct {
+	// MaxStreams bounds the streams registered at once; 0 means
+	// DefaultMaxStreams.
+	MaxStreams int
+	// MaxStreamsPerSession bounds one legacy session's streams; 0 means
+	// DefaultMaxStreamsPerSession.
+	MaxStreamsPerSession int
+	// MaxSessions bounds the legacy sessions holding subscriptions; 0 means
+	// DefaultMaxSessions.
+	MaxSessions int
+	// MaxSubscriptions bounds one session's subscribed URIs; 0 means
+	// DefaultMaxSubscriptions.
+	MaxSubscriptions int
+}
+
+// Hub is the registry of open streams and legacy subscriptions. The zero
+// value is not usable; create one with New. A nil *Hub sends nothing and
+// opens no stream.
+type Hub struct {
+	opts Options
+
+	mu         sync.Mutex
+	streams    map[*Stream]struct{}
+	perSession map[string]int
+	subs       map[string]map[string]struct{} // session → subscribed URIs
+}
+
+// New returns a Hub with opts' bounds.
+func New(opts Options) *Hub {
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
+	}
+	if opts.MaxStreamsPerSession <= 0 {
+		opts.MaxStreamsPerSession = DefaultMaxStreamsPerSession
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxSubscriptions <= 0 {
+		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	return &Hub{opts: opts, streams: map[*Stream]struct{}{}, perSession: map[string]int{}, subs: map[string]map[string]struct{}{}}
+}
+
+// Filter says what one stream receives.
+type Filter struct {
+	// Session is a legacy stream's Mcp-Session-Id: it receives
+	// resources/updated for that session's subscriptions. "" for a modern
+	// stream.
+	Session string
+	// ResourcesListChanged and AgentsListChanged ask for those
+	// notifications (a legacy GET stream asks for both).
+	ResourcesListChanged, AgentsListChanged bool
+	// URIs are a modern stream's resourceSubscriptions the sidecar honours.
+	URIs []string
+	// SubscriptionID is a modern stream's listen request id, raw; nil for
+	// a legacy stream. A modern stream receives nothing until MarkAcked.
+	SubscriptionID json.RawMessage
+}
+
+// Open registers a stream with filter f writing to w (flush, when not nil,
+// is called after each write). It returns nil when the hub is nil or a bound
+// is reached; the caller then relays without the sidecar's notifications.
+// The caller must Close the stream when it ends.
+func (h *Hub) Open(f Filter, w io.Writer, flush func()) *Stream {
+	if h == nil {
+		return nil
+	}
+	s := &Stream{hub: h, f: f, w: w, flush: flush, acked: f.SubscriptionID == nil}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.streams) >= h.opts.MaxStreams || (f.Session != "" && h.perSession[f.Session] >= h.opts.MaxStreamsPerSession) {
+		return nil
+	}
+	h.streams[s] = struct{}{}
+	if f.Session != "" {
+		h.perSession[f.Session]++
+	}
+	return s
+}
+
+func (h *Hub) remove(s *Stream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.streams[s]; !ok {
+		return
+	}
+	delete(h.streams, s)
+	if sid := s.f.Session; sid != "" {
+		if h.perSession[sid]--; h.perSession[sid] <= 0 {
+			delete(h.perSession, sid)
+		}
+	}
+}
+
+// Streams returns how many streams are registered.
+func (h *Hub) Streams() int {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.streams)
+}
+
+// Subscribe records that legacy session sid subscribed (resources/subscribe)
+// to uri. Past a bound it returns ErrLimit and records nothing.
+func (h *Hub) Subscribe(sid, uri string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.subs[sid]
+	if set == nil {
+		if len(h.subs) >= h.opts.MaxSessions {
+			return ErrLimit
+		}
+		set = map[string]struct{}{}
+		h.subs[sid] = set
+	}
+	if _, ok := set[uri]; !ok && len(set) >= h.opts.MaxSubscriptions {
+		return ErrLimit
+	}
+	set[uri] = struct{}{}
+	return nil
+}
+
+// Unsubscribe forgets one subscription; an unknown one is no error.
+func (h *Hub) Unsubscribe(sid, uri string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if set := h.subs[sid]; set != nil {
+		delete(set, uri)
+		if len(set) == 0 {
+			delete(h.subs, sid)
+		}
+	}
+}
+
+// Forget drops every subscription of session sid (the session ended).
+func (h *Hub) Forget(sid string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, sid)
+}
+
+// Publish sends what c calls for to every stream that asked for it. It
+// never blocks and never writes: each stream's writer does, at its next
+// event boundary. A c with nothing in it sends nothing.
+func (h *Hub) Publish(c catalog.Changes) {
+	if h == nil || !c.Any() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.streams {
+		var uris []string
+		if s.f.Session != "" {
+			set := h.subs[s.f.Session]
+			for _, u := range c.Files {
+				if _, ok := set[u]; ok {
+					uris = append(uris, u)
+				}
+			}
+		} else {
+			for _, u := range c.Files {
+				if slices.Contains(s.f.URIs, u) {
+					uris = append(uris, u)
+				}
+			}
+		}
+		s.offer(c.Skills && s.f.ResourcesListChanged, c.Agents && s.f.AgentsListChanged, uris)
+	}
+}

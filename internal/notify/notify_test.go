@@ -1,0 +1,246 @@
+package notify
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+)
+
+// lockedBuf is a writer the test can read while the stream writes.
+type lockedBuf struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	block chan struct{} // when set, each write waits for it
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	if l.block != nil {
+		<-l.block
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestBoundary: between is true exactly at the start and after a blank
+// line, whatever the line ends, and however the bytes are split.
+func TestBoundary(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		want bool
+	}{
+		{"", true},
+		{"data: x", false},
+		{"data: x\n", false},
+		{"data: x\n\n", true},
+		{"data: x\r\n\r\n", true},
+		{"data: x\r\r", true},
+		{"data: x\r\n", false},
+		{": keep-alive\n\n", true},
+		{"id: 1\ndata: a\n\nevent: message\n", false},
+		{"id: 1\ndata: a\n\nevent: message\ndata: b\n\n", true},
+		{"\n", true},
+	}
+	for _, tc := range cases {
+		for split := 0; split <= len(tc.in); split++ {
+			var b boundary
+			b.feed([]byte(tc.in[:split]))
+			b.feed([]byte(tc.in[split:]))
+			if got := b.between(); got != tc.want {
+				t.Errorf("between after %q (split at %d) = %v, want %v", tc.in, split, got, tc.want)
+			}
+		}
+	}
+}
+
+// events splits an SSE text into its events by blank lines ("\n" ends only).
+func events(s string) []string {
+	return strings.Split(strings.TrimSuffix(s, "\n\n"), "\n\n")
+}
+
+// TestInsertAtBoundary: a notification published mid-event waits for the
+// event's end; one published between events goes out at once; neither has
+// an id: line, and the upstream's events stay intact.
+func TestInsertAtBoundary(t *testing.T) {
+	t.Parallel()
+	h := New(Options{})
+	var out lockedBuf
+	s := h.Open(Filter{Session: "s1", ResourcesListChanged: true, AgentsListChanged: true}, &out, nil)
+	defer s.Close()
+	_, _ = s.Write([]byte("id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n"))
+	h.Publish(catalog.Changes{Skills: true})
+	time.Sleep(20 * time.Millisecond) // the inserter runs and must wait
+	if strings.Contains(out.String(), "list_changed") {
+		t.Fatalf("inserted inside an event: %q", out.String())
+	}
+	_, _ = s.Write([]byte("\n"))
+	want := "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}\n\n"
+	if got := out.String(); got != want {
+		t.Fatalf("stream = %q, want %q", got, want)
+	}
+	h.Publish(catalog.Changes{Agents: true})
+	want += "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/agents/list_changed\"}\n\n"
+	waitFor(t, func() bool { return out.String() == want })
+}
+
+// TestCoalesce: while a client reads nothing, repeated changes leave one
+// notification of each kind pending, and Publish never waits for it.
+func TestCoalesce(t *testing.T) {
+	t.Parallel()
+	h := New(Options{})
+	out := &lockedBuf{block: make(chan struct{})}
+	s := h.Open(Filter{Session: "s1", ResourcesListChanged: true}, out, nil)
+	defer s.Close()
+	done := make(chan struct{})
+	go func() {
+		for range 100 {
+			h.Publish(catalog.Changes{Skills: true})
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Publish blocked on a stalled client")
+	}
+	close(out.block)
+	want := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}\n\n"
+	waitFor(t, func() bool { return out.String() != "" })
+	time.Sleep(20 * time.Millisecond)
+	if got := out.String(); got != want && got != want+want {
+		t.Fatalf("stream = %q, want one list_changed (two at most: one already taken when the rest came)", got)
+	}
+}
+
+// TestFilters: a legacy stream gets resources/updated only for its own
+// session's subscriptions; a modern one only what its filter names, with
+// its subscription id, and only after its acknowledgement.
+func TestFilters(t *testing.T) {
+	t.Parallel()
+	h := New(Options{})
+	var a, b, m lockedBuf
+	sa := h.Open(Filter{Session: "A"}, &a, nil)
+	sb := h.Open(Filter{Session: "B"}, &b, nil)
+	sm := h.Open(Filter{URIs: []string{"skill://x/SKILL.md"}, AgentsListChanged: true, SubscriptionID: json.RawMessage(`"listen-1"`)}, &m, nil)
+	defer sa.Close()
+	defer sb.Close()
+	defer sm.Close()
+	if err := h.Subscribe("A", "skill://x/SKILL.md"); err != nil {
+		t.Fatal(err)
+	}
+	h.Publish(catalog.Changes{Skills: true, Agents: true, Files: []string{"skill://x/SKILL.md", "skill://y/SKILL.md"}})
+	wantA := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}\n\n"
+	waitFor(t, func() bool { return a.String() == wantA })
+	time.Sleep(20 * time.Millisecond)
+	if got := b.String(); got != "" {
+		t.Errorf("session B, which subscribed to nothing and asked for no list_changed, got %q", got)
+	}
+	if got := m.String(); got != "" {
+		t.Fatalf("modern stream got %q before its acknowledgement", got)
+	}
+	sm.MarkAcked()
+	ack := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{}}\n\n"
+	_, _ = sm.Write([]byte(ack))
+	wantM := ack +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/agents/list_changed\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":\"listen-1\"}}}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":\"listen-1\"},\"uri\":\"skill://x/SKILL.md\"}}\n\n"
+	if got := m.String(); got != wantM {
+		t.Fatalf("modern stream = %q\nwant %q", got, wantM)
+	}
+	for _, ev := range events(a.String() + m.String()) {
+		if strings.HasPrefix(ev, "id:") || strings.Contains(ev, "\nid:") {
+			t.Errorf("an inserted event has an id: line: %q", ev)
+		}
+	}
+}
+
+// TestBounds: streams and subscriptions past their bounds are refused, and
+// a closed stream frees its place and gets nothing more.
+func TestBounds(t *testing.T) {
+	t.Parallel()
+	h := New(Options{MaxStreams: 2, MaxStreamsPerSession: 1, MaxSessions: 1, MaxSubscriptions: 1})
+	var w lockedBuf
+	s1 := h.Open(Filter{Session: "A"}, &w, nil)
+	if s := h.Open(Filter{Session: "A"}, &w, nil); s != nil {
+		t.Error("a second stream of session A was registered past MaxStreamsPerSession 1")
+	}
+	s2 := h.Open(Filter{Session: "B"}, &w, nil)
+	if s1 == nil || s2 == nil {
+		t.Fatal("streams within bounds refused")
+	}
+	if s := h.Open(Filter{Session: "C"}, &w, nil); s != nil {
+		t.Error("a third stream registered past MaxStreams 2")
+	}
+	s1.Close()
+	s1.Close() // twice is harmless
+	if got := h.Streams(); got != 1 {
+		t.Errorf("Streams() = %d after a Close, want 1", got)
+	}
+	h.Publish(catalog.Changes{Skills: true})
+	if err := h.Subscribe("A", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Subscribe("A", "u2"); err == nil {
+		t.Error("a second URI subscribed past MaxSubscriptions 1")
+	}
+	if err := h.Subscribe("B", "u1"); err == nil {
+		t.Error("a second session subscribed past MaxSessions 1")
+	}
+	h.Forget("A")
+	if err := h.Subscribe("B", "u1"); err != nil {
+		t.Errorf("Subscribe after Forget freed the place: %v", err)
+	}
+	var nilHub *Hub
+	if s := nilHub.Open(Filter{}, &w, nil); s != nil {
+		t.Error("a nil Hub opened a stream")
+	}
+	nilHub.Publish(catalog.Changes{Skills: true})
+}
+
+// FuzzBoundary: however the bytes of a stream are split, the state after
+// them is the same, and an event written at a boundary ends at one.
+func FuzzBoundary(f *testing.F) {
+	for _, s := range []string{"data: x\n\n", "data: x\r\n\r\n", "data: x\r\r", "id: 1\ndata: a\n", ":\n\n\r", "\r\n\r"} {
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, cut uint8) {
+		var whole, parts boundary
+		whole.feed(b)
+		k := int(cut) % (len(b) + 1)
+		parts.feed(b[:k])
+		parts.feed(b[k:])
+		if whole != parts {
+			t.Fatalf("state after %q whole %+v, split at %d %+v", b, whole, k, parts)
+		}
+		if whole.between() {
+			whole.feed(frame(MethodResourcesListChanged, "", nil))
+			if !whole.between() {
+				t.Fatalf("a whole event after %q did not end at a boundary", b)
+			}
+		}
+	})
+}

@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"net/http"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/notify"
+)
+
+// The hooks by which the sidecar's own notifications (package notify) reach
+// a legacy session's standalone GET stream. The proxy only says which
+// stream belongs to which session and hands notify the writer; what is
+// sent, when, and where between the upstream's events is notify's.
+
+// legacyFilter is what a standalone GET stream of session sid receives:
+// both list_changed notifications (unsolicited on the legacy wire, as the
+// upstream's own are) and resources/updated for the session's
+// subscriptions.
+func legacyFilter(sid string) notify.Filter {
+	return notify.Filter{Session: sid, ResourcesListChanged: true, AgentsListChanged: true}
+}
+
+// notifyWriter is the http.ResponseWriter copyBody writes a GET stream
+// through, so that notify's inserter and the relay never write at once.
+type notifyWriter struct {
+	http.ResponseWriter
+	s *notify.Stream
+}
+
+func (w notifyWriter) Write(p []byte) (int, error) { return w.s.Write(p) }
+func (w notifyWriter) Flush()                      { w.s.Flush() }
+
+// withNotify returns w wrapped for the session's notifications, and the
+// function that ends them, or w itself and a no-op when there are none
+// (no hub, no session, or a bound reached).
+func (p *Proxy) withNotify(w http.ResponseWriter, sid string) (http.ResponseWriter, func()) {
+	if p.opts.Notify == nil || sid == "" {
+		return w, func() {}
+	}
+	var flush func()
+	if f, ok := w.(http.Flusher); ok {
+		flush = f.Flush
+	}
+	s := p.opts.Notify.Open(legacyFilter(sid), w, flush)
+	if s == nil {
+		return w, func() {}
+	}
+	return notifyWriter{ResponseWriter: w, s: s}, s.Close
+}
+
+// serveOwnStream answers a standalone GET the upstream refused with 405 (it
+// sends nothing unsolicited) with a stream of the sidecar's notifications
+// alone, until the client leaves or EndStreams, and reports whether it did:
+// not without a hub or a session, or past a bound.
+func (p *Proxy) serveOwnStream(w http.ResponseWriter, r *http.Request, sid string) bool {
+	if p.opts.Notify == nil || sid == "" {
+		return false
+	}
+	f, _ := w.(http.Flusher)
+	var flush func()
+	if f != nil {
+		flush = f.Flush
+	}
+	s := p.opts.Notify.Open(legacyFilter(sid), w, flush)
+	if s == nil {
+		return false
+	}
+	defer s.Close()
+	h := w.Header()
+	clear(h)
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s.Flush()
+	select {
+	case <-r.Context().Done():
+	case <-p.streams.Done():
+	}
+	return true
+}
