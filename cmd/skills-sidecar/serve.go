@@ -140,6 +140,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	local := methods.New(methods.Options{
 		Gate:             gate,
 		Overlay:          overlay,
+		Subscriptions:    hub,
 		Snapshot:         snapshot,
 		PageSize:         cfg.PageSize,
 		TTLMs:            cfg.CacheTTLMs,

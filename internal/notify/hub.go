@@ -133,6 +133,9 @@ func (h *Hub) Streams() int {
 // Subscribe records that legacy session sid subscribed (resources/subscribe)
 // to uri. Past a bound it returns ErrLimit and records nothing.
 func (h *Hub) Subscribe(sid, uri string) error {
+	if h == nil {
+		return ErrLimit
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	set := h.subs[sid]
@@ -152,6 +155,9 @@ func (h *Hub) Subscribe(sid, uri string) error {
 
 // Unsubscribe forgets one subscription; an unknown one is no error.
 func (h *Hub) Unsubscribe(sid, uri string) {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if set := h.subs[sid]; set != nil {
