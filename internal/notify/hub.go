@@ -38,6 +38,11 @@ type Options struct {
 	// MaxSubscriptions bounds one session's subscribed URIs; 0 means
 	// DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// Count, when set, is told of every notification written to a stream
+	// (coalesced false) and of every one folded into one already pending
+	// on a slow stream (coalesced true), by method. It is called with the
+	// hub's or a stream's lock held and must not block (a counter).
+	Count func(method string, coalesced bool)
 }
 
 // Hub is the registry of open streams and legacy subscriptions. The zero
