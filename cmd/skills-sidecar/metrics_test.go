@@ -348,7 +348,7 @@ func phaseOneWant(upText1, upText2 string) []series {
 	} {
 		want = append(want, r...)
 	}
-	return append(want,
+	want = append(want,
 		series{"skills_sidecar_upstream_response_seconds", map[string]string{"method": "server/discover"}, 1},
 		series{"skills_sidecar_upstream_response_seconds", map[string]string{"method": "tools/call"}, 1},
 		series{"skills_sidecar_upstream_response_seconds", map[string]string{"method": "resources/read"}, 2},
@@ -372,6 +372,13 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_auth_cache_hits_total", map[string]string{}, 3},
 		series{"skills_sidecar_build_info", map[string]string{"version": version, "goversion": runtime.Version()}, 1},
 	)
+	// No stream was open: the sidecar sent no notification of its own.
+	for _, method := range []string{"resources/list_changed", "agents/list_changed", "resources/updated"} {
+		for _, outcome := range []string{"sent", "coalesced"} {
+			want = append(want, series{"skills_sidecar_notifications_total", map[string]string{"method": method, "outcome": outcome}, 0})
+		}
+	}
+	return want
 }
 
 // breakAndRestore makes the plugin folder unreadable until a reload has

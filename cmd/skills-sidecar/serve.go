@@ -120,7 +120,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	m := metrics.New(reg, version)
 	// One hub for the sidecar's own change notifications: the catalog
 	// publishes into it, the proxy's streams read from it.
-	hub := notify.New(notify.Options{})
+	hub := notify.New(notify.Options{Count: m.Notification})
 	snapshot, err := startCatalog(ctx, cfg, log, m, hub.Publish)
 	if err != nil {
 		return err
@@ -140,6 +140,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	local := methods.New(methods.Options{
 		Gate:             gate,
 		Overlay:          overlay,
+		Subscriptions:    hub,
 		Snapshot:         snapshot,
 		PageSize:         cfg.PageSize,
 		TTLMs:            cfg.CacheTTLMs,

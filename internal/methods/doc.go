@@ -1,8 +1,11 @@
 // Package methods owns the MCP methods the sidecar answers itself from the
 // catalog snapshot: skills/list and skills/get (SEP-2640), agents/list and
 // agents/get (agents draft), resources/read of the skill files the sidecar
-// serves, resources/directory/read under skill roots, and the sidecar's share
-// of resources/list (appended after the upstream's own pages).
+// serves, resources/directory/read under skill roots, the legacy
+// resources/subscribe and resources/unsubscribe of those files (recorded in
+// Options.Subscriptions, so package notify can tell the session when one
+// changes), and the sidecar's share of resources/list (appended after the
+// upstream's own pages).
 //
 // It also owns the per-request era checks of the 2026-07-28 wire for those
 // methods (PROTOCOL.md §1). It never forwards anything itself: a request it

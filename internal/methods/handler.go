@@ -46,6 +46,12 @@ type Options struct {
 	// URIs it serves itself; nil serves every catalog file from the plugin
 	// folder.
 	Overlay *Overlay
+	// Subscriptions, when set, records a legacy session's
+	// resources/subscribe and resources/unsubscribe of the skill URIs the
+	// sidecar serves itself (subscribe.go), so that a change of one sends
+	// notifications/resources/updated to that session (package notify).
+	// Nil leaves those requests to the upstream, as any other.
+	Subscriptions Subscriptions
 	// ServerName and ServerVersion fill _meta serverInfo on modern results;
 	// empty means "skills-sidecar" and "dev".
 	ServerName, ServerVersion string
@@ -119,6 +125,11 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 		if !h.ownsURI(v, uri) {
 			return false
 		}
+	case "resources/subscribe", "resources/unsubscribe":
+		uri, _ = paramString(msg.Params, "uri")
+		if !h.ownsSubscription(r, msg, v, uri) || h.upstreamServes(w, r, msg, v, uri) {
+			return false
+		}
 	case "resources/list":
 		c, _ := paramString(msg.Params, "cursor")
 		if !strings.HasPrefix(c, cursorResources) {
@@ -173,6 +184,8 @@ func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request, u
 		return h.agentsGet(v, e, msg, r)
 	case "resources/directory/read":
 		return h.directoryRead(v, e, msg, uri)
+	case "resources/subscribe", "resources/unsubscribe":
+		return h.subscribe(msg, r, uri)
 	default: // resources/list, with one of the sidecar's cursors (resources/read is ServeLocal's)
 		return h.resourcesListLocal(v, e, msg)
 	}

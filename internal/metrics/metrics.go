@@ -9,6 +9,7 @@ package metrics
 
 import (
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,7 @@ type Metrics struct {
 	activeStreams    prometheus.Gauge
 	authVerdicts     *prometheus.CounterVec
 	authCacheHits    prometheus.Counter
+	notifications    *prometheus.CounterVec
 }
 
 // New builds the metrics and registers them, with the Go and process
@@ -83,13 +85,16 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			[]string{"verdict"}),
 		authCacheHits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "auth_cache_hits_total",
 			Help: "Auth gate decisions answered from the verdict cache."}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "notifications_total",
+			Help: "Change notifications the sidecar sent on its own behalf, by method (resources/list_changed, agents/list_changed, resources/updated) and outcome (sent: written to a stream; coalesced: folded into one still pending on a slow stream)."},
+			[]string{"method", "outcome"}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.declarations, m.catalogSkills, m.catalogAgents,
 		m.reloads, m.lastReload, m.skipped, m.catalogDropped, m.digestProbes, m.digestMismatches, m.bytesHashed, m.activeStreams,
-		m.authVerdicts, m.authCacheHits, buildInfo,
+		m.authVerdicts, m.authCacheHits, m.notifications, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
 		m.authVerdicts.WithLabelValues(v)
@@ -102,6 +107,11 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	}
 	for _, v := range []string{"legacy", "modern"} {
 		m.declarations.WithLabelValues(v)
+	}
+	for _, method := range notificationMethods {
+		for _, o := range []string{"sent", "coalesced"} {
+			m.notifications.WithLabelValues(method, o)
+		}
 	}
 	return m
 }
@@ -240,5 +250,29 @@ func (m *Metrics) AuthVerdict(verdict string, cached bool) {
 	m.authVerdicts.WithLabelValues(verdict).Inc()
 	if cached {
 		m.authCacheHits.Inc()
+	}
+}
+
+// notificationMethods are the label values of notifications_total: the
+// notifications package notify sends, without their "notifications/" prefix.
+var notificationMethods = []string{"resources/list_changed", "agents/list_changed", "resources/updated"}
+
+// Notification records one of the sidecar's own notifications (its method,
+// with or without the "notifications/" prefix) sent or coalesced. A method
+// outside the fixed set records nothing.
+func (m *Metrics) Notification(method string, coalesced bool) {
+	if m == nil {
+		return
+	}
+	method = strings.TrimPrefix(method, "notifications/")
+	for _, n := range notificationMethods {
+		if n == method {
+			o := "sent"
+			if coalesced {
+				o = "coalesced"
+			}
+			m.notifications.WithLabelValues(method, o).Inc()
+			return
+		}
 	}
 }

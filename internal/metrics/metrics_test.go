@@ -252,3 +252,35 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.StreamOpened()
 	m.Reload(true, time.Now(), 1, 1, nil)
 }
+
+// TestNotificationLabels: notifications_total counts by method and outcome,
+// and a method outside the sidecar's three grows no series.
+func TestNotificationLabels(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "test")
+	m.Notification("notifications/resources/updated", false)
+	m.Notification("notifications/resources/updated", true)
+	m.Notification("notifications/resources/updated", true)
+	m.Notification("notifications/agents/list_changed", false)
+	m.Notification("notifications/tools/list_changed", false)
+	m.Notification("x", true)
+	for _, c := range []struct {
+		method, outcome string
+		want            float64
+	}{
+		{"resources/updated", "sent", 1}, {"resources/updated", "coalesced", 2},
+		{"agents/list_changed", "sent", 1}, {"agents/list_changed", "coalesced", 0},
+		{"resources/list_changed", "sent", 0}, {"resources/list_changed", "coalesced", 0},
+	} {
+		if got := value(t, reg, "skills_sidecar_notifications_total", map[string]string{"method": c.method, "outcome": c.outcome}); got != c.want {
+			t.Errorf("notifications_total{%s,%s} = %v, want %v", c.method, c.outcome, got, c.want)
+		}
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "skills_sidecar_notifications_total" && len(mf.GetMetric()) != 6 {
+			t.Errorf("notifications_total has %d series, want 6", len(mf.GetMetric()))
+		}
+	}
+}

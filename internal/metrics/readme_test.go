@@ -35,6 +35,7 @@ func table(t *testing.T) string {
 	m.DigestMismatch()
 	m.Hashed(1)
 	m.AuthVerdict("allowed", true)
+	m.Notification("notifications/resources/list_changed", false)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,8 @@
 //   - Every registry is bounded (Options); a stream past the bound is not
 //     registered and relays the upstream untouched.
 //
-// It must not: log, touch the network or metrics, or hold a lock while it
+// It must not: log, touch the network or metrics (it reports what it sent
+// and coalesced through Options.Count), or hold a lock while it
 // writes to a client, except the one stream lock that orders that stream's
 // own writes.
 package notify

@@ -38,6 +38,11 @@ type Options struct {
 	// MaxSubscriptions bounds one session's subscribed URIs; 0 means
 	// DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// Count, when set, is told of every notification written to a stream
+	// (coalesced false) and of every one folded into one already pending
+	// on a slow stream (coalesced true), by method. It is called with the
+	// hub's or a stream's lock held and must not block (a counter).
+	Count func(method string, coalesced bool)
 }
 
 // Hub is the registry of open streams and legacy subscriptions. The zero
@@ -133,6 +138,9 @@ func (h *Hub) Streams() int {
 // Subscribe records that legacy session sid subscribed (resources/subscribe)
 // to uri. Past a bound it returns ErrLimit and records nothing.
 func (h *Hub) Subscribe(sid, uri string) error {
+	if h == nil {
+		return ErrLimit
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	set := h.subs[sid]
@@ -152,6 +160,9 @@ func (h *Hub) Subscribe(sid, uri string) error {
 
 // Unsubscribe forgets one subscription; an unknown one is no error.
 func (h *Hub) Unsubscribe(sid, uri string) {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if set := h.subs[sid]; set != nil {

@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -243,4 +244,40 @@ func FuzzBoundary(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCount: Options.Count hears of each notification written and of each
+// one folded into one already pending, while the stream is mid-event.
+func TestCount(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	got := map[string]int{}
+	h := New(Options{Count: func(method string, coalesced bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[fmt.Sprintf("%s %v", method, coalesced)]++
+	}})
+	var w lockedBuf
+	s := h.Open(Filter{Session: "A", ResourcesListChanged: true}, &w, nil)
+	defer s.Close()
+	if err := h.Subscribe("A", "skill://x/a.md"); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.Write([]byte("data: {\"upstream\":")) // an event left open: nothing may be inserted
+	change := catalog.Changes{Skills: true, Agents: true, Files: []string{"skill://x/a.md", "skill://x/b.md"}}
+	h.Publish(change)
+	h.Publish(change)
+	_, _ = s.Write([]byte("1}\n\n"))
+	want := map[string]int{
+		MethodResourcesListChanged + " false": 1, MethodResourcesListChanged + " true": 1,
+		MethodResourcesUpdated + " false": 1, MethodResourcesUpdated + " true": 1,
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("counted %v, want %v (agents: not asked for; b.md: not subscribed)", got, want)
+	}
+	if n := strings.Count(w.String(), MethodResourcesListChanged); n != 1 {
+		t.Errorf("stream carries %d list_changed, want 1: %q", n, w.String())
+	}
 }

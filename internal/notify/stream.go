@@ -36,16 +36,27 @@ func (s *Stream) offer(resources, agents bool, uris []string) {
 		return
 	}
 	s.pmu.Lock()
+	if resources && s.resources {
+		s.count(MethodResourcesListChanged, true)
+	}
+	if agents && s.agents {
+		s.count(MethodAgentsListChanged, true)
+	}
 	s.resources = s.resources || resources
 	s.agents = s.agents || agents
-	for _, u := range uris {
+	for i, u := range uris {
 		if len(s.uris) >= MaxPendingURIs {
 			// Too many files changed for this reader to be told one by
 			// one: a re-list tells it everything.
+			for range uris[i:] {
+				s.count(MethodResourcesUpdated, true)
+			}
 			s.resources = true
 			break
 		}
-		if !contains(s.uris, u) {
+		if contains(s.uris, u) {
+			s.count(MethodResourcesUpdated, true)
+		} else {
 			s.uris = append(s.uris, u)
 		}
 	}
@@ -113,7 +124,23 @@ func (s *Stream) writePending() bool {
 		return false
 	}
 	s.at.feed(b)
+	if resources {
+		s.count(MethodResourcesListChanged, false)
+	}
+	if agents {
+		s.count(MethodAgentsListChanged, false)
+	}
+	for range uris {
+		s.count(MethodResourcesUpdated, false)
+	}
 	return true
+}
+
+// count reports one notification to Options.Count.
+func (s *Stream) count(method string, coalesced bool) {
+	if c := s.hub.opts.Count; c != nil {
+		c(method, coalesced)
+	}
 }
 
 // Write passes upstream bytes to the client, then anything pending when they

@@ -1,0 +1,59 @@
+package methods
+
+import (
+	"net/http"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Subscriptions records legacy sessions' subscriptions to the sidecar's own
+// skill URIs; *notify.Hub implements it.
+type Subscriptions interface {
+	// Subscribe records that session sid subscribed to uri; an error means
+	// a bound was reached and nothing was recorded.
+	Subscribe(sid, uri string) error
+	// Unsubscribe forgets one subscription; an unknown one is no error.
+	Unsubscribe(sid, uri string)
+}
+
+const codeInvalidRequest = -32600
+
+// ownsSubscription reports whether a resources/subscribe or
+// resources/unsubscribe is the sidecar's to answer: a legacy request
+// (2025-11-25 basic/resources; the modern wire subscribes through
+// subscriptions/listen) for a skill:// URI while the sidecar serves skills,
+// with a hub to record it in. A URI the catalog does not hold yet is
+// accepted: a skill file that appears is a change of it, and catalog.Diff
+// reports it. Everything else goes to the upstream, which sends its own
+// notifications/resources/updated.
+func (h *Handler) ownsSubscription(r *http.Request, msg rewrite.Message, v *view, uri string) bool {
+	if h.opts.Subscriptions == nil || !h.ownsURI(v, uri) {
+		return false
+	}
+	e, _ := checkEra(r.Header, msg, "")
+	return !e.modern
+}
+
+// subscribe answers resources/subscribe or resources/unsubscribe of a skill
+// URI for the caller's session: the empty result of the spec, or an error
+// when there is no session to send the notifications to or the session is
+// past the hub's bounds.
+func (h *Handler) subscribe(msg rewrite.Message, r *http.Request, uri string) ([]byte, *rpcError) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		// A sessionless (stateless) legacy server has no standalone GET
+		// stream to carry notifications on: saying yes would be a lie.
+		return nil, &rpcError{status: http.StatusOK, code: codeInvalidRequest,
+			message: msg.Method + " needs a session (Mcp-Session-Id): notifications/resources/updated goes to the session's GET stream"}
+	}
+	if msg.Method == "resources/unsubscribe" {
+		h.opts.Subscriptions.Unsubscribe(sid, uri)
+		return []byte("{}"), nil
+	}
+	if err := h.opts.Subscriptions.Subscribe(sid, uri); err != nil {
+		// The hub's only error is a bound (notify.ErrLimit); its text
+		// names no secret.
+		return nil, &rpcError{status: http.StatusOK, code: codeInternal, message: err.Error() + ": " + quote(uri) + " not subscribed"}
+	}
+	return []byte("{}"), nil
+}

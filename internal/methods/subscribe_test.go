@@ -1,0 +1,80 @@
+package methods_test
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/notify"
+)
+
+// TestSubscribeBoundaries: which resources/subscribe requests the sidecar
+// answers itself (legacy, a skill:// URI, with a session) and how, and
+// which it leaves to the upstream.
+func TestSubscribeBoundaries(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, pluginPDF())
+	snap, err := catalog.Load(dir, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := notify.New(notify.Options{MaxSubscriptions: 1})
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Subscriptions: hub})
+	const uri = "skill://pdf-processing/SKILL.md"
+	for _, tc := range []struct {
+		name    string
+		modern  bool
+		method  string
+		uri     any
+		session string
+		local   bool
+		code    int // 0: the empty result
+	}{
+		{name: "subscribe", method: "resources/subscribe", uri: uri, session: "A", local: true},
+		{name: "again is no error", method: "resources/subscribe", uri: uri, session: "A", local: true},
+		{name: "a skill URI not in the catalog yet", method: "resources/subscribe", uri: "skill://later/SKILL.md", session: "B", local: true},
+		{name: "past the bound", method: "resources/subscribe", uri: "skill://pdf-processing/forms.md", session: "A", local: true, code: -32603},
+		{name: "no session", method: "resources/subscribe", uri: uri, local: true, code: -32600},
+		{name: "unsubscribe", method: "resources/unsubscribe", uri: uri, session: "A", local: true},
+		{name: "unsubscribe unknown", method: "resources/unsubscribe", uri: uri, session: "Z", local: true},
+		{name: "an upstream URI", method: "resources/subscribe", uri: "file:///x", session: "A"},
+		{name: "uri not a string", method: "resources/subscribe", uri: 7, session: "A"},
+		{name: "modern wire", modern: true, method: "resources/subscribe", uri: uri, session: "A"},
+	} {
+		r, msg := localRequest(t, tc.modern, tc.method, map[string]any{"uri": tc.uri})
+		if tc.session != "" {
+			r.Header.Set("Mcp-Session-Id", tc.session)
+		}
+		w := httptest.NewRecorder()
+		if got := h.ServeLocal(w, r, msg); got != tc.local {
+			t.Errorf("%s: ServeLocal = %v, want %v", tc.name, got, tc.local)
+			continue
+		}
+		if !tc.local {
+			if w.Body.Len() != 0 {
+				t.Errorf("%s: forwarded, yet wrote %q", tc.name, w.Body)
+			}
+			continue
+		}
+		var rep struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil || rep.ID != 1 {
+			t.Errorf("%s: reply %q is not a JSON-RPC reply to id 1", tc.name, w.Body)
+			continue
+		}
+		switch {
+		case tc.code == 0 && (rep.Error != nil || string(rep.Result) != "{}"):
+			t.Errorf("%s: reply %s, want the empty result", tc.name, w.Body)
+		case tc.code != 0 && (rep.Error == nil || rep.Error.Code != tc.code):
+			t.Errorf("%s: reply %s, want error %d", tc.name, w.Body, tc.code)
+		}
+	}
+}
