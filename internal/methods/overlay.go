@@ -447,23 +447,40 @@ func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, r
 // whether any differs from the catalog's own.
 func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int, unknownOK bool) (_ []json.RawMessage, changed bool, _ error) {
 	out := v.skillEntries[from:to:to]
-	copied := false
-	c := o.context(r, v.snap)
+	// The files of the whole page are resolved together, so the reads of
+	// the ones the upstream serves run side by side, not skill by skill.
+	skills := make([]*catalog.Skill, 0, to-from)
+	var files []*catalog.File
 	for i := from; i < to; i++ {
 		sk, _ := v.snap.Skill(v.skillURIs[i])
-		over, err := o.resolveIn(c, r, caller, sk.Files, unknownOK)
-		if err != nil {
-			return nil, false, err
-		}
-		if over == nil {
+		skills = append(skills, sk)
+		files = append(files, sk.Files...)
+	}
+	over, err := o.resolveIn(o.context(r, v.snap), r, caller, files, unknownOK)
+	if err != nil || over == nil {
+		return out, false, err
+	}
+	copied := false
+	for i, sk := range skills {
+		if !servesAny(over, sk.Files) {
 			continue
 		}
 		if !copied {
 			out, copied = append([]json.RawMessage(nil), out...), true
 		}
-		out[i-from] = encodeSkillServed(sk, over)
+		out[i] = encodeSkillServed(sk, over)
 	}
 	return out, copied, nil
+}
+
+// servesAny reports whether over has a verdict for any of files.
+func servesAny(over map[string]served, files []*catalog.File) bool {
+	for _, f := range files {
+		if _, ok := over[f.URI]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // encodeSkillServed is encodeSkill with the upstream's bytes winning for the
