@@ -164,10 +164,27 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 // errNoMethod marks a listing the upstream answers "method not found".
 var errNoMethod = errors.New("method not found")
 
-// discover takes the upstream's listings for the caller of r.
+// discover takes the upstream's listings for the caller of r: the two
+// listings run side by side, so a discovery of one-page listings costs one
+// round trip, not two.
 func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot) (*servedSet, error) {
 	o.Discoveries.Add(1)
 	set := &servedSet{uris: map[string]struct{}{}}
+	var templates []*regexp.Regexp
+	var terr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		terr = o.listAll(r, caller, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
+			t, ok := rewrite.GetString(item, "uriTemplate")
+			if !ok || len(templates) >= maxTemplates || !mayMatchCatalog(t) {
+				return
+			}
+			if re := compileTemplate(t); re != nil {
+				templates = append(templates, re)
+			}
+		})
+	}()
 	err := o.listAll(r, caller, "resources/list", "resources", func(item json.RawMessage) {
 		uri, ok := rewrite.GetString(item, "uri")
 		if !ok || snap == nil {
@@ -177,6 +194,7 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 			set.uris[uri] = struct{}{}
 		}
 	})
+	<-done
 	if errors.Is(err, errNoMethod) {
 		o.resourcesCap.Store(capNone)
 		return nothingServed, nil
@@ -184,18 +202,10 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 	if err != nil {
 		return nil, err
 	}
-	err = o.listAll(r, caller, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
-		t, ok := rewrite.GetString(item, "uriTemplate")
-		if !ok || len(set.templates) >= maxTemplates || !mayMatchCatalog(t) {
-			return
-		}
-		if re := compileTemplate(t); re != nil {
-			set.templates = append(set.templates, re)
-		}
-	})
-	if err != nil && !errors.Is(err, errNoMethod) {
-		return nil, err
+	if terr != nil && !errors.Is(terr, errNoMethod) {
+		return nil, terr
 	}
+	set.templates = templates
 	return set, nil
 }
 
