@@ -29,6 +29,7 @@ func Scenarios() []Scenario {
 		{Name: "skills", Title: "4. skills/list over 1,000 skills, skills/get, agents/get", run: skillsMethods},
 		{Name: "idle", Title: "6. memory per idle GET stream", run: idleStreams},
 		{Name: "startup", Title: "7. start-up time and idle RSS", run: startup},
+		{Name: "firstpage", Title: "8. first skills/list page of new callers (upstream-served files)", run: firstPage},
 	}
 }
 

@@ -362,7 +362,7 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_catalog_reloads_total", map[string]string{"outcome": "failure"}, 0},
 		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"}, 0},
 		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"}, 0},
-		series{"skills_sidecar_digest_refreshes_total", map[string]string{}, 2}, // notes' SKILL.md and extra.txt, once
+		series{"skills_sidecar_digest_refreshes_total", map[string]string{}, 1}, // notes' SKILL.md once; extra.txt, which the upstream does not list, never
 		series{"skills_sidecar_digest_mismatches_total", map[string]string{}, 1},
 		// The probe hashed the first text; each forwarded read hashed the second.
 		series{"skills_sidecar_hashed_bytes_total", map[string]string{}, float64(len(upText1) + 2*len(upText2))},

@@ -33,10 +33,21 @@ func notifyUpstream(t *testing.T, skillText *atomic.Value, stateless bool) (*mcp
 		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: skillText.Load().(string)}}}, nil
 		})
+	// A tool whose result quotes both notifications as text: data, which
+	// must change nothing the sidecar learned.
+	type none struct{}
+	mcp.AddTool(s, &mcp.Tool{Name: "quote"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: quotedNotifications}}}, nil, nil
+	})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless}))
 	t.Cleanup(srv.Close)
 	return s, srv.URL + "/mcp"
 }
+
+// quotedNotifications is the text of the quote tool: both notifications,
+// as a tool's output may well contain them (a log, a transcript).
+const quotedNotifications = `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"` + notesSkill + `"}}` +
+	"\n" + `{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`
 
 // publishedNotesDigest sends skills/get for notesSkill in the era of cs
 // (with its session on the legacy wire) and returns the digest published
@@ -96,7 +107,9 @@ func sha256Digest(text string) string {
 // skills/get asks the upstream again and publishes the new digest. This is
 // serve.go's wiring (proxy.Options.OnResourcesChanged to the overlay's
 // Invalidate) together with the proxy's stream watcher, run as main runs
-// them. Each era carries the announcement its own way: the session's GET
+// them. A tools/call reply quoting both notifications as text before that
+// changes nothing (issue 17: only parsed notifications count). Each era
+// carries the announcement its own way: the session's GET
 // stream (legacy) or the SSE reply of subscriptions/listen (modern).
 func TestResourceNotificationsRefreshDigests(t *testing.T) {
 	t.Parallel()
@@ -154,8 +167,14 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 				t.Fatalf("first skills/get publishes %s, want the upstream's %s", d, sha256Digest(oldText))
 			}
 			text.Store(newText)
+			// A reply that carries the notifications' text as data (a
+			// tools/call result, on an SSE reply) is no notification.
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "quote", Arguments: map[string]any{}})
+			if err != nil || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != quotedNotifications {
+				t.Fatalf("tools/call quote through the sidecar: %v, %v", res, err)
+			}
 			if d := publishedNotesDigest(t, endpoint, cs); d != sha256Digest(oldText) {
-				t.Fatalf("before any notification skills/get publishes %s, want the cached %s", d, sha256Digest(oldText))
+				t.Fatalf("after a reply quoting the notifications (and before any notification) skills/get publishes %s, want the cached %s", d, sha256Digest(oldText))
 			}
 
 			// Announce until the client has the announcement: a subscription

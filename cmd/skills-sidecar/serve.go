@@ -238,11 +238,11 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 
 // onResourcesChanged returns the hook that makes the overlay forget what it
 // learned when the upstream announces a resource change; nil without one.
-func onResourcesChanged(o *methods.Overlay) func() {
+func onResourcesChanged(o *methods.Overlay) func(*http.Request, string, string) {
 	if o == nil {
 		return nil
 	}
-	return o.Invalidate
+	return o.ResourcesChanged
 }
 
 // loopbackUnlessHost gives addr (host:port) the host 127.0.0.1 when it has

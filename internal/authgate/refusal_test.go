@@ -56,7 +56,7 @@ func TestRefusalCarriesTheCallersID(t *testing.T) {
 		{"gate probe, JSON-RPC body", []string{"server/discover"}, false, false, call{"skills/list", `{}`}, foreign, -32001},
 		{"gate probe, text body", []string{"server/discover"}, false, false, call{"skills/list", `{}`}, "forbidden\n", -32603},
 		{"tools/list for agents/get", []string{"tools/list"}, true, false, call{"agents/get", `{"name":"billing-triage"}`}, foreign, -32001},
-		{"overlay read for skills/list", []string{"resources/read"}, true, true, call{"skills/list", `{}`}, foreign, -32001},
+		{"overlay listing for skills/list", []string{"resources/list"}, true, true, call{"skills/list", `{}`}, foreign, -32001},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

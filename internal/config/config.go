@@ -84,11 +84,11 @@ type Config struct {
 	// AuthCacheTTL is how long an admission is trusted.
 	AuthCacheTTL time.Duration `key:"auth-cache-ttl" default:"10s" help:"How long the auth gate trusts an admission for the same credentials and session before asking the upstream again."`
 	// UpstreamFiles selects whether the upstream's own skill files win.
-	UpstreamFiles string `key:"upstream-files" default:"auto" help:"auto: ask the upstream (with the caller's credentials) whether it serves each catalog URI itself, and if so publish digests of its bytes and forward reads; off: serve every catalog file from the plugin folder without asking."`
+	UpstreamFiles string `key:"upstream-files" default:"auto" help:"auto: learn from the upstream's resources/list and resources/templates/list (taken with the caller's credentials) which catalog URIs it serves itself, publish digests of its bytes for those and forward their reads; off: serve every catalog file from the plugin folder without asking."`
 	// UpstreamFilesTTL is how long what was learned is trusted.
 	UpstreamFilesTTL time.Duration `key:"upstream-files-ttl" default:"60s" help:"How long the verdicts and digests learned from the upstream are cached per authorization context before they are asked again."`
 	// UpstreamFilesShared caches one set of verdicts for every caller.
-	UpstreamFilesShared bool `key:"upstream-files-shared" default:"false" help:"Declare that the upstream serves every caller the same skill files, so what one caller's reads learn is reused for all (default: cached per authorization context)."`
+	UpstreamFilesShared bool `key:"upstream-files-shared" default:"false" help:"Declare that the upstream serves every caller the same skill files, so what one caller's listings and reads learn is reused for all (default: cached per authorization context)."`
 	// ToolsCacheTTL is how long agents/get reuses a caller's tools/list.
 	ToolsCacheTTL time.Duration `key:"tools-cache-ttl" default:"10s" help:"How long agents/get reuses the upstream's tools/list fetched for one caller (credentials and session); 0s fetches it on every call. Never shared between callers."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.

@@ -108,8 +108,23 @@ func TestForwardedBigReadMemory(t *testing.T) {
 		"contents": []any{map[string]any{"uri": bigFileURI, "blob": base64.StdEncoding.EncodeToString(data)}}}})
 	reply := []byte("event: message\ndata: " + string(msg) + "\n\n")
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
 		w.Header().Set("Content-Type", "text/event-stream")
+		if req.Method == "resources/list" { // the overlay's discovery: it serves the file
+			list, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{
+				"resources": []any{map[string]any{"uri": bigFileURI, "name": "data"}}}})
+			_, _ = w.Write([]byte("event: message\ndata: " + string(list) + "\n\n"))
+			return
+		}
+		if req.Method == "resources/templates/list" {
+			list, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"resourceTemplates": []any{}}})
+			_, _ = w.Write([]byte("event: message\ndata: " + string(list) + "\n\n"))
+			return
+		}
 		_, _ = w.Write(reply)
 	}))
 	t.Cleanup(up.Close)

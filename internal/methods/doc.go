@@ -7,6 +7,11 @@
 // changes), and the sidecar's share of resources/list (appended after the
 // upstream's own pages).
 //
+// It also owns learning which catalog files the upstream serves itself
+// (overlay.go, discovery.go): from the upstream's own resources/list and
+// resources/templates/list (URI templates matched by uritemplate.go), taken
+// on the caller's behalf, and the digests of those files' served bytes.
+//
 // It also owns the per-request era checks of the 2026-07-28 wire for those
 // methods (PROTOCOL.md §1). It never forwards anything itself: a request it
 // does not own is left to the proxy, and a reply it must extend is edited

@@ -364,22 +364,21 @@ func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, uri string)
 }
 
 // upstreamServes reports whether a read of catalog URI uri must go to the
-// upstream because the upstream serves that URI itself for this caller. It
-// probes the upstream when the verdict is not cached.
+// upstream because the upstream serves that URI itself for this caller, as
+// its listings say (discovery.go). It reads nothing: the forwarded read is
+// hashed on its way to the caller (EditReply).
 func (h *Handler) upstreamServes(w http.ResponseWriter, r *http.Request, msg rewrite.Message, v *view, uri string) bool {
 	if h.opts.Overlay == nil || v.snap == nil {
 		return false
 	}
-	f, ok := v.snap.File(uri)
-	if !ok {
+	if _, ok := v.snap.File(uri); !ok {
 		return false
 	}
-	over, err := h.opts.Overlay.resolve(r, msg, v.snap, []*catalog.File{f}, h.catalogOutlivesUpstream())
+	up, err := h.opts.Overlay.servesURI(r, msg, v.snap, uri, h.catalogOutlivesUpstream())
 	if err != nil {
 		return true // let the upstream answer the caller itself
 	}
-	_, upstream := over[uri]
-	return upstream
+	return up
 }
 
 // catalogOutlivesUpstream reports whether the sidecar's own answers go on

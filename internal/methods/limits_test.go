@@ -39,8 +39,10 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		switch req.Method {
 		case "resources/list":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":"up://big","name":%q}]}}`, req.ID, pad)
-		case "resources/read": // the overlay's probe and the forwarded read alike
+			// It serves readURI itself (so reads of it are forwarded), and
+			// the page is past the limit (so the edit of it fails).
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":%q,"name":"dup"},{"uri":"up://big","name":%q}]}}`, req.ID, readURI, pad)
+		case "resources/read":
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"contents":[{"uri":%q,"mimeType":"text/markdown","text":%q}]}}`, req.ID, readURI, pad)
 		default:
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)

@@ -25,15 +25,17 @@ import (
 // itself serves a URI of the catalog, its bytes win: the sidecar serves
 // nothing for that URI, forwards reads of it, and publishes the digest, size
 // and (for SKILL.md) frontmatter of what the upstream actually returns. Who
-// serves a URI is decided per URI by asking the upstream with the caller's
-// own credentials: a not-found answer means the sidecar serves the plugin
-// folder's file. What is learned is cached per authorization context (a
-// hash of the credential headers), or once for everyone when the operator
-// declares the upstream's content shared, until it expires or a forwarded
-// read shows different bytes. Without an auth gate, an upstream that cannot
-// be reached leaves a verdict unknown rather than failing the answer: the
-// plugin folder's file is published and served, and nothing is stored, so
-// the verdict is learned once the upstream answers again.
+// serves a URI is learned from the upstream's own listings, taken with the
+// caller's credentials (discovery.go): a URI the upstream neither lists nor
+// matches with a template is the plugin folder's and costs no request. What
+// is learned is cached per authorization context (a hash of the credential
+// headers), or once for everyone when the operator declares the upstream's
+// content shared, until it expires, the upstream announces a change
+// (ResourcesChanged) or a forwarded read shows different bytes. Without an
+// auth gate, an upstream that cannot be reached leaves a verdict unknown
+// rather than failing the answer: the plugin folder's file is published and
+// served, and nothing is stored, so the verdict is learned once the
+// upstream answers again.
 
 // served is what one URI looks like to one authorization context.
 type served struct {
@@ -50,6 +52,8 @@ type authContext struct {
 	expires time.Time
 	mu      sync.Mutex
 	files   map[string]served
+	disc    *discovery               // the served set, learned or being learned
+	reading map[string]chan struct{} // files being read, closed when stored
 }
 
 // Overlay decides who serves each catalog URI and what its served bytes
@@ -64,10 +68,21 @@ type Overlay struct {
 	contexts map[string]*authContext
 
 	// Mismatches counts forwarded reads whose bytes differed from what was
-	// published; Probes counts reads made to learn who serves a URI.
+	// published; Probes counts reads the overlay made itself to learn the
+	// digest of a file the upstream serves.
 	Mismatches, Probes atomic.Int64
 	// Metrics, when set, records probes, mismatches and bytes hashed.
 	Metrics *metrics.Metrics
+
+	overlayCounters
+	// FileReads bounds the reads of upstream-served files one request
+	// runs at once; 0 means DefaultFileReads. Set it before serving.
+	FileReads int
+	// slots bounds the discoveries in flight (DefaultMaxDiscoveries).
+	slots chan struct{}
+	// resourcesCap is what the upstream declared of resources (capUnknown,
+	// capResources, capNone).
+	resourcesCap atomic.Int32
 
 	// downUntil (Unix nanoseconds by now) is when the overlay may ask an
 	// upstream it last found unreachable again; see unreachableBackoff.
@@ -84,7 +99,8 @@ func NewOverlay(up *Upstream, ttl time.Duration, shared bool) *Overlay {
 	if ttl <= 0 {
 		ttl = 60 * time.Second
 	}
-	return &Overlay{up: up, ttl: ttl, shared: shared, now: time.Now, contexts: map[string]*authContext{}}
+	return &Overlay{up: up, ttl: ttl, shared: shared, now: time.Now, contexts: map[string]*authContext{},
+		slots: make(chan struct{}, DefaultMaxDiscoveries)}
 }
 
 // Invalidate forgets every verdict and digest learned, so the next listing
@@ -95,6 +111,27 @@ func (o *Overlay) Invalidate() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	clear(o.contexts)
+}
+
+// ResourcesChanged forgets what a notification from the upstream says is
+// stale; r is the request whose stream carried it. list_changed
+// (notifications/resources/list_changed) drops everything the caller's
+// authorization context learned, its served set included; updated
+// (notifications/resources/updated) drops the verdict of that one URI, in
+// every context: the bytes behind a URI changed for whoever reads it.
+func (o *Overlay) ResourcesChanged(r *http.Request, method, uri string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch method {
+	case "notifications/resources/list_changed":
+		delete(o.contexts, o.authKey(r))
+	case "notifications/resources/updated":
+		for _, c := range o.contexts {
+			c.mu.Lock()
+			delete(c.files, uri)
+			c.mu.Unlock()
+		}
+	}
 }
 
 // authKey is the cache key of a caller: a hash of its credential headers
@@ -142,51 +179,129 @@ func (c *authContext) store(uri string, s served) {
 	c.files[uri] = s
 }
 
-// resolve returns the verdicts for files, probing the upstream for the ones
-// not cached. Any upstream-served file is reported in the map; a nil map
-// means every file is the sidecar's. With unknownOK, an unreachable upstream
-// (ErrUnreachable) is no error: each file whose verdict is not cached is
-// taken as the sidecar's for this answer and nothing is stored, so the
-// upstream is asked again once it answers (see unreachable).
-func (o *Overlay) resolve(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, files []*catalog.File, unknownOK bool) (map[string]served, error) {
-	return o.resolveIn(o.context(r, snap), r, caller, files, unknownOK)
-}
-
-// unreachableBackoff is how long after a probe found the upstream
+// unreachableBackoff is how long after a request found the upstream
 // unreachable the overlay stops asking it (with unknownOK): a burst of
-// listings then costs one failed dial, not one per file and request.
+// listings then costs one failed dial, not one per request.
 const unreachableBackoff = time.Second
 
 // resolveIn is resolve within an authorization context already found, so a
 // page of skills hashes the caller's credentials once, not once per skill.
+// Files the upstream does not serve (by its listings) cost nothing; those it
+// serves whose digest is not cached are read, a few at a time
+// (readBounded), and a file another request of the context is reading is
+// waited for, not read twice.
 func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File, unknownOK bool) (map[string]served, error) {
+	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
+		return nil, nil // verdicts unknown: the plugin folder's files, not remembered
+	}
+	set, err := o.servedSetOf(c, r, caller)
+	if err != nil {
+		return nil, o.unknown(err, unknownOK)
+	}
 	var out map[string]served
-	down := unknownOK && o.now().UnixNano() < o.downUntil.Load()
-	for _, f := range files {
-		s, ok := c.lookup(f.URI)
-		if !ok && down {
-			continue // verdict unknown: the plugin folder's file, not remembered
-		}
-		if !ok {
-			var err error
-			if s, err = o.probe(r, caller, f.URI); err != nil {
-				if unknownOK && errors.Is(err, ErrUnreachable) {
-					o.downUntil.Store(o.now().Add(unreachableBackoff).UnixNano())
-					down = true
-					continue
-				}
-				return nil, err
-			}
-			c.store(f.URI, s)
-		}
+	add := func(uri string, s served) {
 		if s.upstream {
 			if out == nil {
 				out = map[string]served{}
 			}
-			out[f.URI] = s
+			out[uri] = s
+		}
+	}
+	var mine []*catalog.File
+	var theirs []chan struct{}
+	var waited []*catalog.File
+	c.mu.Lock()
+	for _, f := range files {
+		if !set.serves(f.URI) {
+			continue
+		}
+		if s, ok := c.files[f.URI]; ok {
+			add(f.URI, s)
+			continue
+		}
+		if ch, ok := c.reading[f.URI]; ok {
+			theirs, waited = append(theirs, ch), append(waited, f)
+			continue
+		}
+		if c.reading == nil {
+			c.reading = map[string]chan struct{}{}
+		}
+		c.reading[f.URI] = make(chan struct{})
+		mine = append(mine, f)
+	}
+	c.mu.Unlock()
+	var firstErr error
+	if len(mine) > 0 {
+		got, errs := o.readBounded(r, caller, mine)
+		c.mu.Lock()
+		for i, f := range mine {
+			if errs[i] == nil {
+				c.files[f.URI] = got[i]
+			}
+			close(c.reading[f.URI])
+			delete(c.reading, f.URI)
+		}
+		c.mu.Unlock()
+		for i, f := range mine {
+			if errs[i] != nil {
+				if firstErr == nil {
+					firstErr = errs[i]
+				}
+				continue
+			}
+			add(f.URI, got[i])
+		}
+	}
+	for i, ch := range theirs {
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+		if s, ok := c.lookup(waited[i].URI); ok {
+			add(waited[i].URI, s)
+		}
+		// A read that failed for the other request stays unknown here:
+		// the plugin's file for this answer, asked again next time.
+	}
+	if firstErr != nil {
+		if err := o.unknown(firstErr, unknownOK); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// unknown turns an error of the upstream into the answer's: with unknownOK
+// an unreachable upstream is no error (the verdicts stay unknown, and the
+// upstream is left alone for unreachableBackoff); anything else is.
+func (o *Overlay) unknown(err error, unknownOK bool) error {
+	if unknownOK && errors.Is(err, ErrUnreachable) {
+		o.downUntil.Store(o.now().Add(unreachableBackoff).UnixNano())
+		return nil
+	}
+	return err
+}
+
+// servesURI reports whether the upstream serves uri itself for the caller
+// of r, by its listings and any verdict already learned, without reading
+// it: a forwarded read learns its bytes (observe).
+func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, uri string, unknownOK bool) (bool, error) {
+	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
+		return false, nil
+	}
+	c := o.context(r, snap)
+	set, err := o.servedSetOf(c, r, caller)
+	if err != nil {
+		return false, o.unknown(err, unknownOK)
+	}
+	if !set.serves(uri) {
+		return false, nil
+	}
+	if s, ok := c.lookup(uri); ok {
+		return s.upstream, nil // listed, but read as not found: the plugin's
+	}
+	return true, nil
 }
 
 // probe asks the upstream for uri. A not-found answer (or an upstream
@@ -302,7 +417,16 @@ func hashBase64(w io.Writer, enc []byte, plain bool) (int64, error) {
 // that differs from the published verdict replaces it and counts a mismatch.
 func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, reply []byte) {
 	m, err := rewrite.ParseMessage(reply)
-	if err != nil || m.Kind != rewrite.KindResponse {
+	if err != nil {
+		return
+	}
+	if m.Kind != rewrite.KindResponse {
+		// Listed, but not found for this caller (either era's code): the
+		// plugin's file from the next request on, as a read of the
+		// overlay's own would find. A refusal stores nothing.
+		if code, _ := rewrite.GetKey(m.Error, []string{"code"}); string(code) == "-32002" || string(code) == "-32602" {
+			o.context(r, snap).store(uri, served{})
+		}
 		return
 	}
 	s, err := servedOf(uri, m.Result)
@@ -323,23 +447,40 @@ func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, r
 // whether any differs from the catalog's own.
 func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int, unknownOK bool) (_ []json.RawMessage, changed bool, _ error) {
 	out := v.skillEntries[from:to:to]
-	copied := false
-	c := o.context(r, v.snap)
+	// The files of the whole page are resolved together, so the reads of
+	// the ones the upstream serves run side by side, not skill by skill.
+	skills := make([]*catalog.Skill, 0, to-from)
+	var files []*catalog.File
 	for i := from; i < to; i++ {
 		sk, _ := v.snap.Skill(v.skillURIs[i])
-		over, err := o.resolveIn(c, r, caller, sk.Files, unknownOK)
-		if err != nil {
-			return nil, false, err
-		}
-		if over == nil {
+		skills = append(skills, sk)
+		files = append(files, sk.Files...)
+	}
+	over, err := o.resolveIn(o.context(r, v.snap), r, caller, files, unknownOK)
+	if err != nil || over == nil {
+		return out, false, err
+	}
+	copied := false
+	for i, sk := range skills {
+		if !servesAny(over, sk.Files) {
 			continue
 		}
 		if !copied {
 			out, copied = append([]json.RawMessage(nil), out...), true
 		}
-		out[i-from] = encodeSkillServed(sk, over)
+		out[i] = encodeSkillServed(sk, over)
 	}
 	return out, copied, nil
+}
+
+// servesAny reports whether over has a verdict for any of files.
+func servesAny(over map[string]served, files []*catalog.File) bool {
+	for _, f := range files {
+		if _, ok := over[f.URI]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // encodeSkillServed is encodeSkill with the upstream's bytes winning for the

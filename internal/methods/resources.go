@@ -17,6 +17,14 @@ import (
 // that appends the sidecar's resources to the upstream's last page; for any
 // other request nil.
 func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte {
+	if (msg.Method == "initialize" || msg.Method == "server/discover") && h.opts.Overlay != nil {
+		// The upstream's capabilities, as it declares them: without
+		// resources, the overlay asks it nothing (discovery.go).
+		return func(reply []byte) []byte {
+			h.opts.Overlay.ObserveHandshake(reply)
+			return reply
+		}
+	}
 	if msg.Method == "resources/read" && h.opts.Overlay != nil {
 		// A forwarded read of a catalog URI the upstream serves: watch its
 		// bytes, so a change shows in the next listing.

@@ -73,7 +73,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Skills and agents the previous catalog served that a successful reload no longer serves, by kind (skill, agent): removed by the author, or skipped because an update broke them."},
 			[]string{"kind"}),
 		digestProbes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_refreshes_total",
-			Help: "Reads of catalog URIs through the upstream made to learn who serves them and digest their bytes."}),
+			Help: "Reads of catalog files the upstream serves, made through the upstream to digest their bytes."}),
 		digestMismatches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_mismatches_total",
 			Help: "Forwarded reads of catalog URIs whose bytes differed from the published digest (the entry was updated)."}),
 		bytesHashed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "hashed_bytes_total",

@@ -15,11 +15,11 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
-// modifyResponse applies the response hooks. Replies that need no change are
+// modifyResponse applies the response hooks to the reply to r. Replies that need no change are
 // left alone and relayed exactly as they come.
 // mt is the reply's media type and pl the request's plan, both as the
 // relay already has them.
-func (p *Proxy) modifyResponse(resp *http.Response, pl *plan, mt string) error {
+func (p *Proxy) modifyResponse(r *http.Request, resp *http.Response, pl *plan, mt string) error {
 	if mt == "text/event-stream" {
 		// Tell any buffering hop (nginx and kin) to pass events at once.
 		resp.Header.Set("X-Accel-Buffering", "no")
@@ -31,7 +31,7 @@ func (p *Proxy) modifyResponse(resp *http.Response, pl *plan, mt string) error {
 			resp.Body = newStoppableBody(resp.Body, p.streams)
 		}
 		if p.opts.OnResourcesChanged != nil {
-			resp.Body = &watchBody{ReadCloser: resp.Body, fire: p.opts.OnResourcesChanged}
+			resp.Body = p.watch(r, resp.Body)
 		}
 	}
 	if !pl.edits() {

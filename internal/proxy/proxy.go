@@ -44,6 +44,8 @@ type Local interface {
 	ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool
 	// EditReply returns an edit to apply to the upstream's reply to msg (one
 	// JSON-RPC message in, one out), or nil to pass the reply untouched.
+	// For initialize and server/discover it sees the upstream's reply
+	// before the declaration is spliced in.
 	EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte
 }
 
@@ -73,11 +75,15 @@ type Options struct {
 	// upstream's events, and serves such a stream itself when the upstream
 	// answers the GET with 405 (notify.go). Nil sends none.
 	Notify *notify.Hub
-	// OnResourcesChanged, when set, is called when an SSE stream from the
-	// upstream carries notifications/resources/updated or
-	// notifications/resources/list_changed, so what was learned about the
-	// upstream's resources can be forgotten. It must not block.
-	OnResourcesChanged func()
+	// OnResourcesChanged, when set, is called for each JSON-RPC
+	// notification notifications/resources/updated (with its params.uri)
+	// or notifications/resources/list_changed (uri "") that passes through
+	// in an SSE stream from the upstream (a GET stream or a POST's SSE
+	// reply), with the client request the stream answers, so what was
+	// learned about the upstream's resources can be forgotten. Only parsed
+	// notifications count, never a message that carries the name as data.
+	// It must not block.
+	OnResourcesChanged func(r *http.Request, method, uri string)
 	// MaxBodyBytes limits request bodies (413 past it); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -325,13 +331,17 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 	}
 	if m := msgs[0]; !batch && m.Kind == rewrite.KindRequest {
 		pl.id = m.ID
+		var local func([]byte) []byte
+		if p.opts.Local != nil {
+			local = p.opts.Local.EditReply(r, m)
+		}
 		switch {
 		case m.Method == "initialize":
-			pl.edit = p.splicer(eraLegacy)
+			pl.edit = then(local, p.splicer(eraLegacy))
 		case m.Method == "server/discover":
-			pl.edit = p.splicer(eraModern)
-		case p.opts.Local != nil:
-			pl.edit = p.opts.Local.EditReply(r, m)
+			pl.edit = then(local, p.splicer(eraModern))
+		default:
+			pl.edit = local
 		}
 	}
 	p.relay(w, r, pl, body)
@@ -364,6 +374,16 @@ func (p *Proxy) splicer(era string) func(msg []byte) []byte {
 		p.opts.Metrics.Declared(era)
 		return out
 	}
+}
+
+// then returns the edit that applies first (nil: none), then second: a
+// handshake reply is shown to Local (which learns the upstream's
+// capabilities from it) before the declaration is spliced in.
+func then(first, second func([]byte) []byte) func([]byte) []byte {
+	if first == nil {
+		return second
+	}
+	return func(msg []byte) []byte { return second(first(msg)) }
 }
 
 func isHandshake(method string) bool {

@@ -123,7 +123,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	// hooks wrap the body.
 	arrived := bodyArrived(resp.Body)
 	mt := mediaType(resp.Header.Get("Content-Type")) // once: parsing it allocates
-	if err := p.modifyResponse(resp, pl, mt); err != nil {
+	if err := p.modifyResponse(r, resp, pl, mt); err != nil {
 		resp.Body.Close()
 		p.handleUpstreamError(w, out, pl, err)
 		return

@@ -3,21 +3,38 @@ package proxy
 import (
 	"bytes"
 	"io"
+	"net/http"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
-// resourcesChanged is the method prefix of the two notifications that say
-// the upstream's resources changed (updated, list_changed).
-const resourcesChanged = `"notifications/resources/`
+// The two notifications that say the upstream's resources changed.
+const (
+	ResourcesListChanged = "notifications/resources/list_changed"
+	ResourceUpdated      = "notifications/resources/updated"
+)
 
-// watchBody passes an SSE stream through untouched while looking for
-// resource-change notifications in the bytes going by. It parses nothing and
-// buffers nothing but the tail of the previous read, so a method name split
-// across two reads is still seen.
+// maxWatchedEvent bounds the bytes of one SSE event the watcher keeps to
+// parse. A resource-change notification is a few hundred bytes; a longer
+// event (a reply, a skill file) is passed through without being kept.
+const maxWatchedEvent = 64 << 10
+
+// watchBody passes an SSE stream through untouched while parsing it into
+// events (the SSE spec's line rules: LF, CRLF or CR line ends; data lines
+// joined by LF; an event ends at a blank line) and each short event's data
+// into JSON-RPC messages. fire is called for a notification whose method is
+// one of the two above, never for bytes that merely contain the name (a
+// tool's result quoting it, a request or reply carrying it as data). It
+// keeps at most maxWatchedEvent bytes of the current event and line.
 type watchBody struct {
 	io.ReadCloser
-	fire func()
-	tail [len(resourcesChanged) - 1]byte // the stream's last bytes so far
-	n    int                             // bytes of tail in use
+	fire func(method, uri string)
+
+	line     []byte // the current line so far
+	lineOver bool   // the current line outgrew maxWatchedEvent
+	data     []byte // the current event's data so far
+	over     bool   // the current event outgrew maxWatchedEvent
+	cr       bool   // the last byte seen was a CR (a CRLF may be split)
 }
 
 func (b *watchBody) Read(p []byte) (int, error) {
@@ -28,20 +45,102 @@ func (b *watchBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// scan feeds a chunk of the stream to the event parser.
 func (b *watchBody) scan(chunk []byte) {
-	const k = len(resourcesChanged) - 1
-	// The tail joined with the chunk's start covers a pattern straddling
-	// reads; the chunk itself covers the rest.
-	var buf [2 * k]byte
-	joined := append(append(buf[:0], b.tail[:b.n]...), chunk[:min(len(chunk), k)]...)
-	if bytes.Contains(joined, []byte(resourcesChanged)) || bytes.Contains(chunk, []byte(resourcesChanged)) {
-		b.fire()
+	nextLF, nextCR := -2, -2 // positions within chunk, -2: not looked for yet
+	off := 0
+	for off < len(chunk) {
+		if b.cr {
+			b.cr = false
+			if chunk[off] == '\n' {
+				off++ // the LF of a CRLF
+				continue
+			}
+		}
+		if nextLF != -1 && nextLF < off {
+			nextLF = indexFrom(chunk, off, '\n')
+		}
+		if nextCR != -1 && nextCR < off {
+			nextCR = indexFrom(chunk, off, '\r')
+		}
+		end := nextLF
+		if end < 0 || (nextCR >= 0 && nextCR < end) {
+			end = nextCR
+		}
+		if end < 0 {
+			b.appendLine(chunk[off:])
+			return
+		}
+		b.appendLine(chunk[off:end])
+		b.endLine()
+		b.cr = chunk[end] == '\r'
+		off = end + 1
 	}
-	if len(chunk) >= k {
-		b.n = copy(b.tail[:], chunk[len(chunk)-k:])
+}
+
+// indexFrom is the index in b of c at or after off, or -1.
+func indexFrom(b []byte, off int, c byte) int {
+	i := bytes.IndexByte(b[off:], c)
+	if i < 0 {
+		return -1
+	}
+	return off + i
+}
+
+func (b *watchBody) appendLine(seg []byte) {
+	if b.lineOver || len(b.line)+len(seg) > maxWatchedEvent {
+		b.lineOver, b.line = true, b.line[:0]
 		return
 	}
-	// A short read: keep the last k bytes of tail and chunk together.
-	all := append(append(buf[:0], b.tail[:b.n]...), chunk...)
-	b.n = copy(b.tail[:], all[max(0, len(all)-k):])
+	b.line = append(b.line, seg...)
+}
+
+func (b *watchBody) endLine() {
+	line, over := b.line, b.lineOver
+	b.line, b.lineOver = b.line[:0], false
+	switch {
+	case len(line) == 0 && !over:
+		if !b.over && len(b.data) > 0 {
+			b.dispatch(b.data)
+		}
+		b.data, b.over = b.data[:0], false
+	case over:
+		b.over = true // a line too long to keep: the event is no notification to parse
+	case bytes.HasPrefix(line, []byte("data:")):
+		v := line[len("data:"):]
+		if len(v) > 0 && v[0] == ' ' {
+			v = v[1:]
+		}
+		if b.over || len(b.data)+len(v)+1 > maxWatchedEvent {
+			b.over = true
+			return
+		}
+		if len(b.data) > 0 {
+			b.data = append(b.data, '\n')
+		}
+		b.data = append(b.data, v...)
+	}
+}
+
+// dispatch parses one event's data as a JSON-RPC message (or batch) and
+// fires for each resource-change notification in it.
+func (b *watchBody) dispatch(data []byte) {
+	msgs, _, err := rewrite.ParseBody(data)
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		if m.Kind != rewrite.KindNotification || (m.Method != ResourcesListChanged && m.Method != ResourceUpdated) {
+			continue
+		}
+		uri, _ := rewrite.GetString(m.Params, "uri")
+		b.fire(m.Method, uri)
+	}
+}
+
+// watch wraps an SSE reply to r so that the resource-change notifications
+// in it reach OnResourcesChanged.
+func (p *Proxy) watch(r *http.Request, body io.ReadCloser) io.ReadCloser {
+	hook := p.opts.OnResourcesChanged
+	return &watchBody{ReadCloser: body, fire: func(method, uri string) { hook(r, method, uri) }}
 }

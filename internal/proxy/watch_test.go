@@ -1,50 +1,127 @@
 package proxy
 
 import (
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
 )
 
-func TestWatchBodySeesResourceNotifications(t *testing.T) {
+type fired struct{ method, uri string }
+
+func watchAll(t *testing.T, r io.Reader) ([]fired, string) {
+	t.Helper()
+	var got []fired
+	b := &watchBody{ReadCloser: io.NopCloser(r), fire: func(m, u string) { got = append(got, fired{m, u}) }}
+	out, err := io.ReadAll(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, string(out)
+}
+
+// TestWatchBodyParsesNotifications: only a JSON-RPC notification with one of
+// the two methods fires, as an SSE event (MCP streamable HTTP: one message
+// per event's data); the name as data (a tools/call result quoting it, a
+// progress message, a request's params) fires nothing.
+func TestWatchBodyParsesNotifications(t *testing.T) {
 	t.Parallel()
-	note := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}\n\n"
-	other := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"message\":\"notifications/resource\"}}\n\n"
+	listChanged := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}\n\n"
+	updated := "event: message\nid: 7\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"skill://a/SKILL.md\"}}\n\n"
+	toolReply := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"method\\\":\\\"notifications/resources/updated\\\",\\\"params\\\":{\\\"uri\\\":\\\"skill://a/SKILL.md\\\"}}\"}]}}\n\n"
+	progress := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"message\":\"\\\"notifications/resources/list_changed\"}}\n\n"
+	request := "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"skill://a/SKILL.md\"}}\n\n"
 	tests := []struct {
 		name, stream string
-		want         int
+		want         []fired
 	}{
-		{"none", other + other, 0},
-		{"one", other + note, 1},
-		{"updated", "data: {\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"skill://a/SKILL.md\"}}\n\n", 1},
+		{"tool reply quoting it", toolReply, nil},
+		{"progress quoting it", progress, nil},
+		{"a request is no notification", request, nil},
+		{"list_changed", progress + listChanged, []fired{{ResourcesListChanged, ""}}},
+		{"updated", toolReply + updated, []fired{{ResourceUpdated, "skill://a/SKILL.md"}}},
+		{"CRLF lines", strings.ReplaceAll(updated, "\n", "\r\n"), []fired{{ResourceUpdated, "skill://a/SKILL.md"}}},
+		{"CR lines", strings.ReplaceAll(listChanged, "\n", "\r"), []fired{{ResourcesListChanged, ""}}},
+		{"data split over lines", "data: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"notifications/resources/list_changed\"}\n\n", []fired{{ResourcesListChanged, ""}}},
+		{"batch", "data: [{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}]\n\n", []fired{{ResourcesListChanged, ""}}},
+		{"unterminated event", strings.TrimSuffix(listChanged, "\n"), nil},
+		{"after an event too long to keep", "data: \"" + strings.Repeat("x", maxWatchedEvent) + "\"\n\n" + listChanged, []fired{{ResourcesListChanged, ""}}},
 	}
 	for _, tt := range tests {
 		for _, oneByte := range []bool{false, true} {
-			fired := 0
 			var r io.Reader = strings.NewReader(tt.stream)
 			if oneByte {
-				r = iotest.OneByteReader(r) // every split of the pattern across reads
+				r = iotest.OneByteReader(r) // every split of an event across reads
 			}
-			b := &watchBody{ReadCloser: io.NopCloser(r), fire: func() { fired++ }}
-			got, err := io.ReadAll(b)
-			if err != nil || string(got) != tt.stream {
-				t.Fatalf("%s: stream changed or failed: %v", tt.name, err)
+			got, out := watchAll(t, r)
+			if out != tt.stream {
+				t.Fatalf("%s: the stream changed", tt.name)
 			}
-			if (fired > 0) != (tt.want > 0) {
-				t.Errorf("%s (one byte reads %v): fired %d times, want %d", tt.name, oneByte, fired, tt.want)
+			if len(got) != len(tt.want) || (len(got) > 0 && got[0] != tt.want[0]) {
+				t.Errorf("%s (one-byte reads %v): fired %v, want %v", tt.name, oneByte, got, tt.want)
 			}
 		}
 	}
 }
 
-// FuzzWatchBody: whatever the stream and however it is split into reads, the
-// watcher fires exactly when the pattern occurs, and passes every byte.
+// refFired parses a whole stream the plain way (SSE spec §9.2.6: normalise
+// line ends, events end at blank lines, data lines joined by LF) and lists
+// the notifications a watcher must report.
+func refFired(stream string) []fired {
+	s := strings.ReplaceAll(stream, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	var out []fired
+	var data []string
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
+		if i == len(lines)-1 {
+			break // not ended by a line break: not a line yet
+		}
+		if line == "" {
+			joined := strings.Join(data, "\n")
+			data = nil
+			if joined == "" || len(joined) >= maxWatchedEvent {
+				continue
+			}
+			var msgs []map[string]json.RawMessage
+			var one map[string]json.RawMessage
+			if json.Unmarshal([]byte(joined), &one) == nil {
+				msgs = append(msgs, one)
+			} else if json.Unmarshal([]byte(joined), &msgs) != nil {
+				continue
+			}
+			for _, m := range msgs {
+				var method, uri string
+				_, hasID := m["id"]
+				if hasID || json.Unmarshal(m["method"], &method) != nil {
+					continue
+				}
+				if method == ResourcesListChanged || method == ResourceUpdated {
+					var p struct {
+						URI string `json:"uri"`
+					}
+					_ = json.Unmarshal(m["params"], &p)
+					uri = p.URI
+					out = append(out, fired{method, uri})
+				}
+			}
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "data:"); ok {
+			data = append(data, strings.TrimPrefix(v, " "))
+		}
+	}
+	return out
+}
+
+// FuzzWatchBody: however the stream is split into reads, the watcher passes
+// every byte and reports the notifications a whole-stream parse finds.
 func FuzzWatchBody(f *testing.F) {
-	f.Add([]byte(`data: {"method":"notifications/resources/updated"}`), uint8(3))
-	f.Add([]byte(`data: {"method":"notifications/progress"}`), uint8(1))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"u\"}}\r\n\r\n"), uint8(3))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n"), uint8(1))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"notifications/resources/updated\"}}\n\n"), uint8(2))
 	f.Fuzz(func(t *testing.T, stream []byte, split uint8) {
-		fired := false
 		var r io.Reader = strings.NewReader(string(stream))
 		if split > 0 {
 			r = iotest.HalfReader(r)
@@ -52,13 +129,18 @@ func FuzzWatchBody(f *testing.F) {
 		if split%2 == 1 {
 			r = iotest.OneByteReader(r)
 		}
-		b := &watchBody{ReadCloser: io.NopCloser(r), fire: func() { fired = true }}
-		got, _ := io.ReadAll(b)
-		if string(got) != string(stream) {
+		got, out := watchAll(t, r)
+		if out != string(stream) {
 			t.Fatalf("stream changed")
 		}
-		if want := strings.Contains(string(stream), resourcesChanged); fired != want {
-			t.Fatalf("fired = %v, want %v for %q", fired, want, stream)
+		want := refFired(string(stream))
+		if len(got) != len(want) {
+			t.Fatalf("fired %v, want %v for %q", got, want, stream)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("fired %v, want %v for %q", got, want, stream)
+			}
 		}
 	})
 }

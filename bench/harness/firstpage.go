@@ -1,0 +1,324 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/bench/report"
+	"github.com/skills-sidecar/skills-sidecar/bench/stats"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// The first skills/list page a new caller sees (issue 17). The sidecar
+// learns which catalog files the upstream serves per authorization context,
+// so a caller with new credentials (a new bearer token, a junk cookie)
+// costs the upstream the gate's probe and one discovery (resources/list
+// and resources/templates/list), plus one read per file on the page that
+// the upstream serves. The scenario runs its own go-sdk upstream in this
+// process, behind middleware that counts the requests reaching it, and a
+// sidecar (default flags: the auth gate and upstream-files on) in front
+// of it, with a 100-skill × 5-file plugin: one page.
+const (
+	firstPageSkills = 100
+	firstPageFiles  = 4 // besides SKILL.md
+	// firstPageServed is how many skills' SKILL.md the "serves some"
+	// upstream serves itself.
+	firstPageServed = 5
+	// firstPageCrowd is the number of concurrent new callers.
+	firstPageCrowd = 100
+)
+
+// requestCounter counts the JSON-RPC requests reaching an upstream.
+type requestCounter struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+func (c *requestCounter) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if m, err := rewrite.ParseMessage(body); err == nil && m.Kind == rewrite.KindRequest {
+			c.mu.Lock()
+			c.by[m.Method]++
+			c.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// snapshot returns the counts so far.
+func (c *requestCounter) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.by))
+	for k, v := range c.by {
+		out[k] = v
+	}
+	return out
+}
+
+// since describes the requests counted after before: the total, and the
+// count of each method.
+func since(before, after map[string]int) (int, string) {
+	total := 0
+	var parts []string
+	for m, n := range after {
+		if d := n - before[m]; d > 0 {
+			total += d
+			parts = append(parts, fmt.Sprintf("%s %d", m, d))
+		}
+	}
+	slices.Sort(parts)
+	return total, strings.Join(parts, ", ")
+}
+
+// writeFirstPagePlugin writes the scenario's plugin and returns its folder.
+func writeFirstPagePlugin(dir string) (string, error) {
+	root := filepath.Join(dir, "firstpage-plugin")
+	for i := range firstPageSkills {
+		name := fmt.Sprintf("f%03d", i)
+		d := filepath.Join(root, "skills", name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(d, "SKILL.md"), []byte(firstPageSkillMD(name)), 0o644); err != nil {
+			return "", err
+		}
+		for j := range firstPageFiles {
+			if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("ref%d.md", j)), []byte("# Reference "+name+"\n"), 0o644); err != nil {
+				return "", err
+			}
+		}
+	}
+	return root, nil
+}
+
+func firstPageSkillMD(name string) string {
+	return "---\nname: " + name + "\ndescription: Skill " + name + " of the first-page scenario.\n---\n# " + name + "\n"
+}
+
+// startFirstPageUpstream serves a stateless go-sdk upstream on loopback:
+// with an unrelated resource (so it declares resources and the sidecar must
+// ask) and, with servesSome, the SKILL.md of firstPageServed skills on the
+// page as its own resources.
+func startFirstPageUpstream(servesSome bool) (url string, c *requestCounter, stop func(), err error) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "firstpage-upstream", Version: "v0.0.0"}, nil)
+	s.AddResource(&mcp.Resource{URI: "bench://unrelated", Name: "unrelated"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "unrelated"}}}, nil
+	})
+	if servesSome {
+		for i := range firstPageServed {
+			name := fmt.Sprintf("f%03d", i*firstPageSkills/firstPageServed)
+			uri := "skill://" + name + "/SKILL.md"
+			text := firstPageSkillMD(name) + "\nServed by the upstream.\n"
+			s.AddResource(&mcp.Resource{URI: uri, Name: name, MIMEType: "text/markdown"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+			})
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	c = &requestCounter{by: map[string]int{}}
+	srv := &http.Server{Handler: c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true})), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String() + "/mcp", c, func() { _ = srv.Close() }, nil
+}
+
+func randomToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// firstPage measures the scenario for an upstream serving none and some of
+// the catalog.
+func firstPage(ctx context.Context, e *Env) []report.Row {
+	var rows []report.Row
+	row := func(variant string) report.Row {
+		return report.Row{Scenario: "skills/list first page", Variant: variant, Target: report.Sidecar}
+	}
+	if e.SidecarBin == "" {
+		r := row("new callers")
+		r.Status = "unavailable: sidecar unavailable: " + e.SidecarErr
+		return append(rows, r)
+	}
+	plugin, err := writeFirstPagePlugin(e.dir)
+	if err != nil {
+		r := row("new callers")
+		r.Status = "failed: " + err.Error()
+		return append(rows, r)
+	}
+	n := 50
+	if e.opts.Short {
+		n = 20
+	}
+	for _, servesSome := range []bool{false, true} {
+		label := "serves none"
+		if servesSome {
+			label = fmt.Sprintf("serves %d SKILL.md", firstPageServed)
+		}
+		rows = append(rows, e.firstPageVariant(ctx, plugin, servesSome, label, n)...)
+	}
+	return rows
+}
+
+func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bool, label string, n int) []report.Row {
+	fail := func(err error) []report.Row {
+		return []report.Row{{Scenario: "skills/list first page", Variant: label, Target: report.Sidecar, Status: "failed: " + err.Error()}}
+	}
+	upURL, counter, stop, err := startFirstPageUpstream(servesSome)
+	if err != nil {
+		return fail(err)
+	}
+	defer stop()
+	p, addr, _, err := e.launchSidecar(ctx, []string{"--upstream", upURL, "--plugin-dir", plugin}, false)
+	if err != nil {
+		return fail(err)
+	}
+	defer p.Stop(time.Second)
+	side := "http://" + addr + "/mcp"
+	client := NewClient(firstPageCrowd)
+	call := Call{Method: "skills/list"}
+	body := call.Body(Modern)
+	ask := func(url string, hdr http.Header) (time.Duration, error) {
+		var buf bytes.Buffer
+		start := time.Now()
+		_, err := post(ctx, client, url, hdr, body, &buf)
+		return time.Since(start), err
+	}
+	header := func(cred string) http.Header {
+		h := call.Header(Modern, "")
+		switch {
+		case strings.HasPrefix(cred, "Bearer "):
+			h.Set("Authorization", cred)
+		case cred != "":
+			h.Set("Cookie", cred)
+		}
+		return h
+	}
+
+	// One upstream round trip: the upstream's own resources/list, direct.
+	rl := Call{Method: "resources/list"}
+	var rtt []time.Duration
+	for range n {
+		var buf bytes.Buffer
+		start := time.Now()
+		if _, err := post(ctx, client, upURL, rl.Header(Modern, ""), rl.Body(Modern), &buf); err != nil {
+			return fail(err)
+		}
+		rtt = append(rtt, time.Since(start))
+	}
+	roundTrip := stats.Summarize(rtt).P50
+
+	var rows []report.Row
+	measure := func(variant string, creds []string) error {
+		before := counter.snapshot()
+		var first []time.Duration
+		for _, c := range creds {
+			d, err := ask(side, header(c))
+			if err != nil {
+				return err
+			}
+			first = append(first, d)
+		}
+		total, detail := since(before, counter.snapshot())
+		// The same callers again: their pages are warm.
+		var warm []time.Duration
+		for _, c := range creds {
+			d, err := ask(side, header(c))
+			if err != nil {
+				return err
+			}
+			warm = append(warm, d)
+		}
+		rows = append(rows, firstPageRow(label+", "+variant, first, warm, roundTrip, total, len(creds), detail))
+		return nil
+	}
+	bearer, cookies := make([]string, n), make([]string, n)
+	for i := range n {
+		bearer[i], cookies[i] = "Bearer "+randomToken(), "session="+randomToken()
+	}
+	// No credentials: every such caller from one address is one context,
+	// so only the first is new.
+	if err := measure("no credentials c=1", []string{""}); err != nil {
+		return fail(err)
+	}
+	if err := measure("new bearer token c=1", bearer); err != nil {
+		return fail(err)
+	}
+	if err := measure("junk cookie c=1", cookies); err != nil {
+		return fail(err)
+	}
+
+	// A crowd of new callers at once.
+	crowd := make([]string, firstPageCrowd)
+	for i := range crowd {
+		crowd[i] = "session=" + randomToken()
+	}
+	before := counter.snapshot()
+	first := make([]time.Duration, len(crowd))
+	errs := make([]error, len(crowd))
+	var wg sync.WaitGroup
+	for i, c := range crowd {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := ask(side, header(c))
+			first[i], errs[i] = d, err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return append(rows, fail(err)...)
+		}
+	}
+	total, detail := since(before, counter.snapshot())
+	warm := make([]time.Duration, len(crowd))
+	for i, c := range crowd {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := ask(side, header(c))
+			warm[i], errs[i] = d, err
+		}()
+	}
+	wg.Wait()
+	rows = append(rows, firstPageRow(fmt.Sprintf("%s, junk cookie c=%d", label, firstPageCrowd), first, warm, roundTrip, total, len(crowd), detail))
+	return rows
+}
+
+// firstPageRow reports new callers' first pages: latency percentiles, and
+// in the note the upstream requests per caller, the warm page's p50 and the
+// upstream's round trip.
+func firstPageRow(variant string, first, warm []time.Duration, roundTrip time.Duration, requests, callers int, detail string) report.Row {
+	f, w := stats.Summarize(first), stats.Summarize(warm)
+	perCaller := float64(requests) / float64(callers)
+	rt := micros(roundTrip)
+	extra := micros(f.P50) - micros(w.P50)
+	return report.Row{
+		Scenario: "skills/list first page", Variant: variant, Target: report.Sidecar, Status: "ok",
+		P50Micros: micros(f.P50), P99Micros: micros(f.P99), Samples: int64(f.N),
+		Note: fmt.Sprintf("%.2f upstream requests per new caller (%s); warm page p50 %.0f µs; first − warm %.0f µs, %.2f× one upstream round trip (%.0f µs)",
+			perCaller, detail, micros(w.P50), extra, extra/rt, rt),
+		Extra: map[string]float64{"upstream_requests_per_caller": perCaller, "warm_p50_us": micros(w.P50), "round_trip_p50_us": rt},
+	}
+}

@@ -1,0 +1,296 @@
+package methods
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Discovery: which catalog URIs the upstream serves is learned from the
+// upstream's own listings, not by reading each URI (DESIGN.md decision 2).
+// For an authorization context the overlay follows every page of the
+// upstream's resources/list and resources/templates/list, with the caller's
+// credentials and session (Upstream.Call, through authgate.OnBehalf); a
+// catalog URI listed there, or matching one of the templates, is the
+// upstream's and is read (and hashed) when a listing needs its digest; every
+// other catalog URI is the plugin folder's and costs nothing. The learned
+// set lives as long as the context's verdicts (upstream-files-ttl).
+//
+// The cost is bounded three ways. Concurrent first requests of one context
+// share one discovery (the first runs it, the others wait for it). At most
+// MaxDiscoveries discoveries are in flight for the whole sidecar, so callers
+// with random credentials (junk cookies, each a new context) queue instead
+// of multiplying the load. And each listing follows at most
+// maxDiscoveryPages pages: past them the rest of the listing is not
+// followed, and catalog URIs not seen are the plugin's.
+//
+// An upstream that declares no resources capability is asked nothing. The
+// capability is learned from the initialize and server/discover replies the
+// sidecar relays (ObserveHandshake), for the whole sidecar: capabilities are
+// the server's, not a caller's. Until a handshake reply has been seen (a
+// replica that never relayed one), the upstream is asked, and a
+// resources/list answered "method not found" (-32601) is taken as the same
+// declaration.
+
+// Defaults of the overlay's bounds.
+const (
+	// DefaultFileReads is how many reads of upstream-served files one
+	// request runs at once.
+	DefaultFileReads = 8
+	// DefaultMaxDiscoveries is how many discoveries run at once in the
+	// whole sidecar.
+	DefaultMaxDiscoveries = 16
+	// maxDiscoveryPages bounds the pages followed of each listing.
+	maxDiscoveryPages = 16
+	// maxTemplates bounds the URI templates kept of one discovery.
+	maxTemplates = 256
+)
+
+// Capability states of the upstream's resources (Overlay.resourcesCap).
+const (
+	capUnknown int32 = iota
+	capResources
+	capNone
+)
+
+// servedSet is what one discovery learned: the catalog URIs the upstream
+// lists and its URI templates that could match a catalog URI.
+type servedSet struct {
+	uris      map[string]struct{}
+	templates []*regexp.Regexp
+}
+
+// nothingServed is the set of an upstream with no resources.
+var nothingServed = &servedSet{}
+
+// serves reports whether the upstream serves uri itself.
+func (s *servedSet) serves(uri string) bool {
+	if _, ok := s.uris[uri]; ok {
+		return true
+	}
+	for _, t := range s.templates {
+		if t.MatchString(uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// discovery is one context's discovery, shared by every request of the
+// context that needs it while it runs.
+type discovery struct {
+	done chan struct{}
+	set  *servedSet
+	err  error
+}
+
+// ObserveHandshake learns the upstream's resources capability from a reply
+// to initialize or server/discover passing through: a result whose
+// capabilities lack resources means the upstream is asked nothing.
+func (o *Overlay) ObserveHandshake(reply []byte) {
+	caps, ok := rewrite.GetKey(reply, []string{"result", "capabilities"})
+	if !ok || len(caps) == 0 || caps[0] != '{' {
+		return
+	}
+	if _, has := rewrite.GetKey(caps, []string{"resources"}); has {
+		o.resourcesCap.Store(capResources)
+	} else {
+		o.resourcesCap.Store(capNone)
+	}
+}
+
+// servedSetOf returns what the upstream serves for context c, running the
+// context's discovery or waiting for the one running.
+func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message) (*servedSet, error) {
+	for attempt := 0; ; attempt++ {
+		if o.resourcesCap.Load() == capNone {
+			return nothingServed, nil
+		}
+		c.mu.Lock()
+		d, run := c.disc, false
+		if d == nil {
+			d, run = &discovery{done: make(chan struct{})}, true
+			c.disc = d
+		}
+		c.mu.Unlock()
+		if run {
+			o.runDiscovery(c, d, r, caller)
+		}
+		select {
+		case <-d.done:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+		// A discovery ended by its own caller going away is no answer
+		// for a caller still waiting: that one runs its own.
+		if d.err != nil && !run && errors.Is(d.err, context.Canceled) && r.Context().Err() == nil && attempt < 2 {
+			continue
+		}
+		return d.set, d.err
+	}
+}
+
+// runDiscovery fills d, within the sidecar's bound of discoveries in flight,
+// and publishes it. A failed discovery is not kept: the next request of the
+// context runs a new one.
+func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, caller rewrite.Message) {
+	defer close(d.done)
+	select {
+	case o.slots <- struct{}{}:
+		defer func() { <-o.slots }()
+	case <-r.Context().Done():
+		d.err = r.Context().Err()
+	}
+	if d.err == nil {
+		d.set, d.err = o.discover(r, caller, c.snap)
+	}
+	if d.err != nil {
+		c.mu.Lock()
+		if c.disc == d {
+			c.disc = nil
+		}
+		c.mu.Unlock()
+	}
+}
+
+// errNoMethod marks a listing the upstream answers "method not found".
+var errNoMethod = errors.New("method not found")
+
+// discover takes the upstream's listings for the caller of r: the two
+// listings run side by side, so a discovery of one-page listings costs one
+// round trip, not two.
+func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot) (*servedSet, error) {
+	o.Discoveries.Add(1)
+	set := &servedSet{uris: map[string]struct{}{}}
+	var templates []*regexp.Regexp
+	var terr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		terr = o.listAll(r, caller, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
+			t, ok := rewrite.GetString(item, "uriTemplate")
+			if !ok || len(templates) >= maxTemplates || !mayMatchCatalog(t) {
+				return
+			}
+			if re := compileTemplate(t); re != nil {
+				templates = append(templates, re)
+			}
+		})
+	}()
+	err := o.listAll(r, caller, "resources/list", "resources", func(item json.RawMessage) {
+		uri, ok := rewrite.GetString(item, "uri")
+		if !ok || snap == nil {
+			return
+		}
+		if _, inCatalog := snap.File(uri); inCatalog {
+			set.uris[uri] = struct{}{}
+		}
+	})
+	<-done
+	if errors.Is(err, errNoMethod) {
+		o.resourcesCap.Store(capNone)
+		return nothingServed, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if terr != nil && !errors.Is(terr, errNoMethod) {
+		return nil, terr
+	}
+	set.templates = templates
+	return set, nil
+}
+
+// mayMatchCatalog reports whether a template's literal start is compatible
+// with a catalog URI (skill://…), so templates of other schemes cost
+// nothing to keep or match.
+func mayMatchCatalog(t string) bool {
+	lit := t
+	if i := strings.IndexByte(t, '{'); i >= 0 {
+		lit = t[:i]
+	}
+	return strings.HasPrefix(lit, catalog.Scheme) || strings.HasPrefix(catalog.Scheme, lit)
+}
+
+// listAll follows the pages of a listing method, calling each for every
+// element of the result's key array, for at most maxDiscoveryPages pages.
+// A JSON-RPC error -32601 is errNoMethod; any other JSON-RPC error ends the
+// listing with what it gave so far (the upstream serves nothing more that
+// it would tell); a refusal or an unreachable upstream is the error.
+func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key string, each func(json.RawMessage)) error {
+	cursor := ""
+	for range maxDiscoveryPages {
+		params := map[string]json.RawMessage{}
+		if cursor != "" {
+			params["cursor"] = mustJSON(cursor)
+		}
+		o.ListingPages.Add(1)
+		m, err := o.up.Call(r, caller, method, params)
+		if err != nil {
+			return err
+		}
+		if m.Kind != rewrite.KindResponse {
+			if code, _ := rewrite.GetKey(m.Error, []string{"code"}); string(code) == "-32601" {
+				return errNoMethod
+			}
+			return nil
+		}
+		var page map[string]json.RawMessage
+		var items []json.RawMessage
+		if json.Unmarshal(m.Result, &page) == nil {
+			_ = json.Unmarshal(page[key], &items) // not an array: nothing listed
+		}
+		for _, it := range items {
+			each(it)
+		}
+		var next string
+		if json.Unmarshal(page["nextCursor"], &next) != nil || next == "" {
+			return nil
+		}
+		cursor = next
+	}
+	return nil // past the bound: what was listed so far (see maxDiscoveryPages)
+}
+
+// readBounded reads files from the upstream, at most fileReads at a time,
+// and returns each verdict (or error) in files' order.
+func (o *Overlay) readBounded(r *http.Request, caller rewrite.Message, files []*catalog.File) ([]served, []error) {
+	out, errs := make([]served, len(files)), make([]error, len(files))
+	n := o.FileReads
+	if n <= 0 {
+		n = DefaultFileReads
+	}
+	if len(files) == 1 || n == 1 {
+		for i, f := range files {
+			out[i], errs[i] = o.probe(r, caller, f.URI)
+		}
+		return out, errs
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], errs[i] = o.probe(r, caller, f.URI)
+		}()
+	}
+	wg.Wait()
+	return out, errs
+}
+
+// overlayCounters are what the overlay counts for tests and benchmarks.
+type overlayCounters struct {
+	// Discoveries counts discoveries run; ListingPages the listing
+	// requests they sent.
+	Discoveries, ListingPages atomic.Int64
+}

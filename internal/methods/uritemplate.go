@@ -1,0 +1,218 @@
+package methods
+
+import (
+	"regexp"
+	"strings"
+)
+
+// URI templates (RFC 6570) tell which URIs an upstream serves besides the
+// ones it lists: resources/templates/list gives templates such as
+// skill://{name}/SKILL.md, and a catalog URI that some expansion of one of
+// them produces is the upstream's. Matching is the reverse of expansion: a
+// template becomes an anchored regular expression accepting every string
+// some choice of variable values (defined, empty or undefined) expands to.
+//
+// Levels 1 to 3 are matched exactly as the RFC expands them: simple {x},
+// reserved {+x}, fragment {#x}, label {.x}, path {/x}, path-style
+// parameters {;x}, form query {?x} and continuation {&x}, each with one or
+// more variables. Level 4's modifiers are accepted loosely (a prefix {x:3}
+// matches what {x} matches; an exploded {x*} any number of values), which
+// can only make a URI the upstream's that the upstream then answers as not
+// found: the cost of a read, never a wrong digest.
+
+// maxTemplateBytes bounds a template the matcher compiles; a longer one
+// matches nothing.
+const maxTemplateBytes = 2048
+
+// compileTemplate returns the matcher of template, or nil when template is
+// not a URI template (an unclosed or empty expression, a bad variable name).
+func compileTemplate(template string) *regexp.Regexp {
+	if len(template) > maxTemplateBytes {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(`\A`)
+	for rest := template; rest != ""; {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			b.WriteString(regexp.QuoteMeta(rest))
+			break
+		}
+		b.WriteString(regexp.QuoteMeta(rest[:open]))
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil
+		}
+		expr, ok := expressionPattern(rest[open+1 : open+end])
+		if !ok {
+			return nil
+		}
+		b.WriteString(expr)
+		rest = rest[open+end+1:]
+	}
+	b.WriteString(`\z`)
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil
+	}
+	return re
+}
+
+// matchTemplate reports whether uri is an expansion of template (see
+// compileTemplate); a string that is not a template matches nothing.
+func matchTemplate(template, uri string) bool {
+	re := compileTemplate(template)
+	return re != nil && re.MatchString(uri)
+}
+
+// Character classes of an expanded value (RFC 6570 §1.5): unreserved
+// characters and percent-encodings, plus the reserved set for + and #.
+const (
+	unreservedValue = `(?:[A-Za-z0-9\-._~]|%[0-9A-Fa-f]{2})*`
+	reservedValue   = `(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*`
+)
+
+// templateVar is one variable of an expression.
+type templateVar struct {
+	name    string
+	explode bool
+}
+
+// expressionPattern is the pattern of the expression between { and }.
+func expressionPattern(expr string) (string, bool) {
+	if expr == "" {
+		return "", false
+	}
+	op := byte(0)
+	if strings.IndexByte("+#./;?&", expr[0]) >= 0 {
+		op, expr = expr[0], expr[1:]
+	} else if strings.IndexByte("=,!@|", expr[0]) >= 0 {
+		return "", false // reserved for future extensions (§2.2)
+	}
+	var vars []templateVar
+	for _, spec := range strings.Split(expr, ",") {
+		v, ok := parseVarspec(spec)
+		if !ok {
+			return "", false
+		}
+		vars = append(vars, v)
+	}
+	value := unreservedValue
+	if op == '+' || op == '#' {
+		value = reservedValue
+	}
+	switch op {
+	case 0, '+', '#':
+		// Values joined by "," (an exploded list's too); # prefixes "#"
+		// when any is defined.
+		list := `(?:` + value + `(?:,` + value + `)*)?`
+		if !anyExplode(vars) {
+			list = `(?:` + value + `(?:,` + value + `){0,` + itoa(len(vars)-1) + `})?`
+		}
+		if op == '#' {
+			return `(?:#` + list + `)?`, true
+		}
+		return list, true
+	case '.', '/':
+		sep := regexp.QuoteMeta(string(op))
+		if anyExplode(vars) {
+			return `(?:` + sep + value + `)*`, true
+		}
+		return `(?:` + sep + value + `){0,` + itoa(len(vars)) + `}`, true
+	case ';':
+		var b strings.Builder
+		for _, v := range vars {
+			b.WriteString(`(?:;` + named(v, value, `(?:=`+value+`)?`) + `)`)
+			b.WriteString(repeat(v))
+		}
+		return b.String(), true
+	case '&':
+		var b strings.Builder
+		for _, v := range vars {
+			b.WriteString(`(?:&` + named(v, value, `=`+value) + `)` + repeat(v))
+		}
+		return b.String(), true
+	default: // '?': the first defined variable after "?", the rest after "&"
+		var alts []string
+		for i, v := range vars {
+			alt := named(v, value, `=`+value)
+			if v.explode {
+				alt += `(?:&` + named(v, value, `=`+value) + `)*`
+			}
+			for _, w := range vars[i+1:] {
+				alt += `(?:&` + named(w, value, `=`+value) + `)` + repeat(w)
+			}
+			alts = append(alts, alt)
+		}
+		return `(?:\?(?:` + strings.Join(alts, "|") + `))?`, true
+	}
+}
+
+// named is the pattern of one name=value pair of ; ? and &: the variable's
+// own name, or for an exploded one any key (an associative array's).
+func named(v templateVar, value, tail string) string {
+	if v.explode {
+		return value + tail
+	}
+	return regexp.QuoteMeta(v.name) + tail
+}
+
+// repeat makes a named pair optional: once for a plain variable, any number
+// of times for an exploded one.
+func repeat(v templateVar) string {
+	if v.explode {
+		return `*`
+	}
+	return `?`
+}
+
+func anyExplode(vars []templateVar) bool {
+	for _, v := range vars {
+		if v.explode {
+			return true
+		}
+	}
+	return false
+}
+
+// parseVarspec parses varname [ ":" max-length | "*" ] (§2.3, §2.4).
+func parseVarspec(spec string) (templateVar, bool) {
+	v := templateVar{}
+	if n, ok := strings.CutSuffix(spec, "*"); ok {
+		v.explode, spec = true, n
+	} else if i := strings.IndexByte(spec, ':'); i >= 0 {
+		l := spec[i+1:]
+		if l == "" || len(l) > 4 || l[0] == '0' || strings.Trim(l, "0123456789") != "" {
+			return v, false
+		}
+		spec = spec[:i]
+	}
+	if spec == "" {
+		return v, false
+	}
+	for i := 0; i < len(spec); i++ {
+		c := spec[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_':
+		case c == '.' && i > 0 && spec[i-1] != '.' && i < len(spec)-1:
+		case c == '%' && i+2 < len(spec) && isHex(spec[i+1]) && isHex(spec[i+2]):
+			i += 2
+		default:
+			return v, false
+		}
+	}
+	v.name = spec
+	return v, true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func itoa(n int) string {
+	const digits = "0123456789"
+	if n < 10 {
+		return digits[n : n+1]
+	}
+	return itoa(n/10) + digits[n%10:n%10+1]
+}

@@ -1,0 +1,100 @@
+package methods
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestMatchTemplateRFC6570 matches the expansions RFC 6570 itself gives
+// (§1.2, levels 1 to 3, with its variables var := "value", hello := "Hello
+// World!", path := "/foo/bar", empty := "", x := "1024", y := "768"): every
+// expansion must match its template. The negative rows are strings no
+// choice of values expands the template to.
+func TestMatchTemplateRFC6570(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		template, uri string
+		want          bool
+	}{
+		// Level 1.
+		{"{var}", "value", true},
+		{"{hello}", "Hello%20World%21", true},
+		// Level 2.
+		{"{+var}", "value", true},
+		{"{+hello}", "Hello%20World!", true},
+		{"{+path}/here", "/foo/bar/here", true},
+		{"here?ref={+path}", "here?ref=/foo/bar", true},
+		{"X{#var}", "X#value", true},
+		{"X{#hello}", "X#Hello%20World!", true},
+		// Level 3.
+		{"map?{x,y}", "map?1024,768", true},
+		{"{x,hello,y}", "1024,Hello%20World%21,768", true},
+		{"{+x,hello,y}", "1024,Hello%20World!,768", true},
+		{"{+path,x}/here", "/foo/bar,1024/here", true},
+		{"{#x,hello,y}", "#1024,Hello%20World!,768", true},
+		{"{#path,x}/here", "#/foo/bar,1024/here", true},
+		{"X{.var}", "X.value", true},
+		{"X{.x,y}", "X.1024.768", true},
+		{"{/var}", "/value", true},
+		{"{/var,x}/here", "/value/1024/here", true},
+		{"{;x,y}", ";x=1024;y=768", true},
+		{"{;x,y,empty}", ";x=1024;y=768;empty", true},
+		{"{?x,y}", "?x=1024&y=768", true},
+		{"{?x,y,empty}", "?x=1024&y=768&empty=", true},
+		{"?fixed=yes{&x}", "?fixed=yes&x=1024", true},
+		{"{&x,y,empty}", "&x=1024&y=768&empty=", true},
+		// Undefined variables expand to nothing (§3.2.1).
+		{"{var}", "", true},
+		{"X{.var}", "X", true},
+		{"{?x,y}", "?y=768", true},
+		{"{;x,y}", ";y=768", true},
+		// Not expansions.
+		{"{hello}", "Hello World!", false}, // a simple value is percent-encoded
+		{"{var}", "a/b", false},            // "/" is reserved: not in a simple value
+		{"{+path}/here", "/foo/bar/there", false},
+		{"{/var}", "/a/b", false}, // one variable, one segment
+		{"{/var,x}/here", "/a/b/c/here", false},
+		{"{?x,y}", "?y=768&x=1024", false}, // order is the template's
+		{"{;x,y}", ";z=1", false},
+		{"X{.x,y}", "Y.1024", false},
+		{"map?{x,y}", "map?1,2,3", false}, // two variables, at most two values
+		{"{var}", "%zz", false},
+		// The shapes upstreams serve skill files with.
+		{"skill://{name}/SKILL.md", "skill://pdf/SKILL.md", true},
+		{"skill://{name}/SKILL.md", "skill://a/b/SKILL.md", false},
+		{"skill://{name}/{+path}", "skill://pdf/scripts/fill.py", true},
+		{"skill://pdf{/file}", "skill://pdf/forms.md", true},
+		{"skill://pdf{/file}", "skill://docx/forms.md", false},
+		// Not templates: nothing matches.
+		{"skill://{name", "skill://{name", false},
+		{"skill://{}/x", "skill:///x", false},
+		{"skill://{=x}/y", "skill://a/y", false},
+		{"skill://a/b", "skill://a/b", true}, // no expression: itself only
+		{"skill://a/b", "skill://a/bc", false},
+	}
+	for _, tt := range tests {
+		if got := matchTemplate(tt.template, tt.uri); got != tt.want {
+			t.Errorf("matchTemplate(%q, %q) = %v, want %v", tt.template, tt.uri, got, tt.want)
+		}
+	}
+}
+
+// FuzzMatchTemplate: any template and URI are judged without a panic, a
+// template with no expression matches exactly itself, and a template's
+// literal prefix (before its first expression) starts every URI it matches.
+func FuzzMatchTemplate(f *testing.F) {
+	f.Add("skill://{name}/SKILL.md", "skill://pdf/SKILL.md")
+	f.Add("{?x,y,empty}", "?x=1024&y=768&empty=")
+	f.Add("{#path,x}/here", "#/foo/bar,1024/here")
+	f.Add("a{b", "a{b")
+	f.Add("{x*}{;y:3}", ";y=abc")
+	f.Fuzz(func(t *testing.T, template, uri string) {
+		got := matchTemplate(template, uri)
+		if !strings.ContainsAny(template, "{}") && got != (template == uri) {
+			t.Fatalf("literal template %q vs %q: %v", template, uri, got)
+		}
+		if i := strings.IndexByte(template, '{'); got && i >= 0 && !strings.HasPrefix(uri, template[:i]) {
+			t.Fatalf("%q matched %q without its literal prefix", template, uri)
+		}
+	})
+}
