@@ -163,6 +163,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		Metrics:            m,
 		OnResourcesChanged: onResourcesChanged(overlay),
 		Notify:             hub,
+		OwnsURI:            local.OwnsURI,
 		Declaration:        rewrite.SkillsSidecar(),
 		Logger:             log,
 		MaxBodyBytes:       cfg.MaxBodyBytes,

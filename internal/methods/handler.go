@@ -196,6 +196,11 @@ func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request, u
 // answered as not found (SEP-2640's codes) rather than forwarded. With no
 // skills the sidecar claims nothing: an upstream that serves skill://
 // resources of its own stays reachable through the sidecar, untouched.
+// OwnsURI reports whether uri is a skill URI the sidecar answers for, as
+// ownsURI judges it against the current catalog: the proxy honours a
+// subscriptions/listen filter's resourceSubscriptions entry by it.
+func (h *Handler) OwnsURI(uri string) bool { return h.ownsURI(h.current(), uri) }
+
 func (h *Handler) ownsURI(v *view, uri string) bool {
 	return len(v.skillURIs) > 0 && strings.HasPrefix(uri, catalog.Scheme)
 }

@@ -73,8 +73,14 @@ type Options struct {
 	// Notify, when set, receives every legacy session's standalone GET
 	// stream, to insert the sidecar's own change notifications between the
 	// upstream's events, and serves such a stream itself when the upstream
-	// answers the GET with 405 (notify.go). Nil sends none.
+	// answers the GET with 405 (notify.go); likewise every
+	// subscriptions/listen stream whose filter asks for what the sidecar
+	// honours (listen.go). Nil sends none.
 	Notify *notify.Hub
+	// OwnsURI, when set, reports whether uri is a skill URI the sidecar
+	// serves itself: a subscriptions/listen filter's resourceSubscriptions
+	// entry the sidecar then honours (listen.go). Nil honours none.
+	OwnsURI func(uri string) bool
 	// OnResourcesChanged, when set, is called for each JSON-RPC
 	// notification notifications/resources/updated (with its params.uri)
 	// or notifications/resources/list_changed (uri "") that passes through
@@ -340,6 +346,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 			pl.edit = then(local, p.splicer(eraLegacy))
 		case m.Method == "server/discover":
 			pl.edit = then(local, p.splicer(eraModern))
+		case m.Method == rewrite.MethodListen:
+			// No edit: the reply is a stream listen.go relays itself.
+			pl.listen = p.planListen(m)
 		default:
 			pl.edit = local
 		}
@@ -468,10 +477,11 @@ type plan struct {
 	edit      func([]byte) []byte // edits the single request's reply; nil: none
 	handshake []json.RawMessage   // ids of initialize/server/discover requests
 	batch     bool
-	stream    bool   // a resumed GET stream: look for replayed handshake replies
-	get       bool   // a standalone GET stream: ended early on shutdown
-	session   string // a standalone GET's Mcp-Session-Id, for notify.go
-	detached  bool   // relayed off its handler (detach.go), which records it
+	stream    bool        // a resumed GET stream: look for replayed handshake replies
+	get       bool        // a standalone GET stream: ended early on shutdown
+	session   string      // a standalone GET's Mcp-Session-Id, for notify.go
+	listen    *listenPlan // a subscriptions/listen the sidecar honours part of (listen.go)
+	detached  bool        // relayed off its handler (detach.go), which records it
 	start     time.Time
 
 	// For the request's log line (record.go).

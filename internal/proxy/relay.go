@@ -133,6 +133,10 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		resp.Body.Close()
 		return
 	}
+	if pl.listen != nil {
+		p.relayListen(w, r, pl, resp, mt)
+		return
+	}
 	if detach != nil && p.detach(w, resp, mt, detach) {
 		return
 	}

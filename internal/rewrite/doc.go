@@ -2,7 +2,8 @@
 // the traffic it forwards: reading and re-framing server-sent events,
 // reading JSON-RPC envelopes, editing JSON objects in place, and splicing
 // the sidecar's extension declarations (SEP-2133) into initialize and
-// server/discover results.
+// server/discover results, and merging what the sidecar honours into a
+// subscriptions/listen acknowledgement (listen.go).
 //
 // Its invariant is that bytes it does not need to change pass through
 // untouched: an SSE event is handed on as the exact bytes read, a JSON edit

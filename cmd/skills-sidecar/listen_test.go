@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// modernChurnUpstream is a go-sdk upstream on the 2026-07-28 wire
+// (stateless) that adds a tool every few milliseconds, so a listen stream
+// asking for toolsListChanged carries the upstream's own notifications all
+// the time. refuse makes it answer subscriptions/listen as a server without
+// it would: "-32601" (Method not found, as JSON) or "404" (HTTP).
+func modernChurnUpstream(t *testing.T, refuse string) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse != "" && r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(body, &m) == nil && m.Method == "subscriptions/listen" {
+				if refuse == "404" {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID)
+				return
+			}
+		}
+		inner.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			mcp.AddTool(s, &mcp.Tool{Name: fmt.Sprintf("t%d", i)}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+			select {
+			case <-ctx.Done():
+			case <-time.After(15 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return srv.URL + "/mcp"
+}
+
+// modernMeta is the per-request _meta of the 2026-07-28 wire.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// openListen posts subscriptions/listen with request id (raw JSON) and
+// filter (a SubscriptionFilter object), and returns the stream's events.
+func openListen(t *testing.T, ctx context.Context, endpoint, id, filter string) <-chan sseEvent {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":` + filter + `}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", scrapeVersion)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("subscriptions/listen = HTTP %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	out := make(chan sseEvent, 4096)
+	go sseEvents(bufio.NewReader(resp.Body), out)
+	return out
+}
+
+// listenMsg is one message on a listen stream, as the schema shapes it.
+type listenMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Meta          map[string]json.RawMessage `json:"_meta"`
+		Notifications map[string]json.RawMessage `json:"notifications"`
+	} `json:"params"`
+}
+
+func decodeListen(t *testing.T, ev sseEvent) listenMsg {
+	t.Helper()
+	var m listenMsg
+	if err := json.Unmarshal([]byte(ev.data), &m); err != nil {
+		t.Fatalf("an event is not one whole JSON-RPC message: %q", ev.data)
+	}
+	return m
+}
+
+// listenAck reads the stream's first event, which must be the
+// acknowledgement carrying subID, and returns its filter.
+func listenAck(t *testing.T, events <-chan sseEvent, subID string) map[string]json.RawMessage {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("the listen stream ended before its acknowledgement")
+		}
+		m := decodeListen(t, ev)
+		if m.Method != "notifications/subscriptions/acknowledged" || string(m.Params.Meta["io.modelcontextprotocol/subscriptionId"]) != subID {
+			t.Fatalf("first event %q, want the acknowledgement with subscriptionId %s", ev.data, subID)
+		}
+		return m.Params.Notifications
+	case <-time.After(10 * time.Second):
+		t.Fatal("no acknowledgement")
+	}
+	return nil
+}
+
+// listenNotices reads a listen stream for d and returns the methods of the
+// sidecar's own notifications on it, checking that every event is one
+// whole message whose _meta subscriptionId is subID, and counting the
+// upstream's tools/list_changed.
+func listenNotices(t *testing.T, events <-chan sseEvent, d time.Duration, subID string, upstreamSeen *int) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(d)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the listen stream ended")
+			}
+			m := decodeListen(t, ev)
+			if s := string(m.Params.Meta["io.modelcontextprotocol/subscriptionId"]); s != subID {
+				t.Fatalf("event %q carries subscriptionId %q, want %s", ev.data, s, subID)
+			}
+			switch m.Method {
+			case "notifications/tools/list_changed":
+				*upstreamSeen++
+			case "notifications/resources/list_changed", "notifications/agents/list_changed", "notifications/resources/updated":
+				if ev.hasID {
+					t.Fatalf("a sidecar notification has an id: %+v", ev)
+				}
+				got = append(got, m.Method)
+			default:
+				t.Fatalf("unexpected event on the listen stream: %q", ev.data)
+			}
+		case <-deadline:
+			return got
+		}
+	}
+}
+
+// TestPluginChangeNotifiesListenStreams: a modern client holding
+// subscriptions/listen through the sidecar hears of a plugin change (the
+// kubelet's ..data swap) once, with its subscriptionId, between the
+// upstream's own notifications, whether the upstream serves listen itself
+// or not at all; a listen that did not ask hears nothing of the sidecar's.
+func TestPluginChangeNotifiesListenStreams(t *testing.T) {
+	t.Parallel()
+	for _, refuse := range []string{"", "-32601", "404"} {
+		t.Run("upstream listen refused "+refuse, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			root := filepath.Join(t.TempDir(), "plugin")
+			v1 := map[string]string{
+				"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n",
+				"agents/triage.md":      "---\nname: triage\ndescription: Sorts.\n---\nSort.\n",
+			}
+			swap := kubeletPlugin(t, root, v1)
+			endpoint, _ := startSidecar(t, "--upstream", modernChurnUpstream(t, refuse), "--plugin-dir", root, "--poll-interval", "200ms", "--auth-gate", "none")
+
+			const subA = `"listen-A"`
+			a := openListen(t, ctx, endpoint, subA, `{"toolsListChanged":true,"resourcesListChanged":true,"agentsListChanged":true}`)
+			ack := listenAck(t, a, subA)
+			if string(ack["resourcesListChanged"]) != "true" || string(ack["agentsListChanged"]) != "true" {
+				t.Fatalf("acknowledgement %v lacks what the sidecar honours", ack)
+			}
+			if tools := string(ack["toolsListChanged"]) == "true"; tools != (refuse == "") {
+				t.Fatalf("acknowledgement %v: toolsListChanged %v, want it only from an upstream with listen", ack, tools)
+			}
+			// A listen that asked only for the upstream's tools: the
+			// sidecar honours nothing of it and sends nothing on it.
+			const subB = `7`
+			var b <-chan sseEvent
+			if refuse == "" {
+				b = openListen(t, ctx, endpoint, subB, `{"toolsListChanged":true}`)
+				if ackB := listenAck(t, b, subB); len(ackB) != 1 || string(ackB["toolsListChanged"]) != "true" {
+					t.Fatalf("acknowledgement of a tools-only listen %v, want toolsListChanged alone", ackB)
+				}
+			}
+			// A listen asking only for what the sidecar honours: a go-sdk
+			// upstream acknowledges nothing and ends its stream at once; the
+			// sidecar keeps it open for its own notifications.
+			const subC = `"C"`
+			var c <-chan sseEvent
+			if refuse == "" {
+				c = openListen(t, ctx, endpoint, subC, `{"agentsListChanged":true}`)
+				if ackC := listenAck(t, c, subC); len(ackC) != 1 || string(ackC["agentsListChanged"]) != "true" {
+					t.Fatalf("acknowledgement of an agents-only listen %v, want agentsListChanged alone", ackC)
+				}
+			}
+			quiet := func(d time.Duration, what string) {
+				t.Helper()
+				var up int
+				if n := listenNotices(t, a, d, subA, &up); len(n) > 0 {
+					t.Fatalf("%s sent %q", what, n)
+				}
+			}
+			upstream, upB := 0, 0
+			if refuse == "" {
+				for upstream < 3 {
+					if n := listenNotices(t, a, 50*time.Millisecond, subA, &upstream); len(n) > 0 {
+						t.Fatalf("notifications before any change: %q", n)
+					}
+				}
+			} else {
+				quiet(300*time.Millisecond, "the stream before any change")
+			}
+
+			swap(v1)
+			quiet(800*time.Millisecond, "an unchanged reload")
+			if err := os.Rename(root, root+".away"); err != nil {
+				t.Fatal(err)
+			}
+			quiet(800*time.Millisecond, "a failed reload")
+			if err := os.Rename(root+".away", root); err != nil {
+				t.Fatal(err)
+			}
+			quiet(800*time.Millisecond, "a reload after the failed one, with nothing changed")
+
+			v2 := map[string]string{
+				"skills/notes/SKILL.md":  v1["skills/notes/SKILL.md"],
+				"skills/review/SKILL.md": "---\nname: review\ndescription: Review changes.\n---\n# Review\n",
+				"agents/triage.md":       "---\nname: triage\ndescription: Sorts faster.\n---\nSort.\n",
+			}
+			before := upstream
+			swap(v2)
+			got := listenNotices(t, a, 2*time.Second, subA, &upstream)
+			if want := "notifications/resources/list_changed notifications/agents/list_changed"; strings.Join(got, " ") != want {
+				t.Fatalf("after the change the stream carried %q, want %q once each", got, want)
+			}
+			if refuse == "" && upstream == before {
+				t.Error("no upstream event went by during the change: nothing shows the notifications came between them")
+			}
+			if n := listenNotices(t, a, 500*time.Millisecond, subA, &upstream); len(n) > 0 {
+				t.Fatalf("a duplicate after the change: %q", n)
+			}
+			if b != nil {
+				if n := listenNotices(t, b, 100*time.Millisecond, subB, &upB); len(n) > 0 {
+					t.Errorf("the tools-only listen got the sidecar's %q", n)
+				}
+				if upB == 0 {
+					t.Error("the tools-only listen carried none of the upstream's notifications")
+				}
+			}
+			if c != nil {
+				var none int
+				if n := listenNotices(t, c, 100*time.Millisecond, subC, &none); strings.Join(n, " ") != "notifications/agents/list_changed" {
+					t.Errorf("the agents-only listen got %q, want agents/list_changed once", n)
+				}
+			}
+			status, _, body := mcpPost(t, endpoint, `{"jsonrpc":"2.0","id":5,"method":"skills/list","params":{`+modernMeta+`}}`,
+				map[string]string{"MCP-Protocol-Version": scrapeVersion, "Mcp-Method": "skills/list"})
+			if status != http.StatusOK || !strings.Contains(body, "skill://review/SKILL.md") {
+				t.Errorf("skills/list after the notification = HTTP %d %s, want the new skill", status, body)
+			}
+		})
+	}
+}

@@ -1,0 +1,198 @@
+package rewrite
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// The shapes below are the 2026-07-28 schema's: a SubscriptionFilter with
+// its optional keys, the acknowledgement notification carrying it under
+// params.notifications and the subscription id under params._meta.
+func TestMergeAcknowledgement(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/subscriptionId":7}`
+	tests := []struct {
+		name     string
+		in       string
+		add      ListenFilter
+		want     string
+		upstream bool
+		err      error
+	}{
+		{
+			name: "empty upstream filter gains the sidecar's keys",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{` + meta + `,"notifications":{}}}`,
+			add:  ListenFilter{ResourcesListChanged: true, AgentsListChanged: true},
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{` + meta + `,"notifications":{"resourcesListChanged":true,"agentsListChanged":true}}}`,
+		},
+		{
+			name:     "upstream's keys kept byte for byte; the new member copies the last one's spacing (SetKey)",
+			in:       `{"jsonrpc":"2.0", "method":"notifications/subscriptions/acknowledged", "params":{` + meta + `, "notifications":{ "toolsListChanged": true }}}`,
+			add:      ListenFilter{ResourcesListChanged: true},
+			want:     `{"jsonrpc":"2.0", "method":"notifications/subscriptions/acknowledged", "params":{` + meta + `, "notifications":{ "toolsListChanged": true, "resourcesListChanged": true }}}`,
+			upstream: true,
+		},
+		{
+			name:     "already true: unchanged",
+			in:       `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourcesListChanged":true}}}`,
+			add:      ListenFilter{ResourcesListChanged: true},
+			want:     `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourcesListChanged":true}}}`,
+			upstream: true,
+		},
+		{
+			name: "false replaced in place",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"agentsListChanged":false,"promptsListChanged":false}}}`,
+			add:  ListenFilter{AgentsListChanged: true},
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"agentsListChanged":true,"promptsListChanged":false}}}`,
+		},
+		{
+			name:     "resourceSubscriptions appended once each",
+			in:       `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["file:///a", "skill://x/SKILL.md"]}}}`,
+			add:      ListenFilter{ResourceSubscriptions: []string{"skill://x/SKILL.md", "skill://y/ref.md", "skill://y/ref.md"}},
+			want:     `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["file:///a", "skill://x/SKILL.md", "skill://y/ref.md"]}}}`,
+			upstream: true,
+		},
+		{
+			name: "resourceSubscriptions created, empty array counts as none",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":[]}}}`,
+			add:  ListenFilter{ResourceSubscriptions: []string{"skill://x/SKILL.md"}},
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["skill://x/SKILL.md"]}}}`,
+		},
+		{
+			name: "no notifications member: created",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{` + meta + `}}`,
+			add:  ListenFilter{AgentsListChanged: true},
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{` + meta + `,"notifications":{"agentsListChanged":true}}}`,
+		},
+		{
+			name: "nothing to add: unchanged",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`,
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`,
+		},
+		{name: "another notification", in: `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`, add: ListenFilter{AgentsListChanged: true}, err: ErrNotAcknowledgement},
+		{name: "a request of that name", in: `{"jsonrpc":"2.0","id":1,"method":"notifications/subscriptions/acknowledged","params":{}}`, err: ErrNotAcknowledgement},
+		{name: "not JSON", in: `{"jsonrpc":`, err: ErrParse},
+		{name: "notifications not an object", in: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":[]}}`, add: ListenFilter{AgentsListChanged: true}, err: ErrNotObject},
+		{name: "resourceSubscriptions not an array", in: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":"x"}}}`, add: ListenFilter{ResourceSubscriptions: []string{"skill://a"}}, upstream: true, err: ErrNotArray},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, upstream, err := MergeAcknowledgement([]byte(tt.in), tt.add)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("err = %v, want %v", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tt.want {
+				t.Errorf("got  %s\nwant %s", out, tt.want)
+			}
+			if upstream != tt.upstream {
+				t.Errorf("upstream honours = %v, want %v", upstream, tt.upstream)
+			}
+		})
+	}
+}
+
+func TestParseListenFilter(t *testing.T) {
+	f, err := ParseListenFilter([]byte(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{"toolsListChanged":true,"resourcesListChanged":true,"agentsListChanged":false,"resourceSubscriptions":["skill://a/SKILL.md"]}}`))
+	if err != nil || !f.ResourcesListChanged || f.AgentsListChanged || len(f.ResourceSubscriptions) != 1 || f.ResourceSubscriptions[0] != "skill://a/SKILL.md" {
+		t.Errorf("ParseListenFilter = %+v, %v", f, err)
+	}
+	for _, bad := range []string{`{}`, `{"notifications":null}`, `{"notifications":{"agentsListChanged":"yes"}}`, `[]`, `x`} {
+		if _, err := ParseListenFilter([]byte(bad)); err == nil {
+			t.Errorf("ParseListenFilter(%s) accepted", bad)
+		}
+	}
+}
+
+// The sidecar's own acknowledgement and closing result, checked against
+// the schema's shapes by decoding them as a peer would.
+func TestAcknowledgementAndResult(t *testing.T) {
+	id := json.RawMessage(`"l-1"`)
+	var ack struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  struct {
+			Meta          map[string]json.RawMessage `json:"_meta"`
+			Notifications map[string]json.RawMessage `json:"notifications"`
+		} `json:"params"`
+	}
+	b := Acknowledgement(id, ListenFilter{ResourcesListChanged: true, ResourceSubscriptions: []string{"skill://a/\"q\".md"}})
+	if err := json.Unmarshal(b, &ack); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if ack.JSONRPC != "2.0" || ack.Method != "notifications/subscriptions/acknowledged" || string(ack.Params.Meta[MetaSubscriptionID]) != `"l-1"` ||
+		string(ack.Params.Notifications["resourcesListChanged"]) != "true" || ack.Params.Notifications["agentsListChanged"] != nil ||
+		string(ack.Params.Notifications["resourceSubscriptions"]) != `["skill://a/\"q\".md"]` {
+		t.Errorf("acknowledgement %s", b)
+	}
+	var res struct {
+		ID     json.RawMessage `json:"id"`
+		Result struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"result"`
+	}
+	r := ListenResult(id)
+	if err := json.Unmarshal(r, &res); err != nil || string(res.ID) != `"l-1"` || string(res.Result.Meta[MetaSubscriptionID]) != `"l-1"` {
+		t.Errorf("result %s: %v", r, err)
+	}
+	if !IsMethodNotFound([]byte(`{"jsonrpc":"2.0","id":"l-1","error":{"code":-32601,"message":"no"}}`), id) ||
+		IsMethodNotFound([]byte(`{"jsonrpc":"2.0","id":"l-2","error":{"code":-32601,"message":"no"}}`), id) ||
+		IsMethodNotFound([]byte(`{"jsonrpc":"2.0","id":"l-1","error":{"code":-32602,"message":"no"}}`), id) {
+		t.Error("IsMethodNotFound misjudges")
+	}
+}
+
+// FuzzMergeAcknowledgement: whatever the upstream sends, the merge never
+// panics, returns valid JSON, keeps the message's other members, and what
+// it adds reads back.
+func FuzzMergeAcknowledgement(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`), true, true, "skill://a/SKILL.md")
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"notifications":{"toolsListChanged":true,"resourceSubscriptions":["x"]}}}`), false, true, "x")
+	f.Add([]byte(`{"method":"notifications/subscriptions/acknowledged"}`), true, false, "")
+	f.Fuzz(func(t *testing.T, in []byte, res, agents bool, uri string) {
+		add := ListenFilter{ResourcesListChanged: res, AgentsListChanged: agents}
+		if uri != "" {
+			add.ResourceSubscriptions = []string{uri}
+		}
+		out, _, err := MergeAcknowledgement(in, add)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid JSON out of %q: %q", in, out)
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Notifications struct {
+					R    bool              `json:"resourcesListChanged"`
+					A    bool              `json:"agentsListChanged"`
+					Subs []json.RawMessage `json:"resourceSubscriptions"`
+				} `json:"notifications"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(out, &m); err != nil {
+			return // a duplicate key of another type, as encoding/json reads it
+		}
+		if m.Method != MethodAcknowledged || (res && !m.Params.Notifications.R) || (agents && !m.Params.Notifications.A) {
+			t.Fatalf("merge of %q lost something: %q", in, out)
+		}
+		if uri != "" {
+			found := false
+			for _, s := range m.Params.Notifications.Subs {
+				var u string
+				if json.Unmarshal(s, &u) == nil && u == uri {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("merge of %q lacks %q: %q", in, uri, out)
+			}
+		}
+	})
+}
