@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
+	"github.com/skills-sidecar/skills-sidecar/internal/bridge"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
@@ -132,6 +133,12 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		overlay = methods.NewOverlay(upstreamClient, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
 		overlay.Metrics = m
 	}
+	// The upstream's eras, learned by probes on the sidecar's own
+	// transport; the era bridge (era-bridge auto) serves what it lacks.
+	eras := &bridge.Detector{URL: up, Client: &http.Client{Transport: transport}, Logger: log,
+		OnChange: func(e bridge.Eras) { m.UpstreamEra(e.Label()) }}
+	go eras.Run(ctx)
+	serves := func(modern bool) bool { return eras.Current().Serves(modern, false) }
 	var gate methods.Gate
 	if cfg.AuthGate == "upstream" {
 		gate = authgate.New(authgate.Options{Upstream: up, Client: &http.Client{Transport: transport},
@@ -147,6 +154,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		Tools:            &methods.UpstreamTools{Upstream: upstreamClient, TTL: cfg.ToolsCacheTTL},
 		DropUnknownTools: cfg.DropUnknownTools,
 		ServerVersion:    version,
+		Serves:           serves,
 	})
 	// Bound before the proxy is built: the Host check depends on the
 	// address it listens on (connections wait in the backlog until Serve).
@@ -180,6 +188,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	}
 
 	ready := newReadiness(up, cfg.AuthGate)
+	ready.eras = eras.Current
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", p)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes,

@@ -46,6 +46,12 @@ type Options struct {
 	// URIs it serves itself; nil serves every catalog file from the plugin
 	// folder.
 	Overlay *Overlay
+	// Serves, when set, reports whether the sidecar answers its own methods
+	// on the modern (true) or legacy (false) era: the upstream speaks that
+	// era, or the era bridge makes it so. A request of an era it does not
+	// serve is left to the upstream, which refuses it as it refuses the
+	// rest of that era. Nil serves both.
+	Serves func(modern bool) bool
 	// ServerName and ServerVersion fill _meta serverInfo on modern results;
 	// empty means "skills-sidecar" and "dev".
 	ServerName, ServerVersion string
@@ -125,6 +131,9 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 			return false // the upstream's pages come first; EditReply appends ours
 		}
 	default:
+		return false
+	}
+	if h.opts.Serves != nil && !h.opts.Serves(claimsModern(r.Header, msg)) {
 		return false
 	}
 	if h.opts.Gate != nil && !h.opts.Gate.Admit(w, r, msg) {

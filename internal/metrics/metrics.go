@@ -36,6 +36,8 @@ type Metrics struct {
 	activeStreams    prometheus.Gauge
 	authVerdicts     *prometheus.CounterVec
 	authCacheHits    prometheus.Counter
+	upstreamEra      *prometheus.GaugeVec
+	bridgeSessions   prometheus.Gauge
 }
 
 // New builds the metrics and registers them, with the Go and process
@@ -83,13 +85,18 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			[]string{"verdict"}),
 		authCacheHits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "auth_cache_hits_total",
 			Help: "Auth gate decisions answered from the verdict cache."}),
+		upstreamEra: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "upstream_era",
+			Help: "1 for the protocol eras the upstream was last learned to speak (unknown, legacy, modern or dual), 0 for the others."},
+			[]string{"era"}),
+		bridgeSessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "bridge_sessions",
+			Help: "Legacy upstream sessions the era bridge holds for 2026-07-28 callers (capped by the bridge; see the README)."}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.declarations, m.catalogSkills, m.catalogAgents,
 		m.reloads, m.lastReload, m.skipped, m.catalogDropped, m.digestProbes, m.digestMismatches, m.bytesHashed, m.activeStreams,
-		m.authVerdicts, m.authCacheHits, buildInfo,
+		m.authVerdicts, m.authCacheHits, m.upstreamEra, m.bridgeSessions, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
 		m.authVerdicts.WithLabelValues(v)
@@ -103,7 +110,34 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	for _, v := range []string{"legacy", "modern"} {
 		m.declarations.WithLabelValues(v)
 	}
+	m.UpstreamEra("unknown")
 	return m
+}
+
+// UpstreamEras are the values of upstream_era's era label.
+var UpstreamEras = []string{"unknown", "legacy", "modern", "dual"}
+
+// UpstreamEra records the eras the upstream was learned to speak, one of
+// UpstreamEras.
+func (m *Metrics) UpstreamEra(era string) {
+	if m == nil {
+		return
+	}
+	for _, v := range UpstreamEras {
+		val := 0.0
+		if v == era {
+			val = 1
+		}
+		m.upstreamEra.WithLabelValues(v).Set(val)
+	}
+}
+
+// BridgeSessions records the legacy sessions the era bridge holds.
+func (m *Metrics) BridgeSessions(n int) {
+	if m == nil {
+		return
+	}
+	m.bridgeSessions.Set(float64(n))
 }
 
 // MethodLabel maps a JSON-RPC method (or an HTTP verb for GET and DELETE)

@@ -329,7 +329,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		case m.Method == "initialize":
 			pl.edit = p.splicer(eraLegacy)
 		case m.Method == "server/discover":
-			pl.edit = p.splicer(eraModern)
+			pl.edit = p.discoverSplicer()
 		case p.opts.Local != nil:
 			pl.edit = p.opts.Local.EditReply(r, m)
 		}
