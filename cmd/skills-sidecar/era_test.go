@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -103,4 +104,72 @@ func TestNoBridgeDeclaresOnlyUpstreamEras(t *testing.T) {
 			t.Errorf("modern skills/list in front of a dual upstream: %s", body)
 		}
 	})
+}
+
+// TestBridgeModernClientLegacyUpstream: with era-bridge auto in front of a
+// legacy-only go-sdk upstream, a go-sdk v1.8.0 client negotiates
+// 2026-07-28 through the sidecar (the bridge's server/discover names it),
+// sees the declaration, and lists and calls the upstream's tools over the
+// legacy session the bridge holds; a legacy initialize still passes
+// through; subscriptions/listen is acknowledged with its subscription id.
+func TestBridgeModernClientLegacyUpstream(t *testing.T) {
+	t.Parallel()
+	up := upstreamServer(t, demo.Handler(nil))
+	u, maddr := startEraSidecar(t, up, "legacy")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: u}, nil)
+	if err != nil {
+		t.Fatalf("connect through the bridge: %v", err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Errorf("negotiated %q through the bridge, want 2026-07-28", v)
+	}
+	if _, ok := cs.InitializeResult().Capabilities.Extensions["io.modelcontextprotocol/skills"]; !ok {
+		t.Errorf("no skills declaration through the bridge: %+v", cs.InitializeResult().Capabilities)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("tools/list through the bridge: %v, %v", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}})
+	if err != nil || res.IsError {
+		t.Fatalf("tools/call add through the bridge: %+v, %v", res, err)
+	}
+	if b, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(b), `"sum":5`) {
+		t.Errorf("add(2,3) = %s, want sum 5", b)
+	}
+	if v, _ := sample(scrape(t, maddr), "skills_sidecar_bridge_sessions", map[string]string{}); v < 1 {
+		t.Errorf("bridge_sessions = %v, want at least 1: the calls did not go over a held session", v)
+	}
+
+	_, _, body := mcpPost(t, u, initBody, nil)
+	if !strings.Contains(body, `"protocolVersion":"2025-11-25"`) || !strings.Contains(body, "io.modelcontextprotocol/skills") {
+		t.Errorf("legacy initialize through the bridge: %s", body)
+	}
+
+	listen := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(listen))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 4096)
+	n, _ := resp.Body.Read(first)
+	ack := string(first[:n])
+	if !strings.Contains(ack, `"method":"notifications/subscriptions/acknowledged"`) || !strings.Contains(ack, `"io.modelcontextprotocol/subscriptionId":"sub-1"`) {
+		t.Errorf("first listen event: %q, want the acknowledgement with subscriptionId sub-1", ack)
+	}
+	// The demo declares tools.listChanged but no prompts: only the first
+	// is honoured.
+	if !strings.Contains(ack, `"toolsListChanged":true`) || strings.Contains(ack, "promptsListChanged") {
+		t.Errorf("acknowledged filter: %q, want toolsListChanged only", ack)
+	}
 }

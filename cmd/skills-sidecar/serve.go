@@ -126,19 +126,27 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
+	direct := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
+	// The upstream's eras, learned by probes on the direct transport; with
+	// era-bridge auto every other request goes through the bridge, which
+	// passes it through untouched unless the upstream lacks its era.
+	eras := &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: log,
+		OnChange: func(e bridge.Eras) { m.UpstreamEra(e.Label()) }}
+	go eras.Run(ctx)
+	var transport http.RoundTripper = direct
+	bridged := false
+	if cfg.EraBridge == "auto" {
+		bt := &bridge.Transport{Next: direct, Eras: eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: m.BridgeSessions}
+		bt.Start(ctx)
+		transport, bridged = bt, true
+	}
+	serves := func(modern bool) bool { return eras.Current().Serves(modern, modern && bridged) }
 	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}, Credentials: cfg.AuthHeaderList()}
 	var overlay *methods.Overlay
 	if cfg.UpstreamFiles == "auto" {
 		overlay = methods.NewOverlay(upstreamClient, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
 		overlay.Metrics = m
 	}
-	// The upstream's eras, learned by probes on the sidecar's own
-	// transport; the era bridge (era-bridge auto) serves what it lacks.
-	eras := &bridge.Detector{URL: up, Client: &http.Client{Transport: transport}, Logger: log,
-		OnChange: func(e bridge.Eras) { m.UpstreamEra(e.Label()) }}
-	go eras.Run(ctx)
-	serves := func(modern bool) bool { return eras.Current().Serves(modern, false) }
 	var gate methods.Gate
 	if cfg.AuthGate == "upstream" {
 		gate = authgate.New(authgate.Options{Upstream: up, Client: &http.Client{Transport: transport},
