@@ -140,6 +140,29 @@ func claimsModern(h http.Header, msg rewrite.Message) bool {
 	return h.Get("Mcp-Protocol-Version") >= ModernVersion
 }
 
+// nameParams are the methods whose Mcp-Name header must equal a param.
+var nameParams = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+// headerMismatch checks the 2026-07-28 headers against the body, as a
+// modern server must (-32020, HTTP 400): the legacy upstream would not. An
+// absent header is not checked, as for the sidecar's own methods.
+func headerMismatch(h http.Header, msg rewrite.Message, version string) string {
+	if v := h.Get("Mcp-Protocol-Version"); v != "" && v != version {
+		return "MCP-Protocol-Version header " + strconv.Quote(v) + " does not match the request body's " + strconv.Quote(version)
+	}
+	if m := h.Get("Mcp-Method"); m != "" && m != msg.Method {
+		return "Mcp-Method header " + strconv.Quote(m) + " does not match the request body's " + strconv.Quote(msg.Method)
+	}
+	if p, ok := nameParams[msg.Method]; ok {
+		if n := h.Get("Mcp-Name"); n != "" {
+			if want, _ := rewrite.GetString(msg.Params, p); n != want {
+				return "Mcp-Name header " + strconv.Quote(n) + " does not match the request body's " + strconv.Quote(want)
+			}
+		}
+	}
+	return ""
+}
+
 // requestBody returns the request's body and leaves it readable again.
 func requestBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
@@ -171,6 +194,9 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	case !hasCaps:
 		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams,
 			"modern request must carry _meta "+metaProtocol+" and "+metaClientCaps, nil)), nil
+	}
+	if rerr := headerMismatch(req.Header, msg, version); rerr != "" {
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeHeaderMismatch, rerr, nil)), nil
 	}
 	var compact bytes.Buffer
 	if json.Compact(&compact, caps) != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' {

@@ -234,3 +234,29 @@ func BenchmarkHeldSessionMemory(b *testing.B) {
 	}
 	runtime.KeepAlive(kept)
 }
+
+// Headers that disagree with the body are refused as a modern server must
+// (-32020, HTTP 400), not forwarded to the legacy upstream, which would
+// not check them.
+func TestHeaderMismatchRefused(t *testing.T) {
+	rec := &recorder{next: demo.Handler(nil)}
+	bt, u := newBridge(t, rec, 0)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},` + fmt.Sprintf(testMeta, "{}") + `}}`
+	for hdr, val := range map[string]string{"Mcp-Method": "tools/list", "Mcp-Name": "other", "Mcp-Protocol-Version": "2025-11-25"} {
+		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(hdr, val)
+		resp, err := bt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), `"code":-32020`) {
+			t.Errorf("%s: %s: %d %s, want 400 -32020", hdr, val, resp.StatusCode, b)
+		}
+	}
+	if n := len(rec.inits()); n != 0 {
+		t.Errorf("%d sessions opened for refused requests", n)
+	}
+}
