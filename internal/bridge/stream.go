@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,14 +32,73 @@ func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Messa
 		resp.Body = io.NopCloser(bytes.NewReader(out))
 		resp.ContentLength = int64(len(out))
 		resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+		resp.StatusCode = replyStatus(out, resp.StatusCode)
+		resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
 	case "text/event-stream":
+		r := rewrite.NewReader(resp.Body, t.maxBytes())
+		var first *peeked
+		if !slices.Contains(modernMethods, msg.Method) {
+			// A method the 2026-07-28 wire does not define: the legacy
+			// server most likely refuses it at once, and the modern wire
+			// carries that refusal as HTTP 404 (SEP-2575), which a stream
+			// already under way could not.
+			p := peek(r)
+			if p.err == nil {
+				if m, perr := rewrite.ParseMessage(p.ev.Data); perr == nil && m.Kind == rewrite.KindError && bytes.Equal(m.ID, msg.ID) {
+					resp.Body.Close()
+					out := ModernReply(msg.Method, p.ev.Data, s.init.ServerInfo, t.scope())
+					return jsonResponse(resp.Request, replyStatus(out, http.StatusOK), out), nil
+				}
+			}
+			first = &p
+		}
 		pr, pw := io.Pipe()
-		go t.pumpReply(resp.Body, pw, s, msg, logs)
+		go t.pumpReply(r, resp.Body, first, pw, s, msg, logs)
 		resp.Body = pr
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
+	default:
+		if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound {
+			// A refusal without a JSON-RPC body (go-sdk answers a method it
+			// does not handle with a plain-text 400): the modern wire needs
+			// a JSON-RPC error. For a method 2026-07-28 does not define that
+			// is method-not-found, HTTP 404 (SEP-2575); for one it does, an
+			// invalid request carrying the upstream's words.
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+			resp.Body.Close()
+			text := string(bytes.TrimSpace(b))
+			if text == "" {
+				text = http.StatusText(resp.StatusCode)
+			}
+			if !slices.Contains(modernMethods, msg.Method) {
+				return jsonResponse(resp.Request, http.StatusNotFound, ErrorReply(msg.ID, codeMethodNotFound, text, nil)), nil
+			}
+			return jsonResponse(resp.Request, resp.StatusCode, ErrorReply(msg.ID, codeInvalidRequest, "the upstream refused the request: "+text, nil)), nil
+		}
 	}
 	return resp, nil
+}
+
+// peeked is what peek read of a stream: the events without data before the
+// first one with data (comments, keep-alives and the empty priming event a
+// resumable server sends first), raw, then that event, or the error that
+// ended the read.
+type peeked struct {
+	skipped []byte
+	ev      rewrite.Event
+	err     error
+}
+
+// peek reads r up to its first event with data.
+func peek(r *rewrite.Reader) peeked {
+	var p peeked
+	for {
+		p.ev, p.err = r.Next()
+		if p.err != nil || len(bytes.TrimSpace(p.ev.Data)) > 0 {
+			return p
+		}
+		p.skipped = append(p.skipped, p.ev.Raw...)
+	}
 }
 
 func writeEvent(w io.Writer, data []byte) error {
@@ -49,11 +109,21 @@ func writeEvent(w io.Writer, data []byte) error {
 // pumpReply copies a legacy SSE reply to pw, translating the response to
 // msg, dropping log messages the request did not ask for, and ending the
 // call at a server-to-client request (see Transport).
-func (t *Transport) pumpReply(up io.ReadCloser, pw *io.PipeWriter, s *session, msg rewrite.Message, logs bool) {
+func (t *Transport) pumpReply(r *rewrite.Reader, up io.Closer, first *peeked, pw *io.PipeWriter, s *session, msg rewrite.Message, logs bool) {
 	defer up.Close()
-	r := rewrite.NewReader(up, t.maxBytes())
+	if first != nil {
+		if _, err := pw.Write(first.skipped); err != nil {
+			return
+		}
+	}
 	for {
-		ev, err := r.Next()
+		var ev rewrite.Event
+		var err error
+		if first != nil {
+			ev, err, first = first.ev, first.err, nil
+		} else {
+			ev, err = r.Next()
+		}
 		if err != nil {
 			if err == io.EOF {
 				err = nil

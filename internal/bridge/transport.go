@@ -143,21 +143,22 @@ func claimsModern(h http.Header, msg rewrite.Message) bool {
 // nameParams are the methods whose Mcp-Name header must equal a param.
 var nameParams = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
-// headerMismatch checks the 2026-07-28 headers against the body, as a
-// modern server must (-32020, HTTP 400): the legacy upstream would not. An
-// absent header is not checked, as for the sidecar's own methods.
+// headerMismatch checks the 2026-07-28 routing headers against the body,
+// as a modern server must (SEP-2243: -32020, HTTP 400): the legacy upstream
+// would not. MCP-Protocol-Version and Mcp-Method are required, and Mcp-Name
+// for the methods that name a tool, prompt or resource: a header omitted
+// while the body has the value is a mismatch too.
 func headerMismatch(h http.Header, msg rewrite.Message, version string) string {
-	if v := h.Get("Mcp-Protocol-Version"); v != "" && v != version {
+	if v := h.Get("Mcp-Protocol-Version"); v != version {
 		return "MCP-Protocol-Version header " + strconv.Quote(v) + " does not match the request body's " + strconv.Quote(version)
 	}
-	if m := h.Get("Mcp-Method"); m != "" && m != msg.Method {
+	if m := h.Get("Mcp-Method"); m != msg.Method {
 		return "Mcp-Method header " + strconv.Quote(m) + " does not match the request body's " + strconv.Quote(msg.Method)
 	}
 	if p, ok := nameParams[msg.Method]; ok {
-		if n := h.Get("Mcp-Name"); n != "" {
-			if want, _ := rewrite.GetString(msg.Params, p); n != want {
-				return "Mcp-Name header " + strconv.Quote(n) + " does not match the request body's " + strconv.Quote(want)
-			}
+		want, has := rewrite.GetString(msg.Params, p)
+		if n := h.Get("Mcp-Name"); has && n != want {
+			return "Mcp-Name header " + strconv.Quote(n) + " does not match the request body's " + strconv.Quote(want)
 		}
 	}
 	return ""
@@ -184,22 +185,12 @@ func requestBody(req *http.Request) ([]byte, error) {
 }
 
 func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Response, error) {
-	version, _ := rewrite.GetString(msg.Params, "_meta", metaProtocol)
-	caps, hasCaps := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
-	switch {
-	case version != ModernVersion:
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeUnsupportedVersion,
-			"unsupported protocol version "+strconv.Quote(version),
-			map[string]any{"supported": []string{ModernVersion}, "requested": version})), nil
-	case !hasCaps:
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams,
-			"modern request must carry _meta "+metaProtocol+" and "+metaClientCaps, nil)), nil
+	if r := CheckModern(req.Header, msg); r != nil {
+		return jsonResponse(req, r.Status, ErrorReply(msg.ID, r.Code, r.Message, r.Data)), nil
 	}
-	if rerr := headerMismatch(req.Header, msg, version); rerr != "" {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeHeaderMismatch, rerr, nil)), nil
-	}
+	caps, _ := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
 	var compact bytes.Buffer
-	if json.Compact(&compact, caps) != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' {
+	if json.Compact(&compact, caps) != nil {
 		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, metaClientCaps+" must be an object", nil)), nil
 	}
 	caps = compact.Bytes()

@@ -69,6 +69,7 @@ func call(t *testing.T, bt *Transport, u, auth, caps, method string) (int, strin
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
@@ -218,6 +219,8 @@ func BenchmarkHeldSessionMemory(b *testing.B) {
 				`"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"bench-client","version":"1.0.0"}}}}`
 			req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
 			req.Header.Set("Authorization", fmt.Sprintf("Bearer token-%060d", i))
+			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", "server/discover")
 			resp, err := bt.RoundTrip(req)
 			if err != nil {
 				b.Fatal(err)
@@ -258,5 +261,39 @@ func TestHeaderMismatchRefused(t *testing.T) {
 	}
 	if n := len(rec.inits()); n != 0 {
 		t.Errorf("%d sessions opened for refused requests", n)
+	}
+}
+
+// A method the 2026-07-28 wire does not define travels back as HTTP 404
+// with -32601 (SEP-2575), however the legacy upstream refused it: go-sdk's
+// plain-text 400, or a JSON-RPC error on an SSE stream that opens with the
+// empty priming event a resumable 2025-11-25 server sends first.
+func TestUnknownMethodIs404(t *testing.T) {
+	bt, u := newBridge(t, &recorder{next: demo.Handler(nil)}, 0)
+	if code, body := call(t, bt, u, "", "{}", "unknown/method"); code != 404 || !strings.Contains(body, `"code":-32601`) {
+		t.Errorf("go-sdk upstream: %d %s, want 404 -32601", code, body)
+	}
+	sse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"initialize"`) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"skills-sidecar-bridge","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"up","version":"1"}}}`)
+			return
+		}
+		if !strings.Contains(string(b), `"id"`) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: 0\ndata: \n\n: keep-alive\n\nid: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}\n\n")
+	})
+	bt, u = newBridge(t, sse, 0)
+	if code, body := call(t, bt, u, "", "{}", "unknown/method"); code != 404 || !strings.Contains(body, `"code":-32601`) {
+		t.Errorf("SSE upstream: %d %s, want 404 -32601", code, body)
+	}
+	// A method the wire defines keeps its stream (priming event included) and its 200.
+	if code, body := call(t, bt, u, "", "{}", "tools/list"); code != 200 || !strings.Contains(body, "data: \n\n") || !strings.Contains(body, `"code":-32601`) {
+		t.Errorf("SSE upstream, tools/list: %d %q, want the stream kept", code, body)
 	}
 }
