@@ -14,7 +14,8 @@
 # server-everything and of the dual-era test/e2e/modern-upstream.mjs);
 # e2e-inspector-verify.sh and e2e-conformance.sh against a sidecar they start
 # with examples/plugin, in front of the dual-era upstream (both eras) and of
-# server-everything (legacy era only: it speaks nothing newer);
+# server-everything (inspector --verify in both eras, the modern one through
+# the era bridge; conformance on the legacy wire);
 # e2e-verify-agreement.sh (TestAgreesWithInspector: `skills-sidecar verify` and
 # the inspector's --verify on the same good and broken servers; a skip fails);
 # e2e-draft-agents.sh (verify passes test/e2e/draft-agents-server.mjs, an
@@ -24,6 +25,9 @@
 # active at 2025-06-18 and 2025-03-26, directly and through the sidecar, in
 # front of server-everything, both go-sdk demo upstreams and the modern
 # upstream, compared check by check against test/e2e/transparency-allow.txt).
+# e2e-transparency.sh --bridged (issue 20: each scenario passing on the
+# legacy wire in front of server-everything and the stateful go-sdk demo
+# passes through the era bridge on the 2026-07-28 wire).
 # e2e-conformance.sh --rebinding (dns-rebinding-protection through the sidecar
 # gives what the go-sdk upstream alone gives, on both wires).
 # Every server runs on a free loopback port and is stopped by pid.
@@ -67,11 +71,11 @@ step build go build -o bin/skills-sidecar ./cmd/skills-sidecar
 step build-upstream go build -o bin/demo-upstream ./cmd/demo-upstream
 step inspector scripts/e2e-inspector.sh --plugin-dir examples/plugin
 if [[ $skills == yes ]]; then
-  # Both eras in front of the dual-era upstream; the legacy era in front of
-  # server-everything, which cannot answer a 2026-07-28 client (forwarded
-  # methods such as resources/list would fail there by design).
+  # Both eras in front of the dual-era upstream, and in front of the
+  # legacy-only server-everything, where the modern era is the era bridge's
+  # (issue 20: Inspector --protocol-era modern --verify through it).
   step verify-modern-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
-  step verify-everything scripts/e2e-inspector-verify.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --era legacy
+  step verify-everything scripts/e2e-inspector-verify.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --era both
   # Issue 9: our verify and the inspector's agree on the broken servers.
   step verify-agreement scripts/e2e-verify-agreement.sh
   step conform-modern-up scripts/e2e-conformance.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
@@ -86,6 +90,9 @@ if [[ $skills == yes ]]; then
   # Issue 14: the whole official server suite, directly and through the
   # sidecar, against every upstream kind; a changed check fails.
   step transparency scripts/e2e-transparency.sh
+  # Issue 20: every scenario that passes on the legacy wire in front of a
+  # legacy-only upstream passes bridged on the 2026-07-28 wire.
+  step legacy-vs-bridged scripts/e2e-transparency.sh --bridged
 fi
 # Issue 15: DNS rebinding refused through the sidecar exactly as by the
 # go-sdk upstream alone, on both wires.

@@ -12,7 +12,8 @@
 #   scripts/e2e-inspector-verify.sh --start-sidecar [--upstream modern|everything|go]
 #           [--plugin-dir DIR | --demo] [--sidecar-bin PATH] [--era ...]
 #       start an upstream (default modern: test/e2e/modern-upstream.mjs, which
-#       speaks both eras; everything: server-everything, legacy only) and
+#       speaks both eras; everything: server-everything, legacy only, whose
+#       modern era is the sidecar's era bridge) and
 #       bin/skills-sidecar in front of it with the plugin folder (default
 #       examples/plugin) on free loopback ports (with --demo: the sidecar
 #       alone, with its embedded demo upstream and example plugin),

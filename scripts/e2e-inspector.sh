@@ -11,7 +11,11 @@
 #
 # Upstreams (--upstream, default both):
 #   everything  @modelcontextprotocol/server-everything, legacy era only:
-#               --protocol-era legacy and auto (auto falls back to legacy).
+#               --protocol-era legacy, auto and modern. Directly auto falls
+#               back to legacy and modern fails; through the sidecar the era
+#               bridge (issue 20) answers server/discover, so auto and modern
+#               negotiate 2026-07-28. Those two are compared with the direct
+#               call made with --protocol-era legacy, after JQ_ERA_BRIDGED.
 #   modern      test/e2e/modern-upstream.mjs (TypeScript SDK v2), dual era:
 #               --protocol-era legacy, auto (negotiates 2026-07-28) and modern.
 # Calls: initialize, tools/list, resources/list, resources/read of a text and a
@@ -71,6 +75,12 @@
 #     resources; server-everything declares it already). Those exact values
 #     are checked on the sidecar side and then removed; everything else must be
 #     equal.
+#   - a bridged call (everything, auto and modern) against the direct legacy
+#     one: the fields only one era's wire has are removed on both sides
+#     (JQ_ERA_BRIDGED): the modern result's resultType, ttlMs, cacheScope and
+#     _meta serverInfo, initialize's protocolVersion, and the 2025-11-25 task
+#     fields 2026-07-28 moved to the tasks extension (capabilities.tasks,
+#     tools[].execution). Every other byte must be equal.
 set -euo pipefail
 
 E2E_NAME=e2e-inspector
@@ -106,6 +116,13 @@ JQ_INIT_DECLARED='.result.capabilities.extensions as $e
     else . end'
 JQ_INIT_STRIP='del(.result.capabilities.extensions[$skills, $agents])
   | if .result.capabilities.extensions == {} then del(.result.capabilities.extensions) else . end'
+
+JQ_ERA_BRIDGED='if (.result? | type) == "object" then
+    .result |= (del(.resultType, .ttlMs, .cacheScope, .protocolVersion, .capabilities.tasks)
+      | del(._meta["io.modelcontextprotocol/serverInfo"])
+      | if ._meta == {} then del(._meta) else . end
+      | if (.tools? | type) == "array" then .tools |= map(del(.execution)) else . end)
+  else . end'
 
 # jqx runs jq with the extension identifiers bound to $skills and $agents.
 jqx() { jq --arg skills "$SKILLS_EXT" --arg agents "$AGENTS_EXT" "$@"; }
@@ -161,8 +178,9 @@ run_pair() {
   # halves the wall time. It is `timeout` itself that is started and recorded,
   # so the EXIT trap's TERM reaches it and timeout relays it to the inspector.
   local direct_pid
+  # DIRECT_ERA, when set, is the era of the direct call (a bridged pair).
   timeout -k 5 "${E2E_CALL_TIMEOUT:-60}" "$E2E_NODE" "$E2E_INSPECTOR_JS" --cli "$DIRECT_URL" \
-    --format json --protocol-era "$era" "$@" >"$base.direct.json" 2>"$base.direct.err" &
+    --format json --protocol-era "${DIRECT_ERA:-$era}" "$@" >"$base.direct.json" 2>"$base.direct.err" &
   direct_pid=$!
   E2E_PIDS+=("$direct_pid")
   e2e_inspector "$SIDECAR_URL" --format json --protocol-era "$era" "$@" >"$base.sidecar.json" 2>"$base.sidecar.err" || rc_s=$?
@@ -176,6 +194,7 @@ run_pair() {
     record "$name" fail "call through the sidecar exited $rc_s: $(head -c 300 "$base.sidecar.json") $(head -c 300 "$base.sidecar.err")"
     return
   fi
+  [[ -z ${DIRECT_ERA:-} ]] || filter="$filter | $JQ_ERA_BRIDGED"
   if msg=$(compare_json "$name" "$filter" "$base.direct.json" "$base.sidecar.json" "$check"); then
     record "$name" ok
   else
@@ -297,7 +316,7 @@ run_upstream() {
   if [[ $up == everything ]]; then
     e2e_start_everything "$WORK/everything.log"
     DIRECT_URL=$E2E_EVERYTHING_URL
-    eras=(legacy auto)
+    eras=(legacy auto modern)
     text_uri=$TEXT_URI blob_uri=$BLOB_URI blob_filter=$JQ_BLOB
   else
     e2e_start_modern_upstream "$WORK/modern.log"
@@ -328,7 +347,17 @@ run_upstream() {
   fi
   for era in "${eras[@]}"; do
     p="$up $era"
-    run_pair "$p initialize" "$init_filter" "$init_check" "$era" --method initialize
+    DIRECT_ERA=''
+    if [[ $up == everything && $era != legacy && $declared == yes ]]; then
+      DIRECT_ERA=legacy
+      p="$up $era (bridged, direct legacy)"
+    fi
+    local check=$init_check
+    if [[ -n $DIRECT_ERA ]]; then
+      # A bridged pair must really have negotiated the modern era.
+      check="${check:-.} | if .result.protocolVersion != \"2026-07-28\" then error(\"negotiated \\(.result.protocolVersion) through the sidecar, want 2026-07-28 (era bridge)\") else . end"
+    fi
+    run_pair "$p initialize" "$init_filter" "$check" "$era" --method initialize
     run_pair "$p tools/list" "$JQ_IDENTITY" '' "$era" --method tools/list
     run_pair "$p resources/list" "$JQ_RESOURCES_LIST" '' "$era" --method resources/list
     if [[ $up == everything ]]; then

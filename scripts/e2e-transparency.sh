@@ -10,6 +10,18 @@
 # when a check failed or a suite run timed out, 2 on a setup error.
 #
 # Usage: scripts/e2e-transparency.sh [--out DIR] [--upstreams "everything go-legacy go-stateless modern"]
+#        scripts/e2e-transparency.sh --bridged [--out DIR] [--upstreams "everything go-legacy"]
+#
+# --bridged is the era bridge's check (issue 20): for each legacy-only
+# upstream (default server-everything and the stateful go-sdk demo) the
+# suites active and pending run on the legacy wire (--spec-version
+# 2025-11-25) directly and through the sidecar, and on the 2026-07-28 wire
+# through the sidecar, where the era bridge carries them. Every scenario
+# that passes on the legacy wire (directly, or through the sidecar for the
+# sidecar's own sep-2640 scenarios) must pass bridged on the modern one;
+# a scenario the suite has only on the legacy wire is listed, not failed.
+# Prints "legacy-vs-bridged: N passed, N failed" (scenarios) and exits 1
+# when one failed or none passed.
 # Environment: E2E_TOOLS_DIR (see install-e2e-tools.sh); E2E_JOBS (suite
 # runs at a time, default 3); E2E_SUITE_TIMEOUT (seconds per suite run,
 # default 300); E2E_KEEP=1 keeps the results when --out is not given.
@@ -45,6 +57,14 @@ suite_args() {
   case $1 in
     active | pending | draft) echo "--suite $1" ;;
     active-*) echo "--suite active --spec-version ${1#active-}" ;;
+    # The sep-2640 scenarios declare no spec version, so a suite with one
+    # named leaves them out: they run one by one, on the legacy wire with
+    # --force as e2e-conformance.sh --wire legacy does, and on their
+    # default (2026-07-28) wire.
+    legacy-sep-2640-*) echo "--scenario ${1#legacy-} --spec-version 2025-11-25 --force" ;;
+    modern-sep-2640-*) echo "--scenario ${1#modern-}" ;;
+    legacy-*) echo "--suite ${1#legacy-} --spec-version 2025-11-25" ;;
+    modern-*) echo "--suite ${1#modern-} --spec-version 2026-07-28" ;;
     *) e2e_die "unknown configuration $1" ;;
   esac
 }
@@ -92,11 +112,12 @@ stop_suites() {
 }
 
 main() {
-  local out='' upstreams=(everything go-legacy go-stateless modern)
+  local out='' upstreams=(everything go-legacy go-stateless modern) bridged=no upstreams_set=no
   while (($#)); do
     case $1 in
+      --bridged) bridged=yes ;;
       --out) out=${2:?--out needs a directory}; shift ;;
-      --upstreams) read -r -a upstreams <<<"${2:?--upstreams needs a list}"; shift ;;
+      --upstreams) read -r -a upstreams <<<"${2:?--upstreams needs a list}"; upstreams_set=yes; shift ;;
       -h | --help)
         sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
         return 0
@@ -105,6 +126,14 @@ main() {
     esac
     shift
   done
+  if [[ $bridged == yes ]]; then
+    CONFIGS=(legacy-active legacy-pending modern-active modern-pending)
+    local sc
+    for sc in sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory; do
+      CONFIGS+=("legacy-$sc" "modern-$sc")
+    done
+    [[ $upstreams_set == yes ]] || upstreams=(everything go-legacy)
+  fi
   e2e_require_tools
   [[ -f $ALLOW ]] || e2e_die "missing $ALLOW"
   OUT_KEEP=${E2E_KEEP:-}
@@ -132,6 +161,9 @@ main() {
     e2e_log "$kind: direct $URL_DIRECT, through the sidecar $URL_SIDECAR"
     for config in "${CONFIGS[@]}"; do
       for side in direct sidecar; do
+        # The modern wire directly is refused by a legacy-only upstream:
+        # the bridged comparison needs only the sidecar's side of it.
+        [[ $bridged == yes && $config == modern-* && $side == direct ]] && continue
         url=$URL_DIRECT
         [[ $side == sidecar ]] && url=$URL_SIDECAR
         jobs+=("$url $out/$kind/$config/$side $config")
@@ -169,7 +201,11 @@ main() {
     fi
   done
   local rc=0
-  "$E2E_ROOT/bin/transparency" -allow "$ALLOW" "$out" || rc=$?
+  if [[ $bridged == yes ]]; then
+    "$E2E_ROOT/bin/transparency" -bridged "$out" || rc=$?
+  else
+    "$E2E_ROOT/bin/transparency" -allow "$ALLOW" "$out" || rc=$?
+  fi
   if ((empty > 0)); then
     printf '%d suite runs wrote no results\n' "$empty"
     ((rc != 0)) || rc=1

@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/bridge"
 )
 
 // readiness answers /readyz: ready when the catalog is loaded, the upstream
@@ -25,6 +27,9 @@ type readiness struct {
 	upstream string // host:port dialled to check reachability
 	timeout  time.Duration
 	gate     string // the --auth-gate setting, "none" or "upstream"
+	// eras, when set, reports the upstream's protocol eras, shown in the
+	// body as detail; they never make the pod unready.
+	eras func() bridge.Eras
 }
 
 // Why an unreachable upstream matters, by --auth-gate setting.
@@ -80,6 +85,9 @@ func opsMux(reg *prometheus.Registry, ready *readiness) http.Handler {
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
+		if ready.eras != nil {
+			_, _ = io.WriteString(w, "upstream eras: "+ready.eras().String()+"\n")
+		}
 	})
 	return mux
 }

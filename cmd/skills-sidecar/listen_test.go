@@ -69,8 +69,7 @@ func modernChurnUpstream(t *testing.T, refuse string) string {
 	return srv.URL + "/mcp"
 }
 
-// modernMeta is the per-request _meta of the 2026-07-28 wire.
-const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+// modernMeta (era_test.go) is the per-request _meta of the 2026-07-28 wire.
 
 // openListen posts subscriptions/listen with request id (raw JSON) and
 // filter (a SubscriptionFilter object), and returns the stream's events.

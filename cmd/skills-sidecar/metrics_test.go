@@ -371,6 +371,13 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_auth_verdicts_total", map[string]string{"verdict": "error"}, 1},
 		series{"skills_sidecar_auth_cache_hits_total", map[string]string{}, 3},
 		series{"skills_sidecar_build_info", map[string]string{"version": version, "goversion": runtime.Version()}, 1},
+		// The upstream refuses the anonymous era probes (401), so its eras
+		// stay unknown and nothing is bridged.
+		series{"skills_sidecar_upstream_era", map[string]string{"era": "unknown"}, 1},
+		series{"skills_sidecar_upstream_era", map[string]string{"era": "legacy"}, 0},
+		series{"skills_sidecar_upstream_era", map[string]string{"era": "modern"}, 0},
+		series{"skills_sidecar_upstream_era", map[string]string{"era": "dual"}, 0},
+		series{"skills_sidecar_bridge_sessions", map[string]string{}, 0},
 	)
 	// No stream was open: the sidecar sent no notification of its own.
 	for _, method := range []string{"resources/list_changed", "agents/list_changed", "resources/updated"} {

@@ -117,11 +117,15 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 		name      string
 		stateless bool   // the upstream's wire: stateless puts the client on the modern one
 		notify    string // which notification the upstream sends
+		bridge    string // era-bridge: auto puts the client on the modern wire in front of a legacy upstream
 	}{
-		{name: "legacy/updated", stateless: false, notify: "updated"},
-		{name: "legacy/list_changed", stateless: false, notify: "list_changed"},
-		{name: "modern/updated", stateless: true, notify: "updated"},
-		{name: "modern/list_changed", stateless: true, notify: "list_changed"},
+		{name: "legacy/updated", stateless: false, notify: "updated", bridge: "off"},
+		{name: "legacy/list_changed", stateless: false, notify: "list_changed", bridge: "off"},
+		{name: "modern/updated", stateless: true, notify: "updated", bridge: "auto"},
+		{name: "modern/list_changed", stateless: true, notify: "list_changed", bridge: "auto"},
+		// The era bridge: a modern client of a legacy upstream; the
+		// announcement comes on the GET stream of the bridge's listen session.
+		{name: "bridged/list_changed", stateless: false, notify: "list_changed", bridge: "auto"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,8 +140,19 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "plugin")
 			writeTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes (on disk)\n"})
 			// The TTL outlasts the test: only the notification can refresh.
-			endpoint, _ := startSidecar(t, "--upstream", upstreamURL, "--plugin-dir", root, "--upstream-files-ttl", "1h")
+			endpoint, _ := startSidecar(t, "--upstream", upstreamURL, "--plugin-dir", root, "--upstream-files-ttl", "1h", "--era-bridge", tt.bridge)
 
+			if !tt.stateless && tt.bridge == "auto" {
+				// Bridged only once the sidecar learned the upstream's eras.
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					if _, _, b := mcpPost(t, endpoint, modernDiscover, modernHeaders("server/discover")); strings.Contains(b, `"2026-07-28"`) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the sidecar never bridged server/discover")
+					}
+				}
+			}
 			got := make(chan string, 64)
 			report := func(what string) {
 				select {
@@ -154,8 +169,8 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 				t.Fatalf("connect through the sidecar: %v", err)
 			}
 			t.Cleanup(func() { _ = cs.Close() })
-			if modern := cs.InitializeResult().ProtocolVersion == scrapeVersion; modern != tt.stateless {
-				t.Fatalf("negotiated %s, want the modern wire: %v", cs.InitializeResult().ProtocolVersion, tt.stateless)
+			if modern := cs.InitializeResult().ProtocolVersion == scrapeVersion; modern != (tt.stateless || tt.bridge == "auto") {
+				t.Fatalf("negotiated %s, want the modern wire: %v", cs.InitializeResult().ProtocolVersion, !modern)
 			}
 			if tt.notify == "updated" {
 				if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: notesSkill}); err != nil {

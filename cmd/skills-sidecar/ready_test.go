@@ -51,7 +51,13 @@ func TestReadinessFollowsUpstreamAndShutdown(t *testing.T) {
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", demo.Handler(nil))
 		mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
+			b, _ := io.ReadAll(r.Body)
+			if !strings.Contains(string(b), "tools/list") {
+				// The sidecar's era probes are answered at once: only the
+				// test's own request is held.
+				http.Error(w, "not an MCP server", http.StatusBadRequest)
+				return
+			}
 			arrived <- struct{}{}
 			select {
 			case <-releaseSlow:

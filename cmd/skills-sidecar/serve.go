@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
+	"github.com/skills-sidecar/skills-sidecar/internal/bridge"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
@@ -125,7 +126,21 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	transport := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
+	direct := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
+	// The upstream's eras, learned by probes on the direct transport; with
+	// era-bridge auto every other request goes through the bridge, which
+	// passes it through untouched unless the upstream lacks its era.
+	eras := &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: log,
+		OnChange: func(e bridge.Eras) { m.UpstreamEra(e.Label()) }}
+	go eras.Run(ctx)
+	var transport http.RoundTripper = direct
+	bridged := false
+	if cfg.EraBridge == "auto" {
+		bt := &bridge.Transport{Next: direct, Eras: eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: m.BridgeSessions}
+		bt.Start(ctx)
+		transport, bridged = bt, true
+	}
+	serves := func(modern bool) bool { return eras.Current().Serves(modern, modern && bridged) }
 	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}, Credentials: cfg.AuthHeaderList()}
 	var overlay *methods.Overlay
 	if cfg.UpstreamFiles == "auto" {
@@ -148,6 +163,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		Tools:            &methods.UpstreamTools{Upstream: upstreamClient, TTL: cfg.ToolsCacheTTL},
 		DropUnknownTools: cfg.DropUnknownTools,
 		ServerVersion:    version,
+		Serves:           serves,
 	})
 	// Bound before the proxy is built: the Host check depends on the
 	// address it listens on (connections wait in the backlog until Serve).
@@ -182,6 +198,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	}
 
 	ready := newReadiness(up, cfg.AuthGate)
+	ready.eras = eras.Current
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", p)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes,

@@ -89,6 +89,9 @@ type Config struct {
 	UpstreamFilesTTL time.Duration `key:"upstream-files-ttl" default:"60s" help:"How long the verdicts and digests learned from the upstream are cached per authorization context before they are asked again."`
 	// UpstreamFilesShared caches one set of verdicts for every caller.
 	UpstreamFilesShared bool `key:"upstream-files-shared" default:"false" help:"Declare that the upstream serves every caller the same skill files, so what one caller's listings and reads learn is reused for all (default: cached per authorization context)."`
+	// EraBridge selects whether the sidecar bridges protocol eras the
+	// upstream does not speak itself.
+	EraBridge string `key:"era-bridge" default:"auto" help:"auto: learn which protocol eras the upstream speaks (server/discover, then initialize) and serve 2026-07-28 clients of a legacy-only upstream over legacy sessions the sidecar holds for them (one per credentials and client capabilities; a dual-era upstream is passed through untouched); off: never translate, and declare and answer the sidecar's own methods only on the eras the upstream speaks."`
 	// ToolsCacheTTL is how long agents/get reuses a caller's tools/list.
 	ToolsCacheTTL time.Duration `key:"tools-cache-ttl" default:"10s" help:"How long agents/get reuses the upstream's tools/list fetched for one caller (credentials and session); 0s fetches it on every call. Never shared between callers."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.
@@ -187,6 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AuthCacheTTL <= 0 {
 		bad("auth-cache-ttl", "must be positive, got %s", c.AuthCacheTTL)
+	}
+	if c.EraBridge != "auto" && c.EraBridge != "off" {
+		bad("era-bridge", "%q is neither auto nor off", c.EraBridge)
 	}
 	if c.UpstreamFiles != "auto" && c.UpstreamFiles != "off" {
 		bad("upstream-files", "%q is neither auto nor off", c.UpstreamFiles)

@@ -78,6 +78,18 @@ func checkEra(h http.Header, msg rewrite.Message, nameParam string) (era, *rpcEr
 	return era{modern: true, version: metaVersion}, nil
 }
 
+// claimsModern reports whether a request claims the modern era by any of
+// the signs checkEra reads (it may still be refused by checkEra).
+func claimsModern(h http.Header, msg rewrite.Message) bool {
+	if _, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaProtocol}); ok {
+		return true
+	}
+	if _, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps}); ok {
+		return true
+	}
+	return h.Get(headerProtocol) >= ModernVersion
+}
+
 func mismatch(header, got, want string) *rpcError {
 	return &rpcError{status: http.StatusBadRequest, code: codeHeaderMismatch,
 		message: header + " header " + quote(got) + " does not match the request body's " + quote(want)}

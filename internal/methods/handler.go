@@ -52,6 +52,12 @@ type Options struct {
 	// notifications/resources/updated to that session (package notify).
 	// Nil leaves those requests to the upstream, as any other.
 	Subscriptions Subscriptions
+	// Serves, when set, reports whether the sidecar answers its own methods
+	// on the modern (true) or legacy (false) era: the upstream speaks that
+	// era, or the era bridge makes it so. A request of an era it does not
+	// serve is left to the upstream, which refuses it as it refuses the
+	// rest of that era. Nil serves both.
+	Serves func(modern bool) bool
 	// ServerName and ServerVersion fill _meta serverInfo on modern results;
 	// empty means "skills-sidecar" and "dev".
 	ServerName, ServerVersion string
@@ -136,6 +142,9 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 			return false // the upstream's pages come first; EditReply appends ours
 		}
 	default:
+		return false
+	}
+	if h.opts.Serves != nil && !h.opts.Serves(claimsModern(r.Header, msg)) {
 		return false
 	}
 	if h.opts.Gate != nil && !h.opts.Gate.Admit(w, r, msg) {

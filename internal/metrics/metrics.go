@@ -38,6 +38,8 @@ type Metrics struct {
 	authVerdicts     *prometheus.CounterVec
 	authCacheHits    prometheus.Counter
 	notifications    *prometheus.CounterVec
+	upstreamEra      *prometheus.GaugeVec
+	bridgeSessions   prometheus.Gauge
 }
 
 // New builds the metrics and registers them, with the Go and process
@@ -88,13 +90,18 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "notifications_total",
 			Help: "Change notifications the sidecar sent on its own behalf, by method (resources/list_changed, agents/list_changed, resources/updated) and outcome (sent: written to a stream; coalesced: folded into one still pending on a slow stream)."},
 			[]string{"method", "outcome"}),
+		upstreamEra: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "upstream_era",
+			Help: "1 for the protocol eras the upstream was last learned to speak (unknown, legacy, modern or dual), 0 for the others."},
+			[]string{"era"}),
+		bridgeSessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "bridge_sessions",
+			Help: "Legacy upstream sessions the era bridge holds for 2026-07-28 callers (capped by the bridge; see the README)."}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.declarations, m.catalogSkills, m.catalogAgents,
 		m.reloads, m.lastReload, m.skipped, m.catalogDropped, m.digestProbes, m.digestMismatches, m.bytesHashed, m.activeStreams,
-		m.authVerdicts, m.authCacheHits, m.notifications, buildInfo,
+		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
 		m.authVerdicts.WithLabelValues(v)
@@ -113,7 +120,34 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			m.notifications.WithLabelValues(method, o)
 		}
 	}
+	m.UpstreamEra("unknown")
 	return m
+}
+
+// UpstreamEras are the values of upstream_era's era label.
+var UpstreamEras = []string{"unknown", "legacy", "modern", "dual"}
+
+// UpstreamEra records the eras the upstream was learned to speak, one of
+// UpstreamEras.
+func (m *Metrics) UpstreamEra(era string) {
+	if m == nil {
+		return
+	}
+	for _, v := range UpstreamEras {
+		val := 0.0
+		if v == era {
+			val = 1
+		}
+		m.upstreamEra.WithLabelValues(v).Set(val)
+	}
+}
+
+// BridgeSessions records the legacy sessions the era bridge holds.
+func (m *Metrics) BridgeSessions(n int) {
+	if m == nil {
+		return
+	}
+	m.bridgeSessions.Set(float64(n))
 }
 
 // MethodLabel maps a JSON-RPC method (or an HTTP verb for GET and DELETE)

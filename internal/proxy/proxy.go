@@ -345,7 +345,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		case m.Method == "initialize":
 			pl.edit = then(local, p.splicer(eraLegacy))
 		case m.Method == "server/discover":
-			pl.edit = then(local, p.splicer(eraModern))
+			pl.edit = then(local, p.discoverSplicer())
 		case m.Method == rewrite.MethodListen:
 			// No edit: the reply is a stream listen.go relays itself.
 			pl.listen = p.planListen(m)

@@ -13,7 +13,9 @@ import (
 // upstream sent it; with the request's own id it is spliced (the control).
 func TestHandshakeReplyWithForeignIDIsNotSpliced(t *testing.T) {
 	t.Parallel()
-	result := `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"}}`
+	// One result for both handshakes: supportedVersions names 2026-07-28,
+	// without which a server/discover reply is not spliced (era.go).
+	result := `{"protocolVersion":"2025-11-25","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"}}`
 	for _, tt := range []struct {
 		name, replyID string
 		spliced       bool

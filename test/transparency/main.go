@@ -22,8 +22,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("transparency", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	allowFile := fs.String("allow", "", "the reviewed allow file (UPSTREAM CONFIG SCENARIO CHECK DIRECT SIDECAR REASON per line)")
+	bridged := fs.Bool("bridged", false, "era-bridge comparison: every scenario passing in a legacy-SUITE run passes in modern-SUITE through the sidecar")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: transparency [-allow FILE] ROOT")
+		fmt.Fprintln(stderr, "usage: transparency [-allow FILE | -bridged] ROOT")
 		return 2
 	}
 	var rules []Rule
@@ -46,6 +47,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if runs == 0 {
 		fmt.Fprintf(stderr, "transparency: no checks.json under %s\n", fs.Arg(0))
 		return 2
+	}
+	if *bridged {
+		rows, passed, failed := CompareBridged(direct, sidecar)
+		printBridged(stdout, rows, passed, failed)
+		if failed > 0 || passed == 0 {
+			return 1
+		}
+		return 0
 	}
 	out := Compare(direct, sidecar, rules)
 	printOutcome(stdout, out)
@@ -123,6 +132,20 @@ func printOutcome(w io.Writer, out Outcome) {
 		fmt.Fprintf(w, "note: allow line %d matched nothing (%s)\n", u.Line, u.Reason)
 	}
 	fmt.Fprintf(w, "transparency: %d passed, %d failed\n", out.Passed, out.Failed)
+}
+
+func printBridged(w io.Writer, rows []BridgedRow, passed, failed int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "upstream\tsuite\tscenario\tlegacy wire (passed by)\tmodern wire, bridged")
+	for _, r := range rows {
+		modern := r.Modern
+		if len(r.Failed) > 0 {
+			modern += ": " + strings.Join(r.Failed, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Upstream, r.Suite, r.Scenario, r.LegacyBy, modern)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "legacy-vs-bridged: %d passed, %d failed (scenarios)\n", passed, failed)
 }
 
 func oneLine(s string) string {

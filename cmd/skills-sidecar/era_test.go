@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+)
+
+const (
+	modernMeta      = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	modernDiscover  = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`
+	modernSkillList = `{"jsonrpc":"2.0","id":2,"method":"skills/list","params":{` + modernMeta + `}}`
+)
+
+var modernHeaders = func(method string) map[string]string {
+	return map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+}
+
+// startEraSidecar runs the sidecar in front of h with extra args, with a
+// metrics listener, and waits until /readyz names the eras it learned.
+func startEraSidecar(t *testing.T, h *httptest.Server, wantEras string, args ...string) (mcpURL, maddr string) {
+	t.Helper()
+	addr, maddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
+			"--upstream", h.URL + "/mcp", "--plugin-dir", "../../examples/plugin", "--auth-gate", "none"}, args...), nil, nil, &out, &errOut)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("run = %d; stderr %s", code, errOut.String())
+		}
+	})
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, body := readyzBody(t, maddr); strings.Contains(body, "upstream eras: "+wantEras+" ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, body := readyzBody(t, maddr)
+			t.Fatalf("/readyz never named eras %q: %q; stderr %s", wantEras, body, errOut.String())
+		}
+	}
+	return "http://" + addr + "/mcp", maddr
+}
+
+func upstreamServer(t *testing.T, h interface {
+	ServeHTTP(w http.ResponseWriter, r *http.Request)
+}) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestNoBridgeDeclaresOnlyUpstreamEras: with era-bridge off, in front of a
+// legacy-only go-sdk upstream the sidecar declares nothing in the
+// upstream's server/discover (which lists legacy versions only) and leaves
+// modern skills/list to the upstream, which refuses it as it refuses the
+// rest of that wire (go-sdk: -32601 here, -32022 for its own methods); initialize still carries the declaration.
+// In front of a dual-era upstream both eras are declared and answered.
+func TestNoBridgeDeclaresOnlyUpstreamEras(t *testing.T) {
+	t.Parallel()
+	t.Run("legacy", func(t *testing.T) {
+		t.Parallel()
+		u, maddr := startEraSidecar(t, upstreamServer(t, demo.Handler(nil)), "legacy", "--era-bridge", "off")
+		_, _, body := mcpPost(t, u, modernDiscover, modernHeaders("server/discover"))
+		if strings.Contains(body, "io.modelcontextprotocol/skills") {
+			t.Errorf("legacy-only upstream's server/discover got the declaration: %s", body)
+		}
+		_, _, body = mcpPost(t, u, modernSkillList, modernHeaders("skills/list"))
+		if !strings.Contains(body, `"error"`) || strings.Contains(body, `"skills":`) {
+			t.Errorf("modern skills/list in front of a legacy-only upstream: %s, want the upstream's own refusal", body)
+		}
+		_, _, body = mcpPost(t, u, initBody, nil)
+		if !strings.Contains(body, "io.modelcontextprotocol/skills") {
+			t.Errorf("initialize lacks the declaration: %s", body)
+		}
+		if v, ok := sample(scrape(t, maddr), "skills_sidecar_upstream_era", map[string]string{"era": "legacy"}); !ok || v != 1 {
+			t.Errorf("upstream_era{era=legacy} = %v (%v), want 1", v, ok)
+		}
+	})
+	t.Run("dual", func(t *testing.T) {
+		t.Parallel()
+		u, _ := startEraSidecar(t, upstreamServer(t, demo.Handler(&mcp.StreamableHTTPOptions{Stateless: true})), "dual", "--era-bridge", "off")
+		_, _, body := mcpPost(t, u, modernDiscover, modernHeaders("server/discover"))
+		if !strings.Contains(body, "io.modelcontextprotocol/skills") {
+			t.Errorf("dual upstream's server/discover lacks the declaration: %s", body)
+		}
+		_, _, body = mcpPost(t, u, modernSkillList, modernHeaders("skills/list"))
+		if !strings.Contains(body, `"skills"`) || strings.Contains(body, `"error"`) {
+			t.Errorf("modern skills/list in front of a dual upstream: %s", body)
+		}
+	})
+}
+
+// TestBridgeModernClientLegacyUpstream: with era-bridge auto in front of a
+// legacy-only go-sdk upstream, a go-sdk v1.8.0 client negotiates
+// 2026-07-28 through the sidecar (the bridge's server/discover names it),
+// sees the declaration, and lists and calls the upstream's tools over the
+// legacy session the bridge holds; a legacy initialize still passes
+// through; subscriptions/listen is acknowledged with its subscription id.
+func TestBridgeModernClientLegacyUpstream(t *testing.T) {
+	t.Parallel()
+	up := upstreamServer(t, demo.Handler(nil))
+	u, maddr := startEraSidecar(t, up, "legacy")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: u}, nil)
+	if err != nil {
+		t.Fatalf("connect through the bridge: %v", err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Errorf("negotiated %q through the bridge, want 2026-07-28", v)
+	}
+	if _, ok := cs.InitializeResult().Capabilities.Extensions["io.modelcontextprotocol/skills"]; !ok {
+		t.Errorf("no skills declaration through the bridge: %+v", cs.InitializeResult().Capabilities)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("tools/list through the bridge: %v, %v", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}})
+	if err != nil || res.IsError {
+		t.Fatalf("tools/call add through the bridge: %+v, %v", res, err)
+	}
+	if b, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(b), `"sum":5`) {
+		t.Errorf("add(2,3) = %s, want sum 5", b)
+	}
+	if v, _ := sample(scrape(t, maddr), "skills_sidecar_bridge_sessions", map[string]string{}); v < 1 {
+		t.Errorf("bridge_sessions = %v, want at least 1: the calls did not go over a held session", v)
+	}
+
+	_, _, body := mcpPost(t, u, initBody, nil)
+	if !strings.Contains(body, `"protocolVersion":"2025-11-25"`) || !strings.Contains(body, "io.modelcontextprotocol/skills") {
+		t.Errorf("legacy initialize through the bridge: %s", body)
+	}
+
+	listen := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(listen))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 4096)
+	n, _ := resp.Body.Read(first)
+	ack := string(first[:n])
+	if !strings.Contains(ack, `"method":"notifications/subscriptions/acknowledged"`) || !strings.Contains(ack, `"io.modelcontextprotocol/subscriptionId":"sub-1"`) {
+		t.Errorf("first listen event: %q, want the acknowledgement with subscriptionId sub-1", ack)
+	}
+	// The demo declares tools.listChanged but no prompts: only the first
+	// is honoured.
+	if !strings.Contains(ack, `"toolsListChanged":true`) || strings.Contains(ack, "promptsListChanged") {
+		t.Errorf("acknowledged filter: %q, want toolsListChanged only", ack)
+	}
+}

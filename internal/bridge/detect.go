@@ -1,0 +1,181 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Detector learns the upstream's eras and keeps them current.
+//
+// It probes at start (every RetryInterval until an answer is read) and then
+// every Interval, so an upstream that restarts as another server, or comes
+// back after being unreachable, is re-learned; an unreachable upstream
+// keeps the eras last learned (its reply, when it returns, is what
+// re-decides them). Probes carry no caller's credentials: an upstream that
+// refuses anonymous probes stays unknown, and then nothing is bridged and
+// the sidecar behaves as it does without a bridge.
+type Detector struct {
+	// URL is the upstream MCP endpoint.
+	URL *url.URL
+	// Client sends the probes; nil means http.DefaultClient.
+	Client *http.Client
+	// Interval is the re-probe period once known; 0 means 30s.
+	Interval time.Duration
+	// RetryInterval is the probe period while unknown; 0 means 2s.
+	RetryInterval time.Duration
+	// Logger gets one line each time the eras change; nil logs nothing.
+	Logger *zap.Logger
+	// OnChange, when set, is called with the new eras each time they change.
+	OnChange func(Eras)
+
+	mu   sync.RWMutex
+	eras Eras
+}
+
+// Current returns the eras last learned.
+func (d *Detector) Current() Eras {
+	if d == nil {
+		return Eras{}
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.eras
+}
+
+// Set records eras as learned (Probe's result; tests set it directly).
+func (d *Detector) Set(e Eras) {
+	d.mu.Lock()
+	old := d.eras
+	d.eras = e
+	d.mu.Unlock()
+	if old.Label() == e.Label() && old.String() == e.String() {
+		return
+	}
+	if d.Logger != nil {
+		d.Logger.Info("upstream protocol eras learned", zap.String("eras", e.Label()), zap.Strings("versions", e.Versions), zap.String("via", e.Via))
+	}
+	if d.OnChange != nil {
+		d.OnChange(e)
+	}
+}
+
+// Run probes until ctx ends.
+func (d *Detector) Run(ctx context.Context) {
+	interval, retry := d.Interval, d.RetryInterval
+	if interval <= 0 {
+		interval = 30 * time.Second
+	}
+	if retry <= 0 {
+		retry = 2 * time.Second
+	}
+	for {
+		wait := interval
+		if e, err := d.Probe(ctx); err == nil {
+			d.Set(e)
+		} else if !d.Current().Known {
+			wait = retry
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// probeClientInfo names the sidecar in its probes.
+const probeClientInfo = `{"name":"skills-sidecar-era-probe","version":"1"}`
+
+// Probe asks the upstream once: server/discover on the modern wire, then
+// initialize on the legacy one unless the first reply decided. A discover
+// that found the modern era only is followed by an initialize too, since a
+// dual-era server may list only its modern version there. The probe's
+// legacy session is ended with DELETE.
+func (d *Detector) Probe(ctx context.Context) (Eras, error) {
+	discover := `{"jsonrpc":"2.0","id":"skills-sidecar-era-probe","method":"server/discover","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"` + ModernVersion + `","io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/clientInfo":` + probeClientInfo + `}}}`
+	h := http.Header{"Mcp-Protocol-Version": {ModernVersion}, "Mcp-Method": {"server/discover"}}
+	ct, body, _, err := d.post(ctx, h, discover)
+	if err != nil {
+		return Eras{}, err
+	}
+	modern, derr := FromDiscover(ct, body)
+	if derr == nil && modern.Legacy {
+		return modern, nil
+	}
+	initialize := `{"jsonrpc":"2.0","id":"skills-sidecar-era-probe","method":"initialize","params":{` +
+		`"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":` + probeClientInfo + `}}`
+	ct, body, sid, err := d.post(ctx, http.Header{}, initialize)
+	if err != nil {
+		if derr == nil {
+			return modern, nil
+		}
+		return Eras{}, err
+	}
+	if sid != "" {
+		d.endSession(ctx, sid)
+	}
+	legacy, lerr := FromInitialize(ct, body)
+	switch {
+	case derr == nil && lerr == nil:
+		return Merge(modern, legacy), nil
+	case derr == nil:
+		return modern, nil
+	case lerr == nil:
+		return legacy, nil
+	}
+	return Eras{}, lerr
+}
+
+func (d *Detector) client() *http.Client {
+	if d.Client == nil {
+		return http.DefaultClient
+	}
+	return d.Client
+}
+
+// post sends one probe and returns the reply's media type, body and
+// session id. Any HTTP status is an answer: the body decides.
+func (d *Detector) post(ctx context.Context, h http.Header, body string) (string, []byte, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL.String(), bytes.NewReader([]byte(body)))
+	if err != nil {
+		return "", nil, "", err
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := d.client().Do(req)
+	if err != nil {
+		return "", nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := readUntilReply(resp, maxProbeReply)
+	if err != nil {
+		return "", nil, "", err
+	}
+	return resp.Header.Get("Content-Type"), b, resp.Header.Get("Mcp-Session-Id"), nil
+}
+
+func (d *Detector) endSession(ctx context.Context, sid string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, d.URL.String(), nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Session-Id", sid)
+	if resp, err := d.client().Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+	}
+}

@@ -1,0 +1,262 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// translate shapes the legacy reply to msg for the modern wire: a JSON
+// reply at once, an SSE reply event by event as it streams.
+func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Message, logs bool) (*http.Response, error) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes())+1))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > t.maxBytes() {
+			return nil, errTooLarge
+		}
+		out := ModernReply(msg.Method, b, s.init.ServerInfo, t.scope())
+		resp.Body = io.NopCloser(bytes.NewReader(out))
+		resp.ContentLength = int64(len(out))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+		resp.StatusCode = replyStatus(out, resp.StatusCode)
+		resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+	case "text/event-stream":
+		r := rewrite.NewReader(resp.Body, t.maxBytes())
+		var first *peeked
+		if !slices.Contains(modernMethods, msg.Method) {
+			// A method the 2026-07-28 wire does not define: the legacy
+			// server most likely refuses it at once, and the modern wire
+			// carries that refusal as HTTP 404 (SEP-2575), which a stream
+			// already under way could not.
+			p := peek(r)
+			if p.err == nil {
+				if m, perr := rewrite.ParseMessage(p.ev.Data); perr == nil && m.Kind == rewrite.KindError && bytes.Equal(m.ID, msg.ID) {
+					resp.Body.Close()
+					out := ModernReply(msg.Method, p.ev.Data, s.init.ServerInfo, t.scope())
+					return jsonResponse(resp.Request, replyStatus(out, http.StatusOK), out), nil
+				}
+			}
+			first = &p
+		}
+		pr, pw := io.Pipe()
+		go t.pumpReply(r, resp.Body, first, pw, s, msg, logs)
+		resp.Body = pr
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	default:
+		if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound {
+			// A refusal without a JSON-RPC body (go-sdk answers a method it
+			// does not handle with a plain-text 400): the modern wire needs
+			// a JSON-RPC error. For a method 2026-07-28 does not define that
+			// is method-not-found, HTTP 404 (SEP-2575); for one it does, an
+			// invalid request carrying the upstream's words.
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+			resp.Body.Close()
+			text := string(bytes.TrimSpace(b))
+			if text == "" {
+				text = http.StatusText(resp.StatusCode)
+			}
+			if !slices.Contains(modernMethods, msg.Method) {
+				return jsonResponse(resp.Request, http.StatusNotFound, ErrorReply(msg.ID, codeMethodNotFound, text, nil)), nil
+			}
+			return jsonResponse(resp.Request, resp.StatusCode, ErrorReply(msg.ID, codeInvalidRequest, "the upstream refused the request: "+text, nil)), nil
+		}
+	}
+	return resp, nil
+}
+
+// peeked is what peek read of a stream: the events without data before the
+// first one with data (comments, keep-alives and the empty priming event a
+// resumable server sends first), raw, then that event, or the error that
+// ended the read.
+type peeked struct {
+	skipped []byte
+	ev      rewrite.Event
+	err     error
+}
+
+// peek reads r up to its first event with data.
+func peek(r *rewrite.Reader) peeked {
+	var p peeked
+	for {
+		p.ev, p.err = r.Next()
+		if p.err != nil || len(bytes.TrimSpace(p.ev.Data)) > 0 {
+			return p
+		}
+		p.skipped = append(p.skipped, p.ev.Raw...)
+	}
+}
+
+func writeEvent(w io.Writer, data []byte) error {
+	_, err := w.Write(append(append([]byte("event: message\ndata: "), data...), '\n', '\n'))
+	return err
+}
+
+// pumpReply copies a legacy SSE reply to pw, translating the response to
+// msg, dropping log messages the request did not ask for, and ending the
+// call at a server-to-client request (see Transport).
+func (t *Transport) pumpReply(r *rewrite.Reader, up io.Closer, first *peeked, pw *io.PipeWriter, s *session, msg rewrite.Message, logs bool) {
+	defer up.Close()
+	if first != nil {
+		if _, err := pw.Write(first.skipped); err != nil {
+			return
+		}
+	}
+	for {
+		var ev rewrite.Event
+		var err error
+		if first != nil {
+			ev, err, first = first.ev, first.err, nil
+		} else {
+			ev, err = r.Next()
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			pw.CloseWithError(err)
+			return
+		}
+		if ev.Data == nil {
+			if _, err := pw.Write(ev.Raw); err != nil { // comments, keep-alives
+				return
+			}
+			continue
+		}
+		m, perr := rewrite.ParseMessage(ev.Data)
+		out := ev.Data
+		switch {
+		case perr != nil:
+		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, msg.ID):
+			out = ModernReply(msg.Method, ev.Data, s.init.ServerInfo, t.scope())
+		case m.Kind == rewrite.KindRequest:
+			t.refuseServerRequest(s, m)
+			_ = writeEvent(pw, ErrorReply(msg.ID, codeInternal,
+				"the server asked the client for "+m.Method+" inside this call, which the era bridge does not carry to 2026-07-28 clients",
+				map[string]string{"reason": "server_request_not_bridged", "method": m.Method}))
+			pw.Close()
+			return
+		case m.Kind == rewrite.KindNotification && m.Method == "notifications/message" && !logs:
+			continue
+		}
+		if err := writeEvent(pw, out); err != nil {
+			return
+		}
+	}
+}
+
+// refuseServerRequest answers a server-to-client request on s with -32601,
+// so the server does not wait for an answer that will not come.
+func (t *Transport) refuseServerRequest(s *session, m rewrite.Message) {
+	if s.url == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, nil)
+	if err != nil {
+		return
+	}
+	body := ErrorReply(m.ID, -32601, "the client cannot answer "+m.Method+" through the era bridge", nil)
+	h := s.creds.Clone()
+	if s.id != "" {
+		h.Set("Mcp-Session-Id", s.id)
+	}
+	h.Set("Mcp-Protocol-Version", s.version)
+	if resp, err := t.post(ctx, req, h, body); err == nil {
+		drain(resp)
+	}
+}
+
+// listen serves subscriptions/listen on a legacy session of its own, whose
+// GET stream it relays; the session ends with the stream.
+func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.RawMessage) (*http.Response, error) {
+	filter, err := ParseListen(msg.Params)
+	if err != nil {
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, "invalid subscriptions/listen params: "+err.Error(), nil)), nil
+	}
+	if n := t.listens.Add(1); int(n)+t.h.len() > t.h.max {
+		t.listens.Add(-1)
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, codeInternal, "era bridge: too many sessions held",
+			map[string]string{"reason": "bridge_sessions_exhausted"})), nil
+	}
+	s := &session{ready: make(chan struct{})}
+	t.open(req, s, msg, caps)
+	close(s.ready)
+	if r := sessionFailure(req, s, msg.ID); r != nil {
+		t.listens.Add(-1)
+		return r, nil
+	}
+	honoured := filter.Honoured(s.init.Capabilities)
+	for _, uri := range honoured.ResourceSubscriptions {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge-subscribe", "method": "resources/subscribe",
+			"params": map[string]string{"uri": uri}})
+		if r, err := t.post(req.Context(), req, t.sessionHeaders(req, s), b); err == nil {
+			drain(r)
+		}
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		defer t.listens.Add(-1)
+		defer t.endSession(s)
+		if writeEvent(pw, Acknowledged(msg.ID, honoured)) != nil {
+			return
+		}
+		get, err := http.NewRequestWithContext(req.Context(), http.MethodGet, req.URL.String(), nil)
+		if err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		get.Header = t.sessionHeaders(req, s)
+		get.Header.Set("Accept", "text/event-stream")
+		resp, err := t.Next.RoundTrip(get)
+		if err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			// No GET stream (405): nothing will come; hold the stream until
+			// the client leaves, as a quiet modern server would.
+			<-req.Context().Done()
+			pw.Close()
+			return
+		}
+		r := rewrite.NewReader(resp.Body, t.maxBytes())
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				pw.Close() // the upstream ended the stream: so does the client's
+				return
+			}
+			if ev.Data == nil {
+				if _, err := pw.Write(ev.Raw); err != nil {
+					return
+				}
+				continue
+			}
+			if out, ok := ListenNotification(ev.Data, msg.ID, honoured); ok {
+				if writeEvent(pw, out) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Request: req, Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
+		Body: pr, ContentLength: -1}, nil
+}

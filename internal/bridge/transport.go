@@ -1,0 +1,411 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Transport is the era bridge at the edge: an http.RoundTripper in front of
+// the sidecar's upstream transport. While the upstream is known to speak
+// only the legacy era (Eras), a 2026-07-28 POST is carried on a legacy
+// session held for its caller, and the reply is shaped for the modern
+// wire; every other request (and every request while the upstream speaks
+// 2026-07-28 itself, or its eras are unknown) goes to Next untouched.
+//
+// What is translated (PROTOCOL.md §7):
+//   - server/discover is answered from the session's initialize result;
+//   - other requests are sent with the session's Mcp-Session-Id and
+//     MCP-Protocol-Version, the per-request _meta era fields removed, and
+//     reopened once on 404 (the upstream forgot the session);
+//   - results get resultType, cache fields (ttlMs 0, cacheScope) and
+//     serverInfo where absent; -32002 becomes -32602;
+//   - notifications/message on a reply stream pass only when the request
+//     set a logLevel (the modern wire sends none otherwise);
+//   - subscriptions/listen opens its own legacy session and serves its GET
+//     stream: the acknowledgement first, then the notifications the filter
+//     asked for, each with _meta subscriptionId; resourceSubscriptions are
+//     sent as resources/subscribe on that session;
+//   - a server-to-client request inside a call (sampling, elicitation,
+//     roots) is not carried: the 2026-07-28 mapping is an input_required
+//     result the client retries with inputResponses, which needs the held
+//     call resumed across two client requests, and this bridge does not do
+//     that yet. The upstream's request is answered with -32601 and the
+//     caller's call ends with -32603, data.reason
+//     "server_request_not_bridged" and the method the server asked for.
+type Transport struct {
+	// Next carries every request to the upstream. Required.
+	Next http.RoundTripper
+	// Eras reports the upstream's eras (Detector.Current). Required.
+	Eras func() Eras
+	// Credentials are the headers that carry a caller's credentials: they
+	// go with the session's initialize and key the sessions.
+	Credentials []string
+	// CacheScope fills cacheScope where a legacy result lacks it; "" means
+	// "private" (the legacy server said nothing about who may share it).
+	CacheScope string
+	// MaxSessions caps the sessions held, listen streams' included; 0 means
+	// DefaultMaxSessions.
+	MaxSessions int
+	// IdleTimeout closes a session unused this long; 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxBytes bounds one reply the bridge parses; 0 means 32 MiB.
+	MaxBytes int
+	// OnSessions, when set, is told the number of sessions held.
+	OnSessions func(int)
+
+	h       *holder
+	listens atomic.Int64
+	init    atomic.Bool
+}
+
+// Active reports whether the bridge translates modern requests now.
+func (t *Transport) Active() bool {
+	e := t.Eras()
+	return e.Known && e.Legacy && !e.Modern
+}
+
+// Start prepares the holder and sweeps idle sessions until ctx ends, when
+// it closes them all. Call it once before use.
+func (t *Transport) Start(ctx context.Context) {
+	max, idle := t.MaxSessions, t.IdleTimeout
+	if max <= 0 {
+		max = DefaultMaxSessions
+	}
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	t.h = &holder{max: max, idle: idle, now: time.Now, closed: t.endSession, count: t.OnSessions}
+	go func() {
+		tick := time.NewTicker(idle / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				t.h.closeAll()
+				return
+			case <-tick.C:
+				t.h.sweep()
+			}
+		}
+	}()
+}
+
+func (t *Transport) maxBytes() int {
+	if t.MaxBytes <= 0 {
+		return 32 << 20
+	}
+	return t.MaxBytes
+}
+
+func (t *Transport) scope() string {
+	if t.CacheScope == "" {
+		return "private"
+	}
+	return t.CacheScope
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || t.h == nil || !t.Active() {
+		return t.Next.RoundTrip(req)
+	}
+	body, err := requestBody(req)
+	if err != nil {
+		return nil, err
+	}
+	msg, perr := rewrite.ParseMessage(body)
+	if perr != nil || (msg.Kind != rewrite.KindRequest && msg.Kind != rewrite.KindNotification) || !claimsModern(req.Header, msg) {
+		return t.Next.RoundTrip(req)
+	}
+	return t.bridge(req, msg)
+}
+
+// claimsModern reports whether a request claims the 2026-07-28 era.
+func claimsModern(h http.Header, msg rewrite.Message) bool {
+	if _, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaProtocol}); ok {
+		return true
+	}
+	return h.Get("Mcp-Protocol-Version") >= ModernVersion
+}
+
+// nameParams are the methods whose Mcp-Name header must equal a param.
+var nameParams = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+// headerMismatch checks the 2026-07-28 routing headers against the body,
+// as a modern server must (SEP-2243: -32020, HTTP 400): the legacy upstream
+// would not. MCP-Protocol-Version and Mcp-Method are required, and Mcp-Name
+// for the methods that name a tool, prompt or resource: a header omitted
+// while the body has the value is a mismatch too.
+func headerMismatch(h http.Header, msg rewrite.Message, version string) string {
+	if v := h.Get("Mcp-Protocol-Version"); v != version {
+		return "MCP-Protocol-Version header " + strconv.Quote(v) + " does not match the request body's " + strconv.Quote(version)
+	}
+	if m := h.Get("Mcp-Method"); m != msg.Method {
+		return "Mcp-Method header " + strconv.Quote(m) + " does not match the request body's " + strconv.Quote(msg.Method)
+	}
+	if p, ok := nameParams[msg.Method]; ok {
+		want, has := rewrite.GetString(msg.Params, p)
+		if n := h.Get("Mcp-Name"); has && n != want {
+			return "Mcp-Name header " + strconv.Quote(n) + " does not match the request body's " + strconv.Quote(want)
+		}
+	}
+	return ""
+}
+
+// requestBody returns the request's body and leaves it readable again.
+func requestBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	var rc io.ReadCloser = req.Body
+	if req.GetBody != nil {
+		if b, err := req.GetBody(); err == nil {
+			rc = b
+		}
+	}
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return b, nil
+}
+
+func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Response, error) {
+	if r := CheckModern(req.Header, msg); r != nil {
+		return jsonResponse(req, r.Status, ErrorReply(msg.ID, r.Code, r.Message, r.Data)), nil
+	}
+	caps, _ := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
+	var compact bytes.Buffer
+	if json.Compact(&compact, caps) != nil {
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, metaClientCaps+" must be an object", nil)), nil
+	}
+	caps = compact.Bytes()
+	if msg.Method == "subscriptions/listen" && msg.Kind == rewrite.KindRequest {
+		return t.listen(req, msg, caps)
+	}
+	key := sessionKey(req.Header, t.Credentials, caps)
+	s := t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
+	if r := sessionFailure(req, s, msg.ID); r != nil {
+		return r, nil
+	}
+	if msg.Method == "server/discover" && msg.Kind == rewrite.KindRequest {
+		return jsonResponse(req, http.StatusOK, Discover(msg.ID, s.init, t.Eras().Versions, t.scope())), nil
+	}
+	legacy, err := LegacyRequest(msg)
+	if err != nil {
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, "invalid params: "+err.Error(), nil)), nil
+	}
+	resp, err := t.send(req, s, legacy)
+	if err == nil && resp.StatusCode == http.StatusNotFound && s.id != "" {
+		// The upstream forgot the session (restarted, expired it): open
+		// another and try once more.
+		drain(resp)
+		t.h.drop(s)
+		s = t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
+		if r := sessionFailure(req, s, msg.ID); r != nil {
+			return r, nil
+		}
+		resp, err = t.send(req, s, legacy)
+	}
+	if err != nil || msg.Kind != rewrite.KindRequest {
+		return resp, err
+	}
+	_, logs := rewrite.GetKey(msg.Params, []string{"_meta", metaLogLevel})
+	return t.translate(resp, s, msg, logs)
+}
+
+// sessionFailure is the reply for a session that could not be opened: the
+// upstream's own refusal (401 with its WWW-Authenticate, …) or a 502.
+func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Response {
+	switch {
+	case s.deny != nil:
+		return s.deny.response(req)
+	case s.err != nil:
+		return jsonResponse(req, http.StatusBadGateway, ErrorReply(id, codeInternal, "era bridge: cannot open a legacy session: "+s.err.Error(),
+			map[string]string{"reason": "bridge_session_failed"}))
+	}
+	return nil
+}
+
+// refusal is the upstream's refusal of a session's initialize.
+type refusal struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *refusal) response(req *http.Request) *http.Response {
+	h := http.Header{}
+	for _, k := range []string{"Content-Type", "Www-Authenticate"} {
+		if v, ok := r.header[k]; ok {
+			h[k] = v
+		}
+	}
+	return &http.Response{StatusCode: r.status, Status: strconv.Itoa(r.status) + " " + http.StatusText(r.status),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Request: req,
+		Body: io.NopCloser(bytes.NewReader(r.body)), ContentLength: int64(len(r.body))}
+}
+
+// bridgeClientInfo names the sidecar when the caller sent no clientInfo.
+var bridgeClientInfo = json.RawMessage(`{"name":"skills-sidecar-era-bridge","version":"1"}`)
+
+// open sends the session's initialize, with the caller's credentials,
+// clientInfo and capabilities, then notifications/initialized. It does not
+// run under the caller's context: other callers of the same key wait for
+// it, and one caller leaving must not fail them.
+func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, caps json.RawMessage) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), 30*time.Second)
+	defer cancel()
+	info, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaClientInfo})
+	if !ok {
+		info = bridgeClientInfo
+	}
+	s.version = t.Eras().LegacyVersion("2025-11-25")
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge", "method": "initialize",
+		"params": map[string]any{"protocolVersion": s.version, "capabilities": caps, "clientInfo": info}})
+	h := t.callerHeaders(req)
+	s.url, s.creds = req.URL.String(), h.Clone()
+	resp, err := t.post(ctx, req, h, body)
+	if err != nil {
+		s.err = err
+		return
+	}
+	defer resp.Body.Close()
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK && mt != "application/json" {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		s.deny = &refusal{status: resp.StatusCode, header: resp.Header.Clone(), body: b}
+		return
+	}
+	raw, err := readUntilReply(resp, t.maxBytes())
+	if err != nil {
+		s.err = err
+		return
+	}
+	m, err := replyMessage(resp.Header.Get("Content-Type"), raw)
+	if err != nil || m.Kind != rewrite.KindResponse {
+		s.err = fmt.Errorf("upstream refused initialize: %s", bytes.TrimSpace(m.Error))
+		if err != nil {
+			s.err = errors.New("upstream initialize reply unreadable")
+		}
+		return
+	}
+	if err := json.Unmarshal(m.Result, &s.init); err != nil {
+		s.err = fmt.Errorf("upstream initialize result: %w", err)
+		return
+	}
+	if s.init.ProtocolVersion != "" {
+		s.version = s.init.ProtocolVersion
+	}
+	s.id = resp.Header.Get("Mcp-Session-Id")
+	h = t.sessionHeaders(req, s)
+	if r, err := t.post(ctx, req, h, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err == nil {
+		drain(r)
+	}
+}
+
+// callerHeaders are the headers of the caller that go with what the bridge
+// sends on its behalf: its credentials and its trace.
+func (t *Transport) callerHeaders(req *http.Request) http.Header {
+	h := http.Header{}
+	for _, k := range append(append([]string(nil), t.Credentials...), "Traceparent", "Tracestate") {
+		if v := req.Header.Values(k); len(v) > 0 {
+			h[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	if ua := req.Header.Get("User-Agent"); ua != "" {
+		h.Set("User-Agent", ua)
+	}
+	return h
+}
+
+func (t *Transport) sessionHeaders(req *http.Request, s *session) http.Header {
+	h := t.callerHeaders(req)
+	if s.id != "" {
+		h.Set("Mcp-Session-Id", s.id)
+	}
+	h.Set("Mcp-Protocol-Version", s.version)
+	return h
+}
+
+// post sends body to the upstream (the caller's URL) with h.
+func (t *Transport) post(ctx context.Context, req *http.Request, h http.Header, body []byte) (*http.Response, error) {
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	out.Header = h
+	out.Header.Set("Content-Type", "application/json")
+	out.Header.Set("Accept", "application/json, text/event-stream")
+	return t.Next.RoundTrip(out)
+}
+
+// send forwards the caller's request, made legacy, on s: the caller's own
+// headers (X-Forwarded-*, …) less the modern-only ones, with the session's.
+func (t *Transport) send(req *http.Request, s *session, body []byte) (*http.Response, error) {
+	out := req.Clone(req.Context())
+	out.Header = req.Header.Clone()
+	out.Header.Del("Mcp-Method")
+	out.Header.Del("Mcp-Name")
+	out.Header.Del("Content-Length")
+	out.Header.Del("Accept-Encoding") // the reply is parsed to be translated
+	if s.id != "" {
+		out.Header.Set("Mcp-Session-Id", s.id)
+	} else {
+		out.Header.Del("Mcp-Session-Id")
+	}
+	out.Header.Set("Mcp-Protocol-Version", s.version)
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+	return t.Next.RoundTrip(out)
+}
+
+// endSession ends a dropped session on the upstream with DELETE.
+func (t *Transport) endSession(s *session) {
+	if s.id == "" || s.url == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.url, nil)
+	if err != nil {
+		return
+	}
+	for k, v := range s.creds {
+		req.Header[k] = v
+	}
+	req.Header.Set("Mcp-Session-Id", s.id)
+	req.Header.Set("Mcp-Protocol-Version", s.version)
+	if resp, err := t.Next.RoundTrip(req); err == nil {
+		drain(resp)
+	}
+}
+
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}
+
+// jsonResponse is a reply the bridge makes itself.
+func jsonResponse(req *http.Request, status int, body []byte) *http.Response {
+	return &http.Response{StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
+		Header:        http.Header{"Content-Type": {"application/json"}, "Content-Length": {strconv.Itoa(len(body))}},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body))}
+}
