@@ -229,9 +229,8 @@ func TestPluginChangeNotifiesLegacyStreams(t *testing.T) {
 				ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { aChanged.Add(1) },
 			})
 			// Pinned to the legacy era, this test's subject: with era-bridge
-			// auto a default go-sdk client would negotiate 2026-07-28
-			// through the bridge, whose subscriptions/listen does not carry
-			// the sidecar's own list_changed yet (issue 20, not done).
+			// auto a default go-sdk client negotiates 2026-07-28 through the
+			// bridge and listens instead (TestBridgedModernClientGetsChangeNotifications).
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: 1},
 				&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
