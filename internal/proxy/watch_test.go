@@ -92,9 +92,12 @@ func refFired(stream string) []fired {
 				continue
 			}
 			for _, m := range msgs {
-				var method, uri string
+				var method, uri, version string
 				_, hasID := m["id"]
-				if hasID || json.Unmarshal(m["method"], &method) != nil {
+				// A JSON-RPC notification says "jsonrpc":"2.0" (JSON-RPC 2.0
+				// section 4); a message without it is no notification.
+				if hasID || json.Unmarshal(m["method"], &method) != nil ||
+					json.Unmarshal(m["jsonrpc"], &version) != nil || version != "2.0" {
 					continue
 				}
 				if method == ResourcesListChanged || method == ResourceUpdated {
