@@ -96,26 +96,25 @@ func eachChunk(f *catalog.File, buf []byte, size int, fn func([]byte) error) err
 	return nil
 }
 
-// runeEnd moves the end of the chunk data[i:end] off the middle of a
-// rune: back to the rune's start, or, when the rune begins at i (longer
-// than the chunk), forward past it. Continuation bytes with no rune start
-// within utf8.UTFMax of them are invalid UTF-8, each escaped on its own
-// wherever the chunk ends, so the end stays.
+// runeEnd moves the end of the chunk data[i:end] to the last rune
+// boundary at or before end, as a decode of the whole file from i (itself a
+// boundary) finds them: an invalid byte is a rune of its own, as the JSON
+// escaping treats it. A rune that begins at i and is longer than the chunk
+// ends the chunk where it ends. So the chunks' escapes join to the
+// escaping of the whole file.
 func runeEnd(data []byte, i, end int) int {
-	for j := end; j > i && end-j < utf8.UTFMax; j-- {
-		if j == len(data) || utf8.RuneStart(data[j]) {
-			if j > i {
-				return j
+	j := i
+	for j < end {
+		_, w := utf8.DecodeRune(data[j:])
+		if j+w > end {
+			if j == i {
+				return j + w
 			}
-			break
-		}
-	}
-	for j := end; j < len(data) && j-end < utf8.UTFMax; j++ {
-		if utf8.RuneStart(data[j]) {
 			return j
 		}
+		j += w
 	}
-	return end
+	return j
 }
 
 // encodedLen is the length of f's encoding in a resources/read result
