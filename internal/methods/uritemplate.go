@@ -61,6 +61,11 @@ func compileTemplate(template string) *regexp.Regexp {
 // matchTemplate reports whether uri is an expansion of template (see
 // compileTemplate); a string that is not a template matches nothing.
 func matchTemplate(template, uri string) bool {
+	if !strings.ContainsAny(template, "{}") {
+		// A template without expressions is its one URI; compared as bytes,
+		// since a regexp refuses a template that is not valid UTF-8.
+		return template == uri
+	}
 	re := compileTemplate(template)
 	return re != nil && re.MatchString(uri)
 }
