@@ -109,6 +109,14 @@ func churnUpstream(t *testing.T, refuseGET bool) string {
 			inner.ServeHTTP(w, r)
 		})
 	}
+	return serveChurning(t, s, h)
+}
+
+// serveChurning serves h (in front of s) until the test ends while a new
+// tool is added to s every 15 ms, so the upstream's own list_changed
+// notifications flow the whole time; it returns the MCP URL.
+func serveChurning(t *testing.T, s *mcp.Server, h http.Handler) string {
+	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,25 +46,7 @@ func modernChurnUpstream(t *testing.T, refuse string) string {
 		}
 		inner.ServeHTTP(w, r)
 	})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ctx.Err() == nil; i++ {
-			mcp.AddTool(s, &mcp.Tool{Name: fmt.Sprintf("t%d", i)}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-				return &mcp.CallToolResult{}, nil, nil
-			})
-			select {
-			case <-ctx.Done():
-			case <-time.After(15 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return srv.URL + "/mcp"
+	return serveChurning(t, s, h)
 }
 
 // modernMeta (era_test.go) is the per-request _meta of the 2026-07-28 wire.
