@@ -23,6 +23,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -141,7 +142,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		transport, bridged = bt, true
 	}
 	serves := func(modern bool) bool { return eras.Current().Serves(modern, modern && bridged) }
-	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}, Credentials: cfg.AuthHeaderList()}
+	upstreamClient := &onbehalf.Upstream{URL: up, Client: &http.Client{Transport: transport}, Credentials: cfg.AuthHeaderList()}
 	var overlay *methods.Overlay
 	if cfg.UpstreamFiles == "auto" {
 		overlay = methods.NewOverlay(upstreamClient, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)

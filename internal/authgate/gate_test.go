@@ -20,6 +20,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -73,7 +74,7 @@ func sidecar(t *testing.T, up http.Handler, o sidecarOptions) (string, *catalog.
 	if !o.gateOff {
 		gate = authgate.New(authgate.Options{Upstream: u, CredentialHeaders: o.authHeaders})
 	}
-	onBehalf := &methods.Upstream{URL: u, Credentials: o.authHeaders}
+	onBehalf := &onbehalf.Upstream{URL: u, Credentials: o.authHeaders}
 	var overlay *methods.Overlay
 	if o.overlay {
 		overlay = methods.NewOverlay(onBehalf, 0, false)

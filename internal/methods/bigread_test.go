@@ -19,6 +19,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -57,7 +58,7 @@ func bigSkill(t *testing.T) (*catalog.Snapshot, []byte) {
 func overlaySidecarFor(t *testing.T, upstream string, snap *catalog.Snapshot) (string, *methods.Overlay) {
 	t.Helper()
 	u, _ := url.Parse(upstream)
-	ov := methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)
+	ov := methods.NewOverlay(&onbehalf.Upstream{URL: u}, 0, false)
 	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov})
 	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -104,7 +105,7 @@ func deadUpstreamSidecar(t *testing.T, addr string, gated bool, clock *steppedCl
 	}
 	u, _ := url.Parse("http://" + addr + "/mcp")
 	client := &http.Client{Timeout: 5 * time.Second}
-	up := &methods.Upstream{URL: u, Client: client}
+	up := &onbehalf.Upstream{URL: u, Client: client}
 	ov := methods.NewOverlay(up, time.Hour, false)
 	methods.SetOverlayClock(ov, clock.now)
 	opts := methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov, Tools: &methods.UpstreamTools{Upstream: up}}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -30,7 +31,7 @@ type rpcError struct {
 	message string
 	data    any
 	// refusal, when set, is the upstream's own refusal, passed on as it was.
-	refusal *Refusal
+	refusal *onbehalf.Refusal
 }
 
 // era is what the request's own fields say about its protocol era.

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -171,7 +173,7 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 		}
 	}
 	if rerr.refusal != nil {
-		rerr.refusal.write(w, msg.ID)
+		authgate.WriteRefusal(w, msg.ID, rerr.refusal.Status, rerr.refusal.Header, rerr.refusal.Body)
 		return true
 	}
 	proxy.WriteError(w, msg.ID, &proxy.Error{Status: rerr.status, Code: rerr.code, Message: rerr.message, Data: rerr.data})
@@ -406,7 +408,7 @@ func (h *Handler) catalogOutlivesUpstream() bool { return h.opts.Gate == nil }
 // upstreamFailure turns an error from a request made on the caller's behalf
 // into the reply: the upstream's own refusal as it was, or a 502.
 func upstreamFailure(err error) *rpcError {
-	var ref *Refusal
+	var ref *onbehalf.Refusal
 	if errors.As(err, &ref) {
 		return &rpcError{refusal: ref}
 	}
@@ -414,7 +416,7 @@ func upstreamFailure(err error) *rpcError {
 	// upstream URL (query included, from net/http's client) and socket
 	// addresses (issue 15, item 8).
 	e := proxy.UpstreamError(err)
-	if errors.Is(err, ErrUnreachable) {
+	if errors.Is(err, onbehalf.ErrUnreachable) {
 		e = proxy.NoReplyError(err) // no reply at all: upstream_timeout or upstream_unreachable
 	}
 	return &rpcError{status: e.Status, code: e.Code, message: e.Message, data: e.Data}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -165,7 +166,7 @@ func newSidecar(t testing.TB, upstreamURL string, snap func() *catalog.Snapshot,
 	}
 	opts.Snapshot = snap
 	if opts.Tools == nil {
-		opts.Tools = &methods.UpstreamTools{Upstream: &methods.Upstream{URL: up, Client: &http.Client{Timeout: 10 * time.Second}}}
+		opts.Tools = &methods.UpstreamTools{Upstream: &onbehalf.Upstream{URL: up, Client: &http.Client{Timeout: 10 * time.Second}}}
 	}
 	p, err := proxy.New(proxy.Options{Upstream: up, Local: methods.New(opts), Declaration: rewrite.SkillsSidecar()})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 )
 
@@ -55,7 +56,7 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
-		Overlay: methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)})
+		Overlay: methods.NewOverlay(&onbehalf.Upstream{URL: u}, 0, false)})
 	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, MaxEventBytes: limit})
 	if err != nil {
 		t.Fatal(err)

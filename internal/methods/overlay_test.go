@@ -25,6 +25,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -116,7 +117,7 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 	}))
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
-	e.ov = methods.NewOverlay(&methods.Upstream{URL: u}, cfg.ttl, cfg.shared)
+	e.ov = methods.NewOverlay(&onbehalf.Upstream{URL: u}, cfg.ttl, cfg.shared)
 	if cfg.now != nil {
 		methods.SetOverlayClock(e.ov, cfg.now)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 )
 
 // TestUpstreamFailureHoldsNoSecrets: a call made on a caller's behalf that
@@ -29,7 +31,7 @@ func TestUpstreamFailureHoldsNoSecrets(t *testing.T) {
 	if got.status != http.StatusBadGateway || got.message != "upstream refused the connection" {
 		t.Errorf("upstreamFailure = %d %q, want 502 %q", got.status, got.message, "upstream refused the connection")
 	}
-	if ref := upstreamFailure(fmt.Errorf("x: %w", &Refusal{Status: 401})); ref.refusal == nil {
+	if ref := upstreamFailure(fmt.Errorf("x: %w", &onbehalf.Refusal{Status: 401})); ref.refusal == nil {
 		t.Errorf("a refusal is not passed on as the upstream's own")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -175,7 +176,7 @@ func New(opts Options) (*Proxy, error) {
 		opts.SendTimeout = DefaultSendTimeout
 	}
 	if opts.Transport == nil {
-		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, DefaultCredentialHeaders)
+		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, onbehalf.DefaultCredentials())
 	}
 	p := &Proxy{opts: opts, log: opts.Logger}
 	p.streams, p.endStreams = context.WithCancel(context.Background())
@@ -186,11 +187,6 @@ func New(opts Options) (*Proxy, error) {
 	p.buffers = newBufferPool()
 	return p, nil
 }
-
-// DefaultCredentialHeaders are the headers New's transport partitions its
-// upstream connections by when Options.Transport is nil: the default of
-// the auth-headers key.
-var DefaultCredentialHeaders = []string{"Authorization", "Cookie"}
 
 // NewTransport returns the transport New uses when Options.Transport is nil:
 // hop's synchronous keep-alive pool for a plain-HTTP upstream (see package

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 )
 
 // The relay is the proxy's own forwarding loop, in place of
@@ -75,7 +77,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	if hasToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
-	SetForwarded(h, r)
+	onbehalf.SetForwarded(h, r)
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = []string{""} // no Go default in its place
 	}
@@ -311,3 +313,8 @@ func hasToken(values []string, token string) bool {
 	}
 	return false
 }
+
+// RemoveHopHeaders deletes from h the hop-by-hop headers (RFC 9110 §7.6.1)
+// and every header its Connection header names: what no reply passed on
+// to a client may carry from the upstream's hop.
+func RemoveHopHeaders(h http.Header) { removeHopHeaders(h) }

@@ -14,6 +14,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -48,7 +49,7 @@ func newSidecar(t *testing.T, opts mcp.StreamableHTTPOptions) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upstream := &methods.Upstream{URL: u, Client: &http.Client{}}
+	upstream := &onbehalf.Upstream{URL: u, Client: &http.Client{}}
 	local := methods.New(methods.Options{
 		Overlay:  methods.NewOverlay(upstream, 0, false),
 		Snapshot: func() *catalog.Snapshot { return snap },
