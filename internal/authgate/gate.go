@@ -7,11 +7,12 @@
 // (and session). Only a result answering the probe itself admits.
 //
 // The probe is a request made on the caller's behalf (package onbehalf
-// builds it and judges which reply answers it); the upstream's refusal of
-// it is passed on to the caller (WriteRefusal): with the upstream's status
-// and WWW-Authenticate, so an OAuth-aware client starts its flow exactly
-// as it would against the upstream, and with the caller's own JSON-RPC id.
-// The package never logs or stores a credential: only hashes.
+// builds it and judges which reply answers it). The gate writes nothing:
+// its verdict is a value, and a refusal is the upstream's own
+// (*onbehalf.Refusal), which the proxy passes on with the upstream's
+// status and WWW-Authenticate, so an OAuth-aware client starts its flow
+// exactly as it would against the upstream, and with the caller's own
+// JSON-RPC id. The package never logs or stores a credential: only hashes.
 package authgate
 
 import (
@@ -25,7 +26,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -89,18 +90,20 @@ func (g *Gate) key(r *http.Request) [sha256.Size]byte { return onbehalf.CallerKe
 // maxProbeReply bounds what is read of the upstream's answer to a probe.
 const maxProbeReply = 1 << 20
 
-// Admit reports whether the caller of r may have msg answered by the
-// sidecar. When it returns false it has written the reply, always with
-// msg's id: the upstream's refusal (see WriteRefusal), a 502 when the
-// upstream's answer was not a result for the probe, or a 502/504 when the
-// upstream could not be asked.
+// Admit is the gate's verdict on whether the caller of r may have msg
+// answered by the sidecar: nil admits; any other error is the reply the
+// caller gets instead, which the proxy writes with msg's id: the
+// upstream's refusal (an *onbehalf.Refusal, passed on), a 502 *reply.Error
+// when the upstream's answer was not a result for the probe, or a failure
+// of the probe (onbehalf.ErrUnreachable: 502 or 504) when the upstream
+// could not be asked.
 //
 // Only a result answering the probe itself admits (DESIGN.md decision 4):
 // HTTP 200 and a JSON-RPC response whose id is the probe's, as JSON or as
 // the response event of an SSE stream. A status alone, an empty body, an
 // error, a response to another id, a stream that ends without the
 // response: none of them admits, and none is cached.
-func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
+func (g *Gate) Admit(r *http.Request, msg rewrite.Message) error {
 	k := g.key(r)
 	now := g.opts.Now()
 	g.mu.Lock()
@@ -108,7 +111,7 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message
 	g.mu.Unlock()
 	if ok && now.Before(exp) {
 		g.opts.Metrics.AuthVerdict("allowed", true)
-		return true
+		return nil
 	}
 	method := probeMethod(msg)
 	answer, err := g.up.Call(r, msg, method, nil)
@@ -116,19 +119,16 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message
 	switch {
 	case errors.As(err, &ref):
 		g.opts.Metrics.AuthVerdict("refused", false)
-		WriteRefusal(w, msg.ID, ref.Status, ref.Header, ref.Body)
-		return false
+		return ref
 	case errors.Is(err, onbehalf.ErrUnreachable):
-		g.opts.Metrics.AuthVerdict("error", false)
 		// The probe got no reply (refused, a dead pooled connection, a
 		// timeout): the gate fails closed with upstream_unreachable or
 		// upstream_timeout.
-		proxy.WriteError(w, msg.ID, proxy.NoReplyError(err))
-		return false
+		g.opts.Metrics.AuthVerdict("error", false)
+		return err
 	case err != nil || answer.Kind != rewrite.KindResponse:
 		g.opts.Metrics.AuthVerdict("error", false)
-		proxy.WriteError(w, msg.ID, probeFailure(method, answer, err))
-		return false
+		return probeFailure(method, answer, err)
 	}
 	g.mu.Lock()
 	if len(g.seen) >= g.opts.MaxEntries {
@@ -137,14 +137,14 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message
 	g.seen[k] = now.Add(g.opts.TTL)
 	g.mu.Unlock()
 	g.opts.Metrics.AuthVerdict("allowed", false)
-	return true
+	return nil
 }
 
 // probeFailure is the reply to a caller whose probe got HTTP 200 but no
 // result for itself: the upstream could not be asked properly, so the
 // caller is neither admitted nor told it is refused.
-func probeFailure(method string, answer rewrite.Message, err error) *proxy.Error {
-	e := &proxy.Error{Status: http.StatusBadGateway, Code: proxy.CodeInternalError,
+func probeFailure(method string, answer rewrite.Message, err error) *reply.Error {
+	e := &reply.Error{Status: http.StatusBadGateway, Code: reply.CodeInternalError,
 		Data: map[string]any{"reason": "auth_probe_failed"}}
 	if err != nil {
 		e.Message = "the upstream's answer to the auth check (" + method + ") is not its reply: " + err.Error()

@@ -22,6 +22,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -220,7 +221,7 @@ func TestGateCachesAdmissions(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer a")
 	msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: "skills/list"}
 	for i := range 3 {
-		if !g.Admit(httptest.NewRecorder(), r, msg) {
+		if !admit(g, httptest.NewRecorder(), r, msg) {
 			t.Fatalf("Admit #%d = false", i)
 		}
 	}
@@ -228,10 +229,10 @@ func TestGateCachesAdmissions(t *testing.T) {
 		t.Errorf("probes after 3 admissions within the TTL = %d, want 1", probes)
 	}
 	r.Header.Set("Authorization", "Bearer b")
-	g.Admit(httptest.NewRecorder(), r, msg)
+	admit(g, httptest.NewRecorder(), r, msg)
 	now = now.Add(2 * time.Minute)
 	r.Header.Set("Authorization", "Bearer a")
-	g.Admit(httptest.NewRecorder(), r, msg)
+	admit(g, httptest.NewRecorder(), r, msg)
 	if probes != 3 {
 		t.Errorf("probes after a new credential and an expiry = %d, want 3", probes)
 	}
@@ -244,7 +245,7 @@ func TestGateUpstreamDown(t *testing.T) {
 	up.Close()
 	g := authgate.New(authgate.Options{Upstream: u})
 	w := httptest.NewRecorder()
-	if g.Admit(w, httptest.NewRequest(http.MethodPost, "/mcp", nil), rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`"req-1"`), Method: "skills/list"}) {
+	if admit(g, w, httptest.NewRequest(http.MethodPost, "/mcp", nil), rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`"req-1"`), Method: "skills/list"}) {
 		t.Fatal("Admit with the upstream down = true")
 	}
 	if w.Code != http.StatusBadGateway {
@@ -265,9 +266,9 @@ func TestGateUpstreamDown(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
 		t.Fatalf("reply with the upstream down = %q, not a JSON-RPC error: %v", w.Body, err)
 	}
-	if string(e.ID) != `"req-1"` || e.Error.Code != proxy.CodeInternalError || e.Error.Data.Reason != "upstream_unreachable" {
+	if string(e.ID) != `"req-1"` || e.Error.Code != reply.CodeInternalError || e.Error.Data.Reason != "upstream_unreachable" {
 		t.Errorf("error with the upstream down = id %s, code %d, reason %q; want id \"req-1\", code %d, reason upstream_unreachable",
-			e.ID, e.Error.Code, e.Error.Data.Reason, proxy.CodeInternalError)
+			e.ID, e.Error.Code, e.Error.Data.Reason, reply.CodeInternalError)
 	}
 }
 
@@ -384,4 +385,14 @@ func TestGateResourcesListCursor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// admit asks g about msg and, as the proxy does, writes the refusal to w
+// with msg's id; it reports whether g admitted the caller.
+func admit(g *authgate.Gate, w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
+	err := g.Admit(r, msg)
+	if err != nil {
+		proxy.WriteReply(w, msg.ID, reply.Reply{Err: err})
+	}
+	return err == nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	jsonrpc "github.com/skills-sidecar/skills-sidecar/internal/reply"
 )
 
 // TestOversizedEditedReplyRefused: the upstream replies the handler edits or
@@ -73,7 +74,7 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 	} {
 		hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
 		rp := post(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-1", "method": tt.method, "params": tt.params})
-		e := rp.failed(t, tt.method, http.StatusBadGateway, proxy.CodeInternalError)
+		e := rp.failed(t, tt.method, http.StatusBadGateway, jsonrpc.CodeInternalError)
 		var data struct {
 			Reason string `json:"reason"`
 		}

@@ -9,28 +9,10 @@ import (
 	"net/http"
 	"strconv"
 	"syscall"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 )
-
-// JSON-RPC error codes the proxy itself answers with.
-const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
-)
-
-// Error is a failure the proxy reports to the client: a JSON-RPC error and
-// the HTTP status that carries it.
-type Error struct {
-	Status  int
-	Code    int
-	Message string
-	// Data is the error's data member; nil omits it.
-	Data any
-}
-
-func (e *Error) Error() string { return e.Message }
 
 // UpstreamError maps a transport failure talking to the upstream to the reply
 // the client gets: 504 for a timeout, 502 for everything else, with a reason
@@ -39,10 +21,10 @@ func (e *Error) Error() string { return e.Message }
 // addresses (and, from net/http, the URL with its query); the request's log
 // line keeps that detail (record.go). nginx answers its own 502 and 504
 // pages the same way, with the cause in its error log only.
-func UpstreamError(err error) *Error {
+func UpstreamError(err error) *reply.Error {
 	var ne net.Error
-	upstream := func(status int, message, reason string) *Error {
-		return &Error{Status: status, Code: CodeInternalError, Message: message,
+	upstream := func(status int, message, reason string) *reply.Error {
+		return &reply.Error{Status: status, Code: reply.CodeInternalError, Message: message,
 			Data: map[string]string{"reason": reason}}
 	}
 	switch {
@@ -61,10 +43,44 @@ func UpstreamError(err error) *Error {
 	}
 }
 
-// WriteError is the one place where the proxy's own failures become wire
+// WriteReply writes the sidecar's own answer rep to the request whose id
+// is id: the one place where a reply of package methods or the gate
+// becomes bytes on the wire, always with the caller's id.
+func WriteReply(w http.ResponseWriter, id json.RawMessage, rep reply.Reply) {
+	switch {
+	case rep.Err != nil:
+		writeFailure(w, id, rep.Err)
+	case rep.Body != nil:
+		WriteResultStream(w, id, rep.Body.Len(), rep.Body.Encode)
+	default:
+		WriteResult(w, id, rep.Result)
+	}
+}
+
+// writeFailure writes the error of a reply: the upstream's refusal of a
+// call made on the caller's behalf passed on, a JSON-RPC error as it is,
+// or the failure of such a call mapped as NoReplyError (no reply at all)
+// or UpstreamError (anything else) map it. The error's own text never
+// reaches the caller: it may name the upstream's URL and addresses.
+func writeFailure(w http.ResponseWriter, id json.RawMessage, err error) {
+	var ref *onbehalf.Refusal
+	var e *reply.Error
+	switch {
+	case errors.As(err, &ref):
+		writeRefusal(w, id, ref)
+	case errors.As(err, &e):
+		WriteError(w, id, e)
+	case errors.Is(err, onbehalf.ErrUnreachable):
+		WriteError(w, id, NoReplyError(err))
+	default:
+		WriteError(w, id, UpstreamError(err))
+	}
+}
+
+// WriteError is the one place where JSON-RPC errors become wire
 // replies: a JSON-RPC error object echoing the request's raw id (null when
 // there is none) with the status of e.
-func WriteError(w http.ResponseWriter, id json.RawMessage, e *Error) {
+func WriteError(w http.ResponseWriter, id json.RawMessage, e *reply.Error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -145,11 +161,11 @@ var contentTypeJSON = []string{"application/json"}
 // turned out dead (EOF, reset). Unlike UpstreamError it never says
 // upstream_error: with no reply there is nothing the upstream said wrong.
 // Its message is UpstreamError's, which names no address (issue 15, item 8).
-func NoReplyError(err error) *Error {
+func NoReplyError(err error) *reply.Error {
 	e := UpstreamError(err)
 	if e.Status == http.StatusGatewayTimeout {
 		return e
 	}
-	return &Error{Status: http.StatusBadGateway, Code: CodeInternalError, Message: e.Message,
+	return &reply.Error{Status: http.StatusBadGateway, Code: reply.CodeInternalError, Message: e.Message,
 		Data: map[string]string{"reason": "upstream_unreachable"}}
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -154,7 +155,7 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *
 	}
 	e := UpstreamError(err)
 	if errors.Is(err, errTooLarge) {
-		e = &Error{Status: http.StatusBadGateway, Code: CodeInternalError, Message: err.Error(),
+		e = &reply.Error{Status: http.StatusBadGateway, Code: reply.CodeInternalError, Message: err.Error(),
 			Data: map[string]string{"reason": "upstream_message_too_large"}}
 	}
 	pl.err = err

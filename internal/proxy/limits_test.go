@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -78,9 +79,9 @@ func TestOversizedJSONReplyRefused(t *testing.T) {
 			switch {
 			case tt.id != "":
 				e := decodeErr(t, b)
-				if e.Error.Code != proxy.CodeInternalError || string(e.ID) != tt.id || e.Error.Data["reason"] != "upstream_message_too_large" {
+				if e.Error.Code != reply.CodeInternalError || string(e.ID) != tt.id || e.Error.Data["reason"] != "upstream_message_too_large" {
 					t.Errorf("error = id %s code %d data %v, want id %s code %d reason upstream_message_too_large",
-						e.ID, e.Error.Code, e.Error.Data, tt.id, proxy.CodeInternalError)
+						e.ID, e.Error.Code, e.Error.Data, tt.id, reply.CodeInternalError)
 				}
 			case tt.passed:
 				if string(b) != tt.reply {

@@ -20,6 +20,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -40,9 +41,10 @@ const (
 // the files it serves). The proxy asks it about every single (non-batch)
 // request before forwarding.
 type Local interface {
-	// ServeLocal answers msg and reports true, or reports false without
-	// writing anything when the request is the upstream's business.
-	ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool
+	// ServeLocal returns the answer to msg and true, or false when the
+	// request is the upstream's business. It writes nothing: the proxy
+	// writes the answer (WriteReply), with msg's id.
+	ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply, bool)
 	// EditReply returns an edit to apply to the upstream's reply to msg (one
 	// JSON-RPC message in, one out), or nil to pass the reply untouched.
 	// For initialize and server/discover it sees the upstream's reply
@@ -275,13 +277,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.opts.ClientBodyTimeout))
 	}
 	if !hostAllowed(r.Host, p.loopbackListener(r), p.opts.AllowedHosts) {
-		WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
+		WriteError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
 		return routeLocal
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		vouched := loopbackHost(r.Host) || hostListed(r.Host, p.opts.AllowedHosts)
 		if !originAllowed(o, r.Host, vouched, p.opts.AllowedOrigins) {
-			WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
+			WriteError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
 			return routeLocal
 		}
 	}
@@ -307,7 +309,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeLocal
 	}
 	if err := rewrite.CheckDepth(body, p.opts.MaxDepth); err != nil {
-		WriteError(w, nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()})
+		WriteError(w, nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
 		return routeLocal
 	}
 	msgs, batch, perr := rewrite.ParseBody(body)
@@ -321,7 +323,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		pl.params = msgs[0].Params // for the log line's era; aliases body
 	}
 	if !batch && p.opts.Local != nil && msgs[0].Kind == rewrite.KindRequest {
-		if p.opts.Local.ServeLocal(w, r, msgs[0]) {
+		if rep, ok := p.opts.Local.ServeLocal(r, msgs[0]); ok {
+			WriteReply(w, msgs[0].ID, rep)
 			return routeLocal
 		}
 	}
@@ -399,7 +402,7 @@ func isHandshake(method string) bool {
 // timeout of the one before (client_body_timeout). A client that stalls
 // longer gets 408 and loses its connection, as nginx answers, since the
 // rest of its body can no longer be told from a next request.
-func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, *Error) {
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, *reply.Error) {
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
@@ -417,10 +420,10 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 		// The deadline stays passed: net/http would otherwise wait for the
 		// rest of the body to discard it before closing the connection.
 		w.Header().Set("Connection", "close")
-		return nil, &Error{Status: http.StatusRequestTimeout, Code: CodeInvalidRequest,
+		return nil, &reply.Error{Status: http.StatusRequestTimeout, Code: reply.CodeInvalidRequest,
 			Message: fmt.Sprintf("request body stalled for more than %s", timeout)}
 	case err != nil:
-		return nil, &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "read request body: " + err.Error()}
+		return nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeParseError, Message: "read request body: " + err.Error()}
 	}
 	return b, nil
 }
@@ -452,17 +455,17 @@ func (s *stallReader) done() {
 	}
 }
 
-func tooLarge(max int64) *Error {
-	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeInvalidRequest,
+func tooLarge(max int64) *reply.Error {
+	return &reply.Error{Status: http.StatusRequestEntityTooLarge, Code: reply.CodeInvalidRequest,
 		Message: fmt.Sprintf("request body larger than %d bytes", max)}
 }
 
-func parseError(err error) *Error {
+func parseError(err error) *reply.Error {
 	switch {
 	case errors.Is(err, rewrite.ErrParse):
-		return &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "parse error: body is not JSON"}
+		return &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeParseError, Message: "parse error: body is not JSON"}
 	default:
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()}
+		return &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidRequest, Message: "invalid request: " + err.Error()}
 	}
 }
 
