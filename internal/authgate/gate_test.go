@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,12 +17,12 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 const token = "s3cret"
@@ -60,35 +59,29 @@ type sidecarOptions struct {
 	authHeaders []string // --auth-headers: the gate's and the calls on a caller's behalf; nil: the defaults
 }
 
-// sidecar serves up as the upstream and starts the sidecar in front of it,
-// serving the example plugin; it returns the sidecar's URL and the catalog.
+// sidecar serves up as the upstream and starts the sidecar in front of it
+// as the binary assembles it, serving the example plugin; it returns the
+// sidecar's URL and the catalog.
 func sidecar(t *testing.T, up http.Handler, o sidecarOptions) (string, *catalog.Snapshot) {
 	t.Helper()
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
-	u, _ := url.Parse(srv.URL)
-	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gate methods.Gate
-	if !o.gateOff {
-		gate = authgate.New(authgate.Options{Upstream: u, CredentialHeaders: o.authHeaders})
-	}
-	onBehalf := &onbehalf.Upstream{URL: u, Credentials: o.authHeaders}
-	var overlay *methods.Overlay
-	if o.overlay {
-		overlay = methods.NewOverlay(onBehalf, 0, false)
-	}
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Gate: gate, Overlay: overlay,
-		PageSize: o.pageSize, Tools: &methods.UpstreamTools{Upstream: onBehalf}})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-	return side.URL, snap
+	s := sidecartest.Start(t, srv.URL, sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "upstream", "off"
+		if o.gateOff {
+			c.AuthGate = "none"
+		}
+		if o.overlay {
+			c.UpstreamFiles = "auto"
+		}
+		if o.pageSize > 0 {
+			c.PageSize = o.pageSize
+		}
+		if o.authHeaders != nil {
+			c.AuthHeaders = strings.Join(o.authHeaders, ",")
+		}
+	}})
+	return s.URL, s.Snapshot()
 }
 
 // eras are the two wires every gate test runs on: a legacy session, and
@@ -123,26 +116,21 @@ func do(t *testing.T, u string, c call, modern bool, hdr http.Header) (*http.Res
 	if strings.HasPrefix(c.method, "notifications/") {
 		body = fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, c.method)
 	}
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	req.Header = hdr.Clone()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	h := hdr.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
 	if modern {
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", c.method)
+		h.Set("MCP-Protocol-Version", "2026-07-28")
+		h.Set("Mcp-Method", c.method)
 		var p struct {
 			URI string `json:"uri"`
 		}
 		if c.method == "resources/read" && json.Unmarshal([]byte(c.params), &p) == nil {
-			req.Header.Set("Mcp-Name", p.URI) // as a client must: the upstream may get this read
+			h.Set("Mcp-Name", p.URI) // as a client must: the upstream may get this read
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := sidecartest.Post(t, u, body, h)
 	return resp, string(b)
 }
 
