@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,42 +13,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
+// sidecar starts the sidecar as the binary assembles it (no plugin, no
+// gate, no overlay) in front of upstream; it returns its MCP URL, its
+// registry and its metrics.
 func sidecar(t *testing.T, upstream http.Handler) (string, *prometheus.Registry, *metrics.Metrics) {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL + "/mcp")
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg, "test")
-	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(), Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-	return side.URL, reg, m
+	s := sidecartest.Start(t, up.URL+"/mcp", sidecartest.Options{Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "none", "off"
+	}})
+	return s.URL, s.Registry, s.Metrics
 }
 
+// post sends body (with the header name, value pairs hdr) and returns
+// the response, its body read.
 func post(t *testing.T, u, body string, hdr ...string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := sidecartest.Post(t, u, body, sidecartest.Header(hdr...))
 	return resp
 }
 

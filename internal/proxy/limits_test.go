@@ -12,6 +12,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // testMaxEvent is the --max-event-bytes of limitedSidecar: small, so that a
@@ -72,7 +73,7 @@ func TestOversizedJSONReplyRefused(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, tt.reply)
 			})
-			resp, b := post(t, u, tt.req, nil)
+			resp, b := sidecartest.Post(t, u, tt.req, nil)
 			if resp.StatusCode != tt.status {
 				t.Errorf("status = %d, want %d (body %.200s)", resp.StatusCode, tt.status, b)
 			}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -71,6 +72,10 @@ func Start(t TB, upstream string, o Options) *Sidecar {
 	return &Sidecar{Sidecar: s, URL: srv.URL + "/mcp", Server: srv, Registry: reg}
 }
 
+// client bounds every request of Post, far above what a passing test
+// takes, so a hung reply fails the test rather than stalling it.
+var client = &http.Client{Timeout: 30 * time.Second}
+
 // Post sends body to u as an MCP client POSTs a JSON-RPC message
 // (Content-Type application/json, Accept of both reply kinds), with the
 // headers of h besides, and returns the response with its body read and
@@ -86,12 +91,12 @@ func Post(t TB, u, body string, h http.Header) (*http.Response, []byte) {
 	for k, v := range h {
 		req.Header[http.CanonicalHeaderKey(k)] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", body, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		t.Fatalf("POST %s: read reply: %v", body, err)
 	}
