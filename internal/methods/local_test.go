@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -175,7 +176,7 @@ func load1000(b *testing.B) *catalog.Snapshot {
 	dir := b.TempDir()
 	files := map[string]string{}
 	for i := range 1000 {
-		maps(files, genSkill(genName(i), genFiles(i)))
+		maps.Copy(files, genSkill(genName(i), genFiles(i)))
 	}
 	writeFiles(b, dir, files)
 	snap, err := catalog.Load(dir, catalog.Options{})

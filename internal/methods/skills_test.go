@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -115,26 +116,17 @@ func checkWalk(pages [][]listedSkill, want walkWant) []string {
 			}
 		}
 	}
-	for _, u := range sortedKeys(want.once) {
+	for _, u := range slices.Sorted(maps.Keys(want.once)) {
 		if count[u] == 0 {
 			problems = append(problems, "missing "+u)
 		}
 	}
-	for _, u := range sortedKeys(want.never) {
+	for _, u := range slices.Sorted(maps.Keys(want.never)) {
 		if count[u] > 0 {
 			problems = append(problems, "listed after its removal: "+u)
 		}
 	}
 	return problems
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func TestCheckWalkRejectsBrokenWalks(t *testing.T) {
@@ -274,11 +266,11 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 				add := map[string]string{}
 				if i >= 5 {
 					before := fmt.Sprintf("sk-%04d-x%d", i-5, step)
-					maps(add, genSkill(before, 2)) // behind the cursor: may or may not be seen, never twice
+					maps.Copy(add, genSkill(before, 2)) // behind the cursor: may or may not be seen, never twice
 				}
 				if i+20 < 1000 {
 					after := fmt.Sprintf("sk-%04d-y%d", i+20, step)
-					maps(add, genSkill(after, 3))
+					maps.Copy(add, genSkill(after, 3))
 					u := "skill://" + after + "/SKILL.md"
 					want.once[u] = true
 					want.files[u] = genFileURIs(after, 3)
@@ -308,12 +300,6 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 	}
 }
 
-func maps(dst, src map[string]string) {
-	for k, v := range src {
-		dst[k] = v
-	}
-}
-
 func removeSkill(t *testing.T, dir, name string) {
 	t.Helper()
 	if err := os.RemoveAll(filepath.Join(dir, "skills", name)); err != nil {
@@ -327,7 +313,7 @@ func TestSkillsListInvalidCursor(t *testing.T) {
 		dir := t.TempDir()
 		files := map[string]string{}
 		for i := range 5 {
-			maps(files, genSkill(genName(i), 1))
+			maps.Copy(files, genSkill(genName(i), 1))
 		}
 		writeFiles(t, dir, files)
 		w := newWatcher(t, dir)
