@@ -309,7 +309,7 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 // is returned as the error so it reaches the caller unchanged.
 func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (served, error) {
 	o.Probes.Add(1)
-	o.Metrics.DigestProbe()
+	o.Metrics.DigestRefresh()
 	m, err := o.up.Call(r, caller, "resources/read", map[string]json.RawMessage{"uri": mustJSON(uri)})
 	if err != nil {
 		return served{}, err
@@ -318,7 +318,7 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (se
 		return served{}, nil // not found, not supported, or failed: the sidecar serves its own
 	}
 	s, err := servedOf(uri, m.Result)
-	o.Metrics.Hashed(s.size)
+	o.Metrics.HashedBytes(s.size)
 	return s, err
 }
 
@@ -433,7 +433,7 @@ func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, r
 	if err != nil {
 		return
 	}
-	o.Metrics.Hashed(s.size)
+	o.Metrics.HashedBytes(s.size)
 	c := o.context(r, snap)
 	if old, ok := c.lookup(uri); ok && (old.digest != s.digest || old.size != s.size) {
 		o.Mismatches.Add(1)

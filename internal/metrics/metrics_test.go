@@ -235,9 +235,9 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	t.Parallel()
 	var m *metrics.Metrics
 	m.Request("x", "local", 200, time.Second) // must not panic
-	m.Declared("legacy")
+	m.DeclarationInjected("legacy")
 	m.StreamOpened()
-	m.Reload(true, time.Now(), 1, 1, nil)
+	m.CatalogReload(true, time.Now(), 1, 1, nil)
 }
 
 // TestNotificationLabels: notifications_total counts by method and outcome,

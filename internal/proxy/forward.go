@@ -119,7 +119,7 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 		if spliced, changed, err := rewrite.SpliceBatch(b, pl.isHandshakeID, p.opts.Declaration); err == nil {
 			out = spliced
 			if changed {
-				p.opts.Metrics.Declared(eraLegacy)
+				p.opts.Metrics.DeclarationInjected(eraLegacy)
 			}
 		} else {
 			// Not ours to judge: pass the upstream's bytes on as they were.

@@ -379,7 +379,7 @@ func (p *Proxy) splicer(era string) func(msg []byte) []byte {
 		if err != nil || !changed {
 			return msg
 		}
-		p.opts.Metrics.Declared(era)
+		p.opts.Metrics.DeclarationInjected(era)
 		return out
 	}
 }

@@ -33,20 +33,20 @@ func (s *Sidecar) startCatalog(ctx context.Context, cfg config.Config, o Options
 			return err
 		}
 		logProblems(log, snap.Problems())
-		m.Reload(true, time.Now(), len(snap.Skills()), len(snap.Agents()), problemLabels(snap.Problems()))
+		m.CatalogReload(true, time.Now(), len(snap.Skills()), len(snap.Agents()), problemLabels(snap.Problems()))
 		log.Info("serving the embedded example plugin", zap.Int("skills", len(snap.Skills())), zap.Int("agents", len(snap.Agents())))
 		s.Snapshot = func() *catalog.Snapshot { return snap }
 		return nil
 	}
 	w, err := catalog.NewWatcher(cfg.PluginDir, opts, func(ev catalog.ReloadEvent) {
-		m.Reload(ev.OK, ev.At, ev.Skills, ev.Agents, problemLabels(ev.Problems))
+		m.CatalogReload(ev.OK, ev.At, ev.Skills, ev.Agents, problemLabels(ev.Problems))
 		if !ev.OK {
 			log.Error("plugin reload failed: keeping the last good catalog", zap.String("trigger", ev.Trigger), zap.Error(ev.Err))
 			return
 		}
 		logProblems(log, ev.Problems)
 		s.Notify.Publish(ev.Changes)
-		m.Dropped(len(ev.DroppedSkills), len(ev.DroppedAgents))
+		m.CatalogDropped(len(ev.DroppedSkills), len(ev.DroppedAgents))
 		if len(ev.DroppedSkills)+len(ev.DroppedAgents) > 0 {
 			log.Warn("plugin reload stopped serving items", zap.Strings("skills", ev.DroppedSkills), zap.Strings("agents", ev.DroppedAgents))
 		}
