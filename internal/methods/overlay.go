@@ -67,10 +67,6 @@ type Overlay struct {
 	mu       sync.Mutex
 	contexts map[string]*authContext
 
-	// Mismatches counts forwarded reads whose bytes differed from what was
-	// published; Probes counts reads the overlay made itself to learn the
-	// digest of a file the upstream serves.
-	Mismatches, Probes atomic.Int64
 	// Metrics, when set, records probes, mismatches and bytes hashed.
 	Metrics *metrics.Metrics
 
@@ -308,7 +304,6 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 // without resources) means the sidecar serves it; a refusal of the caller
 // is returned as the error so it reaches the caller unchanged.
 func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (served, error) {
-	o.Probes.Add(1)
 	o.Metrics.DigestRefresh()
 	m, err := o.up.Call(r, caller, "resources/read", map[string]json.RawMessage{"uri": mustJSON(uri)})
 	if err != nil {
@@ -436,7 +431,6 @@ func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, r
 	o.Metrics.HashedBytes(s.size)
 	c := o.context(r, snap)
 	if old, ok := c.lookup(uri); ok && (old.digest != s.digest || old.size != s.size) {
-		o.Mismatches.Add(1)
 		o.Metrics.DigestMismatch()
 	}
 	c.store(uri, s)

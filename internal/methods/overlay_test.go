@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,12 +21,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 const crlfSkill = "---\r\nname: notes\r\ndescription: Take notes.\r\nmetadata:\r\n  b: \"2\"\r\n  a: \"1\"\r\n---\r\n# Notes\r\n\r\nWrite them down.\r\n"
@@ -45,6 +45,7 @@ type overlayConfig struct {
 type overlayEnv struct {
 	url string
 	ov  *methods.Overlay
+	reg *prometheus.Registry // the sidecar's metrics
 
 	mu    sync.Mutex
 	reads [][2]string // Authorization and uri of every resources/read the upstream received
@@ -68,10 +69,10 @@ func (e *overlayEnv) readsBy(auth string) []string {
 // SKILL.md and a local-only file, an upstream that serves the SKILL.md
 // itself (as LF text, the way a normalising server would) and a blob, and
 // the sidecar in front of both with the overlay on.
-func overlaySidecar(t *testing.T, skillText *atomic.Value) (sidecarURL string, ov *methods.Overlay) {
+func overlaySidecar(t *testing.T, skillText *atomic.Value) (sidecarURL string, e *overlayEnv) {
 	t.Helper()
-	e := overlayRig(t, skillText, overlayConfig{})
-	return e.url, e.ov
+	e = overlayRig(t, skillText, overlayConfig{})
+	return e.url, e
 }
 
 // overlayRig is overlaySidecar with the overlay built as cfg says.
@@ -116,19 +117,16 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	e.ov = methods.NewOverlay(&onbehalf.Upstream{URL: u}, cfg.ttl, cfg.shared)
+	side := sidecartest.Start(t, up.URL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles, c.UpstreamFilesShared = "none", "auto", cfg.shared
+		if cfg.ttl > 0 {
+			c.UpstreamFilesTTL = cfg.ttl
+		}
+	}})
+	e.ov, e.reg, e.url = side.Overlay, side.Registry, side.URL
 	if cfg.now != nil {
 		methods.SetOverlayClock(e.ov, cfg.now)
 	}
-	mh := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: e.ov})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: mh, Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-	e.url = side.URL
 	return e
 }
 
@@ -242,7 +240,7 @@ func TestUpstreamServedFilesWin(t *testing.T) {
 	t.Parallel()
 	var text atomic.Value
 	text.Store(strings.ReplaceAll(crlfSkill, "\r\n", "\n"))
-	u, ov := overlaySidecar(t, &text)
+	u, e := overlaySidecar(t, &text)
 
 	var got struct {
 		Skill entry `json:"skill"`
@@ -266,8 +264,8 @@ func TestUpstreamServedFilesWin(t *testing.T) {
 	// skills/get carries the new digest.
 	text.Store("---\nname: notes\ndescription: Take better notes.\n---\nNew body.\n")
 	_ = readBytes(t, u, "skill://notes/SKILL.md")
-	if n := ov.Mismatches.Load(); n != 1 {
-		t.Errorf("Mismatches = %d after the upstream's bytes changed, want 1", n)
+	if n := counter(t, e.reg, "skills_sidecar_digest_mismatches_total"); n != 1 {
+		t.Errorf("digest_mismatches_total = %v after the upstream's bytes changed, want 1", n)
 	}
 	if err := json.Unmarshal(modernCall(t, u, "skills/get", map[string]any{"uri": "skill://notes/SKILL.md"}), &got); err != nil {
 		t.Fatal(err)
@@ -313,7 +311,7 @@ func TestInvalidateRefreshes(t *testing.T) {
 	t.Parallel()
 	var text atomic.Value
 	text.Store(strings.ReplaceAll(crlfSkill, "\r\n", "\n"))
-	u, ov := overlaySidecar(t, &text)
+	u, e := overlaySidecar(t, &text)
 	get := func() entry {
 		var got struct {
 			Skill entry `json:"skill"`
@@ -328,7 +326,7 @@ func TestInvalidateRefreshes(t *testing.T) {
 	if stale := get(); string(stale.Frontmatter) != string(before.Frontmatter) {
 		t.Fatalf("without a change notification the cached entry should stay; got %s", stale.Frontmatter)
 	}
-	ov.Invalidate()
+	e.ov.Invalidate()
 	if after := get(); !strings.Contains(string(after.Frontmatter), "Changed upstream") {
 		t.Errorf("after Invalidate the entry is %s, want the upstream's new frontmatter", after.Frontmatter)
 	}
@@ -466,4 +464,20 @@ func TestUpstreamFilesExpire(t *testing.T) {
 	if got := publishedDigest(t, after, notesURI); got != digestOf(newText) {
 		t.Errorf("past the TTL skills/get publishes %s, want the upstream's new %s", got, digestOf(newText))
 	}
+}
+
+// counter returns the value of the counter name (no labels) in reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
 }

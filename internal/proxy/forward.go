@@ -153,13 +153,13 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *
 	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		return // the client went away; nobody is listening
 	}
-	e := UpstreamError(err)
+	e := upstreamError(err)
 	if errors.Is(err, errTooLarge) {
 		e = &reply.Error{Status: http.StatusBadGateway, Code: reply.CodeInternalError, Message: err.Error(),
 			Data: map[string]string{"reason": "upstream_message_too_large"}}
 	}
 	pl.err = err
-	WriteError(w, pl.id, e)
+	writeError(w, pl.id, e)
 }
 
 func mediaType(ct string) string {

@@ -277,13 +277,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.opts.ClientBodyTimeout))
 	}
 	if !hostAllowed(r.Host, p.loopbackListener(r), p.opts.AllowedHosts) {
-		WriteError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
+		writeError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
 		return routeLocal
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		vouched := loopbackHost(r.Host) || hostListed(r.Host, p.opts.AllowedHosts)
 		if !originAllowed(o, r.Host, vouched, p.opts.AllowedOrigins) {
-			WriteError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
+			writeError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
 			return routeLocal
 		}
 	}
@@ -305,16 +305,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 	pl.method = "invalid" // until the body proves otherwise
 	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout)
 	if err != nil {
-		WriteError(w, nil, err)
+		writeError(w, nil, err)
 		return routeLocal
 	}
 	if err := rewrite.CheckDepth(body, p.opts.MaxDepth); err != nil {
-		WriteError(w, nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
+		writeError(w, nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
 		return routeLocal
 	}
 	msgs, batch, perr := rewrite.ParseBody(body)
 	if perr != nil {
-		WriteError(w, nil, parseError(perr))
+		writeError(w, nil, parseError(perr))
 		return routeLocal
 	}
 	pl.method = messageLabel(msgs, batch)

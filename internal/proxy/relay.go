@@ -313,8 +313,3 @@ func hasToken(values []string, token string) bool {
 	}
 	return false
 }
-
-// RemoveHopHeaders deletes from h the hop-by-hop headers (RFC 9110 §7.6.1)
-// and every header its Connection header names: what no reply passed on
-// to a client may carry from the upstream's hop.
-func RemoveHopHeaders(h http.Header) { removeHopHeaders(h) }
