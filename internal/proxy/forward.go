@@ -28,7 +28,7 @@ func (p *Proxy) modifyResponse(r *http.Request, resp *http.Response, pl *plan, m
 			p.opts.Metrics.StreamOpened()
 			resp.Body = &countedBody{ReadCloser: resp.Body, m: p.opts.Metrics}
 		}
-		if pl.get && !pl.stream {
+		if pl.kind == kindGet {
 			resp.Body = newStoppableBody(resp.Body, p.streams)
 		}
 		if p.opts.OnResourcesChanged != nil {
@@ -40,7 +40,7 @@ func (p *Proxy) modifyResponse(r *http.Request, resp *http.Response, pl *plan, m
 	}
 	switch mt {
 	case "application/json":
-		if pl.stream {
+		if pl.kind == kindResumed {
 			return nil
 		}
 		return p.rewriteJSON(resp, pl)
@@ -63,7 +63,7 @@ func (p *Proxy) modifyResponse(r *http.Request, resp *http.Response, pl *plan, m
 // streamStop returns the context whose end ends this stream cleanly on
 // shutdown: only standalone GET streams are ended early; POST replies drain.
 func (p *Proxy) streamStop(pl *plan) context.Context {
-	if pl.get {
+	if pl.get() {
 		return p.streams
 	}
 	return nil
@@ -75,7 +75,7 @@ func (p *Proxy) streamStop(pl *plan) context.Context {
 // unknown, the declaration spliced into any reply shaped like a handshake
 // result (an initialize reply replayed after Last-Event-ID).
 func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
-	if pl.stream {
+	if pl.kind == kindResumed {
 		return func(msg []byte) []byte {
 			if !rewrite.LooksLikeHandshakeResult(msg) {
 				return msg
@@ -83,7 +83,7 @@ func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
 			return p.splicer(eraLegacy)(msg)
 		}
 	}
-	if pl.batch {
+	if pl.kind == kindBatch {
 		return func(msg []byte) []byte {
 			m, err := rewrite.ParseMessage(msg)
 			if err != nil || m.Kind != rewrite.KindResponse || !pl.isHandshakeID(m.ID) {
@@ -115,7 +115,7 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 		return fmt.Errorf("upstream reply larger than %d bytes: %w", p.opts.MaxEventBytes, errTooLarge)
 	}
 	out := b
-	if pl.batch {
+	if pl.kind == kindBatch {
 		if spliced, changed, err := rewrite.SpliceBatch(b, pl.isHandshakeID, p.opts.Declaration); err == nil {
 			out = spliced
 			if changed {

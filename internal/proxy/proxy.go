@@ -291,14 +291,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		// Only a GET that resumes with Last-Event-ID can replay an
 		// initialize reply; other GET streams, DELETE and the rest pass
 		// straight through, holding no parse buffer while they idle.
-		pl.get = r.Method == http.MethodGet
-		if pl.get {
+		if r.Method == http.MethodGet {
+			pl.kind = kindGet
+			if r.Header.Get("Last-Event-ID") != "" {
+				pl.kind = kindResumed
+			}
 			pl.session = r.Header.Get("Mcp-Session-Id")
 		} else if r.Method == http.MethodDelete {
 			// The session ends: its subscriptions to the sidecar's URIs go.
 			p.opts.Notify.Forget(r.Header.Get("Mcp-Session-Id"))
 		}
-		pl.stream = pl.get && r.Header.Get("Last-Event-ID") != ""
 		p.relay(w, r, pl, nil)
 		return routeUpstream
 	}
@@ -318,7 +320,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeLocal
 	}
 	pl.method = messageLabel(msgs, batch)
-	pl.parsed = true
+	pl.kind = kindSingle
+	if batch {
+		pl.kind = kindBatch
+	}
 	if !batch {
 		pl.params = msgs[0].Params // for the log line's era; aliases body
 	}
@@ -328,7 +333,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 			return routeLocal
 		}
 	}
-	pl.batch = batch
 	for _, m := range msgs {
 		if m.Kind == rewrite.KindRequest && isHandshake(m.Method) {
 			pl.handshake = append(pl.handshake, m.ID)
@@ -475,21 +479,38 @@ type plan struct {
 	id        json.RawMessage     // the single request's id, for error replies
 	edit      func([]byte) []byte // edits the single request's reply; nil: none
 	handshake []json.RawMessage   // ids of initialize/server/discover requests
-	batch     bool
-	stream    bool        // a resumed GET stream: look for replayed handshake replies
-	get       bool        // a standalone GET stream: ended early on shutdown
+	kind      kind
 	session   string      // a standalone GET's Mcp-Session-Id, for notify.go
 	listen    *listenPlan // a subscriptions/listen the sidecar honours part of (listen.go)
-	detached  bool        // relayed off its handler (detach.go), which records it
-	start     time.Time
+	// detached says what became of a GET stream, not what it is: relayed
+	// off its handler (detach.go), which records it.
+	detached bool
+	start    time.Time
 
 	// For the request's log line (record.go).
 	version        string          // the MCP-Protocol-Version header
 	params         json.RawMessage // a single message's params: its _meta names the era
-	parsed         bool            // the body was read and is JSON-RPC
 	upstreamStatus int             // the upstream's status; 0: it never answered
 	err            error           // why the upstream exchange failed; nil: it did not
 }
+
+// kind is what a request is, as far as the response path cares: one value
+// where there were four booleans that could contradict each other.
+type kind uint8
+
+const (
+	kindOther   kind = iota // DELETE and the rest, or a POST whose body is not (yet) JSON-RPC
+	kindSingle              // a POST of one JSON-RPC message
+	kindBatch               // a POST of a JSON-RPC batch
+	kindGet                 // a standalone GET stream: ended early on shutdown
+	kindResumed             // a GET stream resumed with Last-Event-ID: look for replayed handshake replies
+)
+
+// get reports whether the request is a standalone GET stream, resumed or not.
+func (pl *plan) get() bool { return pl.kind == kindGet || pl.kind == kindResumed }
+
+// parsed reports whether the request's body was read and is JSON-RPC.
+func (pl *plan) parsed() bool { return pl.kind == kindSingle || pl.kind == kindBatch }
 
 func (pl *plan) isHandshakeID(id json.RawMessage) bool {
 	for _, h := range pl.handshake {
@@ -516,5 +537,5 @@ func planFrom(ctx context.Context) *plan {
 
 // edits reports whether the reply needs the response path's attention.
 func (pl *plan) edits() bool {
-	return pl.edit != nil || pl.stream || (pl.batch && len(pl.handshake) > 0)
+	return pl.edit != nil || pl.kind == kindResumed || (pl.kind == kindBatch && len(pl.handshake) > 0)
 }

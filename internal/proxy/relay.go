@@ -106,7 +106,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []byte) {
 	ctx := withPlan(r.Context(), pl)
 	var detach *detachable
-	if pl.get && !pl.stream {
+	if pl.kind == kindGet {
 		// A standalone GET stream may outlive this handler (see detach.go):
 		// its upstream request is tied to the client by hand until then.
 		detach = newDetachable(ctx, pl)
@@ -143,7 +143,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		return
 	}
 	defer resp.Body.Close()
-	if pl.get && resp.StatusCode == http.StatusOK && mt == "text/event-stream" {
+	if pl.get() && resp.StatusCode == http.StatusOK && mt == "text/event-stream" {
 		var end func()
 		w, end = p.withNotify(w, pl.session)
 		defer end()
