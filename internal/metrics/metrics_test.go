@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -94,27 +97,61 @@ func TestTrafficMovesMetrics(t *testing.T) {
 	}
 	post(t, u, `not json`)
 
-	tests := []struct {
+	// The counters, series by series: every series there is, no other.
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, "skills_sidecar_requests_total", "counter",
+		`{method="initialize",outcome="2xx",route="upstream"} 1`,
+		`{method="invalid",outcome="4xx",route="local"} 1`,
+		`{method="notification",outcome="2xx",route="upstream"} 1`,
+		`{method="tools/call",outcome="2xx",route="upstream"} 3`,
+	), "skills_sidecar_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, "skills_sidecar_declarations_injected_total", "counter",
+		`{era="legacy"} 1`, `{era="modern"} 0`), "skills_sidecar_declarations_injected_total"); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, "skills_sidecar_build_info", "gauge",
+		`{goversion="`+runtime.Version()+`",version="test"} 1`), "skills_sidecar_build_info"); err != nil {
+		t.Error(err)
+	}
+	// Histograms: their sample counts (their buckets are the clock's).
+	for _, tt := range []struct {
 		name   string
 		labels map[string]string
 		want   float64
 	}{
-		{"skills_sidecar_requests_total", map[string]string{"method": "tools/call", "route": "upstream", "outcome": "2xx"}, 3},
-		{"skills_sidecar_requests_total", map[string]string{"method": "initialize", "route": "upstream", "outcome": "2xx"}, 1},
-		{"skills_sidecar_requests_total", map[string]string{"method": "notification", "route": "upstream", "outcome": "2xx"}, 1},
-		{"skills_sidecar_requests_total", map[string]string{"method": "invalid", "route": "local", "outcome": "4xx"}, 1},
 		{"skills_sidecar_request_duration_seconds", map[string]string{"method": "tools/call", "route": "upstream", "outcome": "2xx"}, 3},
 		{"skills_sidecar_request_duration_seconds", map[string]string{"method": "invalid", "route": "local", "outcome": "4xx"}, 1},
 		{"skills_sidecar_upstream_response_seconds", map[string]string{"method": "tools/call"}, 3},
-		{"skills_sidecar_declarations_injected_total", map[string]string{"era": "legacy"}, 1},
-		{"skills_sidecar_declarations_injected_total", map[string]string{"era": "modern"}, 0},
-		{"skills_sidecar_build_info", map[string]string{"version": "test"}, 1},
-	}
-	for _, tt := range tests {
+	} {
 		if got := value(t, reg, tt.name, tt.labels); got != tt.want {
 			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
 		}
 	}
+}
+
+// exposition is the text exposition of metric name (of type typ) with the
+// given series ("{labels} value", labels in name order), for
+// testutil.GatherAndCompare. Its HELP line is the registered one: what
+// these tests judge is the series and their values, not the wording.
+func exposition(t *testing.T, reg *prometheus.Registry, name, typ string, series ...string) io.Reader {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := ""
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			help = mf.GetHelp()
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	for _, s := range series {
+		b.WriteString(name + s + "\n")
+	}
+	return strings.NewReader(b.String())
 }
 
 func TestActiveStreamsGauge(t *testing.T) {
@@ -252,22 +289,16 @@ func TestNotificationLabels(t *testing.T) {
 	m.Notification("notifications/agents/list_changed", false)
 	m.Notification("notifications/tools/list_changed", false)
 	m.Notification("x", true)
-	for _, c := range []struct {
-		method, outcome string
-		want            float64
-	}{
-		{"resources/updated", "sent", 1}, {"resources/updated", "coalesced", 2},
-		{"agents/list_changed", "sent", 1}, {"agents/list_changed", "coalesced", 0},
-		{"resources/list_changed", "sent", 0}, {"resources/list_changed", "coalesced", 0},
-	} {
-		if got := value(t, reg, "skills_sidecar_notifications_total", map[string]string{"method": c.method, "outcome": c.outcome}); got != c.want {
-			t.Errorf("notifications_total{%s,%s} = %v, want %v", c.method, c.outcome, got, c.want)
-		}
-	}
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == "skills_sidecar_notifications_total" && len(mf.GetMetric()) != 6 {
-			t.Errorf("notifications_total has %d series, want 6", len(mf.GetMetric()))
-		}
+	// Exactly the six series of the sidecar's three methods: "tools/list_changed"
+	// and "x" grew none.
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, "skills_sidecar_notifications_total", "counter",
+		`{method="agents/list_changed",outcome="coalesced"} 0`,
+		`{method="agents/list_changed",outcome="sent"} 1`,
+		`{method="resources/list_changed",outcome="coalesced"} 0`,
+		`{method="resources/list_changed",outcome="sent"} 0`,
+		`{method="resources/updated",outcome="coalesced"} 2`,
+		`{method="resources/updated",outcome="sent"} 1`,
+	), "skills_sidecar_notifications_total"); err != nil {
+		t.Error(err)
 	}
 }
