@@ -6,16 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/examples"
-	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	jsonrpc "github.com/skills-sidecar/skills-sidecar/internal/reply"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestOversizedEditedReplyRefused: the upstream replies the handler edits or
@@ -51,19 +48,9 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 		}
 	}))
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
-		Overlay: methods.NewOverlay(&onbehalf.Upstream{URL: u}, 0, false)})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, MaxEventBytes: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
+	side := sidecartest.Start(t, up.URL, sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles, c.MaxEventBytes = "none", "auto", limit
+	}})
 
 	for _, tt := range []struct {
 		method string
