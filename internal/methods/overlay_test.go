@@ -145,23 +145,14 @@ func modernCallAs(t *testing.T, u, auth, method string, params map[string]any) j
 	}
 	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	h := sidecartest.Header("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method)
 	if uri, ok := params["uri"].(string); ok {
-		req.Header.Set("Mcp-Name", uri)
+		h.Set("Mcp-Name", uri)
 	}
 	if auth != "" {
-		req.Header.Set("Authorization", auth)
+		h.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := sidecartest.Post(t, u, string(body), h)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		for _, line := range strings.Split(string(b), "\n") {
 			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
