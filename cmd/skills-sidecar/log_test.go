@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // Secrets a client sends; none may reach the log.
@@ -101,25 +101,15 @@ func startSidecar(t *testing.T, args ...string) (string, func() string) {
 	return "http://" + addr + "/mcp", stop
 }
 
-// mcpPost sends one JSON-RPC body with hdr and returns the reply's status,
-// headers and body.
+// mcpPost sends one JSON-RPC body with hdr (sidecartest.Post) and returns
+// the reply's status, headers and body.
 func mcpPost(t *testing.T, u, body string, hdr map[string]string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	h := http.Header{}
 	for k, v := range hdr {
-		req.Header.Set(k, v)
+		h.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", body, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := sidecartest.Post(t, u, body, h)
 	return resp.StatusCode, resp.Header, string(b)
 }
 

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -198,11 +200,7 @@ func labelSets(mfs map[string]*dto.MetricFamily, name string) []string {
 
 // seriesName spells a series the way the exposition does: name{k="v",…}.
 func seriesName(name string, labels map[string]string) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(labels))
 	var b strings.Builder
 	b.WriteString(name + "{")
 	for i, k := range keys {

@@ -5,26 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
-	"github.com/skills-sidecar/skills-sidecar/internal/bridge"
+	"github.com/skills-sidecar/skills-sidecar/examples"
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
-	"github.com/skills-sidecar/skills-sidecar/internal/notify"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar"
 )
 
 func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
@@ -99,168 +98,115 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLe
 
 // serve runs the sidecar until ctx is done, then drains.
 func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer) error {
-	upstream := cfg.Upstream
-	if upstream == "" {
-		// The demo is for trying the sidecar on this machine: it listens
-		// on loopback unless told an address with a host, and so the Host
-		// check (origin.go) is in force.
-		cfg.Listen, cfg.MetricsListen = loopbackUnlessHost(cfg.Listen), loopbackUnlessHost(cfg.MetricsListen)
-		u, stop, err := demo.Start(ctx)
+	var plugin fs.FS
+	if cfg.Upstream == "" {
+		stop, err := startDemoUpstream(ctx, &cfg, log)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		upstream = u
-		log.Info("no --upstream given: started the embedded demo upstream", zap.String("url", u))
+		plugin = examples.Plugin()
 	}
-	up, err := url.Parse(upstream)
-	if err != nil {
-		return errors.New("upstream: not a URL") // the error would quote it, secrets and all
-	}
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg, version)
-	// One hub for the sidecar's own change notifications: the catalog
-	// publishes into it, the proxy's streams read from it.
-	hub := notify.New(notify.Options{Count: m.Notification})
-	snapshot, err := startCatalog(ctx, cfg, log, m, hub.Publish)
-	if err != nil {
-		return err
-	}
-	direct := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
-	// The upstream's eras, learned by probes on the direct transport; with
-	// era-bridge auto every other request goes through the bridge, which
-	// passes it through untouched unless the upstream lacks its era.
-	eras := &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: log,
-		OnChange: func(e bridge.Eras) { m.UpstreamEra(e.Label()) }}
-	go eras.Run(ctx)
-	var transport http.RoundTripper = direct
-	bridged := false
-	if cfg.EraBridge == "auto" {
-		bt := &bridge.Transport{Next: direct, Eras: eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: m.BridgeSessions}
-		bt.Start(ctx)
-		transport, bridged = bt, true
-	}
-	serves := func(modern bool) bool { return eras.Current().Serves(modern, modern && bridged) }
-	upstreamClient := &methods.Upstream{URL: up, Client: &http.Client{Transport: transport}, Credentials: cfg.AuthHeaderList()}
-	var overlay *methods.Overlay
-	if cfg.UpstreamFiles == "auto" {
-		overlay = methods.NewOverlay(upstreamClient, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
-		overlay.Metrics = m
-	}
-	var gate methods.Gate
-	if cfg.AuthGate == "upstream" {
-		gate = authgate.New(authgate.Options{Upstream: up, Client: &http.Client{Transport: transport},
-			CredentialHeaders: cfg.AuthHeaderList(), TTL: cfg.AuthCacheTTL, Metrics: m})
-	}
-	local := methods.New(methods.Options{
-		Gate:             gate,
-		Overlay:          overlay,
-		Subscriptions:    hub,
-		Snapshot:         snapshot,
-		PageSize:         cfg.PageSize,
-		TTLMs:            cfg.CacheTTLMs,
-		CacheScope:       cfg.CacheScope,
-		Tools:            &methods.UpstreamTools{Upstream: upstreamClient, TTL: cfg.ToolsCacheTTL},
-		DropUnknownTools: cfg.DropUnknownTools,
-		ServerVersion:    version,
-		Serves:           serves,
-	})
-	// Bound before the proxy is built: the Host check depends on the
+	// Bound before the sidecar is built: the Host check depends on the
 	// address it listens on (connections wait in the backlog until Serve).
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	p, err := proxy.New(proxy.Options{
-		Listener:           ln.Addr(),
-		Upstream:           up,
-		Transport:          transport,
-		Local:              local,
-		Metrics:            m,
-		OnResourcesChanged: onResourcesChanged(overlay),
-		Notify:             hub,
-		OwnsURI:            local.OwnsURI,
-		Declaration:        rewrite.SkillsSidecar(),
-		Logger:             log,
-		MaxBodyBytes:       cfg.MaxBodyBytes,
-		MaxEventBytes:      cfg.MaxEventBytes,
-		MaxDepth:           cfg.MaxJSONDepth,
-		AllowedOrigins:     cfg.AllowedOriginList(),
-		AllowedHosts:       cfg.AllowedHostList(),
-		UpstreamTimeout:    cfg.UpstreamTimeout,
-		DialTimeout:        cfg.DialTimeout,
-		ClientBodyTimeout:  cfg.ClientBodyTimeout,
-		SendTimeout:        cfg.SendTimeout,
-	})
+	defer ln.Close()
+	reg := prometheus.NewRegistry()
+	s, err := sidecar.New(ctx, cfg, sidecar.Options{Logger: log, Registry: reg, Version: version, Listener: ln.Addr(), Plugin: plugin})
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
-
-	ready := newReadiness(up, cfg.AuthGate)
-	ready.eras = eras.Current
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", p)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes,
-		ErrorLog: zap.NewStdLog(log.Named("http"))}
-	var mln net.Listener
-	var msrv *http.Server
-	if cfg.MetricsListen != "" {
-		mln, err = net.Listen("tcp", cfg.MetricsListen)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("listen on %s (metrics-listen): %w", cfg.MetricsListen, err)
-		}
-		msrv = &http.Server{Handler: opsMux(reg, ready), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = msrv.Serve(mln) }()
+	if s.Watcher != nil {
+		go reloadOnHangup(ctx, s.Watcher)
 	}
+	up, _ := url.Parse(cfg.Upstream) // sidecar.New parsed it
+	ready := newReadiness(up, cfg.AuthGate)
+	ready.eras = s.Eras.Current
+	stopOps, err := serveOps(cfg.MetricsListen, reg, ready)
+	if err != nil {
+		return err
+	}
+	defer stopOps()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes,
+		ErrorLog: zap.NewStdLog(log.Named("http"))}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-
-	mcpURL := "http://" + displayAddr(ln.Addr()) + "/mcp"
-	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", config.RedactURL(upstream)), zap.String("version", version))
-	if cfg.Upstream == "" {
-		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\n"+
-			"Try it with the MCP Inspector CLI (Node.js 22.19 or later):\n"+
-			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method skills/list --verify\n"+
-			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method tools/list\n\n", version, mcpURL, mcpURL, mcpURL)
-	}
-
+	announce(cfg, log, ln.Addr(), stdout, plugin != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	ready.draining.Store(true)
+	drain(cfg, log, srv, s)
+	return nil
+}
+
+// startDemoUpstream starts the embedded demo upstream and points cfg at it. The
+// demo is for trying the sidecar on this machine: it listens on loopback
+// unless told an address with a host, and so the Host check (origin.go)
+// is in force.
+func startDemoUpstream(ctx context.Context, cfg *config.Config, log *zap.Logger) (stop func(), err error) {
+	cfg.Listen, cfg.MetricsListen = loopbackUnlessHost(cfg.Listen), loopbackUnlessHost(cfg.MetricsListen)
+	u, stop, err := demo.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Upstream = u
+	log.Info("no --upstream given: started the embedded demo upstream", zap.String("url", u))
+	return stop, nil
+}
+
+// serveOps serves /metrics, /healthz and /readyz on addr; "" serves none.
+func serveOps(addr string, reg *prometheus.Registry, ready *readiness) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	mln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (metrics-listen): %w", addr, err)
+	}
+	msrv := &http.Server{Handler: opsMux(reg, ready), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = msrv.Serve(mln) }()
+	return func() { _ = msrv.Close() }, nil
+}
+
+// announce logs where the sidecar listens and, for the demo, says on
+// stdout how to try it.
+func announce(cfg config.Config, log *zap.Logger, addr net.Addr, stdout io.Writer, demo bool) {
+	mcpURL := "http://" + displayAddr(addr) + "/mcp"
+	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", config.RedactURL(cfg.Upstream)), zap.String("version", version))
+	if demo {
+		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\n"+
+			"Try it with the MCP Inspector CLI (Node.js 22.19 or later):\n"+
+			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method skills/list --verify\n"+
+			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method tools/list\n\n", version, mcpURL, mcpURL, mcpURL)
+	}
+}
+
+// drain stops serving: after --shutdown-delay (still serving, not ready)
+// it ends the standalone streams and waits up to --drain-timeout for
+// requests and detached streams, then closes what remains.
+func drain(cfg config.Config, log *zap.Logger, srv *http.Server, s *sidecar.Sidecar) {
 	if cfg.ShutdownDelay > 0 {
 		log.Info("shutting down: still serving, not ready", zap.Duration("shutdown-delay", cfg.ShutdownDelay))
 		time.Sleep(cfg.ShutdownDelay)
 	}
 	log.Info("shutting down: draining", zap.Duration("drain-timeout", cfg.DrainTimeout))
-	p.EndStreams()
+	s.Proxy.EndStreams()
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
-	err = srv.Shutdown(dctx)
+	err := srv.Shutdown(dctx)
 	if err == nil {
-		err = p.WaitStreams(dctx) // detached GET streams are not the server's to wait for
+		err = s.Proxy.WaitStreams(dctx) // detached GET streams are not the server's to wait for
 	}
 	if err != nil {
 		log.Warn("drain timeout reached: closing remaining connections", zap.Error(err))
 		_ = srv.Close()
 	}
-	if msrv != nil {
-		_ = msrv.Close()
-	}
-	return nil
-}
-
-// onResourcesChanged returns the hook that makes the overlay forget what it
-// learned when the upstream announces a resource change; nil without one.
-func onResourcesChanged(o *methods.Overlay) func(*http.Request, string, string) {
-	if o == nil {
-		return nil
-	}
-	return o.ResourcesChanged
 }
 
 // loopbackUnlessHost gives addr (host:port) the host 127.0.0.1 when it has
@@ -287,4 +233,21 @@ func displayAddr(a net.Addr) string {
 		host = "[" + host + "]"
 	}
 	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+}
+
+// reloadOnHangup reloads the plugin folder on each SIGHUP until ctx is done,
+// as daemons conventionally do: for a folder whose change no event or poll
+// has seen yet (an image volume, a network file system).
+func reloadOnHangup(ctx context.Context, w *catalog.Watcher) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			w.Reload()
+		}
+	}
 }

@@ -107,7 +107,7 @@ func TestSubscribedSkillFileUpdates(t *testing.T) {
 	}
 
 	// ref.md changes: A hears of it once; B, subscribed to another file, not.
-	v2 := maps(v1, "skills/notes/ref.md", "ref two\n")
+	v2 := withFile(v1, "skills/notes/ref.md", "ref two\n")
 	swap(v2)
 	if got := updatedURIs(t, events, 2*time.Second); len(got) > 0 {
 		t.Errorf("session B got updated %q for a file it did not subscribe to", got)
@@ -118,7 +118,7 @@ func TestSubscribedSkillFileUpdates(t *testing.T) {
 
 	// review/SKILL.md and notes/SKILL.md change: B hears of its file once;
 	// A, subscribed to neither, of nothing.
-	v3 := maps(maps(v2, "skills/review/SKILL.md", "---\nname: review\ndescription: Review harder.\n---\n# Review\n"),
+	v3 := withFile(withFile(v2, "skills/review/SKILL.md", "---\nname: review\ndescription: Review harder.\n---\n# Review\n"),
 		"skills/notes/SKILL.md", "---\nname: notes\ndescription: Take more notes.\n---\n# Notes\n")
 	swap(v3)
 	if got := updatedURIs(t, events, 2*time.Second); !slices.Equal(got, []string{review}) {
@@ -132,15 +132,15 @@ func TestSubscribedSkillFileUpdates(t *testing.T) {
 	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: ref}); err != nil {
 		t.Fatalf("unsubscribe: %v", err)
 	}
-	swap(maps(v3, "skills/notes/ref.md", "ref three\n"))
+	swap(withFile(v3, "skills/notes/ref.md", "ref three\n"))
 	time.Sleep(1500 * time.Millisecond)
 	if got := aUpdated(); !slices.Equal(got, []string{ref}) {
 		t.Errorf("session A got updated %q after unsubscribing", got)
 	}
 }
 
-// maps returns a copy of m with key set to value.
-func maps(m map[string]string, key, value string) map[string]string {
+// withFile returns a copy of m with key set to value.
+func withFile(m map[string]string, key, value string) map[string]string {
 	out := make(map[string]string, len(m)+1)
 	for k, v := range m {
 		out[k] = v

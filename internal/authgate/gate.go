@@ -6,19 +6,18 @@
 // and caches an admission briefly under a hash of the credential headers
 // (and session). Only a result answering the probe itself admits.
 //
-// It also owns every request made on a caller's behalf ([OnBehalf]: the
-// probe, and package methods' reads and listings): how it is built, which
-// reply is its answer ([ReadReply]), and how the upstream's refusal of it
-// reaches the caller ([WriteRefusal]): with the upstream's status and
-// WWW-Authenticate, so an OAuth-aware client starts its flow exactly as it
-// would against the upstream, and with the caller's own JSON-RPC id. The
-// package never logs or stores a credential: only hashes.
+// The probe is a request made on the caller's behalf (package onbehalf
+// builds it and judges which reply answers it). The gate writes nothing:
+// its verdict is a value, and a refusal is the upstream's own
+// (*onbehalf.Refusal), which the proxy passes on with the upstream's
+// status and WWW-Authenticate, so an OAuth-aware client starts its flow
+// exactly as it would against the upstream, and with the caller's own
+// JSON-RPC id. The package never logs or stores a credential: only hashes.
 package authgate
 
 import (
 	"crypto/sha256"
-	"encoding/json"
-	"io"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,7 +25,8 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -36,10 +36,6 @@ const (
 	DefaultMaxEntries = 4096
 )
 
-// DefaultCredentialHeaders are the headers that identify a caller unless
-// configured otherwise.
-func DefaultCredentialHeaders() []string { return []string{"Authorization", "Cookie"} }
-
 // Options configure a Gate.
 type Options struct {
 	// Upstream is the upstream MCP endpoint the probe goes to. Required.
@@ -47,7 +43,7 @@ type Options struct {
 	// Client sends probes; nil means http.DefaultClient.
 	Client *http.Client
 	// CredentialHeaders identify a caller; nil means
-	// DefaultCredentialHeaders. Mcp-Session-Id always joins the key, since
+	// onbehalf.DefaultCredentials. Mcp-Session-Id always joins the key, since
 	// an upstream may admit a token only within its own session.
 	CredentialHeaders []string
 	// TTL is how long an admission is trusted; 0 means DefaultTTL.
@@ -62,17 +58,17 @@ type Options struct {
 
 // Gate admits or refuses callers. The zero value is not usable; use New.
 type Gate struct {
-	opts  Options
-	keys  []string // credential headers and Mcp-Session-Id: the cache key
-	creds []string // the credential headers
-	mu    sync.Mutex
-	seen  map[[sha256.Size]byte]time.Time // admission expiry by key
+	opts Options
+	keys []string           // credential headers and Mcp-Session-Id: the cache key
+	up   *onbehalf.Upstream // sends the probe
+	mu   sync.Mutex
+	seen map[[sha256.Size]byte]time.Time // admission expiry by key
 }
 
 // New returns a Gate.
 func New(opts Options) *Gate {
 	if opts.CredentialHeaders == nil {
-		opts.CredentialHeaders = DefaultCredentialHeaders()
+		opts.CredentialHeaders = onbehalf.DefaultCredentials()
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
@@ -83,71 +79,31 @@ func New(opts Options) *Gate {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Client == nil {
-		opts.Client = http.DefaultClient
-	}
 	keys := append(slices.Clone(opts.CredentialHeaders), "Mcp-Session-Id")
-	return &Gate{opts: opts, keys: keys, creds: opts.CredentialHeaders, seen: map[[sha256.Size]byte]time.Time{}}
+	up := &onbehalf.Upstream{URL: opts.Upstream, Client: opts.Client, Credentials: opts.CredentialHeaders,
+		MaxBytes: maxProbeReply, Purpose: "auth", StatusRefuses: true}
+	return &Gate{opts: opts, keys: keys, up: up, seen: map[[sha256.Size]byte]time.Time{}}
 }
 
-func (g *Gate) key(r *http.Request) [sha256.Size]byte { return CallerKey(r, g.keys...) }
-
-// CopyHeaders copies the named headers of src, those that are present, to
-// dst: how a request made on a caller's behalf carries the caller's
-// credentials (and whatever else names lists) to the upstream.
-func CopyHeaders(dst, src http.Header, names []string) {
-	for _, k := range names {
-		if v := src.Values(k); len(v) > 0 {
-			dst[http.CanonicalHeaderKey(k)] = v
-		}
-	}
-}
-
-// CredentialKey hashes the values of the named headers of h: the cache key
-// of an authorization context. Credentials themselves are never stored.
-func CredentialKey(h http.Header, names ...string) [sha256.Size]byte {
-	sum := sha256.New()
-	for _, k := range names {
-		for _, v := range h.Values(k) {
-			io.WriteString(sum, http.CanonicalHeaderKey(k)+"\x00"+v+"\x00")
-		}
-	}
-	var out [sha256.Size]byte
-	sum.Sum(out[:0])
-	return out
-}
+func (g *Gate) key(r *http.Request) [sha256.Size]byte { return onbehalf.CallerKey(r, g.keys...) }
 
 // maxProbeReply bounds what is read of the upstream's answer to a probe.
 const maxProbeReply = 1 << 20
 
-// forwardedHeaders are the headers of proxy.SetForwarded: a caller's
-// network identity.
-var forwardedHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
-
-// CallerKey is the cache key of what the upstream told the caller of r: a
-// hash of the named headers (its credentials, and whatever else the cache
-// depends on) and of the network identity a request on its behalf carries
-// (see proxy.SetForwarded). An upstream may authorise by client address,
-// so one address's admission must not admit another.
-func CallerKey(r *http.Request, names ...string) [sha256.Size]byte {
-	h := make(http.Header, len(names)+len(forwardedHeaders))
-	CopyHeaders(h, r.Header, names)
-	proxy.SetForwarded(h, r)
-	return CredentialKey(h, slices.Concat(names, forwardedHeaders)...)
-}
-
-// Admit reports whether the caller of r may have msg answered by the
-// sidecar. When it returns false it has written the reply, always with
-// msg's id: the upstream's refusal (see WriteRefusal), a 502 when the
-// upstream's answer was not a result for the probe, or a 502/504 when the
-// upstream could not be asked.
+// Admit is the gate's verdict on whether the caller of r may have msg
+// answered by the sidecar: nil admits; any other error is the reply the
+// caller gets instead, which the proxy writes with msg's id: the
+// upstream's refusal (an *onbehalf.Refusal, passed on), a 502 *reply.Error
+// when the upstream's answer was not a result for the probe, or a failure
+// of the probe (onbehalf.ErrUnreachable: 502 or 504) when the upstream
+// could not be asked.
 //
 // Only a result answering the probe itself admits (DESIGN.md decision 4):
 // HTTP 200 and a JSON-RPC response whose id is the probe's, as JSON or as
 // the response event of an SSE stream. A status alone, an empty body, an
 // error, a response to another id, a stream that ends without the
 // response: none of them admits, and none is cached.
-func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
+func (g *Gate) Admit(r *http.Request, msg rewrite.Message) error {
 	k := g.key(r)
 	now := g.opts.Now()
 	g.mu.Lock()
@@ -155,29 +111,24 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message
 	g.mu.Unlock()
 	if ok && now.Before(exp) {
 		g.opts.Metrics.AuthVerdict("allowed", true)
-		return true
+		return nil
 	}
-	resp, id, method, err := g.probe(r, msg)
-	if err != nil {
-		g.opts.Metrics.AuthVerdict("error", false)
+	method := probeMethod(msg)
+	answer, err := g.up.Call(r, msg, method, nil)
+	var ref *onbehalf.Refusal
+	switch {
+	case errors.As(err, &ref):
+		g.opts.Metrics.AuthVerdict("refused", false)
+		return ref
+	case errors.Is(err, onbehalf.ErrUnreachable):
 		// The probe got no reply (refused, a dead pooled connection, a
 		// timeout): the gate fails closed with upstream_unreachable or
 		// upstream_timeout.
-		proxy.WriteError(w, msg.ID, proxy.NoReplyError(err))
-		return false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		g.opts.Metrics.AuthVerdict("refused", false)
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		WriteRefusal(w, msg.ID, resp.StatusCode, resp.Header, body)
-		return false
-	}
-	answer, err := ReadReply(resp.Header.Get("Content-Type"), resp.Body, id, maxProbeReply)
-	if err != nil || answer.Kind != rewrite.KindResponse {
 		g.opts.Metrics.AuthVerdict("error", false)
-		proxy.WriteError(w, msg.ID, probeFailure(method, answer, err))
-		return false
+		return err
+	case err != nil || answer.Kind != rewrite.KindResponse:
+		g.opts.Metrics.AuthVerdict("error", false)
+		return probeFailure(method, answer, err)
 	}
 	g.mu.Lock()
 	if len(g.seen) >= g.opts.MaxEntries {
@@ -186,14 +137,14 @@ func (g *Gate) Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message
 	g.seen[k] = now.Add(g.opts.TTL)
 	g.mu.Unlock()
 	g.opts.Metrics.AuthVerdict("allowed", false)
-	return true
+	return nil
 }
 
 // probeFailure is the reply to a caller whose probe got HTTP 200 but no
 // result for itself: the upstream could not be asked properly, so the
 // caller is neither admitted nor told it is refused.
-func probeFailure(method string, answer rewrite.Message, err error) *proxy.Error {
-	e := &proxy.Error{Status: http.StatusBadGateway, Code: proxy.CodeInternalError,
+func probeFailure(method string, answer rewrite.Message, err error) *reply.Error {
+	e := &reply.Error{Status: http.StatusBadGateway, Code: reply.CodeInternalError,
 		Data: map[string]any{"reason": "auth_probe_failed"}}
 	if err != nil {
 		e.Message = "the upstream's answer to the auth check (" + method + ") is not its reply: " + err.Error()
@@ -204,21 +155,14 @@ func probeFailure(method string, answer rewrite.Message, err error) *proxy.Error
 	return e
 }
 
-// probe sends the cheapest request of the caller's era on its behalf (see
-// OnBehalf): ping on the legacy wire, within the caller's session;
-// server/discover with the caller's _meta on the modern wire, which has no
-// ping. An upstream's auth check runs before any method, so its result
-// means the caller is admitted. It returns the reply, the probe's id and
-// its method.
-func (g *Gate) probe(r *http.Request, msg rewrite.Message) (*http.Response, json.RawMessage, string, error) {
-	method := "ping"
-	if Modern(msg) {
-		method = "server/discover"
+// probeMethod is the cheapest request of the caller's era, which the gate
+// sends on its behalf (package onbehalf): ping on the legacy wire, within
+// the caller's session; server/discover with the caller's _meta on the
+// modern wire, which has no ping. An upstream's auth check runs before any
+// method, so its result means the caller is admitted.
+func probeMethod(msg rewrite.Message) string {
+	if onbehalf.Modern(msg) {
+		return "server/discover"
 	}
-	req, id, err := OnBehalf{Upstream: g.opts.Upstream, Caller: r, CallerMsg: msg, Credentials: g.creds, Purpose: "auth"}.NewRequest(method, nil)
-	if err != nil {
-		return nil, nil, method, err
-	}
-	resp, err := g.opts.Client.Do(req)
-	return resp, id, method, err
+	return "ping"
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,10 +17,12 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 const token = "s3cret"
@@ -58,35 +59,29 @@ type sidecarOptions struct {
 	authHeaders []string // --auth-headers: the gate's and the calls on a caller's behalf; nil: the defaults
 }
 
-// sidecar serves up as the upstream and starts the sidecar in front of it,
-// serving the example plugin; it returns the sidecar's URL and the catalog.
+// sidecar serves up as the upstream and starts the sidecar in front of it
+// as the binary assembles it, serving the example plugin; it returns the
+// sidecar's URL and the catalog.
 func sidecar(t *testing.T, up http.Handler, o sidecarOptions) (string, *catalog.Snapshot) {
 	t.Helper()
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
-	u, _ := url.Parse(srv.URL)
-	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gate methods.Gate
-	if !o.gateOff {
-		gate = authgate.New(authgate.Options{Upstream: u, CredentialHeaders: o.authHeaders})
-	}
-	onBehalf := &methods.Upstream{URL: u, Credentials: o.authHeaders}
-	var overlay *methods.Overlay
-	if o.overlay {
-		overlay = methods.NewOverlay(onBehalf, 0, false)
-	}
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Gate: gate, Overlay: overlay,
-		PageSize: o.pageSize, Tools: &methods.UpstreamTools{Upstream: onBehalf}})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-	return side.URL, snap
+	s := sidecartest.Start(t, srv.URL, sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "upstream", "off"
+		if o.gateOff {
+			c.AuthGate = "none"
+		}
+		if o.overlay {
+			c.UpstreamFiles = "auto"
+		}
+		if o.pageSize > 0 {
+			c.PageSize = o.pageSize
+		}
+		if o.authHeaders != nil {
+			c.AuthHeaders = strings.Join(o.authHeaders, ",")
+		}
+	}})
+	return s.URL, s.Snapshot()
 }
 
 // eras are the two wires every gate test runs on: a legacy session, and
@@ -121,26 +116,21 @@ func do(t *testing.T, u string, c call, modern bool, hdr http.Header) (*http.Res
 	if strings.HasPrefix(c.method, "notifications/") {
 		body = fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, c.method)
 	}
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	req.Header = hdr.Clone()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	h := hdr.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
 	if modern {
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", c.method)
+		h.Set("MCP-Protocol-Version", "2026-07-28")
+		h.Set("Mcp-Method", c.method)
 		var p struct {
 			URI string `json:"uri"`
 		}
 		if c.method == "resources/read" && json.Unmarshal([]byte(c.params), &p) == nil {
-			req.Header.Set("Mcp-Name", p.URI) // as a client must: the upstream may get this read
+			h.Set("Mcp-Name", p.URI) // as a client must: the upstream may get this read
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := sidecartest.Post(t, u, body, h)
 	return resp, string(b)
 }
 
@@ -219,7 +209,7 @@ func TestGateCachesAdmissions(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer a")
 	msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: "skills/list"}
 	for i := range 3 {
-		if !g.Admit(httptest.NewRecorder(), r, msg) {
+		if !admit(g, httptest.NewRecorder(), r, msg) {
 			t.Fatalf("Admit #%d = false", i)
 		}
 	}
@@ -227,10 +217,10 @@ func TestGateCachesAdmissions(t *testing.T) {
 		t.Errorf("probes after 3 admissions within the TTL = %d, want 1", probes)
 	}
 	r.Header.Set("Authorization", "Bearer b")
-	g.Admit(httptest.NewRecorder(), r, msg)
+	admit(g, httptest.NewRecorder(), r, msg)
 	now = now.Add(2 * time.Minute)
 	r.Header.Set("Authorization", "Bearer a")
-	g.Admit(httptest.NewRecorder(), r, msg)
+	admit(g, httptest.NewRecorder(), r, msg)
 	if probes != 3 {
 		t.Errorf("probes after a new credential and an expiry = %d, want 3", probes)
 	}
@@ -243,7 +233,7 @@ func TestGateUpstreamDown(t *testing.T) {
 	up.Close()
 	g := authgate.New(authgate.Options{Upstream: u})
 	w := httptest.NewRecorder()
-	if g.Admit(w, httptest.NewRequest(http.MethodPost, "/mcp", nil), rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`"req-1"`), Method: "skills/list"}) {
+	if admit(g, w, httptest.NewRequest(http.MethodPost, "/mcp", nil), rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`"req-1"`), Method: "skills/list"}) {
 		t.Fatal("Admit with the upstream down = true")
 	}
 	if w.Code != http.StatusBadGateway {
@@ -264,9 +254,9 @@ func TestGateUpstreamDown(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
 		t.Fatalf("reply with the upstream down = %q, not a JSON-RPC error: %v", w.Body, err)
 	}
-	if string(e.ID) != `"req-1"` || e.Error.Code != proxy.CodeInternalError || e.Error.Data.Reason != "upstream_unreachable" {
+	if string(e.ID) != `"req-1"` || e.Error.Code != reply.CodeInternalError || e.Error.Data.Reason != "upstream_unreachable" {
 		t.Errorf("error with the upstream down = id %s, code %d, reason %q; want id \"req-1\", code %d, reason upstream_unreachable",
-			e.ID, e.Error.Code, e.Error.Data.Reason, proxy.CodeInternalError)
+			e.ID, e.Error.Code, e.Error.Data.Reason, reply.CodeInternalError)
 	}
 }
 
@@ -383,4 +373,14 @@ func TestGateResourcesListCursor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// admit asks g about msg and, as the proxy does, writes the refusal to w
+// with msg's id; it reports whether g admitted the caller.
+func admit(g *authgate.Gate, w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
+	err := g.Admit(r, msg)
+	if err != nil {
+		proxy.WriteReply(w, msg.ID, reply.Reply{Err: err})
+	}
+	return err == nil
 }

@@ -120,7 +120,7 @@ func TestGateTrustsOnlyItsOwnAnswer(t *testing.T) {
 				r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 				r.Header.Set("Authorization", "Bearer a")
 				w := httptest.NewRecorder()
-				if got := g.Admit(w, r, msg); got != tt.admit {
+				if got := admit(g, w, r, msg); got != tt.admit {
 					t.Fatalf("Admit #%d = %v, want %v (reply %s)", i, got, tt.admit, w.Body)
 				}
 				if tt.admit {
@@ -205,7 +205,7 @@ func TestProbeIsARequestOfTheCallersEra(t *testing.T) {
 	} {
 		g := authgate.New(authgate.Options{Upstream: u})
 		msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`1`), Method: "skills/list", Params: json.RawMessage(tt.params)}
-		if !g.Admit(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", nil), msg) {
+		if !admit(g, httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", nil), msg) {
 			t.Fatalf("%s: Admit = false", tt.name)
 		}
 		h, gotMeta := seen.get(tt.method)

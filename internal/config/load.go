@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -107,7 +107,7 @@ func Load(src Sources) (Config, []string, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, k := range sortedKeys(ann) {
+	for _, k := range slices.Sorted(maps.Keys(ann)) {
 		name, ok := strings.CutPrefix(k, AnnotationPrefix)
 		if !ok || IsInjectorKey(name) {
 			continue
@@ -287,15 +287,6 @@ func ReadAnnotations(readFile func(string) ([]byte, error), path string) ([]byte
 		return nil, fmt.Errorf("read annotations file: %w", err)
 	}
 	return b, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Table renders the configuration reference as a Markdown table: one row a

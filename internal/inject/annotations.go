@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -322,7 +324,7 @@ func isDNSSubdomain(n string) bool {
 func runtimeKeys(ann map[string]string) (int32, error) {
 	var file strings.Builder
 	var errs []error
-	for _, k := range sortedKeys(ann) {
+	for _, k := range slices.Sorted(maps.Keys(ann)) {
 		name, ok := strings.CutPrefix(k, config.AnnotationPrefix)
 		if !ok || config.IsInjectorKey(name) {
 			continue

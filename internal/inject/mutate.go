@@ -2,7 +2,6 @@ package inject
 
 import (
 	"errors"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -267,12 +266,3 @@ func pluginVolumes(s settings) ([]corev1.Volume, []corev1.VolumeMount) {
 func configMapVolume(i int) string { return PluginVolume + "-" + strconv.Itoa(i) }
 
 func ptr[T any](v T) *T { return &v }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -14,7 +15,7 @@ import (
 // agent's skills mapped to their skill:// URIs.
 const MetaAgent = "io.skills-sidecar/agent"
 
-func (h *Handler) agentsList(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+func (h *Handler) agentsList(v *view, e era, msg rewrite.Message) ([]byte, error) {
 	last, has, err := cursorParam(msg, cursorAgents)
 	if err != nil {
 		return nil, err
@@ -25,21 +26,21 @@ func (h *Handler) agentsList(v *view, e era, msg rewrite.Message) ([]byte, *rpcE
 	return h.finish(b, e, true), nil
 }
 
-func agentError(code int, msg, reason string, extra map[string]any) *rpcError {
+func agentError(code int, msg, reason string, extra map[string]any) *reply.Error {
 	data := map[string]any{"reason": reason}
 	for k, x := range extra {
 		data[k] = x
 	}
-	return &rpcError{status: http.StatusOK, code: code, message: msg, data: data}
+	return &reply.Error{Status: http.StatusOK, Code: code, Message: msg, Data: data}
 }
 
 // agentsGet answers agents/get. Its tools are the upstream's own tools/list
 // entries for this caller (fetched with the caller's credentials through
 // Options.Tools), passed on byte for byte in the agent file's order.
-func (h *Handler) agentsGet(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, *rpcError) {
+func (h *Handler) agentsGet(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, error) {
 	name, ok := paramString(msg.Params, "name")
 	if !ok || name == "" {
-		return nil, agentError(codeInvalidParams, "agents/get needs params.name, a non-empty string", "invalid_params", nil)
+		return nil, agentError(reply.CodeInvalidParams, "agents/get needs params.name, a non-empty string", "invalid_params", nil)
 	}
 	var a *catalog.Agent
 	if v.snap != nil {
@@ -48,7 +49,7 @@ func (h *Handler) agentsGet(v *view, e era, msg rewrite.Message, r *http.Request
 	if a == nil {
 		// The draft's reference server's wording; data.reason is the draft's
 		// stable discriminator, data.name says which name was asked for.
-		return nil, agentError(codeInvalidParams, "Agent not found", "agent_not_found", map[string]any{"name": name})
+		return nil, agentError(reply.CodeInvalidParams, "Agent not found", "agent_not_found", map[string]any{"name": name})
 	}
 	tools, rerr := h.resolveTools(r, msg, a)
 	if rerr != nil {
@@ -108,16 +109,16 @@ func encodeAgentMeta(a *catalog.Agent) []byte {
 }
 
 // resolveTools maps the agent's tool names to the upstream's tool objects.
-func (h *Handler) resolveTools(r *http.Request, msg rewrite.Message, a *catalog.Agent) ([]json.RawMessage, *rpcError) {
+func (h *Handler) resolveTools(r *http.Request, msg rewrite.Message, a *catalog.Agent) ([]json.RawMessage, error) {
 	if len(a.Tools) == 0 {
 		return nil, nil
 	}
 	if h.opts.Tools == nil {
-		return nil, agentError(codeInternal, "agent "+quote(a.Name)+" names tools but no upstream tool source is configured", "invalid_agent_definition", map[string]any{"missing": a.Tools})
+		return nil, agentError(reply.CodeInternalError, "agent "+quote(a.Name)+" names tools but no upstream tool source is configured", "invalid_agent_definition", map[string]any{"missing": a.Tools})
 	}
 	byName, err := h.opts.Tools.Tools(r, msg)
 	if err != nil {
-		return nil, upstreamFailure(fmt.Errorf("resolve agent tools: %w", err))
+		return nil, fmt.Errorf("resolve agent tools: %w", err) // the proxy maps it
 	}
 	var out []json.RawMessage
 	var missing []string
@@ -131,7 +132,7 @@ func (h *Handler) resolveTools(r *http.Request, msg rewrite.Message, a *catalog.
 		}
 	}
 	if len(missing) > 0 {
-		return nil, agentError(codeInternal, "agent "+quote(a.Name)+" names tools the server does not offer", "invalid_agent_definition",
+		return nil, agentError(reply.CodeInternalError, "agent "+quote(a.Name)+" names tools the server does not offer", "invalid_agent_definition",
 			map[string]any{"agent": a.Name, "missing": missing})
 	}
 	return out, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -103,19 +103,19 @@ func upstreamTools(t *testing.T, c *caller) (map[string]json.RawMessage, int) {
 	return nil, 0
 }
 
-func agentsSetup(t *testing.T, ctx context.Context, ec eraCase, opts methods.Options) (side, direct *caller, snap *catalog.Snapshot) {
+func agentsSetup(t *testing.T, ctx context.Context, ec eraCase, edit func(*config.Config)) (side, direct *caller, snap *catalog.Snapshot) {
 	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, pluginAgents())
 	w := newWatcher(t, dir)
 	up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools()})
-	return dial(t, ctx, newSidecar(t, up.url, w.Snapshot, opts), ""), dial(t, ctx, up.url, ""), w.Snapshot()
+	return dial(t, ctx, newSidecar(t, up.url, w.Snapshot, edit), ""), dial(t, ctx, up.url, ""), w.Snapshot()
 }
 
 func TestAgentsList(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{PageSize: 2})
+		c, _, _ := agentsSetup(t, ctx, ec, func(c *config.Config) { c.PageSize = 2 })
 		var got []agentCard
 		params := map[string]any{}
 		pages := 0
@@ -159,7 +159,7 @@ func TestAgentsList(t *testing.T) {
 func TestAgentsGetTools(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, direct, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		c, direct, _ := agentsSetup(t, ctx, ec, nil)
 		byName, pages := upstreamTools(t, direct)
 		if pages < 4 {
 			t.Fatalf("upstream tools/list took %d pages, want at least 4", pages)
@@ -194,7 +194,7 @@ func TestAgentsGetTools(t *testing.T) {
 func TestAgentsGetFields(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		c, _, _ := agentsSetup(t, ctx, ec, nil)
 		get := func(name string) agentDetail {
 			var d agentDetail
 			c.call("agents/get", map[string]any{"name": name}).ok(t, "agents/get "+name, &d)
@@ -238,7 +238,7 @@ func TestAgentsGetFields(t *testing.T) {
 func TestAgentsGetErrors(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		c, _, _ := agentsSetup(t, ctx, ec, nil)
 		reason := func(e *rpcErr) (string, []string) {
 			var d struct {
 				Reason  string   `json:"reason"`
@@ -293,7 +293,7 @@ func errReason(e *rpcErr) string {
 func TestAgentsCP1252FileSkipped(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, _, snap := agentsSetup(t, ctx, ec, methods.Options{})
+		c, _, snap := agentsSetup(t, ctx, ec, nil)
 		var skipped []string
 		for _, p := range snap.Problems() {
 			if p.Severity == catalog.SeveritySkip {
@@ -325,7 +325,7 @@ func TestAgentsCP1252FileSkipped(t *testing.T) {
 func TestAgentsGetWithoutName(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		c, _, _ := agentsSetup(t, ctx, ec, nil)
 		tests := []struct {
 			name   string
 			params map[string]any
@@ -348,7 +348,7 @@ func TestAgentsGetWithoutName(t *testing.T) {
 func TestAgentsGetBareStringSkills(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		c, _, _ := agentsSetup(t, ctx, ec, nil)
 		var an agentDetail
 		c.call("agents/get", map[string]any{"name": "analyst"}).ok(t, "agents/get analyst", &an)
 		m := an.Meta[metaAgentKey]
@@ -367,7 +367,7 @@ func TestAgentsGetBareStringSkills(t *testing.T) {
 func TestAgentsGetCRLF(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, _, _ := agentsSetup(t, ctx, ec, methods.Options{})
+		c, _, _ := agentsSetup(t, ctx, ec, nil)
 		var cr agentDetail
 		c.call("agents/get", map[string]any{"name": "crlf-agent"}).ok(t, "agents/get crlf-agent", &cr)
 		if cr.Agent != "crlf-agent" {
@@ -401,7 +401,7 @@ func mustMarshal(t *testing.T, v any) []byte {
 func TestAgentsGetDropUnknownTools(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		c, direct, _ := agentsSetup(t, ctx, ec, methods.Options{DropUnknownTools: true})
+		c, direct, _ := agentsSetup(t, ctx, ec, func(c *config.Config) { c.DropUnknownTools = true })
 		byName, _ := upstreamTools(t, direct)
 		var got agentDetail
 		c.call("agents/get", map[string]any{"name": "builder"}).ok(t, "agents/get builder", &got)
@@ -422,7 +422,7 @@ func TestAgentsGetRefusedCaller(t *testing.T) {
 		writeFiles(t, dir, pluginAgents())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools(), token: "s3cret"})
-		side := newSidecar(t, up.url, w.Snapshot, methods.Options{})
+		side := newSidecar(t, up.url, w.Snapshot, nil)
 		good := dial(t, ctx, side, "s3cret")
 
 		var d agentDetail
@@ -472,7 +472,7 @@ func TestAgentsDeclaredDespiteBadSkills(t *testing.T) {
 			t.Fatalf("%d items skipped, want the bad SKILL.md files skipped: %+v", n, w.Snapshot().Problems())
 		}
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, nil), "")
 		ext := c.cs.InitializeResult().Capabilities.Extensions
 		for _, id := range []string{rewrite.SkillsExtensionID, rewrite.AgentsExtensionID} {
 			if _, ok := ext[id]; !ok {
@@ -503,7 +503,7 @@ func TestAgentsEmptyRosterDeclared(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	up := newUpstream(t, upstreamConfig{stateless: true})
-	c := dial(t, ctx, newSidecar(t, up.url, nil, methods.Options{}), "")
+	c := dial(t, ctx, newSidecar(t, up.url, nil, nil), "")
 	if _, ok := c.cs.InitializeResult().Capabilities.Extensions[rewrite.AgentsExtensionID]; !ok {
 		t.Errorf("agents extension not declared with an empty roster")
 	}

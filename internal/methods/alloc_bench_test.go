@@ -60,14 +60,14 @@ func BenchmarkServeLocalAllocs(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				req, msg := localRequest(b, modern, call.method, call.params)
 				w := &discardWriter{h: http.Header{}}
-				if !h.ServeLocal(w, req, msg) || w.status != http.StatusOK {
+				if !serveLocal(h, w, req, msg) || w.status != http.StatusOK {
 					b.Fatalf("%s = %d, want an answer", call.method, w.status)
 				}
 				b.ReportAllocs()
 				for b.Loop() {
 					clear(w.h)
 					w.status, w.n = 0, 0
-					h.ServeLocal(w, req, msg)
+					serveLocal(h, w, req, msg)
 				}
 			})
 		}

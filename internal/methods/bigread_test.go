@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,11 +15,11 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // bigFileURI is the file of bigSkill that its upstreams serve themselves.
@@ -53,19 +52,14 @@ func bigSkill(t *testing.T) (*catalog.Snapshot, []byte) {
 }
 
 // overlaySidecarFor serves snap in front of upstream with the overlay on
-// and the proxy at its default limits; it returns the sidecar's URL.
-func overlaySidecarFor(t *testing.T, upstream string, snap *catalog.Snapshot) (string, *methods.Overlay) {
+// and the proxy at its default limits, assembled as the binary does; it
+// returns the sidecar's URL and its metrics.
+func overlaySidecarFor(t *testing.T, upstream string, snap *catalog.Snapshot) (string, *prometheus.Registry) {
 	t.Helper()
-	u, _ := url.Parse(upstream)
-	ov := methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-	return side.URL, ov
+	s := sidecartest.Start(t, upstream, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "none", "auto"
+	}})
+	return s.URL, s.Registry
 }
 
 // TestForwardedReadOfLargestSkillFile: a 16 MiB file that the upstream
@@ -128,7 +122,7 @@ func TestForwardedBigReadMemory(t *testing.T) {
 		_, _ = w.Write(reply)
 	}))
 	t.Cleanup(up.Close)
-	side, ov := overlaySidecarFor(t, up.URL, snap)
+	side, reg := overlaySidecarFor(t, up.URL, snap)
 
 	read := func() int64 {
 		req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+bigFileURI+`"}}`))
@@ -147,7 +141,7 @@ func TestForwardedBigReadMemory(t *testing.T) {
 		return n
 	}
 	read() // warm: pools, connections
-	hashed := ov.Probes.Load()
+	probed := counter(t, reg, "skills_sidecar_digest_refreshes_total")
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -156,8 +150,8 @@ func TestForwardedBigReadMemory(t *testing.T) {
 	if n < int64(len(reply)) {
 		t.Fatalf("client read %d bytes, want the whole %d-byte reply", n, len(reply))
 	}
-	if got := ov.Probes.Load(); got != hashed {
-		t.Fatalf("the measured read probed the upstream %d times; want only the forwarded read", got-hashed)
+	if got := counter(t, reg, "skills_sidecar_digest_refreshes_total"); got != probed {
+		t.Fatalf("the measured read probed the upstream %v times; want only the forwarded read", got-probed)
 	}
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("forwarding and hashing a %d-byte reply allocated %d bytes (%.1f×)", len(reply), allocated, float64(allocated)/float64(len(reply)))

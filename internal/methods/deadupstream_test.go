@@ -3,7 +3,6 @@ package methods_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,8 +19,10 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // lfSkill is what the upstream serves for skill://notes/SKILL.md: the
@@ -104,7 +105,7 @@ func deadUpstreamSidecar(t *testing.T, addr string, gated bool, clock *steppedCl
 	}
 	u, _ := url.Parse("http://" + addr + "/mcp")
 	client := &http.Client{Timeout: 5 * time.Second}
-	up := &methods.Upstream{URL: u, Client: client}
+	up := &onbehalf.Upstream{URL: u, Client: client}
 	ov := methods.NewOverlay(up, time.Hour, false)
 	methods.SetOverlayClock(ov, clock.now)
 	opts := methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov, Tools: &methods.UpstreamTools{Upstream: up}}
@@ -129,20 +130,11 @@ func rawModern(t *testing.T, u, method string, params map[string]any) (int, stru
 	t.Helper()
 	params["_meta"] = map[string]any{metaVersionKey: modernVersion, metaCapsKey: map[string]any{}}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", modernVersion)
-	req.Header.Set("Mcp-Method", method)
+	h := sidecartest.Header("MCP-Protocol-Version", modernVersion, "Mcp-Method", method)
 	if uri, ok := params["uri"].(string); ok && method == "resources/read" {
-		req.Header.Set("Mcp-Name", uri)
+		h.Set("Mcp-Name", uri)
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := sidecartest.Post(t, u, string(body), h)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		for _, line := range strings.Split(string(b), "\n") {
 			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {

@@ -18,7 +18,7 @@ import (
 // upstream's own listings, not by reading each URI (DESIGN.md decision 2).
 // For an authorization context the overlay follows every page of the
 // upstream's resources/list and resources/templates/list, with the caller's
-// credentials and session (Upstream.Call, through authgate.OnBehalf); a
+// credentials and session (onbehalf.Upstream.Call); a
 // catalog URI listed there, or matching one of the templates, is the
 // upstream's and is read (and hashed) when a listing needs its digest; every
 // other catalog URI is the plugin folder's and costs nothing. The learned

@@ -4,34 +4,20 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // Wire constants of the 2026-07-28 era (SEP-2575).
 const (
-	ModernVersion      = rewrite.ModernVersion
-	metaProtocol       = rewrite.MetaProtocolVersion
-	metaClientCaps     = "io.modelcontextprotocol/clientCapabilities"
-	metaServerInfo     = "io.modelcontextprotocol/serverInfo"
-	headerProtocol     = "Mcp-Protocol-Version" // canonical, so Header.Get need not allocate to canonicalise it
-	headerMethod       = "Mcp-Method"
-	headerName         = "Mcp-Name"
-	codeHeaderMismatch = -32020
-	codeUnsupportedVer = -32022
-	codeInvalidParams  = -32602
-	codeInternal       = -32603
-	codeResourceLegacy = -32002
+	ModernVersion  = rewrite.ModernVersion
+	metaProtocol   = rewrite.MetaProtocolVersion
+	metaClientCaps = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo = "io.modelcontextprotocol/serverInfo"
+	headerProtocol = "Mcp-Protocol-Version" // canonical, so Header.Get need not allocate to canonicalise it
+	headerMethod   = "Mcp-Method"
+	headerName     = "Mcp-Name"
 )
-
-// rpcError is a JSON-RPC error with the HTTP status that carries it.
-type rpcError struct {
-	status  int
-	code    int
-	message string
-	data    any
-	// refusal, when set, is the upstream's own refusal, passed on as it was.
-	refusal *Refusal
-}
 
 // era is what the request's own fields say about its protocol era.
 type era struct {
@@ -46,7 +32,7 @@ type era struct {
 // (else -32022, HTTP 400), and headers that agree with the body (else
 // -32020, HTTP 400). A header that is absent is not checked: the body is
 // authoritative and some clients do not send the optional ones.
-func checkEra(h http.Header, msg rewrite.Message, nameParam string) (era, *rpcError) {
+func checkEra(h http.Header, msg rewrite.Message, nameParam string) (era, *reply.Error) {
 	metaVersion, hasVersion := metaString(msg.Params, metaProtocol)
 	_, hasCaps := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
 	hv := h.Get(headerProtocol)
@@ -54,13 +40,13 @@ func checkEra(h http.Header, msg rewrite.Message, nameParam string) (era, *rpcEr
 		return era{}, nil // legacy: the session carries the era
 	}
 	if !hasVersion || !hasCaps {
-		return era{}, &rpcError{status: http.StatusBadRequest, code: codeInvalidParams,
-			message: "modern request must carry _meta " + metaProtocol + " and " + metaClientCaps}
+		return era{}, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidParams,
+			Message: "modern request must carry _meta " + metaProtocol + " and " + metaClientCaps}
 	}
 	if metaVersion != ModernVersion {
-		return era{}, &rpcError{status: http.StatusBadRequest, code: codeUnsupportedVer,
-			message: "unsupported protocol version " + metaVersion,
-			data:    map[string]any{"supported": []string{ModernVersion}, "requested": metaVersion}}
+		return era{}, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeUnsupportedVersion,
+			Message: "unsupported protocol version " + metaVersion,
+			Data:    map[string]any{"supported": []string{ModernVersion}, "requested": metaVersion}}
 	}
 	if hv != "" && hv != metaVersion {
 		return era{}, mismatch(headerProtocol, hv, metaVersion)
@@ -90,9 +76,9 @@ func claimsModern(h http.Header, msg rewrite.Message) bool {
 	return h.Get(headerProtocol) >= ModernVersion
 }
 
-func mismatch(header, got, want string) *rpcError {
-	return &rpcError{status: http.StatusBadRequest, code: codeHeaderMismatch,
-		message: header + " header " + quote(got) + " does not match the request body's " + quote(want)}
+func mismatch(header, got, want string) *reply.Error {
+	return &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeHeaderMismatch,
+		Message: header + " header " + quote(got) + " does not match the request body's " + quote(want)}
 }
 
 func quote(s string) string {

@@ -9,8 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 )
 
 // pluginWithAgent is pluginPDF plus an agent that names upstream tools.
@@ -51,7 +50,7 @@ func TestModernChecks(t *testing.T) {
 	writeFiles(t, dir, pluginWithAgent())
 	w := newWatcher(t, dir)
 	up := newUpstream(t, upstreamConfig{stateless: true, tools: []*mcp.Tool{alphaTool()}})
-	c := &caller{t: t, endpoint: newSidecar(t, up.url, w.Snapshot, methods.Options{}), modern: true}
+	c := &caller{t: t, endpoint: newSidecar(t, up.url, w.Snapshot, nil), modern: true}
 	delMeta := func(key string) func(http.Header, map[string]any) {
 		return func(_ http.Header, req map[string]any) {
 			delete(req["params"].(map[string]any)["_meta"].(map[string]any), key)
@@ -135,12 +134,12 @@ func TestResultFields(t *testing.T) {
 	t.Parallel()
 	configs := []struct {
 		name  string
-		opts  methods.Options
+		edit  func(*config.Config)
 		ttl   int64
 		scope string
 	}{
 		{name: "defaults", ttl: 0, scope: "private"},
-		{name: "configured", opts: methods.Options{TTLMs: 30000, CacheScope: "public", ServerName: "side", ServerVersion: "9"}, ttl: 30000, scope: "public"},
+		{name: "configured", edit: func(c *config.Config) { c.CacheTTLMs, c.CacheScope = 30000, "public" }, ttl: 30000, scope: "public"},
 	}
 	for _, ec := range eras() {
 		for _, cfg := range configs {
@@ -152,11 +151,9 @@ func TestResultFields(t *testing.T) {
 				writeFiles(t, dir, pluginWithAgent())
 				w := newWatcher(t, dir)
 				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, tools: []*mcp.Tool{alphaTool()}})
-				c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, cfg.opts), "")
-				wantInfo := `{"name":"skills-sidecar","version":"dev"}`
-				if cfg.opts.ServerName != "" {
-					wantInfo = `{"name":"side","version":"9"}`
-				}
+				c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, cfg.edit), "")
+				// The build's version, as sidecartest gives it to the assembly.
+				wantInfo := `{"name":"skills-sidecar","version":"test"}`
 				for _, call := range localCalls() {
 					var got resultFields
 					c.call(call.method, call.params).ok(t, call.method, &got)

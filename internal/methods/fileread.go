@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -54,8 +55,12 @@ func (h *Handler) readResult(v *view, e era, uri string, f *catalog.File) *fileR
 	return &fileResult{head: head, tail: tail, f: f, n: len(head) + v.encodedLen(f) + len(tail)}
 }
 
-// writeTo writes the result to w, encoding f a chunk at a time.
-func (r *fileResult) writeTo(w io.Writer) error {
+// Len implements reply.Body.
+func (r *fileResult) Len() int { return r.n }
+
+// Encode implements reply.Body: it writes the result to w, encoding f a
+// chunk at a time.
+func (r *fileResult) Encode(w io.Writer) error {
 	if _, err := w.Write(r.head); err != nil {
 		return err
 	}
@@ -135,10 +140,10 @@ func (v *view) encodedLen(f *catalog.File) int {
 
 // notFound is the error of a resources/read of a URI the catalog does
 // not serve: -32602 on the modern wire, -32002 on the legacy one.
-func notFound(e era, uri string) *rpcError {
-	code := codeResourceLegacy
+func notFound(e era, uri string) *reply.Error {
+	code := reply.CodeResourceNotFound
 	if e.modern {
-		code = codeInvalidParams
+		code = reply.CodeInvalidParams
 	}
-	return &rpcError{status: http.StatusOK, code: code, message: "resource not found: " + quote(uri), data: map[string]string{"uri": uri}}
+	return &reply.Error{Status: http.StatusOK, Code: code, Message: "resource not found: " + quote(uri), Data: map[string]string{"uri": uri}}
 }

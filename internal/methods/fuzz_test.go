@@ -42,7 +42,7 @@ func FuzzNoPathEscape(f *testing.F) {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: method, Params: params}
 		w := httptest.NewRecorder()
-		if !h.ServeLocal(w, httptest.NewRequest(http.MethodPost, "/mcp", nil), msg) {
+		if !serveLocal(h, w, httptest.NewRequest(http.MethodPost, "/mcp", nil), msg) {
 			if strings.HasPrefix(uri, catalog.Scheme) {
 				t.Fatalf("%s %q forwarded although it is a skill URI", method, uri)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 )
 
@@ -74,7 +75,11 @@ func TestAgentsGetDraftExampleBytes(t *testing.T) {
 			"tools: [list_failed_pipelines]\nmodel: sonnet\n---\nHandle delivery readiness and approval workflows.\n",
 	})
 	w := newWatcher(t, dir)
-	side := newSidecar(t, draftToolsUpstream(t), w.Snapshot, methods.Options{TTLMs: 60000, CacheScope: "private"})
+	side := newSidecar(t, draftToolsUpstream(t), w.Snapshot, func(c *config.Config) {
+		// The draft's peer speaks the legacy wire only: the modern case is
+		// served through the era bridge, as the binary runs by default.
+		c.CacheTTLMs, c.CacheScope, c.EraBridge = 60000, "private", "auto"
+	})
 	for _, modern := range []bool{false, true} {
 		name := map[bool]string{false: "legacy", true: "modern"}[modern]
 		t.Run(name, func(t *testing.T) {

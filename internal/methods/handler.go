@@ -2,7 +2,6 @@ package methods
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -63,10 +62,11 @@ type Options struct {
 	ServerName, ServerVersion string
 }
 
-// Gate admits callers. Admit reports whether the sidecar may answer msg for
-// the caller of r; when it returns false it has written the refusal.
+// Gate admits callers. Admit returns nil when the sidecar may answer msg
+// for the caller of r, and otherwise the reply the caller gets instead (see
+// reply.Reply.Err); it writes nothing.
 type Gate interface {
-	Admit(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool
+	Admit(r *http.Request, msg rewrite.Message) error
 }
 
 // Handler answers the methods the sidecar owns. It implements proxy.Local.
@@ -112,9 +112,9 @@ func (h *Handler) current() *view {
 	return v
 }
 
-// ServeLocal implements proxy.Local: it answers the request and reports true
-// when the sidecar owns it.
-func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
+// ServeLocal implements proxy.Local: it returns the answer and true when
+// the sidecar owns the request, which the proxy writes.
+func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply, bool) {
 	v := h.current()
 	nameParam := ""
 	var uri string // of a resources/* read, parsed once for routing and answer
@@ -122,66 +122,58 @@ func (h *Handler) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite
 	case "skills/list", "skills/get", "agents/list", "agents/get":
 	case "resources/read":
 		uri, _ = paramString(msg.Params, "uri")
-		if !h.ownsURI(v, uri) || h.upstreamServes(w, r, msg, v, uri) {
-			return false
+		if !h.ownsURI(v, uri) || h.upstreamServes(r, msg, v, uri) {
+			return reply.Reply{}, false
 		}
 		nameParam = "uri"
 	case "resources/directory/read":
 		uri, _ = paramString(msg.Params, "uri")
 		if !h.ownsURI(v, uri) {
-			return false
+			return reply.Reply{}, false
 		}
 	case "resources/subscribe", "resources/unsubscribe":
 		uri, _ = paramString(msg.Params, "uri")
-		if !h.ownsSubscription(r, msg, v, uri) || h.upstreamServes(w, r, msg, v, uri) {
-			return false
+		if !h.ownsSubscription(r, msg, v, uri) || h.upstreamServes(r, msg, v, uri) {
+			return reply.Reply{}, false
 		}
 	case "resources/list":
 		c, _ := paramString(msg.Params, "cursor")
 		if !strings.HasPrefix(c, cursorResources) {
-			return false // the upstream's pages come first; EditReply appends ours
+			return reply.Reply{}, false // the upstream's pages come first; EditReply appends ours
 		}
 	default:
-		return false
+		return reply.Reply{}, false
 	}
 	if h.opts.Serves != nil && !h.opts.Serves(claimsModern(r.Header, msg)) {
-		return false
+		return reply.Reply{}, false
 	}
-	if h.opts.Gate != nil && !h.opts.Gate.Admit(w, r, msg) {
-		return true
+	if h.opts.Gate != nil {
+		if err := h.opts.Gate.Admit(r, msg); err != nil {
+			return reply.Reply{Err: err}, true
+		}
 	}
-	e, rerr := checkEra(r.Header, msg, nameParam)
-	if rerr == nil && msg.Method == "resources/read" {
+	e, eerr := checkEra(r.Header, msg, nameParam)
+	if eerr != nil {
+		return reply.Reply{Err: eerr}, true
+	}
+	if msg.Method == "resources/read" {
 		var f *catalog.File
 		if v.snap != nil {
 			f, _ = v.snap.File(uri)
 		}
-		if f != nil {
-			res := h.readResult(v, e, uri, f)
-			proxy.WriteResultStream(w, msg.ID, res.n, res.writeTo)
-			return true
+		if f == nil {
+			return reply.Reply{Err: notFound(e, uri)}, true
 		}
-		rerr = notFound(e, uri)
+		return reply.Reply{Body: h.readResult(v, e, uri, f)}, true
 	}
-	if rerr == nil {
-		var result []byte
-		if result, rerr = h.answer(v, e, msg, r, uri); rerr == nil {
-			proxy.WriteResult(w, msg.ID, result)
-			return true
-		}
-	}
-	if rerr.refusal != nil {
-		rerr.refusal.write(w, msg.ID)
-		return true
-	}
-	proxy.WriteError(w, msg.ID, &proxy.Error{Status: rerr.status, Code: rerr.code, Message: rerr.message, Data: rerr.data})
-	return true
+	result, err := h.answer(v, e, msg, r, uri)
+	return reply.Reply{Result: result, Err: err}, true
 }
 
 // answer computes the result of a method ServeLocal took on. A plain
 // switch, not a table of method values: those would cost an allocation or
 // two per request.
-func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request, uri string) ([]byte, *rpcError) {
+func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request, uri string) ([]byte, error) {
 	switch msg.Method {
 	case "skills/list":
 		return h.skillsList(v, e, msg, r)
@@ -227,13 +219,13 @@ func (h *Handler) finish(b []byte, e era, cacheable bool) []byte {
 	return append(b, '}')
 }
 
-func invalidParams(msg string) *rpcError {
-	return &rpcError{status: http.StatusOK, code: codeInvalidParams, message: msg}
+func invalidParams(msg string) *reply.Error {
+	return &reply.Error{Status: http.StatusOK, Code: reply.CodeInvalidParams, Message: msg}
 }
 
 // cursorParam reads params.cursor: absent is the first page; a cursor that
 // is not a string or not one of ours is -32602.
-func cursorParam(msg rewrite.Message, kind string) (last string, has bool, err *rpcError) {
+func cursorParam(msg rewrite.Message, kind string) (last string, has bool, err *reply.Error) {
 	raw, ok := rewrite.GetKey(msg.Params, []string{"cursor"})
 	if !ok || string(raw) == "null" {
 		return "", false, nil
@@ -275,7 +267,7 @@ func listPage(b []byte, key string, keys []string, entries []json.RawMessage, la
 	return b
 }
 
-func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, *rpcError) {
+func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, error) {
 	last, has, err := cursorParam(msg, cursorSkills)
 	if err != nil {
 		return nil, err
@@ -285,7 +277,7 @@ func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Reques
 		from, to, _ := page(v.skillURIs, last, has, h.opts.PageSize)
 		served, changed, oerr := h.opts.Overlay.entries(r, msg, v, from, to, h.catalogOutlivesUpstream())
 		if oerr != nil {
-			return nil, upstreamFailure(oerr)
+			return nil, oerr
 		}
 		if changed {
 			entries = make([]json.RawMessage, len(v.skillEntries))
@@ -298,7 +290,7 @@ func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Reques
 	return h.finish(b, e, true), nil
 }
 
-func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, *rpcError) {
+func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, error) {
 	uri, ok := paramString(msg.Params, "uri")
 	if !ok {
 		return nil, invalidParams("skills/get needs params.uri, a string")
@@ -311,7 +303,7 @@ func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request
 	if h.opts.Overlay != nil {
 		served, _, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1, h.catalogOutlivesUpstream())
 		if oerr != nil {
-			return nil, upstreamFailure(oerr)
+			return nil, oerr
 		}
 		entry = served[0]
 	}
@@ -349,7 +341,7 @@ func indexOf(sorted []string, key string) int {
 	return -1
 }
 
-func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, uri string) ([]byte, *rpcError) {
+func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, uri string) ([]byte, error) {
 	var d *catalog.Dir
 	if v.snap != nil {
 		d, _ = v.snap.Dir(uri)
@@ -381,7 +373,7 @@ func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, uri string)
 // upstream because the upstream serves that URI itself for this caller, as
 // its listings say (discovery.go). It reads nothing: the forwarded read is
 // hashed on its way to the caller (EditReply).
-func (h *Handler) upstreamServes(w http.ResponseWriter, r *http.Request, msg rewrite.Message, v *view, uri string) bool {
+func (h *Handler) upstreamServes(r *http.Request, msg rewrite.Message, v *view, uri string) bool {
 	if h.opts.Overlay == nil || v.snap == nil {
 		return false
 	}
@@ -402,20 +394,3 @@ func (h *Handler) upstreamServes(w http.ResponseWriter, r *http.Request, msg rew
 // reads alike, until the upstream answers again. With a gate the gate itself
 // fails closed first (502, upstream_unreachable).
 func (h *Handler) catalogOutlivesUpstream() bool { return h.opts.Gate == nil }
-
-// upstreamFailure turns an error from a request made on the caller's behalf
-// into the reply: the upstream's own refusal as it was, or a 502.
-func upstreamFailure(err error) *rpcError {
-	var ref *Refusal
-	if errors.As(err, &ref) {
-		return &rpcError{refusal: ref}
-	}
-	// The proxy's words for what happened, never err's text: it names the
-	// upstream URL (query included, from net/http's client) and socket
-	// addresses (issue 15, item 8).
-	e := proxy.UpstreamError(err)
-	if errors.Is(err, ErrUnreachable) {
-		e = proxy.NoReplyError(err) // no reply at all: upstream_timeout or upstream_unreachable
-	}
-	return &rpcError{status: e.Status, code: e.Code, message: e.Message, data: e.Data}
-}

@@ -6,14 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/examples"
-	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	jsonrpc "github.com/skills-sidecar/skills-sidecar/internal/reply"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestOversizedEditedReplyRefused: the upstream replies the handler edits or
@@ -49,19 +48,9 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 		}
 	}))
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
-		Overlay: methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: h, MaxEventBytes: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
+	side := sidecartest.Start(t, up.URL, sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles, c.MaxEventBytes = "none", "auto", limit
+	}})
 
 	for _, tt := range []struct {
 		method string
@@ -72,7 +61,7 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 	} {
 		hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
 		rp := post(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-1", "method": tt.method, "params": tt.params})
-		e := rp.failed(t, tt.method, http.StatusBadGateway, proxy.CodeInternalError)
+		e := rp.failed(t, tt.method, http.StatusBadGateway, jsonrpc.CodeInternalError)
 		var data struct {
 			Reason string `json:"reason"`
 		}

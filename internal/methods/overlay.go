@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -59,7 +59,7 @@ type authContext struct {
 // Overlay decides who serves each catalog URI and what its served bytes
 // are. The zero value is not usable; build it with NewOverlay.
 type Overlay struct {
-	up     *Upstream
+	up     *onbehalf.Upstream
 	ttl    time.Duration
 	shared bool
 	now    func() time.Time
@@ -67,10 +67,6 @@ type Overlay struct {
 	mu       sync.Mutex
 	contexts map[string]*authContext
 
-	// Mismatches counts forwarded reads whose bytes differed from what was
-	// published; Probes counts reads the overlay made itself to learn the
-	// digest of a file the upstream serves.
-	Mismatches, Probes atomic.Int64
 	// Metrics, when set, records probes, mismatches and bytes hashed.
 	Metrics *metrics.Metrics
 
@@ -95,7 +91,7 @@ const maxContexts = 4096
 
 // NewOverlay returns an Overlay asking up. ttl is how long a verdict is
 // trusted (0 means 60s); shared caches one set of verdicts for every caller.
-func NewOverlay(up *Upstream, ttl time.Duration, shared bool) *Overlay {
+func NewOverlay(up *onbehalf.Upstream, ttl time.Duration, shared bool) *Overlay {
 	if ttl <= 0 {
 		ttl = 60 * time.Second
 	}
@@ -135,17 +131,17 @@ func (o *Overlay) ResourcesChanged(r *http.Request, method, uri string) {
 }
 
 // authKey is the cache key of a caller: a hash of its credential headers
-// and network identity (authgate.CallerKey).
+// and network identity (onbehalf.CallerKey).
 func (o *Overlay) authKey(r *http.Request) string {
 	if o.shared {
 		return ""
 	}
-	return callerKey(r, o.up.credentials()...)
+	return callerKey(r, o.up.CredentialHeaders()...)
 }
 
-// callerKey is authgate.CallerKey as a map key.
+// callerKey is onbehalf.CallerKey as a map key.
 func callerKey(r *http.Request, names ...string) string {
-	k := authgate.CallerKey(r, names...)
+	k := onbehalf.CallerKey(r, names...)
 	return string(k[:])
 }
 
@@ -276,7 +272,7 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 // an unreachable upstream is no error (the verdicts stay unknown, and the
 // upstream is left alone for unreachableBackoff); anything else is.
 func (o *Overlay) unknown(err error, unknownOK bool) error {
-	if unknownOK && errors.Is(err, ErrUnreachable) {
+	if unknownOK && errors.Is(err, onbehalf.ErrUnreachable) {
 		o.downUntil.Store(o.now().Add(unreachableBackoff).UnixNano())
 		return nil
 	}
@@ -308,8 +304,7 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 // without resources) means the sidecar serves it; a refusal of the caller
 // is returned as the error so it reaches the caller unchanged.
 func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (served, error) {
-	o.Probes.Add(1)
-	o.Metrics.DigestProbe()
+	o.Metrics.DigestRefresh()
 	m, err := o.up.Call(r, caller, "resources/read", map[string]json.RawMessage{"uri": mustJSON(uri)})
 	if err != nil {
 		return served{}, err
@@ -318,7 +313,7 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (se
 		return served{}, nil // not found, not supported, or failed: the sidecar serves its own
 	}
 	s, err := servedOf(uri, m.Result)
-	o.Metrics.Hashed(s.size)
+	o.Metrics.HashedBytes(s.size)
 	return s, err
 }
 
@@ -433,10 +428,9 @@ func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, r
 	if err != nil {
 		return
 	}
-	o.Metrics.Hashed(s.size)
+	o.Metrics.HashedBytes(s.size)
 	c := o.context(r, snap)
 	if old, ok := c.lookup(uri); ok && (old.digest != s.digest || old.size != s.size) {
-		o.Mismatches.Add(1)
 		o.Metrics.DigestMismatch()
 	}
 	c.store(uri, s)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,11 +21,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 const crlfSkill = "---\r\nname: notes\r\ndescription: Take notes.\r\nmetadata:\r\n  b: \"2\"\r\n  a: \"1\"\r\n---\r\n# Notes\r\n\r\nWrite them down.\r\n"
@@ -44,6 +45,7 @@ type overlayConfig struct {
 type overlayEnv struct {
 	url string
 	ov  *methods.Overlay
+	reg *prometheus.Registry // the sidecar's metrics
 
 	mu    sync.Mutex
 	reads [][2]string // Authorization and uri of every resources/read the upstream received
@@ -67,10 +69,10 @@ func (e *overlayEnv) readsBy(auth string) []string {
 // SKILL.md and a local-only file, an upstream that serves the SKILL.md
 // itself (as LF text, the way a normalising server would) and a blob, and
 // the sidecar in front of both with the overlay on.
-func overlaySidecar(t *testing.T, skillText *atomic.Value) (sidecarURL string, ov *methods.Overlay) {
+func overlaySidecar(t *testing.T, skillText *atomic.Value) (sidecarURL string, e *overlayEnv) {
 	t.Helper()
-	e := overlayRig(t, skillText, overlayConfig{})
-	return e.url, e.ov
+	e = overlayRig(t, skillText, overlayConfig{})
+	return e.url, e
 }
 
 // overlayRig is overlaySidecar with the overlay built as cfg says.
@@ -115,19 +117,16 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	e.ov = methods.NewOverlay(&methods.Upstream{URL: u}, cfg.ttl, cfg.shared)
+	side := sidecartest.Start(t, up.URL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles, c.UpstreamFilesShared = "none", "auto", cfg.shared
+		if cfg.ttl > 0 {
+			c.UpstreamFilesTTL = cfg.ttl
+		}
+	}})
+	e.ov, e.reg, e.url = side.Overlay, side.Registry, side.URL
 	if cfg.now != nil {
 		methods.SetOverlayClock(e.ov, cfg.now)
 	}
-	mh := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: e.ov})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: mh, Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-	e.url = side.URL
 	return e
 }
 
@@ -146,23 +145,14 @@ func modernCallAs(t *testing.T, u, auth, method string, params map[string]any) j
 	}
 	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	h := sidecartest.Header("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method)
 	if uri, ok := params["uri"].(string); ok {
-		req.Header.Set("Mcp-Name", uri)
+		h.Set("Mcp-Name", uri)
 	}
 	if auth != "" {
-		req.Header.Set("Authorization", auth)
+		h.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := sidecartest.Post(t, u, string(body), h)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		for _, line := range strings.Split(string(b), "\n") {
 			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
@@ -241,7 +231,7 @@ func TestUpstreamServedFilesWin(t *testing.T) {
 	t.Parallel()
 	var text atomic.Value
 	text.Store(strings.ReplaceAll(crlfSkill, "\r\n", "\n"))
-	u, ov := overlaySidecar(t, &text)
+	u, e := overlaySidecar(t, &text)
 
 	var got struct {
 		Skill entry `json:"skill"`
@@ -265,8 +255,8 @@ func TestUpstreamServedFilesWin(t *testing.T) {
 	// skills/get carries the new digest.
 	text.Store("---\nname: notes\ndescription: Take better notes.\n---\nNew body.\n")
 	_ = readBytes(t, u, "skill://notes/SKILL.md")
-	if n := ov.Mismatches.Load(); n != 1 {
-		t.Errorf("Mismatches = %d after the upstream's bytes changed, want 1", n)
+	if n := counter(t, e.reg, "skills_sidecar_digest_mismatches_total"); n != 1 {
+		t.Errorf("digest_mismatches_total = %v after the upstream's bytes changed, want 1", n)
 	}
 	if err := json.Unmarshal(modernCall(t, u, "skills/get", map[string]any{"uri": "skill://notes/SKILL.md"}), &got); err != nil {
 		t.Fatal(err)
@@ -312,7 +302,7 @@ func TestInvalidateRefreshes(t *testing.T) {
 	t.Parallel()
 	var text atomic.Value
 	text.Store(strings.ReplaceAll(crlfSkill, "\r\n", "\n"))
-	u, ov := overlaySidecar(t, &text)
+	u, e := overlaySidecar(t, &text)
 	get := func() entry {
 		var got struct {
 			Skill entry `json:"skill"`
@@ -327,7 +317,7 @@ func TestInvalidateRefreshes(t *testing.T) {
 	if stale := get(); string(stale.Frontmatter) != string(before.Frontmatter) {
 		t.Fatalf("without a change notification the cached entry should stay; got %s", stale.Frontmatter)
 	}
-	ov.Invalidate()
+	e.ov.Invalidate()
 	if after := get(); !strings.Contains(string(after.Frontmatter), "Changed upstream") {
 		t.Errorf("after Invalidate the entry is %s, want the upstream's new frontmatter", after.Frontmatter)
 	}
@@ -465,4 +455,20 @@ func TestUpstreamFilesExpire(t *testing.T) {
 	if got := publishedDigest(t, after, notesURI); got != digestOf(newText) {
 		t.Errorf("past the TTL skills/get publishes %s, want the upstream's new %s", got, digestOf(newText))
 	}
+}
+
+// counter returns the value of the counter name (no labels) in reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
 }

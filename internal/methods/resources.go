@@ -91,7 +91,7 @@ func (h *Handler) appendResources(v *view, e era, reply []byte) []byte {
 	return out
 }
 
-func (h *Handler) resourcesListLocal(v *view, e era, msg rewrite.Message) ([]byte, *rpcError) {
+func (h *Handler) resourcesListLocal(v *view, e era, msg rewrite.Message) ([]byte, error) {
 	last, has, err := cursorParam(msg, cursorResources)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 )
 
 // listAll follows resources/list through a go-sdk client page by page.
@@ -66,7 +66,7 @@ func TestResourcesListComposed(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, resources: 5})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 3}), "")
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
 		direct := dial(t, ctx, up.url, "")
 
 		want, upstreamPages := listAll(t, ctx, direct.cs)
@@ -121,7 +121,7 @@ func TestResourcesListWithoutUpstreamResources(t *testing.T) {
 				w := newWatcher(t, dir)
 				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, noResourcesMethod: noMethod,
 					tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
-				c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 4}), "")
+				c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 4 }), "")
 				direct := dial(t, ctx, up.url, "")
 				if direct.cs.InitializeResult().Capabilities.Resources != nil {
 					t.Fatalf("the upstream declares resources; the test needs one that does not")

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,8 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 )
 
 // listedSkill is a SEP-2640 skill entry as a client decodes it.
@@ -116,26 +116,17 @@ func checkWalk(pages [][]listedSkill, want walkWant) []string {
 			}
 		}
 	}
-	for _, u := range sortedKeys(want.once) {
+	for _, u := range slices.Sorted(maps.Keys(want.once)) {
 		if count[u] == 0 {
 			problems = append(problems, "missing "+u)
 		}
 	}
-	for _, u := range sortedKeys(want.never) {
+	for _, u := range slices.Sorted(maps.Keys(want.never)) {
 		if count[u] > 0 {
 			problems = append(problems, "listed after its removal: "+u)
 		}
 	}
 	return problems
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func TestCheckWalkRejectsBrokenWalks(t *testing.T) {
@@ -232,7 +223,7 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 				t.Fatalf("loaded %d skills, want 1000 (problems: %v)", got, w.Snapshot().Problems())
 			}
 			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 100}), "")
+			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 100 }), "")
 
 			var pages [][]listedSkill
 			params := map[string]any{}
@@ -275,11 +266,11 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 				add := map[string]string{}
 				if i >= 5 {
 					before := fmt.Sprintf("sk-%04d-x%d", i-5, step)
-					maps(add, genSkill(before, 2)) // behind the cursor: may or may not be seen, never twice
+					maps.Copy(add, genSkill(before, 2)) // behind the cursor: may or may not be seen, never twice
 				}
 				if i+20 < 1000 {
 					after := fmt.Sprintf("sk-%04d-y%d", i+20, step)
-					maps(add, genSkill(after, 3))
+					maps.Copy(add, genSkill(after, 3))
 					u := "skill://" + after + "/SKILL.md"
 					want.once[u] = true
 					want.files[u] = genFileURIs(after, 3)
@@ -309,12 +300,6 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 	}
 }
 
-func maps(dst, src map[string]string) {
-	for k, v := range src {
-		dst[k] = v
-	}
-}
-
 func removeSkill(t *testing.T, dir, name string) {
 	t.Helper()
 	if err := os.RemoveAll(filepath.Join(dir, "skills", name)); err != nil {
@@ -328,12 +313,12 @@ func TestSkillsListInvalidCursor(t *testing.T) {
 		dir := t.TempDir()
 		files := map[string]string{}
 		for i := range 5 {
-			maps(files, genSkill(genName(i), 1))
+			maps.Copy(files, genSkill(genName(i), 1))
 		}
 		writeFiles(t, dir, files)
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 2}), "")
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 2 }), "")
 		var first skillsPage
 		c.call("skills/list", nil).ok(t, "skills/list", &first)
 		if first.NextCursor == "" {
@@ -382,7 +367,7 @@ func TestSkillsGetErrors(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, nil), "")
 		c.call("skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}).ok(t, "skills/get of a served skill", nil)
 		tests := []struct {
 			name, uri string
@@ -481,7 +466,7 @@ func TestResourcesReadServedBytes(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, resources: 2})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, nil), "")
 
 		var pg struct {
 			Skills []listedSkill `json:"skills"`
@@ -577,7 +562,7 @@ func TestResourcesReadUnknownSkillURI(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{}), "")
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, nil), "")
 		for _, uri := range []string{"skill://nope/SKILL.md", "skill://pdf-processing/reference", "skill://pdf-processing/missing.md", "skill://PDF-processing/SKILL.md"} {
 			e := c.call("resources/read", map[string]any{"uri": uri}).failed(t, "resources/read "+uri, http.StatusOK, wantCode[ec.name])
 			if e != nil && !strings.Contains(e.Message, uri) {
@@ -611,7 +596,7 @@ func TestDirectoryRead(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, methods.Options{PageSize: 3}), "")
+		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
 
 		readAll := func(uri string) []dirEntry {
 			t.Helper()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -208,7 +209,7 @@ func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
-	ov := methods.NewOverlay(&methods.Upstream{URL: u}, 0, false)
+	ov := methods.NewOverlay(&onbehalf.Upstream{URL: u}, 0, false)
 	p, err := proxy.New(proxy.Options{Upstream: u, Local: methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov}), Declaration: rewrite.SkillsSidecar()})
 	if err != nil {
 		t.Fatal(err)

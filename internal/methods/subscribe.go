@@ -3,6 +3,7 @@ package methods
 import (
 	"net/http"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -15,8 +16,6 @@ type Subscriptions interface {
 	// Unsubscribe forgets one subscription; an unknown one is no error.
 	Unsubscribe(sid, uri string)
 }
-
-const codeInvalidRequest = -32600
 
 // ownsSubscription reports whether a resources/subscribe or
 // resources/unsubscribe is the sidecar's to answer: a legacy request
@@ -38,13 +37,13 @@ func (h *Handler) ownsSubscription(r *http.Request, msg rewrite.Message, v *view
 // URI for the caller's session: the empty result of the spec, or an error
 // when there is no session to send the notifications to or the session is
 // past the hub's bounds.
-func (h *Handler) subscribe(msg rewrite.Message, r *http.Request, uri string) ([]byte, *rpcError) {
+func (h *Handler) subscribe(msg rewrite.Message, r *http.Request, uri string) ([]byte, error) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" {
 		// A sessionless (stateless) legacy server has no standalone GET
 		// stream to carry notifications on: saying yes would be a lie.
-		return nil, &rpcError{status: http.StatusOK, code: codeInvalidRequest,
-			message: msg.Method + " needs a session (Mcp-Session-Id): notifications/resources/updated goes to the session's GET stream"}
+		return nil, &reply.Error{Status: http.StatusOK, Code: reply.CodeInvalidRequest,
+			Message: msg.Method + " needs a session (Mcp-Session-Id): notifications/resources/updated goes to the session's GET stream"}
 	}
 	if msg.Method == "resources/unsubscribe" {
 		h.opts.Subscriptions.Unsubscribe(sid, uri)
@@ -53,7 +52,7 @@ func (h *Handler) subscribe(msg rewrite.Message, r *http.Request, uri string) ([
 	if err := h.opts.Subscriptions.Subscribe(sid, uri); err != nil {
 		// The hub's only error is a bound (notify.ErrLimit); its text
 		// names no secret.
-		return nil, &rpcError{status: http.StatusOK, code: codeInternal, message: err.Error() + ": " + quote(uri) + " not subscribed"}
+		return nil, &reply.Error{Status: http.StatusOK, Code: reply.CodeInternalError, Message: err.Error() + ": " + quote(uri) + " not subscribed"}
 	}
 	return []byte("{}"), nil
 }

@@ -49,7 +49,7 @@ func TestSubscribeBoundaries(t *testing.T) {
 			r.Header.Set("Mcp-Session-Id", tc.session)
 		}
 		w := httptest.NewRecorder()
-		if got := h.ServeLocal(w, r, msg); got != tc.local {
+		if got := serveLocal(h, w, r, msg); got != tc.local {
 			t.Errorf("%s: ServeLocal = %v, want %v", tc.name, got, tc.local)
 			continue
 		}

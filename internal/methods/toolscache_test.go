@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -28,7 +29,7 @@ func TestToolsCachePerCaller(t *testing.T) {
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
 	now := time.Unix(1000, 0)
-	src := &methods.UpstreamTools{Upstream: &methods.Upstream{URL: u}, TTL: 10 * time.Second, Now: func() time.Time { return now }}
+	src := &methods.UpstreamTools{Upstream: &onbehalf.Upstream{URL: u}, TTL: 10 * time.Second, Now: func() time.Time { return now }}
 	msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: "agents/get"}
 	call := func(token string) {
 		t.Helper()
@@ -70,7 +71,7 @@ func TestCustomCredentialHeader(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	src := &methods.UpstreamTools{Upstream: &methods.Upstream{URL: u, Credentials: []string{"X-Api-Key"}}, TTL: time.Minute}
+	src := &methods.UpstreamTools{Upstream: &onbehalf.Upstream{URL: u, Credentials: []string{"X-Api-Key"}}, TTL: time.Minute}
 	msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: "agents/get"}
 	for _, key := range []string{"a", "b", "a"} {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(""))

@@ -21,25 +21,25 @@ const Namespace = "skills_sidecar"
 
 // Metrics are the sidecar's collectors. Create them with New.
 type Metrics struct {
-	requests         *prometheus.CounterVec
-	duration         *prometheus.HistogramVec
-	upstreamDuration *prometheus.HistogramVec
-	declarations     *prometheus.CounterVec
-	catalogSkills    prometheus.Gauge
-	catalogAgents    prometheus.Gauge
-	reloads          *prometheus.CounterVec
-	lastReload       prometheus.Gauge
-	skipped          *prometheus.GaugeVec
-	catalogDropped   *prometheus.CounterVec
-	digestProbes     prometheus.Counter
-	digestMismatches prometheus.Counter
-	bytesHashed      prometheus.Counter
-	activeStreams    prometheus.Gauge
-	authVerdicts     *prometheus.CounterVec
-	authCacheHits    prometheus.Counter
-	notifications    *prometheus.CounterVec
-	upstreamEra      *prometheus.GaugeVec
-	bridgeSessions   prometheus.Gauge
+	requests             *prometheus.CounterVec
+	requestDuration      *prometheus.HistogramVec
+	upstreamResponse     *prometheus.HistogramVec
+	declarationsInjected *prometheus.CounterVec
+	catalogSkills        prometheus.Gauge
+	catalogAgents        prometheus.Gauge
+	catalogReloads       *prometheus.CounterVec
+	catalogLastReload    prometheus.Gauge
+	catalogProblems      *prometheus.GaugeVec
+	catalogDropped       *prometheus.CounterVec
+	digestRefreshes      prometheus.Counter
+	digestMismatches     prometheus.Counter
+	hashedBytes          prometheus.Counter
+	activeStreams        prometheus.Gauge
+	authVerdicts         *prometheus.CounterVec
+	authCacheHits        prometheus.Counter
+	notifications        *prometheus.CounterVec
+	upstreamEra          *prometheus.GaugeVec
+	bridgeSessions       prometheus.Gauge
 }
 
 // New builds the metrics and registers them, with the Go and process
@@ -50,35 +50,35 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "requests_total",
 			Help: "MCP requests handled, by method (a fixed list plus other), route (local: answered by the sidecar; upstream: forwarded) and outcome (HTTP status class, or aborted)."},
 			[]string{"method", "route", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "request_duration_seconds",
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "request_duration_seconds",
 			Help: "Time from a request's arrival to the end of its reply (streams included), by method, route and outcome (as in requests_total).", Buckets: buckets},
 			[]string{"method", "route", "outcome"}),
-		upstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "upstream_response_seconds",
+		upstreamResponse: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "upstream_response_seconds",
 			Help: "Time the upstream took to send response headers, by method; compare with request_duration_seconds to see the sidecar's own cost.", Buckets: buckets},
 			[]string{"method"}),
-		declarations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "declarations_injected_total",
+		declarationsInjected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "declarations_injected_total",
 			Help: "Handshake replies into which the extension declarations were spliced, by era (legacy: initialize; modern: server/discover)."},
 			[]string{"era"}),
 		catalogSkills: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_skills",
 			Help: "Skills in the catalog being served."}),
 		catalogAgents: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_agents",
 			Help: "Agents in the catalog being served."}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "catalog_reloads_total",
+		catalogReloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "catalog_reloads_total",
 			Help: "Plugin folder loads, by outcome (success, failure: the last good catalog kept)."},
 			[]string{"outcome"}),
-		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_last_reload_timestamp_seconds",
+		catalogLastReload: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_last_reload_timestamp_seconds",
 			Help: "Unix time of the last successful plugin folder load."}),
-		skipped: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_problems",
+		catalogProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_problems",
 			Help: "Plugin items skipped or warned in the catalog being served, by kind (the lint kinds) and severity."},
 			[]string{"kind", "severity"}),
 		catalogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "catalog_dropped_total",
 			Help: "Skills and agents the previous catalog served that a successful reload no longer serves, by kind (skill, agent): removed by the author, or skipped because an update broke them."},
 			[]string{"kind"}),
-		digestProbes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_refreshes_total",
+		digestRefreshes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_refreshes_total",
 			Help: "Reads of catalog files the upstream serves, made through the upstream to digest their bytes."}),
 		digestMismatches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "digest_mismatches_total",
 			Help: "Forwarded reads of catalog URIs whose bytes differed from the published digest (the entry was updated)."}),
-		bytesHashed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "hashed_bytes_total",
+		hashedBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "hashed_bytes_total",
 			Help: "Bytes of upstream-served skill files hashed."}),
 		activeStreams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "active_streams",
 			Help: "SSE streams open through the sidecar (GET streams and streamed POST replies)."}),
@@ -99,21 +99,21 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
-	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.declarations, m.catalogSkills, m.catalogAgents,
-		m.reloads, m.lastReload, m.skipped, m.catalogDropped, m.digestProbes, m.digestMismatches, m.bytesHashed, m.activeStreams,
+	reg.MustRegister(m.requests, m.requestDuration, m.upstreamResponse, m.declarationsInjected, m.catalogSkills, m.catalogAgents,
+		m.catalogReloads, m.catalogLastReload, m.catalogProblems, m.catalogDropped, m.digestRefreshes, m.digestMismatches, m.hashedBytes, m.activeStreams,
 		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
 		m.authVerdicts.WithLabelValues(v)
 	}
 	for _, v := range []string{"success", "failure"} {
-		m.reloads.WithLabelValues(v)
+		m.catalogReloads.WithLabelValues(v)
 	}
 	for _, v := range []string{"skill", "agent"} {
 		m.catalogDropped.WithLabelValues(v)
 	}
 	for _, v := range []string{"legacy", "modern"} {
-		m.declarations.WithLabelValues(v)
+		m.declarationsInjected.WithLabelValues(v)
 	}
 	for _, method := range notificationMethods {
 		for _, o := range []string{"sent", "coalesced"} {
@@ -191,23 +191,23 @@ func (m *Metrics) Request(method, route string, status int, d time.Duration) {
 	m.requests.WithLabelValues(method, route, outcome).Inc()
 	// Latency by outcome too (issue 8): a fast 4xx refusal and a slow 2xx
 	// stream are different costs, and mixing them hides both.
-	m.duration.WithLabelValues(method, route, outcome).Observe(d.Seconds())
+	m.requestDuration.WithLabelValues(method, route, outcome).Observe(d.Seconds())
 }
 
-// Upstream records the upstream's time to response headers.
-func (m *Metrics) Upstream(method string, d time.Duration) {
+// UpstreamResponse records the upstream's time to response headers.
+func (m *Metrics) UpstreamResponse(method string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.upstreamDuration.WithLabelValues(MethodLabel(method)).Observe(d.Seconds())
+	m.upstreamResponse.WithLabelValues(MethodLabel(method)).Observe(d.Seconds())
 }
 
-// Declared records a spliced declaration; era is "legacy" or "modern".
-func (m *Metrics) Declared(era string) {
+// DeclarationInjected records a spliced declaration; era is "legacy" or "modern".
+func (m *Metrics) DeclarationInjected(era string) {
 	if m == nil {
 		return
 	}
-	m.declarations.WithLabelValues(era).Inc()
+	m.declarationsInjected.WithLabelValues(era).Inc()
 }
 
 // StreamOpened and StreamClosed track active SSE streams.
@@ -227,38 +227,38 @@ func (m *Metrics) StreamClosed() {
 // Problem is one catalog problem's labels.
 type Problem struct{ Kind, Severity string }
 
-// Reload records a catalog load: ok, and for a success the counts and the
+// CatalogReload records a catalog load: ok, and for a success the counts and the
 // problems of the catalog now served.
-func (m *Metrics) Reload(ok bool, at time.Time, skills, agents int, problems []Problem) {
+func (m *Metrics) CatalogReload(ok bool, at time.Time, skills, agents int, problems []Problem) {
 	if m == nil {
 		return
 	}
 	if !ok {
-		m.reloads.WithLabelValues("failure").Inc()
+		m.catalogReloads.WithLabelValues("failure").Inc()
 		return
 	}
-	m.reloads.WithLabelValues("success").Inc()
-	m.lastReload.Set(float64(at.UnixNano()) / 1e9)
+	m.catalogReloads.WithLabelValues("success").Inc()
+	m.catalogLastReload.Set(float64(at.UnixNano()) / 1e9)
 	m.catalogSkills.Set(float64(skills))
 	m.catalogAgents.Set(float64(agents))
-	m.skipped.Reset()
+	m.catalogProblems.Reset()
 	for _, p := range problems {
-		m.skipped.WithLabelValues(p.Kind, p.Severity).Inc()
+		m.catalogProblems.WithLabelValues(p.Kind, p.Severity).Inc()
 	}
 }
 
-// Dropped records the skills and agents a successful reload stopped serving.
-func (m *Metrics) Dropped(skills, agents int) {
+// CatalogDropped records the skills and agents a successful reload stopped serving.
+func (m *Metrics) CatalogDropped(skills, agents int) {
 	if m != nil {
 		m.catalogDropped.WithLabelValues("skill").Add(float64(skills))
 		m.catalogDropped.WithLabelValues("agent").Add(float64(agents))
 	}
 }
 
-// DigestProbe, DigestMismatch and Hashed record the upstream-served file path.
-func (m *Metrics) DigestProbe() {
+// DigestRefresh, DigestMismatch and HashedBytes record the upstream-served file path.
+func (m *Metrics) DigestRefresh() {
 	if m != nil {
-		m.digestProbes.Inc()
+		m.digestRefreshes.Inc()
 	}
 }
 
@@ -269,10 +269,10 @@ func (m *Metrics) DigestMismatch() {
 	}
 }
 
-// Hashed records n bytes hashed.
-func (m *Metrics) Hashed(n int64) {
+// HashedBytes records n bytes hashed.
+func (m *Metrics) HashedBytes(n int64) {
 	if m != nil {
-		m.bytesHashed.Add(float64(n))
+		m.hashedBytes.Add(float64(n))
 	}
 }
 

@@ -5,51 +5,41 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
+// sidecar starts the sidecar as the binary assembles it (no plugin, no
+// gate, no overlay) in front of upstream; it returns its MCP URL, its
+// registry and its metrics.
 func sidecar(t *testing.T, upstream http.Handler) (string, *prometheus.Registry, *metrics.Metrics) {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL + "/mcp")
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg, "test")
-	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(), Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
-	return side.URL, reg, m
+	s := sidecartest.Start(t, up.URL+"/mcp", sidecartest.Options{Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "none", "off"
+	}})
+	return s.URL, s.Registry, s.Metrics
 }
 
+// post sends body (with the header name, value pairs hdr) and returns
+// the response, its body read.
 func post(t *testing.T, u, body string, hdr ...string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := sidecartest.Post(t, u, body, sidecartest.Header(hdr...))
 	return resp
 }
 
@@ -107,27 +97,61 @@ func TestTrafficMovesMetrics(t *testing.T) {
 	}
 	post(t, u, `not json`)
 
-	tests := []struct {
+	// The counters, series by series: every series there is, no other.
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, "skills_sidecar_requests_total", "counter",
+		`{method="initialize",outcome="2xx",route="upstream"} 1`,
+		`{method="invalid",outcome="4xx",route="local"} 1`,
+		`{method="notification",outcome="2xx",route="upstream"} 1`,
+		`{method="tools/call",outcome="2xx",route="upstream"} 3`,
+	), "skills_sidecar_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, "skills_sidecar_declarations_injected_total", "counter",
+		`{era="legacy"} 1`, `{era="modern"} 0`), "skills_sidecar_declarations_injected_total"); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, "skills_sidecar_build_info", "gauge",
+		`{goversion="`+runtime.Version()+`",version="test"} 1`), "skills_sidecar_build_info"); err != nil {
+		t.Error(err)
+	}
+	// Histograms: their sample counts (their buckets are the clock's).
+	for _, tt := range []struct {
 		name   string
 		labels map[string]string
 		want   float64
 	}{
-		{"skills_sidecar_requests_total", map[string]string{"method": "tools/call", "route": "upstream", "outcome": "2xx"}, 3},
-		{"skills_sidecar_requests_total", map[string]string{"method": "initialize", "route": "upstream", "outcome": "2xx"}, 1},
-		{"skills_sidecar_requests_total", map[string]string{"method": "notification", "route": "upstream", "outcome": "2xx"}, 1},
-		{"skills_sidecar_requests_total", map[string]string{"method": "invalid", "route": "local", "outcome": "4xx"}, 1},
 		{"skills_sidecar_request_duration_seconds", map[string]string{"method": "tools/call", "route": "upstream", "outcome": "2xx"}, 3},
 		{"skills_sidecar_request_duration_seconds", map[string]string{"method": "invalid", "route": "local", "outcome": "4xx"}, 1},
 		{"skills_sidecar_upstream_response_seconds", map[string]string{"method": "tools/call"}, 3},
-		{"skills_sidecar_declarations_injected_total", map[string]string{"era": "legacy"}, 1},
-		{"skills_sidecar_declarations_injected_total", map[string]string{"era": "modern"}, 0},
-		{"skills_sidecar_build_info", map[string]string{"version": "test"}, 1},
-	}
-	for _, tt := range tests {
+	} {
 		if got := value(t, reg, tt.name, tt.labels); got != tt.want {
 			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
 		}
 	}
+}
+
+// exposition is the text exposition of metric name (of type typ) with the
+// given series ("{labels} value", labels in name order), for
+// testutil.GatherAndCompare. Its HELP line is the registered one: what
+// these tests judge is the series and their values, not the wording.
+func exposition(t *testing.T, reg *prometheus.Registry, name, typ string, series ...string) io.Reader {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := ""
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			help = mf.GetHelp()
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	for _, s := range series {
+		b.WriteString(name + s + "\n")
+	}
+	return strings.NewReader(b.String())
 }
 
 func TestActiveStreamsGauge(t *testing.T) {
@@ -248,9 +272,9 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	t.Parallel()
 	var m *metrics.Metrics
 	m.Request("x", "local", 200, time.Second) // must not panic
-	m.Declared("legacy")
+	m.DeclarationInjected("legacy")
 	m.StreamOpened()
-	m.Reload(true, time.Now(), 1, 1, nil)
+	m.CatalogReload(true, time.Now(), 1, 1, nil)
 }
 
 // TestNotificationLabels: notifications_total counts by method and outcome,
@@ -265,22 +289,16 @@ func TestNotificationLabels(t *testing.T) {
 	m.Notification("notifications/agents/list_changed", false)
 	m.Notification("notifications/tools/list_changed", false)
 	m.Notification("x", true)
-	for _, c := range []struct {
-		method, outcome string
-		want            float64
-	}{
-		{"resources/updated", "sent", 1}, {"resources/updated", "coalesced", 2},
-		{"agents/list_changed", "sent", 1}, {"agents/list_changed", "coalesced", 0},
-		{"resources/list_changed", "sent", 0}, {"resources/list_changed", "coalesced", 0},
-	} {
-		if got := value(t, reg, "skills_sidecar_notifications_total", map[string]string{"method": c.method, "outcome": c.outcome}); got != c.want {
-			t.Errorf("notifications_total{%s,%s} = %v, want %v", c.method, c.outcome, got, c.want)
-		}
-	}
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == "skills_sidecar_notifications_total" && len(mf.GetMetric()) != 6 {
-			t.Errorf("notifications_total has %d series, want 6", len(mf.GetMetric()))
-		}
+	// Exactly the six series of the sidecar's three methods: "tools/list_changed"
+	// and "x" grew none.
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, "skills_sidecar_notifications_total", "counter",
+		`{method="agents/list_changed",outcome="coalesced"} 0`,
+		`{method="agents/list_changed",outcome="sent"} 1`,
+		`{method="resources/list_changed",outcome="coalesced"} 0`,
+		`{method="resources/list_changed",outcome="sent"} 0`,
+		`{method="resources/updated",outcome="coalesced"} 2`,
+		`{method="resources/updated",outcome="sent"} 1`,
+	), "skills_sidecar_notifications_total"); err != nil {
+		t.Error(err)
 	}
 }

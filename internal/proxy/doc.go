@@ -2,8 +2,11 @@
 // each request, routing it (answered by the sidecar or forwarded), forwarding
 // streamable HTTP to the upstream through its own relay over package hop's
 // connections (relay.go says why not httputil.ReverseProxy), applying the
-// response hooks (declaration splicing), and turning every failure into one
-// JSON-RPC error with the HTTP status the spec names.
+// response hooks (declaration splicing), and writing every reply the sidecar
+// gives itself: the answers of package methods and the gate's refusals,
+// returned to it as package reply's values (WriteReply), and every failure
+// as one JSON-RPC error with the HTTP status the spec names, always with the
+// caller's id.
 //
 // It must not parse or re-encode what it does not change: bodies it forwards
 // untouched are streamed as they come, SSE events are passed through by their

@@ -133,7 +133,10 @@ func upstreamHandler(mode upstreamMode) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &opts)
 }
 
-// newSidecar starts the proxy in front of upstream, mounted at /mcp.
+// newSidecar starts the proxy alone (proxy.New, its own constructor) in
+// front of upstream, mounted at /mcp. Not the assembled sidecar: these tests
+// judge the relay, and count what reaches the upstream, which the
+// assembly's era probes (package bridge) would add to.
 func newSidecar(t *testing.T, upstream string) *httptest.Server {
 	t.Helper()
 	u, err := url.Parse(upstream)

@@ -9,40 +9,22 @@ import (
 	"net/http"
 	"strconv"
 	"syscall"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 )
 
-// JSON-RPC error codes the proxy itself answers with.
-const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
-)
-
-// Error is a failure the proxy reports to the client: a JSON-RPC error and
-// the HTTP status that carries it.
-type Error struct {
-	Status  int
-	Code    int
-	Message string
-	// Data is the error's data member; nil omits it.
-	Data any
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// UpstreamError maps a transport failure talking to the upstream to the reply
+// upstreamError maps a transport failure talking to the upstream to the reply
 // the client gets: 504 for a timeout, 502 for everything else, with a reason
 // in data so that clients and operators can tell them apart. The message
 // says what happened and nothing more: never err's text, which names socket
 // addresses (and, from net/http, the URL with its query); the request's log
 // line keeps that detail (record.go). nginx answers its own 502 and 504
 // pages the same way, with the cause in its error log only.
-func UpstreamError(err error) *Error {
+func upstreamError(err error) *reply.Error {
 	var ne net.Error
-	upstream := func(status int, message, reason string) *Error {
-		return &Error{Status: status, Code: CodeInternalError, Message: message,
+	upstream := func(status int, message, reason string) *reply.Error {
+		return &reply.Error{Status: status, Code: reply.CodeInternalError, Message: message,
 			Data: map[string]string{"reason": reason}}
 	}
 	switch {
@@ -61,10 +43,44 @@ func UpstreamError(err error) *Error {
 	}
 }
 
-// WriteError is the one place where the proxy's own failures become wire
+// WriteReply writes the sidecar's own answer rep to the request whose id
+// is id: the one place where a reply of package methods or the gate
+// becomes bytes on the wire, always with the caller's id.
+func WriteReply(w http.ResponseWriter, id json.RawMessage, rep reply.Reply) {
+	switch {
+	case rep.Err != nil:
+		writeFailure(w, id, rep.Err)
+	case rep.Body != nil:
+		writeResultStream(w, id, rep.Body.Len(), rep.Body.Encode)
+	default:
+		writeResult(w, id, rep.Result)
+	}
+}
+
+// writeFailure writes the error of a reply: the upstream's refusal of a
+// call made on the caller's behalf passed on, a JSON-RPC error as it is,
+// or the failure of such a call mapped as NoReplyError (no reply at all)
+// or upstreamError (anything else) map it. The error's own text never
+// reaches the caller: it may name the upstream's URL and addresses.
+func writeFailure(w http.ResponseWriter, id json.RawMessage, err error) {
+	var ref *onbehalf.Refusal
+	var e *reply.Error
+	switch {
+	case errors.As(err, &ref):
+		writeRefusal(w, id, ref)
+	case errors.As(err, &e):
+		writeError(w, id, e)
+	case errors.Is(err, onbehalf.ErrUnreachable):
+		writeError(w, id, NoReplyError(err))
+	default:
+		writeError(w, id, upstreamError(err))
+	}
+}
+
+// writeError is the one place where JSON-RPC errors become wire
 // replies: a JSON-RPC error object echoing the request's raw id (null when
 // there is none) with the status of e.
-func WriteError(w http.ResponseWriter, id json.RawMessage, e *Error) {
+func writeError(w http.ResponseWriter, id json.RawMessage, e *reply.Error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -90,9 +106,9 @@ func WriteError(w http.ResponseWriter, id json.RawMessage, e *Error) {
 	_, _ = w.Write(b)
 }
 
-// WriteResult writes a JSON-RPC success reply carrying result (an encoded
+// writeResult writes a JSON-RPC success reply carrying result (an encoded
 // JSON value) and echoing the request's raw id, as application/json.
-func WriteResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
+func writeResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -111,12 +127,12 @@ func WriteResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
 	_, _ = io.WriteString(w, "}") // a string: no shared slice a writer could touch
 }
 
-// WriteResultStream is WriteResult for a result of exactly n bytes that
+// writeResultStream is writeResult for a result of exactly n bytes that
 // write produces itself, a piece at a time: a large result (a skill file)
 // then goes to the client from bytes already held, not from a copy built
 // for each request, so a client that reads slowly holds no more than
 // write's own buffer. A write error (the client went away) ends it.
-func WriteResultStream(w http.ResponseWriter, id json.RawMessage, n int, write func(io.Writer) error) {
+func writeResultStream(w http.ResponseWriter, id json.RawMessage, n int, write func(io.Writer) error) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -142,14 +158,14 @@ var contentTypeJSON = []string{"application/json"}
 // behalf (the auth gate's probe, a digest probe, a tools/list fetch) that
 // got no HTTP reply at all: 504 upstream_timeout for a timeout, otherwise 502
 // upstream_unreachable, whether the dial was refused or a pooled connection
-// turned out dead (EOF, reset). Unlike UpstreamError it never says
+// turned out dead (EOF, reset). Unlike upstreamError it never says
 // upstream_error: with no reply there is nothing the upstream said wrong.
-// Its message is UpstreamError's, which names no address (issue 15, item 8).
-func NoReplyError(err error) *Error {
-	e := UpstreamError(err)
+// Its message is upstreamError's, which names no address (issue 15, item 8).
+func NoReplyError(err error) *reply.Error {
+	e := upstreamError(err)
 	if e.Status == http.StatusGatewayTimeout {
 		return e
 	}
-	return &Error{Status: http.StatusBadGateway, Code: CodeInternalError, Message: e.Message,
+	return &reply.Error{Status: http.StatusBadGateway, Code: reply.CodeInternalError, Message: e.Message,
 		Data: map[string]string{"reason": "upstream_unreachable"}}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // The tests of issue 15 against package faultserver's misbehaving upstream,
@@ -72,8 +73,8 @@ func TestSidecarCallersGetTheirOwnReplies(t *testing.T) {
 				for caller := range 5 {
 					id++
 					cred := fmt.Sprintf("Bearer caller-%d", caller)
-					resp, b := post(t, u, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id),
-						map[string]string{"Authorization": cred})
+					resp, b := sidecartest.Post(t, u, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id),
+						sidecartest.Header("Authorization", cred))
 					var got struct {
 						ID     json.RawMessage
 						Result struct{ Caller string }
@@ -113,7 +114,7 @@ func TestEarlyUpstreamAnswerReachesTheCaller(t *testing.T) {
 			up := startFault(t, faultserver.Options{Mode: faultserver.EarlyReply, Reply: reply})
 			u, _, _ := faultSidecar(t, up.URL+"/mcp")
 			for range 3 {
-				resp, b := post(t, u, bigCall(3<<20), nil)
+				resp, b := sidecartest.Post(t, u, bigCall(3<<20), nil)
 				if resp.StatusCode != status || string(b) != `{"error":"no"}` ||
 					resp.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="http://auth.example/x"` {
 					t.Fatalf("got %d %q WWW-Authenticate %q, want the upstream's %d", resp.StatusCode, b, resp.Header.Get("WWW-Authenticate"), status)

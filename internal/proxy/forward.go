@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -27,7 +28,7 @@ func (p *Proxy) modifyResponse(r *http.Request, resp *http.Response, pl *plan, m
 			p.opts.Metrics.StreamOpened()
 			resp.Body = &countedBody{ReadCloser: resp.Body, m: p.opts.Metrics}
 		}
-		if pl.get && !pl.stream {
+		if pl.kind == kindGet {
 			resp.Body = newStoppableBody(resp.Body, p.streams)
 		}
 		if p.opts.OnResourcesChanged != nil {
@@ -39,7 +40,7 @@ func (p *Proxy) modifyResponse(r *http.Request, resp *http.Response, pl *plan, m
 	}
 	switch mt {
 	case "application/json":
-		if pl.stream {
+		if pl.kind == kindResumed {
 			return nil
 		}
 		return p.rewriteJSON(resp, pl)
@@ -62,7 +63,7 @@ func (p *Proxy) modifyResponse(r *http.Request, resp *http.Response, pl *plan, m
 // streamStop returns the context whose end ends this stream cleanly on
 // shutdown: only standalone GET streams are ended early; POST replies drain.
 func (p *Proxy) streamStop(pl *plan) context.Context {
-	if pl.get {
+	if pl.get() {
 		return p.streams
 	}
 	return nil
@@ -74,7 +75,7 @@ func (p *Proxy) streamStop(pl *plan) context.Context {
 // unknown, the declaration spliced into any reply shaped like a handshake
 // result (an initialize reply replayed after Last-Event-ID).
 func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
-	if pl.stream {
+	if pl.kind == kindResumed {
 		return func(msg []byte) []byte {
 			if !rewrite.LooksLikeHandshakeResult(msg) {
 				return msg
@@ -82,7 +83,7 @@ func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
 			return p.splicer(eraLegacy)(msg)
 		}
 	}
-	if pl.batch {
+	if pl.kind == kindBatch {
 		return func(msg []byte) []byte {
 			m, err := rewrite.ParseMessage(msg)
 			if err != nil || m.Kind != rewrite.KindResponse || !pl.isHandshakeID(m.ID) {
@@ -114,11 +115,11 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 		return fmt.Errorf("upstream reply larger than %d bytes: %w", p.opts.MaxEventBytes, errTooLarge)
 	}
 	out := b
-	if pl.batch {
+	if pl.kind == kindBatch {
 		if spliced, changed, err := rewrite.SpliceBatch(b, pl.isHandshakeID, p.opts.Declaration); err == nil {
 			out = spliced
 			if changed {
-				p.opts.Metrics.Declared(eraLegacy)
+				p.opts.Metrics.DeclarationInjected(eraLegacy)
 			}
 		} else {
 			// Not ours to judge: pass the upstream's bytes on as they were.
@@ -152,13 +153,13 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *
 	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		return // the client went away; nobody is listening
 	}
-	e := UpstreamError(err)
+	e := upstreamError(err)
 	if errors.Is(err, errTooLarge) {
-		e = &Error{Status: http.StatusBadGateway, Code: CodeInternalError, Message: err.Error(),
+		e = &reply.Error{Status: http.StatusBadGateway, Code: reply.CodeInternalError, Message: err.Error(),
 			Data: map[string]string{"reason": "upstream_message_too_large"}}
 	}
 	pl.err = err
-	WriteError(w, pl.id, e)
+	writeError(w, pl.id, e)
 }
 
 func mediaType(ct string) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // sidecarWith starts the proxy in front of the upstream at upstream with
@@ -116,8 +117,8 @@ func TestStreamOutlivesUpstreamTimeout(t *testing.T) {
 	}
 	t.Run("slow headers still time out", func(t *testing.T) {
 		t.Parallel()
-		resp, b := post(t, u, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`,
-			map[string]string{"X-Test-Slow-Headers": "1"})
+		resp, b := sidecartest.Post(t, u, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`,
+			sidecartest.Header("X-Test-Slow-Headers", "1"))
 		if resp.StatusCode != http.StatusGatewayTimeout {
 			t.Fatalf("headers after the timeout: status %d, body %q; want 504", resp.StatusCode, b)
 		}
@@ -198,7 +199,7 @@ func TestDELETEEndsGoSDKSession(t *testing.T) {
 	t.Parallel()
 	up := newUpstream(t, upstreamMode{name: "stateful", stateful: true})
 	u := newSidecar(t, up.URL).URL + "/mcp"
-	resp, _ := post(t, u, initReq, nil)
+	resp, _ := sidecartest.Post(t, u, initReq, nil)
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if sid == "" {
 		t.Fatal("initialize through the sidecar returned no Mcp-Session-Id")
@@ -256,7 +257,7 @@ func TestDiscoverRefusalPassesThrough(t *testing.T) {
 				w.WriteHeader(tt.status)
 				_, _ = io.WriteString(w, tt.body)
 			})
-			resp, got := post(t, u, discoverReq, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+			resp, got := sidecartest.Post(t, u, discoverReq, sidecartest.Header("Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "server/discover"))
 			if resp.StatusCode != tt.status {
 				t.Errorf("status = %d, want the upstream's %d", resp.StatusCode, tt.status)
 			}

@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // testMaxEvent is the --max-event-bytes of limitedSidecar: small, so that a
@@ -71,16 +73,16 @@ func TestOversizedJSONReplyRefused(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, tt.reply)
 			})
-			resp, b := post(t, u, tt.req, nil)
+			resp, b := sidecartest.Post(t, u, tt.req, nil)
 			if resp.StatusCode != tt.status {
 				t.Errorf("status = %d, want %d (body %.200s)", resp.StatusCode, tt.status, b)
 			}
 			switch {
 			case tt.id != "":
 				e := decodeErr(t, b)
-				if e.Error.Code != proxy.CodeInternalError || string(e.ID) != tt.id || e.Error.Data["reason"] != "upstream_message_too_large" {
+				if e.Error.Code != reply.CodeInternalError || string(e.ID) != tt.id || e.Error.Data["reason"] != "upstream_message_too_large" {
 					t.Errorf("error = id %s code %d data %v, want id %s code %d reason upstream_message_too_large",
-						e.ID, e.Error.Code, e.Error.Data, tt.id, proxy.CodeInternalError)
+						e.ID, e.Error.Code, e.Error.Data, tt.id, reply.CodeInternalError)
 				}
 			case tt.passed:
 				if string(b) != tt.reply {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -179,7 +180,7 @@ func (p *Proxy) serveListenAlone(w http.ResponseWriter, r *http.Request, pl *pla
 	}
 	s := p.opts.Notify.Open(listenFilter(pl), w, flush)
 	if s == nil {
-		WriteError(w, pl.id, &Error{Status: http.StatusOK, Code: CodeInternalError, Message: "too many open streams: subscriptions/listen not served"})
+		writeError(w, pl.id, &reply.Error{Status: http.StatusOK, Code: reply.CodeInternalError, Message: "too many open streams: subscriptions/listen not served"})
 		return
 	}
 	h := w.Header()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 )
 
 func TestNoReplyError(t *testing.T) {
@@ -29,8 +30,8 @@ func TestNoReplyError(t *testing.T) {
 			t.Parallel()
 			e := proxy.NoReplyError(tt.err)
 			reason := e.Data.(map[string]string)["reason"]
-			if e.Status != tt.status || reason != tt.reason || e.Code != proxy.CodeInternalError {
-				t.Errorf("NoReplyError(%v) = %d %d %q, want %d %d %q", tt.err, e.Status, e.Code, reason, tt.status, proxy.CodeInternalError, tt.reason)
+			if e.Status != tt.status || reason != tt.reason || e.Code != reply.CodeInternalError {
+				t.Errorf("NoReplyError(%v) = %d %d %q, want %d %d %q", tt.err, e.Status, e.Code, reason, tt.status, reply.CodeInternalError, tt.reason)
 			}
 		})
 	}

@@ -90,7 +90,7 @@ func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	start := time.Now()
 	resp, err := t.rt.RoundTrip(r)
-	t.m.Upstream(planFrom(r.Context()).method, time.Since(start))
+	t.m.UpstreamResponse(planFrom(r.Context()).method, time.Since(start))
 	return resp, err
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -39,9 +41,10 @@ const (
 // the files it serves). The proxy asks it about every single (non-batch)
 // request before forwarding.
 type Local interface {
-	// ServeLocal answers msg and reports true, or reports false without
-	// writing anything when the request is the upstream's business.
-	ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool
+	// ServeLocal returns the answer to msg and true, or false when the
+	// request is the upstream's business. It writes nothing: the proxy
+	// writes the answer (WriteReply), with msg's id.
+	ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply, bool)
 	// EditReply returns an edit to apply to the upstream's reply to msg (one
 	// JSON-RPC message in, one out), or nil to pass the reply untouched.
 	// For initialize and server/discover it sees the upstream's reply
@@ -175,7 +178,7 @@ func New(opts Options) (*Proxy, error) {
 		opts.SendTimeout = DefaultSendTimeout
 	}
 	if opts.Transport == nil {
-		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, DefaultCredentialHeaders)
+		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, onbehalf.DefaultCredentials())
 	}
 	p := &Proxy{opts: opts, log: opts.Logger}
 	p.streams, p.endStreams = context.WithCancel(context.Background())
@@ -186,11 +189,6 @@ func New(opts Options) (*Proxy, error) {
 	p.buffers = newBufferPool()
 	return p, nil
 }
-
-// DefaultCredentialHeaders are the headers New's transport partitions its
-// upstream connections by when Options.Transport is nil: the default of
-// the auth-headers key.
-var DefaultCredentialHeaders = []string{"Authorization", "Cookie"}
 
 // NewTransport returns the transport New uses when Options.Transport is nil:
 // hop's synchronous keep-alive pool for a plain-HTTP upstream (see package
@@ -279,13 +277,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.opts.ClientBodyTimeout))
 	}
 	if !hostAllowed(r.Host, p.loopbackListener(r), p.opts.AllowedHosts) {
-		WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
+		writeError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
 		return routeLocal
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		vouched := loopbackHost(r.Host) || hostListed(r.Host, p.opts.AllowedHosts)
 		if !originAllowed(o, r.Host, vouched, p.opts.AllowedOrigins) {
-			WriteError(w, nil, &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
+			writeError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "origin " + strconv.Quote(o) + " is not allowed"})
 			return routeLocal
 		}
 	}
@@ -293,43 +291,48 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		// Only a GET that resumes with Last-Event-ID can replay an
 		// initialize reply; other GET streams, DELETE and the rest pass
 		// straight through, holding no parse buffer while they idle.
-		pl.get = r.Method == http.MethodGet
-		if pl.get {
+		if r.Method == http.MethodGet {
+			pl.kind = kindGet
+			if r.Header.Get("Last-Event-ID") != "" {
+				pl.kind = kindResumed
+			}
 			pl.session = r.Header.Get("Mcp-Session-Id")
 		} else if r.Method == http.MethodDelete {
 			// The session ends: its subscriptions to the sidecar's URIs go.
 			p.opts.Notify.Forget(r.Header.Get("Mcp-Session-Id"))
 		}
-		pl.stream = pl.get && r.Header.Get("Last-Event-ID") != ""
 		p.relay(w, r, pl, nil)
 		return routeUpstream
 	}
 	pl.method = "invalid" // until the body proves otherwise
 	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout)
 	if err != nil {
-		WriteError(w, nil, err)
+		writeError(w, nil, err)
 		return routeLocal
 	}
 	if err := rewrite.CheckDepth(body, p.opts.MaxDepth); err != nil {
-		WriteError(w, nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()})
+		writeError(w, nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
 		return routeLocal
 	}
 	msgs, batch, perr := rewrite.ParseBody(body)
 	if perr != nil {
-		WriteError(w, nil, parseError(perr))
+		writeError(w, nil, parseError(perr))
 		return routeLocal
 	}
 	pl.method = messageLabel(msgs, batch)
-	pl.parsed = true
+	pl.kind = kindSingle
+	if batch {
+		pl.kind = kindBatch
+	}
 	if !batch {
 		pl.params = msgs[0].Params // for the log line's era; aliases body
 	}
 	if !batch && p.opts.Local != nil && msgs[0].Kind == rewrite.KindRequest {
-		if p.opts.Local.ServeLocal(w, r, msgs[0]) {
+		if rep, ok := p.opts.Local.ServeLocal(r, msgs[0]); ok {
+			WriteReply(w, msgs[0].ID, rep)
 			return routeLocal
 		}
 	}
-	pl.batch = batch
 	for _, m := range msgs {
 		if m.Kind == rewrite.KindRequest && isHandshake(m.Method) {
 			pl.handshake = append(pl.handshake, m.ID)
@@ -380,7 +383,7 @@ func (p *Proxy) splicer(era string) func(msg []byte) []byte {
 		if err != nil || !changed {
 			return msg
 		}
-		p.opts.Metrics.Declared(era)
+		p.opts.Metrics.DeclarationInjected(era)
 		return out
 	}
 }
@@ -403,7 +406,7 @@ func isHandshake(method string) bool {
 // timeout of the one before (client_body_timeout). A client that stalls
 // longer gets 408 and loses its connection, as nginx answers, since the
 // rest of its body can no longer be told from a next request.
-func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, *Error) {
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, *reply.Error) {
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
@@ -421,10 +424,10 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 		// The deadline stays passed: net/http would otherwise wait for the
 		// rest of the body to discard it before closing the connection.
 		w.Header().Set("Connection", "close")
-		return nil, &Error{Status: http.StatusRequestTimeout, Code: CodeInvalidRequest,
+		return nil, &reply.Error{Status: http.StatusRequestTimeout, Code: reply.CodeInvalidRequest,
 			Message: fmt.Sprintf("request body stalled for more than %s", timeout)}
 	case err != nil:
-		return nil, &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "read request body: " + err.Error()}
+		return nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeParseError, Message: "read request body: " + err.Error()}
 	}
 	return b, nil
 }
@@ -456,17 +459,17 @@ func (s *stallReader) done() {
 	}
 }
 
-func tooLarge(max int64) *Error {
-	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeInvalidRequest,
+func tooLarge(max int64) *reply.Error {
+	return &reply.Error{Status: http.StatusRequestEntityTooLarge, Code: reply.CodeInvalidRequest,
 		Message: fmt.Sprintf("request body larger than %d bytes", max)}
 }
 
-func parseError(err error) *Error {
+func parseError(err error) *reply.Error {
 	switch {
 	case errors.Is(err, rewrite.ErrParse):
-		return &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "parse error: body is not JSON"}
+		return &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeParseError, Message: "parse error: body is not JSON"}
 	default:
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()}
+		return &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidRequest, Message: "invalid request: " + err.Error()}
 	}
 }
 
@@ -476,21 +479,38 @@ type plan struct {
 	id        json.RawMessage     // the single request's id, for error replies
 	edit      func([]byte) []byte // edits the single request's reply; nil: none
 	handshake []json.RawMessage   // ids of initialize/server/discover requests
-	batch     bool
-	stream    bool        // a resumed GET stream: look for replayed handshake replies
-	get       bool        // a standalone GET stream: ended early on shutdown
+	kind      kind
 	session   string      // a standalone GET's Mcp-Session-Id, for notify.go
 	listen    *listenPlan // a subscriptions/listen the sidecar honours part of (listen.go)
-	detached  bool        // relayed off its handler (detach.go), which records it
-	start     time.Time
+	// detached says what became of a GET stream, not what it is: relayed
+	// off its handler (detach.go), which records it.
+	detached bool
+	start    time.Time
 
 	// For the request's log line (record.go).
 	version        string          // the MCP-Protocol-Version header
 	params         json.RawMessage // a single message's params: its _meta names the era
-	parsed         bool            // the body was read and is JSON-RPC
 	upstreamStatus int             // the upstream's status; 0: it never answered
 	err            error           // why the upstream exchange failed; nil: it did not
 }
+
+// kind is what a request is, as far as the response path cares: one value
+// where there were four booleans that could contradict each other.
+type kind uint8
+
+const (
+	kindOther   kind = iota // DELETE and the rest, or a POST whose body is not (yet) JSON-RPC
+	kindSingle              // a POST of one JSON-RPC message
+	kindBatch               // a POST of a JSON-RPC batch
+	kindGet                 // a standalone GET stream: ended early on shutdown
+	kindResumed             // a GET stream resumed with Last-Event-ID: look for replayed handshake replies
+)
+
+// get reports whether the request is a standalone GET stream, resumed or not.
+func (pl *plan) get() bool { return pl.kind == kindGet || pl.kind == kindResumed }
+
+// parsed reports whether the request's body was read and is JSON-RPC.
+func (pl *plan) parsed() bool { return pl.kind == kindSingle || pl.kind == kindBatch }
 
 func (pl *plan) isHandshakeID(id json.RawMessage) bool {
 	for _, h := range pl.handshake {
@@ -517,5 +537,5 @@ func planFrom(ctx context.Context) *plan {
 
 // edits reports whether the reply needs the response path's attention.
 func (pl *plan) edits() bool {
-	return pl.edit != nil || pl.stream || (pl.batch && len(pl.handshake) > 0)
+	return pl.edit != nil || pl.kind == kindResumed || (pl.kind == kindBatch && len(pl.handshake) > 0)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 const initReq = `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
@@ -31,29 +32,6 @@ func rawUpstream(t *testing.T, h http.HandlerFunc) string {
 	up := httptest.NewServer(h)
 	t.Cleanup(up.Close)
 	return newSidecar(t, up.URL+"/upstream-path").URL + "/mcp"
-}
-
-func post(t *testing.T, u, body string, hdr map[string]string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
 }
 
 func TestHeadersPassEndToEnd(t *testing.T) {
@@ -76,7 +54,7 @@ func TestHeadersPassEndToEnd(t *testing.T) {
 		"Traceparent":          "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		"X-Custom":             "kept",
 	}
-	resp, _ := post(t, u, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, sent)
+	resp, _ := sidecartest.Post(t, u, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, headerOf(sent))
 	for k, v := range sent {
 		if g := got.Get(k); g != v {
 			t.Errorf("upstream saw %s = %q, want %q", k, g, v)
@@ -126,7 +104,7 @@ func TestSSEBytesExact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, got := post(t, rawUpstream(t, sseUpstream(tt.upstream)), tt.req, nil)
+			_, got := sidecartest.Post(t, rawUpstream(t, sseUpstream(tt.upstream)), tt.req, nil)
 			want := tt.want
 			if want == "" {
 				want = tt.upstream
@@ -155,7 +133,7 @@ func TestJSONAndBatchHandshake(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, tt.upstream)
 			})
-			resp, got := post(t, u, tt.req, nil)
+			resp, got := sidecartest.Post(t, u, tt.req, nil)
 			if string(got) != tt.want {
 				t.Errorf("client got\n%s\nwant\n%s", got, tt.want)
 			}
@@ -344,7 +322,7 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			resp, b := post(t, u, tt.body, nil)
+			resp, b := sidecartest.Post(t, u, tt.body, nil)
 			if resp.StatusCode != tt.status {
 				t.Errorf("status = %d, want %d", resp.StatusCode, tt.status)
 			}
@@ -362,13 +340,13 @@ func TestForeignOriginRefused(t *testing.T) {
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	})
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-	if resp, b := post(t, u, body, map[string]string{"Origin": "https://evil.example"}); resp.StatusCode != http.StatusForbidden || decodeErr(t, b).Error.Code != -32600 {
+	if resp, b := sidecartest.Post(t, u, body, sidecartest.Header("Origin", "https://evil.example")); resp.StatusCode != http.StatusForbidden || decodeErr(t, b).Error.Code != -32600 {
 		t.Errorf("foreign Origin: status %d body %s, want 403 with -32600", resp.StatusCode, b)
 	}
-	if resp, _ := post(t, u, body, map[string]string{"Origin": "http://localhost:6274"}); resp.StatusCode != http.StatusOK {
+	if resp, _ := sidecartest.Post(t, u, body, sidecartest.Header("Origin", "http://localhost:6274")); resp.StatusCode != http.StatusOK {
 		t.Errorf("loopback Origin: status %d, want 200", resp.StatusCode)
 	}
-	if resp, _ := post(t, u, body, nil); resp.StatusCode != http.StatusOK {
+	if resp, _ := sidecartest.Post(t, u, body, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("no Origin: status %d, want 200", resp.StatusCode)
 	}
 }
@@ -414,7 +392,7 @@ func TestUpstreamFaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			resp, b := post(t, tt.url, `{"jsonrpc":"2.0","id":"abc","method":"tools/list"}`, nil)
+			resp, b := sidecartest.Post(t, tt.url, `{"jsonrpc":"2.0","id":"abc","method":"tools/list"}`, nil)
 			e := decodeErr(t, b)
 			if resp.StatusCode != tt.status || e.Error.Code != -32603 || e.Error.Data["reason"] != tt.reason || string(e.ID) != `"abc"` {
 				t.Errorf("got status %d, error %+v; want status %d, code -32603, reason %s, id \"abc\"", resp.StatusCode, e, tt.status, tt.reason)
@@ -459,7 +437,7 @@ func TestZeroDeclarationChangesNothing(t *testing.T) {
 	p, _ := proxy.New(proxy.Options{Upstream: uu, Declaration: rewrite.Declaration{}})
 	side := httptest.NewServer(p)
 	t.Cleanup(side.Close)
-	_, got := post(t, side.URL, initReq, nil)
+	_, got := sidecartest.Post(t, side.URL, initReq, nil)
 	if diff := cmp.Diff(body, string(got)); diff != "" {
 		t.Errorf("reply changed with an empty declaration (-want +got):\n%s", diff)
 	}
@@ -585,4 +563,13 @@ func TestSlowReaderBoundsBuffering(t *testing.T) {
 	if n := written.Load(); n > 32<<20 {
 		t.Errorf("upstream wrote %d bytes to a client that reads nothing; want the sidecar to push back (< 32 MiB)", n)
 	}
+}
+
+// headerOf is the header holding the values of m.
+func headerOf(m map[string]string) http.Header {
+	h := http.Header{}
+	for k, v := range m {
+		h.Set(k, v)
+	}
+	return h
 }

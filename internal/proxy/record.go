@@ -95,7 +95,7 @@ func (pl *plan) era() string {
 	switch {
 	case pl.version >= rewrite.ModernVersion:
 		return eraModern
-	case pl.version != "", pl.parsed, pl.method == http.MethodGet, pl.method == http.MethodDelete:
+	case pl.version != "", pl.parsed(), pl.method == http.MethodGet, pl.method == http.MethodDelete:
 		return eraLegacy
 	}
 	return eraUnknown

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 )
 
 // The relay is the proxy's own forwarding loop, in place of
@@ -75,7 +77,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	if hasToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
-	SetForwarded(h, r)
+	onbehalf.SetForwarded(h, r)
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = []string{""} // no Go default in its place
 	}
@@ -104,7 +106,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []byte) {
 	ctx := withPlan(r.Context(), pl)
 	var detach *detachable
-	if pl.get && !pl.stream {
+	if pl.kind == kindGet {
 		// A standalone GET stream may outlive this handler (see detach.go):
 		// its upstream request is tied to the client by hand until then.
 		detach = newDetachable(ctx, pl)
@@ -141,7 +143,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		return
 	}
 	defer resp.Body.Close()
-	if pl.get && resp.StatusCode == http.StatusOK && mt == "text/event-stream" {
+	if pl.get() && resp.StatusCode == http.StatusOK && mt == "text/event-stream" {
 		var end func()
 		w, end = p.withNotify(w, pl.session)
 		defer end()

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestHandshakeReplyWithForeignIDIsNotSpliced: a JSON initialize or
@@ -33,7 +35,7 @@ func TestHandshakeReplyWithForeignIDIsNotSpliced(t *testing.T) {
 			})
 			for _, req := range []string{initReq,
 				`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`} {
-				_, b := post(t, u, req, nil)
+				_, b := sidecartest.Post(t, u, req, nil)
 				if got := bytes.Contains(b, []byte("io.modelcontextprotocol/skills")); got != tt.spliced {
 					t.Errorf("reply id %s: spliced %v, want %v: %s", tt.replyID, got, tt.spliced, b)
 				}

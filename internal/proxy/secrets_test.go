@@ -17,6 +17,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/faultserver"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestNoSecretsOrAddressesInReplies: the upstream URL carries userinfo and
@@ -59,7 +60,7 @@ func TestNoSecretsOrAddressesInReplies(t *testing.T) {
 			}
 			srv := httptest.NewServer(p)
 			t.Cleanup(srv.Close)
-			resp, b := post(t, srv.URL, `{"jsonrpc":"2.0","id":"q","method":"tools/list"}`, nil)
+			resp, b := sidecartest.Post(t, srv.URL, `{"jsonrpc":"2.0","id":"q","method":"tools/list"}`, nil)
 			e := decodeErr(t, b)
 			if resp.StatusCode != tt.status || e.Error.Message != tt.message {
 				t.Errorf("got %d %q, want %d %q", resp.StatusCode, e.Error.Message, tt.status, tt.message)

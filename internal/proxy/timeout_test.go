@@ -17,6 +17,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/faultserver"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -217,21 +218,32 @@ func TestClientThatNeverReadsIsCut(t *testing.T) {
 	}
 }
 
-// bigLocal answers every request itself with a 64 MiB reply and says
-// when its handler has returned.
+// bigLocal answers every request itself with a 64 MiB result, streamed
+// (a reply.Body, as a large skill file is), and says when the writing of
+// it has returned.
 type bigLocal struct{ returned chan struct{} }
 
-func (l bigLocal) ServeLocal(w http.ResponseWriter, r *http.Request, msg rewrite.Message) bool {
-	defer close(l.returned)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+func (l bigLocal) ServeLocal(*http.Request, rewrite.Message) (reply.Reply, bool) {
+	return reply.Reply{Body: bigBody(l)}, true
+}
+
+type bigBody bigLocal
+
+func (bigBody) Len() int { return 2 + 2048*32<<10 }
+
+func (b bigBody) Encode(w io.Writer) error {
+	defer close(b.returned)
 	chunk := bytes.Repeat([]byte("x"), 32<<10)
+	if _, err := io.WriteString(w, `"`); err != nil {
+		return err
+	}
 	for range 2048 {
 		if _, err := w.Write(chunk); err != nil {
-			break
+			return err
 		}
 	}
-	return true
+	_, err := io.WriteString(w, `"`)
+	return err
 }
 
 func (bigLocal) EditReply(*http.Request, rewrite.Message) func([]byte) []byte { return nil }

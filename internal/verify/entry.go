@@ -3,7 +3,9 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -185,7 +187,7 @@ func checkFields(fm map[string]any, cs *checks) {
 		cs.fail("frontmatter.fields", "metadata is %s, want a map of strings", kind(m))
 		return
 	}
-	for _, k := range sortedKeys(meta) {
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
 		if _, isStr := meta[k].(string); !isStr {
 			cs.fail("frontmatter.fields", "metadata.%s is %s, want a string", k, kind(meta[k]))
 		}

@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,7 +107,7 @@ func newFake() *fakeServer {
 func (f *fakeServer) entry(uri string, fm map[string]any) map[string]any {
 	root := strings.TrimSuffix(uri, "/SKILL.md")
 	var res []any
-	for _, u := range sortedKeys(f.files) {
+	for _, u := range slices.Sorted(maps.Keys(f.files)) {
 		if strings.HasPrefix(u, root+"/") {
 			res = append(res, resEntry(u, f.files[u].bytes()))
 		}
@@ -269,8 +270,7 @@ func (f *fakeServer) dirRead(uri string) (map[string]any, int, string) {
 		return nil, codeInvalidParams, "not a directory"
 	}
 	var out []any
-	keys := sortedKeys(children)
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(children))
 	for _, u := range keys {
 		if u == f.hideDirEntry {
 			continue

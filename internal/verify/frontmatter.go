@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -190,7 +192,7 @@ func diffJSON(path string, want, got any) string {
 		if !ok {
 			return fmt.Sprintf("%s: %s, want an object", orRoot(path), kind(got))
 		}
-		for _, k := range sortedKeys(w) {
+		for _, k := range slices.Sorted(maps.Keys(w)) {
 			gv, ok := g[k]
 			if !ok {
 				return fmt.Sprintf("%s: missing", join(path, k))
@@ -199,7 +201,7 @@ func diffJSON(path string, want, got any) string {
 				return d
 			}
 		}
-		for _, k := range sortedKeys(g) {
+		for _, k := range slices.Sorted(maps.Keys(g)) {
 			if _, ok := w[k]; !ok {
 				return fmt.Sprintf("%s: unexpected field", join(path, k))
 			}

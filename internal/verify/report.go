@@ -192,12 +192,3 @@ func writeChecks(b *strings.Builder, label string, cs []Check) {
 		}
 	}
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}

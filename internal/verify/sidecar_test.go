@@ -2,20 +2,16 @@ package verify
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/examples"
-	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // upstreamModes are the ways a go-sdk server runs behind the sidecar.
@@ -34,36 +30,18 @@ func upstreamModes() map[string]struct {
 	}
 }
 
-// newSidecar starts the real sidecar (example plugin, page size 2 so every
-// listing paginates) in front of the demo upstream, and returns its MCP URL.
+// newSidecar starts the sidecar as the binary assembles it (example
+// plugin, no auth gate, page size 2 so every listing paginates) in front
+// of the demo upstream, and returns its MCP URL.
 func newSidecar(t *testing.T, opts mcp.StreamableHTTPOptions) string {
 	t.Helper()
 	up := httptest.NewServer(demo.Handler(&opts))
 	t.Cleanup(up.Close)
-	u, err := url.Parse(up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	upstream := &methods.Upstream{URL: u, Client: &http.Client{}}
-	local := methods.New(methods.Options{
-		Overlay:  methods.NewOverlay(upstream, 0, false),
-		Snapshot: func() *catalog.Snapshot { return snap },
-		PageSize: 2,
-		Tools:    &methods.UpstreamTools{Upstream: upstream},
-	})
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: local, Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", p)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/mcp"
+	return sidecartest.Start(t, up.URL, sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
+		// era-bridge off: a bridged stateful upstream is dual-era, which
+		// issue 20's own tests judge; these judge each upstream mode as is.
+		c.AuthGate, c.UpstreamFiles, c.PageSize, c.EraBridge = "none", "auto", 2, "off"
+	}}).URL
 }
 
 func TestSidecarEveryUpstreamMode(t *testing.T) {

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -225,7 +227,7 @@ func (v *verifier) getSkill(ctx context.Context, e *entry, cs *checks) {
 // of SKILL.md gives -32602.
 func (v *verifier) checkDirectories(ctx context.Context, e *entry, cs *checks) {
 	want := impliedTree(e)
-	for _, dir := range sortedKeys(want) {
+	for _, dir := range slices.Sorted(maps.Keys(want)) {
 		if v.fatal != nil {
 			return
 		}
@@ -304,7 +306,7 @@ func compareDir(dir string, want map[string]bool, items []listed) string {
 			problems = append(problems, fmt.Sprintf("%s: directory=%t, want %t", r.URI, isDir, w))
 		}
 	}
-	for _, u := range sortedKeys(want) {
+	for _, u := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := got[u]; !ok {
 			problems = append(problems, "missing "+u)
 		}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -144,7 +146,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	p("  requests        %d sent, %d results, %.0f/s%s", r.Clients.Total, r.Clients.Results,
 		float64(r.Clients.Results)/time.Duration(r.Duration).Seconds(), capNote)
-	for _, m := range sortedKeys(r.Clients.Requests) {
+	for _, m := range slices.Sorted(maps.Keys(r.Clients.Requests)) {
 		s := r.Clients.Requests[m]
 		p("    %-26s sent %7d  results %7d  errors %5d  transport %5d  no reply %d", m, s.Sent, s.Results, s.Errors, s.Transport, s.NoReply)
 	}
@@ -156,7 +158,7 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.Clients.Errors) == 0 {
 		p("    none")
 	}
-	for _, k := range sortedKeys(r.Clients.Errors) {
+	for _, k := range slices.Sorted(maps.Keys(r.Clients.Errors)) {
 		p("    %6d  %s", r.Clients.Errors[k], k)
 	}
 	for _, b := range r.Clients.NoReplyBody {
@@ -168,7 +170,7 @@ func (r *Report) Print(w io.Writer) {
 		p("    problem reported by a load: %s", s)
 	}
 	p("  sidecar log")
-	for _, k := range sortedKeys(r.SidecarLog) {
+	for _, k := range slices.Sorted(maps.Keys(r.SidecarLog)) {
 		p("    %6d  %s", r.SidecarLog[k], k)
 	}
 	p("  upstream        %d restart(s), %d ms without an upstream", r.UpstreamRestarts, r.OutageMs)

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -274,7 +276,7 @@ func kindsNote(m map[string]int) string {
 		return "none"
 	}
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%d× %s", m[k], k))
 	}
 	return strings.Join(parts, "; ")

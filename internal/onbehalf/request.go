@@ -1,4 +1,4 @@
-package authgate
+package onbehalf
 
 import (
 	"bytes"
@@ -9,37 +9,14 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
-// Requests the sidecar makes on a caller's behalf (the gate's probe, and
-// package methods' reads and listings) are built and answered here, so
-// that they are all valid requests of the caller's era, carry the caller's
-// identity the way a forwarded request does, and accept no answer but the
-// one to themselves.
-
-// onBehalfHeaders are the caller's headers, besides its credentials, that
+// forwardedHeaders are the caller's headers, besides its credentials, that
 // travel with a request made on its behalf: its session and era, and the
-// trace it is part of.
-var onBehalfHeaders = [...]string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"}
-
-// OnBehalf describes a request the sidecar makes to the upstream for the
-// caller of Caller.
-type OnBehalf struct {
-	// Upstream is the upstream MCP endpoint.
-	Upstream *url.URL
-	// Caller is the caller's request; its context bounds the request.
-	Caller *http.Request
-	// CallerMsg is the caller's JSON-RPC message: its _meta says the era.
-	CallerMsg rewrite.Message
-	// Credentials name the caller's headers that carry its credentials.
-	Credentials []string
-	// Purpose names the request in its id ("auth", "read", …).
-	Purpose string
-}
+// trace it is part of. (Its network identity is set by SetForwarded.)
+var forwardedHeaders = [...]string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"}
 
 // Modern reports whether msg is a request of the 2026-07-28 wire: its
 // _meta carries a protocol version. Any other _meta (a legacy
@@ -49,41 +26,42 @@ func Modern(msg rewrite.Message) bool {
 	return ok
 }
 
-// NewRequest builds the POST of method with params to o.Upstream and
-// returns it with the id it carries, a fresh one (see NewID). On the modern
-// wire params gain the caller's _meta, and the request the headers the
-// wire requires: MCP-Protocol-Version (the caller's header, else its
-// _meta's version), Mcp-Method and, for the methods that name a target,
-// Mcp-Name (PROTOCOL.md §1). It carries the caller's credentials, session,
-// era and trace headers and, through proxy.SetForwarded, its network
-// identity exactly as a forwarded request does.
-func (o OnBehalf) NewRequest(method string, params map[string]json.RawMessage) (*http.Request, json.RawMessage, error) {
+// newRequest is the one builder of a request made on a caller's behalf:
+// the POST of method with params to u.URL for the caller of r (whose
+// JSON-RPC message is caller), returned with the id it carries, a fresh
+// one naming purpose (see NewID). On the modern wire params gain the
+// caller's _meta, and the request the headers the wire requires:
+// MCP-Protocol-Version (the caller's header, else its _meta's version),
+// Mcp-Method and, for the methods that name a target, Mcp-Name
+// (PROTOCOL.md §1). It carries the caller's credentials, session, era and
+// trace headers and, through SetForwarded, its network identity exactly as
+// a forwarded request does. r's context bounds it.
+func (u *Upstream) newRequest(r *http.Request, caller rewrite.Message, purpose, method string, params map[string]json.RawMessage) (*http.Request, json.RawMessage, error) {
 	if params == nil {
 		params = map[string]json.RawMessage{}
 	}
-	modern := Modern(o.CallerMsg)
+	modern := Modern(caller)
 	if modern {
-		meta, _ := rewrite.GetKey(o.CallerMsg.Params, []string{"_meta"})
+		meta, _ := rewrite.GetKey(caller.Params, []string{"_meta"})
 		params["_meta"] = meta
 	}
-	id := NewID(o.Purpose)
+	id := NewID(purpose)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		return nil, nil, err
 	}
-	r := o.Caller
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, o.Upstream.String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, u.URL.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, err
 	}
-	CopyHeaders(req.Header, r.Header, o.Credentials)
-	CopyHeaders(req.Header, r.Header, onBehalfHeaders[:])
-	proxy.SetForwarded(req.Header, r)
+	CopyHeaders(req.Header, r.Header, u.credentials())
+	CopyHeaders(req.Header, r.Header, forwardedHeaders[:])
+	SetForwarded(req.Header, r)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if modern {
 		if req.Header.Get("Mcp-Protocol-Version") == "" {
-			v, _ := rewrite.GetString(o.CallerMsg.Params, "_meta", rewrite.MetaProtocolVersion)
+			v, _ := rewrite.GetString(caller.Params, "_meta", rewrite.MetaProtocolVersion)
 			req.Header.Set("Mcp-Protocol-Version", v)
 		}
 		req.Header.Set("Mcp-Method", method)
@@ -129,12 +107,12 @@ var (
 	// ErrNoReply means the reply holds no JSON-RPC response or error: an
 	// empty body, something that is not JSON-RPC, or an SSE stream that
 	// ended without one.
-	ErrNoReply = errors.New("authgate: upstream reply carries no response")
+	ErrNoReply = errors.New("onbehalf: upstream reply carries no response")
 	// ErrForeignReply means the reply answers a request other than the
 	// one sent: its id is not the request's.
-	ErrForeignReply = errors.New("authgate: upstream reply answers another request")
+	ErrForeignReply = errors.New("onbehalf: upstream reply answers another request")
 	// ErrReplyTooLarge means the reply is longer than the limit.
-	ErrReplyTooLarge = errors.New("authgate: upstream reply too large")
+	ErrReplyTooLarge = errors.New("onbehalf: upstream reply too large")
 )
 
 // ReadReply returns the JSON-RPC response or error that answers the

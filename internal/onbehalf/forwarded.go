@@ -1,4 +1,4 @@
-package proxy
+package onbehalf
 
 import (
 	"net"
@@ -36,8 +36,3 @@ func SetForwarded(h http.Header, r *http.Request) {
 		h["X-Forwarded-Proto"] = []string{"http"}
 	}
 }
-
-// RemoveHopHeaders deletes from h the hop-by-hop headers (RFC 9110 §7.6.1)
-// and every header its Connection header names: what no reply passed on
-// to a client may carry from the upstream's hop.
-func RemoveHopHeaders(h http.Header) { removeHopHeaders(h) }

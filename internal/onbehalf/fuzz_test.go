@@ -1,11 +1,11 @@
-package authgate_test
+package onbehalf_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -36,7 +36,7 @@ func FuzzReadReply(f *testing.F) {
 		if sse {
 			ct = "text/event-stream"
 		}
-		m, err := authgate.ReadReply(ct, bytes.NewReader(body), json.RawMessage(id), 1<<16)
+		m, err := onbehalf.ReadReply(ct, bytes.NewReader(body), json.RawMessage(id), 1<<16)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package authgate
+package proxy
 
 import (
 	"encoding/json"
@@ -7,7 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -15,9 +16,10 @@ import (
 // JSON-RPC error of its own: they are not passed on.
 var bodyHeaders = [...]string{"Content-Length", "Content-Type", "Content-Encoding", "Content-Range", "Etag", "Last-Modified", "Accept-Ranges"}
 
-// WriteRefusal passes on to the caller the upstream's refusal (status,
-// header, body) of a request the sidecar made on the caller's behalf: the
-// gate's probe, or a read or listing of package methods. The caller gets
+// writeRefusal passes on to the caller the upstream's refusal (status,
+// header, body) of a request the sidecar made on the caller's behalf
+// (package onbehalf): the gate's probe, or a read or listing of package
+// methods. The caller gets
 // the upstream's status and its end-to-end headers (WWW-Authenticate
 // first: an OAuth-aware client starts its flow from it) but always a
 // JSON-RPC error carrying the caller's own id: the body answered the
@@ -26,10 +28,11 @@ var bodyHeaders = [...]string{"Content-Length", "Content-Type", "Content-Encodin
 // data); any other body becomes an error with data.reason
 // "upstream_refused" and the upstream's status, and its text, when short
 // and printable, in the message.
-func WriteRefusal(w http.ResponseWriter, callerID json.RawMessage, status int, header http.Header, body []byte) {
+func writeRefusal(w http.ResponseWriter, callerID json.RawMessage, ref *onbehalf.Refusal) {
+	status, body := ref.Status, ref.Body
 	h := w.Header()
-	passed := header.Clone()
-	proxy.RemoveHopHeaders(passed)
+	passed := ref.Header.Clone()
+	removeHopHeaders(passed)
 	for _, k := range bodyHeaders {
 		delete(passed, k)
 	}
@@ -60,7 +63,7 @@ func refusalError(status int, body []byte) json.RawMessage {
 	if t := shortText(body); t != "" {
 		msg += ": " + t
 	}
-	b, _ := json.Marshal(map[string]any{"code": proxy.CodeInternalError, "message": msg,
+	b, _ := json.Marshal(map[string]any{"code": reply.CodeInternalError, "message": msg,
 		"data": map[string]any{"reason": "upstream_refused", "status": status}})
 	return b
 }

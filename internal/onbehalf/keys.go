@@ -1,0 +1,54 @@
+package onbehalf
+
+import (
+	"crypto/sha256"
+	"io"
+	"net/http"
+	"slices"
+)
+
+// DefaultCredentials are the headers that carry a caller's credentials
+// unless configured otherwise (config's auth-headers default, which a test
+// keeps equal to it).
+func DefaultCredentials() []string { return []string{"Authorization", "Cookie"} }
+
+// CopyHeaders copies the named headers of src, those that are present, to
+// dst: how a request made on a caller's behalf carries the caller's
+// credentials (and whatever else names lists) to the upstream.
+func CopyHeaders(dst, src http.Header, names []string) {
+	for _, k := range names {
+		if v := src.Values(k); len(v) > 0 {
+			dst[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+}
+
+// CredentialKey hashes the values of the named headers of h: the cache key
+// of an authorization context. Credentials themselves are never stored.
+func CredentialKey(h http.Header, names ...string) [sha256.Size]byte {
+	sum := sha256.New()
+	for _, k := range names {
+		for _, v := range h.Values(k) {
+			io.WriteString(sum, http.CanonicalHeaderKey(k)+"\x00"+v+"\x00")
+		}
+	}
+	var out [sha256.Size]byte
+	sum.Sum(out[:0])
+	return out
+}
+
+// identityHeaders are the headers of SetForwarded: a caller's network
+// identity.
+var identityHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+// CallerKey is the cache key of what the upstream told the caller of r: a
+// hash of the named headers (its credentials, and whatever else the cache
+// depends on) and of the network identity a request on its behalf carries
+// (see SetForwarded). An upstream may authorise by client address, so one
+// address's admission must not admit another.
+func CallerKey(r *http.Request, names ...string) [sha256.Size]byte {
+	h := make(http.Header, len(names)+len(identityHeaders))
+	CopyHeaders(h, r.Header, names)
+	SetForwarded(h, r)
+	return CredentialKey(h, slices.Concat(names, identityHeaders)...)
+}

@@ -1,0 +1,59 @@
+// Package reply owns the value of a reply the sidecar gives itself rather
+// than forwarding: a JSON-RPC result (bytes, or a [Body] written as it is
+// encoded), or an error, of which [Error] is the one JSON-RPC error type and
+// the constants below the one set of codes. The sidecar's own methods
+// (package methods) and the auth gate return these values; package proxy
+// alone turns them into wire replies, always with the id of the caller's
+// request, so no answer can carry another id (STYLE.md point 9). It holds
+// types only: no I/O, no encoding.
+package reply
+
+import "io"
+
+// JSON-RPC error codes the sidecar answers with: JSON-RPC 2.0's, and the
+// MCP ones of its own methods.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeResourceNotFound is resources/read's not-found on the legacy wire
+	// (the modern wire uses CodeInvalidParams).
+	CodeResourceNotFound = -32002
+	// CodeHeaderMismatch: an MCP header disagrees with the body (2026-07-28).
+	CodeHeaderMismatch = -32020
+	// CodeUnsupportedVersion: a protocol version the sidecar does not speak.
+	CodeUnsupportedVersion = -32022
+)
+
+// Error is a JSON-RPC error and the HTTP status that carries it.
+type Error struct {
+	Status  int
+	Code    int
+	Message string
+	// Data is the error's data member; nil omits it.
+	Data any
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Body is a result written a piece at a time: exactly Len bytes of JSON,
+// which Encode writes to w (a large skill file, encoded as it is read, so a
+// slow reader holds one chunk, not a copy of the file). A write error (the
+// client went away) ends it.
+type Body interface {
+	Len() int
+	Encode(w io.Writer) error
+}
+
+// Reply is the sidecar's own answer to one request. Exactly one of its
+// fields matters, in this order: Err, when set, is the failure to report:
+// an *Error as it is, the upstream's refusal of a call made on the caller's
+// behalf (an *onbehalf.Refusal, passed on), or any other error of such a
+// call, which the proxy maps to a 502 or 504; else Body, when set, is the
+// result; else Result, an encoded JSON value.
+type Reply struct {
+	Result []byte
+	Body   Body
+	Err    error
+}
