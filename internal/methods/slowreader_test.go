@@ -247,7 +247,10 @@ func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
 	}
 	after := int64(heapInUse()) - int64(before)
 	t.Logf("after the clients went away: %+d bytes", after)
-	if after > 1<<20 {
-		t.Errorf("%d bytes still held after the stalled clients went away, want none of their replies (under 1 MiB)", after)
+	// A reply kept would be its whole size; a quarter of one leaves room
+	// for what the assembled sidecar's background work (era probes, the
+	// bridge) allocates meanwhile.
+	if limit := int64(len(reply)) / 4; after > limit {
+		t.Errorf("%d bytes still held after the stalled clients went away, want none of their replies (under a quarter of one, %d)", after, limit)
 	}
 }
