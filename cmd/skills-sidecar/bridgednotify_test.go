@@ -20,10 +20,7 @@ func TestBridgedModernClientGetsChangeNotifications(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	root := filepath.Join(t.TempDir(), "plugin")
-	v1 := map[string]string{
-		"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n",
-		"agents/triage.md":      "---\nname: triage\ndescription: Sorts.\n---\nSort.\n",
-	}
+	v1, v2 := notesPlugin()
 	swap := kubeletPlugin(t, root, v1)
 	endpoint, _ := startSidecar(t, "--upstream", churnUpstream(t, false), "--plugin-dir", root,
 		"--poll-interval", "200ms", "--auth-gate", "none", "--era-bridge", "auto")
@@ -53,11 +50,7 @@ func TestBridgedModernClientGetsChangeNotifications(t *testing.T) {
 	if n := changed.Load(); n != 0 {
 		t.Fatalf("%d list_changed before any change", n)
 	}
-	swap(map[string]string{
-		"skills/notes/SKILL.md":  v1["skills/notes/SKILL.md"],
-		"agents/triage.md":       v1["agents/triage.md"],
-		"skills/review/SKILL.md": "---\nname: review\ndescription: Review changes.\n---\n# Review\n",
-	})
+	swap(v2)
 	for deadline := time.Now().Add(3 * time.Second); changed.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -183,32 +183,57 @@ func openGET(t *testing.T, ctx context.Context, endpoint, sid string) <-chan sse
 func sidecarNotices(t *testing.T, events <-chan sseEvent, d time.Duration, upstreamSeen *int) []string {
 	t.Helper()
 	var got []string
+	eachEvent(t, events, d, "GET", func(ev sseEvent) {
+		if !strings.HasPrefix(ev.data, `{"jsonrpc":"2.0"`) || !strings.HasSuffix(ev.data, "}") {
+			t.Fatalf("an event is not one whole message: %q", ev.data)
+		}
+		switch {
+		case strings.Contains(ev.data, `"notifications/tools/list_changed"`):
+			if !ev.hasID || ev.id == "" {
+				t.Fatalf("an upstream event lost its id: %+v", ev)
+			}
+			*upstreamSeen++
+		case strings.Contains(ev.data, `"notifications/resources/list_changed"`), strings.Contains(ev.data, `"notifications/agents/list_changed"`):
+			if ev.hasID {
+				t.Fatalf("a sidecar notification has an id: %+v", ev)
+			}
+			got = append(got, ev.data)
+		}
+	})
+	return got
+}
+
+// eachEvent hands f every event of a stream (named in the failure) that
+// arrives within d, failing the test if the stream ends first.
+func eachEvent(t *testing.T, events <-chan sseEvent, d time.Duration, stream string, f func(sseEvent)) {
+	t.Helper()
 	deadline := time.After(d)
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				t.Fatal("the GET stream ended")
+				t.Fatalf("the %s stream ended", stream)
 			}
-			if !strings.HasPrefix(ev.data, `{"jsonrpc":"2.0"`) || !strings.HasSuffix(ev.data, "}") {
-				t.Fatalf("an event is not one whole message: %q", ev.data)
-			}
-			switch {
-			case strings.Contains(ev.data, `"notifications/tools/list_changed"`):
-				if !ev.hasID || ev.id == "" {
-					t.Fatalf("an upstream event lost its id: %+v", ev)
-				}
-				*upstreamSeen++
-			case strings.Contains(ev.data, `"notifications/resources/list_changed"`), strings.Contains(ev.data, `"notifications/agents/list_changed"`):
-				if ev.hasID {
-					t.Fatalf("a sidecar notification has an id: %+v", ev)
-				}
-				got = append(got, ev.data)
-			}
+			f(ev)
 		case <-deadline:
-			return got
+			return
 		}
 	}
+}
+
+// notesPlugin returns the plugin the notification tests start with (the
+// skill notes, the agent triage) and a real change of it: a skill added
+// and the agent's description changed.
+func notesPlugin() (v1, v2 map[string]string) {
+	notes := "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n"
+	return map[string]string{
+			"skills/notes/SKILL.md": notes,
+			"agents/triage.md":      "---\nname: triage\ndescription: Sorts.\n---\nSort.\n",
+		}, map[string]string{
+			"skills/notes/SKILL.md":  notes,
+			"skills/review/SKILL.md": "---\nname: review\ndescription: Review changes.\n---\n# Review\n",
+			"agents/triage.md":       "---\nname: triage\ndescription: Sorts faster.\n---\nSort.\n",
+		}
 }
 
 const (
@@ -224,10 +249,7 @@ func TestPluginChangeNotifiesLegacyStreams(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			root := filepath.Join(t.TempDir(), "plugin")
-			v1 := map[string]string{
-				"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n",
-				"agents/triage.md":      "---\nname: triage\ndescription: Sorts.\n---\nSort.\n",
-			}
+			v1, v2 := notesPlugin()
 			swap := kubeletPlugin(t, root, v1)
 			endpoint, _ := startSidecar(t, "--upstream", churnUpstream(t, refuse), "--plugin-dir", root, "--poll-interval", "200ms", "--auth-gate", "none")
 
@@ -280,11 +302,6 @@ func TestPluginChangeNotifiesLegacyStreams(t *testing.T) {
 
 			// A real change, skills and agents: each notification once,
 			// within 2 s, between whole upstream events.
-			v2 := map[string]string{
-				"skills/notes/SKILL.md":  v1["skills/notes/SKILL.md"],
-				"skills/review/SKILL.md": "---\nname: review\ndescription: Review changes.\n---\n# Review\n",
-				"agents/triage.md":       "---\nname: triage\ndescription: Sorts faster.\n---\nSort.\n",
-			}
 			before := upstream
 			swap(v2)
 			got := sidecarNotices(t, events, 2*time.Second, &upstream)

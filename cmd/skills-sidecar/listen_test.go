@@ -124,32 +124,24 @@ func listenAck(t *testing.T, events <-chan sseEvent, subID string) map[string]js
 func listenNotices(t *testing.T, events <-chan sseEvent, d time.Duration, subID string, upstreamSeen *int) []string {
 	t.Helper()
 	var got []string
-	deadline := time.After(d)
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				t.Fatal("the listen stream ended")
-			}
-			m := decodeListen(t, ev)
-			if s := string(m.Params.Meta["io.modelcontextprotocol/subscriptionId"]); s != subID {
-				t.Fatalf("event %q carries subscriptionId %q, want %s", ev.data, s, subID)
-			}
-			switch m.Method {
-			case "notifications/tools/list_changed":
-				*upstreamSeen++
-			case "notifications/resources/list_changed", "notifications/agents/list_changed", "notifications/resources/updated":
-				if ev.hasID {
-					t.Fatalf("a sidecar notification has an id: %+v", ev)
-				}
-				got = append(got, m.Method)
-			default:
-				t.Fatalf("unexpected event on the listen stream: %q", ev.data)
-			}
-		case <-deadline:
-			return got
+	eachEvent(t, events, d, "listen", func(ev sseEvent) {
+		m := decodeListen(t, ev)
+		if s := string(m.Params.Meta["io.modelcontextprotocol/subscriptionId"]); s != subID {
+			t.Fatalf("event %q carries subscriptionId %q, want %s", ev.data, s, subID)
 		}
-	}
+		switch m.Method {
+		case "notifications/tools/list_changed":
+			*upstreamSeen++
+		case "notifications/resources/list_changed", "notifications/agents/list_changed", "notifications/resources/updated":
+			if ev.hasID {
+				t.Fatalf("a sidecar notification has an id: %+v", ev)
+			}
+			got = append(got, m.Method)
+		default:
+			t.Fatalf("unexpected event on the listen stream: %q", ev.data)
+		}
+	})
+	return got
 }
 
 // TestPluginChangeNotifiesListenStreams: a modern client holding
@@ -165,10 +157,7 @@ func TestPluginChangeNotifiesListenStreams(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			root := filepath.Join(t.TempDir(), "plugin")
-			v1 := map[string]string{
-				"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n",
-				"agents/triage.md":      "---\nname: triage\ndescription: Sorts.\n---\nSort.\n",
-			}
+			v1, v2 := notesPlugin()
 			swap := kubeletPlugin(t, root, v1)
 			endpoint, _ := startSidecar(t, "--upstream", modernChurnUpstream(t, refuse), "--plugin-dir", root, "--poll-interval", "200ms", "--auth-gate", "none")
 
@@ -231,11 +220,6 @@ func TestPluginChangeNotifiesListenStreams(t *testing.T) {
 			}
 			quiet(800*time.Millisecond, "a reload after the failed one, with nothing changed")
 
-			v2 := map[string]string{
-				"skills/notes/SKILL.md":  v1["skills/notes/SKILL.md"],
-				"skills/review/SKILL.md": "---\nname: review\ndescription: Review changes.\n---\n# Review\n",
-				"agents/triage.md":       "---\nname: triage\ndescription: Sorts faster.\n---\nSort.\n",
-			}
 			before := upstream
 			swap(v2)
 			got := listenNotices(t, a, 2*time.Second, subA, &upstream)

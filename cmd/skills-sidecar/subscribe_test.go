@@ -19,32 +19,24 @@ import (
 func updatedURIs(t *testing.T, events <-chan sseEvent, d time.Duration) []string {
 	t.Helper()
 	var got []string
-	deadline := time.After(d)
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				t.Fatal("the GET stream ended")
-			}
-			var m struct {
-				Method string `json:"method"`
-				Params struct {
-					URI string `json:"uri"`
-				} `json:"params"`
-			}
-			if err := json.Unmarshal([]byte(ev.data), &m); err != nil {
-				t.Fatalf("an event is not one JSON message: %q", ev.data)
-			}
-			if m.Method == "notifications/resources/updated" {
-				if ev.hasID {
-					t.Fatalf("a sidecar notification has an id: %+v", ev)
-				}
-				got = append(got, m.Params.URI)
-			}
-		case <-deadline:
-			return got
+	eachEvent(t, events, d, "GET", func(ev sseEvent) {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				URI string `json:"uri"`
+			} `json:"params"`
 		}
-	}
+		if err := json.Unmarshal([]byte(ev.data), &m); err != nil {
+			t.Fatalf("an event is not one JSON message: %q", ev.data)
+		}
+		if m.Method == "notifications/resources/updated" {
+			if ev.hasID {
+				t.Fatalf("a sidecar notification has an id: %+v", ev)
+			}
+			got = append(got, m.Params.URI)
+		}
+	})
+	return got
 }
 
 // TestSubscribedSkillFileUpdates: resources/subscribe of a skill file the

@@ -106,8 +106,18 @@ type Server struct {
 	closed   chan struct{}
 }
 
-// Start starts a Server on a loopback port.
-func Start(opts Options) (*Server, error) {
+// TB is the part of testing.TB Start uses (this package is built as
+// production code, so it may not import package testing).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
+// Start starts a Server on a loopback port, closed when the test ends; a
+// port that cannot be had fails the test.
+func Start(t TB, opts Options) *Server {
+	t.Helper()
 	if opts.Delay <= 0 {
 		opts.Delay = 20 * time.Millisecond
 	}
@@ -119,13 +129,14 @@ func Start(opts Options) (*Server, error) {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	s := &Server{URL: "http://" + ln.Addr().String(), opts: opts, ln: ln,
 		conns: map[net.Conn]struct{}{}, closed: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
-	return s, nil
+	t.Cleanup(s.Close)
+	return s
 }
 
 // Close stops the server, closes every connection and waits for every

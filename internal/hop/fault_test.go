@@ -13,16 +13,6 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/faultserver"
 )
 
-func startFault(t *testing.T, opts faultserver.Options) *faultserver.Server {
-	t.Helper()
-	s, err := faultserver.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
 // echoed is faultserver.EchoReply's reply, decoded.
 type echoed struct {
 	ID     json.RawMessage `json:"id"`
@@ -87,7 +77,7 @@ func TestCallersNeverGetAnotherCallersReply(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			srv := startFault(t, faultserver.Options{Mode: mode.m})
+			srv := faultserver.Start(t, faultserver.Options{Mode: mode.m})
 			tr := &Transport{Partition: []string{"Authorization", "Cookie"}}
 			t.Cleanup(tr.CloseIdleConnections)
 			id := 0
@@ -120,7 +110,7 @@ func TestUnaskedBytesRetireTheConnection(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			srv := startFault(t, faultserver.Options{Mode: mode.m, Delay: time.Millisecond})
+			srv := faultserver.Start(t, faultserver.Options{Mode: mode.m, Delay: time.Millisecond})
 			tr := newTransport(t)
 			const cred = "Bearer same"
 			for id := 1; id <= 4; id++ {
@@ -138,7 +128,7 @@ func TestUnaskedBytesRetireTheConnection(t *testing.T) {
 // TestWellBehavedUpstreamKeepsItsConnection shows the checks above cost a
 // well-behaved upstream nothing: one connection for many requests.
 func TestWellBehavedUpstreamKeepsItsConnection(t *testing.T) {
-	srv := startFault(t, faultserver.Options{})
+	srv := faultserver.Start(t, faultserver.Options{})
 	tr := newTransport(t)
 	for id := 1; id <= 5; id++ {
 		got, err := call(tr, srv.URL, id, "Bearer a")
@@ -152,7 +142,7 @@ func TestWellBehavedUpstreamKeepsItsConnection(t *testing.T) {
 // TestPartitionsNeverShareAConnection: requests with different credentials
 // go out on different connections, and a request without any on its own.
 func TestPartitionsNeverShareAConnection(t *testing.T) {
-	srv := startFault(t, faultserver.Options{})
+	srv := faultserver.Start(t, faultserver.Options{})
 	tr := &Transport{Partition: []string{"Authorization", "Cookie"}}
 	t.Cleanup(tr.CloseIdleConnections)
 	for _, cred := range []string{"Bearer a", "Bearer b", "", "Bearer a", "Bearer b", ""} {
@@ -169,7 +159,7 @@ func TestPartitionsNeverShareAConnection(t *testing.T) {
 // caller's connection by closing the one idle longest, and keeps no entry
 // for a partition without connections.
 func TestFullPoolEvictsTheOldest(t *testing.T) {
-	srv := startFault(t, faultserver.Options{})
+	srv := faultserver.Start(t, faultserver.Options{})
 	tr := &Transport{Partition: []string{"Authorization"}, MaxIdle: 2}
 	t.Cleanup(tr.CloseIdleConnections)
 	for i := range 5 {
@@ -204,7 +194,7 @@ func TestEarlyAnswerWins(t *testing.T) {
 			Header: http.Header{"Www-Authenticate": {`Bearer realm="mcp"`}, "Content-Type": {"text/plain"}},
 			Body:   []byte("log in first")}
 	}
-	srv := startFault(t, faultserver.Options{Mode: faultserver.EarlyReply, Reply: reply})
+	srv := faultserver.Start(t, faultserver.Options{Mode: faultserver.EarlyReply, Reply: reply})
 	tr := newTransport(t)
 	big := bytes.Repeat([]byte("x"), 16<<20) // more than any socket buffer holds
 	for range 3 {

@@ -6,9 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,12 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
-	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
@@ -79,45 +72,25 @@ func (c *steppedClock) step(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// deadUpstreamSidecar is a sidecar set up as serve sets it up (overlay on,
+// deadUpstreamSidecar is the assembled sidecar (overlay on for an hour,
 // tools from the upstream) in front of addr, with the gate on or off, and
 // a plugin with the skill notes, an agent with a tool and one without.
 func deadUpstreamSidecar(t *testing.T, addr string, gated bool, clock *steppedClock) string {
 	t.Helper()
 	root := t.TempDir()
-	for name, body := range map[string]string{
+	writeFiles(t, root, map[string]string{
 		"skills/notes/SKILL.md":  crlfSkill,
 		"skills/notes/local.txt": "only on disk\n",
 		"agents/tooled.md":       "---\nname: tooled\ndescription: Uses echo.\ntools: [echo]\n---\nEcho things.\n",
 		"agents/plain.md":        "---\nname: plain\ndescription: No tools.\n---\nThink.\n",
-	} {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
+	})
+	side := sidecartest.Start(t, "http://"+addr+"/mcp", sidecartest.Options{Config: func(c *config.Config) {
+		c.PluginDir, c.UpstreamFiles, c.UpstreamFilesTTL, c.AuthGate = root, "auto", time.Hour, "none"
+		if gated {
+			c.AuthGate = "upstream"
 		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snap, err := catalog.Load(root, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse("http://" + addr + "/mcp")
-	client := &http.Client{Timeout: 5 * time.Second}
-	up := &onbehalf.Upstream{URL: u, Client: client}
-	ov := methods.NewOverlay(up, time.Hour, false)
-	methods.SetOverlayClock(ov, clock.now)
-	opts := methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov, Tools: &methods.UpstreamTools{Upstream: up}}
-	if gated {
-		opts.Gate = authgate.New(authgate.Options{Upstream: u, Client: client})
-	}
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: methods.New(opts), Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	t.Cleanup(side.Close)
+	}})
+	methods.SetOverlayClock(side.Overlay, clock.now)
 	return side.URL
 }
 

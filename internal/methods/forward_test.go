@@ -4,16 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestNoCatalogForwardsSkillURIs: a sidecar with no skills claims no
@@ -27,16 +24,9 @@ func TestNoCatalogForwardsSkillURIs(t *testing.T) {
 	})
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	defer up.Close()
-	u, _ := url.Parse(up.URL)
 	for _, snap := range []func() *catalog.Snapshot{nil, func() *catalog.Snapshot { return nil }} {
-		h := methods.New(methods.Options{Snapshot: snap})
-		p, err := proxy.New(proxy.Options{Upstream: u, Local: h, Declaration: rewrite.SkillsSidecar()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		side := httptest.NewServer(p)
+		side := sidecartest.Start(t, up.URL, sidecartest.Options{Snapshot: snap})
 		got := readBytes(t, side.URL, "skill://own/SKILL.md")
-		side.Close()
 		if !strings.Contains(string(got), "name: own") {
 			t.Errorf("resources/read of the upstream's own skill through a sidecar without skills = %q", got)
 		}

@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -20,10 +18,8 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
-	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // heapInUse returns the live heap after a full collection.
@@ -67,6 +63,25 @@ func rawRequest(t *testing.T, addr, body string, stalled bool) net.Conn {
 	return c
 }
 
+// countedSidecar is the assembled sidecar serving snap in front of
+// upstream, with no auth gate and upstream-files as given, counting in
+// active the requests it is serving; it returns the sidecar's host:port.
+func countedSidecar(t *testing.T, upstream string, snap *catalog.Snapshot, upstreamFiles string, active *atomic.Int32) string {
+	t.Helper()
+	s := sidecartest.Start(t, upstream, sidecartest.Options{
+		Snapshot: func() *catalog.Snapshot { return snap },
+		Config:   func(c *config.Config) { c.AuthGate, c.UpstreamFiles, c.UpstreamFilesTTL = "none", upstreamFiles, 0 },
+		Wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				active.Add(1)
+				defer active.Add(-1)
+				h.ServeHTTP(w, r)
+			})
+		},
+	})
+	return strings.TrimPrefix(s.Server.URL, "http://")
+}
+
 // settle waits until the allocation counter stops moving: every stalled
 // reply has written what the socket takes and blocked.
 func settle(t *testing.T) {
@@ -97,39 +112,19 @@ func TestSlowReadersShareOneFile(t *testing.T) {
 	// Two skills, each under the 16 MiB limit: a blob, and text that
 	// needs escapes (quotes, <, >, U+2028) and has multi-byte runes that
 	// chunks must not split.
-	files := map[string][]byte{
-		"big/SKILL.md": []byte("---\nname: big\ndescription: Big.\n---\n"), "big/data.bin": data,
-		"text/SKILL.md": []byte("---\nname: text\ndescription: Text.\n---\n"),
-		"text/notes.md": []byte(strings.Repeat("Text that is escaped \"here\" and <there>, é, \u2028.\n", 12<<20/56)),
-	}
-	for name, b := range files {
-		p := filepath.Join(root, "skills", filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, map[string]string{
+		"skills/big/SKILL.md": "---\nname: big\ndescription: Big.\n---\n", "skills/big/data.bin": string(data),
+		"skills/text/SKILL.md": "---\nname: text\ndescription: Text.\n---\n",
+		"skills/text/notes.md": strings.Repeat("Text that is escaped \"here\" and <there>, é, \u2028.\n", 12<<20/56),
+	})
 	snap, err := catalog.Load(root, catalog.Options{})
 	if err != nil || len(snap.Skills()) != 2 {
 		t.Fatalf("load: %v, problems %v", err, snap.Problems())
 	}
 	up := httptest.NewServer(http.NotFoundHandler()) // never asked: the sidecar serves these files
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }}), Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var active atomic.Int32
-	side := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		active.Add(1)
-		defer active.Add(-1)
-		p.ServeHTTP(w, r)
-	}))
-	t.Cleanup(side.Close)
-	addr := strings.TrimPrefix(side.URL, "http://")
+	addr := countedSidecar(t, up.URL, snap, "off", &active)
 
 	for _, uri := range []string{"skill://big/data.bin", "skill://text/notes.md"} {
 		t.Run(uri, func(t *testing.T) {
@@ -208,20 +203,8 @@ func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
 		_, _ = w.Write(reply)
 	}))
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	ov := methods.NewOverlay(&onbehalf.Upstream{URL: u}, 0, false)
-	p, err := proxy.New(proxy.Options{Upstream: u, Local: methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Overlay: ov}), Declaration: rewrite.SkillsSidecar()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var active atomic.Int32
-	side := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		active.Add(1)
-		defer active.Add(-1)
-		p.ServeHTTP(w, r)
-	}))
-	t.Cleanup(side.Close)
-	addr := strings.TrimPrefix(side.URL, "http://")
+	addr := countedSidecar(t, up.URL, snap, "auto", &active)
 	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + bigFileURI + `"}}`
 
 	// Warm: the overlay learns the upstream serves the file, pools fill.
@@ -264,7 +247,10 @@ func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
 	}
 	after := int64(heapInUse()) - int64(before)
 	t.Logf("after the clients went away: %+d bytes", after)
-	if after > 1<<20 {
-		t.Errorf("%d bytes still held after the stalled clients went away, want none of their replies (under 1 MiB)", after)
+	// A reply kept would be its whole size; a quarter of one leaves room
+	// for what the assembled sidecar's background work (era probes, the
+	// bridge) allocates meanwhile.
+	if limit := int64(len(reply)) / 4; after > limit {
+		t.Errorf("%d bytes still held after the stalled clients went away, want none of their replies (under a quarter of one, %d)", after, limit)
 	}
 }

@@ -25,16 +25,6 @@ import (
 // The tests of issue 15 against package faultserver's misbehaving upstream,
 // through the whole proxy.
 
-func startFault(t *testing.T, opts faultserver.Options) *faultserver.Server {
-	t.Helper()
-	s, err := faultserver.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
 // faultSidecar is a proxy (default transport) in front of upstream with
 // its metrics and every log entry kept.
 func faultSidecar(t *testing.T, upstream string) (string, *prometheus.Registry, *observer.ObservedLogs) {
@@ -66,7 +56,7 @@ func TestSidecarCallersGetTheirOwnReplies(t *testing.T) {
 	for _, mode := range []faultserver.Mode{faultserver.Unsolicited, faultserver.ShortLength} {
 		t.Run(fmt.Sprint(mode), func(t *testing.T) {
 			t.Parallel()
-			up := startFault(t, faultserver.Options{Mode: mode})
+			up := faultserver.Start(t, faultserver.Options{Mode: mode})
 			u, _, _ := faultSidecar(t, up.URL+"/mcp")
 			id := 0
 			for range 4 {
@@ -111,7 +101,7 @@ func TestEarlyUpstreamAnswerReachesTheCaller(t *testing.T) {
 				return faultserver.Reply{Status: status, Body: []byte(`{"error":"no"}`),
 					Header: http.Header{"Www-Authenticate": {`Bearer resource_metadata="http://auth.example/x"`}, "Content-Type": {"application/json"}}}
 			}
-			up := startFault(t, faultserver.Options{Mode: faultserver.EarlyReply, Reply: reply})
+			up := faultserver.Start(t, faultserver.Options{Mode: faultserver.EarlyReply, Reply: reply})
 			u, _, _ := faultSidecar(t, up.URL+"/mcp")
 			for range 3 {
 				resp, b := sidecartest.Post(t, u, bigCall(3<<20), nil)

@@ -15,7 +15,7 @@ import (
 // not 2xx (before the fix: outcome 2xx, status 200).
 func TestReplyResetAfterHeadersIsAborted(t *testing.T) {
 	t.Parallel()
-	up := startFault(t, faultserver.Options{Mode: faultserver.ResetAfterHeaders})
+	up := faultserver.Start(t, faultserver.Options{Mode: faultserver.ResetAfterHeaders})
 	u, reg, logs := faultSidecar(t, up.URL+"/mcp")
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
 	req.Header.Set("Content-Type", "application/json")

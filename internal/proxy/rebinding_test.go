@@ -94,7 +94,7 @@ func TestDNSRebindingRefusedBySidecar(t *testing.T) {
 // refused; naming a loopback listener refuses it.
 func TestListenerAddressDecidesTheHostCheck(t *testing.T) {
 	t.Parallel()
-	up := startFault(t, faultserver.Options{})
+	up := faultserver.Start(t, faultserver.Options{})
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`
 	for _, tt := range []struct {
 		listener net.Addr

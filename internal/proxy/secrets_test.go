@@ -32,7 +32,7 @@ func TestNoSecretsOrAddressesInReplies(t *testing.T) {
 	}
 	deadAddr := ln.Addr().String()
 	ln.Close()
-	hang := startFault(t, faultserver.Options{Mode: faultserver.Normal,
+	hang := faultserver.Start(t, faultserver.Options{Mode: faultserver.Normal,
 		Reply: func(r *http.Request, b []byte) faultserver.Reply {
 			time.Sleep(time.Second)
 			return faultserver.EchoReply(r, b)

@@ -110,7 +110,7 @@ func (c *trackedConn) Close() error {
 // Before client-body-timeout the sidecar waited for the body for ever.
 func TestStalledBodyGets408(t *testing.T) {
 	t.Parallel()
-	up := startFault(t, faultserver.Options{})
+	up := faultserver.Start(t, faultserver.Options{})
 	u := sidecarWith(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 200 * time.Millisecond})
 	c := dialSmall(t, u)
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
@@ -138,7 +138,7 @@ func TestStalledBodyGets408(t *testing.T) {
 // to discard the body waited for ever before.
 func TestRefusalBeforeTheBodyDoesNotWaitForIt(t *testing.T) {
 	t.Parallel()
-	up := startFault(t, faultserver.Options{})
+	up := faultserver.Start(t, faultserver.Options{})
 	u, closed := trackedSidecar(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 200 * time.Millisecond})
 	c := dialSmall(t, u)
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
@@ -159,7 +159,7 @@ func TestRefusalBeforeTheBodyDoesNotWaitForIt(t *testing.T) {
 // spread over several times it, is forwarded.
 func TestSlowBodyWithinTheTimeoutPasses(t *testing.T) {
 	t.Parallel()
-	up := startFault(t, faultserver.Options{})
+	up := faultserver.Start(t, faultserver.Options{})
 	u := sidecarWith(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 300 * time.Millisecond})
 	c := dialSmall(t, u)
 	body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`
@@ -207,7 +207,7 @@ func TestClientThatNeverReadsIsCut(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			up := startFault(t, tt.opts)
+			up := faultserver.Start(t, tt.opts)
 			u, closed := trackedSidecar(t, up.URL+"/mcp", proxy.Options{SendTimeout: 300 * time.Millisecond})
 			c := dialSmall(t, u)
 			_, _ = io.WriteString(c, tt.request)
@@ -253,7 +253,7 @@ func (bigLocal) EditReply(*http.Request, rewrite.Message) func([]byte) []byte { 
 // by SendTimeout too, and the handler writing it returns.
 func TestSendTimeoutCoversTheSidecarsOwnAnswers(t *testing.T) {
 	t.Parallel()
-	up := startFault(t, faultserver.Options{})
+	up := faultserver.Start(t, faultserver.Options{})
 	local := bigLocal{returned: make(chan struct{})}
 	u, closed := trackedSidecar(t, up.URL+"/mcp", proxy.Options{SendTimeout: 300 * time.Millisecond, Local: local})
 	c := dialSmall(t, u)

@@ -39,6 +39,9 @@ type Options struct {
 	Plugin fs.FS
 	// Snapshot, when set, is served instead (a test's own watcher).
 	Snapshot func() *catalog.Snapshot
+	// Wrap, when set, wraps the sidecar's handler: for a test that
+	// watches every request come and go.
+	Wrap func(http.Handler) http.Handler
 }
 
 // Sidecar is a running sidecar.
@@ -67,7 +70,11 @@ func Start(t TB, upstream string, o Options) *Sidecar {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s.Handler())
+	h := s.Handler()
+	if o.Wrap != nil {
+		h = o.Wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &Sidecar{Sidecar: s, URL: srv.URL + "/mcp", Server: srv, Registry: reg}
 }
