@@ -207,20 +207,13 @@ main() {
           --sidecar-bin) sidecar_bin=${2:?--sidecar-bin needs a path}; shift ;;
           --plugin-dir) plugin_dir=${2:?--plugin-dir needs a directory}; shift ;;
           --demo) demo=yes ;;
-          --upstream)
-            case ${2:-} in
-              everything | modern | go) upstream=$2 ;;
-              *) e2e_die "--upstream takes everything, modern or go" ;;
-            esac
-            shift
-            ;;
+          --upstream) upstream=$(e2e_upstream_choice "${2:-}") || exit 2; shift ;;
           *) e2e_die "unknown argument $1 (try --help)" ;;
         esac
         shift
       done
       if [[ $mode == run ]]; then
-        [[ $url =~ ^https?://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?/ ]] ||
-          e2e_die "$url is not a loopback URL; the end-to-end scripts talk to loopback only"
+        e2e_require_loopback "$url"
       fi
       ;;
   esac

@@ -30,6 +30,22 @@ e2e_log() { printf '[%s] %s\n' "${E2E_NAME:-e2e}" "$*" >&2; }
 # failure).
 e2e_die() { printf '[%s] error: %s\n' "${E2E_NAME:-e2e}" "$*" >&2; exit 2; }
 
+# e2e_require_loopback URL dies unless URL is on loopback: the end-to-end
+# scripts talk to nothing else.
+e2e_require_loopback() {
+  [[ $1 =~ ^https?://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?/ ]] ||
+    e2e_die "$1 is not a loopback URL; the end-to-end scripts talk to loopback only"
+}
+
+# e2e_upstream_choice NAME echoes NAME if it is an upstream the suites
+# can start (everything, modern or go) and dies otherwise.
+e2e_upstream_choice() {
+  case ${1:-} in
+    everything | modern | go) echo "$1" ;;
+    *) e2e_die "--upstream takes everything, modern or go" ;;
+  esac
+}
+
 # e2e_require_tools checks that install-e2e-tools.sh has run.
 e2e_require_tools() {
   local f
