@@ -93,6 +93,10 @@ if [[ $skills == yes ]]; then
   # Issue 20: every scenario that passes on the legacy wire in front of a
   # legacy-only upstream passes bridged on the 2026-07-28 wire.
   step legacy-vs-bridged scripts/e2e-transparency.sh --bridged
+  # Issue 17: digests of the bytes an upstream serving catalog files
+  # (listed and templated, rewritten to CRLF) sends, judged by the
+  # Inspector's --verify; a drifting upstream must fail it.
+  step upstream-files scripts/e2e-upstream-files.sh
 fi
 # Issue 15: DNS rebinding refused through the sidecar exactly as by the
 # go-sdk upstream alone, on both wires.

@@ -39,8 +39,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	stateless := fs.Bool("stateless", false, "serve the stateless 2026-07-28 era (no sessions, no GET streams)")
 	jsonReplies := fs.Bool("json", false, "reply with application/json instead of SSE")
+	skillFiles := fs.String("skill-files", "", "a plugin's skills/ folder: serve its SKILL.md files and examples/ files itself, as CRLF")
+	drift := fs.Bool("drift", false, "with --skill-files: change a file's bytes after its first read")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	s := demo.NewServer()
+	if *skillFiles != "" {
+		n, err := demo.SkillFiles(s, *skillFiles, *drift)
+		if err != nil || n == 0 {
+			fmt.Fprintf(stderr, "demo-upstream: --skill-files %s: %d files, %v\n", *skillFiles, n, err)
+			return 1
+		}
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -48,7 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", demo.Handler(&mcp.StreamableHTTPOptions{Stateless: *stateless, JSONResponse: *jsonReplies}))
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: *stateless, JSONResponse: *jsonReplies}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "ready http://%s/mcp\n", ln.Addr())

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# e2e-upstream-files.sh checks, with a verifier the project did not write,
+# that the sidecar publishes digests of the bytes the upstream serves when
+# the upstream serves catalog files itself (issue 17, DESIGN.md decision 2).
+#
+# The upstream is cmd/demo-upstream --skill-files (go-sdk, stateless): it
+# lists every SKILL.md of examples/plugin in resources/list, serves each
+# skill's examples/ files through a URI template (resources/templates/list),
+# and rewrites both to CRLF, so its bytes differ from the plugin folder's.
+# The sidecar runs in front of it with examples/plugin and its defaults.
+#
+#   ok  the MCP Inspector's --verify passes in both eras (every file read
+#       back matches the published digest, size and frontmatter)
+#   ok  skills/list publishes sha256 of the CRLF bytes for the listed and
+#       the templated files, and of the plugin's bytes for a file the
+#       upstream does not serve; digests computed here from the plugin
+#       folder with sed and sha256sum, not taken from the sidecar
+#   ok  with --upstream-files off the same digest check fails (the sidecar
+#       then publishes the plugin's bytes): the check can fail
+#   ok  an upstream whose bytes change after the first read (--drift) makes
+#       the Inspector's --verify fail with a mismatch: the verifier can fail
+#
+# Usage: scripts/e2e-upstream-files.sh. Prints a row per check and
+# "upstream-files: N passed, N failed"; exits 1 when a check failed, 2 on a
+# setup error. Loopback only; every process it starts is stopped by pid.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/e2e-lib.sh
+source scripts/e2e-lib.sh
+E2E_NAME=e2e-upstream-files
+e2e_require_tools
+work=$(mktemp -d -t e2e-upstream-files.XXXXXX)
+trap 'e2e_cleanup; if [[ ${E2E_KEEP:-} == 1 ]]; then e2e_log "kept $work"; else rm -rf "$work"; fi' EXIT
+trap 'exit 130' INT TERM
+go build -o "$work/demo-upstream" ./cmd/demo-upstream || e2e_die "cannot build demo-upstream"
+go build -o "$work/skills-sidecar" ./cmd/skills-sidecar || e2e_die "cannot build skills-sidecar"
+plugin=examples/plugin
+
+passed=0
+failed=0
+row() { # row ok|FAIL TEXT
+  printf '%-4s  %s\n' "$1" "$2"
+  if [[ $1 == ok ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+}
+
+# stack NAME [UPSTREAM FLAGS...] starts the upstream serving the plugin's
+# files and the sidecar in front of it (E2E_SIDECAR_EXTRA: its flags).
+stack() {
+  local name=$1 port
+  shift
+  free_port port
+  e2e_spawn "$work/$name-upstream.log" "$work/demo-upstream" --listen "127.0.0.1:$port" --stateless \
+    --skill-files "$plugin/skills" "$@"
+  e2e_wait_http "http://127.0.0.1:$port/mcp" "$E2E_LAST_PID" 20 "$work/$name-upstream.log" ||
+    e2e_die "demo-upstream --skill-files did not start"
+  e2e_start_sidecar "$work/skills-sidecar" "http://127.0.0.1:$port/mcp" "$work/$name-sidecar.log" "$plugin"
+}
+
+# published URL FILE_URI prints the digest skills/list (all pages, the
+# 2026-07-28 wire) publishes for FILE_URI.
+published() {
+  local url=$1 uri=$2 cursor='' page params
+  for page in $(seq 1 20); do
+    params='{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}'
+    [[ -n $cursor ]] && params=$(jq -c --arg c "$cursor" '. + {cursor: $c}' <<<"$params")
+    page=$(curl -sS -m 30 -X POST "$url" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+      -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: skills/list' \
+      --data "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/list\",\"params\":$params}" | sed -n 's/^data: //p; /^{/p' | head -n 1)
+    jq -r --arg u "$uri" '.result.skills[]?.resources | arrays | .[] | select(.uri == $u) | .digest' <<<"$page"
+    cursor=$(jq -r '.result.nextCursor // empty' <<<"$page")
+    [[ -z $cursor ]] && return
+  done
+}
+
+# want_digest FILE [crlf] prints sha256:HEX of the plugin file, as CRLF
+# when asked (what the upstream serves).
+want_digest() {
+  if [[ ${2:-} == crlf ]]; then
+    sed 's/\r$//; s/$/\r/' "$plugin/skills/$1" | sha256sum
+  else
+    sha256sum <"$plugin/skills/$1"
+  fi | awk '{print "sha256:" $1}'
+}
+
+# digests_of_upstream URL: the listed SKILL.md and a templated example carry
+# the CRLF bytes' digests, a file the upstream does not serve the plugin's.
+digests_of_upstream() {
+  local url=$1 file kind got want bad=0
+  for spec in "incident-summary/SKILL.md crlf" "acme/billing/refunds/SKILL.md crlf" \
+    "acme/billing/refunds/examples/partial-refund.md crlf" "incident-summary/templates/summary.md plugin"; do
+    read -r file kind <<<"$spec"
+    got=$(published "$url" "skill://$file")
+    want=$(want_digest "$file" "$kind")
+    if [[ $got != "$want" ]]; then
+      e2e_log "skill://$file: published ${got:-nothing}, want $want ($kind bytes)"
+      bad=1
+    fi
+  done
+  return $bad
+}
+
+verify() { scripts/e2e-inspector-verify.sh "$1" --era both >"$work/verify-$2.txt" 2>&1; }
+
+# 1. The honest upstream, the sidecar's defaults.
+stack honest
+if verify "$E2E_SIDECAR_URL" honest; then
+  row ok "the Inspector's --verify passes in both eras in front of an upstream serving CRLF files"
+else
+  row FAIL "the Inspector's --verify in front of an upstream serving CRLF files (output below)"
+  cat "$work/verify-honest.txt"
+fi
+if digests_of_upstream "$E2E_SIDECAR_URL"; then
+  row ok "skills/list publishes the upstream's CRLF bytes' digests (listed and templated), the plugin's elsewhere"
+else
+  row FAIL "skills/list's digests are not those of the bytes the upstream serves"
+fi
+e2e_cleanup
+E2E_PIDS=()
+
+# 2. The same check must fail when the sidecar ignores the upstream.
+E2E_SIDECAR_EXTRA=(--upstream-files off)
+stack off
+unset E2E_SIDECAR_EXTRA
+if digests_of_upstream "$E2E_SIDECAR_URL" 2>/dev/null; then
+  row FAIL "with --upstream-files off the digest check still passed: it cannot fail"
+else
+  row ok "with --upstream-files off the digest check fails (plugin bytes published)"
+fi
+e2e_cleanup
+E2E_PIDS=()
+
+# 3. An upstream whose bytes change after they were read must fail --verify.
+stack drift --drift
+rc=0
+verify "$E2E_SIDECAR_URL" drift || rc=$?
+if ((rc == 1)) && grep -q mismatch "$work/verify-drift.txt"; then
+  row ok "the Inspector's --verify fails (a digest mismatch) when the upstream's bytes change under the published digest"
+else
+  row FAIL "the Inspector's --verify exited $rc, want 1 with a mismatch, though the upstream's bytes changed after the first read"
+  cat "$work/verify-drift.txt"
+fi
+
+printf 'upstream-files: %d passed, %d failed\n' "$passed" "$failed"
+((failed == 0))
