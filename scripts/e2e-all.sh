@@ -93,6 +93,7 @@ if [[ $skills == yes ]]; then
   # Issue 20: every scenario that passes on the legacy wire in front of a
   # legacy-only upstream passes bridged on the 2026-07-28 wire.
   step legacy-vs-bridged scripts/e2e-transparency.sh --bridged
+  step modern-vs-bridged scripts/e2e-transparency.sh --reverse
 fi
 # Issue 15: DNS rebinding refused through the sidecar exactly as by the
 # go-sdk upstream alone, on both wires.
