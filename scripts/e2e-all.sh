@@ -97,6 +97,10 @@ if [[ $skills == yes ]]; then
   # (listed and templated, rewritten to CRLF) sends, judged by the
   # Inspector's --verify; a drifting upstream must fail it.
   step upstream-files scripts/e2e-upstream-files.sh
+  # Issue 20 item 3, the reverse: every scenario that passes on the
+  # 2026-07-28 wire in front of a modern-only upstream passes bridged on
+  # the legacy wire.
+  step modern-vs-bridged scripts/e2e-transparency.sh --reverse
 fi
 # Issue 15: DNS rebinding refused through the sidecar exactly as by the
 # go-sdk upstream alone, on both wires.

@@ -154,10 +154,11 @@ e2e_start_everything() {
 # dual-era server: 2026-07-28 and the legacy handshake, built on the
 # TypeScript SDK v2) on a free loopback port and waits (bounded) until it
 # listens. Sets E2E_MODERN_URL and E2E_MODERN_PID.
+# A second argument --modern-only starts it modern-only (issue 20 item 3).
 e2e_start_modern_upstream() {
   local log=$1 port
   free_port port
-  e2e_spawn "$log" env E2E_NPM_DIR="$E2E_NPM_DIR" "$E2E_NODE" "$E2E_MODERN_UPSTREAM_JS" "$port"
+  e2e_spawn "$log" env E2E_NPM_DIR="$E2E_NPM_DIR" "$E2E_NODE" "$E2E_MODERN_UPSTREAM_JS" "$port" ${2:+"$2"}
   E2E_MODERN_PID=$E2E_LAST_PID
   E2E_MODERN_URL=http://127.0.0.1:$port/mcp
   e2e_wait_http "$E2E_MODERN_URL" "$E2E_MODERN_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||

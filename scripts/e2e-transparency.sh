@@ -11,6 +11,13 @@
 #
 # Usage: scripts/e2e-transparency.sh [--out DIR] [--upstreams "everything go-legacy go-stateless modern"]
 #        scripts/e2e-transparency.sh --bridged [--out DIR] [--upstreams "everything go-legacy"]
+#        scripts/e2e-transparency.sh --reverse [--out DIR] [--upstreams modern-only]
+#
+# --reverse is the other direction (issue 20 item 3): in front of
+# test/e2e/modern-upstream.mjs --modern-only (which refuses the legacy
+# wire), every scenario that passes on the 2026-07-28 wire (directly or
+# through the sidecar) must pass through the sidecar on the legacy one;
+# prints "modern-vs-bridged: N passed, N failed" (scenarios).
 #
 # --bridged is the era bridge's check (issue 20): for each legacy-only
 # upstream (default server-everything and the stateful go-sdk demo) the
@@ -78,6 +85,7 @@ start_upstream() {
     go-legacy) e2e_start_go_upstream "$dir/upstream.log" stateful; URL_DIRECT=$E2E_GO_URL ;;
     go-stateless) e2e_start_go_upstream "$dir/upstream.log" stateless; URL_DIRECT=$E2E_GO_URL ;;
     modern) e2e_start_modern_upstream "$dir/upstream.log"; URL_DIRECT=$E2E_MODERN_URL ;;
+    modern-only) e2e_start_modern_upstream "$dir/upstream.log" --modern-only; URL_DIRECT=$E2E_MODERN_URL ;;
     *) e2e_die "unknown upstream kind $kind" ;;
   esac
   e2e_start_sidecar "$E2E_ROOT/bin/skills-sidecar" "$URL_DIRECT" "$dir/sidecar.log" "$E2E_ROOT/examples/plugin"
@@ -116,6 +124,7 @@ main() {
   while (($#)); do
     case $1 in
       --bridged) bridged=yes ;;
+      --reverse) bridged=reverse ;;
       --out) out=${2:?--out needs a directory}; shift ;;
       --upstreams) read -r -a upstreams <<<"${2:?--upstreams needs a list}"; upstreams_set=yes; shift ;;
       -h | --help)
@@ -126,13 +135,16 @@ main() {
     esac
     shift
   done
-  if [[ $bridged == yes ]]; then
+  if [[ $bridged != no ]]; then
     CONFIGS=(legacy-active legacy-pending modern-active modern-pending)
     local sc
     for sc in sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory; do
       CONFIGS+=("legacy-$sc" "modern-$sc")
     done
-    [[ $upstreams_set == yes ]] || upstreams=(everything go-legacy)
+    if [[ $upstreams_set != yes ]]; then
+      upstreams=(everything go-legacy)
+      [[ $bridged == reverse ]] && upstreams=(modern-only)
+    fi
   fi
   e2e_require_tools
   [[ -f $ALLOW ]] || e2e_die "missing $ALLOW"
@@ -164,6 +176,8 @@ main() {
         # The modern wire directly is refused by a legacy-only upstream:
         # the bridged comparison needs only the sidecar's side of it.
         [[ $bridged == yes && $config == modern-* && $side == direct ]] && continue
+        # The reverse: a modern-only upstream refuses the legacy wire.
+        [[ $bridged == reverse && $config == legacy-* && $side == direct ]] && continue
         url=$URL_DIRECT
         [[ $side == sidecar ]] && url=$URL_SIDECAR
         jobs+=("$url $out/$kind/$config/$side $config")
@@ -203,6 +217,8 @@ main() {
   local rc=0
   if [[ $bridged == yes ]]; then
     "$E2E_ROOT/bin/transparency" -bridged "$out" || rc=$?
+  elif [[ $bridged == reverse ]]; then
+    "$E2E_ROOT/bin/transparency" -reverse "$out" || rc=$?
   else
     "$E2E_ROOT/bin/transparency" -allow "$ALLOW" "$out" || rc=$?
   fi

@@ -15,4 +15,11 @@
 // legacy session per authorization context and client-capability set and
 // carries the request on it. Every other request passes through it
 // untouched, byte for byte.
+//
+// legacyfront.go is the other direction: while the upstream speaks only
+// 2026-07-28, a LegacyFront (in front of the Transport) answers a legacy
+// client's initialize from the upstream's server/discover (asked through
+// onbehalf), mints the session, bound to the caller's credentials, and
+// carries the session's requests on the modern wire; legacyshape.go holds
+// its pure rewrites.
 package bridge

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -107,11 +108,22 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	var transport http.RoundTripper = direct
 	bridged := false
 	if cfg.EraBridge == "auto" {
-		bt := &bridge.Transport{Next: direct, Eras: s.Eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: s.Metrics.BridgeSessions}
+		// Both directions count into one gauge: the legacy sessions held
+		// for modern callers and the sessions minted for legacy callers
+		// (only one direction is ever active: it follows the upstream's eras).
+		var held, minted atomic.Int64
+		count := func(v *atomic.Int64) func(int) {
+			return func(n int) { v.Store(int64(n)); s.Metrics.BridgeSessions(int(held.Load() + minted.Load())) }
+		}
+		bt := &bridge.Transport{Next: direct, Eras: s.Eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: count(&held)}
 		bt.Start(ctx)
-		transport, bridged = bt, true
+		// In front of it, the legacy front: legacy clients of a modern-only
+		// upstream (issue 20 item 3).
+		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted)}
+		front.Start(ctx)
+		transport, bridged = front, true
 	}
-	serves := func(modern bool) bool { return s.Eras.Current().Serves(modern, modern && bridged) }
+	serves := func(modern bool) bool { return s.Eras.Current().Serves(modern, bridged) }
 	client := &http.Client{Transport: transport}
 	forCaller := &onbehalf.Upstream{URL: up, Client: client, Credentials: cfg.AuthHeaderList()}
 	if cfg.UpstreamFiles == "auto" {

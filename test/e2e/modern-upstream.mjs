@@ -12,6 +12,23 @@
 // with two tools (echo, get-sum) and two static resources (a text file and a
 // blob), all with fixed content so that two reads compare equal. Exits on
 // SIGTERM.
+//
+//   node modern-upstream.mjs PORT --modern-only
+//
+// serves the 2026-07-28 revision alone, refusing legacy traffic as that
+// revision says a modern-only server does (issue 20 item 3's test peer):
+//   - versioning page, Compatibility Matrix, row Legacy/Modern, HTTP: the
+//     legacy client's request "is missing the required headers and is rejected
+//     per server validation with 400 Bad Request", i.e. a HeaderMismatch
+//     (-32020) error (streamable-http page, Server Validation: a required
+//     standard header MCP-Protocol-Version, Mcp-Method or Mcp-Name missing);
+//   - versioning page: a modern-only server SHOULD name the protocol versions
+//     it supports in any error it returns to an initialize request;
+//   - streamable-http page, Earlier Streamable HTTP Revisions: GET or DELETE
+//     answered 405, an Mcp-Session-Id ignored (never minted or echoed), a
+//     Last-Event-ID ignored.
+// The SDK's handler runs with legacy: 'reject', so its server/discover lists
+// 2026-07-28 only.
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -45,7 +62,29 @@ function factory() {
   return server;
 }
 
-const handler = createMcpHandler(factory);
+const modernOnly = process.argv.includes('--modern-only');
+const SUPPORTED = ['2026-07-28'];
+const handler = createMcpHandler(factory, modernOnly ? { legacy: 'reject' } : undefined);
+
+// legacyRefusal is the modern-only answer to a request without the 2026-07-28
+// request metadata (its headers and _meta), or null for one that has them.
+function legacyRefusal(req, body) {
+  let msg;
+  try { msg = JSON.parse(body.toString('utf8')); } catch { return null; } // the SDK answers a parse error
+  if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) return null;
+  const meta = msg.params && typeof msg.params === 'object' ? msg.params._meta : undefined;
+  const bodyVersion = meta && typeof meta === 'object' ? meta['io.modelcontextprotocol/protocolVersion'] : undefined;
+  const missing = ['mcp-protocol-version', 'mcp-method'].filter((h) => req.headers[h] === undefined);
+  if (msg.method !== 'initialize' && missing.length === 0 && bodyVersion !== undefined) return null;
+  const id = msg.id === undefined ? null : msg.id;
+  let message = missing.length > 0
+    ? `Header mismatch: required header ${missing.join(', ')} missing`
+    : 'Header mismatch: request carries no _meta io.modelcontextprotocol/protocolVersion';
+  if (msg.method === 'initialize') {
+    message = `initialize is not part of MCP ${SUPPORTED.join(', ')}; this server supports only protocol versions ${SUPPORTED.join(', ')} (${message})`;
+  }
+  return JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32020, message, data: { supported: SUPPORTED } } });
+}
 
 // toRequest turns a node:http request with its whole body into a web Request.
 function toRequest(req, body) {
@@ -65,7 +104,15 @@ const http = createServer(async (req, res) => {
     if (new URL(req.url, 'http://x').pathname !== '/mcp') { res.writeHead(404).end(); return; }
     const chunks = [];
     for await (const c of req) chunks.push(c);
-    const response = await handler.fetch(toRequest(req, Buffer.concat(chunks)));
+    const body = Buffer.concat(chunks);
+    if (modernOnly) {
+      if (req.method === 'GET' || req.method === 'DELETE') { res.writeHead(405, { Allow: 'POST' }).end(); return; }
+      delete req.headers['mcp-session-id'];
+      delete req.headers['last-event-id'];
+      const refusal = req.method === 'POST' ? legacyRefusal(req, body) : null;
+      if (refusal !== null) { res.writeHead(400, { 'Content-Type': 'application/json' }).end(refusal); return; }
+    }
+    const response = await handler.fetch(toRequest(req, body));
     res.writeHead(response.status, Object.fromEntries(response.headers));
     if (response.body) {
       for await (const chunk of response.body) res.write(chunk); // SSE passes event by event

@@ -44,6 +44,15 @@ type BridgedRow struct {
 // sidecar on the modern one (config "modern-SUITE"). direct and sidecar are
 // the two sides' checks as load reads them.
 func CompareBridged(direct, sidecar map[Key]Result) (rows []BridgedRow, passed, failed int) {
+	return CompareEras(direct, sidecar, "legacy-", "modern-")
+}
+
+// CompareEras is CompareBridged from the wire whose configurations are
+// named with prefix from to the one named with prefix to: -reverse
+// compares "modern-" to "legacy-", the check of issue 20 for legacy
+// clients in front of a modern-only upstream (the row's LegacyBy then
+// names who passed on the modern wire, Modern the legacy wire's outcome).
+func CompareEras(direct, sidecar map[Key]Result, from, to string) (rows []BridgedRow, passed, failed int) {
 	type scen struct{ upstream, config, scenario string }
 	group := func(m map[Key]Result) map[scen][]Result {
 		g := map[scen][]Result{}
@@ -60,7 +69,7 @@ func CompareBridged(direct, sidecar map[Key]Result) (rows []BridgedRow, passed, 
 		g    map[scen][]Result
 	}{{"direct", d}, {"sidecar", s}} {
 		for k, checks := range side.g {
-			suite, ok := strings.CutPrefix(k.config, "legacy-")
+			suite, ok := strings.CutPrefix(k.config, from)
 			if !ok || !Passes(checks) {
 				continue
 			}
@@ -73,10 +82,10 @@ func CompareBridged(direct, sidecar map[Key]Result) (rows []BridgedRow, passed, 
 		}
 	}
 	for key, r := range byKey {
-		modern, ok := s[scen{key.upstream, "modern-" + key.config, key.scenario}]
+		modern, ok := s[scen{key.upstream, to + key.config, key.scenario}]
 		switch {
 		case !ok:
-			r.Modern = "not on the modern wire"
+			r.Modern = "not on the " + strings.TrimSuffix(to, "-") + " wire"
 		case Passes(modern):
 			r.Modern = "pass"
 			passed++
@@ -84,7 +93,7 @@ func CompareBridged(direct, sidecar map[Key]Result) (rows []BridgedRow, passed, 
 			r.Modern = "FAIL"
 			failed++
 			for k, res := range sidecar {
-				if k.Upstream == key.upstream && k.Config == "modern-"+key.config && k.Scenario == key.scenario && res.Status == "FAILURE" {
+				if k.Upstream == key.upstream && k.Config == to+key.config && k.Scenario == key.scenario && res.Status == "FAILURE" {
 					r.Failed = append(r.Failed, k.Check)
 				}
 			}

@@ -57,3 +57,21 @@ func TestPasses(t *testing.T) {
 		t.Error("a failure passed")
 	}
 }
+
+// TestCompareErasReverse: the reverse check reads modern-SUITE as the
+// wire that must have passed and legacy-SUITE as the bridged one.
+func TestCompareErasReverse(t *testing.T) {
+	k := func(c, s string) Key { return Key{"up", c, s, "a"} }
+	ok, bad := Result{Status: "SUCCESS"}, Result{Status: "FAILURE"}
+	direct := map[Key]Result{k("modern-active", "tools-list"): ok, k("modern-active", "ping"): ok, k("legacy-active", "prompts"): ok}
+	sidecar := map[Key]Result{k("legacy-active", "tools-list"): ok, k("legacy-active", "ping"): bad, k("modern-active", "prompts"): bad}
+	rows, passed, failed := CompareEras(direct, sidecar, "modern-", "legacy-")
+	got := []string{}
+	for _, r := range rows {
+		got = append(got, r.Scenario+" "+r.LegacyBy+" "+r.Modern)
+	}
+	want := "ping direct FAIL|tools-list direct pass"
+	if strings.Join(got, "|") != want || passed != 1 || failed != 1 {
+		t.Errorf("CompareEras reverse = %q, %d passed, %d failed; want %q, 1, 1", got, passed, failed, want)
+	}
+}

@@ -23,8 +23,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	allowFile := fs.String("allow", "", "the reviewed allow file (UPSTREAM CONFIG SCENARIO CHECK DIRECT SIDECAR REASON per line)")
 	bridged := fs.Bool("bridged", false, "era-bridge comparison: every scenario passing in a legacy-SUITE run passes in modern-SUITE through the sidecar")
+	reverse := fs.Bool("reverse", false, "the reverse era-bridge comparison: every scenario passing in a modern-SUITE run passes in legacy-SUITE through the sidecar")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: transparency [-allow FILE | -bridged] ROOT")
+		fmt.Fprintln(stderr, "usage: transparency [-allow FILE | -bridged | -reverse] ROOT")
 		return 2
 	}
 	var rules []Rule
@@ -48,9 +49,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "transparency: no checks.json under %s\n", fs.Arg(0))
 		return 2
 	}
-	if *bridged {
+	if *bridged || *reverse {
 		rows, passed, failed := CompareBridged(direct, sidecar)
-		printBridged(stdout, rows, passed, failed)
+		if *reverse {
+			rows, passed, failed = CompareEras(direct, sidecar, "modern-", "legacy-")
+		}
+		printBridged(stdout, rows, passed, failed, *reverse)
 		if failed > 0 || passed == 0 {
 			return 1
 		}
@@ -134,9 +138,13 @@ func printOutcome(w io.Writer, out Outcome) {
 	fmt.Fprintf(w, "transparency: %d passed, %d failed\n", out.Passed, out.Failed)
 }
 
-func printBridged(w io.Writer, rows []BridgedRow, passed, failed int) {
+func printBridged(w io.Writer, rows []BridgedRow, passed, failed int, reverse bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "upstream\tsuite\tscenario\tlegacy wire (passed by)\tmodern wire, bridged")
+	head, tally := "legacy wire (passed by)\tmodern wire, bridged", "legacy-vs-bridged"
+	if reverse {
+		head, tally = "modern wire (passed by)\tlegacy wire, bridged", "modern-vs-bridged"
+	}
+	fmt.Fprintln(tw, "upstream\tsuite\tscenario\t"+head)
 	for _, r := range rows {
 		modern := r.Modern
 		if len(r.Failed) > 0 {
@@ -145,7 +153,7 @@ func printBridged(w io.Writer, rows []BridgedRow, passed, failed int) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Upstream, r.Suite, r.Scenario, r.LegacyBy, modern)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "legacy-vs-bridged: %d passed, %d failed (scenarios)\n", passed, failed)
+	fmt.Fprintf(w, "%s: %d passed, %d failed (scenarios)\n", tally, passed, failed)
 }
 
 func oneLine(s string) string {

@@ -1,0 +1,645 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Defaults of the legacy front.
+const (
+	// DefaultMaxFrontSessions caps the sessions the front mints for legacy
+	// clients at once. A session holds no upstream state (the upstream is
+	// stateless), only the client's initialize: a few hundred bytes.
+	DefaultMaxFrontSessions = 4096
+	// DefaultFrontIdle is how long a minted session lives unused (a GET
+	// stream open on it counts as use).
+	DefaultFrontIdle = 30 * time.Minute
+	// DefaultMaxFrontStreams caps the GET streams served at once, each an
+	// open subscriptions/listen to the upstream.
+	DefaultMaxFrontStreams = 256
+)
+
+// LegacyFront is the other half of the era bridge (issue 20 item 3): while
+// the upstream is known to speak only the 2026-07-28 era, it serves legacy
+// (initialize-era) clients in front of it. It is an http.RoundTripper in
+// front of Next (the bridge's Transport, which passes everything through
+// to such an upstream); every request of the modern era, and every request
+// while the upstream speaks the legacy era itself or its eras are unknown,
+// goes to Next untouched.
+//
+// What it does (PROTOCOL.md §7, read backwards):
+//   - initialize is answered by the front from the upstream's
+//     server/discover, asked on the caller's behalf (onbehalf) with the
+//     caller's credentials, capabilities and clientInfo: serverInfo,
+//     capabilities (the proxy splices the sidecar's declaration into them
+//     as into any initialize reply), instructions, and the protocol version
+//     negotiated by the legacy rule among BridgedLegacyVersions;
+//   - it mints the session: 256 random bits, bound to a hash of the
+//     caller's credential headers, so an id presented with other
+//     credentials is unknown (404) as an id never minted is;
+//   - notifications/initialized (and every other client notification: the
+//     modern wire defines none over HTTP) is accepted with 202; ping is
+//     answered; logging/setLevel is kept and sent as _meta logLevel on the
+//     session's later requests; resources/subscribe and unsubscribe are
+//     kept and become the resourceSubscriptions of its GET stream's listen;
+//     DELETE ends the session;
+//   - every other request of the session is sent with the per-request
+//     _meta (protocolVersion 2026-07-28, the session's clientCapabilities
+//     and clientInfo) and the modern headers (MCP-Protocol-Version,
+//     Mcp-Method, Mcp-Name), its Mcp-Session-Id removed, and the reply
+//     translated back by LegacyReply; a JSON-RPC error the modern wire
+//     sends with 400 or 404 travels with 200, since a legacy client reads
+//     404 as "session gone";
+//   - a GET with the session's id is served from a subscriptions/listen
+//     POST (every list_changed kind, the session's subscriptions), the
+//     acknowledgement dropped; a change of subscriptions reopens it.
+//
+// Not carried: batches (2025-03-26 allowed them; they go to the upstream,
+// which refuses them), Last-Event-ID resumption (the modern wire has none),
+// and input_required results (see LegacyReply).
+type LegacyFront struct {
+	// Next carries every request to the upstream. Required.
+	Next http.RoundTripper
+	// Eras reports the upstream's eras (Detector.Current). Required.
+	Eras func() Eras
+	// Upstream is the upstream MCP endpoint. Required.
+	Upstream *url.URL
+	// Credentials are the headers that carry a caller's credentials; nil
+	// means onbehalf.DefaultCredentials.
+	Credentials []string
+	// MaxSessions, IdleTimeout and MaxStreams bound the front; 0 means
+	// DefaultMaxFrontSessions, DefaultFrontIdle, DefaultMaxFrontStreams.
+	MaxSessions int
+	IdleTimeout time.Duration
+	MaxStreams  int
+	// MaxBytes bounds one reply the front parses; 0 means 32 MiB.
+	MaxBytes int
+	// OnSessions, when set, is told the number of sessions minted and live.
+	OnSessions func(int)
+
+	call    *onbehalf.Upstream
+	now     func() time.Time
+	streams atomic.Int64
+
+	mu       sync.Mutex
+	sessions map[string]*frontSession
+}
+
+// frontSession is one session minted for a legacy client.
+type frontSession struct {
+	id      string
+	cred    [sha256.Size]byte
+	version string          // the negotiated legacy version
+	caps    json.RawMessage // its initialize's capabilities and clientInfo
+	info    json.RawMessage
+	done    chan struct{} // closed when the session ends
+
+	mu       sync.Mutex
+	used     time.Time
+	streams  int
+	logLevel string
+	subs     []string
+	changed  chan struct{} // closed (and replaced) when subs change
+}
+
+// Active reports whether the front serves legacy clients now.
+func (f *LegacyFront) Active() bool {
+	e := f.Eras()
+	return e.Known && e.Modern && !e.Legacy
+}
+
+// Start prepares the front and sweeps idle sessions until ctx ends, when
+// it ends them all. Call it once before use.
+func (f *LegacyFront) Start(ctx context.Context) {
+	if f.MaxSessions <= 0 {
+		f.MaxSessions = DefaultMaxFrontSessions
+	}
+	if f.IdleTimeout <= 0 {
+		f.IdleTimeout = DefaultFrontIdle
+	}
+	if f.MaxStreams <= 0 {
+		f.MaxStreams = DefaultMaxFrontStreams
+	}
+	if f.MaxBytes <= 0 {
+		f.MaxBytes = 32 << 20
+	}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	f.sessions = map[string]*frontSession{}
+	f.call = &onbehalf.Upstream{URL: f.Upstream, Client: &http.Client{Transport: f.Next}, Credentials: f.Credentials,
+		MaxBytes: f.MaxBytes, Purpose: "legacy-front"}
+	go func() {
+		tick := time.NewTicker(f.IdleTimeout / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				f.endAll()
+				return
+			case <-tick.C:
+				f.sweep()
+			}
+		}
+	}()
+}
+
+// RoundTrip implements http.RoundTripper.
+func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
+	if f.sessions == nil || !f.Active() {
+		return f.Next.RoundTrip(req)
+	}
+	sid := req.Header.Get("Mcp-Session-Id")
+	switch req.Method {
+	case http.MethodGet:
+		if sid == "" || req.Header.Get("Mcp-Protocol-Version") >= ModernVersion {
+			return f.Next.RoundTrip(req)
+		}
+		s := f.lookup(req, sid)
+		if s == nil {
+			return unknownSession(req, nil), nil
+		}
+		return f.stream(req, s)
+	case http.MethodDelete:
+		if sid == "" {
+			return f.Next.RoundTrip(req)
+		}
+		s := f.lookup(req, sid)
+		if s == nil {
+			return unknownSession(req, nil), nil
+		}
+		f.end(s)
+		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Request: req, Header: http.Header{}, Body: http.NoBody}, nil
+	case http.MethodPost:
+	default:
+		return f.Next.RoundTrip(req)
+	}
+	body, err := requestBody(req)
+	if err != nil {
+		return nil, err
+	}
+	msg, perr := rewrite.ParseMessage(body)
+	if perr != nil || claimsModern(req.Header, msg) {
+		return f.Next.RoundTrip(req)
+	}
+	if msg.Kind == rewrite.KindRequest && msg.Method == "initialize" {
+		return f.initialize(req, msg)
+	}
+	if sid == "" {
+		// What a legacy server that mints sessions answers (2025-11-25
+		// Streamable HTTP, session management).
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", nil)), nil
+	}
+	s := f.lookup(req, sid)
+	if s == nil {
+		return unknownSession(req, msg.ID), nil
+	}
+	if msg.Kind != rewrite.KindRequest {
+		// notifications/initialized, cancelled, roots/list_changed, and
+		// responses: the modern wire has no client notifications over
+		// HTTP (closing a request's stream cancels it).
+		return &http.Response{StatusCode: http.StatusAccepted, Status: "202 Accepted", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Request: req, Header: http.Header{}, Body: http.NoBody}, nil
+	}
+	switch msg.Method {
+	case "ping":
+		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
+	case "logging/setLevel":
+		level, ok := rewrite.GetString(msg.Params, "level")
+		if !ok {
+			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, codeInvalidParams, "logging/setLevel needs params.level", nil)), nil
+		}
+		s.mu.Lock()
+		s.logLevel = level
+		s.mu.Unlock()
+		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
+	case "resources/subscribe", "resources/unsubscribe":
+		uri, ok := rewrite.GetString(msg.Params, "uri")
+		if !ok {
+			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, codeInvalidParams, msg.Method+" needs params.uri", nil)), nil
+		}
+		s.subscribe(uri, msg.Method == "resources/subscribe")
+		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
+	}
+	return f.forward(req, s, msg)
+}
+
+// lookup returns the live session sid if the caller of req presents the
+// credentials it was minted for, else nil.
+func (f *LegacyFront) lookup(req *http.Request, sid string) *frontSession {
+	cred := onbehalf.CredentialKey(req.Header, f.credentials()...)
+	f.mu.Lock()
+	s := f.sessions[sid]
+	f.mu.Unlock()
+	if s == nil || subtle.ConstantTimeCompare(s.cred[:], cred[:]) != 1 {
+		return nil
+	}
+	s.mu.Lock()
+	s.used = f.now()
+	s.mu.Unlock()
+	return s
+}
+
+func (f *LegacyFront) credentials() []string {
+	if len(f.Credentials) == 0 {
+		return onbehalf.DefaultCredentials()
+	}
+	return f.Credentials
+}
+
+// unknownSession is the legacy answer to a session id the front does not
+// know for this caller: 404, on which a legacy client starts a new session.
+func unknownSession(req *http.Request, id json.RawMessage) *http.Response {
+	return jsonResponse(req, http.StatusNotFound, ErrorReply(id, codeInvalidRequest, "Session not found", nil))
+}
+
+// initialize answers a legacy initialize from the upstream's
+// server/discover and mints a session.
+func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.Response, error) {
+	var p struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ClientInfo      json.RawMessage `json:"clientInfo"`
+	}
+	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) != nil {
+		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, codeInvalidParams, "invalid initialize params", nil)), nil
+	}
+	caps := json.RawMessage("{}")
+	if isObject(p.Capabilities) {
+		var c bytes.Buffer
+		if json.Compact(&c, p.Capabilities) == nil {
+			caps = c.Bytes()
+		}
+	}
+	info := p.ClientInfo
+	if !isObject(info) {
+		info = bridgeClientInfo
+	}
+	if f.full() {
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, codeInternal,
+			"era bridge: too many legacy sessions ("+strconv.Itoa(f.MaxSessions)+")", map[string]string{"reason": "bridge_sessions_exhausted"})), nil
+	}
+	// The discover asked for the caller: its credentials and trace, none of
+	// its legacy session or version headers.
+	r := req.Clone(req.Context())
+	r.Header = req.Header.Clone()
+	r.Header.Del("Mcp-Session-Id")
+	r.Header.Del("Mcp-Protocol-Version")
+	meta, _ := json.Marshal(map[string]json.RawMessage{"_meta": mustMeta(caps, info)})
+	caller := rewrite.Message{Kind: rewrite.KindRequest, Method: "server/discover", Params: meta}
+	m, err := f.call.Call(r, caller, "server/discover", nil)
+	var ref *onbehalf.Refusal
+	switch {
+	case errors.As(err, &ref):
+		return passRefusal(req, ref), nil
+	case err != nil:
+		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, codeInternal, "era bridge: upstream server/discover: "+err.Error(),
+			map[string]string{"reason": "bridge_discover_failed"})), nil
+	case m.Kind == rewrite.KindError:
+		// The upstream's own error, with the caller's id, renumbered.
+		out, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": msg.ID, "error": m.Error})
+		out, _ = LegacyReply("server/discover", out)
+		return jsonResponse(req, http.StatusOK, out), nil
+	}
+	version := NegotiateLegacy(p.ProtocolVersion)
+	out, err := InitializeFromDiscover(msg.ID, m.Result, version)
+	if err != nil {
+		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, codeInternal, "era bridge: upstream server/discover result unreadable",
+			map[string]string{"reason": "bridge_discover_failed"})), nil
+	}
+	s, ok := f.mint(req, version, caps, info)
+	if !ok {
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, codeInternal,
+			"era bridge: too many legacy sessions ("+strconv.Itoa(f.MaxSessions)+")", map[string]string{"reason": "bridge_sessions_exhausted"})), nil
+	}
+	resp := jsonResponse(req, http.StatusOK, out)
+	resp.Header.Set("Mcp-Session-Id", s.id)
+	return resp, nil
+}
+
+func mustMeta(caps, info json.RawMessage) json.RawMessage {
+	v, _ := json.Marshal(ModernVersion)
+	b, _ := json.Marshal(map[string]json.RawMessage{metaProtocol: v, metaClientCaps: caps, metaClientInfo: info})
+	return b
+}
+
+// passRefusal carries the upstream's refusal of the caller (401 with its
+// WWW-Authenticate, 403, …) back as it came.
+func passRefusal(req *http.Request, ref *onbehalf.Refusal) *http.Response {
+	return (&refusal{status: ref.Status, header: ref.Header, body: ref.Body}).response(req)
+}
+
+// full reports whether no session can be minted, after ending idle ones.
+func (f *LegacyFront) full() bool {
+	f.sweep()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sessions) >= f.MaxSessions
+}
+
+// mint records a new session for the caller of req.
+func (f *LegacyFront) mint(req *http.Request, version string, caps, info json.RawMessage) (*frontSession, bool) {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	s := &frontSession{id: base64.RawURLEncoding.EncodeToString(b[:]), cred: onbehalf.CredentialKey(req.Header, f.credentials()...),
+		version: version, caps: caps, info: info, done: make(chan struct{}), used: f.now(), changed: make(chan struct{})}
+	f.mu.Lock()
+	if len(f.sessions) >= f.MaxSessions {
+		f.mu.Unlock()
+		return nil, false
+	}
+	f.sessions[s.id] = s
+	n := len(f.sessions)
+	f.mu.Unlock()
+	f.report(n)
+	return s, true
+}
+
+// end forgets s and ends its streams.
+func (f *LegacyFront) end(s *frontSession) {
+	f.mu.Lock()
+	if f.sessions[s.id] == s {
+		delete(f.sessions, s.id)
+		close(s.done)
+	}
+	n := len(f.sessions)
+	f.mu.Unlock()
+	f.report(n)
+}
+
+// sweep ends every session idle past the timeout with no stream open.
+func (f *LegacyFront) sweep() {
+	now := f.now()
+	f.mu.Lock()
+	for id, s := range f.sessions {
+		s.mu.Lock()
+		idle := s.streams == 0 && now.Sub(s.used) > f.IdleTimeout
+		s.mu.Unlock()
+		if idle {
+			delete(f.sessions, id)
+			close(s.done)
+		}
+	}
+	n := len(f.sessions)
+	f.mu.Unlock()
+	f.report(n)
+}
+
+func (f *LegacyFront) endAll() {
+	f.mu.Lock()
+	for id, s := range f.sessions {
+		delete(f.sessions, id)
+		close(s.done)
+	}
+	f.mu.Unlock()
+	f.report(0)
+}
+
+func (f *LegacyFront) report(n int) {
+	if f.OnSessions != nil {
+		f.OnSessions(n)
+	}
+}
+
+// Sessions is the number of sessions live (tests, metrics).
+func (f *LegacyFront) Sessions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sessions)
+}
+
+func (s *frontSession) subscribe(uri string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.Index(s.subs, uri)
+	switch {
+	case on && i < 0:
+		s.subs = append(s.subs, uri)
+	case !on && i >= 0:
+		s.subs = slices.Delete(s.subs, i, i+1)
+	default:
+		return
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// modernHeaders makes out's headers those of a 2026-07-28 request for
+// method with params: the session's id and legacy-only headers removed,
+// MCP-Protocol-Version, Mcp-Method and Mcp-Name set.
+func modernHeaders(h http.Header, method string, params json.RawMessage) {
+	h.Del("Mcp-Session-Id")
+	h.Del("Last-Event-Id")
+	h.Del("Content-Length")
+	h.Del("Accept-Encoding") // the reply is parsed to be translated
+	h.Set("Mcp-Protocol-Version", ModernVersion)
+	h.Set("Mcp-Method", method)
+	h.Del("Mcp-Name")
+	if p, ok := nameParams[method]; ok {
+		if v, ok := rewrite.GetString(params, p); ok {
+			h.Set("Mcp-Name", HeaderValue(v))
+		}
+	}
+}
+
+// forward sends a request of session s to the upstream on the modern wire
+// and translates its reply.
+func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Message) (*http.Response, error) {
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	params, err := ModernParams(msg.Params, s.caps, s.info, level)
+	if err != nil {
+		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, codeInvalidParams, "invalid params: "+err.Error(), nil)), nil
+	}
+	body := ModernRequest(msg, params)
+	out := req.Clone(req.Context())
+	out.Header = req.Header.Clone()
+	modernHeaders(out.Header, msg.Method, params)
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+	resp, err := f.Next.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(f.MaxBytes)+1))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > f.MaxBytes {
+			return nil, errTooLarge
+		}
+		if t, changed := LegacyReply(msg.Method, b); changed {
+			b = t
+		}
+		if m, perr := rewrite.ParseMessage(b); perr == nil && m.Kind == rewrite.KindError &&
+			(resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound) {
+			// A legacy server answers a JSON-RPC error with 200; a legacy
+			// client takes 404 for a lost session.
+			resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		resp.ContentLength = int64(len(b))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	case "text/event-stream":
+		r := rewrite.NewReader(resp.Body, f.MaxBytes)
+		pr, pw := io.Pipe()
+		go pumpLegacy(r, resp.Body, pw, msg)
+		resp.Body = pr
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	}
+	return resp, nil
+}
+
+// pumpLegacy copies a modern SSE reply to pw, the response to msg
+// translated by LegacyReply, everything else as it came.
+func pumpLegacy(r *rewrite.Reader, up io.Closer, pw *io.PipeWriter, msg rewrite.Message) {
+	defer up.Close()
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			pw.CloseWithError(err)
+			return
+		}
+		out := ev.Raw
+		if ev.Data != nil {
+			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, msg.ID) {
+				if t, changed := LegacyReply(msg.Method, ev.Data); changed {
+					if writeEvent(pw, t) != nil {
+						return
+					}
+					continue
+				}
+			}
+		}
+		if _, err := pw.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// stream serves a legacy GET stream of s from subscriptions/listen
+// requests to the upstream, one at a time, reopened when s's subscriptions
+// change; it ends when the client leaves, s ends, or the upstream ends
+// the listen stream.
+func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response, error) {
+	if n := f.streams.Add(1); int(n) > f.MaxStreams {
+		f.streams.Add(-1)
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, codeInternal,
+			"era bridge: too many GET streams ("+strconv.Itoa(f.MaxStreams)+")", map[string]string{"reason": "bridge_streams_exhausted"})), nil
+	}
+	s.mu.Lock()
+	s.streams++
+	s.mu.Unlock()
+	pr, pw := io.Pipe()
+	go func() {
+		defer func() {
+			f.streams.Add(-1)
+			s.mu.Lock()
+			s.streams--
+			s.used = f.now()
+			s.mu.Unlock()
+		}()
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for ctx.Err() == nil {
+			if !f.listenOnce(ctx, req, s, pw) {
+				break
+			}
+		}
+		pw.Close()
+	}()
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Request: req, Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
+		Body: pr, ContentLength: -1}, nil
+}
+
+// listenOnce holds one subscriptions/listen for s and relays its
+// notifications to pw. It reports whether to open another: true when s's
+// subscriptions changed.
+func (f *LegacyFront) listenOnce(ctx context.Context, req *http.Request, s *frontSession, pw *io.PipeWriter) bool {
+	s.mu.Lock()
+	subs, changed := slices.Clone(s.subs), s.changed
+	s.mu.Unlock()
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reopen := atomic.Bool{}
+	go func() {
+		select {
+		case <-changed:
+			reopen.Store(true)
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	body := ListenFilter(onbehalf.NewID("legacy-get"), subs, s.caps, s.info)
+	out := req.Clone(lctx)
+	out.Method = http.MethodPost
+	out.Header = req.Header.Clone()
+	modernHeaders(out.Header, "subscriptions/listen", nil)
+	out.Header.Set("Content-Type", "application/json")
+	out.Header.Set("Accept", "application/json, text/event-stream")
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+	resp, err := f.Next.RoundTrip(out)
+	if err != nil {
+		return reopen.Load()
+	}
+	defer resp.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		// No listen stream (the upstream refused it): nothing will come
+		// from it; hold the GET stream, which carries the sidecar's own
+		// notifications, until the client leaves or the filter changes.
+		<-lctx.Done()
+		return reopen.Load()
+	}
+	r := rewrite.NewReader(resp.Body, f.MaxBytes)
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return reopen.Load()
+		}
+		if ev.Data != nil && !LegacyNotification(ev.Data) {
+			continue
+		}
+		if _, err := pw.Write(ev.Raw); err != nil {
+			return false
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// frontFixture is a LegacyFront in front of the modern-only peer, served
+// on loopback, with a clock the test moves.
+type frontFixture struct {
+	front  *LegacyFront
+	server *mcp.Server
+	url    string
+	mu     sync.Mutex
+	now    time.Time
+}
+
+func newFrontFixture(t *testing.T, max int) *frontFixture {
+	t.Helper()
+	fx := &frontFixture{server: modernonly.NewServer(), now: time.Unix(1e9, 0)}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", modernonly.Handler(fx.server))
+	up := httptest.NewServer(mux)
+	t.Cleanup(up.Close)
+	u, _ := http.NewRequest(http.MethodGet, up.URL+"/mcp", nil)
+	fx.front = &LegacyFront{Next: http.DefaultTransport, Upstream: u.URL, MaxSessions: max, IdleTimeout: time.Hour,
+		Eras: func() Eras { return Eras{Known: true, Modern: true, Versions: []string{ModernVersion}} }}
+	fx.front.now = func() time.Time { fx.mu.Lock(); defer fx.mu.Unlock(); return fx.now }
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	fx.front.Start(ctx)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Scheme, r.URL.Host, r.RequestURI = "http", up.Listener.Addr().String(), ""
+		resp, err := fx.front.RoundTrip(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.(http.Flusher).Flush()
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				_, _ = w.Write(buf[:n])
+				w.(http.Flusher).Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	fx.url = srv.URL + "/mcp"
+	return fx
+}
+
+func (fx *frontFixture) advance(d time.Duration) {
+	fx.mu.Lock()
+	fx.now = fx.now.Add(d)
+	fx.mu.Unlock()
+}
+
+func post(t *testing.T, u, body string, h map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+	return resp, b.String()
+}
+
+const legacyInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// TestLegacyFrontSessionCap: at most MaxSessions are minted; past it
+// initialize is refused (503, bridge_sessions_exhausted) rather than
+// ending another caller's session; DELETE and idle expiry free places.
+func TestLegacyFrontSessionCap(t *testing.T) {
+	fx := newFrontFixture(t, 2)
+	var sids []string
+	for i := 0; i < 2; i++ {
+		resp, body := post(t, fx.url, legacyInit, nil)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"protocolVersion":"2025-06-18"`) {
+			t.Fatalf("initialize %d: %d %s", i, resp.StatusCode, body)
+		}
+		sids = append(sids, resp.Header.Get("Mcp-Session-Id"))
+	}
+	if sids[0] == sids[1] || sids[0] == "" {
+		t.Fatalf("session ids %q: want two distinct ids", sids)
+	}
+	resp, body := post(t, fx.url, legacyInit, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "bridge_sessions_exhausted") || resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize past the cap: %d %s", resp.StatusCode, body)
+	}
+	for _, sid := range sids { // the held sessions still work
+		if resp, body := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": sid}); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"add"`) {
+			t.Errorf("tools/list in session %s: %d %s", sid, resp.StatusCode, body)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodDelete, fx.url, nil)
+	req.Header.Set("Mcp-Session-Id", sids[0])
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", r, err)
+	}
+	if got := fx.front.Sessions(); got != 1 {
+		t.Errorf("sessions after DELETE = %d, want 1", got)
+	}
+	if resp, _ := post(t, fx.url, legacyInit, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("initialize after DELETE: %d", resp.StatusCode)
+	}
+	fx.advance(2 * time.Hour)
+	fx.front.sweep()
+	if got := fx.front.Sessions(); got != 0 {
+		t.Errorf("sessions after the idle timeout = %d, want 0", got)
+	}
+}
+
+// TestLegacyFrontGetStream: a legacy GET stream of a minted session is
+// served from subscriptions/listen: a tool added upstream arrives as
+// notifications/tools/list_changed, and the listen acknowledgement does
+// not.
+func TestLegacyFrontGetStream(t *testing.T) {
+	fx := newFrontFixture(t, 4)
+	resp, _ := post(t, fx.url, legacyInit, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fx.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	get, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK || get.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET: %d %s", get.StatusCode, get.Header.Get("Content-Type"))
+	}
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(get.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// The listen is opened once the GET is: add tools until one change
+	// is seen (the first may come before the listen is registered).
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("GET stream ended before a notification")
+			}
+			if strings.Contains(l, "subscriptions/acknowledged") {
+				t.Fatalf("the listen acknowledgement reached the legacy stream: %s", l)
+			}
+			if strings.Contains(l, `"notifications/tools/list_changed"`) {
+				return
+			}
+		case <-tick.C:
+			mcp.AddTool(fx.server, &mcp.Tool{Name: "late" + string(rune('a'+i%26))}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+		case <-ctx.Done():
+			t.Fatal("no notifications/tools/list_changed on the GET stream")
+		}
+	}
+}
+
+func TestLegacyReply(t *testing.T) {
+	for name, c := range map[string]struct{ method, in, want string }{
+		"result untouched, extras and escapes kept": {"tools/list", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"private","x":"a\u0026b"}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"private","x":"a\u0026b"}}`},
+		"input_required refused": {"tools/call", `{"jsonrpc":"2.0","id":"a","result":{"resultType":"input_required","inputRequests":{}}}`,
+			`{"error":{"code":-32603,"data":{"reason":"input_required_not_bridged"},"message":"the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients"},"id":"a","jsonrpc":"2.0"}`},
+		"resource not found": {"resources/read", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Resource not found","data":{"uri":"x://y"}}}`,
+			`{"error":{"code":-32002,"data":{"uri":"x://y"},"message":"Resource not found"},"id":2,"jsonrpc":"2.0"}`},
+		"invalid params elsewhere kept": {"tools/call", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"not found"}}`,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"not found"}}`},
+		"header mismatch":     {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32020,"message":"m"}}`, `{"error":{"code":-32001,"message":"m"},"id":3,"jsonrpc":"2.0"}`},
+		"missing capability":  {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32021,"message":"m"}}`, `{"error":{"code":-32003,"message":"m"},"id":3,"jsonrpc":"2.0"}`},
+		"unsupported version": {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32022,"message":"m"}}`, `{"error":{"code":-32004,"message":"m"},"id":3,"jsonrpc":"2.0"}`},
+		"not json":            {"tools/list", `nope`, `nope`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, _ := LegacyReply(c.method, []byte(c.in))
+			if diff := cmp.Diff(c.want, string(got)); diff != "" {
+				t.Errorf("LegacyReply (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNegotiateLegacyAndHeaderValue(t *testing.T) {
+	for in, want := range map[string]string{"2025-03-26": "2025-03-26", "2025-11-25": "2025-11-25", "2024-11-05": "2025-11-25", "": "2025-11-25", "2026-07-28": "2025-11-25"} {
+		if got := NegotiateLegacy(in); got != want {
+			t.Errorf("NegotiateLegacy(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// The encoded examples of the 2026-07-28 Streamable HTTP page's value
+	// encoding: "Hello, 世界" and a leading space.
+	for in, want := range map[string]string{"get_weather": "get_weather", "Hello, 世界": "=?base64?SGVsbG8sIOS4lueVjA==?=", " x": "=?base64?IHg=?=", "": "=?base64??="} {
+		if got := HeaderValue(in); got != want {
+			t.Errorf("HeaderValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzLegacyShapes(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`), []byte(`{"uri":"a","_meta":{"progressToken":1}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"data":{"uri":"a"}}}`), []byte(`null`))
+	f.Add([]byte(`{"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"n"}}}`), []byte(`{"_meta":null}`))
+	f.Fuzz(func(t *testing.T, reply, params []byte) {
+		LegacyReply("resources/read", reply)
+		_, _ = InitializeFromDiscover([]byte("1"), reply, "2025-11-25")
+		if p, err := ModernParams(params, []byte("{}"), []byte(`{"name":"c","version":"1"}`), "info"); err == nil {
+			if v, _ := rewriteGetVersion(p); v != ModernVersion {
+				t.Fatalf("ModernParams(%q) = %s: no protocolVersion", params, p)
+			}
+		}
+	})
+}
+
+func rewriteGetVersion(p []byte) (string, bool) {
+	return rewrite.GetString(p, "_meta", metaProtocol)
+}

@@ -1,0 +1,228 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// The pure half of the legacy front (legacyfront.go): the shapes a legacy
+// client sees of a modern-only upstream.
+
+// BridgedLegacyVersions are the legacy protocol versions the legacy front
+// negotiates, newest first: the revisions of the Streamable HTTP transport
+// whose requests it can carry one by one. 2024-11-05 used the HTTP+SSE
+// transport, which the sidecar does not serve.
+var BridgedLegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// Legacy error codes the modern wire renumbered (PROTOCOL.md §7).
+const (
+	codeLegacyHeaderMismatch     = -32001
+	codeLegacyMissingClientCap   = -32003
+	codeLegacyUnsupportedVersion = -32004
+)
+
+// NegotiateLegacy is the legacy initialize rule (2025-11-25 lifecycle,
+// version negotiation): the version the client asked for when the front
+// can serve it, else the newest one it can.
+func NegotiateLegacy(requested string) string {
+	if slices.Contains(BridgedLegacyVersions, requested) {
+		return requested
+	}
+	return BridgedLegacyVersions[0]
+}
+
+// frontServerInfo names the upstream when its discover result names no one
+// (InitializeResult requires serverInfo).
+var frontServerInfo = json.RawMessage(`{"name":"skills-sidecar-era-bridge","version":"1"}`)
+
+// InitializeFromDiscover builds the initialize reply (legacy
+// InitializeResult) to id from a modern upstream's server/discover result:
+// its capabilities, instructions and serverInfo (which 2026-07-28 carries
+// in _meta), and version, the negotiated legacy protocol version. The
+// cache fields and resultType of the discover result have no place in it.
+func InitializeFromDiscover(id json.RawMessage, discover json.RawMessage, version string) ([]byte, error) {
+	var d struct {
+		Capabilities json.RawMessage            `json:"capabilities"`
+		Instructions *string                    `json:"instructions"`
+		ServerInfo   json.RawMessage            `json:"serverInfo"`
+		Meta         map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(discover, &d); err != nil {
+		return nil, err
+	}
+	caps := d.Capabilities
+	if !isObject(caps) {
+		caps = json.RawMessage("{}")
+	}
+	info := d.Meta[metaServerInfo]
+	if !isObject(info) {
+		info = d.ServerInfo
+	}
+	if !isObject(info) {
+		info = frontServerInfo
+	}
+	v, _ := json.Marshal(version)
+	result := map[string]json.RawMessage{"protocolVersion": v, "capabilities": caps, "serverInfo": info}
+	if d.Instructions != nil {
+		result["instructions"], _ = json.Marshal(*d.Instructions)
+	}
+	return response(id, result), nil
+}
+
+// ModernParams returns a legacy request's params with the per-request
+// _meta of the 2026-07-28 wire added from the session: protocolVersion,
+// clientCapabilities, clientInfo and, when the session set one with
+// logging/setLevel, logLevel. Keys the request's _meta already has (a
+// progressToken, …) stay; the era keys are the session's.
+func ModernParams(params json.RawMessage, caps, info json.RawMessage, logLevel string) (json.RawMessage, error) {
+	p := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(params)) > 0 && string(bytes.TrimSpace(params)) != "null" {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		if p == nil {
+			p = map[string]json.RawMessage{}
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := p["_meta"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, err
+		}
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+	}
+	meta[metaProtocol], _ = json.Marshal(ModernVersion)
+	meta[metaClientCaps] = caps
+	meta[metaClientInfo] = info
+	if logLevel != "" {
+		meta[metaLogLevel], _ = json.Marshal(logLevel)
+	}
+	p["_meta"], _ = json.Marshal(meta)
+	return json.Marshal(p)
+}
+
+// ModernRequest is a legacy request as the modern wire sends it: the same
+// id and method, params from ModernParams.
+func ModernRequest(msg rewrite.Message, params json.RawMessage) []byte {
+	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "params": params}
+	if msg.ID != nil {
+		out["id"] = msg.ID
+	}
+	out["method"], _ = json.Marshal(msg.Method)
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// HeaderValue encodes v for an Mcp-Name header (2026-07-28 Streamable
+// HTTP, Value Encoding): as it is when it is non-empty visible ASCII that
+// does not look like the sentinel, else as =?base64?{standard base64 of its
+// UTF-8 bytes}?=.
+func HeaderValue(v string) string {
+	plain := v != "" && !strings.HasPrefix(v, "=?base64?")
+	for i := 0; plain && i < len(v); i++ {
+		if v[i] < '!' || v[i] > '~' {
+			plain = false
+		}
+	}
+	if plain {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}
+
+// LegacyReply returns a modern upstream's reply to method as a legacy
+// client reads it, and whether it changed. Results pass as they are, byte
+// for byte: the legacy schema's Result allows fields it does not name, so
+// resultType, ttlMs, cacheScope and _meta serverInfo are extras a legacy
+// client ignores, and re-encoding would risk the bytes. Two things change:
+//   - a result with resultType "input_required" (the upstream asks the
+//     client for sampling, elicitation or roots) becomes a -32603 error
+//     with data.reason "input_required_not_bridged": a legacy client would
+//     take it for a complete result;
+//   - error codes the modern wire renumbered go back: -32020 HeaderMismatch
+//     to -32001, -32021 MissingRequiredClientCapability to -32003, -32022
+//     UnsupportedProtocolVersion to -32004, and on resources/read a -32602
+//     that names the resource as not found (data.uri, or "not found" in the
+//     message, as the 2026-07-28 resources page answers it) to -32002.
+func LegacyReply(method string, reply []byte) ([]byte, bool) {
+	m, err := rewrite.ParseMessage(reply)
+	if err != nil {
+		return reply, false
+	}
+	switch m.Kind {
+	case rewrite.KindResponse:
+		if rt, _ := rewrite.GetString(m.Result, "resultType"); rt != "input_required" {
+			return reply, false
+		}
+		return ErrorReply(m.ID, codeInternal, "the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients",
+			map[string]string{"reason": "input_required_not_bridged"}), true
+	case rewrite.KindError:
+		var e map[string]json.RawMessage
+		if json.Unmarshal(m.Error, &e) != nil {
+			return reply, false
+		}
+		var code int
+		if json.Unmarshal(e["code"], &code) != nil {
+			return reply, false
+		}
+		to := legacyCode(method, code, e)
+		if to == code {
+			return reply, false
+		}
+		e["code"], _ = json.Marshal(to)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": e})
+		return b, true
+	}
+	return reply, false
+}
+
+func legacyCode(method string, code int, e map[string]json.RawMessage) int {
+	switch code {
+	case codeHeaderMismatch:
+		return codeLegacyHeaderMismatch
+	case codeMissingClientCap:
+		return codeLegacyMissingClientCap
+	case codeUnsupportedVersion:
+		return codeLegacyUnsupportedVersion
+	case codeInvalidParams:
+		if method != "resources/read" {
+			return code
+		}
+		var msg string
+		_ = json.Unmarshal(e["message"], &msg)
+		if _, ok := rewrite.GetKey(e["data"], []string{"uri"}); ok || strings.Contains(strings.ToLower(msg), "not found") {
+			return codeResourceNotFound
+		}
+	}
+	return code
+}
+
+// ListenFilter is the subscriptions/listen request that stands for a
+// legacy session's GET stream: every list_changed kind (the upstream
+// acknowledges the ones it can deliver) and the session's resource
+// subscriptions, with the session's _meta.
+func ListenFilter(id json.RawMessage, subs []string, caps, info json.RawMessage) []byte {
+	f := Filter{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourceSubscriptions: subs}
+	params, _ := json.Marshal(map[string]any{"notifications": f})
+	params, _ = ModernParams(params, caps, info, "")
+	b, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id,
+		"method": json.RawMessage(`"subscriptions/listen"`), "params": params})
+	return b
+}
+
+// LegacyNotification returns an event of a listen stream as the legacy
+// GET stream carries it, or false for one it does not: the
+// acknowledgement (the legacy stream has none) and anything that is not
+// a notification. A notification passes byte for byte: its
+// _meta subscriptionId is an extra key a legacy client ignores.
+func LegacyNotification(data []byte) bool {
+	m, err := rewrite.ParseMessage(data)
+	return err == nil && m.Kind == rewrite.KindNotification && m.Method != "notifications/subscriptions/acknowledged"
+}
