@@ -76,6 +76,9 @@ if [[ $skills == yes ]]; then
   # (issue 20: Inspector --protocol-era modern --verify through it).
   step verify-modern-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
   step verify-everything scripts/e2e-inspector-verify.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --era both
+  # Issue 20 item 3: the same in front of a modern-only upstream, where the
+  # legacy era is the bridge's (Inspector --protocol-era legacy --verify).
+  step verify-modern-only scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern-only --plugin-dir examples/plugin --era both
   # Issue 9: our verify and the inspector's agree on the broken servers.
   step verify-agreement scripts/e2e-verify-agreement.sh
   step conform-modern-up scripts/e2e-conformance.sh --start-sidecar --upstream modern --plugin-dir examples/plugin

@@ -9,11 +9,12 @@
 #
 # Usage:
 #   scripts/e2e-inspector-verify.sh URL [--era legacy|modern|both]
-#   scripts/e2e-inspector-verify.sh --start-sidecar [--upstream modern|everything|go]
+#   scripts/e2e-inspector-verify.sh --start-sidecar [--upstream modern|modern-only|everything|go]
 #           [--plugin-dir DIR | --demo] [--sidecar-bin PATH] [--era ...]
 #       start an upstream (default modern: test/e2e/modern-upstream.mjs, which
-#       speaks both eras; everything: server-everything, legacy only, whose
-#       modern era is the sidecar's era bridge) and
+#       speaks both eras; modern-only: the same with --modern-only, whose
+#       legacy era is the sidecar's era bridge; everything: server-everything,
+#       legacy only, whose modern era is the sidecar's era bridge) and
 #       bin/skills-sidecar in front of it with the plugin folder (default
 #       examples/plugin) on free loopback ports (with --demo: the sidecar
 #       alone, with its embedded demo upstream and example plugin),
@@ -231,7 +232,7 @@ main() {
   if [[ $mode == start ]]; then
     local kind=$upstream
     [[ $demo == yes ]] && kind=demo
-    if [[ $kind == modern || $kind == everything ]]; then
+    if [[ $kind == modern || $kind == modern-only || $kind == everything ]]; then
       # The example plugin's agents name the demo server's tools; these
       # upstreams have others, so agents/get would rightly refuse them
       # (and our verify with it). --drop-unknown-tools is the knob an

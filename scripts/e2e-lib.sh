@@ -38,11 +38,11 @@ e2e_require_loopback() {
 }
 
 # e2e_upstream_choice NAME echoes NAME if it is an upstream the suites
-# can start (everything, modern or go) and dies otherwise.
+# can start (everything, modern, modern-only or go) and dies otherwise.
 e2e_upstream_choice() {
   case ${1:-} in
-    everything | modern | go) echo "$1" ;;
-    *) e2e_die "--upstream takes everything, modern or go" ;;
+    everything | modern | modern-only | go) echo "$1" ;;
+    *) e2e_die "--upstream takes everything, modern, modern-only or go" ;;
   esac
 }
 
@@ -202,6 +202,10 @@ e2e_start_stack() {
     everything) e2e_start_everything "$dir/everything.log"; upstream_url=$E2E_EVERYTHING_URL; what="server-everything" ;;
     go) e2e_start_go_upstream "$dir/go.log"; upstream_url=$E2E_GO_URL; what="the stateless go-sdk demo-upstream" ;;
     modern) e2e_start_modern_upstream "$dir/modern.log"; upstream_url=$E2E_MODERN_URL; what="modern-upstream" ;;
+    modern-only)
+      e2e_start_modern_upstream "$dir/modern.log" --modern-only
+      upstream_url=$E2E_MODERN_URL what="modern-upstream --modern-only (the legacy era is the era bridge's)"
+      ;;
     *) e2e_die "unknown upstream kind $kind" ;;
   esac
   e2e_start_sidecar "$bin" "$upstream_url" "$dir/sidecar.log" "$plugin_dir"
