@@ -14,4 +14,3 @@ type Observer interface {
 	// (io.EOF), false when it was cut, failed or closed early. Called once.
 	Done(clean bool)
 }
-
