@@ -38,14 +38,19 @@ func TestForwardedReadFaults(t *testing.T) {
 		published bool
 		size      int
 	}{
-		"whole JSON":               {reply: func(id string) string { return result(id, `"blob":"`+blob+`"`) }, published: true, size: len(data)},
-		"text split mid-escape":    {reply: func(id string) string { return result(id, `"text":`+string(textJSON)) }, published: true, size: len(text)},
-		"SSE notification first":   {sse: true, reply: func(id string) string { return "event: message\ndata: " + note + "\n\n" + "data: " + result(id, `"blob":"`+blob+`"`) + "\r\n\r\n" }, published: true, size: len(data)},
-		"extra bytes after reply":  {reply: func(id string) string { return result(id, `"blob":"`+blob+`"`) + `{"jsonrpc":"2.0"}` }},
-		"wrong id":                 {reply: func(id string) string { return result(id+"0", `"blob":"`+blob+`"`) }},
-		"invalid base64":           {reply: func(id string) string { return result(id, `"blob":"`+blob[:len(blob)/2]+"*"+blob[len(blob)/2+1:]+`"`) }},
-		"early close mid-blob":     {reply: func(id string) string { return result(id, `"blob":"`+blob+`"`) }, cut: len(blob) / 2},
-		"SSE two results":          {sse: true, reply: func(id string) string { r := result(id, `"blob":"`+blob+`"`); return "data: " + r + "\n\ndata: " + r + "\n\n" }},
+		"whole JSON":            {reply: func(id string) string { return result(id, `"blob":"`+blob+`"`) }, published: true, size: len(data)},
+		"text split mid-escape": {reply: func(id string) string { return result(id, `"text":`+string(textJSON)) }, published: true, size: len(text)},
+		"SSE notification first": {sse: true, reply: func(id string) string {
+			return "event: message\ndata: " + note + "\n\n" + "data: " + result(id, `"blob":"`+blob+`"`) + "\r\n\r\n"
+		}, published: true, size: len(data)},
+		"extra bytes after reply": {reply: func(id string) string { return result(id, `"blob":"`+blob+`"`) + `{"jsonrpc":"2.0"}` }},
+		"wrong id":                {reply: func(id string) string { return result(id+"0", `"blob":"`+blob+`"`) }},
+		"invalid base64":          {reply: func(id string) string { return result(id, `"blob":"`+blob[:len(blob)/2]+"*"+blob[len(blob)/2+1:]+`"`) }},
+		"early close mid-blob":    {reply: func(id string) string { return result(id, `"blob":"`+blob+`"`) }, cut: len(blob) / 2},
+		"SSE two results": {sse: true, reply: func(id string) string {
+			r := result(id, `"blob":"`+blob+`"`)
+			return "data: " + r + "\n\ndata: " + r + "\n\n"
+		}},
 		"SSE result event unended": {sse: true, reply: func(id string) string { return "data: " + result(id, `"blob":"`+blob+`"`) + "\n" }},
 	} {
 		t.Run(name, func(t *testing.T) {
