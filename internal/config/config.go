@@ -67,7 +67,7 @@ type Config struct {
 	// AllowedHosts extends the Host check (DNS rebinding protection).
 	AllowedHosts string `key:"allowed-hosts" default:"" help:"Comma-separated Host values (name, or name:port) accepted besides loopback ones (* accepts any). On a loopback listen address any other Host gets HTTP 403; on another address empty accepts every Host and a list only those. Set it when the sidecar is reachable from browsers under names you know."`
 	// MaxEventBytes limits one SSE event the sidecar must parse.
-	MaxEventBytes int `key:"max-event-bytes" default:"33554432" help:"Largest single SSE event or JSON reply from the upstream that the sidecar parses (replies it rewrites or hashes); a larger one ends the stream loudly, never truncated. The default holds a 16 MiB skill file (the SEP-2640 bound) served by the upstream as base64."`
+	MaxEventBytes int `key:"max-event-bytes" default:"33554432" help:"Largest single SSE event or JSON reply from the upstream that the sidecar holds to rewrite (initialize, server/discover, resources/list); a larger one ends the stream loudly, never truncated. A forwarded read of an upstream-served skill file is hashed as it passes and never held, so this limit does not apply to it."`
 	// PageSize is the page length of skills/list, agents/list, directory
 	// reads and the sidecar's part of resources/list.
 	PageSize int `key:"page-size" default:"100" help:"Entries per page of skills/list, agents/list, resources/directory/read and the sidecar's part of resources/list."`

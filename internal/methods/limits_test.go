@@ -15,11 +15,12 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
-// TestOversizedEditedReplyRefused: the upstream replies the handler edits or
-// reads on their way back (resources/list, to append the sidecar's files; a
-// forwarded read of a catalog file the upstream serves itself, to learn its
-// digest) are held to the proxy's parse limit: past it the client gets 502
-// with data.reason upstream_message_too_large and its own id.
+// TestOversizedEditedReplyRefused: the upstream replies the handler edits on
+// their way back (resources/list, to append the sidecar's files) are held
+// to the proxy's parse limit: past it the client gets 502 with data.reason
+// upstream_message_too_large and its own id. A forwarded read of a catalog
+// file the upstream serves itself is hashed as it passes, never held, so
+// the limit does not apply to it: the caller gets the upstream's bytes.
 func TestOversizedEditedReplyRefused(t *testing.T) {
 	t.Parallel()
 	const limit = 4096
@@ -57,7 +58,6 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 		params map[string]any
 	}{
 		{"resources/list", map[string]any{}},
-		{"resources/read", map[string]any{"uri": readURI}},
 	} {
 		hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
 		rp := post(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-1", "method": tt.method, "params": tt.params})
@@ -73,5 +73,11 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 		if data.Reason != "upstream_message_too_large" || string(m.ID) != `"big-1"` {
 			t.Errorf("%s: error data %s, id %s; want reason upstream_message_too_large and id \"big-1\"", tt.method, e.Data, m.ID)
 		}
+	}
+	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	rp := post(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-2", "method": "resources/read", "params": map[string]any{"uri": readURI}})
+	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":"big-2","result":{"contents":[{"uri":%q,"mimeType":"text/markdown","text":%q}]}}`, readURI, pad)
+	if rp.Status != http.StatusOK || string(rp.Body) != want {
+		t.Errorf("resources/read past the parse limit: HTTP %d, %d bytes; want 200 and the upstream's %d bytes", rp.Status, len(rp.Body), len(want))
 	}
 }

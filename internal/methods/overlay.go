@@ -281,7 +281,7 @@ func (o *Overlay) unknown(err error, unknownOK bool) error {
 
 // servesURI reports whether the upstream serves uri itself for the caller
 // of r, by its listings and any verdict already learned, without reading
-// it: a forwarded read learns its bytes (observe).
+// it: a forwarded read learns its bytes (readWatch).
 func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, uri string, unknownOK bool) (bool, error) {
 	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
 		return false, nil
@@ -406,34 +406,6 @@ func hashBase64(w io.Writer, enc []byte, plain bool) (int64, error) {
 		}
 	}
 	return total, nil
-}
-
-// observe records the bytes of a forwarded read of a catalog URI: a reply
-// that differs from the published verdict replaces it and counts a mismatch.
-func (o *Overlay) observe(r *http.Request, snap *catalog.Snapshot, uri string, reply []byte) {
-	m, err := rewrite.ParseMessage(reply)
-	if err != nil {
-		return
-	}
-	if m.Kind != rewrite.KindResponse {
-		// Listed, but not found for this caller (either era's code): the
-		// plugin's file from the next request on, as a read of the
-		// overlay's own would find. A refusal stores nothing.
-		if code, _ := rewrite.GetKey(m.Error, []string{"code"}); string(code) == "-32002" || string(code) == "-32602" {
-			o.context(r, snap).store(uri, served{})
-		}
-		return
-	}
-	s, err := servedOf(uri, m.Result)
-	if err != nil {
-		return
-	}
-	o.Metrics.HashedBytes(s.size)
-	c := o.context(r, snap)
-	if old, ok := c.lookup(uri); ok && (old.digest != s.digest || old.size != s.size) {
-		o.Metrics.DigestMismatch()
-	}
-	c.store(uri, s)
 }
 
 // entries returns the encoded entries of skills in v from index from to to,

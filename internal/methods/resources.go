@@ -15,29 +15,14 @@ import (
 
 // EditReply implements proxy.Local: for resources/list it returns the edit
 // that appends the sidecar's resources to the upstream's last page; for any
-// other request nil.
+// other request nil. (A forwarded read of a catalog file is watched, not
+// edited: ObserveReply.)
 func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte {
 	if (msg.Method == "initialize" || msg.Method == "server/discover") && h.opts.Overlay != nil {
 		// The upstream's capabilities, as it declares them: without
 		// resources, the overlay asks it nothing (discovery.go).
 		return func(reply []byte) []byte {
 			h.opts.Overlay.ObserveHandshake(reply)
-			return reply
-		}
-	}
-	if msg.Method == "resources/read" && h.opts.Overlay != nil {
-		// A forwarded read of a catalog URI the upstream serves: watch its
-		// bytes, so a change shows in the next listing.
-		uri, _ := paramString(msg.Params, "uri")
-		v := h.current()
-		if v.snap == nil {
-			return nil
-		}
-		if _, ok := v.snap.File(uri); !ok {
-			return nil
-		}
-		return func(reply []byte) []byte {
-			h.opts.Overlay.observe(r, v.snap, uri, reply)
 			return reply
 		}
 	}
@@ -109,4 +94,23 @@ func (h *Handler) resourcesPage(v *view, e era, has bool, last string) []byte {
 		return append(b, '}')
 	}
 	return h.finish(b, e, true)
+}
+
+// ObserveReply implements proxy.Observing: a forwarded resources/read of a
+// catalog URI (one the upstream serves itself) is hashed while it passes
+// to the caller, and what it serves is published once it ended whole
+// (readwatch.go). Any other request is not watched.
+func (h *Handler) ObserveReply(r *http.Request, msg rewrite.Message) rewrite.Observer {
+	if msg.Method != "resources/read" || h.opts.Overlay == nil {
+		return nil
+	}
+	uri, _ := paramString(msg.Params, "uri")
+	v := h.current()
+	if v.snap == nil {
+		return nil
+	}
+	if _, ok := v.snap.File(uri); !ok {
+		return nil
+	}
+	return h.opts.Overlay.watchRead(r, v.snap, uri, msg.ID)
 }

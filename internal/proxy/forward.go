@@ -21,6 +21,9 @@ import (
 // mt is the reply's media type and pl the request's plan, both as the
 // relay already has them.
 func (p *Proxy) modifyResponse(r *http.Request, resp *http.Response, pl *plan, mt string) error {
+	if pl.observe != nil {
+		tap(resp, pl.observe, mt)
+	}
 	if mt == "text/event-stream" {
 		// Tell any buffering hop (nginx and kin) to pass events at once.
 		resp.Header.Set("X-Accel-Buffering", "no")

@@ -343,6 +343,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		var local func([]byte) []byte
 		if p.opts.Local != nil {
 			local = p.opts.Local.EditReply(r, m)
+			if o, ok := p.opts.Local.(Observing); ok {
+				pl.observe = o.ObserveReply(r, m)
+			}
 		}
 		switch {
 		case m.Method == "initialize":
@@ -478,6 +481,7 @@ type plan struct {
 	method    string              // the metrics label source: JSON-RPC method or HTTP verb
 	id        json.RawMessage     // the single request's id, for error replies
 	edit      func([]byte) []byte // edits the single request's reply; nil: none
+	observe   rewrite.Observer    // watches the single request's reply as it passes (tap.go); nil: none
 	handshake []json.RawMessage   // ids of initialize/server/discover requests
 	kind      kind
 	session   string      // a standalone GET's Mcp-Session-Id, for notify.go

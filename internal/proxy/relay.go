@@ -81,8 +81,8 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = []string{""} // no Go default in its place
 	}
-	if pl.edits() {
-		// A reply the proxy may rewrite must come uncompressed.
+	if pl.edits() || pl.observe != nil {
+		// A reply the proxy may rewrite or observe must come uncompressed.
 		delete(h, "Accept-Encoding")
 	}
 	out.Header = h

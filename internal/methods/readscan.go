@@ -1,0 +1,725 @@
+package methods
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"hash"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+)
+
+// readScan learns the digest of a forwarded resources/read while its reply
+// passes, without holding it (issue 17 item 4): it is fed the bytes of one
+// JSON-RPC message in pieces of any size, checks the whole message as JSON
+// (a byte at a time outside strings, a run at a time inside them), and
+// feeds the decoded bytes of every contents[].text (the JSON string
+// unescaped) and contents[].blob (base64 decoded) straight into SHA-256
+// and a size count, and, for a SKILL.md, into the text frontmatter is
+// parsed from. What it learns counts only when the message ended whole and
+// valid: a response (jsonrpc "2.0", the request's raw id, result xor error,
+// no method) whose result holds exactly one contents entry for the
+// requested URI, with text or blob. Anything else is a failure, never a
+// digest that differs from what decoding the whole message with
+// encoding/json gives (FuzzReadScan).
+//
+// It is pure: bytes in, an outcome out. Where encoding/json would accept a
+// message by a rule a strict reader need not follow (a duplicate key among
+// the ones it reads, invalid UTF-8 or a lone surrogate in a text, numbers
+// or keys longer than it keeps, nesting past maxScanDepth), it fails.
+type readScan struct {
+	wantURI string
+	wantID  []byte
+	skill   bool // collect the text of SKILL.md for its frontmatter
+
+	failed bool
+	done   bool // the top-level value ended
+	state  scanState
+	stack  []scanFrame
+	next   role // the role of the value about to begin
+
+	// The string or literal being scanned.
+	role    role
+	isKey   bool
+	raw     []byte // captured bytes of a key, literal or small string
+	capture bool
+	esc     int  // 0: none; 1: after '\'; 2–5: hex digits read + 2
+	hex     rune // the \u escape's value so far
+	high    rune // a high surrogate waiting for its low half (text)
+	utf     [utf8.UTFMax]byte
+	nutf    int // bytes of an incomplete rune carried between pieces (text)
+
+	// The top-level object.
+	id, jsonrpc, code []byte
+	hasResult         bool
+	hasError          bool
+	hasMethod         bool
+	hasContents       bool
+
+	// The contents entry being scanned, and the one that matched.
+	h       hash.Hash
+	size    int64
+	text    []byte // SKILL.md text, for the frontmatter
+	elURI   []byte
+	elBody  bool // text or blob seen
+	b64     b64Stream
+	matched bool
+	found   served
+}
+
+// maxScanDepth bounds the nesting readScan follows; maxScanRaw the bytes of
+// a key, literal or small string (id, jsonrpc, uri, error code) it keeps;
+// maxScanText the SKILL.md text it keeps for the frontmatter (the most a
+// whole skill may hold, SEP-2640).
+const (
+	maxScanDepth = 64
+	maxScanRaw   = 8 << 10
+	maxScanText  = 16 << 20
+)
+
+type scanState uint8
+
+const (
+	sValue      scanState = iota // a value
+	sValueOrEnd                  // a value or ']' (after '[')
+	sAfterValue                  // ',' or the container's end
+	sKeyOrEnd                    // a key or '}' (after '{')
+	sKey                         // a key (after ',')
+	sColon
+	sString
+	sLiteral
+	sEnd // after the top-level value: whitespace only
+)
+
+// role is what a value means to the scan.
+type role uint8
+
+const (
+	roleOther role = iota
+	roleTop
+	roleID
+	roleJSONRPC
+	roleMethod
+	roleResult
+	roleError
+	roleCode
+	roleContents
+	roleContent
+	roleURI
+	roleText
+	roleBlob
+)
+
+type scanFrame struct {
+	array bool
+	role  role
+	seen  uint16 // the roles of the keys met, for duplicates
+}
+
+// newReadScan returns a scan of the reply to a resources/read of uri sent
+// with the raw id.
+func newReadScan(uri string, id []byte) *readScan {
+	s := &readScan{wantURI: uri, wantID: id, skill: strings.HasSuffix(uri, "/SKILL.md"), h: sha256.New()}
+	s.reset()
+	return s
+}
+
+// reset makes s ready for the next message.
+func (s *readScan) reset() {
+	*s = readScan{wantURI: s.wantURI, wantID: s.wantID, skill: s.skill, h: s.h, stack: s.stack[:0],
+		raw: s.raw[:0], text: s.text[:0], next: roleTop}
+}
+
+func (s *readScan) fail() { s.failed = true }
+
+// Write feeds the next piece of the message. It never fails: a message
+// that is not what End accepts makes End report so.
+func (s *readScan) Write(p []byte) (int, error) {
+	for i := 0; i < len(p) && !s.failed; {
+		if s.state == sString {
+			i = s.str(p, i)
+			continue
+		}
+		c := p[i]
+		if s.state == sLiteral {
+			if isLiteralByte(c) {
+				s.appendRaw(c)
+				i++
+				continue
+			}
+			s.endLiteral()
+			continue // c is read again after the literal
+		}
+		i++
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		switch s.state {
+		case sValue, sValueOrEnd:
+			if c == ']' && s.state == sValueOrEnd {
+				s.close(true)
+				continue
+			}
+			s.begin(c)
+		case sAfterValue:
+			top := &s.stack[len(s.stack)-1]
+			switch {
+			case c == ',' && top.array:
+				s.state, s.next = sValue, elementRole(top.role)
+			case c == ',':
+				s.state = sKey
+			case c == ']' && top.array, c == '}' && !top.array:
+				s.close(top.array)
+			default:
+				s.fail()
+			}
+		case sKeyOrEnd, sKey:
+			switch {
+			case c == '}' && s.state == sKeyOrEnd:
+				s.close(false)
+			case c == '"':
+				s.startString(roleOther, true)
+			default:
+				s.fail()
+			}
+		case sColon:
+			if c != ':' {
+				s.fail()
+			}
+			s.state = sValue
+		case sEnd:
+			s.fail() // bytes after the message
+		}
+	}
+	return len(p), nil
+}
+
+func isLiteralByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '+' || c == '.'
+}
+
+// elementRole is the role of an array's elements.
+func elementRole(array role) role {
+	if array == roleContents {
+		return roleContent
+	}
+	return roleOther
+}
+
+// begin starts the value whose first byte is c, in the role s.next.
+func (s *readScan) begin(c byte) {
+	r := s.next
+	switch {
+	case c == '{':
+		if r != roleTop && r != roleResult && r != roleError && r != roleContent && r != roleOther {
+			s.fail()
+			return
+		}
+		s.push(scanFrame{role: r})
+		s.state = sKeyOrEnd
+		if r == roleContent {
+			s.h.Reset()
+			s.size, s.text, s.elURI, s.elBody = 0, s.text[:0], nil, false
+		}
+	case c == '[':
+		if r != roleContents && r != roleOther {
+			s.fail()
+			return
+		}
+		s.push(scanFrame{array: true, role: r})
+		s.state, s.next = sValueOrEnd, elementRole(r)
+	case c == '"':
+		switch r {
+		case roleTop, roleResult, roleError, roleContents, roleContent:
+			s.fail()
+			return
+		case roleText, roleBlob:
+			if s.elBody {
+				s.fail() // text and blob both
+				return
+			}
+			s.elBody = true
+			s.b64.n = 0
+		}
+		s.startString(r, false)
+	case isLiteralByte(c):
+		switch r {
+		case roleID, roleJSONRPC, roleMethod, roleCode, roleOther:
+		default:
+			s.fail()
+			return
+		}
+		s.role, s.raw, s.state = r, append(s.raw[:0], c), sLiteral
+	default:
+		s.fail()
+	}
+}
+
+func (s *readScan) push(f scanFrame) {
+	if len(s.stack) >= maxScanDepth {
+		s.fail()
+		return
+	}
+	s.stack = append(s.stack, f)
+}
+
+// close ends the innermost container.
+func (s *readScan) close(array bool) {
+	f := s.stack[len(s.stack)-1]
+	if f.array != array {
+		s.fail()
+		return
+	}
+	s.stack = s.stack[:len(s.stack)-1]
+	if f.role == roleContent {
+		s.endContent()
+	}
+	s.valueDone()
+}
+
+// valueDone moves past a value that ended.
+func (s *readScan) valueDone() {
+	if len(s.stack) == 0 {
+		s.state, s.done = sEnd, true
+		return
+	}
+	s.state = sAfterValue
+}
+
+func (s *readScan) startString(r role, key bool) {
+	s.role, s.isKey, s.state, s.esc, s.high, s.nutf = r, key, sString, 0, 0, 0
+	s.capture = key || r == roleID || r == roleJSONRPC || r == roleURI || r == roleCode
+	if s.capture {
+		s.raw = append(s.raw[:0], '"')
+	}
+}
+
+func (s *readScan) appendRaw(b ...byte) {
+	if len(s.raw)+len(b) > maxScanRaw {
+		s.fail()
+		return
+	}
+	s.raw = append(s.raw, b...)
+}
+
+func (s *readScan) endLiteral() {
+	if !json.Valid(s.raw) {
+		s.fail()
+		return
+	}
+	s.store(s.raw)
+	s.valueDone()
+}
+
+// store keeps the raw bytes of a finished value the scan reads later.
+func (s *readScan) store(raw []byte) {
+	switch s.role {
+	case roleID:
+		s.id = bytes.Clone(raw)
+	case roleJSONRPC:
+		s.jsonrpc = bytes.Clone(raw)
+	case roleCode:
+		s.code = bytes.Clone(raw)
+	case roleURI:
+		s.elURI = bytes.Clone(raw)
+	}
+}
+
+// strStop marks the bytes that end a run of plain string bytes.
+var strStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// str scans string bytes from p[i] and returns where it stopped.
+func (s *readScan) str(p []byte, i int) int {
+	if s.esc != 0 {
+		s.escape(p[i])
+		return i + 1
+	}
+	e := len(p)
+	if s.role == roleBlob {
+		// base64 holds no quote, backslash or control byte: three
+		// vectorised searches, and the decoder refuses any other stray.
+		if k := bytes.IndexByte(p[i:], '"'); k >= 0 {
+			e = i + k
+		}
+		if k := bytes.IndexByte(p[i:e], '\\'); k >= 0 {
+			e = i + k
+		}
+		if bytes.IndexByte(p[i:e], '\n') >= 0 || bytes.IndexByte(p[i:e], '\r') >= 0 {
+			s.fail()
+			return e
+		}
+		if !s.b64.write(s, p[i:e]) {
+			s.fail()
+		}
+	} else {
+		for k := i; k < len(p); k++ {
+			if strStop[p[k]] {
+				e = k
+				break
+			}
+		}
+		seg := p[i:e]
+		if len(seg) > 0 && s.high != 0 {
+			s.fail() // a high surrogate not followed by its low half
+			return e
+		}
+		switch {
+		case s.role == roleText:
+			s.textRaw(seg)
+		case s.capture:
+			s.appendRaw(seg...)
+		}
+	}
+	if e == len(p) || s.failed {
+		return e
+	}
+	switch c := p[e]; {
+	case c == '\\':
+		if s.nutf > 0 {
+			s.fail()
+		}
+		s.esc = 1
+		if s.capture {
+			s.appendRaw(c)
+		}
+	case c == '"':
+		s.endString()
+	default:
+		s.fail() // a control byte
+	}
+	return e + 1
+}
+
+// escape reads one byte of an escape sequence.
+func (s *readScan) escape(c byte) {
+	if s.capture {
+		s.appendRaw(c)
+	}
+	if s.esc == 1 {
+		var d byte
+		switch c {
+		case '"', '\\', '/':
+			d = c
+		case 'b':
+			d = '\b'
+		case 'f':
+			d = '\f'
+		case 'n':
+			d = '\n'
+		case 'r':
+			d = '\r'
+		case 't':
+			d = '\t'
+		case 'u':
+			s.esc, s.hex = 2, 0
+			return
+		default:
+			s.fail()
+			return
+		}
+		s.esc = 0
+		s.decoded(rune(d))
+		return
+	}
+	v := hexValue(c)
+	if v < 0 {
+		s.fail()
+		return
+	}
+	s.hex = s.hex<<4 | rune(v)
+	if s.esc++; s.esc < 6 {
+		return
+	}
+	s.esc = 0
+	s.decoded(s.hex)
+}
+
+func hexValue(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// decoded takes the character an escape stands for.
+func (s *readScan) decoded(r rune) {
+	isHigh, isLow := r >= 0xD800 && r < 0xDC00, r >= 0xDC00 && r < 0xE000
+	if s.role != roleText {
+		if s.role == roleBlob {
+			switch {
+			case r == '\r' || r == '\n': // base64 decoders skip them
+			case r < 0x80 && s.b64.write(s, []byte{byte(r)}):
+			default:
+				s.fail()
+			}
+		}
+		return // a key or other string: only its syntax matters
+	}
+	switch {
+	case s.high != 0 && isLow:
+		r = 0x10000 + (s.high-0xD800)<<10 + (r - 0xDC00)
+		s.high = 0
+	case s.high != 0 || isLow:
+		s.fail() // a lone surrogate: encoding/json would put U+FFFD in its place
+		return
+	case isHigh:
+		s.high = r
+		return
+	}
+	var b [utf8.UTFMax]byte
+	s.textBytes(b[:utf8.EncodeRune(b[:], r)])
+}
+
+// textRaw takes a run of plain text bytes, which must be UTF-8: a rune cut
+// between two pieces waits in s.utf for its end.
+func (s *readScan) textRaw(seg []byte) {
+	if s.nutf > 0 {
+		for s.nutf < len(s.utf) && len(seg) > 0 && !utf8.FullRune(s.utf[:s.nutf]) {
+			s.utf[s.nutf] = seg[0]
+			s.nutf++
+			seg = seg[1:]
+		}
+		if !utf8.FullRune(s.utf[:s.nutf]) {
+			return
+		}
+		if !utf8.Valid(s.utf[:s.nutf]) {
+			s.fail()
+			return
+		}
+		s.textBytes(s.utf[:s.nutf])
+		s.nutf = 0
+	}
+	t := len(seg)
+	for k := 1; k <= utf8.UTFMax-1 && k <= len(seg); k++ {
+		if b := seg[len(seg)-k]; b >= 0xC0 {
+			if !utf8.FullRune(seg[len(seg)-k:]) {
+				t = len(seg) - k
+			}
+			break
+		} else if b < 0x80 {
+			break
+		}
+	}
+	if !utf8.Valid(seg[:t]) {
+		s.fail()
+		return
+	}
+	s.textBytes(seg[:t])
+	s.nutf = copy(s.utf[:], seg[t:])
+}
+
+// textBytes takes decoded text.
+func (s *readScan) textBytes(b []byte) {
+	s.h.Write(b)
+	s.size += int64(len(b))
+	if s.skill {
+		if len(s.text)+len(b) > maxScanText {
+			s.fail()
+			return
+		}
+		s.text = append(s.text, b...)
+	}
+}
+
+func (s *readScan) endString() {
+	if s.high != 0 || s.nutf > 0 {
+		s.fail()
+		return
+	}
+	if s.capture {
+		s.appendRaw('"')
+	}
+	if s.isKey {
+		s.key()
+		return
+	}
+	switch s.role {
+	case roleBlob:
+		n, ok := s.b64.end()
+		if !ok {
+			s.fail()
+			return
+		}
+		s.h.Write(n)
+		s.size += int64(len(n))
+	default:
+		s.store(s.raw)
+	}
+	s.valueDone()
+}
+
+// key takes the key in s.raw: it gives the role of the value after it.
+func (s *readScan) key() {
+	f := &s.stack[len(s.stack)-1]
+	name := string(s.raw[1 : len(s.raw)-1])
+	if bytes.IndexByte(s.raw, '\\') >= 0 {
+		name = ""
+		_ = json.Unmarshal(s.raw, &name)
+	}
+	r := roleOther
+	switch f.role {
+	case roleTop:
+		switch name {
+		case "id":
+			r = roleID
+		case "jsonrpc":
+			r = roleJSONRPC
+		case "method":
+			r, s.hasMethod = roleMethod, true
+		case "result":
+			r, s.hasResult = roleResult, true
+		case "error":
+			r, s.hasError = roleError, true
+		}
+	case roleResult:
+		if name == "contents" {
+			r, s.hasContents = roleContents, true
+		}
+	case roleError:
+		if name == "code" {
+			r = roleCode
+		}
+	case roleContent:
+		switch name {
+		case "uri":
+			r = roleURI
+		case "text":
+			r = roleText
+		case "blob":
+			r = roleBlob
+		}
+	}
+	if r != roleOther {
+		if f.seen&(1<<r) != 0 {
+			s.fail() // a duplicate: which one counts is a reader's guess
+			return
+		}
+		f.seen |= 1 << r
+	}
+	s.next, s.state = r, sColon
+}
+
+// endContent judges the contents entry that just ended.
+func (s *readScan) endContent() {
+	if s.elURI == nil {
+		s.fail() // every entry has a uri (ResourceContents)
+		return
+	}
+	var uri string
+	if json.Unmarshal(s.elURI, &uri) != nil || uri != s.wantURI {
+		return
+	}
+	if s.matched || !s.elBody {
+		s.fail() // two entries for the URI, or one with neither text nor blob
+		return
+	}
+	s.matched = true
+	s.found = served{upstream: true, digest: "sha256:" + hex.EncodeToString(s.h.Sum(nil)), size: s.size}
+	if s.skill {
+		fm, _, err := catalog.ParseFrontmatter(s.text)
+		if err != nil {
+			s.fail()
+			return
+		}
+		s.found.frontmatter = fm
+	}
+}
+
+// scanOutcome is what a whole message turned out to be.
+type scanOutcome uint8
+
+const (
+	scanInvalid  scanOutcome = iota // not a JSON-RPC message readScan accepts
+	scanOther                       // a message, but not the reply to this request
+	scanServed                      // the reply, with the served bytes' digest
+	scanNotFound                    // the reply: not found (either era's code)
+	scanRefused                     // the reply: another error
+)
+
+// End judges the message fed so far as a whole and returns what it is and,
+// for scanServed, what it serves. s is then ready for the next message.
+func (s *readScan) End() (scanOutcome, served) {
+	defer s.reset()
+	if s.failed || !s.done || string(s.jsonrpc) != `"2.0"` {
+		return scanInvalid, served{}
+	}
+	if s.hasMethod || !bytes.Equal(s.id, s.wantID) {
+		return scanOther, served{}
+	}
+	switch {
+	case s.hasResult == s.hasError:
+		return scanInvalid, served{}
+	case s.hasError:
+		if c := string(s.code); c == "-32002" || c == "-32602" {
+			return scanNotFound, served{}
+		}
+		return scanRefused, served{}
+	case !s.matched:
+		return scanInvalid, served{}
+	}
+	return scanServed, s.found
+}
+
+// b64Stream decodes standard base64 that arrives in pieces, hashChunk
+// characters at a time: a chunk is decoded once the next character shows
+// it is not the last (only the last may hold padding).
+type b64Stream struct {
+	buf [hashChunk]byte
+	n   int
+	out [hashChunk / 4 * 3]byte
+}
+
+// write decodes what it can of p into s's hash and size; false: p is not
+// base64.
+func (d *b64Stream) write(s *readScan, p []byte) bool {
+	for len(p) > 0 {
+		if d.n == 0 && len(p) > hashChunk {
+			if !d.chunk(s, p[:hashChunk]) {
+				return false
+			}
+			p = p[hashChunk:]
+			continue
+		}
+		k := copy(d.buf[d.n:], p)
+		d.n += k
+		p = p[k:]
+		if d.n == hashChunk && len(p) > 0 {
+			if !d.chunk(s, d.buf[:]) {
+				return false
+			}
+			d.n = 0
+		}
+	}
+	return true
+}
+
+// chunk decodes a chunk that is not the last.
+func (d *b64Stream) chunk(s *readScan, src []byte) bool {
+	n, err := decodeBase64(d.out[:], src)
+	if err != nil || n != len(d.out) {
+		return false // padding before the end
+	}
+	s.h.Write(d.out[:n])
+	s.size += int64(n)
+	return true
+}
+
+// end decodes the last chunk and returns its bytes.
+func (d *b64Stream) end() ([]byte, bool) {
+	n, err := decodeBase64(d.out[:], d.buf[:d.n])
+	return d.out[:n], err == nil
+}

@@ -1,0 +1,86 @@
+package methods
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+)
+
+// readWatch is the rewrite.Observer of a forwarded resources/read of a
+// catalog URI: each message of the reply goes through one readScan as it
+// passes, and what the read served is published only when the reply ended
+// cleanly, every message in it was valid and exactly one answered the
+// request. Anything else (a cut reply, bytes that are no JSON-RPC message,
+// two answers) publishes nothing, and the next listing learns the file its
+// own way. The client gets the upstream's bytes either way: the watch
+// never changes them.
+type readWatch struct {
+	o    *Overlay
+	r    *http.Request
+	snap *catalog.Snapshot
+	uri  string
+	scan *readScan
+
+	pending  bool // bytes of a message not yet ended
+	spoiled  bool
+	answers  int
+	outcome  scanOutcome
+	verdict  served
+	finished bool
+}
+
+func (o *Overlay) watchRead(r *http.Request, snap *catalog.Snapshot, uri string, id []byte) *readWatch {
+	return &readWatch{o: o, r: r, snap: snap, uri: uri, scan: newReadScan(uri, bytes.Clone(id))}
+}
+
+// Write implements rewrite.Observer.
+func (w *readWatch) Write(p []byte) (int, error) {
+	if len(p) > 0 && !w.spoiled {
+		w.pending = true
+		w.scan.Write(p)
+	}
+	return len(p), nil
+}
+
+// EndMessage implements rewrite.Observer.
+func (w *readWatch) EndMessage() {
+	if !w.pending || w.spoiled {
+		return // an event without data is no message (SSE)
+	}
+	w.pending = false
+	out, s := w.scan.End()
+	switch out {
+	case scanInvalid:
+		w.spoiled = true
+	case scanOther: // a notification or a server request in the stream
+	default:
+		w.answers++
+		w.outcome, w.verdict = out, s
+	}
+}
+
+// Done implements rewrite.Observer: it publishes what the reply served.
+func (w *readWatch) Done(clean bool) {
+	if w.finished {
+		return
+	}
+	w.finished = true
+	if !clean || w.pending || w.spoiled || w.answers != 1 {
+		return
+	}
+	switch w.outcome {
+	case scanNotFound:
+		// Listed, but not found for this caller (either era's code): the
+		// plugin's file from the next request on, as a read of the
+		// overlay's own would find. A refusal stores nothing.
+		w.o.context(w.r, w.snap).store(w.uri, served{})
+	case scanServed:
+		w.o.Metrics.HashedBytes(w.verdict.size)
+		c := w.o.context(w.r, w.snap)
+		if old, ok := c.lookup(w.uri); ok && (old.digest != w.verdict.digest || old.size != w.verdict.size) {
+			w.o.Metrics.DigestMismatch()
+		}
+		c.store(w.uri, w.verdict)
+	}
+}
