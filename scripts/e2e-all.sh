@@ -100,6 +100,9 @@ if [[ $skills == yes ]]; then
   # (listed and templated, rewritten to CRLF) sends, judged by the
   # Inspector's --verify; a drifting upstream must fail it.
   step upstream-files scripts/e2e-upstream-files.sh
+  # Issue 17: what new callers (none, junk cookies, a bearer token) cost
+  # server-everything, counted by nginx in between.
+  step upstream-count scripts/e2e-upstream-count.sh
   # Issue 20 item 3, the reverse: every scenario that passes on the
   # 2026-07-28 wire in front of a modern-only upstream passes bridged on
   # the legacy wire.
