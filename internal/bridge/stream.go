@@ -138,11 +138,13 @@ func (t *Transport) pumpReply(r *rewrite.Reader, up io.Closer, first *peeked, pw
 			continue
 		}
 		m, perr := rewrite.ParseMessage(ev.Data)
-		out := ev.Data
+		out := ev.Raw // what needs no change goes as the server framed it
 		switch {
 		case perr != nil:
 		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, msg.ID):
-			out = ModernReply(msg.Method, ev.Data, s.init.ServerInfo, t.scope())
+			if b := ModernReply(msg.Method, ev.Data, s.init.ServerInfo, t.scope()); !bytes.Equal(b, ev.Data) {
+				out = rewrite.Reframe(ev, b)
+			}
 		case m.Kind == rewrite.KindRequest:
 			t.refuseServerRequest(s, m)
 			_ = writeEvent(pw, ErrorReply(msg.ID, codeInternal,
@@ -153,7 +155,7 @@ func (t *Transport) pumpReply(r *rewrite.Reader, up io.Closer, first *peeked, pw
 		case m.Kind == rewrite.KindNotification && m.Method == "notifications/message" && !logs:
 			continue
 		}
-		if err := writeEvent(pw, out); err != nil {
+		if _, err := pw.Write(out); err != nil {
 			return
 		}
 	}
@@ -203,7 +205,7 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	}
 	honoured := filter.Honoured(s.init.Capabilities)
 	for _, uri := range honoured.ResourceSubscriptions {
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge-subscribe", "method": "resources/subscribe",
+		b := marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge-subscribe", "method": "resources/subscribe",
 			"params": map[string]string{"uri": uri}})
 		if r, err := t.post(req.Context(), req, t.sessionHeaders(req, s), b); err == nil {
 			drain(r)

@@ -275,7 +275,8 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		info = bridgeClientInfo
 	}
 	s.version = t.Eras().LegacyVersion("2025-11-25")
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge", "method": "initialize",
+	// The caller's capabilities and clientInfo go as it spelled them.
+	body := marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge", "method": "initialize",
 		"params": map[string]any{"protocolVersion": s.version, "capabilities": caps, "clientInfo": info}})
 	h := t.callerHeaders(req)
 	s.url, s.creds = req.URL.String(), h.Clone()
