@@ -75,6 +75,7 @@ func TestNoBridgeDeclaresOnlyUpstreamEras(t *testing.T) {
 	t.Parallel()
 	t.Run("legacy", func(t *testing.T) {
 		t.Parallel()
+		// Pinned off: this test's subject is the sidecar without the bridge.
 		u, maddr := startEraSidecar(t, upstreamServer(t, demo.Handler(nil)), "legacy", "--era-bridge", "off")
 		_, _, body := mcpPost(t, u, modernDiscover, modernHeaders("server/discover"))
 		if strings.Contains(body, "io.modelcontextprotocol/skills") {
@@ -149,6 +150,21 @@ func TestBridgeModernClientLegacyUpstream(t *testing.T) {
 	if !strings.Contains(body, `"protocolVersion":"2025-11-25"`) || !strings.Contains(body, "io.modelcontextprotocol/skills") {
 		t.Errorf("legacy initialize through the bridge: %s", body)
 	}
+	// A go-sdk client that asks for a legacy version gets it: the bridge
+	// offers 2026-07-28 only to a client that asks for it (server/discover
+	// with that version); this one sends initialize, which passes through.
+	lc, err := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: u, MaxRetries: 1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("legacy go-sdk client through the bridge: %v", err)
+	}
+	if v := lc.InitializeResult().ProtocolVersion; v != "2025-11-25" || lc.ID() == "" {
+		t.Errorf("a client asking for 2025-11-25 negotiated %q (session %q) through the bridge", v, lc.ID())
+	}
+	if tools, err := lc.ListTools(ctx, nil); err != nil || len(tools.Tools) == 0 {
+		t.Errorf("legacy tools/list through the bridge: %v, %v", tools, err)
+	}
+	_ = lc.Close()
 
 	listen := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(listen))

@@ -117,15 +117,16 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 		name      string
 		stateless bool   // the upstream's wire: stateless puts the client on the modern one
 		notify    string // which notification the upstream sends
-		bridge    string // era-bridge: auto puts the client on the modern wire in front of a legacy upstream
+		version   string // what the client asks for: "" is go-sdk's default, 2026-07-28
 	}{
-		{name: "legacy/updated", stateless: false, notify: "updated", bridge: "off"},
-		{name: "legacy/list_changed", stateless: false, notify: "list_changed", bridge: "off"},
-		{name: "modern/updated", stateless: true, notify: "updated", bridge: "auto"},
-		{name: "modern/list_changed", stateless: true, notify: "list_changed", bridge: "auto"},
-		// The era bridge: a modern client of a legacy upstream; the
-		// announcement comes on the GET stream of the bridge's listen session.
-		{name: "bridged/list_changed", stateless: false, notify: "list_changed", bridge: "auto"},
+		{name: "legacy/updated", stateless: false, notify: "updated", version: "2025-11-25"},
+		{name: "legacy/list_changed", stateless: false, notify: "list_changed", version: "2025-11-25"},
+		{name: "modern/updated", stateless: true, notify: "updated"},
+		{name: "modern/list_changed", stateless: true, notify: "list_changed"},
+		// The era bridge (auto, the default, in every case): a modern
+		// client of a legacy upstream; the announcement comes on the GET
+		// stream of the bridge's listen session.
+		{name: "bridged/list_changed", stateless: false, notify: "list_changed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,9 +141,9 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "plugin")
 			writeTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes (on disk)\n"})
 			// The TTL outlasts the test: only the notification can refresh.
-			endpoint, _ := startSidecar(t, "--upstream", upstreamURL, "--plugin-dir", root, "--upstream-files-ttl", "1h", "--era-bridge", tt.bridge)
+			endpoint, _ := startSidecar(t, "--upstream", upstreamURL, "--plugin-dir", root, "--upstream-files-ttl", "1h")
 
-			if !tt.stateless && tt.bridge == "auto" {
+			if !tt.stateless && tt.version == "" {
 				// Bridged only once the sidecar learned the upstream's eras.
 				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 					if _, _, b := mcpPost(t, endpoint, modernDiscover, modernHeaders("server/discover")); strings.Contains(b, `"2026-07-28"`) {
@@ -164,12 +165,13 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 				ResourceUpdatedHandler:     func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { report("updated") },
 				ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { report("list_changed") },
 			})
-			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: 1}, nil)
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: 1},
+				&mcp.ClientSessionOptions{ProtocolVersion: tt.version})
 			if err != nil {
 				t.Fatalf("connect through the sidecar: %v", err)
 			}
 			t.Cleanup(func() { _ = cs.Close() })
-			if modern := cs.InitializeResult().ProtocolVersion == scrapeVersion; modern != (tt.stateless || tt.bridge == "auto") {
+			if modern := cs.InitializeResult().ProtocolVersion == scrapeVersion; modern != (tt.version == "") {
 				t.Fatalf("negotiated %s, want the modern wire: %v", cs.InitializeResult().ProtocolVersion, !modern)
 			}
 			if tt.notify == "updated" {

@@ -14,7 +14,21 @@
 // speaks only the legacy era and a request is of the modern one, holds a
 // legacy session per authorization context and client-capability set and
 // carries the request on it. Every other request passes through it
-// untouched, byte for byte.
+// untouched, byte for byte; what it translates is spliced (rewrite.SetKey,
+// rewrite.DeleteKey), never re-encoded, so every byte the translation does
+// not need to change arrives as sent, both ways.
+//
+// mrtr.go carries a legacy server's requests to the client inside a call
+// (the 2026-07-28 multi round-trip requests): sampling/createMessage,
+// elicitation/create and roots/list inside tools/call, prompts/get or
+// resources/read become an input_required result (inputRequests keyed by
+// the server's request id, a random requestState), the legacy call waits
+// on its session (DefaultMaxPending calls, DefaultPendingTimeout each)
+// until the same caller (credentials and capabilities) retries the same
+// call with inputResponses. A capability the client did not declare is
+// -32021 with requiredCapabilities; inside another method -32603
+// server_request_not_bridged; ping is answered {} upstream, any other
+// server request -32601, and the call goes on.
 //
 // legacyfront.go is the other direction: while the upstream speaks only
 // 2026-07-28, a LegacyFront (in front of the Transport) answers a legacy

@@ -2,21 +2,19 @@ package bridge
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // translate shapes the legacy reply to msg for the modern wire: a JSON
 // reply at once, an SSE reply event by event as it streams.
-func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Message, logs bool) (*http.Response, error) {
+func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Message, key string, caps json.RawMessage, logs bool) (*http.Response, error) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
@@ -53,7 +51,11 @@ func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Messa
 			first = &p
 		}
 		pr, pw := io.Pipe()
-		go t.pumpReply(r, resp.Body, first, pw, s, msg, logs)
+		c := &upcall{r: r, body: resp.Body, s: s, key: key, method: msg.Method, id: msg.ID, caps: caps, logs: logs}
+		if slices.Contains(mrtrMethods, msg.Method) {
+			c.digest = callDigest(msg.Params)
+		}
+		go t.pumpReply(first, pw, c, msg.ID)
 		resp.Body = pr
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
@@ -106,27 +108,42 @@ func writeEvent(w io.Writer, data []byte) error {
 	return err
 }
 
-// pumpReply copies a legacy SSE reply to pw, translating the response to
-// msg, dropping log messages the request did not ask for, and ending the
-// call at a server-to-client request (see Transport).
-func (t *Transport) pumpReply(r *rewrite.Reader, up io.Closer, first *peeked, pw *io.PipeWriter, s *session, msg rewrite.Message, logs bool) {
-	defer up.Close()
+// pumpReply copies c's legacy SSE reply to pw as the reply to the
+// client's request clientID: the response translated (and given the
+// client's id), log messages the request did not ask for dropped, and a
+// server-to-client request turned into an input_required result, an
+// error, or an answer upstream (serverRequest). first is what translate
+// peeked, if anything.
+func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clientID json.RawMessage) {
+	kept := false // the call waits for a retry: its stream stays open
+	defer func() {
+		if !kept {
+			c.body.Close()
+		}
+	}()
 	if first != nil {
 		if _, err := pw.Write(first.skipped); err != nil {
 			return
 		}
 	}
+	answered := false
 	for {
 		var ev rewrite.Event
 		var err error
 		if first != nil {
 			ev, err, first = first.ev, first.err, nil
 		} else {
-			ev, err = r.Next()
+			ev, err = c.r.Next()
 		}
 		if err != nil {
 			if err == io.EOF {
 				err = nil
+				if c.resumed && !answered {
+					// The upstream ended the call it had kept open for the
+					// client's input without a reply.
+					_ = writeEvent(pw, ErrorReply(clientID, codeInternal, "the upstream ended the call before its reply",
+						map[string]string{"reason": "upstream_ended_call"}))
+				}
 			}
 			pw.CloseWithError(err)
 			return
@@ -138,47 +155,33 @@ func (t *Transport) pumpReply(r *rewrite.Reader, up io.Closer, first *peeked, pw
 			continue
 		}
 		m, perr := rewrite.ParseMessage(ev.Data)
-		out := ev.Data
+		out := ev.Raw // what needs no change goes as the server framed it
 		switch {
 		case perr != nil:
-		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, msg.ID):
-			out = ModernReply(msg.Method, ev.Data, s.init.ServerInfo, t.scope())
+		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, c.id):
+			answered = true
+			if b := withID(ModernReply(c.method, ev.Data, c.s.init.ServerInfo, t.scope()), c.id, clientID); !bytes.Equal(b, ev.Data) {
+				out = rewrite.Reframe(ev, b)
+			}
 		case m.Kind == rewrite.KindRequest:
-			t.refuseServerRequest(s, m)
-			_ = writeEvent(pw, ErrorReply(msg.ID, codeInternal,
-				"the server asked the client for "+m.Method+" inside this call, which the era bridge does not carry to 2026-07-28 clients",
-				map[string]string{"reason": "server_request_not_bridged", "method": m.Method}))
-			pw.Close()
-			return
-		case m.Kind == rewrite.KindNotification && m.Method == "notifications/message" && !logs:
+			event, end, pending := t.serverRequest(c, clientID, m)
+			if event != nil {
+				_ = writeEvent(pw, event)
+			}
+			if end {
+				// A pending call may be a retry's already: c is not
+				// touched again here.
+				kept = pending
+				pw.Close()
+				return
+			}
+			continue
+		case m.Kind == rewrite.KindNotification && m.Method == "notifications/message" && !c.logs:
 			continue
 		}
-		if err := writeEvent(pw, out); err != nil {
+		if _, err := pw.Write(out); err != nil {
 			return
 		}
-	}
-}
-
-// refuseServerRequest answers a server-to-client request on s with -32601,
-// so the server does not wait for an answer that will not come.
-func (t *Transport) refuseServerRequest(s *session, m rewrite.Message) {
-	if s.url == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, nil)
-	if err != nil {
-		return
-	}
-	body := ErrorReply(m.ID, -32601, "the client cannot answer "+m.Method+" through the era bridge", nil)
-	h := s.creds.Clone()
-	if s.id != "" {
-		h.Set("Mcp-Session-Id", s.id)
-	}
-	h.Set("Mcp-Protocol-Version", s.version)
-	if resp, err := t.post(ctx, req, h, body); err == nil {
-		drain(resp)
 	}
 }
 
@@ -203,7 +206,7 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	}
 	honoured := filter.Honoured(s.init.Capabilities)
 	for _, uri := range honoured.ResourceSubscriptions {
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge-subscribe", "method": "resources/subscribe",
+		b := marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge-subscribe", "method": "resources/subscribe",
 			"params": map[string]string{"uri": uri}})
 		if r, err := t.post(req.Context(), req, t.sessionHeaders(req, s), b); err == nil {
 			drain(r)

@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -25,46 +27,46 @@ var cacheable = []string{"server/discover", "tools/list", "prompts/list", "resou
 
 // LegacyRequest returns msg as the legacy era sends it: the per-request
 // era fields of params._meta (protocolVersion, clientCapabilities,
-// clientInfo, logLevel) removed, since the session carries them; other
-// _meta keys (progressToken, …) stay. A legacy server that saw
-// protocolVersion there would take the request for a modern one.
+// clientInfo, logLevel) removed, since the session carries them, and _meta
+// itself when nothing else was in it; other _meta keys (progressToken, …)
+// stay. A legacy server that saw protocolVersion there would take the
+// request for a modern one. Every other byte is the client's: the edit is
+// a splice, never a re-encoding.
 func LegacyRequest(msg rewrite.Message) ([]byte, error) {
-	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`)}
-	if msg.ID != nil {
-		out["id"] = msg.ID
+	out := []byte(msg.Raw)
+	if _, ok := rewrite.GetKey(out, []string{"params", "_meta"}); !ok {
+		return out, nil
 	}
-	method, _ := json.Marshal(msg.Method)
-	out["method"] = method
-	if len(msg.Params) > 0 {
-		var params map[string]json.RawMessage
-		if err := json.Unmarshal(msg.Params, &params); err != nil {
+	for _, k := range []string{metaProtocol, metaClientCaps, metaClientInfo, metaLogLevel} {
+		next, _, err := rewrite.DeleteKey(out, []string{"params", "_meta", k})
+		if err != nil {
 			return nil, err
 		}
-		if raw, ok := params["_meta"]; ok {
-			var meta map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &meta); err != nil {
-				return nil, err
-			}
-			for _, k := range []string{metaProtocol, metaClientCaps, metaClientInfo, metaLogLevel} {
-				delete(meta, k)
-			}
-			if len(meta) == 0 {
-				delete(params, "_meta")
-			} else {
-				params["_meta"], _ = json.Marshal(meta)
-			}
-		}
-		out["params"], _ = json.Marshal(params)
+		out = next
 	}
-	return json.Marshal(out)
+	if meta, _ := rewrite.GetKey(out, []string{"params", "_meta"}); emptyObject(meta) {
+		next, _, err := rewrite.DeleteKey(out, []string{"params", "_meta"})
+		if err != nil {
+			return nil, err
+		}
+		out = next
+	}
+	return out, nil
+}
+
+// emptyObject reports whether b is {} (whitespace allowed inside).
+func emptyObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && len(bytes.TrimSpace(b[1:len(b)-1])) == 0
 }
 
 // ModernReply returns a legacy server's reply to method as the modern era
 // shapes it: a result gets resultType "complete", a cacheable one ttlMs 0
 // and cacheScope scope, and every one the server's serverInfo in _meta,
 // each only when absent; a resource-not-found error (-32002) becomes
-// -32602. Anything else, and anything it cannot parse, is returned as it
-// was.
+// -32602. The members are spliced in: every byte the server sent stays as
+// it sent it (key order, escapes, number spellings, whitespace). Anything
+// else, and anything it cannot parse, is returned as it was.
 func ModernReply(method string, reply []byte, serverInfo json.RawMessage, scope string) []byte {
 	m, err := rewrite.ParseMessage(reply)
 	if err != nil {
@@ -72,55 +74,78 @@ func ModernReply(method string, reply []byte, serverInfo json.RawMessage, scope 
 	}
 	switch m.Kind {
 	case rewrite.KindResponse:
-		var result map[string]json.RawMessage
-		if json.Unmarshal(m.Result, &result) != nil || result == nil {
+		out, err := completeResult(reply, []string{"result"}, slices.Contains(cacheable, method), serverInfo, scope)
+		if err != nil {
 			return reply
 		}
-		completeResult(result, slices.Contains(cacheable, method), serverInfo, scope)
-		return response(m.ID, result)
+		return out
 	case rewrite.KindError:
-		var e map[string]json.RawMessage
-		if json.Unmarshal(m.Error, &e) != nil || string(e["code"]) != "-32002" {
+		if code, _ := rewrite.GetKey(m.Error, []string{"code"}); string(code) != "-32002" {
 			return reply
 		}
-		e["code"] = json.RawMessage("-32602")
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": e})
-		return b
+		out, err := rewrite.SetKey(reply, []string{"error", "code"}, json.RawMessage("-32602"))
+		if err != nil {
+			return reply
+		}
+		return out
 	}
 	return reply
 }
 
-func completeResult(result map[string]json.RawMessage, cacheable bool, serverInfo json.RawMessage, scope string) {
-	if _, ok := result["resultType"]; !ok {
-		result["resultType"] = json.RawMessage(`"complete"`)
+// completeResult adds to the result object at path in msg what a modern
+// result needs and lacks (see ModernReply), by splicing. An error means
+// the result is not an object.
+func completeResult(msg []byte, path []string, cacheable bool, serverInfo json.RawMessage, scope string) ([]byte, error) {
+	at := func(k ...string) []string { return append(slices.Clone(path), k...) }
+	result, _ := rewrite.GetKey(msg, path)
+	if len(result) == 0 || result[0] != '{' {
+		return nil, rewrite.ErrNotObject
 	}
-	if cacheable {
-		if _, ok := result["ttlMs"]; !ok {
-			result["ttlMs"] = json.RawMessage("0")
-		}
-		if _, ok := result["cacheScope"]; !ok {
-			result["cacheScope"], _ = json.Marshal(scope)
+	add := []struct {
+		key   string
+		value json.RawMessage
+		when  bool
+	}{
+		{"resultType", json.RawMessage(`"complete"`), true},
+		{"ttlMs", json.RawMessage("0"), cacheable},
+		{"cacheScope", marshal(scope), cacheable},
+	}
+	var err error
+	for _, a := range add {
+		if _, ok := rewrite.GetKey(msg, at(a.key)); a.when && !ok {
+			if msg, err = rewrite.SetKey(msg, at(a.key), a.value); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(serverInfo) == 0 {
-		return
+		return msg, nil
 	}
-	var meta map[string]json.RawMessage
-	if raw, ok := result["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
-		return // not an object: not ours to fix
+	if meta, ok := rewrite.GetKey(msg, at("_meta")); ok && (len(meta) == 0 || meta[0] != '{') {
+		return msg, nil // not an object: not ours to fix
 	}
-	if meta == nil {
-		meta = map[string]json.RawMessage{}
+	if _, ok := rewrite.GetKey(msg, at("_meta", metaServerInfo)); ok {
+		return msg, nil
 	}
-	if _, ok := meta[metaServerInfo]; !ok {
-		meta[metaServerInfo] = serverInfo
-		result["_meta"], _ = json.Marshal(meta)
+	out, err := rewrite.SetKey(msg, at("_meta", metaServerInfo), serverInfo)
+	if err != nil {
+		return msg, nil // serverInfo is not JSON: leave it out
 	}
+	return out, nil
+}
+
+// marshal encodes v as JSON without escaping <, > and & (encoding/json's
+// default), for the messages the bridge writes itself.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the bridge encodes only values that always encode
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 func response(id json.RawMessage, result any) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-	return b
+	return marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 // initResult is what the bridge keeps of an initialize result.
@@ -128,13 +153,13 @@ type initResult struct {
 	ProtocolVersion string          `json:"protocolVersion"`
 	Capabilities    json.RawMessage `json:"capabilities"`
 	ServerInfo      json.RawMessage `json:"serverInfo"`
-	Instructions    *string         `json:"instructions"`
+	Instructions    json.RawMessage `json:"instructions"` // a string, as the server spelled it
 }
 
 // Discover builds the server/discover reply (2026-07-28 DiscoverResult) of
 // a legacy server from its initialize result: supportedVersions is
 // 2026-07-28 (which the bridge speaks for it) then the legacy versions it
-// named; capabilities, instructions and serverInfo are its own.
+// named; capabilities, instructions and serverInfo are its own bytes.
 func Discover(id json.RawMessage, init initResult, legacyVersions []string, scope string) []byte {
 	versions := []string{ModernVersion}
 	for _, v := range legacyVersions {
@@ -145,17 +170,24 @@ func Discover(id json.RawMessage, init initResult, legacyVersions []string, scop
 	if init.ProtocolVersion != "" && !slices.Contains(versions, init.ProtocolVersion) {
 		versions = append(versions, init.ProtocolVersion)
 	}
-	caps := init.Capabilities
+	caps := bytes.TrimSpace(init.Capabilities)
 	if len(caps) == 0 || caps[0] != '{' {
 		caps = json.RawMessage("{}")
 	}
-	result := map[string]json.RawMessage{"capabilities": caps}
-	result["supportedVersions"], _ = json.Marshal(versions)
-	if init.Instructions != nil {
-		result["instructions"], _ = json.Marshal(*init.Instructions)
+	if id == nil {
+		id = json.RawMessage("null")
 	}
-	completeResult(result, true, init.ServerInfo, scope)
-	return response(id, result)
+	out := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	out = append(append(out, `,"result":{"capabilities":`...), caps...)
+	out = append(append(out, `,"supportedVersions":`...), marshal(versions)...)
+	if in := bytes.TrimSpace(init.Instructions); len(in) > 0 && in[0] == '"' {
+		out = append(append(out, `,"instructions":`...), in...)
+	}
+	out = append(out, "}}"...)
+	if done, err := completeResult(out, []string{"result"}, true, init.ServerInfo, scope); err == nil {
+		return done
+	}
+	return out
 }
 
 // Filter is a subscriptions/listen request's notifications filter
@@ -203,9 +235,8 @@ func ParseListen(params json.RawMessage) (Filter, error) {
 // Acknowledged is the first event of a listen stream: the filter the
 // bridge honours, with the subscription's id.
 func Acknowledged(subID json.RawMessage, honoured Filter) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+	return marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
 		"params": map[string]any{"notifications": honoured, "_meta": map[string]json.RawMessage{metaSubID: subID}}})
-	return b
 }
 
 // ListenNotification returns a notification from the legacy GET stream as
@@ -238,24 +269,17 @@ func ListenNotification(msg []byte, subID json.RawMessage, f Filter) ([]byte, bo
 	default:
 		return nil, false
 	}
-	var params map[string]json.RawMessage
-	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
+	out, err := rewrite.SetKey(m.Raw, []string{"params", "_meta", metaSubID}, subID)
+	if errors.Is(err, rewrite.ErrNotObject) {
+		if _, ok := rewrite.GetKey(m.Raw, []string{"params", "_meta"}); ok {
+			// _meta is not an object: the modern wire's must be one.
+			out, err = rewrite.SetKey(m.Raw, []string{"params", "_meta"}, append(append([]byte(`{"`+metaSubID+`":`), subID...), '}'))
+		}
+	}
+	if err != nil {
 		return nil, false
 	}
-	if params == nil {
-		params = map[string]json.RawMessage{}
-	}
-	var meta map[string]json.RawMessage
-	if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
-		meta = nil
-	}
-	if meta == nil {
-		meta = map[string]json.RawMessage{}
-	}
-	meta[metaSubID] = subID
-	params["_meta"], _ = json.Marshal(meta)
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": m.Method, "params": params})
-	return b, true
+	return out, true
 }
 
 // ErrorReply is a JSON-RPC error response.
@@ -267,6 +291,5 @@ func ErrorReply(id json.RawMessage, code int, message string, data any) []byte {
 	if data != nil {
 		e["data"] = data
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
-	return b
+	return marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
 }

@@ -72,9 +72,8 @@ func TestModernReply(t *testing.T) {
 }
 
 func TestDiscover(t *testing.T) {
-	instr := "use add"
 	init := initResult{ProtocolVersion: "2025-06-18", Capabilities: json.RawMessage(`{"tools":{"listChanged":true}}`),
-		ServerInfo: json.RawMessage(`{"name":"up","version":"2"}`), Instructions: &instr}
+		ServerInfo: json.RawMessage(`{"name":"up","version":"2"}`), Instructions: json.RawMessage(`"use add"`)}
 	got := decode(t, Discover(json.RawMessage(`"d"`), init, []string{"2025-11-25", "2026-07-28", "2025-06-18"}, "private"))
 	want := map[string]any{"jsonrpc": "2.0", "id": "d", "result": map[string]any{
 		"resultType": "complete", "supportedVersions": []any{"2026-07-28", "2025-11-25", "2025-06-18"},

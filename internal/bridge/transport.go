@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -36,13 +37,16 @@ import (
 //     stream: the acknowledgement first, then the notifications the filter
 //     asked for, each with _meta subscriptionId; resourceSubscriptions are
 //     sent as resources/subscribe on that session;
-//   - a server-to-client request inside a call (sampling, elicitation,
-//     roots) is not carried: the 2026-07-28 mapping is an input_required
-//     result the client retries with inputResponses, which needs the held
-//     call resumed across two client requests, and this bridge does not do
-//     that yet. The upstream's request is answered with -32601 and the
-//     caller's call ends with -32603, data.reason
-//     "server_request_not_bridged" and the method the server asked for.
+//   - a server-to-client request inside a call becomes an input_required
+//     result (mrtr.go): sampling/createMessage, elicitation/create and
+//     roots/list inside tools/call, prompts/get or resources/read, when the
+//     client declared the capability, are carried in inputRequests with a
+//     requestState naming the call, which waits on its held session until
+//     the client retries with inputResponses (at most MaxPending calls,
+//     each PendingTimeout); the capability undeclared, -32021 with
+//     requiredCapabilities; inside another method, -32603
+//     server_request_not_bridged; ping is answered {} and any other method
+//     -32601 upstream, and the call goes on.
 type Transport struct {
 	// Next carries every request to the upstream. Required.
 	Next http.RoundTripper
@@ -64,8 +68,15 @@ type Transport struct {
 	MaxBytes int
 	// OnSessions, when set, is told the number of sessions held.
 	OnSessions func(int)
+	// MaxPending caps the calls waiting for a client's input (MRTR); 0
+	// means DefaultMaxPending.
+	MaxPending int
+	// PendingTimeout is how long such a call waits for the retry; 0 means
+	// DefaultPendingTimeout.
+	PendingTimeout time.Duration
 
 	h       *holder
+	pending *pendingCalls
 	listens atomic.Int64
 	init    atomic.Bool
 }
@@ -87,12 +98,23 @@ func (t *Transport) Start(ctx context.Context) {
 		idle = DefaultIdleTimeout
 	}
 	t.h = &holder{max: max, idle: idle, now: time.Now, closed: t.endSession, count: t.OnSessions}
+	t.pending = &pendingCalls{max: t.MaxPending, timeout: t.PendingTimeout,
+		expired: func(c *upcall) { t.release(c, "the client did not answer in time") }}
+	if t.pending.max <= 0 {
+		t.pending.max = DefaultMaxPending
+	}
+	if t.pending.timeout <= 0 {
+		t.pending.timeout = DefaultPendingTimeout
+	}
 	go func() {
 		tick := time.NewTicker(idle / 4)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
+				for _, c := range t.pending.drain() {
+					t.release(c, "the sidecar is shutting down")
+				}
 				t.h.closeAll()
 				return
 			case <-tick.C:
@@ -205,6 +227,9 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	if msg.Method == "server/discover" && msg.Kind == rewrite.KindRequest {
 		return jsonResponse(req, http.StatusOK, Discover(msg.ID, s.init, t.Eras().Versions, t.scope())), nil
 	}
+	if state, ok := rewrite.GetString(msg.Params, "requestState"); ok && msg.Kind == rewrite.KindRequest && slices.Contains(mrtrMethods, msg.Method) {
+		return t.resume(req, msg, key, state)
+	}
 	legacy, err := LegacyRequest(msg)
 	if err != nil {
 		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, "invalid params: "+err.Error(), nil)), nil
@@ -225,7 +250,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		return resp, err
 	}
 	_, logs := rewrite.GetKey(msg.Params, []string{"_meta", metaLogLevel})
-	return t.translate(resp, s, msg, logs)
+	return t.translate(resp, s, msg, key, caps, logs)
 }
 
 // sessionFailure is the reply for a session that could not be opened: the
@@ -275,7 +300,8 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		info = bridgeClientInfo
 	}
 	s.version = t.Eras().LegacyVersion("2025-11-25")
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge", "method": "initialize",
+	// The caller's capabilities and clientInfo go as it spelled them.
+	body := marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge", "method": "initialize",
 		"params": map[string]any{"protocolVersion": s.version, "capabilities": caps, "clientInfo": info}})
 	h := t.callerHeaders(req)
 	s.url, s.creds = req.URL.String(), h.Clone()

@@ -109,7 +109,7 @@ func agentsSetup(t *testing.T, ctx context.Context, ec eraCase, edit func(*confi
 	writeFiles(t, dir, pluginAgents())
 	w := newWatcher(t, dir)
 	up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools()})
-	return dial(t, ctx, newSidecar(t, up.url, w.Snapshot, edit), ""), dial(t, ctx, up.url, ""), w.Snapshot()
+	return dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, edit), ""), dialEra(t, ctx, ec, up.url, ""), w.Snapshot()
 }
 
 func TestAgentsList(t *testing.T) {
@@ -423,7 +423,7 @@ func TestAgentsGetRefusedCaller(t *testing.T) {
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools(), token: "s3cret"})
 		side := newSidecar(t, up.url, w.Snapshot, nil)
-		good := dial(t, ctx, side, "s3cret")
+		good := dialEra(t, ctx, ec, side, "s3cret")
 
 		var d agentDetail
 		good.call("agents/get", map[string]any{"name": "reviewer"}).ok(t, "agents/get with the token", &d)
@@ -472,7 +472,7 @@ func TestAgentsDeclaredDespiteBadSkills(t *testing.T) {
 			t.Fatalf("%d items skipped, want the bad SKILL.md files skipped: %+v", n, w.Snapshot().Problems())
 		}
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, nil), "")
+		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
 		ext := c.cs.InitializeResult().Capabilities.Extensions
 		for _, id := range []string{rewrite.SkillsExtensionID, rewrite.AgentsExtensionID} {
 			if _, ok := ext[id]; !ok {
@@ -503,7 +503,7 @@ func TestAgentsEmptyRosterDeclared(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	up := newUpstream(t, upstreamConfig{stateless: true})
-	c := dial(t, ctx, newSidecar(t, up.url, nil, nil), "")
+	c := dialVersion(t, ctx, newSidecar(t, up.url, nil, nil), "", "")
 	if _, ok := c.cs.InitializeResult().Capabilities.Extensions[rewrite.AgentsExtensionID]; !ok {
 		t.Errorf("agents extension not declared with an empty roster")
 	}

@@ -151,7 +151,7 @@ func TestResultFields(t *testing.T) {
 				writeFiles(t, dir, pluginWithAgent())
 				w := newWatcher(t, dir)
 				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, tools: []*mcp.Tool{alphaTool()}})
-				c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, cfg.edit), "")
+				c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, cfg.edit), "")
 				// The build's version, as sidecartest gives it to the assembly.
 				wantInfo := `{"name":"skills-sidecar","version":"test"}`
 				for _, call := range localCalls() {

@@ -155,7 +155,8 @@ func newUpstream(t testing.TB, cfg upstreamConfig) *upstream {
 
 // newSidecar starts the sidecar as the binary assembles it (package
 // sidecar) in front of upstreamURL, serving snap, with the auth gate, the
-// upstream-files overlay and the era bridge off unless edit turns them on, and returns
+// upstream-files overlay off unless edit turns them on (the era bridge
+// is at its default, auto), and returns
 // its MCP endpoint. edit, when not nil, changes the configuration.
 func newSidecar(t testing.TB, upstreamURL string, snap func() *catalog.Snapshot, edit func(*config.Config)) string {
 	t.Helper()
@@ -163,14 +164,7 @@ func newSidecar(t testing.TB, upstreamURL string, snap func() *catalog.Snapshot,
 		snap = func() *catalog.Snapshot { return nil }
 	}
 	return sidecartest.Start(t, upstreamURL, sidecartest.Options{Snapshot: snap, Config: func(c *config.Config) {
-		// The era bridge (issue 20) is off unless edit turns it on: with it,
-		// a legacy-only upstream is dual-era through the sidecar, so a
-		// "legacy" go-sdk client may end up speaking 2026-07-28, and
-		// agents/get's tools on the legacy wire came back re-encoded (& as
-		// \u0026), not as the upstream's bytes (TestAgentsGetTools): a
-		// defect found when these tests began to run the assembled sidecar,
-		// reported, not fixed here.
-		c.AuthGate, c.UpstreamFiles, c.EraBridge = "none", "off", "off"
+		c.AuthGate, c.UpstreamFiles = "none", "off"
 		if edit != nil {
 			edit(c)
 		}
@@ -202,16 +196,31 @@ type caller struct {
 	cs       *mcp.ClientSession
 }
 
-// dial connects a go-sdk client to endpoint (which negotiates the era the
-// upstream speaks) and returns a caller in that era.
-func dial(t testing.TB, ctx context.Context, endpoint, token string) *caller {
+// dialEra connects a go-sdk client to endpoint in ec's era: the legacy
+// case asks for 2025-11-25 (the era bridge would otherwise put a default
+// client, which asks for 2026-07-28, on the modern wire in front of the
+// stateful upstream); the modern case asks for the default and gets
+// 2026-07-28 from the stateless upstream.
+func dialEra(t testing.TB, ctx context.Context, ec eraCase, endpoint, token string) *caller {
+	t.Helper()
+	c := dialVersion(t, ctx, endpoint, token, ec.version)
+	if want := ec.name == "modern"; c.modern != want {
+		t.Fatalf("Connect(%s) for the %s case negotiated modern=%v", endpoint, ec.name, c.modern)
+	}
+	return c
+}
+
+// dialVersion connects a go-sdk client asking for version ("" is the
+// SDK's default, 2026-07-28) and returns a caller in the era negotiated.
+func dialVersion(t testing.TB, ctx context.Context, endpoint, token, version string) *caller {
 	t.Helper()
 	hc := &http.Client{Timeout: 20 * time.Second}
 	if token != "" {
 		hc.Transport = bearer{token: token, next: http.DefaultTransport}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: 1}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: 1},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("Connect(%s) = %v", endpoint, err)
 	}
@@ -229,10 +238,11 @@ func dial(t testing.TB, ctx context.Context, endpoint, token string) *caller {
 type eraCase struct {
 	name      string
 	stateless bool
+	version   string // what the client asks for ("" the SDK's default)
 }
 
 func eras() []eraCase {
-	return []eraCase{{name: "legacy", stateless: false}, {name: "modern", stateless: true}}
+	return []eraCase{{name: "legacy", stateless: false, version: legacyVersion}, {name: "modern", stateless: true}}
 }
 
 // eachEra runs fn as a parallel subtest per era, with a context bounded to

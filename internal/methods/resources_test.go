@@ -66,8 +66,8 @@ func TestResourcesListComposed(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, resources: 5})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
-		direct := dial(t, ctx, up.url, "")
+		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
+		direct := dialEra(t, ctx, ec, up.url, "")
 
 		want, upstreamPages := listAll(t, ctx, direct.cs)
 		if upstreamPages != 3 || len(want) != 5 {
@@ -121,8 +121,8 @@ func TestResourcesListWithoutUpstreamResources(t *testing.T) {
 				w := newWatcher(t, dir)
 				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, noResourcesMethod: noMethod,
 					tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
-				c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 4 }), "")
-				direct := dial(t, ctx, up.url, "")
+				c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 4 }), "")
+				direct := dialEra(t, ctx, ec, up.url, "")
 				if direct.cs.InitializeResult().Capabilities.Resources != nil {
 					t.Fatalf("the upstream declares resources; the test needs one that does not")
 				}

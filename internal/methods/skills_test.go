@@ -223,7 +223,7 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 				t.Fatalf("loaded %d skills, want 1000 (problems: %v)", got, w.Snapshot().Problems())
 			}
 			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 100 }), "")
+			c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 100 }), "")
 
 			var pages [][]listedSkill
 			params := map[string]any{}
@@ -318,7 +318,7 @@ func TestSkillsListInvalidCursor(t *testing.T) {
 		writeFiles(t, dir, files)
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 2 }), "")
+		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 2 }), "")
 		var first skillsPage
 		c.call("skills/list", nil).ok(t, "skills/list", &first)
 		if first.NextCursor == "" {
@@ -367,7 +367,7 @@ func TestSkillsGetErrors(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, nil), "")
+		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
 		c.call("skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}).ok(t, "skills/get of a served skill", nil)
 		tests := []struct {
 			name, uri string
@@ -466,7 +466,7 @@ func TestResourcesReadServedBytes(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, resources: 2})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, nil), "")
+		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
 
 		var pg struct {
 			Skills []listedSkill `json:"skills"`
@@ -562,7 +562,7 @@ func TestResourcesReadUnknownSkillURI(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, nil), "")
+		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
 		for _, uri := range []string{"skill://nope/SKILL.md", "skill://pdf-processing/reference", "skill://pdf-processing/missing.md", "skill://PDF-processing/SKILL.md"} {
 			e := c.call("resources/read", map[string]any{"uri": uri}).failed(t, "resources/read "+uri, http.StatusOK, wantCode[ec.name])
 			if e != nil && !strings.Contains(e.Message, uri) {
@@ -596,7 +596,7 @@ func TestDirectoryRead(t *testing.T) {
 		writeFiles(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
 		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dial(t, ctx, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
+		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
 
 		readAll := func(uri string) []dirEntry {
 			t.Helper()

@@ -312,3 +312,60 @@ func StringBytes(raw []byte) ([]byte, bool) {
 	}
 	return []byte(s), true
 }
+
+// DeleteKey returns a copy of the JSON object obj without the member at
+// path (every member of that key, since of duplicates the last would
+// otherwise come back), and whether there was one. Like SetKey it copies
+// every other byte; the separator and whitespace before the removed member
+// go with it (after it, for an object's first member). A missing key, or a
+// missing or non-object parent on the path, returns obj and false.
+//
+// Errors: ErrParse when obj is not valid JSON, ErrNotObject when obj is not
+// an object, ErrBadPath for no path or a key that is not valid UTF-8.
+func DeleteKey(obj []byte, path []string) ([]byte, bool, error) {
+	if err := checkEdit(obj, path); err != nil {
+		return nil, false, fmt.Errorf("delete key %s: %w", dotted(path), err)
+	}
+	if i := skipWS(obj, 0); obj[i] != '{' {
+		return nil, false, fmt.Errorf("delete key %s: %w", dotted(path), ErrNotObject)
+	}
+	out, deleted := obj, false
+	for {
+		start, _, ok := lookup(out, path[:len(path)-1])
+		if !ok || out[start] != '{' {
+			return out, deleted, nil
+		}
+		next, ok := deleteMember(out, start, path[len(path)-1])
+		if !ok {
+			return out, deleted, nil
+		}
+		out, deleted = next, true
+	}
+}
+
+// deleteMember removes the first member named key of the object at
+// b[start], and reports whether there was one.
+func deleteMember(b []byte, start int, key string) ([]byte, bool) {
+	it := newObjIter(b, start)
+	prevEnd := -1
+	for m, more := it.next(); more; m, more = it.next() {
+		if !keyIs(b, m, key) {
+			prevEnd = m.valEnd
+			continue
+		}
+		if prevEnd >= 0 {
+			// ", "key": value" goes, from the end of the member before.
+			return replaceSpan(b, prevEnd, m.valEnd, nil), true
+		}
+		// The first member: it and the separator after it go, up to the
+		// next key; alone, just it (the braces keep their whitespace).
+		if n, more := it.next(); more {
+			return replaceSpan(b, m.keyStart, n.keyStart, nil), true
+		}
+		if it.err != nil {
+			return nil, false
+		}
+		return replaceSpan(b, m.keyStart, m.valEnd, nil), true
+	}
+	return nil, false
+}

@@ -148,3 +148,46 @@ func TestAppendToArray(t *testing.T) {
 		})
 	}
 }
+
+type deleteKeyCase struct {
+	obj     string
+	path    []string
+	want    string
+	deleted bool
+}
+
+func deleteKeyCases() map[string]deleteKeyCase {
+	return map[string]deleteKeyCase{
+		"middle":        {obj: `{"a":1,"b":2,"c":3}`, path: []string{"b"}, want: `{"a":1,"c":3}`, deleted: true},
+		"last":          {obj: `{"a":1, "b":2}`, path: []string{"b"}, want: `{"a":1}`, deleted: true},
+		"first":         {obj: `{ "a":1, "b":2 }`, path: []string{"a"}, want: `{ "b":2 }`, deleted: true},
+		"only":          {obj: `{ "a":[1,{"}":2}] }`, path: []string{"a"}, want: `{  }`, deleted: true},
+		"nested":        {obj: `{"p":{"_meta":{"x":1,"y":"&<>"}},"q":1e2}`, path: []string{"p", "x"}, want: `{"p":{"_meta":{"x":1,"y":"&<>"}},"q":1e2}`},
+		"nested found":  {obj: `{"p":{"x":"\u2028","y":1.0}}`, path: []string{"p", "x"}, want: `{"p":{"y":1.0}}`, deleted: true},
+		"duplicates":    {obj: `{"a":1,"b":2,"a":3}`, path: []string{"a"}, want: `{"b":2}`, deleted: true},
+		"escaped key":   {obj: `{"\u0061":1,"b":"\/"}`, path: []string{"a"}, want: `{"b":"\/"}`, deleted: true},
+		"missing":       {obj: `{"a":1}`, path: []string{"z"}, want: `{"a":1}`},
+		"parent absent": {obj: `{"a":1}`, path: []string{"p", "a"}, want: `{"a":1}`},
+		"parent scalar": {obj: `{"p":"x"}`, path: []string{"p", "a"}, want: `{"p":"x"}`},
+		"pretty":        {obj: "{\n  \"a\": 1,\n  \"b\": 2\n}", path: []string{"b"}, want: "{\n  \"a\": 1\n}", deleted: true},
+	}
+}
+
+func TestDeleteKey(t *testing.T) {
+	for name, tc := range deleteKeyCases() {
+		t.Run(name, func(t *testing.T) {
+			got, deleted, err := DeleteKey([]byte(tc.obj), tc.path)
+			if err != nil {
+				t.Fatalf("DeleteKey: %v", err)
+			}
+			if string(got) != tc.want || deleted != tc.deleted {
+				t.Errorf("DeleteKey(%s, %q) = %s, %v; want %s, %v", tc.obj, tc.path, got, deleted, tc.want, tc.deleted)
+			}
+		})
+	}
+	for _, bad := range []string{`[1]`, `{"a":`, `"s"`} {
+		if _, _, err := DeleteKey([]byte(bad), []string{"a"}); err == nil {
+			t.Errorf("DeleteKey(%s) = nil error, want one", bad)
+		}
+	}
+}

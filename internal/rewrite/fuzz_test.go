@@ -379,3 +379,44 @@ func FuzzReplyID(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDeleteKey(f *testing.F) {
+	for _, tc := range deleteKeyCases() {
+		k1, k2 := tc.path[0], ""
+		if len(tc.path) > 1 {
+			k2 = tc.path[1]
+		}
+		f.Add([]byte(tc.obj), k1, k2)
+	}
+	f.Fuzz(func(t *testing.T, obj []byte, k1, k2 string) {
+		path := []string{k1}
+		if k2 != "" {
+			path = append(path, k2)
+		}
+		out, deleted, err := DeleteKey(obj, path)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("DeleteKey(%q, %q) = %q, not valid JSON", obj, path, out)
+		}
+		if _, ok := GetKey(out, path); ok {
+			t.Fatalf("DeleteKey(%q, %q) = %q still has the key", obj, path, out)
+		}
+		want := decode(t, obj).(map[string]any)
+		m := want
+		if len(path) == 2 {
+			m, _ = want[k1].(map[string]any)
+		}
+		_, had := m[path[len(path)-1]]
+		if had != deleted {
+			t.Fatalf("DeleteKey(%q, %q) deleted = %v, the key was there: %v", obj, path, deleted, had)
+		}
+		if m != nil {
+			delete(m, path[len(path)-1])
+		}
+		if got := decode(t, out); !reflect.DeepEqual(got, any(want)) {
+			t.Fatalf("DeleteKey(%q, %q) = %q, decodes to %v, want %v", obj, path, out, got, want)
+		}
+	})
+}

@@ -37,20 +37,19 @@ func newSidecar(t *testing.T, opts mcp.StreamableHTTPOptions) string {
 	t.Helper()
 	up := httptest.NewServer(demo.Handler(&opts))
 	t.Cleanup(up.Close)
-	return sidecartest.Start(t, up.URL, sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
-		// era-bridge off: a bridged stateful upstream is dual-era, which
-		// issue 20's own tests judge; these judge each upstream mode as is.
-		c.AuthGate, c.UpstreamFiles, c.PageSize, c.EraBridge = "none", "auto", 2, "off"
-	}}).URL
+	s := sidecartest.Start(t, up.URL, sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles, c.PageSize = "none", "auto", 2
+	}})
+	s.WaitEras(t)
+	return s.URL
 }
 
 func TestSidecarEveryUpstreamMode(t *testing.T) {
 	t.Parallel()
 	for name, mode := range upstreamModes() {
-		eras := []string{EraAuto, EraLegacy}
-		if mode.stateless {
-			eras = append(eras, EraModern)
-		}
+		// Every mode in every era: the era bridge (auto, the default)
+		// serves 2026-07-28 in front of the stateful, legacy-only modes.
+		eras := []string{EraAuto, EraLegacy, EraModern}
 		for _, era := range eras {
 			t.Run(name+"/"+era, func(t *testing.T) {
 				t.Parallel()
@@ -64,10 +63,9 @@ func TestSidecarEveryUpstreamMode(t *testing.T) {
 				}
 				wantEra := era
 				if era == EraAuto {
-					wantEra = EraLegacy
-					if mode.stateless {
-						wantEra = EraModern
-					}
+					// The sidecar is dual-era in front of every mode, and
+					// auto prefers 2026-07-28 where it is offered.
+					wantEra = EraModern
 				}
 				if rep.Era != wantEra {
 					t.Errorf("Verify(sidecar, %s).Era = %q, want %q", era, rep.Era, wantEra)

@@ -118,3 +118,16 @@ func Header(kv ...string) http.Header {
 	}
 	return h
 }
+
+// WaitEras waits (at most ten seconds, then fails the test) until the
+// sidecar has learned the upstream's protocol eras: until then the era
+// bridge passes modern requests on untranslated, as it does for an upstream
+// it cannot probe, so a test of the bridged behaviour waits first.
+func (s *Sidecar) WaitEras(t TB) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !s.Eras.Current().Known; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the sidecar did not learn the upstream's eras in 10s")
+		}
+	}
+}

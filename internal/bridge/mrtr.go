@@ -1,0 +1,381 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// Multi round-trip requests (2026-07-28 basic/patterns/mrtr): a legacy
+// server asks the client for sampling, elicitation or roots with a request
+// on the reply stream of a call; the modern wire has no such requests, and
+// carries them instead as an InputRequiredResult the client answers by
+// retrying the call with inputResponses and requestState. The bridge keeps
+// the legacy call waiting on its held session meanwhile: the pending call
+// is keyed by a random requestState and bound to the caller (its
+// credentials and capabilities), the method and the call's params.
+
+// Defaults of the calls kept waiting for a client's retry.
+const (
+	// DefaultMaxPending caps the calls waiting for a retry at once; past
+	// it, a server request ends its call with -32603
+	// (bridge_pending_exhausted).
+	DefaultMaxPending = 64
+	// DefaultPendingTimeout is how long a call waits for its retry; then
+	// the server's requests are answered with an error and the call is
+	// released. It is below DefaultIdleTimeout, so the session outlives it.
+	DefaultPendingTimeout = 2 * time.Minute
+)
+
+// mrtrMethods are the requests whose result may be input_required
+// (2026-07-28: "Servers MUST NOT send InputRequiredResult responses on any
+// other client requests").
+var mrtrMethods = []string{"tools/call", "prompts/get", "resources/read"}
+
+// inputMethods are the server-to-client requests an InputRequests map can
+// carry (the schema's InputRequest).
+var inputMethods = []string{"sampling/createMessage", "elicitation/create", "roots/list"}
+
+// codeMissingCapability is 2026-07-28's MissingRequiredClientCapability.
+const codeMissingCapability = -32021
+
+// upcall is a legacy call in flight on a held session: its reply stream,
+// and what a retry must match to continue it.
+type upcall struct {
+	r      *rewrite.Reader
+	body   io.Closer
+	s      *session
+	key    string          // the caller's session key (credentials, capabilities)
+	method string          // the client's method
+	digest [32]byte        // of its params, MRTR fields and _meta aside
+	id     json.RawMessage // the id the upstream answers to
+	caps   json.RawMessage // the client's capabilities
+	logs   bool
+	// asked are the server's requests waiting for the client's answers.
+	asked []asked
+	// resumed is set once a retry continues the call.
+	resumed bool
+}
+
+// asked is one server-to-client request carried to the client.
+type asked struct {
+	key    string          // its key in inputRequests
+	id     json.RawMessage // the upstream's request id
+	method string
+	params json.RawMessage
+}
+
+// callDigest hashes params without _meta, inputResponses and requestState,
+// decoded and re-encoded (only to compare: nothing is sent from it), so a
+// retry matches whatever the client's encoder's key order.
+func callDigest(params json.RawMessage) [32]byte {
+	p := []byte(params)
+	for _, k := range []string{"_meta", "inputResponses", "requestState"} {
+		if len(p) > 0 {
+			if out, _, err := rewrite.DeleteKey(p, []string{k}); err == nil {
+				p = out
+			}
+		}
+	}
+	var v any
+	if json.Unmarshal(p, &v) == nil {
+		p, _ = json.Marshal(v)
+	}
+	return sha256.Sum256(p)
+}
+
+// pendingCalls holds the calls waiting for a retry.
+type pendingCalls struct {
+	max     int
+	timeout time.Duration
+	expired func(*upcall)
+
+	mu sync.Mutex
+	m  map[string]*upcall
+}
+
+// add keeps c until its retry or the timeout and returns its token; false
+// when max calls are waiting already.
+func (p *pendingCalls) add(c *upcall) (string, bool) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]*upcall{}
+	}
+	if len(p.m) >= p.max {
+		return "", false
+	}
+	p.m[token] = c
+	time.AfterFunc(p.timeout, func() {
+		if c := p.remove(token); c != nil {
+			p.expired(c)
+		}
+	})
+	return token, true
+}
+
+// take removes and returns the call token names when it is the caller's
+// (key), of method and of the same params; nil otherwise, and then the
+// call stays, for its own caller's retry.
+func (p *pendingCalls) take(token, key, method string, digest [32]byte) *upcall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.m[token]
+	if c == nil || c.key != key || c.method != method || c.digest != digest {
+		return nil
+	}
+	delete(p.m, token)
+	return c
+}
+
+func (p *pendingCalls) remove(token string) *upcall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.m[token]
+	delete(p.m, token)
+	return c
+}
+
+// put returns a call taken by a retry that could not continue it.
+func (p *pendingCalls) put(token string, c *upcall) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.m[token] = c
+}
+
+// drain removes and returns every pending call (shutdown).
+func (p *pendingCalls) drain() []*upcall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*upcall
+	for k, c := range p.m {
+		delete(p.m, k)
+		out = append(out, c)
+	}
+	return out
+}
+
+func (p *pendingCalls) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.m)
+}
+
+// requiredCapability returns the client capability a server request needs
+// ({"sampling":{}}, {"elicitation":{"url":{}}}, …) when caps lacks it, or
+// nil when the client declared it.
+func requiredCapability(method string, params, caps json.RawMessage) json.RawMessage {
+	has := func(path ...string) bool {
+		v, ok := rewrite.GetKey(caps, path)
+		return ok && len(v) > 0 && v[0] == '{'
+	}
+	switch method {
+	case "sampling/createMessage":
+		if !has("sampling") {
+			return json.RawMessage(`{"sampling":{}}`)
+		}
+		if _, ok := rewrite.GetKey(params, []string{"tools"}); ok && !has("sampling", "tools") {
+			return json.RawMessage(`{"sampling":{"tools":{}}}`)
+		}
+		if ic, _ := rewrite.GetString(params, "includeContext"); (ic == "thisServer" || ic == "allServers") && !has("sampling", "context") {
+			return json.RawMessage(`{"sampling":{"context":{}}}`)
+		}
+	case "elicitation/create":
+		if !has("elicitation") {
+			return json.RawMessage(`{"elicitation":{}}`)
+		}
+		if mode, _ := rewrite.GetString(params, "mode"); mode == "url" {
+			if !has("elicitation", "url") {
+				return json.RawMessage(`{"elicitation":{"url":{}}}`)
+			}
+		} else if !has("elicitation", "form") && has("elicitation", "url") {
+			// {} alone means form; url alone means not form.
+			return json.RawMessage(`{"elicitation":{"form":{}}}`)
+		}
+	case "roots/list":
+		if !has("roots") {
+			return json.RawMessage(`{"roots":{}}`)
+		}
+	}
+	return nil
+}
+
+// inputKey is the inputRequests key of the upstream's request id: its
+// string, or its number's text.
+func inputKey(id json.RawMessage) string {
+	if s, ok := rewrite.StringBytes(id); ok {
+		return string(s)
+	}
+	return string(id)
+}
+
+// inputRequired is the InputRequiredResult carrying the asked requests,
+// each {"method", "params"} with the server's params as it sent them.
+func inputRequired(id json.RawMessage, token string, asks []asked) []byte {
+	out := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	out = append(out, `,"result":{"resultType":"input_required","inputRequests":{`...)
+	for i, a := range asks {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(out, marshal(a.key)...), `:{"method":`...)
+		out = append(out, marshal(a.method)...)
+		if len(a.params) > 0 {
+			out = append(append(out, `,"params":`...), a.params...)
+		}
+		out = append(out, '}')
+	}
+	out = append(append(out, `},"requestState":`...), marshal(token)...)
+	return append(out, "}}"...)
+}
+
+// answerUpstream posts a JSON-RPC response (result or error) to a server
+// request on s.
+func (t *Transport) answerUpstream(s *session, body []byte) error {
+	if s.url == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, nil)
+	if err != nil {
+		return err
+	}
+	h := s.creds.Clone()
+	if s.id != "" {
+		h.Set("Mcp-Session-Id", s.id)
+	}
+	h.Set("Mcp-Protocol-Version", s.version)
+	resp, err := t.post(ctx, req, h, body)
+	if err != nil {
+		return err
+	}
+	drain(resp)
+	if resp.StatusCode/100 != 2 {
+		return &statusError{resp.StatusCode}
+	}
+	return nil
+}
+
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return "upstream answered " + strconv.Itoa(e.code) }
+
+// release ends a pending call nobody will continue: its server requests
+// are answered with an error, so the server does not wait on, and the
+// stream is closed.
+func (t *Transport) release(c *upcall, why string) {
+	for _, a := range c.asked {
+		_ = t.answerUpstream(c.s, ErrorReply(a.id, codeInternal, why, nil))
+	}
+	c.body.Close()
+}
+
+// serverRequest decides what becomes of a server-to-client request m on
+// c's stream. It returns the event to write to the client, whether the
+// client's stream ends with it, and whether the call now waits for a
+// retry (then its upstream stream is the retry's to read, and closed only
+// by it or the timeout); no event means the request was answered upstream
+// and the stream goes on.
+func (t *Transport) serverRequest(c *upcall, clientID json.RawMessage, m rewrite.Message) (event []byte, end, pending bool) {
+	switch {
+	case m.Method == "ping":
+		_ = t.answerUpstream(c.s, append(append([]byte(`{"jsonrpc":"2.0","id":`), m.ID...), `,"result":{}}`...))
+		return nil, false, false
+	case !slices.Contains(inputMethods, m.Method):
+		_ = t.answerUpstream(c.s, ErrorReply(m.ID, codeMethodNotFound, "the client does not offer "+m.Method, nil))
+		return nil, false, false
+	case !slices.Contains(mrtrMethods, c.method):
+		t.release(&upcall{s: c.s, body: c.body, asked: []asked{{id: m.ID}}}, "the client cannot answer "+m.Method+" inside "+c.method)
+		return ErrorReply(clientID, codeInternal,
+			"the server asked the client for "+m.Method+" inside "+c.method+", which the 2026-07-28 wire cannot carry (input_required is defined for tools/call, prompts/get and resources/read only)",
+			map[string]string{"reason": "server_request_not_bridged", "method": m.Method}), true, false
+	}
+	if need := requiredCapability(m.Method, m.Params, c.caps); need != nil {
+		t.release(&upcall{s: c.s, body: c.body, asked: []asked{{id: m.ID}}}, "the client did not declare the capability "+m.Method+" needs")
+		return ErrorReply(clientID, codeMissingCapability, "the server requires a client capability for "+m.Method+" that the request's clientCapabilities lack",
+			map[string]json.RawMessage{"requiredCapabilities": need}), true, false
+	}
+	c.asked = []asked{{key: inputKey(m.ID), id: m.ID, method: m.Method, params: m.Params}}
+	c.s.touch(time.Now())
+	token, ok := t.pending.add(c)
+	if !ok {
+		t.release(c, "too many calls wait for their clients")
+		return ErrorReply(clientID, codeInternal, "era bridge: too many calls wait for input from their clients",
+			map[string]string{"reason": "bridge_pending_exhausted"}), true, false
+	}
+	return inputRequired(clientID, token, c.asked), true, true
+}
+
+// resume continues the pending call a retry names with its requestState:
+// the retry's inputResponses answer the server's requests on the held
+// session, and the rest of the call's reply stream is the retry's reply.
+func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, state string) (*http.Response, error) {
+	c := t.pending.take(state, key, msg.Method, callDigest(msg.Params))
+	if c == nil {
+		// Unknown, expired, another caller's or another call's: the same
+		// answer for all, and someone else's pending call is not touched.
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams,
+			"requestState does not name a call of this caller waiting for input (unknown, expired, or for other params)",
+			map[string]string{"reason": "bridge_request_state_unknown"})), nil
+	}
+	responses, ok := rewrite.GetKey(msg.Params, []string{"inputResponses"})
+	if ok && (len(responses) == 0 || responses[0] != '{') {
+		t.pending.put(state, c)
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, "inputResponses must be an object", nil)), nil
+	}
+	var missing []asked
+	answers := make([][]byte, len(c.asked))
+	for i, a := range c.asked {
+		v, ok := rewrite.GetKey(responses, []string{a.key})
+		if !ok || len(v) == 0 || v[0] != '{' {
+			missing = append(missing, a)
+			continue
+		}
+		answers[i] = append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), a.id...), `,"result":`...), v...), '}')
+	}
+	if len(missing) > 0 {
+		// The spec: ask again for what is missing rather than fail.
+		t.pending.put(state, c)
+		return jsonResponse(req, http.StatusOK, inputRequired(msg.ID, state, missing)), nil
+	}
+	for _, b := range answers {
+		if err := t.answerUpstream(c.s, b); err != nil {
+			c.body.Close()
+			return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, codeInternal, "era bridge: the upstream did not take the client's input: "+err.Error(),
+				map[string]string{"reason": "bridge_input_not_delivered"})), nil
+		}
+	}
+	c.asked, c.resumed = nil, true
+	pr, pw := io.Pipe()
+	go t.pumpReply(nil, pw, c, msg.ID)
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Request: req, Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
+		Body: pr, ContentLength: -1}, nil
+}
+
+// withID returns the upstream's reply with the client's id when the two
+// differ (a retry's reply carries the retry's id).
+func withID(reply []byte, upstream, client json.RawMessage) []byte {
+	if bytes.Equal(upstream, client) {
+		return reply
+	}
+	if out, err := rewrite.SetKey(reply, []string{"id"}, client); err == nil {
+		return out
+	}
+	return reply
+}
