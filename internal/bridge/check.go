@@ -6,12 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
-)
-
-const (
-	codeMethodNotFound = -32601
-	codeInvalidRequest = -32600
 )
 
 // modernMethods are the client requests the 2026-07-28 wire defines (its
@@ -58,24 +54,24 @@ func CheckModern(h http.Header, msg rewrite.Message) *Refusal {
 	version, hasVersion := rewrite.GetString(msg.Params, "_meta", metaProtocol)
 	caps, hasCaps := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
 	if !hasVersion || !hasCaps {
-		return &Refusal{http.StatusBadRequest, codeInvalidParams,
+		return &Refusal{http.StatusBadRequest, reply.CodeInvalidParams,
 			"modern request must carry _meta " + metaProtocol + " and " + metaClientCaps, nil}
 	}
 	if rerr := headerMismatch(h, msg, version); rerr != "" {
-		return &Refusal{http.StatusBadRequest, codeHeaderMismatch, rerr, nil}
+		return &Refusal{http.StatusBadRequest, reply.CodeHeaderMismatch, rerr, nil}
 	}
 	if version != ModernVersion {
-		return &Refusal{http.StatusBadRequest, codeUnsupportedVersion, "unsupported protocol version " + strconv.Quote(version),
+		return &Refusal{http.StatusBadRequest, reply.CodeUnsupportedVersion, "unsupported protocol version " + strconv.Quote(version),
 			map[string]any{"supported": []string{ModernVersion}, "requested": version}}
 	}
 	if !isObject(caps) {
-		return &Refusal{http.StatusBadRequest, codeInvalidParams, metaClientCaps + " must be an object", nil}
+		return &Refusal{http.StatusBadRequest, reply.CodeInvalidParams, metaClientCaps + " must be an object", nil}
 	}
 	if msg.Kind == rewrite.KindRequest && slices.Contains(removedMethods, msg.Method) {
-		return &Refusal{http.StatusNotFound, codeMethodNotFound, "method " + strconv.Quote(msg.Method) + " is not part of protocol version " + ModernVersion, nil}
+		return &Refusal{http.StatusNotFound, reply.CodeMethodNotFound, "method " + strconv.Quote(msg.Method) + " is not part of protocol version " + ModernVersion, nil}
 	}
 	if ir, ok := rewrite.GetKey(msg.Params, []string{"inputResponses"}); ok && !validInputResponses(ir) {
-		return &Refusal{http.StatusBadRequest, codeInvalidParams, "inputResponses must be an object whose values are objects", nil}
+		return &Refusal{http.StatusBadRequest, reply.CodeInvalidParams, "inputResponses must be an object whose values are objects", nil}
 	}
 	return nil
 }
@@ -106,18 +102,18 @@ func isObject(raw json.RawMessage) bool {
 	return false
 }
 
-// replyStatus is the HTTP status a bridged JSON reply travels with: 404
+// replyStatus is the HTTP status a bridged JSON body travels with: 404
 // for a method-not-found error (the 2026-07-28 wire's rule, SEP-2575),
 // otherwise status unchanged.
-func replyStatus(reply []byte, status int) int {
-	m, err := rewrite.ParseMessage(reply)
+func replyStatus(body []byte, status int) int {
+	m, err := rewrite.ParseMessage(body)
 	if err != nil || m.Kind != rewrite.KindError {
 		return status
 	}
 	var e struct {
 		Code int `json:"code"`
 	}
-	if json.Unmarshal(m.Error, &e) == nil && e.Code == codeMethodNotFound {
+	if json.Unmarshal(m.Error, &e) == nil && e.Code == reply.CodeMethodNotFound {
 		return http.StatusNotFound
 	}
 	return status

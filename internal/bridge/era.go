@@ -8,23 +8,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // ModernVersion is the first protocol version of the stateless era.
 const ModernVersion = rewrite.ModernVersion
-
-// Modern-era error codes a client recognises as a modern server's refusal
-// of a probe (2026-07-28 schema: -32020 to -32022), and the legacy
-// resource-not-found code the modern era replaced with -32602.
-const (
-	codeHeaderMismatch     = -32020
-	codeMissingClientCap   = -32021
-	codeUnsupportedVersion = -32022
-	codeInvalidParams      = -32602
-	codeInternal           = -32603
-	codeResourceNotFound   = -32002
-)
 
 // Eras is what the upstream was learned to speak.
 type Eras struct {
@@ -134,14 +123,14 @@ func FromDiscover(contentType string, body []byte) (Eras, error) {
 			return Eras{}, errUndecided
 		}
 		switch er.Code {
-		case codeUnsupportedVersion:
+		case reply.CodeUnsupportedVersion:
 			if e := fromVersions(er.Data.Supported, "server/discover"); e.Known {
 				// A server that refuses 2026-07-28 by its modern code is
 				// still reached by modern rules only for what it names.
 				return e, nil
 			}
 			return Eras{Known: true, Modern: true, Via: "server/discover"}, nil
-		case codeHeaderMismatch, codeMissingClientCap:
+		case reply.CodeHeaderMismatch, reply.CodeMissingClientCapability:
 			return Eras{Known: true, Modern: true, Versions: []string{ModernVersion}, Via: "server/discover"}, nil
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -207,7 +208,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sid == "" {
 		// What a legacy server that mints sessions answers (2025-11-25
 		// Streamable HTTP, session management).
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", nil)), nil
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", nil)), nil
 	}
 	s := f.lookup(req, sid)
 	if s == nil {
@@ -226,7 +227,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "logging/setLevel":
 		level, ok := rewrite.GetString(msg.Params, "level")
 		if !ok {
-			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, codeInvalidParams, "logging/setLevel needs params.level", nil)), nil
+			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "logging/setLevel needs params.level", nil)), nil
 		}
 		s.mu.Lock()
 		s.logLevel = level
@@ -235,7 +236,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "resources/subscribe", "resources/unsubscribe":
 		uri, ok := rewrite.GetString(msg.Params, "uri")
 		if !ok {
-			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, codeInvalidParams, msg.Method+" needs params.uri", nil)), nil
+			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, msg.Method+" needs params.uri", nil)), nil
 		}
 		s.subscribe(uri, msg.Method == "resources/subscribe")
 		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
@@ -269,7 +270,7 @@ func (f *LegacyFront) credentials() []string {
 // unknownSession is the legacy answer to a session id the front does not
 // know for this caller: 404, on which a legacy client starts a new session.
 func unknownSession(req *http.Request, id json.RawMessage) *http.Response {
-	return jsonResponse(req, http.StatusNotFound, ErrorReply(id, codeInvalidRequest, "Session not found", nil))
+	return jsonResponse(req, http.StatusNotFound, ErrorReply(id, reply.CodeInvalidRequest, "Session not found", nil))
 }
 
 // initialize answers a legacy initialize from the upstream's
@@ -281,7 +282,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
 	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) != nil {
-		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, codeInvalidParams, "invalid initialize params", nil)), nil
+		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid initialize params", nil)), nil
 	}
 	caps := json.RawMessage("{}")
 	if isObject(p.Capabilities) {
@@ -295,7 +296,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 		info = bridgeClientInfo
 	}
 	if f.full() {
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, codeInternal,
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, reply.CodeInternalError,
 			"era bridge: too many legacy sessions ("+strconv.Itoa(f.MaxSessions)+")", map[string]string{"reason": "bridge_sessions_exhausted"})), nil
 	}
 	// The discover asked for the caller: its credentials and trace, none of
@@ -312,7 +313,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	case errors.As(err, &ref):
 		return passRefusal(req, ref), nil
 	case err != nil:
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, codeInternal, "era bridge: upstream server/discover: "+err.Error(),
+		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: upstream server/discover: "+err.Error(),
 			map[string]string{"reason": "bridge_discover_failed"})), nil
 	case m.Kind == rewrite.KindError:
 		// The upstream's own error, with the caller's id, renumbered.
@@ -323,12 +324,12 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	version := NegotiateLegacy(p.ProtocolVersion)
 	out, err := InitializeFromDiscover(msg.ID, m.Result, version)
 	if err != nil {
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, codeInternal, "era bridge: upstream server/discover result unreadable",
+		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: upstream server/discover result unreadable",
 			map[string]string{"reason": "bridge_discover_failed"})), nil
 	}
 	s, ok := f.mint(req, version, caps, info)
 	if !ok {
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, codeInternal,
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, reply.CodeInternalError,
 			"era bridge: too many legacy sessions ("+strconv.Itoa(f.MaxSessions)+")", map[string]string{"reason": "bridge_sessions_exhausted"})), nil
 	}
 	resp := jsonResponse(req, http.StatusOK, out)
@@ -469,7 +470,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	s.mu.Unlock()
 	params, err := ModernParams(msg.Params, s.caps, s.info, level)
 	if err != nil {
-		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, codeInvalidParams, "invalid params: "+err.Error(), nil)), nil
+		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: "+err.Error(), nil)), nil
 	}
 	body := ModernRequest(msg, params)
 	out := req.Clone(req.Context())
@@ -553,7 +554,7 @@ func pumpLegacy(r *rewrite.Reader, up io.Closer, pw *io.PipeWriter, msg rewrite.
 func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response, error) {
 	if n := f.streams.Add(1); int(n) > f.MaxStreams {
 		f.streams.Add(-1)
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, codeInternal,
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
 			"era bridge: too many GET streams ("+strconv.Itoa(f.MaxStreams)+")", map[string]string{"reason": "bridge_streams_exhausted"})), nil
 	}
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -18,13 +19,6 @@ import (
 // whose requests it can carry one by one. 2024-11-05 used the HTTP+SSE
 // transport, which the sidecar does not serve.
 var BridgedLegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
-
-// Legacy error codes the modern wire renumbered (PROTOCOL.md §7).
-const (
-	codeLegacyHeaderMismatch     = -32001
-	codeLegacyMissingClientCap   = -32003
-	codeLegacyUnsupportedVersion = -32004
-)
 
 // NegotiateLegacy is the legacy initialize rule (2025-11-25 lifecycle,
 // version negotiation): the version the client asked for when the front
@@ -137,7 +131,7 @@ func HeaderValue(v string) string {
 	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
-// LegacyReply returns a modern upstream's reply to method as a legacy
+// LegacyReply returns a modern upstream's body to method as a legacy
 // client reads it, and whether it changed. Results pass as they are, byte
 // for byte: the legacy schema's Result allows fields it does not name, so
 // resultType, ttlMs, cacheScope and _meta serverInfo are extras a legacy
@@ -151,54 +145,54 @@ func HeaderValue(v string) string {
 //     UnsupportedProtocolVersion to -32004, and on resources/read a -32602
 //     that names the resource as not found (data.uri, or "not found" in the
 //     message, as the 2026-07-28 resources page answers it) to -32002.
-func LegacyReply(method string, reply []byte) ([]byte, bool) {
-	m, err := rewrite.ParseMessage(reply)
+func LegacyReply(method string, body []byte) ([]byte, bool) {
+	m, err := rewrite.ParseMessage(body)
 	if err != nil {
-		return reply, false
+		return body, false
 	}
 	switch m.Kind {
 	case rewrite.KindResponse:
 		if rt, _ := rewrite.GetString(m.Result, "resultType"); rt != "input_required" {
-			return reply, false
+			return body, false
 		}
-		return ErrorReply(m.ID, codeInternal, "the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients",
+		return ErrorReply(m.ID, reply.CodeInternalError, "the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients",
 			map[string]string{"reason": "input_required_not_bridged"}), true
 	case rewrite.KindError:
 		var e map[string]json.RawMessage
 		if json.Unmarshal(m.Error, &e) != nil {
-			return reply, false
+			return body, false
 		}
 		var code int
 		if json.Unmarshal(e["code"], &code) != nil {
-			return reply, false
+			return body, false
 		}
 		to := legacyCode(method, code, e)
 		if to == code {
-			return reply, false
+			return body, false
 		}
 		e["code"], _ = json.Marshal(to)
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": e})
 		return b, true
 	}
-	return reply, false
+	return body, false
 }
 
 func legacyCode(method string, code int, e map[string]json.RawMessage) int {
 	switch code {
-	case codeHeaderMismatch:
-		return codeLegacyHeaderMismatch
-	case codeMissingClientCap:
-		return codeLegacyMissingClientCap
-	case codeUnsupportedVersion:
-		return codeLegacyUnsupportedVersion
-	case codeInvalidParams:
+	case reply.CodeHeaderMismatch:
+		return reply.CodeLegacyHeaderMismatch
+	case reply.CodeMissingClientCapability:
+		return reply.CodeLegacyMissingClientCap
+	case reply.CodeUnsupportedVersion:
+		return reply.CodeLegacyUnsupportedVersion
+	case reply.CodeInvalidParams:
 		if method != "resources/read" {
 			return code
 		}
 		var msg string
 		_ = json.Unmarshal(e["message"], &msg)
 		if _, ok := rewrite.GetKey(e["data"], []string{"uri"}); ok || strings.Contains(strings.ToLower(msg), "not found") {
-			return codeResourceNotFound
+			return reply.CodeResourceNotFound
 		}
 	}
 	return code

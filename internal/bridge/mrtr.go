@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -46,9 +47,6 @@ var mrtrMethods = []string{"tools/call", "prompts/get", "resources/read"}
 // inputMethods are the server-to-client requests an InputRequests map can
 // carry (the schema's InputRequest).
 var inputMethods = []string{"sampling/createMessage", "elicitation/create", "roots/list"}
-
-// codeMissingCapability is 2026-07-28's MissingRequiredClientCapability.
-const codeMissingCapability = -32021
 
 // upcall is a legacy call in flight on a held session: its reply stream,
 // and what a retry must match to continue it.
@@ -280,7 +278,7 @@ func (e *statusError) Error() string { return "upstream answered " + strconv.Ito
 // stream is closed.
 func (t *Transport) release(c *upcall, why string) {
 	for _, a := range c.asked {
-		_ = t.answerUpstream(c.s, ErrorReply(a.id, codeInternal, why, nil))
+		_ = t.answerUpstream(c.s, ErrorReply(a.id, reply.CodeInternalError, why, nil))
 	}
 	c.body.Close()
 }
@@ -297,17 +295,17 @@ func (t *Transport) serverRequest(c *upcall, clientID json.RawMessage, m rewrite
 		_ = t.answerUpstream(c.s, append(append([]byte(`{"jsonrpc":"2.0","id":`), m.ID...), `,"result":{}}`...))
 		return nil, false, false
 	case !slices.Contains(inputMethods, m.Method):
-		_ = t.answerUpstream(c.s, ErrorReply(m.ID, codeMethodNotFound, "the client does not offer "+m.Method, nil))
+		_ = t.answerUpstream(c.s, ErrorReply(m.ID, reply.CodeMethodNotFound, "the client does not offer "+m.Method, nil))
 		return nil, false, false
 	case !slices.Contains(mrtrMethods, c.method):
 		t.release(&upcall{s: c.s, body: c.body, asked: []asked{{id: m.ID}}}, "the client cannot answer "+m.Method+" inside "+c.method)
-		return ErrorReply(clientID, codeInternal,
+		return ErrorReply(clientID, reply.CodeInternalError,
 			"the server asked the client for "+m.Method+" inside "+c.method+", which the 2026-07-28 wire cannot carry (input_required is defined for tools/call, prompts/get and resources/read only)",
 			map[string]string{"reason": "server_request_not_bridged", "method": m.Method}), true, false
 	}
 	if need := requiredCapability(m.Method, m.Params, c.caps); need != nil {
 		t.release(&upcall{s: c.s, body: c.body, asked: []asked{{id: m.ID}}}, "the client did not declare the capability "+m.Method+" needs")
-		return ErrorReply(clientID, codeMissingCapability, "the server requires a client capability for "+m.Method+" that the request's clientCapabilities lack",
+		return ErrorReply(clientID, reply.CodeMissingClientCapability, "the server requires a client capability for "+m.Method+" that the request's clientCapabilities lack",
 			map[string]json.RawMessage{"requiredCapabilities": need}), true, false
 	}
 	c.asked = []asked{{key: inputKey(m.ID), id: m.ID, method: m.Method, params: m.Params}}
@@ -315,7 +313,7 @@ func (t *Transport) serverRequest(c *upcall, clientID json.RawMessage, m rewrite
 	token, ok := t.pending.add(c)
 	if !ok {
 		t.release(c, "too many calls wait for their clients")
-		return ErrorReply(clientID, codeInternal, "era bridge: too many calls wait for input from their clients",
+		return ErrorReply(clientID, reply.CodeInternalError, "era bridge: too many calls wait for input from their clients",
 			map[string]string{"reason": "bridge_pending_exhausted"}), true, false
 	}
 	return inputRequired(clientID, token, c.asked), true, true
@@ -329,14 +327,14 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 	if c == nil {
 		// Unknown, expired, another caller's or another call's: the same
 		// answer for all, and someone else's pending call is not touched.
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams,
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams,
 			"requestState does not name a call of this caller waiting for input (unknown, expired, or for other params)",
 			map[string]string{"reason": "bridge_request_state_unknown"})), nil
 	}
 	responses, ok := rewrite.GetKey(msg.Params, []string{"inputResponses"})
 	if ok && (len(responses) == 0 || responses[0] != '{') {
 		t.pending.put(state, c)
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, "inputResponses must be an object", nil)), nil
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "inputResponses must be an object", nil)), nil
 	}
 	var missing []asked
 	answers := make([][]byte, len(c.asked))
@@ -356,7 +354,7 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 	for _, b := range answers {
 		if err := t.answerUpstream(c.s, b); err != nil {
 			c.body.Close()
-			return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, codeInternal, "era bridge: the upstream did not take the client's input: "+err.Error(),
+			return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: the upstream did not take the client's input: "+err.Error(),
 				map[string]string{"reason": "bridge_input_not_delivered"})), nil
 		}
 	}
@@ -368,14 +366,14 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 		Body: pr, ContentLength: -1}, nil
 }
 
-// withID returns the upstream's reply with the client's id when the two
-// differ (a retry's reply carries the retry's id).
-func withID(reply []byte, upstream, client json.RawMessage) []byte {
+// withID returns the upstream's body with the client's id when the two
+// differ (a retry's body carries the retry's id).
+func withID(body []byte, upstream, client json.RawMessage) []byte {
 	if bytes.Equal(upstream, client) {
-		return reply
+		return body
 	}
-	if out, err := rewrite.SetKey(reply, []string{"id"}, client); err == nil {
+	if out, err := rewrite.SetKey(body, []string{"id"}, client); err == nil {
 		return out
 	}
-	return reply
+	return body
 }

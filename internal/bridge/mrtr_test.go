@@ -292,7 +292,7 @@ func TestMRTRUpstreamGone(t *testing.T) {
 	srv.CloseClientConnections()
 	srv.Close()
 	got := modernCall(t, bt, srv.URL, "", "2", "sample", `{"sampling":{}}`, retry(key, r.Result.RequestState, sampled))
-	if got.Error == nil || got.Error.Code != codeInternal {
+	if got.Error == nil || got.Error.Code != -32603 {
 		t.Fatalf("retry after the upstream left: %+v, want -32603", got)
 	}
 }

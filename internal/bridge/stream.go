@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -73,9 +74,9 @@ func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Messa
 				text = http.StatusText(resp.StatusCode)
 			}
 			if !slices.Contains(modernMethods, msg.Method) {
-				return jsonResponse(resp.Request, http.StatusNotFound, ErrorReply(msg.ID, codeMethodNotFound, text, nil)), nil
+				return jsonResponse(resp.Request, http.StatusNotFound, ErrorReply(msg.ID, reply.CodeMethodNotFound, text, nil)), nil
 			}
-			return jsonResponse(resp.Request, resp.StatusCode, ErrorReply(msg.ID, codeInvalidRequest, "the upstream refused the request: "+text, nil)), nil
+			return jsonResponse(resp.Request, resp.StatusCode, ErrorReply(msg.ID, reply.CodeInvalidRequest, "the upstream refused the request: "+text, nil)), nil
 		}
 	}
 	return resp, nil
@@ -141,7 +142,7 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 				if c.resumed && !answered {
 					// The upstream ended the call it had kept open for the
 					// client's input without a reply.
-					_ = writeEvent(pw, ErrorReply(clientID, codeInternal, "the upstream ended the call before its reply",
+					_ = writeEvent(pw, ErrorReply(clientID, reply.CodeInternalError, "the upstream ended the call before its reply",
 						map[string]string{"reason": "upstream_ended_call"}))
 				}
 			}
@@ -190,11 +191,11 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.RawMessage) (*http.Response, error) {
 	filter, err := ParseListen(msg.Params)
 	if err != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, "invalid subscriptions/listen params: "+err.Error(), nil)), nil
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid subscriptions/listen params: "+err.Error(), nil)), nil
 	}
 	if n := t.listens.Add(1); int(n)+t.h.len() > t.h.max {
 		t.listens.Add(-1)
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, codeInternal, "era bridge: too many sessions held",
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: too many sessions held",
 			map[string]string{"reason": "bridge_sessions_exhausted"})), nil
 	}
 	s := &session{ready: make(chan struct{})}

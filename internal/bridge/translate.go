@@ -60,36 +60,36 @@ func emptyObject(b []byte) bool {
 	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && len(bytes.TrimSpace(b[1:len(b)-1])) == 0
 }
 
-// ModernReply returns a legacy server's reply to method as the modern era
+// ModernReply returns a legacy server's body to method as the modern era
 // shapes it: a result gets resultType "complete", a cacheable one ttlMs 0
 // and cacheScope scope, and every one the server's serverInfo in _meta,
 // each only when absent; a resource-not-found error (-32002) becomes
 // -32602. The members are spliced in: every byte the server sent stays as
 // it sent it (key order, escapes, number spellings, whitespace). Anything
 // else, and anything it cannot parse, is returned as it was.
-func ModernReply(method string, reply []byte, serverInfo json.RawMessage, scope string) []byte {
-	m, err := rewrite.ParseMessage(reply)
+func ModernReply(method string, body []byte, serverInfo json.RawMessage, scope string) []byte {
+	m, err := rewrite.ParseMessage(body)
 	if err != nil {
-		return reply
+		return body
 	}
 	switch m.Kind {
 	case rewrite.KindResponse:
-		out, err := completeResult(reply, []string{"result"}, slices.Contains(cacheable, method), serverInfo, scope)
+		out, err := completeResult(body, []string{"result"}, slices.Contains(cacheable, method), serverInfo, scope)
 		if err != nil {
-			return reply
+			return body
 		}
 		return out
 	case rewrite.KindError:
 		if code, _ := rewrite.GetKey(m.Error, []string{"code"}); string(code) != "-32002" {
-			return reply
+			return body
 		}
-		out, err := rewrite.SetKey(reply, []string{"error", "code"}, json.RawMessage("-32602"))
+		out, err := rewrite.SetKey(body, []string{"error", "code"}, json.RawMessage("-32602"))
 		if err != nil {
-			return reply
+			return body
 		}
 		return out
 	}
-	return reply
+	return body
 }
 
 // completeResult adds to the result object at path in msg what a modern

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -213,7 +214,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	caps, _ := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
 	var compact bytes.Buffer
 	if json.Compact(&compact, caps) != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, metaClientCaps+" must be an object", nil)), nil
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, metaClientCaps+" must be an object", nil)), nil
 	}
 	caps = compact.Bytes()
 	if msg.Method == "subscriptions/listen" && msg.Kind == rewrite.KindRequest {
@@ -232,7 +233,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	}
 	legacy, err := LegacyRequest(msg)
 	if err != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, codeInvalidParams, "invalid params: "+err.Error(), nil)), nil
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: "+err.Error(), nil)), nil
 	}
 	resp, err := t.send(req, s, legacy)
 	if err == nil && resp.StatusCode == http.StatusNotFound && s.id != "" {
@@ -260,7 +261,7 @@ func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Res
 	case s.deny != nil:
 		return s.deny.response(req)
 	case s.err != nil:
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(id, codeInternal, "era bridge: cannot open a legacy session: "+s.err.Error(),
+		return jsonResponse(req, http.StatusBadGateway, ErrorReply(id, reply.CodeInternalError, "era bridge: cannot open a legacy session: "+s.err.Error(),
 			map[string]string{"reason": "bridge_session_failed"}))
 	}
 	return nil

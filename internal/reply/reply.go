@@ -22,8 +22,21 @@ const (
 	CodeResourceNotFound = -32002
 	// CodeHeaderMismatch: an MCP header disagrees with the body (2026-07-28).
 	CodeHeaderMismatch = -32020
+	// CodeMissingClientCapability: a request needs a client capability the
+	// client did not declare (2026-07-28).
+	CodeMissingClientCapability = -32021
 	// CodeUnsupportedVersion: a protocol version the sidecar does not speak.
 	CodeUnsupportedVersion = -32022
+	// CodeMethodNotFound is JSON-RPC 2.0's: a method the server does not
+	// have (the era bridge's answer to a removed or unknown method).
+	CodeMethodNotFound = -32601
+
+	// The legacy wire's numbers for three of the errors above, which the
+	// 2026-07-28 revision renumbered (PROTOCOL.md §7); the era bridge maps
+	// between them.
+	CodeLegacyHeaderMismatch     = -32001
+	CodeLegacyMissingClientCap   = -32003
+	CodeLegacyUnsupportedVersion = -32004
 )
 
 // Error is a JSON-RPC error and the HTTP status that carries it.
