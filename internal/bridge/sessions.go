@@ -1,11 +1,12 @@
 package bridge
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 )
 
 // Defaults of the session holder.
@@ -47,23 +48,12 @@ func (s *session) lastUsed() time.Time {
 	return s.used
 }
 
-// sessionKey hashes the caller's credential headers (in the configured
-// order, each name and values) and its client capabilities: callers share a
-// session only when both are equal, so no session is ever shared across
-// authorization contexts. The hash is all that is kept.
+// sessionKey keys a held session: the caller's credentials and network
+// identity (onbehalf.SessionKey) and its client capabilities, so no two
+// authorization contexts, client addresses or capability sets share one.
 func sessionKey(h http.Header, credentials []string, caps []byte) string {
-	d := sha256.New()
-	for _, name := range credentials {
-		d.Write([]byte(http.CanonicalHeaderKey(name)))
-		d.Write([]byte{0})
-		for _, v := range h.Values(name) {
-			d.Write([]byte(v))
-			d.Write([]byte{0})
-		}
-		d.Write([]byte{1})
-	}
-	d.Write(caps)
-	return hex.EncodeToString(d.Sum(nil))
+	k := onbehalf.SessionKey(h, credentials, caps)
+	return hex.EncodeToString(k[:])
 }
 
 // holder keeps sessions by key, at most max, none idle longer than idle.

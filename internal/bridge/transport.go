@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -346,18 +347,10 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 }
 
 // callerHeaders are the headers of the caller that go with what the bridge
-// sends on its behalf: its credentials and its trace.
+// sends on its behalf (onbehalf.CallerHeaders: credentials, trace, user
+// agent, network identity).
 func (t *Transport) callerHeaders(req *http.Request) http.Header {
-	h := http.Header{}
-	for _, k := range append(append([]string(nil), t.Credentials...), "Traceparent", "Tracestate") {
-		if v := req.Header.Values(k); len(v) > 0 {
-			h[http.CanonicalHeaderKey(k)] = v
-		}
-	}
-	if ua := req.Header.Get("User-Agent"); ua != "" {
-		h.Set("User-Agent", ua)
-	}
-	return h
+	return onbehalf.CallerHeaders(req.Header, t.Credentials)
 }
 
 func (t *Transport) sessionHeaders(req *http.Request, s *session) http.Header {

@@ -23,6 +23,8 @@ type recorder struct {
 	next http.Handler
 	mu   sync.Mutex
 	auth []string
+	// who is, per initialize, the caller's identity headers it came with.
+	who []string
 	// forget, when set, makes the next request with a session 404 once
 	// (an upstream that restarted).
 	forget bool
@@ -34,6 +36,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	if strings.Contains(string(b), `"method":"initialize"`) {
 		r.auth = append(r.auth, req.Header.Get("Authorization"))
+		r.who = append(r.who, req.Header.Get("X-Forwarded-For")+" "+req.Header.Get("Traceparent")+" "+req.Header.Get("User-Agent"))
 	} else if r.forget && req.Header.Get("Mcp-Session-Id") != "" {
 		r.forget = false
 		r.mu.Unlock()
@@ -62,7 +65,7 @@ func newBridge(t *testing.T, h http.Handler, max int) (*Transport, string) {
 	return bt, srv.URL
 }
 
-func call(t *testing.T, bt *Transport, u, auth, caps, method string) (int, string) {
+func call(t *testing.T, bt *Transport, u, auth, caps, method string, kv ...string) (int, string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"%s","params":{`+testMeta+`}}`, method, caps)
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
@@ -72,6 +75,9 @@ func call(t *testing.T, bt *Transport, u, auth, caps, method string) (int, strin
 	req.Header.Set("Mcp-Method", method)
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		req.Header.Set(kv[i], kv[i+1])
 	}
 	resp, err := bt.RoundTrip(req)
 	if err != nil {
@@ -101,6 +107,28 @@ func TestSessionsPerAuthorizationContext(t *testing.T) {
 	}
 	if n := bt.h.len(); n != 3 {
 		t.Errorf("%d sessions held, want 3", n)
+	}
+}
+
+// The session the bridge opens for a caller is opened as the caller's: its
+// initialize carries the network identity the proxy set on the caller's
+// request (X-Forwarded-For), its trace and user agent, as the gate's probe
+// does; two client addresses with the same credentials get a session each.
+func TestSessionsPerClientAddress(t *testing.T) {
+	rec := &recorder{next: demo.Handler(nil)}
+	bt, u := newBridge(t, rec, 0)
+	for _, xff := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.1"} {
+		if code, body := call(t, bt, u, "Bearer a", "{}", "tools/list", "X-Forwarded-For", xff,
+			"Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "User-Agent", "host/1"); code != 200 {
+			t.Fatalf("%s: %d %s", xff, code, body)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	want := []string{"192.0.2.1 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01 host/1",
+		"192.0.2.2 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01 host/1"}
+	if strings.Join(rec.who, "|") != strings.Join(want, "|") {
+		t.Errorf("initialize sent as %q, want %q (one per address, each as its caller)", rec.who, want)
 	}
 }
 

@@ -41,6 +41,42 @@ func CredentialKey(h http.Header, names ...string) [sha256.Size]byte {
 // identity.
 var identityHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
 
+// callerHeaders are the headers, besides its credentials, that say whom a
+// request already bound for the upstream is made for: the caller's trace,
+// its user agent and its network identity as SetForwarded set it.
+var callerHeaders = slices.Concat([]string{traceParent, traceState, "User-Agent"}, identityHeaders)
+
+// CallerHeaders returns the headers of out, a request on its way to the
+// upstream for a caller (forwarded, so its network identity is already
+// set), that a further request for the same caller carries: the named
+// credential headers (DefaultCredentials when names is empty), its trace,
+// user agent and X-Forwarded-* identity. The era bridge sends them with
+// what opens, uses and ends a session it holds for that caller, so an
+// upstream sees those requests as the caller's, as it sees the gate's
+// probe and the sidecar's reads.
+func CallerHeaders(out http.Header, names []string) http.Header {
+	if len(names) == 0 {
+		names = DefaultCredentials()
+	}
+	h := make(http.Header, len(names)+len(callerHeaders))
+	CopyHeaders(h, out, names)
+	CopyHeaders(h, out, callerHeaders)
+	return h
+}
+
+// SessionKey is the key of a session held for the caller of out (see
+// CallerHeaders): a hash of its credentials (the named headers,
+// DefaultCredentials when names is empty) and its network identity, then
+// of extra (what else the session depends on), so two authorization
+// contexts, or two client addresses, never share one.
+func SessionKey(out http.Header, names []string, extra []byte) [sha256.Size]byte {
+	if len(names) == 0 {
+		names = DefaultCredentials()
+	}
+	k := CredentialKey(out, slices.Concat(names, identityHeaders)...)
+	return sha256.Sum256(append(k[:], extra...))
+}
+
 // CallerKey is the cache key of what the upstream told the caller of r: a
 // hash of the named headers (its credentials, and whatever else the cache
 // depends on) and of the network identity a request on its behalf carries

@@ -16,7 +16,9 @@ import (
 // forwardedHeaders are the caller's headers, besides its credentials, that
 // travel with a request made on its behalf: its session and era, and the
 // trace it is part of. (Its network identity is set by SetForwarded.)
-var forwardedHeaders = [...]string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate"}
+var forwardedHeaders = [...]string{"Mcp-Session-Id", "Mcp-Protocol-Version", traceParent, traceState}
+
+const traceParent, traceState = "Traceparent", "Tracestate"
 
 // Modern reports whether msg is a request of the 2026-07-28 wire: its
 // _meta carries a protocol version. Any other _meta (a legacy
