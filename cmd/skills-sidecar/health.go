@@ -28,8 +28,12 @@ type readiness struct {
 	timeout  time.Duration
 	gate     string // the --auth-gate setting, "none" or "upstream"
 	// eras, when set, reports the upstream's protocol eras, shown in the
-	// body as detail; they never make the pod unready.
+	// body as detail; what they are never makes the pod unready.
 	eras func() bridge.Eras
+	// probed, when set (era-bridge auto), reports whether the first era
+	// probe has returned: until it has, a request the bridge should carry
+	// would pass through untranslated, so the pod is not ready yet.
+	probed func() bool
 }
 
 // Why an unreachable upstream matters, by --auth-gate setting.
@@ -70,6 +74,9 @@ func (r *readiness) check(ctx context.Context) string {
 		return "upstream unreachable: " + err.Error() + "\n" + why
 	}
 	_ = c.Close()
+	if r.probed != nil && !r.probed() {
+		return "upstream eras not yet probed (era-bridge auto)"
+	}
 	return ""
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,5 +182,58 @@ func TestShutdownDelayKeepsServing(t *testing.T) {
 	}
 	if code := <-done; code != 0 {
 		t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
+	}
+}
+
+// TestReadinessWaitsForEraProbe: with era-bridge auto the pod is not ready
+// until the first era probe has returned (a modern request to a
+// legacy-only upstream would pass through untranslated before it), and
+// then is; with era-bridge off a probe that hangs does not hold readiness.
+func TestReadinessWaitsForEraProbe(t *testing.T) {
+	t.Parallel()
+	for _, bridge := range []string{"auto", "off"} {
+		t.Run(bridge, func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			let := sync.OnceFunc(func() { close(release) })
+			legacy := demo.Handler(nil)
+			up := upstreamServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(strings.NewReader(string(b)))
+				if strings.Contains(string(b), `"server/discover"`) {
+					select { // the era probe waits until the test lets it go
+					case <-release:
+					case <-r.Context().Done():
+						return
+					}
+				}
+				legacy.ServeHTTP(w, r)
+			}))
+			addr, maddr := freeAddr(t), freeAddr(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			var out, errOut syncBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
+					"--upstream", up.URL + "/mcp", "--era-bridge", bridge}, nil, nil, &out, &errOut)
+			}()
+			t.Cleanup(func() { let(); cancel(); <-done })
+			readyz := func() int { return status("http://" + maddr + "/readyz") }
+			if bridge == "off" {
+				eventually(t, "/readyz with the era probe held, era-bridge off", 200, readyz)
+				return
+			}
+			// Ready would come within the polling interval if the probe
+			// did not hold it: the sidecar itself is up (healthz).
+			eventually(t, "/healthz", 200, func() int { return status("http://" + maddr + "/healthz") })
+			for range 10 {
+				if code := readyz(); code != http.StatusServiceUnavailable {
+					t.Fatalf("/readyz = %d while the first era probe is unanswered, want 503", code)
+				}
+				time.Sleep(30 * time.Millisecond)
+			}
+			let()
+			eventually(t, "/readyz once the era probe returned", 200, readyz)
+		})
 	}
 }

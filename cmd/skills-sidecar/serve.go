@@ -125,6 +125,9 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	up, _ := url.Parse(cfg.Upstream) // sidecar.New parsed it
 	ready := newReadiness(up, cfg.AuthGate)
 	ready.eras = s.Eras.Current
+	if cfg.EraBridge == "auto" {
+		ready.probed = s.Eras.Probed
+	}
 	stopOps, err := serveOps(cfg.MetricsListen, reg, ready)
 	if err != nil {
 		return err

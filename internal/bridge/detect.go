@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -35,9 +36,15 @@ type Detector struct {
 	// OnChange, when set, is called with the new eras each time they change.
 	OnChange func(Eras)
 
-	mu   sync.RWMutex
-	eras Eras
+	mu     sync.RWMutex
+	eras   Eras
+	probed atomic.Bool
 }
+
+// Probed reports whether Run's first probe has returned, whatever it
+// learned: until then a request the bridge should carry may pass through
+// untranslated, so readiness waits for it.
+func (d *Detector) Probed() bool { return d != nil && d.probed.Load() }
 
 // Current returns the eras last learned.
 func (d *Detector) Current() Eras {
@@ -82,6 +89,7 @@ func (d *Detector) Run(ctx context.Context) {
 		} else if !d.Current().Known {
 			wait = retry
 		}
+		d.probed.Store(true)
 		select {
 		case <-ctx.Done():
 			return
