@@ -30,6 +30,7 @@ func Scenarios() []Scenario {
 		{Name: "idle", Title: "6. memory per idle GET stream", run: idleStreams},
 		{Name: "startup", Title: "7. start-up time and idle RSS", run: startup},
 		{Name: "firstpage", Title: "8. first skills/list page of new callers (upstream-served files)", run: firstPage},
+		{Name: "bridge", Title: "9. era bridge: memory per session, bridged latency", run: eraBridge},
 	}
 }
 
