@@ -306,3 +306,36 @@ func TestEarlyDiscoveryCallerLeaves(t *testing.T) {
 	}
 	noDiscoveryLeft(t, "after the next page")
 }
+
+// TestEarlyDiscoveryShared: concurrent first requests of one context,
+// behind the gate, share one discovery, started early by the first of
+// them, whichever of their probes answers first.
+func TestEarlyDiscoveryShared(t *testing.T) {
+	side, f := startFaulty(t)
+	f.setFault(func(method string, _ http.ResponseWriter, _ *http.Request) bool {
+		if strings.HasPrefix(method, "resources/") {
+			time.Sleep(20 * time.Millisecond) // the callers overlap
+		}
+		return false
+	})
+	const callers = 16
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = callAs(side, map[string]string{"Authorization": "Bearer shared"}, "skills/list", nil)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, tl := f.get("resources/list"), f.get("resources/templates/list"); l != 1 || tl != 1 {
+		t.Errorf("%d concurrent first requests of one context sent %d resources/list and %d resources/templates/list, want 1 and 1", callers, l, tl)
+	}
+	noDiscoveryLeft(t, "after the pages")
+}
