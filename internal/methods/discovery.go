@@ -302,8 +302,9 @@ type overlayCounters struct {
 // run side by side, and the request then waits for it as any other request
 // of the context would (servedSetOf). Until the gate has admitted the
 // caller the discovery is provisional: a refusal withdraws it (its calls
-// are cancelled, it is forgotten, and a context it alone created is
-// dropped), so a refused caller leaves nothing another caller could use.
+// are cancelled, it is forgotten, and its context is dropped when nothing
+// else was learned in it), so a refused caller leaves nothing another
+// caller could use, nor an empty entry pushing others out of the cache.
 // Its cost: a refused new caller costs the upstream the two listings as
 // well as the probe (an upstream checking credentials refuses them at
 // once), within the sidecar's bound of discoveries in flight.
@@ -327,7 +328,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 		return nil
 	}
 	key := o.authKey(r)
-	c := o.context(r, snap)
+	c := o.contextAt(key, snap)
 	c.mu.Lock()
 	if c.disc != nil {
 		c.mu.Unlock()
