@@ -40,12 +40,21 @@ const (
 	firstPageServed = 5
 	// firstPageCrowd is the number of concurrent new callers.
 	firstPageCrowd = 100
+	// firstPageLatency is the time the "slow" upstreams take before
+	// answering any request: an upstream whose own work (an auth check
+	// against an identity provider, a database) makes its round trip
+	// longer than loopback's. On loopback the sidecar's and the upstream's
+	// CPU time dominate a first page; against this latency the number of
+	// round trips on its critical path does.
+	firstPageLatency = 2 * time.Millisecond
 )
 
-// requestCounter counts the JSON-RPC requests reaching an upstream.
+// requestCounter counts the JSON-RPC requests reaching an upstream, and
+// holds each for latency before the upstream answers it.
 type requestCounter struct {
-	mu sync.Mutex
-	by map[string]int
+	mu      sync.Mutex
+	by      map[string]int
+	latency time.Duration
 }
 
 func (c *requestCounter) wrap(h http.Handler) http.Handler {
@@ -56,6 +65,9 @@ func (c *requestCounter) wrap(h http.Handler) http.Handler {
 			c.mu.Lock()
 			c.by[m.Method]++
 			c.mu.Unlock()
+		}
+		if c.latency > 0 {
+			time.Sleep(c.latency)
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -115,8 +127,8 @@ func firstPageSkillMD(name string) string {
 // startFirstPageUpstream serves a stateless go-sdk upstream on loopback:
 // with an unrelated resource (so it declares resources and the sidecar must
 // ask) and, with servesSome, the SKILL.md of firstPageServed skills on the
-// page as its own resources.
-func startFirstPageUpstream(servesSome bool) (url string, c *requestCounter, stop func(), err error) {
+// page as its own resources; each request is held latency first.
+func startFirstPageUpstream(servesSome bool, latency time.Duration) (url string, c *requestCounter, stop func(), err error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "firstpage-upstream", Version: "v0.0.0"}, nil)
 	s.AddResource(&mcp.Resource{URI: "bench://unrelated", Name: "unrelated"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "unrelated"}}}, nil
@@ -135,7 +147,7 @@ func startFirstPageUpstream(servesSome bool) (url string, c *requestCounter, sto
 	if err != nil {
 		return "", nil, nil, err
 	}
-	c = &requestCounter{by: map[string]int{}}
+	c = &requestCounter{by: map[string]int{}, latency: latency}
 	srv := &http.Server{Handler: c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: true})), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
@@ -170,21 +182,26 @@ func firstPage(ctx context.Context, e *Env) []report.Row {
 	if e.opts.Short {
 		n = 20
 	}
-	for _, servesSome := range []bool{false, true} {
-		label := "serves none"
-		if servesSome {
-			label = fmt.Sprintf("serves %d SKILL.md", firstPageServed)
+	for _, latency := range []time.Duration{0, firstPageLatency} {
+		for _, servesSome := range []bool{false, true} {
+			label := "serves none"
+			if servesSome {
+				label = fmt.Sprintf("serves %d SKILL.md", firstPageServed)
+			}
+			if latency > 0 {
+				label += fmt.Sprintf(", upstream +%v", latency)
+			}
+			rows = append(rows, e.firstPageVariant(ctx, plugin, servesSome, latency, label, n)...)
 		}
-		rows = append(rows, e.firstPageVariant(ctx, plugin, servesSome, label, n)...)
 	}
 	return rows
 }
 
-func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bool, label string, n int) []report.Row {
+func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bool, latency time.Duration, label string, n int) []report.Row {
 	fail := func(err error) []report.Row {
 		return []report.Row{{Scenario: "skills/list first page", Variant: label, Target: report.Sidecar, Status: "failed: " + err.Error()}}
 	}
-	upURL, counter, stop, err := startFirstPageUpstream(servesSome)
+	upURL, counter, stop, err := startFirstPageUpstream(servesSome, latency)
 	if err != nil {
 		return fail(err)
 	}
@@ -229,8 +246,14 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	roundTrip := stats.Summarize(rtt).P50
 
 	var rows []report.Row
+	// cpu is the sidecar's CPU time so far (user and system), to tell its
+	// own cost of a first page from the upstream's and the machine's.
+	cpu := func() time.Duration {
+		u, _ := ReadUsage(p.PID())
+		return u.CPU
+	}
 	measure := func(variant string, creds []string) error {
-		before := counter.snapshot()
+		before, cpu0 := counter.snapshot(), cpu()
 		var first []time.Duration
 		for _, c := range creds {
 			d, err := ask(side, header(c))
@@ -240,6 +263,7 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 			first = append(first, d)
 		}
 		total, detail := since(before, counter.snapshot())
+		cpu1 := cpu()
 		// The same callers again: their pages are warm.
 		var warm []time.Duration
 		for _, c := range creds {
@@ -249,7 +273,13 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 			}
 			warm = append(warm, d)
 		}
-		rows = append(rows, firstPageRow(label+", "+variant, first, warm, roundTrip, total, len(creds), detail))
+		row := firstPageRow(label+", "+variant, first, warm, roundTrip, total, len(creds), detail)
+		if len(creds) >= 20 { // CPU time is counted in 10 ms ticks: one caller's page is below them
+			firstCPU, warmCPU := micros(cpu1-cpu0)/float64(len(creds)), micros(cpu()-cpu1)/float64(len(creds))
+			row.CPUMicrosPerOp = &firstCPU
+			row.Note += fmt.Sprintf("; sidecar CPU per first page %.0f µs, per warm page %.0f µs", firstCPU, warmCPU)
+		}
+		rows = append(rows, row)
 		return nil
 	}
 	bearer, cookies := make([]string, n), make([]string, n)
@@ -273,7 +303,7 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	for i := range crowd {
 		crowd[i] = "session=" + randomToken()
 	}
-	before := counter.snapshot()
+	before, cpu0 := counter.snapshot(), cpu()
 	first := make([]time.Duration, len(crowd))
 	errs := make([]error, len(crowd))
 	var wg sync.WaitGroup
@@ -292,6 +322,7 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 		}
 	}
 	total, detail := since(before, counter.snapshot())
+	cpu1 := cpu()
 	warm := make([]time.Duration, len(crowd))
 	for i, c := range crowd {
 		wg.Add(1)
@@ -302,8 +333,11 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 		}()
 	}
 	wg.Wait()
-	rows = append(rows, firstPageRow(fmt.Sprintf("%s, junk cookie c=%d", label, firstPageCrowd), first, warm, roundTrip, total, len(crowd), detail))
-	return rows
+	row := firstPageRow(fmt.Sprintf("%s, junk cookie c=%d", label, firstPageCrowd), first, warm, roundTrip, total, len(crowd), detail)
+	firstCPU, warmCPU := micros(cpu1-cpu0)/float64(len(crowd)), micros(cpu()-cpu1)/float64(len(crowd))
+	row.CPUMicrosPerOp = &firstCPU
+	row.Note += fmt.Sprintf("; sidecar CPU per first page %.0f µs, per warm page %.0f µs", firstCPU, warmCPU)
+	return append(rows, row)
 }
 
 // firstPageRow reports new callers' first pages: latency percentiles, and
@@ -314,11 +348,15 @@ func firstPageRow(variant string, first, warm []time.Duration, roundTrip time.Du
 	perCaller := float64(requests) / float64(callers)
 	rt := micros(roundTrip)
 	extra := micros(f.P50) - micros(w.P50)
+	verdict := "target (≤ 1.20×) met"
+	if extra > 1.2*rt {
+		verdict = "target (≤ 1.20×) not met"
+	}
 	return report.Row{
 		Scenario: "skills/list first page", Variant: variant, Target: report.Sidecar, Status: "ok",
 		P50Micros: micros(f.P50), P99Micros: micros(f.P99), Samples: int64(f.N),
-		Note: fmt.Sprintf("%.2f upstream requests per new caller (%s); warm page p50 %.0f µs; first − warm %.0f µs, %.2f× one upstream round trip (%.0f µs)",
-			perCaller, detail, micros(w.P50), extra, extra/rt, rt),
+		Note: fmt.Sprintf("%.2f upstream requests per new caller (%s); warm page p50 %.0f µs; first − warm %.0f µs, %.2f× one upstream round trip (%.0f µs), %s",
+			perCaller, detail, micros(w.P50), extra, extra/rt, rt, verdict),
 		Extra: map[string]float64{"upstream_requests_per_caller": perCaller, "warm_p50_us": micros(w.P50), "round_trip_p50_us": rt},
 	}
 }

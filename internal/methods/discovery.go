@@ -294,3 +294,90 @@ type overlayCounters struct {
 	// requests they sent.
 	Discoveries, ListingPages atomic.Int64
 }
+
+// Early discovery. A new context's first skills/list costs the gate's probe
+// and the discovery's listings, three upstream requests that do not depend
+// on each other; run one after the other they cost two round trips.
+// startDiscovery starts the discovery before the gate is asked, so both
+// run side by side, and the request then waits for it as any other request
+// of the context would (servedSetOf). Until the gate has admitted the
+// caller the discovery is provisional: a refusal withdraws it (its calls
+// are cancelled, it is forgotten, and its context is dropped when nothing
+// else was learned in it), so a refused caller leaves nothing another
+// caller could use, nor an empty entry pushing others out of the cache.
+// Its cost: a refused new caller costs the upstream the two listings as
+// well as the probe (an upstream checking credentials refuses them at
+// once), within the sidecar's bound of discoveries in flight.
+
+// early is a discovery started before the gate's verdict. The nil value
+// started nothing.
+type early struct {
+	o      *Overlay
+	c      *authContext
+	d      *discovery
+	key    string
+	cancel context.CancelFunc
+	exited chan struct{}
+}
+
+// startDiscovery starts the discovery of r's context in the background
+// when none is learned or running, and returns it; nil when there is
+// nothing to start.
+func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool) *early {
+	if o.resourcesCap.Load() == capNone || (unknownOK && o.now().UnixNano() < o.downUntil.Load()) {
+		return nil
+	}
+	key := o.authKey(r)
+	c := o.contextAt(key, snap)
+	c.mu.Lock()
+	if c.disc != nil {
+		c.mu.Unlock()
+		return nil
+	}
+	d := &discovery{done: make(chan struct{})}
+	c.disc = d
+	c.mu.Unlock()
+	ctx, cancel := context.WithCancel(r.Context())
+	e := &early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
+	go func() {
+		defer close(e.exited)
+		o.runDiscovery(c, d, r.WithContext(ctx), caller)
+	}()
+	return e
+}
+
+// withdraw forgets a discovery the gate's refusal made pointless: its calls
+// are cancelled and waited for, it is no longer the context's, and the
+// context is dropped when nothing else was learned in it.
+func (e *early) withdraw() {
+	if e == nil {
+		return
+	}
+	e.cancel()
+	<-e.exited
+	e.c.mu.Lock()
+	if e.c.disc == e.d {
+		e.c.disc = nil
+	}
+	empty := e.c.disc == nil && len(e.c.files) == 0 && len(e.c.reading) == 0
+	e.c.mu.Unlock()
+	if empty {
+		e.o.mu.Lock()
+		if e.o.contexts[e.key] == e.c {
+			delete(e.o.contexts, e.key)
+		}
+		e.o.mu.Unlock()
+	}
+}
+
+// end is called when the request that started the discovery has its
+// answer: a discovery its answer did not wait for (an error found before
+// the listing was needed) is cancelled, and its goroutine is gone when end
+// returns, so none outlives its request.
+func (e *early) end() {
+	if e == nil {
+		return
+	}
+	e.cancel()
+	<-e.exited
+}

@@ -28,6 +28,14 @@ import (
 // counts the JSON-RPC requests reaching it by method, and the most of each
 // method in flight at once. delay holds each resources/* request that long,
 // so that concurrent requests overlap.
+//
+// A request stops being in flight when the handler starts its reply (its
+// first WriteHeader, Write or Flush), not when the handler returns: the
+// go-sdk handler flushes its SSE reply and then still runs, so the sidecar
+// may have read the reply, freed its slot and sent the next request before
+// the handler returns, and a count taken then saw one request too many.
+// Starting the reply is before any byte of it can reach the sidecar, so a
+// request the sidecar sends while its bound is full is still counted.
 type upstreamCounter struct {
 	delay time.Duration
 
@@ -60,12 +68,38 @@ func (c *upstreamCounter) wrap(h http.Handler) http.Handler {
 		if strings.HasPrefix(m.Method, "resources/") {
 			time.Sleep(c.delay)
 		}
-		h.ServeHTTP(w, r)
-		c.mu.Lock()
-		c.inFlight[m.Method]--
-		c.mu.Unlock()
+		var once sync.Once
+		done := func() {
+			once.Do(func() {
+				c.mu.Lock()
+				c.inFlight[m.Method]--
+				c.mu.Unlock()
+			})
+		}
+		h.ServeHTTP(&replyStart{ResponseWriter: w, start: done}, r)
+		done() // a handler that wrote nothing
 	})
 }
+
+// replyStart calls start before the first byte of a reply is written.
+type replyStart struct {
+	http.ResponseWriter
+	start func()
+}
+
+func (w *replyStart) WriteHeader(code int) { w.start(); w.ResponseWriter.WriteHeader(code) }
+
+func (w *replyStart) Write(b []byte) (int, error) { w.start(); return w.ResponseWriter.Write(b) }
+
+func (w *replyStart) Flush() {
+	w.start()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *replyStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // resourceRequests is how many resources/* requests reached the upstream.
 func (c *upstreamCounter) resourceRequests() int {

@@ -147,12 +147,22 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 	if h.opts.Serves != nil && !h.opts.Serves(claimsModern(r.Header, msg)) {
 		return reply.Reply{}, false
 	}
+	e, eerr := checkEra(r.Header, msg, nameParam) // pure; its error is given after the gate's
 	if h.opts.Gate != nil {
+		// The discovery a listing of a new context needs runs side by
+		// side with the gate's probe (discovery.go, "Early discovery").
+		var pre *early
+		if eerr == nil && h.opts.Overlay != nil && v.snap != nil && (msg.Method == "skills/list" || msg.Method == "skills/get") {
+			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream())
+		}
 		if err := h.opts.Gate.Admit(r, msg); err != nil {
+			pre.withdraw()
 			return reply.Reply{Err: err}, true
 		}
+		if pre != nil {
+			defer pre.end()
+		}
 	}
-	e, eerr := checkEra(r.Header, msg, nameParam)
 	if eerr != nil {
 		return reply.Reply{Err: eerr}, true
 	}

@@ -146,7 +146,11 @@ func callerKey(r *http.Request, names ...string) string {
 }
 
 func (o *Overlay) context(r *http.Request, snap *catalog.Snapshot) *authContext {
-	key := o.authKey(r)
+	return o.contextAt(o.authKey(r), snap)
+}
+
+// contextAt is context for a caller whose authKey is known.
+func (o *Overlay) contextAt(key string, snap *catalog.Snapshot) *authContext {
 	now := o.now()
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -1,0 +1,341 @@
+package methods_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+)
+
+// The fault tests of the early discovery: a new caller's gate probe and
+// discovery run side by side (discovery.go, "Early discovery"), so each of
+// them may fail while the other succeeds, the upstream may hang up on
+// either, and the caller may leave while they run.
+
+// faultyUpstream is a go-sdk upstream (stateless) behind middleware that
+// counts requests by method and, per method, may answer in its own way
+// instead of the server: fault returns true when it wrote the reply.
+type faultyUpstream struct {
+	mu    sync.Mutex
+	count map[string]int
+	fault func(method string, w http.ResponseWriter, r *http.Request) bool
+}
+
+func (f *faultyUpstream) get(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.count[method]
+}
+
+func (f *faultyUpstream) setFault(fn func(method string, w http.ResponseWriter, r *http.Request) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fault = fn
+}
+
+// startFaulty starts the upstream, serving one resource outside the
+// catalog (so it declares resources and the sidecar must ask), and a
+// sidecar with the default flags (the auth gate and upstream files on)
+// in front of it.
+func startFaulty(t *testing.T) (side string, f *faultyUpstream) {
+	t.Helper()
+	snap := discoveryPlugin(t, []string{"a", "b"}, 1)
+	s := mcp.NewServer(&mcp.Implementation{Name: "faulty", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "test://unrelated", Name: "unrelated"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	f = &faultyUpstream{count: map[string]int{}}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		m, err := rewrite.ParseMessage(body)
+		if err == nil && m.Kind == rewrite.KindRequest {
+			f.mu.Lock()
+			f.count[m.Method]++
+			fault := f.fault
+			f.mu.Unlock()
+			if fault != nil && fault(m.Method, w, r) {
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	sc := sidecartest.Start(t, up.URL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }})
+	return sc.URL, f
+}
+
+// listAs sends a modern skills/list with id 41 and the bearer token, and
+// returns the reply.
+func listAs(t *testing.T, side, token string) reply {
+	t.Helper()
+	c := &caller{t: t, endpoint: side, modern: true, token: token}
+	return c.callWith("skills/list", nil, func(_ http.Header, req map[string]any) { req["id"] = 41 })
+}
+
+// idOf is the JSON-RPC id a reply carries.
+func idOf(t *testing.T, r reply) string {
+	t.Helper()
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("reply %s: %v", r.Body, err)
+	}
+	return string(m.ID)
+}
+
+// discoveryGoroutines counts the goroutines running an early discovery
+// (or the discovery it runs): after a request's reply none may be left.
+func discoveryGoroutines() int {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "methods.(*Overlay).startDiscovery") || strings.Contains(g, "methods.(*Overlay).discover") {
+			n++
+		}
+	}
+	return n
+}
+
+// noDiscoveryLeft fails the test unless the goroutines of early
+// discoveries are gone (they are ended before the reply is written, so a
+// short grace is only for the scheduler).
+func noDiscoveryLeft(t *testing.T, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for discoveryGoroutines() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d goroutines of a discovery still running", what, discoveryGoroutines())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// refuse401 answers like an upstream refusing a caller without valid
+// credentials.
+func refuse401(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="faulty"`)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = w.Write([]byte(`{"error":"invalid_token"}`))
+}
+
+// hangUp closes the connection without a reply.
+func hangUp(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		_ = conn.Close()
+	}
+}
+
+// TestEarlyDiscoveryGateRefuses: the upstream refuses the gate's probe
+// (slowly) but answers the listings, which therefore finish first. The
+// caller gets the upstream's refusal with its own id, and the discovery
+// taken for it is not kept: the same credentials, admitted later, are
+// asked again, not answered from what the refused request learned. (Not
+// parallel: it counts goroutines of every discovery in the process.)
+func TestEarlyDiscoveryGateRefuses(t *testing.T) {
+	side, f := startFaulty(t)
+	f.setFault(func(method string, w http.ResponseWriter, _ *http.Request) bool {
+		if method != "server/discover" {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond) // the listings are answered by now
+		refuse401(w)
+		return true
+	})
+	r := listAs(t, side, "refused")
+	if r.Status != http.StatusUnauthorized || r.Error == nil || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), `Bearer realm="faulty"`) {
+		t.Fatalf("refused caller: HTTP %d, WWW-Authenticate %q, body %s; want the upstream's 401 as a JSON-RPC error", r.Status, r.Header.Get("WWW-Authenticate"), r.Body)
+	}
+	if id := idOf(t, r); id != "41" {
+		t.Errorf("refusal carries id %s, want the caller's 41", id)
+	}
+	if n := f.get("resources/list"); n != 1 {
+		t.Fatalf("the refused caller's discovery sent %d resources/list, want 1 (run beside the probe)", n)
+	}
+	noDiscoveryLeft(t, "after the refusal")
+
+	f.setFault(nil) // the same credentials are admitted now
+	listAs(t, side, "refused").ok(t, "admitted caller", nil)
+	if n := f.get("resources/list"); n != 2 {
+		t.Errorf("after the refusal the admitted caller's page cost %d resources/list in all, want 2: the refused discovery was reused", n)
+	}
+	listAs(t, side, "refused").ok(t, "warm caller", nil)
+	if n := f.get("resources/list"); n != 2 {
+		t.Errorf("a warm page sent resources/list again (%d in all), want the admitted discovery kept", n)
+	}
+	noDiscoveryLeft(t, "after the pages")
+}
+
+// TestEarlyDiscoveryFailsGateAdmits: the gate admits, the discovery's
+// resources/list fails (a 500, then a hang-up). The caller gets an error
+// with its own id, not a page built on a guess, and the failed discovery
+// is not kept: the next request asks again and gets the page.
+func TestEarlyDiscoveryFailsGateAdmits(t *testing.T) {
+	side, f := startFaulty(t)
+	for i, fault := range []func(http.ResponseWriter){
+		func(w http.ResponseWriter) { http.Error(w, "listing broke", http.StatusInternalServerError) },
+		hangUp,
+	} {
+		f.setFault(func(method string, w http.ResponseWriter, _ *http.Request) bool {
+			if method != "resources/list" {
+				return false
+			}
+			fault(w)
+			return true
+		})
+		r := listAs(t, side, "admitted")
+		if r.Error == nil || r.Status == http.StatusOK && r.Result != nil {
+			t.Fatalf("fault %d: HTTP %d, body %s; want an error", i, r.Status, r.Body)
+		}
+		if id := idOf(t, r); id != "41" {
+			t.Errorf("fault %d: error carries id %s, want the caller's 41", i, id)
+		}
+		noDiscoveryLeft(t, "after the failed discovery")
+	}
+	f.setFault(nil)
+	before := f.get("resources/list")
+	listAs(t, side, "admitted").ok(t, "after the faults", nil)
+	if n := f.get("resources/list") - before; n != 1 {
+		t.Errorf("the page after failed discoveries sent %d resources/list, want 1 (a failed discovery is not kept)", n)
+	}
+}
+
+// TestEarlyDiscoveryUpstreamHangsUp: the upstream closes the connection of
+// the gate's probe without a reply while the listings succeed. The caller
+// gets the gate's upstream-unreachable error with its own id, and nothing
+// is kept of the discovery beside it.
+func TestEarlyDiscoveryUpstreamHangsUp(t *testing.T) {
+	side, f := startFaulty(t)
+	f.setFault(func(method string, w http.ResponseWriter, _ *http.Request) bool {
+		if method != "server/discover" {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+		hangUp(w)
+		return true
+	})
+	r := listAs(t, side, "hung-up")
+	if r.Status != http.StatusBadGateway || r.Error == nil {
+		t.Fatalf("probe hung up: HTTP %d, body %s; want 502 with a JSON-RPC error", r.Status, r.Body)
+	}
+	if id := idOf(t, r); id != "41" {
+		t.Errorf("error carries id %s, want the caller's 41", id)
+	}
+	noDiscoveryLeft(t, "after the hang-up")
+	f.setFault(nil)
+	before := f.get("resources/list")
+	listAs(t, side, "hung-up").ok(t, "after the hang-up", nil)
+	if n := f.get("resources/list") - before; n != 1 {
+		t.Errorf("the page after the hang-up sent %d resources/list, want 1: the unadmitted discovery was kept", n)
+	}
+}
+
+// TestEarlyDiscoveryCallerLeaves: the caller goes away while the listing
+// is held at the upstream. The discovery's requests are cancelled (the
+// upstream sees its request end), no goroutine of it is left, and the next
+// caller of the context runs a discovery of its own.
+func TestEarlyDiscoveryCallerLeaves(t *testing.T) {
+	side, f := startFaulty(t)
+	arrived := make(chan struct{}, 1)
+	ended := make(chan struct{}, 1)
+	f.setFault(func(method string, _ http.ResponseWriter, r *http.Request) bool {
+		if method != "resources/list" {
+			return false
+		}
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done(): // the sidecar gave up the request
+			ended <- struct{}{}
+		case <-time.After(10 * time.Second):
+		}
+		return true
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		body := `{"jsonrpc":"2.0","id":41,"method":"skills/list","params":{"_meta":{"` + metaVersionKey + `":"` + modernVersion + `","` + metaCapsKey + `":{}}}}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, side, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", modernVersion)
+		req.Header.Set("Mcp-Method", "skills/list")
+		req.Header.Set("Authorization", "Bearer leaving")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the discovery's resources/list never reached the upstream")
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled request got a reply")
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream's resources/list was not cancelled when the caller left")
+	}
+	noDiscoveryLeft(t, "after the caller left")
+	f.setFault(nil)
+	listAs(t, side, "leaving").ok(t, "the next caller of the context", nil)
+	if n := f.get("resources/list"); n != 2 {
+		t.Errorf("resources/list sent %d times, want 2: the abandoned discovery and a new one", n)
+	}
+	noDiscoveryLeft(t, "after the next page")
+}
+
+// TestEarlyDiscoveryShared: concurrent first requests of one context,
+// behind the gate, share one discovery, started early by the first of
+// them, whichever of their probes answers first.
+func TestEarlyDiscoveryShared(t *testing.T) {
+	side, f := startFaulty(t)
+	f.setFault(func(method string, _ http.ResponseWriter, _ *http.Request) bool {
+		if strings.HasPrefix(method, "resources/") {
+			time.Sleep(20 * time.Millisecond) // the callers overlap
+		}
+		return false
+	})
+	const callers = 16
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = callAs(side, map[string]string{"Authorization": "Bearer shared"}, "skills/list", nil)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, tl := f.get("resources/list"), f.get("resources/templates/list"); l != 1 || tl != 1 {
+		t.Errorf("%d concurrent first requests of one context sent %d resources/list and %d resources/templates/list, want 1 and 1", callers, l, tl)
+	}
+	noDiscoveryLeft(t, "after the pages")
+}
