@@ -156,6 +156,8 @@ func TestLoadAgainstUpstream(t *testing.T) {
 		"modern progress": progressWorker(Modern, url),
 		"legacy blob": callWorker(Legacy, Call{Method: "resources/read", Params: `{"uri":"` + blob1MURI + `"}`, Name: blob1MURI},
 			url, nil),
+		"legacy relayed blob": callWorker(Legacy, Call{Method: "resources/read", Params: `{"uri":"` + relayBlob1MURI + `"}`, Name: relayBlob1MURI},
+			url, nil),
 		"modern tools/list": callWorker(Modern, Call{Method: "tools/list"}, url, nil),
 		"unknown method":    callWorker(Modern, Call{Method: "skills/list"}, url, nil),
 	}

@@ -21,6 +21,9 @@ type loadCase struct {
 	note func(t Target) string
 	// skip returns why t is not measured in this case, or "".
 	skip func(t Target) string
+	// targets, when set, are measured instead of the Env's: a case that
+	// measures one hop two ways, interleaved with the others.
+	targets []Target
 }
 
 // one repeat's figures for a target.
@@ -37,17 +40,21 @@ type sample struct {
 // median of each metric over the repeats.
 func (e *Env) measure(ctx context.Context, c loadCase) []report.Row {
 	fmt.Fprintf(e.opts.Log, "measure %s %s\n", c.scenario, c.variant)
-	per := make([][]sample, len(e.Targets))
+	targets := e.Targets
+	if c.targets != nil {
+		targets = c.targets
+	}
+	per := make([][]sample, len(targets))
 	for range e.opts.Repeats {
-		for i, t := range e.Targets {
+		for i, t := range targets {
 			if t.Unavailable != "" || (c.skip != nil && c.skip(t) != "") {
 				continue
 			}
 			per[i] = append(per[i], e.measureOne(ctx, c, t))
 		}
 	}
-	rows := make([]report.Row, 0, len(e.Targets))
-	for i, t := range e.Targets {
+	rows := make([]report.Row, 0, len(targets))
+	for i, t := range targets {
 		row := report.Row{Scenario: c.scenario, Variant: c.variant, Target: t.Name}
 		if c.note != nil {
 			row.Note = c.note(t)

@@ -33,8 +33,13 @@ const (
 	// forwards their reads and hashes the bytes served (--upstream-files).
 	blob1MURI  = "skill://s0000/blob-1m.bin"
 	blob16MURI = "skill://s0000/blob-16m.bin"
-	text1MURI  = "bench://text/1m"
-	text16MURI = "bench://text/16m"
+	// The same blobs under URIs no catalog lists: the sidecar relays
+	// their reads without hashing them, the floor its hashed reads are
+	// compared with (issue 17 item 4).
+	relayBlob1MURI  = "bench://blob/1m"
+	relayBlob16MURI = "bench://blob/16m"
+	text1MURI       = "bench://text/1m"
+	text16MURI      = "bench://text/16m"
 )
 
 // NewUpstream returns the go-sdk v1.8.0 server the harness measures against,
@@ -115,10 +120,15 @@ func addTools(srv *mcp.Server) {
 }
 
 func addResources(srv *mcp.Server) {
+	bySize := map[int][]byte{} // one copy of the bytes per size
 	add := func(uri string, size int, blob bool) {
-		data := make([]byte, size)
-		for i := range data {
-			data[i] = 'a' + byte(i%26)
+		data := bySize[size]
+		if data == nil {
+			data = make([]byte, size)
+			for i := range data {
+				data[i] = 'a' + byte(i%26)
+			}
+			bySize[size] = data
 		}
 		text := string(data)
 		srv.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "application/octet-stream", Size: int64(size)},
@@ -134,6 +144,8 @@ func addResources(srv *mcp.Server) {
 	}
 	add(blob1MURI, 1<<20, true)
 	add(blob16MURI, 16<<20, true)
+	add(relayBlob1MURI, 1<<20, true)
+	add(relayBlob16MURI, 16<<20, true)
 	add(text1MURI, 1<<20, false)
 	add(text16MURI, 16<<20, false)
 }

@@ -3,9 +3,11 @@ package methods
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"hash"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 
@@ -51,6 +53,7 @@ type readScan struct {
 	high    rune // a high surrogate waiting for its low half (text)
 	utf     [utf8.UTFMax]byte
 	nutf    int // bytes of an incomplete rune carried between pieces (text)
+	quote   int // in the piece being written: where the next '"' is (len: none), from where it was looked for; -1: not looked for
 
 	// The top-level object.
 	id, jsonrpc, code []byte
@@ -61,6 +64,7 @@ type readScan struct {
 
 	// The contents entry being scanned, and the one that matched.
 	h       hash.Hash
+	stage   []byte // decoded text not yet hashed: escapes and short runs, hashed in large writes
 	size    int64
 	text    []byte // SKILL.md text, for the frontmatter
 	elURI   []byte
@@ -69,6 +73,10 @@ type readScan struct {
 	matched bool
 	found   served
 }
+
+// textStage is the size of readScan.stage: decoded text reaches SHA-256 in
+// writes of about this size however short the runs between escapes are.
+const textStage = 8 << 10
 
 // maxScanDepth bounds the nesting readScan follows; maxScanRaw the bytes of
 // a key, literal or small string (id, jsonrpc, uri, error code) it keeps;
@@ -130,7 +138,7 @@ func newReadScan(uri string, id []byte) *readScan {
 // reset makes s ready for the next message.
 func (s *readScan) reset() {
 	*s = readScan{wantURI: s.wantURI, wantID: s.wantID, skill: s.skill, h: s.h, stack: s.stack[:0],
-		raw: s.raw[:0], text: s.text[:0], next: roleTop}
+		raw: s.raw[:0], text: s.text[:0], stage: s.stage[:0], next: roleTop}
 }
 
 func (s *readScan) fail() { s.failed = true }
@@ -138,6 +146,7 @@ func (s *readScan) fail() { s.failed = true }
 // Write feeds the next piece of the message. It never fails: a message
 // that is not what End accepts makes End report so.
 func (s *readScan) Write(p []byte) (int, error) {
+	s.quote = -1
 	for i := 0; i < len(p) && !s.failed; {
 		if s.state == sString {
 			i = s.str(p, i)
@@ -222,7 +231,7 @@ func (s *readScan) begin(c byte) {
 		s.state = sKeyOrEnd
 		if r == roleContent {
 			s.h.Reset()
-			s.size, s.text, s.elURI, s.elBody = 0, s.text[:0], nil, false
+			s.size, s.text, s.stage, s.elURI, s.elBody = 0, s.text[:0], s.stage[:0], nil, false
 		}
 	case c == '[':
 		if r != roleContents && r != roleOther {
@@ -328,14 +337,62 @@ func (s *readScan) store(raw []byte) {
 	}
 }
 
-// strStop marks the bytes that end a run of plain string bytes.
-var strStop = func() (t [256]bool) {
-	for c := range 0x20 {
-		t[c] = true
+// plainEnd returns where the run of plain string bytes from p[i] ends: at
+// the first '"', '\\' or control byte, or len(p); ascii says the run is
+// known to hold only ASCII (so it is UTF-8). The first 64 bytes are
+// looked at eight at a time (text dense with escapes stops there); a longer
+// run is found by the standard library's vector searches, the quote's
+// position kept for the rest of the piece so that a run is not searched
+// again to the piece's far end after each escape.
+func (s *readScan) plainEnd(p []byte, i int) (end int, ascii bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	k, hi := i, uint64(0)
+	for ; k+8 <= len(p) && k < i+64; k += 8 {
+		x := binary.LittleEndian.Uint64(p[k:])
+		q, b := x^'"'*ones, x^'\\'*ones
+		// A byte is zero in q or b, or below 0x20 in x, where subtracting
+		// borrows into a clear top bit; the lowest such flag is exact.
+		if m := ((q-ones)&^q | (b-ones)&^b | (x-0x20*ones)&^x) & highs; m != 0 {
+			n := bits.TrailingZeros64(m) / 8
+			return k + n, (hi|x&(1<<(8*n)-1))&highs == 0
+		}
+		hi |= x
 	}
-	t['"'], t['\\'] = true, true
-	return t
-}()
+	if s.quote < k {
+		s.quote = len(p)
+		if n := bytes.IndexByte(p[k:], '"'); n >= 0 {
+			s.quote = k + n
+		}
+	}
+	e := s.quote
+	if n := bytes.IndexByte(p[k:e], '\\'); n >= 0 {
+		e = k + n
+	}
+	if n := indexControl(p[k:e]); n >= 0 {
+		e = k + n
+	}
+	return e, false
+}
+
+// indexControl returns the index of the first byte below 0x20 in b, or -1:
+// eight bytes at a time, a word having such a byte when subtracting 0x20
+// from each byte borrows into a byte whose top bit was clear.
+func indexControl(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if (x-0x20*ones)&^x&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 {
+			return i
+		}
+	}
+	return -1
+}
 
 // str scans string bytes from p[i] and returns where it stopped.
 func (s *readScan) str(p []byte, i int) int {
@@ -361,18 +418,16 @@ func (s *readScan) str(p []byte, i int) int {
 			s.fail()
 		}
 	} else {
-		for k := i; k < len(p); k++ {
-			if strStop[p[k]] {
-				e = k
-				break
-			}
-		}
+		var ascii bool
+		e, ascii = s.plainEnd(p, i)
 		seg := p[i:e]
 		if len(seg) > 0 && s.high != 0 {
 			s.fail() // a high surrogate not followed by its low half
 			return e
 		}
 		switch {
+		case s.role == roleText && ascii && s.nutf == 0:
+			s.textBytes(seg)
 		case s.role == roleText:
 			s.textRaw(seg)
 		case s.capture:
@@ -386,11 +441,25 @@ func (s *readScan) str(p []byte, i int) int {
 	case c == '\\':
 		if s.nutf > 0 {
 			s.fail()
+			return e
+		}
+		if s.role == roleText && s.high == 0 && e+1 < len(p) {
+			if d := jsonEscapes[p[e+1]]; d != 0 {
+				s.textByte(d) // the common case, without the state machine
+				return e + 2
+			}
 		}
 		s.esc = 1
 		if s.capture {
 			s.appendRaw(c)
 		}
+		// The escape is read here while the piece holds it, not a byte
+		// per trip through Write.
+		j := e + 1
+		for ; s.esc != 0 && j < len(p) && !s.failed; j++ {
+			s.escape(p[j])
+		}
+		return j
 	case c == '"':
 		s.endString()
 	default:
@@ -405,29 +474,16 @@ func (s *readScan) escape(c byte) {
 		s.appendRaw(c)
 	}
 	if s.esc == 1 {
-		var d byte
-		switch c {
-		case '"', '\\', '/':
-			d = c
-		case 'b':
-			d = '\b'
-		case 'f':
-			d = '\f'
-		case 'n':
-			d = '\n'
-		case 'r':
-			d = '\r'
-		case 't':
-			d = '\t'
-		case 'u':
+		d := jsonEscapes[c]
+		switch {
+		case c == 'u':
 			s.esc, s.hex = 2, 0
-			return
-		default:
+		case d == 0:
 			s.fail()
-			return
+		default:
+			s.esc = 0
+			s.decoded(rune(d))
 		}
-		s.esc = 0
-		s.decoded(rune(d))
 		return
 	}
 	v := hexValue(c)
@@ -442,6 +498,10 @@ func (s *readScan) escape(c byte) {
 	s.esc = 0
 	s.decoded(s.hex)
 }
+
+// jsonEscapes maps the letter after '\\' of each one-letter JSON escape to
+// the byte it stands for; 0 for any other.
+var jsonEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 func hexValue(c byte) int {
 	switch {
@@ -480,8 +540,7 @@ func (s *readScan) decoded(r rune) {
 		s.high = r
 		return
 	}
-	var b [utf8.UTFMax]byte
-	s.textBytes(b[:utf8.EncodeRune(b[:], r)])
+	s.textRune(r)
 }
 
 // textRaw takes a run of plain text bytes, which must be UTF-8: a rune cut
@@ -522,10 +581,55 @@ func (s *readScan) textRaw(seg []byte) {
 	s.nutf = copy(s.utf[:], seg[t:])
 }
 
-// textBytes takes decoded text.
+// textBytes takes decoded text. What fits in the stage waits there, so
+// SHA-256 sees large writes; a run too big for it is hashed in place.
 func (s *readScan) textBytes(b []byte) {
-	s.h.Write(b)
 	s.size += int64(len(b))
+	big := len(b) > textStage/2
+	if big || len(s.stage)+len(b) > cap(s.stage) {
+		s.flushStage() // what was staged goes first
+	}
+	if big {
+		s.h.Write(b)
+	} else {
+		s.stage = append(s.stage, b...)
+	}
+	s.keepText(b)
+}
+
+// textByte takes one ASCII byte an escape decoded to.
+func (s *readScan) textByte(d byte) {
+	if len(s.stage) == cap(s.stage) {
+		s.flushStage()
+	}
+	s.stage = append(s.stage, d)
+	s.size++
+	s.keepText(s.stage[len(s.stage)-1:])
+}
+
+// textRune takes the character an escape decoded to.
+func (s *readScan) textRune(r rune) {
+	if len(s.stage)+utf8.UTFMax > cap(s.stage) {
+		s.flushStage()
+	}
+	n := len(s.stage)
+	s.stage = utf8.AppendRune(s.stage, r)
+	s.size += int64(len(s.stage) - n)
+	s.keepText(s.stage[n:])
+}
+
+// flushStage hashes the staged text, making the stage on first use.
+func (s *readScan) flushStage() {
+	if s.stage == nil {
+		s.stage = make([]byte, 0, textStage)
+		return
+	}
+	s.h.Write(s.stage)
+	s.stage = s.stage[:0]
+}
+
+// keepText keeps the text of a SKILL.md for its frontmatter.
+func (s *readScan) keepText(b []byte) {
 	if s.skill {
 		if len(s.text)+len(b) > maxScanText {
 			s.fail()
@@ -628,6 +732,8 @@ func (s *readScan) endContent() {
 		return
 	}
 	s.matched = true
+	s.h.Write(s.stage)
+	s.stage = s.stage[:0]
 	s.found = served{upstream: true, digest: "sha256:" + hex.EncodeToString(s.h.Sum(nil)), size: s.size}
 	if s.skill {
 		fm, _, err := catalog.ParseFrontmatter(s.text)

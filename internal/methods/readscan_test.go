@@ -129,6 +129,22 @@ func TestReadScan(t *testing.T) {
 	bigBlob := strings.Repeat("\x00\xff\x10", 20000)
 	bigBlobMsg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
 		"contents": []any{map[string]any{"uri": "skill://a/f.bin", "blob": []byte(bigBlob)}}}})
+	// Runs of every length around the scan's word and window sizes (8,
+	// 64) and its text stage (8 KiB): staged escapes then a run hashed in
+	// place, whose order matters.
+	var runs strings.Builder
+	for n := range 200 {
+		runs.WriteString(strings.Repeat("x", n) + `\n`)
+	}
+	runs.WriteString(strings.Repeat(`\t`, 5000) + strings.Repeat("y", 5000) + `\"é` + strings.Repeat("z", 70) + `é\\`)
+	runsMsg := `{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"` + runs.String() + `"}]}}`
+	var runsText string
+	if err := json.Unmarshal([]byte(`"`+runs.String()+`"`), &runsText); err != nil {
+		panic(err)
+	}
+	textMsg := func(text string) string {
+		return `{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"` + text + `"}]}}`
+	}
 	for name, tc := range map[string]struct {
 		msg, uri, id string
 		want         scanOutcome
@@ -158,6 +174,12 @@ func TestReadScan(t *testing.T) {
 		"text and blob":           {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"a","blob":"YQ=="}]}}`, "u", "1", scanInvalid, ""},
 		"padding mid blob":        {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","blob":"YQ==YQ=="}]}}`, "u", "1", scanInvalid, ""},
 		"raw newline in text":     {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"contents\":[{\"uri\":\"u\",\"text\":\"a\nb\"}]}}", "u", "1", scanInvalid, ""},
+		"runs of every length":    {runsMsg, "u", "1", scanServed, sha(runsText)},
+		"control byte past 64":    {textMsg(strings.Repeat("a", 100) + "\x01b"), "u", "1", scanInvalid, ""},
+		"control byte at 63":      {textMsg(strings.Repeat("a", 63) + "\x1fb"), "u", "1", scanInvalid, ""},
+		"bad UTF-8 before escape": {textMsg("ab\xffc\\n"), "u", "1", scanInvalid, ""},
+		"bad UTF-8 past 64":       {textMsg(strings.Repeat("a", 90) + "\xc3(\\n"), "u", "1", scanInvalid, ""},
+		"bad UTF-8 at a stop":     {textMsg("abcdefg\xe2\\n"), "u", "1", scanInvalid, ""},
 		"lone surrogate":          {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"\ud83d"}]}}`, "u", "1", scanInvalid, ""},
 		"no jsonrpc":              {`{"id":1,"result":{"contents":[{"uri":"u","text":"a"}]}}`, "u", "1", scanInvalid, ""},
 		"batch":                   {`[{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"a"}]}}]`, "u", "1", scanInvalid, ""},
@@ -171,7 +193,7 @@ func TestReadScan(t *testing.T) {
 			if tc.digest != "" && tc.digest != ref {
 				t.Fatalf("the case is wrong: encoding/json reads %s, the case says %s", ref, tc.digest)
 			}
-			for _, n := range []int{0, 1, 2, 3, 7, 4096} {
+			for _, n := range []int{0, 1, 2, 3, 7, 100, 4096, 32 << 10} {
 				got, s := scanPieces([]byte(tc.msg), tc.uri, []byte(tc.id), n)
 				if got != tc.want {
 					t.Fatalf("in pieces of %d: outcome %d, want %d", n, got, tc.want)
