@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // modernPost sends one 2026-07-28 request for method with params and returns
@@ -27,20 +27,11 @@ func modernPostAs(t *testing.T, addr, auth, method, params string) (int, string)
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + params +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	h := sidecartest.Header("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method)
 	if auth != "" {
-		req.Header.Set("Authorization", auth)
+		h.Set("Authorization", auth)
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := sidecartest.Post(t, "http://"+addr+"/mcp", body, h)
 	if i := strings.Index(string(b), "data: "); i >= 0 { // an SSE reply: its one event
 		b = []byte(strings.TrimSpace(strings.SplitN(string(b)[i+6:], "\n", 2)[0]))
 	}
