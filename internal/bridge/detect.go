@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -41,9 +42,9 @@ type Detector struct {
 	probed atomic.Bool
 }
 
-// Probed reports whether Run's first probe has returned, whatever it
-// learned: until then a request the bridge should carry may pass through
-// untranslated, so readiness waits for it.
+// Probed reports whether a probe of Run's has got an HTTP answer from the
+// upstream, whatever it learned: until then a request the bridge should
+// carry may pass through untranslated, so readiness waits for it.
 func (d *Detector) Probed() bool { return d != nil && d.probed.Load() }
 
 // Current returns the eras last learned.
@@ -84,12 +85,17 @@ func (d *Detector) Run(ctx context.Context) {
 	}
 	for {
 		wait := interval
-		if e, err := d.Probe(ctx); err == nil {
+		e, err := d.Probe(ctx)
+		if err == nil {
 			d.Set(e)
 		} else if !d.Current().Known {
 			wait = retry
 		}
-		d.probed.Store(true)
+		// Probed once the upstream answered, whatever it said; a probe that
+		// never reached it (the upstream not up yet) does not count.
+		if !errors.As(err, new(noAnswer)) {
+			d.probed.Store(true)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -143,6 +149,13 @@ func (d *Detector) Probe(ctx context.Context) (Eras, error) {
 	return Eras{}, lerr
 }
 
+// noAnswer is a probe that got no HTTP answer: the upstream was not
+// reached (refused, reset, timed out before its headers).
+type noAnswer struct{ err error }
+
+func (e noAnswer) Error() string { return e.err.Error() }
+func (e noAnswer) Unwrap() error { return e.err }
+
 func (d *Detector) client() *http.Client {
 	if d.Client == nil {
 		return http.DefaultClient
@@ -164,7 +177,7 @@ func (d *Detector) post(ctx context.Context, h http.Header, body string) (string
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := d.client().Do(req)
 	if err != nil {
-		return "", nil, "", err
+		return "", nil, "", noAnswer{err}
 	}
 	defer resp.Body.Close()
 	b, err := readUntilReply(resp, maxProbeReply)

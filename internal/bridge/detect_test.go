@@ -3,12 +3,14 @@ package bridge
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -94,4 +96,56 @@ func modernOnly() http.Handler {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar-era-probe","error":{"code":-32601,"message":"Method not found"}}`)
 	})
+}
+
+// TestProbedOnlyOnceAnswered: a probe that never reached the upstream (its
+// port closed: the sidecar started first, as a native sidecar does) does
+// not count as probed, so readiness keeps waiting; once the upstream
+// listens and answers, Probed turns true (found in review: it turned true
+// after the refused connection, and the pod was ready with the bridge idle).
+func TestProbedOnlyOnceAnswered(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens here yet
+	u, _ := url.Parse("http://" + addr + "/mcp")
+	var probes atomic.Int32
+	d := &Detector{URL: u, RetryInterval: 20 * time.Millisecond,
+		Client: &http.Client{Transport: countingTransport{&probes, http.DefaultTransport}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.Run(ctx)
+	for probes.Load() < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d.Probed() {
+		t.Fatalf("Probed() = true after %d probes that never reached the upstream", probes.Load())
+	}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port was taken meanwhile: %v", err)
+	}
+	srv := &http.Server{Handler: demo.Handler(nil)}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	for deadline := time.Now().Add(10 * time.Second); !d.Probed(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Probed() still false after the upstream answered")
+		}
+	}
+	if e := d.Current(); !e.Known || !e.Legacy {
+		t.Errorf("eras %+v once answered, want the stateful demo's legacy era", e)
+	}
+}
+
+type countingTransport struct {
+	n    *atomic.Int32
+	next http.RoundTripper
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
 }

@@ -311,7 +311,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	var ref *onbehalf.Refusal
 	switch {
 	case errors.As(err, &ref):
-		return passRefusal(req, ref), nil
+		return passRefusal(req, ref, msg.ID), nil
 	case err != nil:
 		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: upstream server/discover: "+err.Error(),
 			map[string]string{"reason": "bridge_discover_failed"})), nil
@@ -344,9 +344,10 @@ func mustMeta(caps, info json.RawMessage) json.RawMessage {
 }
 
 // passRefusal carries the upstream's refusal of the caller (401 with its
-// WWW-Authenticate, 403, …) back as it came.
-func passRefusal(req *http.Request, ref *onbehalf.Refusal) *http.Response {
-	return (&refusal{status: ref.Status, header: ref.Header, body: ref.Body}).response(req)
+// WWW-Authenticate, 403, …) back as it came, a JSON-RPC error with the
+// caller's id.
+func passRefusal(req *http.Request, ref *onbehalf.Refusal, id json.RawMessage) *http.Response {
+	return (&refusal{status: ref.Status, header: ref.Header, body: ref.Body}).response(req, id)
 }
 
 // full reports whether no session can be minted, after ending idle ones.

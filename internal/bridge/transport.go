@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -260,7 +259,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Response {
 	switch {
 	case s.deny != nil:
-		return s.deny.response(req)
+		return s.deny.response(req, id)
 	case s.err != nil:
 		return jsonResponse(req, http.StatusBadGateway, ErrorReply(id, reply.CodeInternalError, "era bridge: cannot open a legacy session: "+s.err.Error(),
 			map[string]string{"reason": "bridge_session_failed"}))
@@ -275,7 +274,16 @@ type refusal struct {
 	body   []byte
 }
 
-func (r *refusal) response(req *http.Request) *http.Response {
+// response is the refusal for the caller of req, whose request id is id: a
+// JSON-RPC error in the body is given the caller's id (it answered the
+// bridge's own initialize, not the caller); any other body is passed as is.
+func (r *refusal) response(req *http.Request, id json.RawMessage) *http.Response {
+	body := r.body
+	if m, err := rewrite.ParseMessage(body); err == nil && m.Kind == rewrite.KindError && id != nil {
+		if out, err := rewrite.SetKey(body, []string{"id"}, id); err == nil {
+			body = out
+		}
+	}
 	h := http.Header{}
 	for _, k := range []string{"Content-Type", "Www-Authenticate"} {
 		if v, ok := r.header[k]; ok {
@@ -284,7 +292,7 @@ func (r *refusal) response(req *http.Request) *http.Response {
 	}
 	return &http.Response{StatusCode: r.status, Status: strconv.Itoa(r.status) + " " + http.StatusText(r.status),
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Request: req,
-		Body: io.NopCloser(bytes.NewReader(r.body)), ContentLength: int64(len(r.body))}
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}
 }
 
 // bridgeClientInfo names the sidecar when the caller sent no clientInfo.
@@ -313,8 +321,10 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		return
 	}
 	defer resp.Body.Close()
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if resp.StatusCode != http.StatusOK && mt != "application/json" {
+	if resp.StatusCode != http.StatusOK {
+		// Any refusal (401 with an OAuth JSON body, a JSON-RPC error at
+		// 4xx, text) goes to the caller as the upstream sent it, so its
+		// status and WWW-Authenticate start the client's auth flow.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		s.deny = &refusal{status: resp.StatusCode, header: resp.Header.Clone(), body: b}
 		return
