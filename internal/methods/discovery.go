@@ -66,6 +66,11 @@ const (
 type servedSet struct {
 	uris      map[string]struct{}
 	templates []*regexp.Regexp
+	// incomplete: a listing ended in a JSON-RPC error, so the set may lack
+	// URIs the upstream serves. It answers the requests that waited for it
+	// and is not kept: the next request asks again, rather than publishing
+	// the plugin's digests for the upstream's files for a whole TTL.
+	incomplete bool
 }
 
 // nothingServed is the set of an upstream with no resources.
@@ -152,7 +157,7 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 	if d.err == nil {
 		d.set, d.err = o.discover(r, caller, c.snap)
 	}
-	if d.err != nil {
+	if d.err != nil || d.set.incomplete {
 		c.mu.Lock()
 		if c.disc == d {
 			c.disc = nil
@@ -163,6 +168,10 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 
 // errNoMethod marks a listing the upstream answers "method not found".
 var errNoMethod = errors.New("method not found")
+
+// errListingCut marks a listing that ended in another JSON-RPC error: what
+// it gave so far stands, but the set is incomplete.
+var errListingCut = errors.New("listing ended in a JSON-RPC error")
 
 // discover takes the upstream's listings for the caller of r: the two
 // listings run side by side, so a discovery of one-page listings costs one
@@ -199,6 +208,12 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 		o.resourcesCap.Store(capNone)
 		return nothingServed, nil
 	}
+	if errors.Is(err, errListingCut) {
+		set.incomplete, err = true, nil
+	}
+	if errors.Is(terr, errListingCut) {
+		set.incomplete, terr = true, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +238,9 @@ func mayMatchCatalog(t string) bool {
 // listAll follows the pages of a listing method, calling each for every
 // element of the result's key array, for at most maxDiscoveryPages pages.
 // A JSON-RPC error -32601 is errNoMethod; any other JSON-RPC error ends the
-// listing with what it gave so far (the upstream serves nothing more that
-// it would tell); a refusal or an unreachable upstream is the error.
+// listing with what it gave so far and errListingCut (the set is then used
+// once and not kept: a transient error must not hide the upstream's files
+// for a TTL); a refusal or an unreachable upstream is the error.
 func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key string, each func(json.RawMessage)) error {
 	cursor := ""
 	for range maxDiscoveryPages {
@@ -241,7 +257,7 @@ func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key s
 			if code, _ := rewrite.GetKey(m.Error, []string{"code"}); string(code) == "-32601" {
 				return errNoMethod
 			}
-			return nil
+			return errListingCut
 		}
 		var page map[string]json.RawMessage
 		var items []json.RawMessage
