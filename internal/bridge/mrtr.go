@@ -101,6 +101,23 @@ type pendingCalls struct {
 
 	mu sync.Mutex
 	m  map[string]*upcall
+	// due is when each call expires; a call a retry took and put back
+	// keeps its deadline.
+	due map[string]time.Time
+}
+
+// hold and release count c's waiting on its session, which eviction
+// spares while any wait (see holder.evictLRULocked).
+func hold(c *upcall) {
+	if c.s != nil {
+		c.s.waiting.Add(1)
+	}
+}
+
+func release(c *upcall) {
+	if c.s != nil {
+		c.s.waiting.Add(-1)
+	}
 }
 
 // add keeps c until its retry or the timeout and returns its token; false
@@ -112,18 +129,25 @@ func (p *pendingCalls) add(c *upcall) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
-		p.m = map[string]*upcall{}
+		p.m, p.due = map[string]*upcall{}, map[string]time.Time{}
 	}
 	if len(p.m) >= p.max {
 		return "", false
 	}
-	p.m[token] = c
-	time.AfterFunc(p.timeout, func() {
+	p.m[token], p.due[token] = c, time.Now().Add(p.timeout)
+	hold(c)
+	p.expireAt(token, p.timeout)
+	return token, true
+}
+
+// expireAt ends the call token names after d unless a retry has taken it
+// by then; a retry that puts it back re-arms it (see put).
+func (p *pendingCalls) expireAt(token string, d time.Duration) {
+	time.AfterFunc(d, func() {
 		if c := p.remove(token); c != nil {
 			p.expired(c)
 		}
 	})
-	return token, true
 }
 
 // take removes and returns the call token names when it is the caller's
@@ -137,22 +161,43 @@ func (p *pendingCalls) take(token, key, method string, digest [32]byte) *upcall 
 		return nil
 	}
 	delete(p.m, token)
+	release(c)
 	return c
 }
 
+// remove takes the call token names out for good (its deadline passed).
 func (p *pendingCalls) remove(token string) *upcall {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.m[token]
+	if c == nil {
+		return nil
+	}
+	if time.Now().Before(p.due[token]) {
+		return nil // put back by a retry after an earlier timer: its own timer ends it
+	}
 	delete(p.m, token)
+	delete(p.due, token)
+	release(c)
 	return c
 }
 
-// put returns a call taken by a retry that could not continue it.
+// put returns a call taken by a retry that could not continue it, with the
+// deadline it had: a timer that fired while the retry held it ended
+// nothing, so put arms one for what is left (or ends the call at once).
 func (p *pendingCalls) put(token string, c *upcall) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	left := time.Until(p.due[token])
+	if left <= 0 {
+		delete(p.due, token)
+		p.mu.Unlock()
+		p.expired(c)
+		return
+	}
 	p.m[token] = c
+	hold(c)
+	p.mu.Unlock()
+	p.expireAt(token, left)
 }
 
 // drain removes and returns every pending call (shutdown).
@@ -162,6 +207,8 @@ func (p *pendingCalls) drain() []*upcall {
 	var out []*upcall
 	for k, c := range p.m {
 		delete(p.m, k)
+		delete(p.due, k)
+		release(c)
 		out = append(out, c)
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
@@ -34,6 +35,9 @@ type session struct {
 
 	mu   sync.Mutex
 	used time.Time
+	// waiting counts the calls on it waiting for a client's retry
+	// (input_required): eviction spares it while any do.
+	waiting atomic.Int32
 }
 
 func (s *session) touch(now time.Time) {
@@ -153,10 +157,14 @@ func (h *holder) expireLocked(now time.Time, dropped []*session) []*session {
 	return dropped
 }
 
+// evictLRULocked drops the least recently used session, sparing those
+// with calls waiting for a client's retry unless every session has one: a
+// stream of new credentials must not end other callers' pending calls.
 func (h *holder) evictLRULocked() *session {
 	var oldest *session
 	for _, s := range h.m {
-		if oldest == nil || s.lastUsed().Before(oldest.lastUsed()) {
+		if oldest == nil || oldest.waiting.Load() > 0 && s.waiting.Load() == 0 ||
+			(s.waiting.Load() > 0) == (oldest.waiting.Load() > 0) && s.lastUsed().Before(oldest.lastUsed()) {
 			oldest = s
 		}
 	}

@@ -1,0 +1,93 @@
+package bridge
+
+import (
+	"testing"
+	"time"
+)
+
+// TestEvictionSparesWaitingSessions: at the cap, a new caller's session
+// evicts the least recently used session that has no call waiting for a
+// client's retry, not an older one that has (found in review: random new
+// credentials could end other callers' input_required calls).
+func TestEvictionSparesWaitingSessions(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	h := &holder{max: 2, idle: time.Hour, now: func() time.Time { return now }}
+	open := func(*session) {}
+	old := h.get("old", open) // least recently used, with a call waiting
+	now = now.Add(time.Second)
+	h.get("newer", open)
+	p := &pendingCalls{max: 4, timeout: time.Hour, expired: func(*upcall) {}}
+	if _, ok := p.add(&upcall{s: old}); !ok {
+		t.Fatal("add refused")
+	}
+	now = now.Add(time.Second)
+	h.get("third", open)
+	if _, ok := h.m["old"]; !ok {
+		t.Errorf("the session with a waiting call was evicted; held %v", keys(h))
+	}
+	if _, ok := h.m["newer"]; ok {
+		t.Errorf("the idle newer session was kept, the waiting one should have been spared instead; held %v", keys(h))
+	}
+	// Once its call is taken, it is evictable again.
+	for tok := range p.m {
+		if p.take(tok, "", "", [32]byte{}) == nil {
+			t.Fatal("take failed")
+		}
+	}
+	now = now.Add(time.Second)
+	h.get("fourth", open)
+	if _, ok := h.m["old"]; ok {
+		t.Errorf("the session whose call was taken was still spared; held %v", keys(h))
+	}
+}
+
+// TestPutAfterDeadlineExpires: a call a retry took and puts back after its
+// deadline passed is ended at once, not kept forever (found in review: the
+// timer fired while the retry held it, and put kept it with no timer).
+func TestPutAfterDeadlineExpires(t *testing.T) {
+	expired := make(chan *upcall, 2)
+	p := &pendingCalls{max: 4, timeout: 20 * time.Millisecond, expired: func(c *upcall) { expired <- c }}
+	c := &upcall{key: "k"}
+	tok, _ := p.add(c)
+	if p.take(tok, "k", "", [32]byte{}) != c {
+		t.Fatal("take failed")
+	}
+	time.Sleep(40 * time.Millisecond) // the deadline passes while the retry holds it
+	p.put(tok, c)
+	select {
+	case got := <-expired:
+		if got != c {
+			t.Fatal("another call expired")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call put back after its deadline never expired")
+	}
+	if n := p.len(); n != 0 {
+		t.Errorf("%d calls pending after the expiry, want 0", n)
+	}
+
+	// Put back in time: kept, then ended at its own deadline.
+	c2 := &upcall{key: "k"}
+	tok2, _ := p.add(c2)
+	p.take(tok2, "k", "", [32]byte{})
+	p.put(tok2, c2)
+	if n := p.len(); n != 1 {
+		t.Fatalf("%d calls pending after an in-time put, want 1", n)
+	}
+	select {
+	case got := <-expired:
+		if got != c2 {
+			t.Fatal("another call expired")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call put back in time never expired at its deadline")
+	}
+}
+
+func keys(h *holder) []string {
+	var out []string
+	for k := range h.m {
+		out = append(out, k)
+	}
+	return out
+}
