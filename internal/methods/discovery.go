@@ -115,7 +115,7 @@ func (o *Overlay) ObserveHandshake(reply []byte) {
 // servedSetOf returns what the upstream serves for context c, running the
 // context's discovery or waiting for the one running.
 func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message) (*servedSet, error) {
-	for attempt := 0; ; attempt++ {
+	for {
 		if o.resourcesCap.Load() == capNone {
 			return nothingServed, nil
 		}
@@ -134,9 +134,12 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		case <-r.Context().Done():
 			return nil, r.Context().Err()
 		}
-		// A discovery ended by its own caller going away is no answer
-		// for a caller still waiting: that one runs its own.
-		if d.err != nil && !run && errors.Is(d.err, context.Canceled) && r.Context().Err() == nil && attempt < 2 {
+		// A discovery ended by its own caller going away, or withdrawn at
+		// its caller's refusal, is no answer for a caller still waiting:
+		// that one runs its own (or waits for the next), however many
+		// refused callers came first. The loop ends: a discovery this
+		// caller runs itself is cancelled by nobody else.
+		if d.err != nil && !run && errors.Is(d.err, context.Canceled) && r.Context().Err() == nil {
 			continue
 		}
 		return d.set, d.err
