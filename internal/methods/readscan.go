@@ -674,6 +674,10 @@ func (s *readScan) key() {
 		name = ""
 		_ = json.Unmarshal(s.raw, &name)
 	}
+	if foldsToKnown(f.role, name) {
+		s.fail() // "Text" beside "text": encoding/json's readers take either, others only one
+		return
+	}
 	r := roleOther
 	switch f.role {
 	case roleTop:
@@ -715,6 +719,29 @@ func (s *readScan) key() {
 		f.seen |= 1 << r
 	}
 	s.next, s.state = r, sColon
+}
+
+// knownKeys are the keys the scan reads, by the role of the object they
+// are in.
+var knownKeys = map[role][]string{
+	roleTop:     {"id", "jsonrpc", "method", "result", "error"},
+	roleResult:  {"contents"},
+	roleError:   {"code"},
+	roleContent: {"uri", "text", "blob"},
+}
+
+// foldsToKnown reports whether name is not one of the keys read in an
+// object of role but equal to one under Unicode case folding, which is
+// how encoding/json matches a struct field: a go-sdk client would read
+// that member where the scan, like a JavaScript client, would not, so no
+// one digest can stand for what clients read.
+func foldsToKnown(in role, name string) bool {
+	for _, k := range knownKeys[in] {
+		if name != k && strings.EqualFold(name, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // endContent judges the contents entry that just ended.

@@ -183,6 +183,13 @@ func TestReadScan(t *testing.T) {
 		"lone surrogate":          {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"\ud83d"}]}}`, "u", "1", scanInvalid, ""},
 		"no jsonrpc":              {`{"id":1,"result":{"contents":[{"uri":"u","text":"a"}]}}`, "u", "1", scanInvalid, ""},
 		"batch":                   {`[{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"a"}]}}]`, "u", "1", scanInvalid, ""},
+		// encoding/json matches struct fields case-insensitively (last
+		// wins), a JavaScript client exactly: no one digest is right.
+		"Text beside text":         {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"a","Text":"b"}]}}`, "u", "1", scanInvalid, ""},
+		"Contents beside contents": {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"contents\":[{\"uri\":\"u\",\"text\":\"a\"}],\"Contents\":[]}}", "u", "1", scanInvalid, ""},
+		"long-s contents":          {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"a"}],"contentſ":[]}}`, "u", "1", scanInvalid, ""},
+		"URI beside uri":           {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","URI":"v","text":"a"}]}}`, "u", "1", scanInvalid, ""},
+		"ID beside id":             {`{"jsonrpc":"2.0","id":1,"ID":2,"result":{"contents":[{"uri":"u","text":"a"}]}}`, "u", "1", scanInvalid, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
