@@ -166,20 +166,13 @@ func TestBridgeModernClientLegacyUpstream(t *testing.T) {
 	}
 	_ = lc.Close()
 
-	listen := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(listen))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	var ack string
+	select {
+	case ev := <-openListen(t, ctx, u, `"sub-1"`, `{"toolsListChanged":true,"promptsListChanged":true}`):
+		ack = ev.data
+	case <-ctx.Done():
+		t.Fatal("no first event on the listen stream")
 	}
-	defer resp.Body.Close()
-	first := make([]byte, 4096)
-	n, _ := resp.Body.Read(first)
-	ack := string(first[:n])
 	if !strings.Contains(ack, `"method":"notifications/subscriptions/acknowledged"`) || !strings.Contains(ack, `"io.modelcontextprotocol/subscriptionId":"sub-1"`) {
 		t.Errorf("first listen event: %q, want the acknowledgement with subscriptionId sub-1", ack)
 	}

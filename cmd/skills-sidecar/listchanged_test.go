@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -163,13 +164,22 @@ func openGET(t *testing.T, ctx context.Context, endpoint, sid string) <-chan sse
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	return eventsOf(t, req, "GET stream")
+}
+
+// eventsOf sends req, which must be answered 200 with an SSE stream (what
+// names it in a failure), and returns the stream's events; the body is
+// closed when the test ends.
+func eventsOf(t *testing.T, req *http.Request, what string) <-chan sseEvent {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("GET stream = HTTP %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s = HTTP %d %s %s", what, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
 	out := make(chan sseEvent, 4096)
 	go sseEvents(bufio.NewReader(resp.Body), out)

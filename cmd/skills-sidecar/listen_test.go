@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -64,18 +63,7 @@ func openListen(t *testing.T, ctx context.Context, endpoint, id, filter string) 
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", scrapeVersion)
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("subscriptions/listen = HTTP %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
-	}
-	out := make(chan sseEvent, 4096)
-	go sseEvents(bufio.NewReader(resp.Body), out)
-	return out
+	return eventsOf(t, req, "subscriptions/listen")
 }
 
 // listenMsg is one message on a listen stream, as the schema shapes it.
