@@ -87,6 +87,19 @@ func listAs(t *testing.T, side, token string) reply {
 	return c.callWith("skills/list", nil, func(_ http.Header, req map[string]any) { req["id"] = 41 })
 }
 
+// discoversAgain clears f's fault and checks that token's next page runs a
+// discovery of its own (one resources/list): nothing of the failed one
+// before it (after what) was kept.
+func discoversAgain(t *testing.T, side string, f *faultyUpstream, token, what string) {
+	t.Helper()
+	f.setFault(nil)
+	before := f.get("resources/list")
+	listAs(t, side, token).ok(t, what, nil)
+	if n := f.get("resources/list") - before; n != 1 {
+		t.Errorf("the page %s sent %d resources/list, want 1: the failed discovery was kept", what, n)
+	}
+}
+
 // idOf is the JSON-RPC id a reply carries.
 func idOf(t *testing.T, r reply) string {
 	t.Helper()
@@ -210,12 +223,7 @@ func TestEarlyDiscoveryFailsGateAdmits(t *testing.T) {
 		}
 		noDiscoveryLeft(t, "after the failed discovery")
 	}
-	f.setFault(nil)
-	before := f.get("resources/list")
-	listAs(t, side, "admitted").ok(t, "after the faults", nil)
-	if n := f.get("resources/list") - before; n != 1 {
-		t.Errorf("the page after failed discoveries sent %d resources/list, want 1 (a failed discovery is not kept)", n)
-	}
+	discoversAgain(t, side, f, "admitted", "after the faults")
 }
 
 // TestEarlyDiscoveryUpstreamHangsUp: the upstream closes the connection of
@@ -240,12 +248,7 @@ func TestEarlyDiscoveryUpstreamHangsUp(t *testing.T) {
 		t.Errorf("error carries id %s, want the caller's 41", id)
 	}
 	noDiscoveryLeft(t, "after the hang-up")
-	f.setFault(nil)
-	before := f.get("resources/list")
-	listAs(t, side, "hung-up").ok(t, "after the hang-up", nil)
-	if n := f.get("resources/list") - before; n != 1 {
-		t.Errorf("the page after the hang-up sent %d resources/list, want 1: the unadmitted discovery was kept", n)
-	}
+	discoversAgain(t, side, f, "hung-up", "after the hang-up")
 }
 
 // TestEarlyDiscoveryCallerLeaves: the caller goes away while the listing
