@@ -161,10 +161,13 @@ func (h *holder) expireLocked(now time.Time, dropped []*session) []*session {
 // with calls waiting for a client's retry unless every session has one: a
 // stream of new credentials must not end other callers' pending calls.
 func (h *holder) evictLRULocked() *session {
+	spared := func(s *session) bool { return s.waiting.Load() > 0 }
 	var oldest *session
 	for _, s := range h.m {
-		if oldest == nil || oldest.waiting.Load() > 0 && s.waiting.Load() == 0 ||
-			(s.waiting.Load() > 0) == (oldest.waiting.Load() > 0) && s.lastUsed().Before(oldest.lastUsed()) {
+		switch {
+		case oldest == nil, spared(oldest) && !spared(s):
+			oldest = s
+		case spared(s) == spared(oldest) && s.lastUsed().Before(oldest.lastUsed()):
 			oldest = s
 		}
 	}
