@@ -678,38 +678,16 @@ func (s *readScan) key() {
 		s.fail() // "Text" beside "text": encoding/json's readers take either, others only one
 		return
 	}
-	r := roleOther
-	switch f.role {
-	case roleTop:
-		switch name {
-		case "id":
-			r = roleID
-		case "jsonrpc":
-			r = roleJSONRPC
-		case "method":
-			r, s.hasMethod = roleMethod, true
-		case "result":
-			r, s.hasResult = roleResult, true
-		case "error":
-			r, s.hasError = roleError, true
-		}
+	r := keyRoles[f.role][name] // roleOther when not a key the scan reads
+	switch r {
+	case roleMethod:
+		s.hasMethod = true
 	case roleResult:
-		if name == "contents" {
-			r, s.hasContents = roleContents, true
-		}
+		s.hasResult = true
 	case roleError:
-		if name == "code" {
-			r = roleCode
-		}
-	case roleContent:
-		switch name {
-		case "uri":
-			r = roleURI
-		case "text":
-			r = roleText
-		case "blob":
-			r = roleBlob
-		}
+		s.hasError = true
+	case roleContents:
+		s.hasContents = true
 	}
 	if r != roleOther {
 		if f.seen&(1<<r) != 0 {
@@ -721,22 +699,22 @@ func (s *readScan) key() {
 	s.next, s.state = r, sColon
 }
 
-// knownKeys are the keys the scan reads, by the role of the object they
-// are in.
-var knownKeys = map[role][]string{
-	roleTop:     {"id", "jsonrpc", "method", "result", "error"},
-	roleResult:  {"contents"},
-	roleError:   {"code"},
-	roleContent: {"uri", "text", "blob"},
+// keyRoles are the keys the scan reads, by the role of the object they are
+// in, with the role each gives its value.
+var keyRoles = map[role]map[string]role{
+	roleTop:     {"id": roleID, "jsonrpc": roleJSONRPC, "method": roleMethod, "result": roleResult, "error": roleError},
+	roleResult:  {"contents": roleContents},
+	roleError:   {"code": roleCode},
+	roleContent: {"uri": roleURI, "text": roleText, "blob": roleBlob},
 }
 
 // foldsToKnown reports whether name is not one of the keys read in an
-// object of role but equal to one under Unicode case folding, which is
+// object of role in but equal to one under Unicode case folding, which is
 // how encoding/json matches a struct field: a go-sdk client would read
 // that member where the scan, like a JavaScript client, would not, so no
 // one digest can stand for what clients read.
 func foldsToKnown(in role, name string) bool {
-	for _, k := range knownKeys[in] {
+	for k := range keyRoles[in] {
 		if name != k && strings.EqualFold(name, k) {
 			return true
 		}
