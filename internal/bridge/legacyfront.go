@@ -247,7 +247,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 // lookup returns the live session sid if the caller of req presents the
 // credentials it was minted for, else nil.
 func (f *LegacyFront) lookup(req *http.Request, sid string) *frontSession {
-	cred := onbehalf.CredentialKey(req.Header, f.credentials()...)
+	cred := onbehalf.CredentialKey(req.Header, onbehalf.Credentials(f.Credentials)...)
 	f.mu.Lock()
 	s := f.sessions[sid]
 	f.mu.Unlock()
@@ -258,13 +258,6 @@ func (f *LegacyFront) lookup(req *http.Request, sid string) *frontSession {
 	s.used = f.now()
 	s.mu.Unlock()
 	return s
-}
-
-func (f *LegacyFront) credentials() []string {
-	if len(f.Credentials) == 0 {
-		return onbehalf.DefaultCredentials()
-	}
-	return f.Credentials
 }
 
 // unknownSession is the legacy answer to a session id the front does not
@@ -362,7 +355,7 @@ func (f *LegacyFront) full() bool {
 func (f *LegacyFront) mint(req *http.Request, version string, caps, info json.RawMessage) (*frontSession, bool) {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	s := &frontSession{id: base64.RawURLEncoding.EncodeToString(b[:]), cred: onbehalf.CredentialKey(req.Header, f.credentials()...),
+	s := &frontSession{id: base64.RawURLEncoding.EncodeToString(b[:]), cred: onbehalf.CredentialKey(req.Header, onbehalf.Credentials(f.Credentials)...),
 		version: version, caps: caps, info: info, done: make(chan struct{}), used: f.now(), changed: make(chan struct{})}
 	f.mu.Lock()
 	if len(f.sessions) >= f.MaxSessions {

@@ -66,12 +66,7 @@ type Upstream struct {
 
 // credentials returns the credential headers in force: u.Credentials, or
 // DefaultCredentials.
-func (u *Upstream) credentials() []string {
-	if len(u.Credentials) == 0 {
-		return DefaultCredentials()
-	}
-	return u.Credentials
-}
+func (u *Upstream) credentials() []string { return Credentials(u.Credentials) }
 
 // CredentialHeaders returns the credential headers in force: what every
 // cache of what the upstream told one caller is keyed by.

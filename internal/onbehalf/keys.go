@@ -12,6 +12,15 @@ import (
 // keeps equal to it).
 func DefaultCredentials() []string { return []string{"Authorization", "Cookie"} }
 
+// Credentials returns the credential headers in force: names, or
+// DefaultCredentials when names is empty.
+func Credentials(names []string) []string {
+	if len(names) == 0 {
+		return DefaultCredentials()
+	}
+	return names
+}
+
 // CopyHeaders copies the named headers of src, those that are present, to
 // dst: how a request made on a caller's behalf carries the caller's
 // credentials (and whatever else names lists) to the upstream.
@@ -55,9 +64,7 @@ var callerHeaders = slices.Concat([]string{traceParent, traceState, "User-Agent"
 // upstream sees those requests as the caller's, as it sees the gate's
 // probe and the sidecar's reads.
 func CallerHeaders(out http.Header, names []string) http.Header {
-	if len(names) == 0 {
-		names = DefaultCredentials()
-	}
+	names = Credentials(names)
 	h := make(http.Header, len(names)+len(callerHeaders))
 	CopyHeaders(h, out, names)
 	CopyHeaders(h, out, callerHeaders)
@@ -70,9 +77,7 @@ func CallerHeaders(out http.Header, names []string) http.Header {
 // of extra (what else the session depends on), so two authorization
 // contexts, or two client addresses, never share one.
 func SessionKey(out http.Header, names []string, extra []byte) [sha256.Size]byte {
-	if len(names) == 0 {
-		names = DefaultCredentials()
-	}
+	names = Credentials(names)
 	k := CredentialKey(out, slices.Concat(names, identityHeaders)...)
 	return sha256.Sum256(append(k[:], extra...))
 }
