@@ -45,12 +45,6 @@ FAULTS=(
   "card-no-capabilities agent.shape"
 )
 
-PASSED=0
-FAILED=0
-row() { # row VERDICT TEXT
-  printf '%-4s  %s\n' "$1" "$2"
-  if [[ $1 == ok ]]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
-}
 
 # start_peer LOG [FAULT] starts the peer on a free port; sets PEER_URL, PEER_PID.
 start_peer() {
@@ -93,9 +87,9 @@ agents_all() {
 # same WHAT A B records a row: A and B are equal JSON.
 same() {
   if [[ "$(jq -S . <<<"$2")" == "$(jq -S . <<<"$3")" ]]; then
-    row ok "$1"
+    e2e_row ok "$1"
   else
-    row FAIL "$1"
+    e2e_row FAIL "$1"
     diff <(jq -S . <<<"$2") <(jq -S . <<<"$3") | sed 's/^/      /' | head -n 20 || true
   fi
 }
@@ -117,8 +111,8 @@ main() {
   for era in modern legacy; do
     rc=0
     "$BIN" verify --era "$era" "$PEER_URL" >"$OUT_DIR/clean-$era.txt" 2>&1 || rc=$?
-    if ((rc == 0)); then row ok "verify passes the draft peer ($era)"
-    else row FAIL "verify passes the draft peer ($era): exit $rc"; sed 's/^/      /' "$OUT_DIR/clean-$era.txt"; fi
+    if ((rc == 0)); then e2e_row ok "verify passes the draft peer ($era)"
+    else e2e_row FAIL "verify passes the draft peer ($era): exit $rc"; sed 's/^/      /' "$OUT_DIR/clean-$era.txt"; fi
   done
 
   # 3. The sidecar in front of the clean peer agrees with it.
@@ -139,8 +133,8 @@ main() {
       "$(rpc "$side" "$era" agents/get "$params" | jq -c '.error | {code, message, reason: .data.reason}')"
     rc=0
     "$BIN" verify --era "$era" "$side" >"$OUT_DIR/side-$era.txt" 2>&1 || rc=$?
-    if ((rc == 0)); then row ok "verify passes the sidecar in front of the peer ($era)"
-    else row FAIL "verify passes the sidecar in front of the peer ($era): exit $rc"; sed 's/^/      /' "$OUT_DIR/side-$era.txt"; fi
+    if ((rc == 0)); then e2e_row ok "verify passes the sidecar in front of the peer ($era)"
+    else e2e_row FAIL "verify passes the sidecar in front of the peer ($era): exit $rc"; sed 's/^/      /' "$OUT_DIR/side-$era.txt"; fi
   done
   e2e_stop "$PEER_PID"
 
@@ -154,15 +148,14 @@ main() {
     e2e_stop "$PEER_PID"
     if ((rc == 1)) && jq -e --arg c "$check" '[.server[], (.agents[]?.checks[]?)] | any(.name == $c and .status == "fail")' \
       <<<"$report" >/dev/null; then
-      row ok "verify fails fault $fault (exit 1, $check fails)"
+      e2e_row ok "verify fails fault $fault (exit 1, $check fails)"
     else
-      row FAIL "verify fails fault $fault: exit $rc, want 1 with $check failing"
+      e2e_row FAIL "verify fails fault $fault: exit $rc, want 1 with $check failing"
       jq -c '[.server[], (.agents[]?.checks[]?)] | map(select(.status != "ok"))' <<<"$report" 2>/dev/null | sed 's/^/      /' || true
     fi
   done
 
-  printf 'draft-agents: %d passed, %d failed\n' "$PASSED" "$FAILED"
-  ((FAILED == 0))
+  e2e_tally draft-agents
 }
 
 main "$@"

@@ -30,6 +30,19 @@ e2e_log() { printf '[%s] %s\n' "${E2E_NAME:-e2e}" "$*" >&2; }
 # failure).
 e2e_die() { printf '[%s] error: %s\n' "${E2E_NAME:-e2e}" "$*" >&2; exit 2; }
 
+# e2e_row ok|FAIL TEXT prints one check's row and counts it; e2e_tally NAME
+# prints "NAME: N passed, N failed" and succeeds only when none failed.
+E2E_PASSED=0
+E2E_FAILED=0
+e2e_row() {
+  printf '%-4s  %s\n' "$1" "$2"
+  if [[ $1 == ok ]]; then E2E_PASSED=$((E2E_PASSED + 1)); else E2E_FAILED=$((E2E_FAILED + 1)); fi
+}
+e2e_tally() {
+  printf '%s: %d passed, %d failed\n' "$1" "$E2E_PASSED" "$E2E_FAILED"
+  ((E2E_FAILED == 0))
+}
+
 # e2e_require_loopback URL dies unless URL is on loopback: the end-to-end
 # scripts talk to nothing else.
 e2e_require_loopback() {

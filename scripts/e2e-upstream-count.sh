@@ -38,12 +38,6 @@ trap 'exit 130' INT TERM
 go build -o "$work/skills-sidecar" ./cmd/skills-sidecar || e2e_die "cannot build skills-sidecar"
 export SKILLS_SIDECAR_DROP_UNKNOWN_TOOLS=true # the example agents name the demo's tools
 
-passed=0
-failed=0
-row() { # row ok|FAIL TEXT
-  printf '%-4s  %s\n' "$1" "$2"
-  if [[ $1 == ok ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-}
 
 e2e_start_everything "$work/everything.log"
 every_port=${E2E_EVERYTHING_URL#http://127.0.0.1:}
@@ -139,9 +133,9 @@ direct=$(session "$E2E_EVERYTHING_URL")
 P=$(pages "$E2E_EVERYTHING_URL" "$direct" resources/list resources)
 T=$(pages "$E2E_EVERYTHING_URL" "$direct" resources/templates/list resourceTemplates)
 if ((P >= 1 && T >= 1)); then
-  row ok "server-everything lists its resources in $P pages and its templates in $T, read directly"
+  e2e_row ok "server-everything lists its resources in $P pages and its templates in $T, read directly"
 else
-  row FAIL "server-everything's listings: $P resources/list pages, $T templates pages (want one or more of each)"
+  e2e_row FAIL "server-everything's listings: $P resources/list pages, $T templates pages (want one or more of each)"
 fi
 
 # new_caller URL WHAT [HEADER...]: a first skills/list page costs one
@@ -155,9 +149,9 @@ new_caller() {
   sleep 0.3 # nginx logs a request when it completes
   read -r -a c <<<"$(cost "$from")"
   if ((c[0] == P && c[1] == T && c[2] == 0 && c[3] <= 1)); then
-    row ok "$what: first skills/list page cost ${c[0]} resources/list, ${c[1]} templates/list, ${c[2]} reads, ${c[3]} probes"
+    e2e_row ok "$what: first skills/list page cost ${c[0]} resources/list, ${c[1]} templates/list, ${c[2]} reads, ${c[3]} probes"
   else
-    row FAIL "$what: first skills/list page cost ${c[0]} resources/list (want $P), ${c[1]} templates/list (want $T), ${c[2]} reads (want 0), ${c[3]} probes (want ≤ 1)"
+    e2e_row FAIL "$what: first skills/list page cost ${c[0]} resources/list (want $P), ${c[1]} templates/list (want $T), ${c[2]} reads (want 0), ${c[3]} probes (want ≤ 1)"
   fi
   LAST_SID=$sid
 }
@@ -171,9 +165,9 @@ warm() {
   sleep 0.3
   read -r -a c <<<"$(cost "$from")"
   if ((c[0] == want * P && c[2] == 0)); then
-    row ok "$what: cost ${c[0]} resources/list and ${c[2]} reads"
+    e2e_row ok "$what: cost ${c[0]} resources/list and ${c[2]} reads"
   else
-    row FAIL "$what: cost ${c[0]} resources/list (want $((want * P))) and ${c[2]} reads (want 0)"
+    e2e_row FAIL "$what: cost ${c[0]} resources/list (want $((want * P))) and ${c[2]} reads (want 0)"
   fi
 }
 
@@ -201,10 +195,9 @@ sid=$(session "$E2E_SIDECAR_URL")
 post "$E2E_SIDECAR_URL" "$sid" "$skills_list" | jq -e '.result.skills' >/dev/null || e2e_die "skills/list failed"
 sleep 0.1
 if warm "$E2E_SIDECAR_URL" "$sid" "x" 0 | grep -q '^FAIL'; then
-  row ok "with --upstream-files-ttl 1ms the warm page asks again, and the warm check sees it"
+  e2e_row ok "with --upstream-files-ttl 1ms the warm page asks again, and the warm check sees it"
 else
-  row FAIL "with --upstream-files-ttl 1ms the warm check still passed: it cannot fail"
+  e2e_row FAIL "with --upstream-files-ttl 1ms the warm check still passed: it cannot fail"
 fi
 
-printf 'upstream-count: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+e2e_tally upstream-count

@@ -36,12 +36,6 @@ go build -o "$work/demo-upstream" ./cmd/demo-upstream || e2e_die "cannot build d
 go build -o "$work/skills-sidecar" ./cmd/skills-sidecar || e2e_die "cannot build skills-sidecar"
 plugin=examples/plugin
 
-passed=0
-failed=0
-row() { # row ok|FAIL TEXT
-  printf '%-4s  %s\n' "$1" "$2"
-  if [[ $1 == ok ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-}
 
 # stack NAME [UPSTREAM FLAGS...] starts the upstream serving the plugin's
 # files and the sidecar in front of it (E2E_SIDECAR_EXTRA: its flags).
@@ -104,15 +98,15 @@ verify() { scripts/e2e-inspector-verify.sh "$1" --era both >"$work/verify-$2.txt
 # 1. The honest upstream, the sidecar's defaults.
 stack honest
 if verify "$E2E_SIDECAR_URL" honest; then
-  row ok "the Inspector's --verify passes in both eras in front of an upstream serving CRLF files"
+  e2e_row ok "the Inspector's --verify passes in both eras in front of an upstream serving CRLF files"
 else
-  row FAIL "the Inspector's --verify in front of an upstream serving CRLF files (output below)"
+  e2e_row FAIL "the Inspector's --verify in front of an upstream serving CRLF files (output below)"
   cat "$work/verify-honest.txt"
 fi
 if digests_of_upstream "$E2E_SIDECAR_URL"; then
-  row ok "skills/list publishes the upstream's CRLF bytes' digests (listed and templated), the plugin's elsewhere"
+  e2e_row ok "skills/list publishes the upstream's CRLF bytes' digests (listed and templated), the plugin's elsewhere"
 else
-  row FAIL "skills/list's digests are not those of the bytes the upstream serves"
+  e2e_row FAIL "skills/list's digests are not those of the bytes the upstream serves"
 fi
 e2e_cleanup
 E2E_PIDS=()
@@ -122,9 +116,9 @@ E2E_SIDECAR_EXTRA=(--upstream-files off)
 stack off
 unset E2E_SIDECAR_EXTRA
 if digests_of_upstream "$E2E_SIDECAR_URL" 2>/dev/null; then
-  row FAIL "with --upstream-files off the digest check still passed: it cannot fail"
+  e2e_row FAIL "with --upstream-files off the digest check still passed: it cannot fail"
 else
-  row ok "with --upstream-files off the digest check fails (plugin bytes published)"
+  e2e_row ok "with --upstream-files off the digest check fails (plugin bytes published)"
 fi
 e2e_cleanup
 E2E_PIDS=()
@@ -134,11 +128,10 @@ stack drift --drift
 rc=0
 verify "$E2E_SIDECAR_URL" drift || rc=$?
 if ((rc == 1)) && grep -q mismatch "$work/verify-drift.txt"; then
-  row ok "the Inspector's --verify fails (a digest mismatch) when the upstream's bytes change under the published digest"
+  e2e_row ok "the Inspector's --verify fails (a digest mismatch) when the upstream's bytes change under the published digest"
 else
-  row FAIL "the Inspector's --verify exited $rc, want 1 with a mismatch, though the upstream's bytes changed after the first read"
+  e2e_row FAIL "the Inspector's --verify exited $rc, want 1 with a mismatch, though the upstream's bytes changed after the first read"
   cat "$work/verify-drift.txt"
 fi
 
-printf 'upstream-files: %d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+e2e_tally upstream-files
