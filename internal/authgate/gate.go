@@ -4,7 +4,10 @@
 // holds no credentials of its own and judges none: it asks the upstream,
 // with the caller's own headers, through a cheap probe of the caller's era,
 // and caches an admission briefly under a hash of the credential headers
-// (and session). Only a result answering the probe itself admits.
+// (and session). Only a result answering the probe itself admits. The
+// probe of a new caller's first skills listing is the discovery's own
+// resources/list, sent with the same headers (Witness): one request on
+// that page's path instead of two side by side.
 //
 // The probe is a request made on the caller's behalf (package onbehalf
 // builds it and judges which reply answers it). The gate writes nothing:
@@ -130,6 +133,12 @@ func (g *Gate) Admit(r *http.Request, msg rewrite.Message) error {
 		g.opts.Metrics.AuthVerdict("error", false)
 		return probeFailure(method, answer, err)
 	}
+	g.admit(k, now)
+	return nil
+}
+
+// admit caches an admission of key k from now.
+func (g *Gate) admit(k [sha256.Size]byte, now time.Time) {
 	g.mu.Lock()
 	if len(g.seen) >= g.opts.MaxEntries {
 		clear(g.seen) // the cost of a full cache is a new probe, never a wrong verdict
@@ -137,7 +146,25 @@ func (g *Gate) Admit(r *http.Request, msg rewrite.Message) error {
 	g.seen[k] = now.Add(g.opts.TTL)
 	g.mu.Unlock()
 	g.opts.Metrics.AuthVerdict("allowed", false)
-	return nil
+}
+
+// Witness admits the caller of r on the answer to another request the
+// sidecar made on its behalf, so that the request need not be followed by
+// a probe of its own: the overlay's first resources/list of a new caller's
+// discovery (package methods), whose reply is on the caller's first page's
+// path anyway. The rule is the probe's: only a result at HTTP 200 admits,
+// and answer must be what onbehalf.Upstream.CallStatus returned for that
+// request, which was sent with r's headers (so with the credentials and
+// session the gate's key is made of) and which only a response carrying
+// its own id answers. Anything else (an error, a refusal, no reply)
+// admits nothing and refuses nothing: Admit then probes as it always does.
+// It reports whether it admitted.
+func (g *Gate) Witness(r *http.Request, status int, answer rewrite.Message) bool {
+	if status != http.StatusOK || answer.Kind != rewrite.KindResponse {
+		return false
+	}
+	g.admit(g.key(r), g.opts.Now())
+	return true
 }
 
 // probeFailure is the reply to a caller whose probe got HTTP 200 but no

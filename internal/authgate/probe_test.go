@@ -278,3 +278,61 @@ func TestProbeCarriesTheCallersAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestWitnessAdmitsOnlyOnAResult: an answer to another request made on a
+// caller's behalf (the overlay's first listing) admits that caller, as its
+// probe's result would: no probe follows for it, but one does for a caller
+// with other credentials. An answer that is not a result at HTTP 200
+// admits nobody.
+func TestWitnessAdmitsOnlyOnAResult(t *testing.T) {
+	t.Parallel()
+	var probes atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probes.Add(1)
+		answer(w, r, `{}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	g := authgate.New(authgate.Options{Upstream: u})
+	msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`1`), Method: "skills/list", Params: json.RawMessage(`{}`)}
+	as := func(token string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		return r
+	}
+	parse := func(s string) rewrite.Message {
+		m, err := rewrite.ParseMessage([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	result, jsonErr := parse(`{"jsonrpc":"2.0","id":9,"result":{"resources":[]}}`), parse(`{"jsonrpc":"2.0","id":9,"error":{"code":-32603,"message":"busy"}}`)
+	for _, tt := range []struct {
+		name   string
+		status int
+		answer rewrite.Message
+		admits bool
+	}{
+		{"a result at 200", http.StatusOK, result, true},
+		{"a result at 404", http.StatusNotFound, result, false},
+		{"a JSON-RPC error at 200", http.StatusOK, jsonErr, false},
+		{"no reply", 0, rewrite.Message{}, false},
+	} {
+		tok := strings.ReplaceAll(tt.name, " ", "-")
+		if got := g.Witness(as(tok), tt.status, tt.answer); got != tt.admits {
+			t.Errorf("%s: Witness = %v, want %v", tt.name, got, tt.admits)
+		}
+		before := probes.Load()
+		if !admit(g, httptest.NewRecorder(), as(tok), msg) {
+			t.Fatalf("%s: Admit = false", tt.name)
+		}
+		if sent := probes.Load() - before; (sent == 0) != tt.admits {
+			t.Errorf("%s: Admit sent %d probes; witnessed admission %v", tt.name, sent, tt.admits)
+		}
+		before = probes.Load()
+		if !admit(g, httptest.NewRecorder(), as(tok+"-other"), msg) || probes.Load()-before != 1 {
+			t.Errorf("%s: another caller's Admit sent %d probes, want 1", tt.name, probes.Load()-before)
+		}
+	}
+}

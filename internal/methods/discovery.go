@@ -95,7 +95,19 @@ type discovery struct {
 	done chan struct{}
 	set  *servedSet
 	err  error
+	// listed is closed once the first page of resources/list has its
+	// answer, or the discovery ended without one: the gate's verdict may
+	// come from that answer (Overlay.Witness).
+	listed     chan struct{}
+	listedOnce sync.Once
 }
+
+func newDiscovery() *discovery {
+	return &discovery{done: make(chan struct{}), listed: make(chan struct{})}
+}
+
+// markListed closes d.listed, once.
+func (d *discovery) markListed() { d.listedOnce.Do(func() { close(d.listed) }) }
 
 // ObserveHandshake learns the upstream's resources capability from a reply
 // to initialize or server/discover passing through: a result whose
@@ -122,7 +134,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		c.mu.Lock()
 		d, run := c.disc, false
 		if d == nil {
-			d, run = &discovery{done: make(chan struct{})}, true
+			d, run = newDiscovery(), true
 			c.disc = d
 		}
 		c.mu.Unlock()
@@ -151,6 +163,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 // context runs a new one.
 func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, caller rewrite.Message) {
 	defer close(d.done)
+	defer d.markListed()
 	select {
 	case o.slots <- struct{}{}:
 		defer func() { <-o.slots }()
@@ -158,7 +171,7 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 		d.err = r.Context().Err()
 	}
 	if d.err == nil {
-		d.set, d.err = o.discover(r, caller, c.snap)
+		d.set, d.err = o.discover(r, caller, c.snap, d.markListed)
 	}
 	if d.err != nil || d.set.incomplete {
 		c.mu.Lock()
@@ -179,7 +192,8 @@ var errListingCut = errors.New("listing ended in a JSON-RPC error")
 // discover takes the upstream's listings for the caller of r: the two
 // listings run side by side, so a discovery of one-page listings costs one
 // round trip, not two.
-func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot) (*servedSet, error) {
+// listed is called once the first page of resources/list has its answer.
+func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, listed func()) (*servedSet, error) {
 	o.Discoveries.Add(1)
 	set := &servedSet{uris: map[string]struct{}{}}
 	var templates []*regexp.Regexp
@@ -187,7 +201,7 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		terr = o.listAll(r, caller, "resources/templates/list", "resourceTemplates", func(item json.RawMessage) {
+		terr = o.listAll(r, caller, "resources/templates/list", "resourceTemplates", nil, func(item json.RawMessage) {
 			t, ok := rewrite.GetString(item, "uriTemplate")
 			if !ok || len(templates) >= maxTemplates || !mayMatchCatalog(t) {
 				return
@@ -197,7 +211,15 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 			}
 		})
 	}()
-	err := o.listAll(r, caller, "resources/list", "resources", func(item json.RawMessage) {
+	// The first page's answer may be the gate's verdict on the caller
+	// (Witness), which a new caller's first page waits for.
+	first := func(status int, m rewrite.Message) {
+		if o.Witness != nil {
+			o.Witness(r, status, m)
+		}
+		listed()
+	}
+	err := o.listAll(r, caller, "resources/list", "resources", first, func(item json.RawMessage) {
 		uri, ok := rewrite.GetString(item, "uri")
 		if !ok || snap == nil {
 			return
@@ -239,20 +261,24 @@ func mayMatchCatalog(t string) bool {
 }
 
 // listAll follows the pages of a listing method, calling each for every
-// element of the result's key array, for at most maxDiscoveryPages pages.
+// element of the result's key array, for at most maxDiscoveryPages pages;
+// first, when set, is given the first page's HTTP status and answer.
 // A JSON-RPC error -32601 is errNoMethod; any other JSON-RPC error ends the
 // listing with what it gave so far and errListingCut (the set is then used
 // once and not kept: a transient error must not hide the upstream's files
 // for a TTL); a refusal or an unreachable upstream is the error.
-func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key string, each func(json.RawMessage)) error {
+func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key string, first func(int, rewrite.Message), each func(json.RawMessage)) error {
 	cursor := ""
-	for range maxDiscoveryPages {
+	for page := range maxDiscoveryPages {
 		params := map[string]json.RawMessage{}
 		if cursor != "" {
 			params["cursor"] = mustJSON(cursor)
 		}
 		o.ListingPages.Add(1)
-		m, err := o.up.Call(r, caller, method, params)
+		m, status, err := o.up.CallStatus(r, caller, method, params)
+		if page == 0 && first != nil {
+			first(status, m)
+		}
 		if err != nil {
 			return err
 		}
@@ -353,7 +379,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 		c.mu.Unlock()
 		return nil
 	}
-	d := &discovery{done: make(chan struct{})}
+	d := newDiscovery()
 	c.disc = d
 	c.mu.Unlock()
 	ctx, cancel := context.WithCancel(r.Context())
@@ -363,6 +389,19 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 		o.runDiscovery(c, d, r.WithContext(ctx), caller)
 	}()
 	return e
+}
+
+// listed waits until the early discovery's first resources/list page has
+// its answer (the gate may have its verdict from it: Overlay.Witness), the
+// discovery ended, or the caller left.
+func (e *early) listed(ctx context.Context) {
+	if e == nil {
+		return
+	}
+	select {
+	case <-e.d.listed:
+	case <-ctx.Done():
+	}
 }
 
 // withdraw forgets a discovery the gate's refusal made pointless: its calls

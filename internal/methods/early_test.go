@@ -26,7 +26,8 @@ import (
 // either, and the caller may leave while they run.
 
 // faultyUpstream is a go-sdk upstream (stateless) behind middleware that
-// counts requests by method and, per method, may answer in its own way
+// counts requests by method (and by method and Authorization: "ping
+// Bearer x") and, per method, may answer in its own way
 // instead of the server: fault returns true when it wrote the reply.
 type faultyUpstream struct {
 	mu    sync.Mutex
@@ -66,6 +67,9 @@ func startFaulty(t *testing.T) (side string, f *faultyUpstream) {
 		if err == nil && m.Kind == rewrite.KindRequest {
 			f.mu.Lock()
 			f.count[m.Method]++
+			if a := r.Header.Get("Authorization"); a != "" {
+				f.count[m.Method+" "+a]++ // what one caller cost
+			}
 			fault := f.fault
 			f.mu.Unlock()
 			if fault != nil && fault(m.Method, w, r) {
@@ -157,19 +161,20 @@ func hangUp(w http.ResponseWriter) {
 	}
 }
 
-// TestEarlyDiscoveryGateRefuses: the upstream refuses the gate's probe
-// (slowly) but answers the listings, which therefore finish first. The
-// caller gets the upstream's refusal with its own id, and the discovery
-// taken for it is not kept: the same credentials, admitted later, are
-// asked again, not answered from what the refused request learned. (Not
-// parallel: it counts goroutines of every discovery in the process.)
+// TestEarlyDiscoveryGateRefuses: the upstream refuses every request made
+// with the caller's token, slowly. The caller gets the upstream's refusal
+// with its own id (the listing's refusal admits nothing, so the gate
+// probes and passes that refusal on), and the discovery taken for it is
+// not kept: the same credentials, admitted later, are asked again, not
+// answered from what the refused request learned. (Not parallel: it
+// counts goroutines of every discovery in the process.)
 func TestEarlyDiscoveryGateRefuses(t *testing.T) {
 	side, f := startFaulty(t)
-	f.setFault(func(method string, w http.ResponseWriter, _ *http.Request) bool {
-		if method != "server/discover" {
+	f.setFault(func(method string, w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer refused" {
 			return false
 		}
-		time.Sleep(100 * time.Millisecond) // the listings are answered by now
+		time.Sleep(20 * time.Millisecond)
 		refuse401(w)
 		return true
 	})
@@ -180,8 +185,8 @@ func TestEarlyDiscoveryGateRefuses(t *testing.T) {
 	if id := idOf(t, r); id != "41" {
 		t.Errorf("refusal carries id %s, want the caller's 41", id)
 	}
-	if n := f.get("resources/list"); n != 1 {
-		t.Fatalf("the refused caller's discovery sent %d resources/list, want 1 (run beside the probe)", n)
+	if n, p := f.get("resources/list"), f.get("server/discover Bearer refused"); n != 1 || p != 1 {
+		t.Fatalf("the refused caller cost %d resources/list and %d probes, want 1 and 1 (the refused listing admits nothing)", n, p)
 	}
 	noDiscoveryLeft(t, "after the refusal")
 
@@ -193,6 +198,56 @@ func TestEarlyDiscoveryGateRefuses(t *testing.T) {
 	listAs(t, side, "refused").ok(t, "warm caller", nil)
 	if n := f.get("resources/list"); n != 2 {
 		t.Errorf("a warm page sent resources/list again (%d in all), want the admitted discovery kept", n)
+	}
+	noDiscoveryLeft(t, "after the pages")
+}
+
+// TestFirstListingIsTheProbe: a new caller's first page is admitted on the
+// result of its discovery's resources/list (authgate.Gate.Witness), so it
+// costs the upstream the two listings and no probe; the admission is the
+// gate's, cached as a probe's would be: the caller's next request of
+// another method the sidecar answers sends no probe either. A listing
+// that is not a result at HTTP 200 admits nothing: the gate probes.
+func TestFirstListingIsTheProbe(t *testing.T) {
+	side, f := startFaulty(t)
+	listAs(t, side, "new").ok(t, "new caller's first page", nil)
+	if l, tl, p := f.get("resources/list"), f.get("resources/templates/list"), f.get("server/discover Bearer new"); l != 1 || tl != 1 || p != 0 {
+		t.Fatalf("a new caller's first page cost %d resources/list, %d resources/templates/list and %d probes, want 1, 1 and 0", l, tl, p)
+	}
+	c := &caller{t: t, endpoint: side, modern: true, token: "new"}
+	c.call("agents/list", nil).ok(t, "the admitted caller's agents/list", nil)
+	if p := f.get("server/discover Bearer new"); p != 0 {
+		t.Errorf("the admitted caller's next request sent %d probes, want the listing's admission cached", p)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		fault func(w http.ResponseWriter, id json.RawMessage)
+	}{
+		{"a JSON-RPC error", func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32603,"message":"busy"}}`))
+		}},
+		{"a result at HTTP 404", func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"resources":[]}}`))
+		}},
+	} {
+		token := "listing-" + strings.ReplaceAll(tc.name, " ", "-")
+		f.setFault(func(method string, w http.ResponseWriter, r *http.Request) bool {
+			if method != "resources/list" || r.Header.Get("Authorization") != "Bearer "+token {
+				return false
+			}
+			body, _ := io.ReadAll(r.Body)
+			m, _ := rewrite.ParseMessage(body)
+			tc.fault(w, m.ID)
+			return true
+		})
+		listAs(t, side, token)
+		if p := f.get("server/discover Bearer " + token); p != 1 {
+			t.Errorf("a listing answered with %s: %d probes, want 1 (it admits nothing)", tc.name, p)
+		}
 	}
 	noDiscoveryLeft(t, "after the pages")
 }
@@ -227,22 +282,23 @@ func TestEarlyDiscoveryFailsGateAdmits(t *testing.T) {
 }
 
 // TestEarlyDiscoveryUpstreamHangsUp: the upstream closes the connection of
-// the gate's probe without a reply while the listings succeed. The caller
-// gets the gate's upstream-unreachable error with its own id, and nothing
-// is kept of the discovery beside it.
+// every request with the caller's token without a reply. The listing
+// admits nothing, the gate's probe hangs up too, and the caller gets the
+// gate's upstream-unreachable error with its own id; nothing is kept of
+// the discovery beside it.
 func TestEarlyDiscoveryUpstreamHangsUp(t *testing.T) {
 	side, f := startFaulty(t)
-	f.setFault(func(method string, w http.ResponseWriter, _ *http.Request) bool {
-		if method != "server/discover" {
+	f.setFault(func(method string, w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer hung-up" {
 			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 		hangUp(w)
 		return true
 	})
 	r := listAs(t, side, "hung-up")
 	if r.Status != http.StatusBadGateway || r.Error == nil {
-		t.Fatalf("probe hung up: HTTP %d, body %s; want 502 with a JSON-RPC error", r.Status, r.Body)
+		t.Fatalf("upstream hung up: HTTP %d, body %s; want 502 with a JSON-RPC error", r.Status, r.Body)
 	}
 	if id := idOf(t, r); id != "41" {
 		t.Errorf("error carries id %s, want the caller's 41", id)

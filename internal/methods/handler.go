@@ -155,6 +155,9 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		if eerr == nil && h.opts.Overlay != nil && v.snap != nil && (msg.Method == "skills/list" || msg.Method == "skills/get") {
 			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream())
 		}
+		// Its first listing page may admit the caller (Overlay.Witness):
+		// the gate's verdict is then cached and Admit sends no probe.
+		pre.listed(r.Context())
 		if err := h.opts.Gate.Admit(r, msg); err != nil {
 			pre.withdraw()
 			return reply.Reply{Err: err}, true

@@ -69,6 +69,12 @@ type Overlay struct {
 
 	// Metrics, when set, records probes, mismatches and bytes hashed.
 	Metrics *metrics.Metrics
+	// Witness, when set, is given the HTTP status and answer of the first
+	// resources/list page of every discovery, made with the caller's
+	// headers: the auth gate admits the caller on a result
+	// (authgate.Gate.Witness), so a new caller's first page costs no
+	// separate probe. Set it before serving.
+	Witness func(r *http.Request, status int, answer rewrite.Message) bool
 
 	overlayCounters
 	// FileReads bounds the reads of upstream-served files one request

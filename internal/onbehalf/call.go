@@ -78,13 +78,21 @@ func (u *Upstream) CredentialHeaders() []string { return u.credentials() }
 // ErrUnreachable; a refusal of the caller (see StatusRefuses) is a
 // *Refusal.
 func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, params map[string]json.RawMessage) (rewrite.Message, error) {
+	m, _, err := u.CallStatus(r, caller, method, params)
+	return m, err
+}
+
+// CallStatus is Call, also returning the HTTP status the answer came with
+// (0 when there was no reply), for a caller that judges the status as well
+// as the message: the auth gate admits only a result at 200.
+func (u *Upstream) CallStatus(r *http.Request, caller rewrite.Message, method string, params map[string]json.RawMessage) (rewrite.Message, int, error) {
 	purpose := u.Purpose
 	if purpose == "" {
 		purpose = "call"
 	}
 	req, id, err := u.newRequest(r, caller, purpose, method, params)
 	if err != nil {
-		return rewrite.Message{}, err
+		return rewrite.Message{}, 0, err
 	}
 	c := u.Client
 	if c == nil {
@@ -94,7 +102,7 @@ func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, 
 	if err != nil {
 		// No reply at all (refused, reset, timed out): the upstream is
 		// unreachable, which callers may treat apart from a bad reply.
-		return rewrite.Message{}, fmt.Errorf("upstream %s: %w: %w", method, ErrUnreachable, err)
+		return rewrite.Message{}, 0, fmt.Errorf("upstream %s: %w: %w", method, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	limit := u.MaxBytes
@@ -103,13 +111,13 @@ func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, 
 	}
 	if resp.StatusCode != http.StatusOK && (u.StatusRefuses || !isJSONRPCError(resp)) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
-		return rewrite.Message{}, &Refusal{Status: resp.StatusCode, Header: resp.Header, Body: b}
+		return rewrite.Message{}, resp.StatusCode, &Refusal{Status: resp.StatusCode, Header: resp.Header, Body: b}
 	}
 	m, err := ReadReply(resp.Header.Get("Content-Type"), resp.Body, id, limit)
 	if err != nil {
-		return rewrite.Message{}, fmt.Errorf("upstream %s: %w", method, err)
+		return rewrite.Message{}, resp.StatusCode, fmt.Errorf("upstream %s: %w", method, err)
 	}
-	return m, nil
+	return m, resp.StatusCode, nil
 }
 
 // isJSONRPCError reports whether a non-200 reply is a JSON-RPC error (the

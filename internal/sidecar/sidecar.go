@@ -146,6 +146,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		s.Gate = authgate.New(authgate.Options{Upstream: up, Client: client,
 			CredentialHeaders: cfg.AuthHeaderList(), TTL: cfg.AuthCacheTTL, Metrics: s.Metrics})
 		mo.Gate = s.Gate // only when set: a nil *Gate in the interface would not be nil
+		if s.Overlay != nil {
+			// A new caller's first listing is its probe too (authgate.Gate.Witness).
+			s.Overlay.Witness = s.Gate.Witness
+		}
 	}
 	s.Methods = methods.New(mo)
 	s.Proxy, err = proxy.New(proxy.Options{
