@@ -100,6 +100,10 @@ type discovery struct {
 	// come from that answer (Overlay.Witness).
 	listed     chan struct{}
 	listedOnce sync.Once
+	// guesses are reads started beside the listings, of files another
+	// context's discovery found served (Overlay.hint): a result is used
+	// only when this discovery's set serves the file, and only once.
+	guesses *guesses
 }
 
 func newDiscovery() *discovery {
@@ -125,16 +129,19 @@ func (o *Overlay) ObserveHandshake(reply []byte) {
 }
 
 // servedSetOf returns what the upstream serves for context c, running the
-// context's discovery or waiting for the one running.
-func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message) (*servedSet, error) {
+// context's discovery or waiting for the one running, and that discovery
+// (nil when the upstream has no resources). A discovery it starts guesses
+// reads among files (Guessed reads).
+func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File) (*servedSet, *discovery, error) {
 	for {
 		if o.resourcesCap.Load() == capNone {
-			return nothingServed, nil
+			return nothingServed, nil, nil
 		}
 		c.mu.Lock()
 		d, run := c.disc, false
 		if d == nil {
 			d, run = newDiscovery(), true
+			d.guesses = o.guess(files)
 			c.disc = d
 		}
 		c.mu.Unlock()
@@ -144,7 +151,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		select {
 		case <-d.done:
 		case <-r.Context().Done():
-			return nil, r.Context().Err()
+			return nil, nil, r.Context().Err()
 		}
 		// A discovery ended by its own caller going away, or withdrawn at
 		// its caller's refusal, is no answer for a caller still waiting:
@@ -154,7 +161,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		if d.err != nil && !run && errors.Is(d.err, context.Canceled) && r.Context().Err() == nil {
 			continue
 		}
-		return d.set, d.err
+		return d.set, d, d.err
 	}
 }
 
@@ -170,8 +177,18 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 	case <-r.Context().Done():
 		d.err = r.Context().Err()
 	}
-	if d.err == nil {
+	if d.err != nil {
+		d.guesses.skip()
+	} else {
+		// The guessed reads go beside the listings, within the
+		// discovery's slot: random credentials cannot multiply them
+		// past the bound of discoveries in flight.
+		guessed := d.guesses.start(o, r, caller)
 		d.set, d.err = o.discover(r, caller, c.snap, d.markListed)
+		<-guessed
+	}
+	if d.err == nil && !d.set.incomplete && d.set != nothingServed {
+		o.hint.Store(d.set)
 	}
 	if d.err != nil || d.set.incomplete {
 		c.mu.Lock()
@@ -367,8 +384,11 @@ type early struct {
 
 // startDiscovery starts the discovery of r's context in the background
 // when none is learned or running, and returns it; nil when there is
-// nothing to start.
-func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool) *early {
+// nothing to start. Beside it go the reads of the files of the caller's
+// page (files) that the last discovery of any context found served
+// (guesses): when the upstream serves every context alike, the page's
+// reads then take the listings' round trip, not one of their own.
+func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files []*catalog.File) *early {
 	if o.resourcesCap.Load() == capNone || (unknownOK && o.now().UnixNano() < o.downUntil.Load()) {
 		return nil
 	}
@@ -380,9 +400,10 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 		return nil
 	}
 	d := newDiscovery()
+	ctx, cancel := context.WithCancel(r.Context())
+	d.guesses = o.guess(files)
 	c.disc = d
 	c.mu.Unlock()
-	ctx, cancel := context.WithCancel(r.Context())
 	e := &early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
 	go func() {
 		defer close(e.exited)
@@ -438,4 +459,118 @@ func (e *early) end() {
 	}
 	e.cancel()
 	<-e.exited
+	e.d.guesses.drop()
+}
+
+// Guessed reads. The set a context's discovery learns is that context's
+// alone, but most upstreams serve every caller the same files, so the last
+// complete set learned (Overlay.hint) is a good guess at a new context's.
+// A new context's first page reads the files of the page the hint serves
+// beside its listings, with the caller's own headers, within the same
+// bound of reads at once; when the listings come, a file the context's own
+// set serves takes its guessed result instead of a read of its own, and a
+// guessed result for a file the set does not serve is dropped unused. The
+// cost of a wrong guess is that read, never a wrong digest: only the
+// context's own listings say what it is served. Results are used once, by
+// the page that started them, and dropped when it has its answer, so none
+// outlives a notification that the upstream's files changed.
+
+// guesses are the reads guessed for one discovery.
+type guesses struct {
+	files []*catalog.File
+	done  chan struct{} // closed when every read has its result
+
+	mu      sync.Mutex
+	results map[string]guessed // by URI; nil once dropped
+}
+
+type guessed struct {
+	s   served
+	err error
+}
+
+// guess returns the reads to guess among files, nil for none.
+func (o *Overlay) guess(files []*catalog.File) *guesses {
+	hint := o.hint.Load()
+	if hint == nil {
+		return nil
+	}
+	var mine []*catalog.File
+	for _, f := range files {
+		if hint.serves(f.URI) {
+			mine = append(mine, f)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	return &guesses{files: mine, done: make(chan struct{})}
+}
+
+// start runs the guessed reads in the background, at most FileReads at
+// once; the channel it returns (closed at once for none) is closed when
+// they have their results.
+func (g *guesses) start(o *Overlay, r *http.Request, caller rewrite.Message) <-chan struct{} {
+	if g == nil {
+		return closed
+	}
+	go g.read(o, r, caller)
+	return g.done
+}
+
+// closed is a closed channel.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// skip ends guesses that will not be read.
+func (g *guesses) skip() {
+	if g != nil {
+		close(g.done)
+	}
+}
+
+func (g *guesses) read(o *Overlay, r *http.Request, caller rewrite.Message) {
+	defer close(g.done)
+	out, errs := o.readBounded(r, caller, g.files)
+	results := make(map[string]guessed, len(g.files))
+	for i, f := range g.files {
+		results[f.URI] = guessed{s: out[i], err: errs[i]}
+	}
+	g.mu.Lock()
+	g.results = results
+	g.mu.Unlock()
+}
+
+// wait waits for every guessed read; false when ctx ended first.
+func (g *guesses) wait(ctx context.Context) bool {
+	if g == nil {
+		return true
+	}
+	select {
+	case <-g.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// take returns the guessed result for uri, once; after wait.
+func (g *guesses) take(uri string) (guessed, bool) {
+	if g == nil {
+		return guessed{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	res, ok := g.results[uri]
+	delete(g.results, uri)
+	return res, ok
+}
+
+// drop forgets every result not taken.
+func (g *guesses) drop() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.results = nil
+	g.mu.Unlock()
 }

@@ -123,7 +123,7 @@ func discoveryGoroutines() int {
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "methods.(*Overlay).startDiscovery") || strings.Contains(g, "methods.(*Overlay).discover") {
+		if strings.Contains(g, "methods.(*Overlay).startDiscovery") || strings.Contains(g, "methods.(*Overlay).discover") || strings.Contains(g, "methods.(*guesses).read") {
 			n++
 		}
 	}

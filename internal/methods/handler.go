@@ -153,7 +153,7 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		// side with the gate's probe (discovery.go, "Early discovery").
 		var pre *early
 		if eerr == nil && h.opts.Overlay != nil && v.snap != nil && (msg.Method == "skills/list" || msg.Method == "skills/get") {
-			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream())
+			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), h.pageFiles(v, msg))
 		}
 		// Its first listing page may admit the caller (Overlay.Witness):
 		// the gate's verdict is then cached and Admit sends no probe.
@@ -301,6 +301,33 @@ func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Reques
 	b = append(b, '{')
 	b = listPage(b, "skills", v.skillURIs, entries, last, has, h.opts.PageSize, cursorSkills)
 	return h.finish(b, e, true), nil
+}
+
+// pageFiles are the files of the skills a skills/list or skills/get
+// answers (nil when its params are wrong): what its early discovery may
+// guess reads of.
+func (h *Handler) pageFiles(v *view, msg rewrite.Message) []*catalog.File {
+	from, to := 0, 0
+	if msg.Method == "skills/get" {
+		uri, _ := paramString(msg.Params, "uri")
+		if from = indexOf(v.skillURIs, uri); from < 0 {
+			return nil
+		}
+		to = from + 1
+	} else {
+		last, has, err := cursorParam(msg, cursorSkills)
+		if err != nil {
+			return nil
+		}
+		from, to, _ = page(v.skillURIs, last, has, h.opts.PageSize)
+	}
+	var files []*catalog.File
+	for i := from; i < to; i++ {
+		if sk, ok := v.snap.Skill(v.skillURIs[i]); ok {
+			files = append(files, sk.Files...)
+		}
+	}
+	return files
 }
 
 func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request) ([]byte, error) {

@@ -86,6 +86,11 @@ type Overlay struct {
 	// capResources, capNone).
 	resourcesCap atomic.Int32
 
+	// hint is the last complete set a discovery learned, in any context:
+	// the guess at what a new context is served (discovery.go, "Guessed
+	// reads"). Forgotten with everything learned.
+	hint atomic.Pointer[servedSet]
+
 	// downUntil (Unix nanoseconds by now) is when the overlay may ask an
 	// upstream it last found unreachable again; see unreachableBackoff.
 	downUntil atomic.Int64
@@ -113,6 +118,7 @@ func (o *Overlay) Invalidate() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	clear(o.contexts)
+	o.hint.Store(nil)
 }
 
 // ResourcesChanged forgets what a notification from the upstream says is
@@ -127,6 +133,7 @@ func (o *Overlay) ResourcesChanged(r *http.Request, method, uri string) {
 	switch method {
 	case "notifications/resources/list_changed":
 		delete(o.contexts, o.authKey(r))
+		o.hint.Store(nil)
 	case "notifications/resources/updated":
 		for _, c := range o.contexts {
 			c.mu.Lock()
@@ -200,10 +207,18 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
 		return nil, nil // verdicts unknown: the plugin folder's files, not remembered
 	}
-	set, err := o.servedSetOf(c, r, caller)
+	set, d, err := o.servedSetOf(c, r, caller, files)
 	if err != nil {
 		return nil, o.unknown(err, unknownOK)
 	}
+	var g *guesses
+	if d != nil {
+		g = d.guesses
+	}
+	if !g.wait(r.Context()) {
+		return nil, r.Context().Err()
+	}
+	defer g.drop() // used by this page only (Guessed reads)
 	var out map[string]served
 	add := func(uri string, s served) {
 		if s.upstream {
@@ -238,7 +253,7 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	c.mu.Unlock()
 	var firstErr error
 	if len(mine) > 0 {
-		got, errs := o.readBounded(r, caller, mine)
+		got, errs := o.readGuessed(r, caller, mine, g)
 		c.mu.Lock()
 		for i, f := range mine {
 			if errs[i] == nil {
@@ -278,6 +293,28 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	return out, nil
 }
 
+// readGuessed is readBounded for files, taking each guessed result g has
+// (Guessed reads, discovery.go) instead of reading the file again.
+func (o *Overlay) readGuessed(r *http.Request, caller rewrite.Message, files []*catalog.File, g *guesses) ([]served, []error) {
+	out, errs := make([]served, len(files)), make([]error, len(files))
+	var rest []*catalog.File
+	var at []int
+	for i, f := range files {
+		if res, ok := g.take(f.URI); ok {
+			out[i], errs[i] = res.s, res.err
+			continue
+		}
+		rest, at = append(rest, f), append(at, i)
+	}
+	if len(rest) > 0 {
+		got, gerrs := o.readBounded(r, caller, rest)
+		for j, i := range at {
+			out[i], errs[i] = got[j], gerrs[j]
+		}
+	}
+	return out, errs
+}
+
 // unknown turns an error of the upstream into the answer's: with unknownOK
 // an unreachable upstream is no error (the verdicts stay unknown, and the
 // upstream is left alone for unreachableBackoff); anything else is.
@@ -297,7 +334,7 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 		return false, nil
 	}
 	c := o.context(r, snap)
-	set, err := o.servedSetOf(c, r, caller)
+	set, _, err := o.servedSetOf(c, r, caller, nil)
 	if err != nil {
 		return false, o.unknown(err, unknownOK)
 	}

@@ -1,0 +1,230 @@
+package methods_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+)
+
+// The guessed reads (discovery.go, "Guessed reads"): a new context's first
+// page reads the files the last discovery found served beside its own
+// listings, and uses a result only when its own listings say the file is
+// served.
+
+// guessUpstream is a go-sdk upstream (stateless) serving the SKILL.md of
+// the skills served as its own listed resources, with LF line ends where
+// the plugin has CRLF, behind middleware that counts requests by method and
+// caller (Authorization) and lets a test step in before the server: edit
+// returns true when it wrote the reply.
+type guessUpstream struct {
+	mu    sync.Mutex
+	count map[string]int // "method Bearer x", and "resources/read Bearer x uri"
+	edit  func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool
+}
+
+func (g *guessUpstream) get(key string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.count[key]
+}
+
+func startGuessUpstream(t *testing.T, snap *catalog.Snapshot, served []string) (string, *guessUpstream) {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "guess", Version: "1"}, nil)
+	for _, name := range served {
+		uri := "skill://" + name + "/SKILL.md"
+		s.AddResource(&mcp.Resource{URI: uri, Name: name, MIMEType: "text/markdown"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: lfServed(snap, uri)}}}, nil
+		})
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	g := &guessUpstream{count: map[string]int{}}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		m, err := rewrite.ParseMessage(body)
+		if err == nil && m.Kind == rewrite.KindRequest {
+			who := r.Header.Get("Authorization")
+			g.mu.Lock()
+			g.count[m.Method+" "+who]++
+			if uri, ok := rewrite.GetString(m.Params, "uri"); ok {
+				g.count[m.Method+" "+who+" "+uri]++
+			}
+			edit := g.edit
+			g.mu.Unlock()
+			if edit != nil && edit(m, w, r) {
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	return up.URL, g
+}
+
+// guessSidecar starts a sidecar with upstream files on, and the gate on or
+// off.
+func guessSidecar(t *testing.T, upstream string, snap *catalog.Snapshot, gate bool) string {
+	t.Helper()
+	return sidecartest.Start(t, upstream, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "none", "auto"
+		if gate {
+			c.AuthGate = "upstream"
+		}
+	}}).URL
+}
+
+// TestGuessedReadsBesideListings: once one caller's discovery has found
+// the upstream serving two SKILL.md, a new caller's first page reads them
+// while its own resources/list is still held at the upstream (so they are
+// not on the page's path after the listings), reads each once, and
+// publishes the upstream's bytes; with the gate on and off.
+func TestGuessedReadsBesideListings(t *testing.T) {
+	for _, gate := range []bool{true, false} {
+		snap := discoveryPlugin(t, []string{"a", "b", "c"}, 1)
+		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
+		side := guessSidecar(t, upURL, snap, gate)
+		if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+			t.Fatal(err)
+		}
+		// The second caller's listing waits until both of its reads have
+		// reached the upstream (or 10 s, which fails the test below).
+		reads := make(chan struct{}, 2)
+		var overlapped sync.Once
+		overlap := false
+		g.mu.Lock()
+		g.edit = func(m rewrite.Message, _ http.ResponseWriter, r *http.Request) bool {
+			if r.Header.Get("Authorization") != "Bearer second" {
+				return false
+			}
+			switch m.Method {
+			case "resources/read":
+				reads <- struct{}{}
+			case "resources/list":
+				timeout := time.After(10 * time.Second)
+				for range 2 {
+					select {
+					case <-reads:
+					case <-timeout:
+						return false
+					}
+				}
+				overlapped.Do(func() { overlap = true })
+			}
+			return false
+		}
+		g.mu.Unlock()
+		res, err := callAs(side, map[string]string{"Authorization": "Bearer second"}, "skills/list", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !overlap {
+			t.Errorf("gate %v: the new caller's reads did not reach the upstream while its resources/list was held", gate)
+		}
+		got := skillsOf(t, res)
+		for _, name := range []string{"a", "b"} {
+			uri := "skill://" + name + "/SKILL.md"
+			if d := publishedDigest(t, got[uri], uri); d != digestOf(lfServed(snap, uri)) {
+				t.Errorf("gate %v: %s published %s, want the upstream's bytes' %s", gate, uri, d, digestOf(lfServed(snap, uri)))
+			}
+			if n := g.get("resources/read Bearer second " + uri); n != 1 {
+				t.Errorf("gate %v: %s read %d times for the new caller, want 1", gate, uri, n)
+			}
+		}
+		if n := g.get("resources/read Bearer second skill://c/SKILL.md"); n != 0 {
+			t.Errorf("gate %v: a file nobody serves was read %d times", gate, n)
+		}
+		if n := g.get("server/discover Bearer second"); n != 0 {
+			t.Errorf("gate %v: the new caller cost %d probes, want none", gate, n)
+		}
+	}
+}
+
+// TestWrongGuessNotUsed: the upstream lists a SKILL.md to one caller only,
+// but answers anyone's read of it. A second caller's page guesses the read
+// (one request wasted) and still publishes the plugin's bytes: only its
+// own listing says what it is served. Its warm page reads nothing more.
+func TestWrongGuessNotUsed(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	side := guessSidecar(t, upURL, snap, true)
+	if _, err := callAs(side, map[string]string{"Authorization": "Bearer lister"}, "skills/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	g.edit = func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if m.Method != "resources/list" || r.Header.Get("Authorization") != "Bearer other" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resources":[]}}`))
+		return true
+	}
+	g.mu.Unlock()
+	uri := "skill://a/SKILL.md"
+	f, _ := snap.File(uri)
+	for _, page := range []string{"first", "warm"} {
+		res, err := callAs(side, map[string]string{"Authorization": "Bearer other"}, "skills/list", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := publishedDigest(t, skillsOf(t, res)[uri], uri); d != digestOf(string(f.Data)) {
+			t.Errorf("%s page: %s published %s, want the plugin's %s (the caller's listing does not serve it)", page, uri, d, digestOf(string(f.Data)))
+		}
+	}
+	if n := g.get("resources/read Bearer other " + uri); n != 1 {
+		t.Errorf("the other caller's pages read %s %d times, want 1 (the guess, on its first page)", uri, n)
+	}
+}
+
+// TestGuessedReadsOfARefusedCaller: a caller the upstream refuses, after
+// another's discovery gave a hint, gets the upstream's refusal; its
+// guessed reads end with its request (no goroutine of them is left) and
+// nothing of them is kept: admitted later, the same credentials read again.
+func TestGuessedReadsOfARefusedCaller(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
+	side := guessSidecar(t, upURL, snap, true)
+	if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	g.edit = func(_ rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer refused" {
+			return false
+		}
+		refuse401(w)
+		return true
+	}
+	g.mu.Unlock()
+	r := listAs(t, side, "refused")
+	if r.Status != http.StatusUnauthorized || r.Error == nil {
+		t.Fatalf("refused caller: HTTP %d, body %s; want the upstream's 401", r.Status, r.Body)
+	}
+	noDiscoveryLeft(t, "after the refusal")
+	// The guesses went out beside the listing; the refusal may have
+	// cancelled one before it reached the upstream.
+	refused := g.get("resources/read Bearer refused")
+	if refused > 2 {
+		t.Errorf("the refused caller's page sent %d guessed reads, want at most 2", refused)
+	}
+	g.mu.Lock()
+	g.edit = nil
+	g.mu.Unlock()
+	listAs(t, side, "refused").ok(t, "the admitted caller", nil)
+	if n := g.get("resources/read Bearer refused") - refused; n != 2 {
+		t.Errorf("the admitted caller's page read %d files, want 2: something of the refused page was kept", n)
+	}
+}
