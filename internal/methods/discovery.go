@@ -385,10 +385,10 @@ type early struct {
 // startDiscovery starts the discovery of r's context in the background
 // when none is learned or running, and returns it; nil when there is
 // nothing to start. Beside it go the reads of the files of the caller's
-// page (files) that the last discovery of any context found served
+// page (files, asked only then) that the last discovery of any context found served
 // (guesses): when the upstream serves every context alike, the page's
 // reads then take the listings' round trip, not one of their own.
-func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files []*catalog.File) *early {
+func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files func() []*catalog.File) *early {
 	if o.resourcesCap.Load() == capNone || (unknownOK && o.now().UnixNano() < o.downUntil.Load()) {
 		return nil
 	}
@@ -401,7 +401,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 	}
 	d := newDiscovery()
 	ctx, cancel := context.WithCancel(r.Context())
-	d.guesses = o.guess(files)
+	d.guesses = o.guess(files())
 	c.disc = d
 	c.mu.Unlock()
 	e := &early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}

@@ -153,7 +153,7 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		// side with the gate's probe (discovery.go, "Early discovery").
 		var pre *early
 		if eerr == nil && h.opts.Overlay != nil && v.snap != nil && (msg.Method == "skills/list" || msg.Method == "skills/get") {
-			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), h.pageFiles(v, msg))
+			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), func() []*catalog.File { return h.pageFiles(v, msg) })
 		}
 		// Its first listing page may admit the caller (Overlay.Witness):
 		// the gate's verdict is then cached and Admit sends no probe.
