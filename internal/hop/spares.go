@@ -35,6 +35,13 @@ func (t *Transport) takeSpare(addr string) *conn {
 // refill starts topping addr's spares up to Spares, unless a refill for
 // addr runs already or they are full. At most one refill per address runs
 // at a time, and it dials one connection at a time.
+//
+// An upstream that closes idle connections sooner than IdleTimeout (some
+// close a connection that sent nothing after a few seconds) closes spares
+// too; the peek finds them closed and they are skipped. Spares are then
+// dialled in vain, but only when new callers come less often than that
+// upstream's timeout, at most Spares dials per miss: a few dials per such
+// interval. Where callers come faster, the spares are alive when taken.
 func (t *Transport) refill(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -497,3 +497,24 @@ func TestSpareJoinsOnlyTheTakersPartition(t *testing.T) {
 		t.Fatalf("the spare B took carried %q afterwards, want only B", callerOf[taken])
 	}
 }
+
+// TestSparesDoNotEvictPooledConnections: with the pool at MaxIdle, spares
+// come on top of it; no caller's pooled connection makes way for one.
+func TestSparesDoNotEvictPooledConnections(t *testing.T) {
+	u := startSpareUpstream(t)
+	tr := &Transport{Spares: 3, MaxIdle: 2, Partition: []string{"Authorization"}}
+	t.Cleanup(tr.CloseIdleConnections)
+	first := map[string]int{}
+	for _, cred := range []string{"Bearer A", "Bearer B"} {
+		first[cred] = mustAsk(t, tr, http.MethodPost, u.URL(), cred).Conn
+	}
+	waitFor(t, "3 spares", func() bool { return tr.IdleSpares() == 3 && !tr.filling() })
+	if n := tr.Idle(); n != 2 {
+		t.Fatalf("pool holds %d connections beside 3 spares, want 2", n)
+	}
+	for _, cred := range []string{"Bearer A", "Bearer B"} {
+		if c := mustAsk(t, tr, http.MethodPost, u.URL(), cred).Conn; c != first[cred] {
+			t.Fatalf("%s's second request went out on connection %d, not its pooled %d", cred, c, first[cred])
+		}
+	}
+}
