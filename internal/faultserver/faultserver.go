@@ -98,7 +98,7 @@ type Server struct {
 	ln       net.Listener
 	wg       sync.WaitGroup
 	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
+	conns    map[net.Conn]bool // open connections: has it carried a request
 	accepted atomic.Int64
 	requests atomic.Int64
 	active   atomic.Int64
@@ -132,7 +132,7 @@ func Start(t TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 	s := &Server{URL: "http://" + ln.Addr().String(), opts: opts, ln: ln,
-		conns: map[net.Conn]struct{}{}, closed: make(chan struct{})}
+		conns: map[net.Conn]bool{}, closed: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	t.Cleanup(s.Close)
@@ -170,6 +170,21 @@ func (s *Server) Open() int {
 	return len(s.conns)
 }
 
+// OpenUsed is the number of connections open now that have carried a
+// request: Open without the connections a client dialled ahead and has not
+// used (a Transport's spares).
+func (s *Server) OpenUsed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, used := range s.conns {
+		if used {
+			n++
+		}
+	}
+	return n
+}
+
 // Faults is the number of delayed faults (Unsolicited responses, stray
 // bytes) and ShortLength overruns written so far, so that a test can wait
 // for one to be on the wire instead of sleeping.
@@ -188,7 +203,7 @@ func (s *Server) accept() {
 		}
 		s.accepted.Add(1)
 		s.mu.Lock()
-		s.conns[c] = struct{}{}
+		s.conns[c] = false
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -223,6 +238,9 @@ func (s *Server) serve(c net.Conn) {
 			return
 		}
 		s.requests.Add(1)
+		s.mu.Lock()
+		s.conns[c] = true
+		s.mu.Unlock()
 		var body []byte
 		if s.opts.Mode != EarlyReply {
 			body, err = io.ReadAll(req.Body)

@@ -21,6 +21,22 @@
 // credentials (Transport.Partition): a connection that carried one
 // caller's request never carries another's.
 //
+// Partitioning means a new caller finds nothing pooled and dials on its
+// critical path, once for each of its first concurrent requests. Spares
+// (Transport.Spares) take the dial off that path: a few connections per
+// upstream address, dialled ahead in the background once a request has
+// gone to the address, that have never carried a request. Such a
+// connection has held nobody's reply, so it belongs to no partition and
+// may go to any: a request that finds nothing pooled under its key takes
+// one (after the same peek as a pooled connection; a spare the upstream
+// closed, half-closed or wrote on is closed instead), and from then on it
+// is that partition's, pooled under its key only, like a connection the
+// request had dialled itself. Taking one asks for a refill: one goroutine
+// per address, one dial at a time, stopping at the first failure. A spare
+// counts as reused for the retry rule, expires after IdleTimeout, and is
+// not counted in MaxIdle, so it never evicts a pooled connection; there are
+// at most Spares per address. A pooled reuse never touches the spares.
+//
 // The Transport speaks plain http:// only; anything else (https, protocol
 // upgrades) goes to its Fallback.
 package hop
@@ -38,6 +54,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,10 +87,18 @@ type Transport struct {
 	// of them never share a connection. Nil shares connections between
 	// every request to the same host.
 	Partition []string
+	// Spares is how many connections per upstream address are kept dialled
+	// ahead and never used, for a request that finds no pooled connection
+	// of its partition (a new caller's first requests); 0 keeps none. They
+	// are dialled only for an address a request has gone to, are not
+	// counted in MaxIdle, and close after IdleTimeout unused.
+	Spares int
 
-	mu   sync.Mutex
-	idle map[string][]*conn // by pool key; most recently used last
-	n    int                // pooled connections over all keys
+	mu     sync.Mutex
+	idle   map[string][]*conn   // by pool key; most recently used last
+	n      int                  // pooled connections over all keys
+	spares map[string]*spareSet // by address; see spares.go
+	dials  atomic.Int64         // connections dialled, for tests
 }
 
 // conn is one upstream connection. Only the goroutine doing a round trip
@@ -85,8 +110,9 @@ type conn struct {
 	reused bool
 
 	pooled bool        // in Transport.idle
+	spare  bool        // in a spareSet: dialled, never used, in no partition
 	since  time.Time   // when it entered the pool
-	timer  *time.Timer // closes it after IdleTimeout in the pool
+	timer  *time.Timer // closes it after IdleTimeout in the pool or as a spare
 }
 
 // readBuffer is a connection's read buffer. A connection keeps it for life,
@@ -119,7 +145,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(req)
 			return nil, err
 		}
-		c, err := t.get(ctx, addr, key)
+		// A retry goes out on a pooled connection or a fresh one, never on
+		// a spare: spares age like pooled ones, and one dead connection
+		// per request is the most the retry rule allows for.
+		c, err := t.get(ctx, addr, key, attempt == 0)
 		if err != nil {
 			closeBody(req)
 			return nil, err
@@ -314,12 +343,13 @@ func (b *body) finish(whole bool) {
 	b.t.release(b.c, b.stop, whole && b.keep)
 }
 
-// get returns a pooled connection of key that is still open and quiet, or
-// dials addr. Every reuse costs a non-blocking peek (one system call): a
-// connection skipped that check while it was young until an upstream that
-// wrote a second response 20 ms after its first had that response read as
-// the next caller's reply (issue 15).
-func (t *Transport) get(ctx context.Context, addr, key string) (*conn, error) {
+// get returns a pooled connection of key that is still open and quiet,
+// else (when spare allows) a spare that is, or dials addr. Every reuse costs
+// a non-blocking peek (one system call): a connection skipped that check
+// while it was young until an upstream that wrote a second response 20 ms
+// after its first had that response read as the next caller's reply (issue
+// 15). A spare has sat idle like a pooled connection and is checked alike.
+func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*conn, error) {
 	for {
 		c := t.pop(key)
 		if c == nil {
@@ -331,16 +361,44 @@ func (t *Transport) get(ctx context.Context, addr, key string) (*conn, error) {
 		}
 		c.nc.Close() // closed by the upstream while pooled, or it sent bytes unasked
 	}
+	if t.Spares <= 0 {
+		return t.dialConn(ctx, addr, key)
+	}
+	// A miss: whatever it is served with, the spares are topped up behind it.
+	defer t.refill(addr)
+	for spare {
+		c := t.takeSpare(addr)
+		if c == nil {
+			break
+		}
+		if c.br.Buffered() == 0 && alive(c.nc) {
+			c.key = key // from now on the connection is key's, like one it dialled
+			c.reused = true
+			return c, nil
+		}
+		c.nc.Close() // closed or half-closed by the upstream, or it sent bytes unasked
+	}
+	return t.dialConn(ctx, addr, key)
+}
+
+// dialConn dials a new connection of key to addr.
+func (t *Transport) dialConn(ctx context.Context, addr, key string) (*conn, error) {
+	nc, err := t.dial(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("hop: %w", err)
+	}
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), key: key}, nil
+}
+
+// dial connects to addr within DialTimeout.
+func (t *Transport) dial(ctx context.Context, addr string) (net.Conn, error) {
+	t.dials.Add(1)
 	timeout := t.DialTimeout
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
 	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("hop: %w", err)
-	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), key: key}, nil
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 func (t *Transport) pop(key string) *conn {
@@ -420,10 +478,14 @@ func (t *Transport) oldest() *conn {
 	return o
 }
 
-// expire closes c if it is still idle in the pool.
+// expire closes c if it is still idle in the pool or still a spare. An
+// expired spare is not replaced: the next miss asks for a refill.
 func (t *Transport) expire(c *conn) {
 	t.mu.Lock()
-	if !c.pooled || !t.remove(c) {
+	switch {
+	case c.pooled && t.remove(c):
+	case c.spare && t.removeSpare(c):
+	default:
 		t.mu.Unlock()
 		return
 	}
@@ -451,11 +513,12 @@ func (t *Transport) remove(c *conn) bool {
 	return false
 }
 
-// CloseIdleConnections closes every pooled connection, and those of the
-// Fallback.
+// CloseIdleConnections closes every pooled connection and every spare,
+// stops any refill under way (none starts again until a request misses the
+// pool), and closes the Fallback's idle connections.
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
-	var all []*conn
+	all := t.dropSpares()
 	for key, cs := range t.idle {
 		for _, c := range cs {
 			c.pooled = false

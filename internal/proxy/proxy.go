@@ -197,7 +197,8 @@ func New(opts Options) (*Proxy, error) {
 // same settings. Requests that differ in any of the credentials headers
 // never share an upstream connection (hop.Transport.Partition), so a reply
 // read from a connection that carried it unasked cannot reach another
-// caller.
+// caller; upstreamSpares connections are kept dialled ahead for the
+// requests of callers without one.
 func NewTransport(dial, header time.Duration, credentials []string) http.RoundTripper {
 	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
 	fallback := &http.Transport{
@@ -219,8 +220,19 @@ func NewTransport(dial, header time.Duration, credentials []string) http.RoundTr
 		MaxIdle:               512,
 		Fallback:              fallback,
 		Partition:             credentials,
+		Spares:                upstreamSpares,
 	}
 }
+
+// upstreamSpares is how many never-used connections to the upstream the
+// transport keeps dialled ahead (hop.Transport.Spares). A new caller's first
+// skills/list page sends two or three upstream requests at once on the
+// caller's behalf (its discovery), and with the pool partitioned by
+// credentials each would otherwise dial on the critical path: four serve
+// one new caller's burst with one left over while the refill dials behind
+// it. The cost is four idle loopback sockets and their 2 KiB read buffers;
+// a burst of more new callers than that dials as it did without spares.
+const upstreamSpares = 4
 
 // EndStreams ends every standalone GET stream cleanly, at an event boundary,
 // and makes new ones end at once. Used on shutdown so that clients reconnect
