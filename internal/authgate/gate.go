@@ -7,7 +7,8 @@
 // (and session). Only a result answering the probe itself admits. The
 // probe of a new caller's first skills listing is the discovery's own
 // resources/list, sent with the same headers (Witness): one request on
-// that page's path instead of two side by side.
+// that page's path instead of two side by side, and its refusal is the
+// caller's.
 //
 // The probe is a request made on the caller's behalf (package onbehalf
 // builds it and judges which reply answers it). The gate writes nothing:
@@ -157,10 +158,17 @@ func (g *Gate) admit(k [sha256.Size]byte, now time.Time) {
 // request, which was sent with r's headers (so with the credentials and
 // session the gate's key is made of) and which only a response carrying
 // its own id answers. Anything else (an error, a refusal, no reply)
-// admits nothing and refuses nothing: Admit then probes as it always does.
-// It reports whether it admitted.
-func (g *Gate) Witness(r *http.Request, status int, answer rewrite.Message) bool {
-	if status != http.StatusOK || answer.Kind != rewrite.KindResponse {
+// admits nothing: Admit then probes as it always does. A refusal (err an
+// *onbehalf.Refusal) is counted as the gate's refusal, since the caller
+// gets it as the gate's (package methods passes it on: the page needs that
+// listing, so a probe could not change the answer). It reports whether it
+// admitted.
+func (g *Gate) Witness(r *http.Request, status int, answer rewrite.Message, err error) bool {
+	if ref := (*onbehalf.Refusal)(nil); errors.As(err, &ref) {
+		g.opts.Metrics.AuthVerdict("refused", false)
+		return false
+	}
+	if err != nil || status != http.StatusOK || answer.Kind != rewrite.KindResponse {
 		return false
 	}
 	g.admit(g.key(r), g.opts.Now())

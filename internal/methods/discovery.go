@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -100,6 +101,9 @@ type discovery struct {
 	// come from that answer (Overlay.Witness).
 	listed     chan struct{}
 	listedOnce sync.Once
+	// firstErr is the first resources/list page's error, set before
+	// listed is closed: a refusal there is the caller's answer.
+	firstErr error
 	// guesses are reads started beside the listings, of files another
 	// context's discovery found served (Overlay.hint): a result is used
 	// only when this discovery's set serves the file, and only once.
@@ -141,7 +145,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		d, run := c.disc, false
 		if d == nil {
 			d, run = newDiscovery(), true
-			d.guesses = o.guess(files)
+			d.guesses = o.guess(r, files)
 			c.disc = d
 		}
 		c.mu.Unlock()
@@ -156,9 +160,11 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		// A discovery ended by its own caller going away, or withdrawn at
 		// its caller's refusal, is no answer for a caller still waiting:
 		// that one runs its own (or waits for the next), however many
-		// refused callers came first. The loop ends: a discovery this
-		// caller runs itself is cancelled by nobody else.
-		if d.err != nil && !run && errors.Is(d.err, context.Canceled) && r.Context().Err() == nil {
+		// refused callers came first. So is, with upstream-files-shared
+		// (one context for callers with different credentials), a
+		// refusal of the caller that ran it. The loop ends: a discovery
+		// this caller runs itself is cancelled by nobody else.
+		if d.err != nil && !run && r.Context().Err() == nil && (errors.Is(d.err, context.Canceled) || o.shared && isRefusal(d.err)) {
 			continue
 		}
 		return d.set, d, d.err
@@ -182,10 +188,19 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 	} else {
 		// The guessed reads go beside the listings, within the
 		// discovery's slot: random credentials cannot multiply them
-		// past the bound of discoveries in flight.
-		guessed := d.guesses.start(o, r, caller)
-		d.set, d.err = o.discover(r, caller, c.snap, d.markListed)
+		// past the bound of discoveries in flight. A failed discovery
+		// ends them: nothing would use them.
+		gctx, stop := context.WithCancel(r.Context())
+		guessed := d.guesses.start(o, r.WithContext(gctx), caller)
+		d.set, d.err = o.discover(r, caller, c.snap, func(err error) {
+			d.firstErr = err
+			d.markListed()
+		})
+		if d.err != nil {
+			stop()
+		}
 		<-guessed
+		stop()
 	}
 	if d.err == nil && !d.set.incomplete && d.set != nothingServed {
 		o.hint.Store(d.set)
@@ -209,8 +224,9 @@ var errListingCut = errors.New("listing ended in a JSON-RPC error")
 // discover takes the upstream's listings for the caller of r: the two
 // listings run side by side, so a discovery of one-page listings costs one
 // round trip, not two.
-// listed is called once the first page of resources/list has its answer.
-func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, listed func()) (*servedSet, error) {
+// listed is called once the first page of resources/list has its answer,
+// with that page's error.
+func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, listed func(error)) (*servedSet, error) {
 	o.Discoveries.Add(1)
 	set := &servedSet{uris: map[string]struct{}{}}
 	var templates []*regexp.Regexp
@@ -230,11 +246,11 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 	}()
 	// The first page's answer may be the gate's verdict on the caller
 	// (Witness), which a new caller's first page waits for.
-	first := func(status int, m rewrite.Message) {
+	first := func(status int, m rewrite.Message, err error) {
 		if o.Witness != nil {
-			o.Witness(r, status, m)
+			o.Witness(r, status, m, err)
 		}
-		listed()
+		listed(err)
 	}
 	err := o.listAll(r, caller, "resources/list", "resources", first, func(item json.RawMessage) {
 		uri, ok := rewrite.GetString(item, "uri")
@@ -279,12 +295,12 @@ func mayMatchCatalog(t string) bool {
 
 // listAll follows the pages of a listing method, calling each for every
 // element of the result's key array, for at most maxDiscoveryPages pages;
-// first, when set, is given the first page's HTTP status and answer.
+// first, when set, is given the first page's HTTP status, answer and error.
 // A JSON-RPC error -32601 is errNoMethod; any other JSON-RPC error ends the
 // listing with what it gave so far and errListingCut (the set is then used
 // once and not kept: a transient error must not hide the upstream's files
 // for a TTL); a refusal or an unreachable upstream is the error.
-func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key string, first func(int, rewrite.Message), each func(json.RawMessage)) error {
+func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key string, first func(int, rewrite.Message, error), each func(json.RawMessage)) error {
 	cursor := ""
 	for page := range maxDiscoveryPages {
 		params := map[string]json.RawMessage{}
@@ -294,7 +310,7 @@ func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key s
 		o.ListingPages.Add(1)
 		m, status, err := o.up.CallStatus(r, caller, method, params)
 		if page == 0 && first != nil {
-			first(status, m)
+			first(status, m, err)
 		}
 		if err != nil {
 			return err
@@ -357,19 +373,25 @@ type overlayCounters struct {
 	Discoveries, ListingPages atomic.Int64
 }
 
-// Early discovery. A new context's first skills/list costs the gate's probe
-// and the discovery's listings, three upstream requests that do not depend
-// on each other; run one after the other they cost two round trips.
-// startDiscovery starts the discovery before the gate is asked, so both
-// run side by side, and the request then waits for it as any other request
-// of the context would (servedSetOf). Until the gate has admitted the
-// caller the discovery is provisional: a refusal withdraws it (its calls
-// are cancelled, it is forgotten, and its context is dropped when nothing
-// else was learned in it), so a refused caller leaves nothing another
-// caller could use, nor an empty entry pushing others out of the cache.
-// Its cost: a refused new caller costs the upstream the two listings as
-// well as the probe (an upstream checking credentials refuses them at
-// once), within the sidecar's bound of discoveries in flight.
+// Early discovery. A new context's first skills/list (or skills/get) needs
+// the gate's verdict and the discovery's listings. startDiscovery starts
+// the discovery before the gate is asked, and the gate's verdict comes
+// from its first resources/list page (Overlay.Witness: a result there
+// admits the caller, so no probe is sent; the upstream's refusal there is
+// the caller's answer, since the page needs that listing whatever a probe
+// would say); only a page that is neither (a JSON-RPC error, no reply) is
+// followed by the gate's own probe. The request then waits for the
+// discovery as any other request of the context would (servedSetOf).
+// Until the gate has admitted the caller the discovery is provisional: a
+// refusal withdraws it (its calls are cancelled, it is forgotten, and its
+// context is dropped when nothing else was learned in it), so a refused
+// caller leaves nothing another caller could use, nor an empty entry
+// pushing others out of the cache. Its costs: a refused new caller costs
+// the upstream the listings (and the guessed reads, below) rather than a
+// probe; the verdict of a new caller waits for a discovery slot (under a
+// flood of new contexts, refusals queue behind the bound of discoveries in
+// flight like admissions); and when the first page is neither a result
+// nor a refusal, the probe follows it instead of running beside it.
 
 // early is a discovery started before the gate's verdict. The nil value
 // started nothing.
@@ -401,7 +423,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 	}
 	d := newDiscovery()
 	ctx, cancel := context.WithCancel(r.Context())
-	d.guesses = o.guess(files())
+	d.guesses = o.guess(r, files())
 	c.disc = d
 	c.mu.Unlock()
 	e := &early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
@@ -414,15 +436,29 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 
 // listed waits until the early discovery's first resources/list page has
 // its answer (the gate may have its verdict from it: Overlay.Witness), the
-// discovery ended, or the caller left.
-func (e *early) listed(ctx context.Context) {
+// discovery ended, or the caller left. It returns the upstream's refusal
+// of that page, if it refused it: the caller's answer, since the page
+// needs the listing whatever a probe would say.
+func (e *early) listed(ctx context.Context) *onbehalf.Refusal {
 	if e == nil {
-		return
+		return nil
 	}
 	select {
 	case <-e.d.listed:
 	case <-ctx.Done():
+		return nil
 	}
+	var ref *onbehalf.Refusal
+	if errors.As(e.d.firstErr, &ref) {
+		return ref
+	}
+	return nil
+}
+
+// isRefusal reports whether err is the upstream's refusal of a caller.
+func isRefusal(err error) bool {
+	var ref *onbehalf.Refusal
+	return errors.As(err, &ref)
 }
 
 // withdraw forgets a discovery the gate's refusal made pointless: its calls
@@ -472,11 +508,20 @@ func (e *early) end() {
 // guessed result for a file the set does not serve is dropped unused. The
 // cost of a wrong guess is that read, never a wrong digest: only the
 // context's own listings say what it is served. Results are used once, by
-// the page that started them, and dropped when it has its answer, so none
-// outlives a notification that the upstream's files changed.
+// the request they were read for (never by another request of the
+// context: in a shared context that would be another caller's credentials,
+// and any request would inherit the reader's cancellation), only while no
+// notification that the upstream's resources changed has come since they
+// were started, and are dropped when that request has its answer. The
+// guessed reads hold the discovery's slot until they end, and a failed
+// discovery cancels them.
 
-// guesses are the reads guessed for one discovery.
+// guesses are the reads guessed for one discovery, made for one request
+// (owner, whose headers they carry) and usable by it alone, while no
+// notification of changed resources has come since (gen).
 type guesses struct {
+	owner *http.Request
+	gen   int64
 	files []*catalog.File
 	done  chan struct{} // closed when every read has its result
 
@@ -489,8 +534,9 @@ type guessed struct {
 	err error
 }
 
-// guess returns the reads to guess among files, nil for none.
-func (o *Overlay) guess(files []*catalog.File) *guesses {
+// guess returns the reads to guess among files for the request r, nil
+// for none.
+func (o *Overlay) guess(r *http.Request, files []*catalog.File) *guesses {
 	hint := o.hint.Load()
 	if hint == nil {
 		return nil
@@ -504,7 +550,7 @@ func (o *Overlay) guess(files []*catalog.File) *guesses {
 	if len(mine) == 0 {
 		return nil
 	}
-	return &guesses{files: mine, done: make(chan struct{})}
+	return &guesses{owner: r, gen: o.changes.Load(), files: mine, done: make(chan struct{})}
 }
 
 // start runs the guessed reads in the background, at most FileReads at
@@ -553,9 +599,13 @@ func (g *guesses) wait(ctx context.Context) bool {
 	}
 }
 
-// take returns the guessed result for uri, once; after wait.
-func (g *guesses) take(uri string) (guessed, bool) {
-	if g == nil {
+// take returns the guessed result for uri, once, to the request the
+// guesses were made for, when the overlay's count of changes is still gen;
+// after wait. Another request (another caller's credentials in a shared
+// context, or one that would inherit the owner's cancellation) reads for
+// itself.
+func (g *guesses) take(r *http.Request, uri string, gen int64) (guessed, bool) {
+	if g == nil || r != g.owner || gen != g.gen {
 		return guessed{}, false
 	}
 	g.mu.Lock()

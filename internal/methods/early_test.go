@@ -163,9 +163,9 @@ func hangUp(w http.ResponseWriter) {
 
 // TestEarlyDiscoveryGateRefuses: the upstream refuses every request made
 // with the caller's token, slowly. The caller gets the upstream's refusal
-// with its own id (the listing's refusal admits nothing, so the gate
-// probes and passes that refusal on), and the discovery taken for it is
-// not kept: the same credentials, admitted later, are asked again, not
+// of its first listing page with its own id, and no probe follows (the
+// page needs that listing, so a probe could not change the answer); the
+// discovery taken for it is not kept: the same credentials, admitted later, are asked again, not
 // answered from what the refused request learned. (Not parallel: it
 // counts goroutines of every discovery in the process.)
 func TestEarlyDiscoveryGateRefuses(t *testing.T) {
@@ -185,8 +185,8 @@ func TestEarlyDiscoveryGateRefuses(t *testing.T) {
 	if id := idOf(t, r); id != "41" {
 		t.Errorf("refusal carries id %s, want the caller's 41", id)
 	}
-	if n, p := f.get("resources/list"), f.get("server/discover Bearer refused"); n != 1 || p != 1 {
-		t.Fatalf("the refused caller cost %d resources/list and %d probes, want 1 and 1 (the refused listing admits nothing)", n, p)
+	if n, p := f.get("resources/list"), f.get("server/discover Bearer refused"); n != 1 || p != 0 {
+		t.Fatalf("the refused caller cost %d resources/list and %d probes, want 1 and 0 (the listing's refusal is the answer)", n, p)
 	}
 	noDiscoveryLeft(t, "after the refusal")
 

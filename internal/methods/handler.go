@@ -149,15 +149,20 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 	}
 	e, eerr := checkEra(r.Header, msg, nameParam) // pure; its error is given after the gate's
 	if h.opts.Gate != nil {
-		// The discovery a listing of a new context needs runs side by
-		// side with the gate's probe (discovery.go, "Early discovery").
+		// The discovery a listing of a new context needs starts before
+		// the gate is asked, and gives its verdict (discovery.go, "Early
+		// discovery").
 		var pre *early
 		if eerr == nil && h.opts.Overlay != nil && v.snap != nil && (msg.Method == "skills/list" || msg.Method == "skills/get") {
 			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), func() []*catalog.File { return h.pageFiles(v, msg) })
 		}
 		// Its first listing page may admit the caller (Overlay.Witness):
-		// the gate's verdict is then cached and Admit sends no probe.
-		pre.listed(r.Context())
+		// the gate's verdict is then cached and Admit sends no probe. The
+		// upstream's refusal of that page is the answer.
+		if ref := pre.listed(r.Context()); ref != nil {
+			pre.withdraw()
+			return reply.Reply{Err: ref}, true
+		}
 		if err := h.opts.Gate.Admit(r, msg); err != nil {
 			pre.withdraw()
 			return reply.Reply{Err: err}, true

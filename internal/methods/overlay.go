@@ -69,12 +69,12 @@ type Overlay struct {
 
 	// Metrics, when set, records probes, mismatches and bytes hashed.
 	Metrics *metrics.Metrics
-	// Witness, when set, is given the HTTP status and answer of the first
-	// resources/list page of every discovery, made with the caller's
+	// Witness, when set, is given the HTTP status, answer and error of the
+	// first resources/list page of every discovery, made with the caller's
 	// headers: the auth gate admits the caller on a result
 	// (authgate.Gate.Witness), so a new caller's first page costs no
 	// separate probe. Set it before serving.
-	Witness func(r *http.Request, status int, answer rewrite.Message) bool
+	Witness func(r *http.Request, status int, answer rewrite.Message, err error) bool
 
 	overlayCounters
 	// FileReads bounds the reads of upstream-served files one request
@@ -85,6 +85,11 @@ type Overlay struct {
 	// resourcesCap is what the upstream declared of resources (capUnknown,
 	// capResources, capNone).
 	resourcesCap atomic.Int32
+
+	// changes counts the notifications that the upstream's resources
+	// changed (and Invalidate): a read that began before one is not
+	// stored after it, nor is a guessed read used.
+	changes atomic.Int64
 
 	// hint is the last complete set a discovery learned, in any context:
 	// the guess at what a new context is served (discovery.go, "Guessed
@@ -117,6 +122,7 @@ func NewOverlay(up *onbehalf.Upstream, ttl time.Duration, shared bool) *Overlay 
 func (o *Overlay) Invalidate() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.changes.Add(1)
 	clear(o.contexts)
 	o.hint.Store(nil)
 }
@@ -130,6 +136,7 @@ func (o *Overlay) Invalidate() {
 func (o *Overlay) ResourcesChanged(r *http.Request, method, uri string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.changes.Add(1)
 	switch method {
 	case "notifications/resources/list_changed":
 		delete(o.contexts, o.authKey(r))
@@ -253,10 +260,14 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	c.mu.Unlock()
 	var firstErr error
 	if len(mine) > 0 {
+		gen := o.changes.Load()
 		got, errs := o.readGuessed(r, caller, mine, g)
+		// What was read before the upstream said its files changed
+		// answers this request, and is not kept for the next.
+		keep := o.changes.Load() == gen
 		c.mu.Lock()
 		for i, f := range mine {
-			if errs[i] == nil {
+			if errs[i] == nil && keep {
 				c.files[f.URI] = got[i]
 			}
 			close(c.reading[f.URI])
@@ -294,13 +305,14 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 }
 
 // readGuessed is readBounded for files, taking each guessed result g has
-// (Guessed reads, discovery.go) instead of reading the file again.
+// for this request (Guessed reads, discovery.go) instead of reading the
+// file again.
 func (o *Overlay) readGuessed(r *http.Request, caller rewrite.Message, files []*catalog.File, g *guesses) ([]served, []error) {
 	out, errs := make([]served, len(files)), make([]error, len(files))
 	var rest []*catalog.File
 	var at []int
 	for i, f := range files {
-		if res, ok := g.take(f.URI); ok {
+		if res, ok := g.take(r, f.URI, o.changes.Load()); ok {
 			out[i], errs[i] = res.s, res.err
 			continue
 		}

@@ -1,0 +1,284 @@
+package methods_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+)
+
+// Faults of the guessed reads, found by review: a guessed result must not
+// outlive a notification that the file changed, nor reach a request other
+// than the one it was read for (another caller's credentials in a shared
+// context, or a request of the same context that would inherit the
+// owner's cancellation).
+
+// writeRead answers a resources/read with text.
+func writeRead(w http.ResponseWriter, id json.RawMessage, uri, text string) {
+	w.Header().Set("Content-Type", "application/json")
+	res, _ := json.Marshal(map[string]any{"contents": []map[string]any{{"uri": uri, "mimeType": "text/markdown", "text": text}}})
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + string(res) + `}`))
+}
+
+// TestGuessNotKeptPastUpdated: a guessed read answered before the
+// upstream's notifications/resources/updated for its file, while the
+// caller's listing is still held, is not what the context's later pages
+// publish: they have the bytes after the change.
+func TestGuessNotKeptPastUpdated(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "none", "auto"
+	}})
+	uri := "skill://a/SKILL.md"
+	v1 := lfServed(snap, uri)
+	v2 := v1 + "\nchanged after the notification\n"
+	var mu sync.Mutex
+	content := v1
+	readDone := make(chan struct{}, 1)
+	release := make(chan struct{})
+	g.mu.Lock()
+	g.edit = func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		switch m.Method {
+		case "resources/read":
+			mu.Lock()
+			c := content
+			mu.Unlock()
+			writeRead(w, m.ID, uri, c)
+			if r.Header.Get("Authorization") == "Bearer second" {
+				select {
+				case readDone <- struct{}{}:
+				default:
+				}
+			}
+			return true
+		case "resources/list":
+			if r.Header.Get("Authorization") == "Bearer second" {
+				select {
+				case <-release:
+				case <-time.After(10 * time.Second):
+				}
+			}
+		}
+		return false
+	}
+	g.mu.Unlock()
+	if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer second"}, "skills/list", nil)
+		done <- err
+	}()
+	select {
+	case <-readDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no guessed read beside the held listing")
+	}
+	mu.Lock()
+	content = v2
+	mu.Unlock()
+	sc.Overlay.ResourcesChanged(httptest.NewRequest(http.MethodGet, "/mcp", nil), "notifications/resources/updated", uri)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	res, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer second"}, "skills/list", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := publishedDigest(t, skillsOf(t, res)[uri], uri); d != digestOf(v2) {
+		t.Errorf("the page after the updated notification published %s (v1 is %s), want v2's %s", d, digestOf(v1), digestOf(v2))
+	}
+}
+
+// TestGuessOfALeavingCallerNotInherited: caller A's guessed read is held at
+// the upstream until A leaves; B, with the same credentials (so the same
+// context and discovery), asks meanwhile. B gets its page with the
+// upstream's bytes, not A's cancellation as a 502.
+func TestGuessOfALeavingCallerNotInherited(t *testing.T) {
+	for _, gate := range []bool{false, true} {
+		snap := discoveryPlugin(t, []string{"a"}, 0)
+		upURL, g := startGuessUpstream(t, snap, []string{"a"})
+		side := guessSidecar(t, upURL, snap, gate)
+		uri := "skill://a/SKILL.md"
+		if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+			t.Fatal(err)
+		}
+		held := make(chan struct{}, 1)
+		var once sync.Once
+		g.mu.Lock()
+		g.edit = func(m rewrite.Message, _ http.ResponseWriter, r *http.Request) bool {
+			if m.Method != "resources/read" || r.Header.Get("Authorization") != "Bearer shared" {
+				return false
+			}
+			first := false
+			once.Do(func() { first = true })
+			if !first {
+				return false
+			}
+			held <- struct{}{}
+			<-r.Context().Done() // A's guessed read ends when A leaves
+			return true
+		}
+		g.mu.Unlock()
+		ctxA, cancelA := context.WithCancel(context.Background())
+		goneA := make(chan struct{})
+		go func() {
+			defer close(goneA)
+			body := `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+			req, _ := http.NewRequestWithContext(ctxA, http.MethodPost, side, strings.NewReader(body))
+			for k, v := range map[string]string{"Authorization": "Bearer shared", "Content-Type": "application/json",
+				"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "skills/list"} {
+				req.Header.Set(k, v)
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("A's guessed read never reached the upstream")
+		}
+		type result struct {
+			res json.RawMessage
+			err error
+		}
+		gotB := make(chan result, 1)
+		go func() {
+			res, err := callAs(side, map[string]string{"Authorization": "Bearer shared"}, "skills/list", nil)
+			gotB <- result{res, err}
+		}()
+		time.Sleep(100 * time.Millisecond) // B joins A's discovery (if it does not, the test proves less, never fails)
+		cancelA()
+		<-goneA
+		b := <-gotB
+		if b.err != nil {
+			t.Fatalf("gate %v: B, still connected, failed because A left: %v", gate, b.err)
+		}
+		if d := publishedDigest(t, skillsOf(t, b.res)[uri], uri); d != digestOf(lfServed(snap, uri)) {
+			t.Errorf("gate %v: B published %s, want the upstream's %s", gate, d, digestOf(lfServed(snap, uri)))
+		}
+	}
+}
+
+// TestSharedContextRefusalNotAnothersAnswer: with upstream-files-shared
+// one context serves callers with different credentials. A caller the
+// upstream lets list but not read, and one it admits, ask at once: the
+// admitted caller gets its page, never the other's refusal.
+func TestSharedContextRefusalNotAnothersAnswer(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	side := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles, c.UpstreamFilesShared = "upstream", "auto", true
+		c.UpstreamFilesTTL = 50 * time.Millisecond
+	}}).URL
+	if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the shared context expires; the hint stays
+	held := make(chan struct{}, 1)
+	release := make(chan struct{})
+	g.mu.Lock()
+	g.edit = func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if m.Method != "resources/read" || r.Header.Get("Authorization") != "Bearer A" {
+			return false
+		}
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-release
+		refuse401(w) // A may list but not read
+		return true
+	}
+	g.mu.Unlock()
+	errA := make(chan error, 1)
+	go func() {
+		_, err := callAs(side, map[string]string{"Authorization": "Bearer A"}, "skills/list", nil)
+		errA <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's read never reached the upstream")
+	}
+	errB := make(chan error, 1)
+	go func() {
+		_, err := callAs(side, map[string]string{"Authorization": "Bearer B"}, "skills/list", nil)
+		errB <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // B waits on the shared discovery
+	close(release)
+	<-errA // A may get B's verdict: in a shared context verdicts are everyone's
+	if err := <-errB; err != nil {
+		t.Errorf("B, admitted with its own credentials, got: %v", err)
+	}
+}
+
+// TestSharedDiscoveryRefusalNotAnothersAnswer: with upstream-files-shared,
+// caller B waits on the shared discovery that caller A started, and the
+// upstream refuses A's listing. A gets its refusal; B, admitted with its
+// own credentials, runs a discovery of its own and gets its page, not A's
+// 401 (which would start B's OAuth flow for A's credentials).
+func TestSharedDiscoveryRefusalNotAnothersAnswer(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	side := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles, c.UpstreamFilesShared = "upstream", "auto", true
+	}}).URL
+	held := make(chan struct{}, 1)
+	release := make(chan struct{})
+	g.mu.Lock()
+	g.edit = func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer A" {
+			return false
+		}
+		if m.Method == "resources/list" {
+			held <- struct{}{}
+			<-release
+		}
+		refuse401(w)
+		return true
+	}
+	g.mu.Unlock()
+	errA := make(chan error, 1)
+	go func() {
+		_, err := callAs(side, map[string]string{"Authorization": "Bearer A"}, "skills/list", nil)
+		errA <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's listing never reached the upstream")
+	}
+	errB := make(chan error, 1)
+	go func() {
+		_, err := callAs(side, map[string]string{"Authorization": "Bearer B"}, "skills/list", nil)
+		errB <- err
+	}()
+	// B's probe is answered, then it waits on A's discovery.
+	deadline := time.Now().Add(10 * time.Second)
+	for g.get("server/discover Bearer B") == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	if err := <-errA; err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("A, refused, got %v; want its 401", err)
+	}
+	if err := <-errB; err != nil {
+		t.Errorf("B, admitted with its own credentials, got: %v", err)
+	}
+}
