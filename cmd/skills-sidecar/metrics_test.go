@@ -360,7 +360,10 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_catalog_reloads_total", map[string]string{"outcome": "failure"}, 0},
 		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"}, 0},
 		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"}, 0},
-		series{"skills_sidecar_digest_refreshes_total", map[string]string{}, 1}, // notes' SKILL.md once; extra.txt, which the upstream does not list, never
+		// notes' SKILL.md once for the good token; extra.txt, which the
+		// upstream does not list, never; and the guessed reads of notes'
+		// SKILL.md beside the refused and the dropped caller's listings.
+		series{"skills_sidecar_digest_refreshes_total", map[string]string{}, 3},
 		series{"skills_sidecar_digest_mismatches_total", map[string]string{}, 1},
 		// The probe hashed the first text; each forwarded read hashed the second.
 		series{"skills_sidecar_hashed_bytes_total", map[string]string{}, float64(len(upText1) + 2*len(upText2))},
@@ -441,7 +444,7 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	// Phase 1: traffic against the catalog as first loaded.
 	call(goodToken, "server/discover", nil, 200)                                                      // forwarded; declaration spliced
 	call(goodToken, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}}, 200) // forwarded
-	call(goodToken, "skills/list", nil, 200)                                                          // gate asks the upstream; overlay probes notes' 2 files
+	call(goodToken, "skills/list", nil, 200)                                                          // the discovery's first listing admits; notes' SKILL.md is read
 	call(goodToken, "skills/list", nil, 200)                                                          // gate cache hit; overlay cached
 	call(goodToken, "agents/list", nil, 200)                                                          // gate cache hit
 	call(goodToken, "resources/read", map[string]any{"uri": "skill://notes/extra.txt"}, 200)          // the sidecar's file: gate cache hit

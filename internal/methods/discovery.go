@@ -101,9 +101,12 @@ type discovery struct {
 	// come from that answer (Overlay.Witness).
 	listed     chan struct{}
 	listedOnce sync.Once
-	// firstErr is the first resources/list page's error, set before
-	// listed is closed: a refusal there is the caller's answer.
+	// firstErr is the first resources/list page's error, and admitted
+	// whether the gate admitted the caller on its answer (Witness); both
+	// are set before listed is closed. A refusal there is the caller's
+	// answer.
 	firstErr error
+	admitted bool
 	// guesses are reads started beside the listings, of files another
 	// context's discovery found served (Overlay.hint): a result is used
 	// only when this discovery's set serves the file, and only once.
@@ -192,8 +195,8 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 		// ends them: nothing would use them.
 		gctx, stop := context.WithCancel(r.Context())
 		guessed := d.guesses.start(o, r.WithContext(gctx), caller)
-		d.set, d.err = o.discover(r, caller, c.snap, func(err error) {
-			d.firstErr = err
+		d.set, d.err = o.discover(r, caller, c.snap, func(admitted bool, err error) {
+			d.admitted, d.firstErr = admitted, err
 			d.markListed()
 		})
 		if d.err != nil {
@@ -225,8 +228,8 @@ var errListingCut = errors.New("listing ended in a JSON-RPC error")
 // listings run side by side, so a discovery of one-page listings costs one
 // round trip, not two.
 // listed is called once the first page of resources/list has its answer,
-// with that page's error.
-func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, listed func(error)) (*servedSet, error) {
+// with whether it admitted the caller (Witness) and that page's error.
+func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, listed func(bool, error)) (*servedSet, error) {
 	o.Discoveries.Add(1)
 	set := &servedSet{uris: map[string]struct{}{}}
 	var templates []*regexp.Regexp
@@ -247,10 +250,8 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 	// The first page's answer may be the gate's verdict on the caller
 	// (Witness), which a new caller's first page waits for.
 	first := func(status int, m rewrite.Message, err error) {
-		if o.Witness != nil {
-			o.Witness(r, status, m, err)
-		}
-		listed(err)
+		admitted := o.Witness != nil && o.Witness(r, status, m, err)
+		listed(admitted, err)
 	}
 	err := o.listAll(r, caller, "resources/list", "resources", first, func(item json.RawMessage) {
 		uri, ok := rewrite.GetString(item, "uri")
@@ -436,23 +437,24 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 
 // listed waits until the early discovery's first resources/list page has
 // its answer (the gate may have its verdict from it: Overlay.Witness), the
-// discovery ended, or the caller left. It returns the upstream's refusal
-// of that page, if it refused it: the caller's answer, since the page
-// needs the listing whatever a probe would say.
-func (e *early) listed(ctx context.Context) *onbehalf.Refusal {
+// discovery ended, or the caller left. It reports whether the gate
+// admitted the caller on that page (then the gate need not be asked), and
+// returns the upstream's refusal of it, if it refused it: the caller's
+// answer, since the page needs the listing whatever a probe would say.
+func (e *early) listed(ctx context.Context) (bool, *onbehalf.Refusal) {
 	if e == nil {
-		return nil
+		return false, nil
 	}
 	select {
 	case <-e.d.listed:
 	case <-ctx.Done():
-		return nil
+		return false, nil
 	}
 	var ref *onbehalf.Refusal
 	if errors.As(e.d.firstErr, &ref) {
-		return ref
+		return false, ref
 	}
-	return nil
+	return e.d.admitted, nil
 }
 
 // isRefusal reports whether err is the upstream's refusal of a caller.

@@ -156,16 +156,20 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		if eerr == nil && h.opts.Overlay != nil && v.snap != nil && (msg.Method == "skills/list" || msg.Method == "skills/get") {
 			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), func() []*catalog.File { return h.pageFiles(v, msg) })
 		}
-		// Its first listing page may admit the caller (Overlay.Witness):
-		// the gate's verdict is then cached and Admit sends no probe. The
-		// upstream's refusal of that page is the answer.
-		if ref := pre.listed(r.Context()); ref != nil {
+		// Its first listing page may admit the caller (Overlay.Witness:
+		// the gate has counted and cached that verdict, so it is not
+		// asked again). The upstream's refusal of that page is the
+		// answer.
+		admitted, ref := pre.listed(r.Context())
+		if ref != nil {
 			pre.withdraw()
 			return reply.Reply{Err: ref}, true
 		}
-		if err := h.opts.Gate.Admit(r, msg); err != nil {
-			pre.withdraw()
-			return reply.Reply{Err: err}, true
+		if !admitted {
+			if err := h.opts.Gate.Admit(r, msg); err != nil {
+				pre.withdraw()
+				return reply.Reply{Err: err}, true
+			}
 		}
 		if pre != nil {
 			defer pre.end()
