@@ -226,13 +226,14 @@ func NewTransport(dial, header time.Duration, credentials []string) http.RoundTr
 
 // upstreamSpares is how many never-used connections to the upstream the
 // transport keeps dialled ahead (hop.Transport.Spares). A new caller's first
-// skills/list page sends two or three upstream requests at once on the
-// caller's behalf (its discovery), and with the pool partitioned by
-// credentials each would otherwise dial on the critical path: four serve
-// one new caller's burst with one left over while the refill dials behind
-// it. The cost is four idle loopback sockets and their 2 KiB read buffers;
-// a burst of more new callers than that dials as it did without spares.
-const upstreamSpares = 4
+// skills/list page sends its discovery's two listings at once on the
+// caller's behalf, and beside them the guessed reads of the files the page
+// shows that the upstream serves (at most methods.DefaultFileReads at
+// once); with the pool partitioned by credentials each of them needs a
+// connection no other caller used. Eight cover the listings and six reads.
+// The cost is eight idle loopback sockets and their 2 KiB read buffers; a
+// burst of more new callers than that dials as it did without spares.
+const upstreamSpares = 8
 
 // EndStreams ends every standalone GET stream cleanly, at an event boundary,
 // and makes new ones end at once. Used on shutdown so that clients reconnect
