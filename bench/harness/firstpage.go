@@ -286,10 +286,27 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 		u, _ := ReadUsage(p.PID())
 		return u.CPU
 	}
-	measure := func(variant string, creds []string) error {
+	// handshake is a 2026-07-28 client's server/discover declaring the
+	// skills extension, as a client about to list skills sends it first.
+	discover := Call{Method: "server/discover"}
+	handshakeBody := []byte(strings.Replace(string(discover.Body(Modern)), `"io.modelcontextprotocol/clientCapabilities":{}`,
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/skills":{}}}`, 1))
+	handshake := func(cred string) error {
+		h := header(cred)
+		h.Set("Mcp-Method", "server/discover")
+		var buf bytes.Buffer
+		_, err := post(ctx, client, side, h, handshakeBody, &buf)
+		return err
+	}
+	measure := func(variant string, creds []string, shake bool) error {
 		before, cpu0 := counter.snapshot(), cpu()
 		var first []time.Duration
 		for _, c := range creds {
+			if shake {
+				if err := handshake(c); err != nil {
+					return err
+				}
+			}
 			d, err := ask(side, header(c))
 			if err != nil {
 				return err
@@ -322,13 +339,24 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	}
 	// No credentials: every such caller from one address is one context,
 	// so only the first is new.
-	if err := measure("no credentials c=1", []string{""}); err != nil {
+	if err := measure("no credentials c=1", []string{""}, false); err != nil {
 		return fail(err)
 	}
-	if err := measure("new bearer token c=1", bearer); err != nil {
+	if err := measure("new bearer token c=1", bearer, false); err != nil {
 		return fail(err)
 	}
-	if err := measure("junk cookie c=1", cookies); err != nil {
+	if err := measure("junk cookie c=1", cookies, false); err != nil {
+		return fail(err)
+	}
+	// The same, each caller first sending server/discover declaring the
+	// skills extension (not timed): the sidecar starts the discovery as
+	// the handshake passes (methods' prefetch), and the timed first page
+	// finds it done or under way.
+	shaken := make([]string, n)
+	for i := range n {
+		shaken[i] = "Bearer " + randomToken()
+	}
+	if err := measure("new bearer token after a server/discover declaring skills c=1", shaken, true); err != nil {
 		return fail(err)
 	}
 

@@ -411,16 +411,31 @@ type early struct {
 // page (files, asked only then) that the last discovery of any context found served
 // (guesses): when the upstream serves every context alike, the page's
 // reads then take the listings' round trip, not one of their own.
-func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files func() []*catalog.File) *early {
+//
+// When the context's discovery is running already (another request's, or
+// a prefetch's: prefetch.go) it returns nil and that discovery's listed
+// channel, so the gate is asked once its first listing page is answered
+// (and may have admitted this caller) rather than beside it; with
+// upstream-files-shared the discovery may be another caller's, and it
+// returns nil, nil.
+func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files func() []*catalog.File) (*early, <-chan struct{}) {
 	if o.resourcesCap.Load() == capNone || (unknownOK && o.now().UnixNano() < o.downUntil.Load()) {
-		return nil
+		return nil, nil
 	}
 	key := o.authKey(r)
 	c := o.contextAt(key, snap)
 	c.mu.Lock()
-	if c.disc != nil {
+	if d := c.disc; d != nil {
 		c.mu.Unlock()
-		return nil
+		select {
+		case <-d.done:
+			return nil, nil
+		default:
+		}
+		if o.shared {
+			return nil, nil // another caller's credentials: it admits nobody else
+		}
+		return nil, d.listed
 	}
 	d := newDiscovery()
 	ctx, cancel := context.WithCancel(r.Context())
@@ -432,7 +447,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 		defer close(e.exited)
 		o.runDiscovery(c, d, r.WithContext(ctx), caller)
 	}()
-	return e
+	return e, nil
 }
 
 // listed waits until the early discovery's first resources/list page has

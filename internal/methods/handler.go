@@ -153,8 +153,17 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		// the gate is asked, and gives its verdict (discovery.go, "Early
 		// discovery").
 		var pre *early
+		var running <-chan struct{}
 		if eerr == nil && h.opts.Overlay != nil && v.snap != nil && (msg.Method == "skills/list" || msg.Method == "skills/get") {
-			pre = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), func() []*catalog.File { return h.pageFiles(v, msg) })
+			pre, running = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), func() []*catalog.File { return h.pageFiles(v, msg) })
+		}
+		if running != nil {
+			// The context's discovery is another request's: its first
+			// page may admit this caller too (the same credentials).
+			select {
+			case <-running:
+			case <-r.Context().Done():
+			}
 		}
 		// Its first listing page may admit the caller (Overlay.Witness:
 		// the gate has counted and cached that verdict, so it is not

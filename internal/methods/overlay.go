@@ -80,8 +80,10 @@ type Overlay struct {
 	// FileReads bounds the reads of upstream-served files one request
 	// runs at once; 0 means DefaultFileReads. Set it before serving.
 	FileReads int
-	// slots bounds the discoveries in flight (DefaultMaxDiscoveries).
-	slots chan struct{}
+	// slots bounds the discoveries in flight (DefaultMaxDiscoveries);
+	// prefetching the prefetches running (prefetch.go).
+	slots       chan struct{}
+	prefetching chan struct{}
 	// resourcesCap is what the upstream declared of resources (capUnknown,
 	// capResources, capNone).
 	resourcesCap atomic.Int32
@@ -112,7 +114,7 @@ func NewOverlay(up *onbehalf.Upstream, ttl time.Duration, shared bool) *Overlay 
 		ttl = 60 * time.Second
 	}
 	return &Overlay{up: up, ttl: ttl, shared: shared, now: time.Now, contexts: map[string]*authContext{},
-		slots: make(chan struct{}, DefaultMaxDiscoveries)}
+		slots: make(chan struct{}, DefaultMaxDiscoveries), prefetching: make(chan struct{}, maxPrefetches)}
 }
 
 // Invalidate forgets every verdict and digest learned, so the next listing
