@@ -31,8 +31,14 @@
 // one (after the same peek as a pooled connection; a spare the upstream
 // closed, half-closed or wrote on is closed instead), and from then on it
 // is that partition's, pooled under its key only, like a connection the
-// request had dialled itself. Taking one asks for a refill: one goroutine
-// per address, one dial at a time, stopping at the first failure. A spare
+// request had dialled itself. Every miss asks for a refill: one goroutine
+// per address, one dial at a time, stopping at the first failure. Spares
+// are kept only for an address whose connections have gone back to the
+// pool after a reply (an upstream that closes after each reply, or serves
+// one connection at a time, would have a worker sit on an idle spare and
+// gains nothing from one), and refills of an address pause for IdleTimeout
+// once one of its spares is found dead when taken (an upstream that closes
+// idle connections sooner than spares wait). A spare
 // counts as reused for the retry rule, expires after IdleTimeout, and is
 // not counted in MaxIdle, so it never evicts a pooled connection; there are
 // at most Spares per address. A pooled reuse never touches the spares.
@@ -98,6 +104,12 @@ type Transport struct {
 	idle   map[string][]*conn   // by pool key; most recently used last
 	n      int                  // pooled connections over all keys
 	spares map[string]*spareSet // by address; see spares.go
+	// keptAlive are the addresses whose connections have gone back to the
+	// pool after a reply (the upstream keeps connections open), and
+	// paused when refills of an address may start again after one of its
+	// spares was found dead; see spares.go.
+	keptAlive map[string]bool
+	paused    map[string]time.Time
 	dials  atomic.Int64         // connections dialled, for tests
 }
 
@@ -107,6 +119,7 @@ type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
 	key    string // the pool key: host:port, and the partition's hash
+	addr   string // host:port
 	reused bool
 
 	pooled bool        // in Transport.idle
@@ -146,8 +159,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		// A retry goes out on a pooled connection or a fresh one, never on
-		// a spare: spares age like pooled ones, and one dead connection
-		// per request is the most the retry rule allows for.
+		// a spare: the first attempt's dead connection was most likely one
+		// the upstream closed for idling, and a spare has idled longer than
+		// any pooled one of the partition; a dial cannot be stale.
 		c, err := t.get(ctx, addr, key, attempt == 0)
 		if err != nil {
 			closeBody(req)
@@ -377,6 +391,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 			return c, nil
 		}
 		c.nc.Close() // closed or half-closed by the upstream, or it sent bytes unasked
+		t.spareDied(addr)
 	}
 	return t.dialConn(ctx, addr, key)
 }
@@ -387,7 +402,7 @@ func (t *Transport) dialConn(ctx context.Context, addr, key string) (*conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("hop: %w", err)
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), key: key}, nil
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), key: key, addr: addr}, nil
 }
 
 // dial connects to addr within DialTimeout.
@@ -431,6 +446,18 @@ func (t *Transport) put(c *conn) {
 		return
 	}
 	t.mu.Lock()
+	first := !t.keptAlive[c.addr]
+	if first {
+		// The upstream keeps connections open: spares may serve it
+		// (spares.go), starting now.
+		if t.keptAlive == nil {
+			t.keptAlive = make(map[string]bool)
+		}
+		t.keptAlive[c.addr] = true
+		if t.Spares > 0 {
+			defer t.refill(c.addr)
+		}
+	}
 	var evicted *conn
 	if t.n >= max {
 		// Full: the connection idle longest makes room, as net/http's

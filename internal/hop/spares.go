@@ -27,6 +27,9 @@ func (t *Transport) takeSpare(addr string) *conn {
 	c := s.conns[len(s.conns)-1]
 	s.conns[len(s.conns)-1] = nil
 	s.conns = s.conns[:len(s.conns)-1]
+	if len(s.conns) == 0 && s.cancel == nil {
+		delete(t.spares, addr) // no entry left for an address with no spares
+	}
 	c.spare = false
 	c.timer.Stop()
 	return c
@@ -36,15 +39,18 @@ func (t *Transport) takeSpare(addr string) *conn {
 // addr runs already or they are full. At most one refill per address runs
 // at a time, and it dials one connection at a time.
 //
-// An upstream that closes idle connections sooner than IdleTimeout (some
-// close a connection that sent nothing after a few seconds) closes spares
-// too; the peek finds them closed and they are skipped. Spares are then
-// dialled in vain, but only when new callers come less often than that
-// upstream's timeout, at most Spares dials per miss: a few dials per such
-// interval. Where callers come faster, the spares are alive when taken.
+// Only an address whose connections have gone back to the pool is topped
+// up, and none while its refills are paused (spareDied): an upstream that
+// closes idle connections sooner than spares wait closes them, the peek
+// finds one closed, and no more are dialled for it for IdleTimeout.
 func (t *Transport) refill(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.keptAlive[addr] || time.Now().Before(t.paused[addr]) {
+		// Not an upstream that keeps connections open (yet), or one
+		// whose spares die before they are used: see spareDied.
+		return
+	}
 	s := t.spares[addr]
 	if s == nil {
 		s = &spareSet{}
@@ -90,7 +96,7 @@ func (t *Transport) fill(ctx context.Context, addr string, s *spareSet) {
 			}
 			return
 		}
-		c := &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), spare: true, since: time.Now()}
+		c := &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), addr: addr, spare: true, since: time.Now()}
 		c.timer = time.AfterFunc(timeout, func() { t.expire(c) })
 		s.conns = append(s.conns, c)
 		if len(s.conns) >= t.Spares {
@@ -100,6 +106,23 @@ func (t *Transport) fill(ctx context.Context, addr string, s *spareSet) {
 		}
 		t.mu.Unlock()
 	}
+}
+
+// spareDied pauses refills of addr for IdleTimeout: one of its spares was
+// closed (or written on) by the upstream before it was used, so the upstream
+// closes idle connections sooner than spares wait for a caller, and every
+// spare dialled for it would be a connection dialled in vain.
+func (t *Transport) spareDied(addr string) {
+	timeout := t.IdleTimeout
+	if timeout <= 0 {
+		timeout = DefaultIdleTimeout
+	}
+	t.mu.Lock()
+	if t.paused == nil {
+		t.paused = make(map[string]time.Time)
+	}
+	t.paused[addr] = time.Now().Add(timeout)
+	t.mu.Unlock()
 }
 
 // stopFill ends s's refill; t.mu must be held. A set left empty is dropped,
