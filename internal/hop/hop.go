@@ -110,7 +110,7 @@ type Transport struct {
 	// spares was found dead; see spares.go.
 	keptAlive map[string]bool
 	paused    map[string]time.Time
-	dials  atomic.Int64         // connections dialled, for tests
+	dials     atomic.Int64 // connections dialled, for tests
 }
 
 // conn is one upstream connection. Only the goroutine doing a round trip
