@@ -204,21 +204,9 @@ func TestSharedContextRefusalNotAnothersAnswer(t *testing.T) {
 		return true
 	}
 	g.mu.Unlock()
-	errA := make(chan error, 1)
-	go func() {
-		_, err := callAs(side, map[string]string{"Authorization": "Bearer A"}, "skills/list", nil)
-		errA <- err
-	}()
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("A's read never reached the upstream")
-	}
-	errB := make(chan error, 1)
-	go func() {
-		_, err := callAs(side, map[string]string{"Authorization": "Bearer B"}, "skills/list", nil)
-		errB <- err
-	}()
+	errA := listInBackground(side, "A")
+	arrives(t, held, "A's read never reached the upstream")
+	errB := listInBackground(side, "B")
 	time.Sleep(100 * time.Millisecond) // B waits on the shared discovery
 	close(release)
 	<-errA // A may get B's verdict: in a shared context verdicts are everyone's
@@ -253,21 +241,9 @@ func TestSharedDiscoveryRefusalNotAnothersAnswer(t *testing.T) {
 		return true
 	}
 	g.mu.Unlock()
-	errA := make(chan error, 1)
-	go func() {
-		_, err := callAs(side, map[string]string{"Authorization": "Bearer A"}, "skills/list", nil)
-		errA <- err
-	}()
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("A's listing never reached the upstream")
-	}
-	errB := make(chan error, 1)
-	go func() {
-		_, err := callAs(side, map[string]string{"Authorization": "Bearer B"}, "skills/list", nil)
-		errB <- err
-	}()
+	errA := listInBackground(side, "A")
+	arrives(t, held, "A's listing never reached the upstream")
+	errB := listInBackground(side, "B")
 	// B's probe is answered, then it waits on A's discovery.
 	deadline := time.Now().Add(10 * time.Second)
 	for g.get("server/discover Bearer B") == 0 && time.Now().Before(deadline) {

@@ -74,6 +74,47 @@ func startGuessUpstream(t *testing.T, snap *catalog.Snapshot, served []string) (
 	return up.URL, g
 }
 
+// setEdit replaces g's edit (nil: the server answers everything).
+func (g *guessUpstream) setEdit(edit func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.edit = edit
+}
+
+// refuse makes g refuse every request with the bearer token, as an upstream
+// checking credentials does.
+func (g *guessUpstream) refuse(token string) {
+	g.setEdit(func(_ rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			return false
+		}
+		refuse401(w)
+		return true
+	})
+}
+
+// listInBackground sends skills/list with the bearer token from another
+// goroutine; the channel gets its error.
+func listInBackground(side, token string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := callAs(side, map[string]string{"Authorization": "Bearer " + token}, "skills/list", nil)
+		done <- err
+	}()
+	return done
+}
+
+// arrives waits up to 10 s for a signal on ch, failing the test with what
+// did not happen.
+func arrives(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 // guessSidecar starts a sidecar with upstream files on, and the gate on or
 // off.
 func guessSidecar(t *testing.T, upstream string, snap *catalog.Snapshot, gate bool) string {
@@ -200,15 +241,7 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 	if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
 		t.Fatal(err)
 	}
-	g.mu.Lock()
-	g.edit = func(_ rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
-		if r.Header.Get("Authorization") != "Bearer refused" {
-			return false
-		}
-		refuse401(w)
-		return true
-	}
-	g.mu.Unlock()
+	g.refuse("refused")
 	r := listAs(t, side, "refused")
 	if r.Status != http.StatusUnauthorized || r.Error == nil {
 		t.Fatalf("refused caller: HTTP %d, body %s; want the upstream's 401", r.Status, r.Body)
@@ -220,9 +253,7 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 	if refused > 2 {
 		t.Errorf("the refused caller's page sent %d guessed reads, want at most 2", refused)
 	}
-	g.mu.Lock()
-	g.edit = nil
-	g.mu.Unlock()
+	g.setEdit(nil)
 	listAs(t, side, "refused").ok(t, "the admitted caller", nil)
 	if n := g.get("resources/read Bearer refused") - refused; n != 2 {
 		t.Errorf("the admitted caller's page read %d files, want 2: something of the refused page was kept", n)

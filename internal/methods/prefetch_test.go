@@ -103,23 +103,13 @@ func TestPrefetchRefused(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"})
 	side := guessSidecar(t, upURL, snap, true)
-	g.mu.Lock()
-	g.edit = func(_ rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
-		if r.Header.Get("Authorization") != "Bearer late" {
-			return false
-		}
-		refuse401(w)
-		return true
-	}
-	g.mu.Unlock()
+	g.refuse("late")
 	if st := discoverAs(t, side, "late", true); st != http.StatusUnauthorized {
 		t.Fatalf("refused server/discover: HTTP %d, want the upstream's 401", st)
 	}
 	waitFor(t, "the prefetch's listing", func() bool { return g.get("resources/list Bearer late") == 1 })
 	time.Sleep(50 * time.Millisecond) // its refusal is handled
-	g.mu.Lock()
-	g.edit = nil
-	g.mu.Unlock()
+	g.setEdit(nil)
 	if _, err := callAs(side, map[string]string{"Authorization": "Bearer late"}, "skills/list", nil); err != nil {
 		t.Fatal(err)
 	}
