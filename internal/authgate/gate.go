@@ -134,19 +134,19 @@ func (g *Gate) Admit(r *http.Request, msg rewrite.Message) error {
 		g.opts.Metrics.AuthVerdict("error", false)
 		return probeFailure(method, answer, err)
 	}
-	g.admit(k, now)
+	g.cache(k, now)
+	g.opts.Metrics.AuthVerdict("allowed", false)
 	return nil
 }
 
-// admit caches an admission of key k from now.
-func (g *Gate) admit(k [sha256.Size]byte, now time.Time) {
+// cache caches an admission of key k from now.
+func (g *Gate) cache(k [sha256.Size]byte, now time.Time) {
 	g.mu.Lock()
 	if len(g.seen) >= g.opts.MaxEntries {
 		clear(g.seen) // the cost of a full cache is a new probe, never a wrong verdict
 	}
 	g.seen[k] = now.Add(g.opts.TTL)
 	g.mu.Unlock()
-	g.opts.Metrics.AuthVerdict("allowed", false)
 }
 
 // Witness admits the caller of r on the answer to another request the
@@ -161,17 +161,26 @@ func (g *Gate) admit(k [sha256.Size]byte, now time.Time) {
 // admits nothing: Admit then probes as it always does. A refusal (err an
 // *onbehalf.Refusal) is counted as the gate's refusal, since the caller
 // gets it as the gate's (package methods passes it on: the page needs that
-// listing, so a probe could not change the answer). It reports whether it
-// admitted.
-func (g *Gate) Witness(r *http.Request, status int, answer rewrite.Message, err error) bool {
+// listing, so a probe could not change the answer). decides says whether
+// r is a request the sidecar answers itself, whose verdict this is (a
+// first skills/list): otherwise (a handshake the sidecar forwards, whose
+// discovery was started ahead) the admission is cached and no verdict is
+// counted, and the request that later meets the cache counts its hit. It
+// reports whether it admitted.
+func (g *Gate) Witness(r *http.Request, status int, answer rewrite.Message, err error, decides bool) bool {
 	if ref := (*onbehalf.Refusal)(nil); errors.As(err, &ref) {
-		g.opts.Metrics.AuthVerdict("refused", false)
+		if decides {
+			g.opts.Metrics.AuthVerdict("refused", false)
+		}
 		return false
 	}
 	if err != nil || status != http.StatusOK || answer.Kind != rewrite.KindResponse {
 		return false
 	}
-	g.admit(g.key(r), g.opts.Now())
+	g.cache(g.key(r), g.opts.Now())
+	if decides {
+		g.opts.Metrics.AuthVerdict("allowed", false)
+	}
 	return true
 }
 

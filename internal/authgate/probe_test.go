@@ -320,7 +320,7 @@ func TestWitnessAdmitsOnlyOnAResult(t *testing.T) {
 		{"no reply", 0, rewrite.Message{}, false},
 	} {
 		tok := strings.ReplaceAll(tt.name, " ", "-")
-		if got := g.Witness(as(tok), tt.status, tt.answer, nil); got != tt.admits {
+		if got := g.Witness(as(tok), tt.status, tt.answer, nil, true); got != tt.admits {
 			t.Errorf("%s: Witness = %v, want %v", tt.name, got, tt.admits)
 		}
 		before := probes.Load()

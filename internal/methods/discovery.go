@@ -107,6 +107,9 @@ type discovery struct {
 	// answer.
 	firstErr error
 	admitted bool
+	// abandoned: the discovery ended because its own request's context
+	// did (cancelled or past its deadline), set before done is closed.
+	abandoned bool
 	// guesses are reads started beside the listings, of files another
 	// context's discovery found served (Overlay.hint): a result is used
 	// only when this discovery's set serves the file, and only once.
@@ -160,14 +163,16 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		case <-r.Context().Done():
 			return nil, nil, r.Context().Err()
 		}
-		// A discovery ended by its own caller going away, or withdrawn at
-		// its caller's refusal, is no answer for a caller still waiting:
-		// that one runs its own (or waits for the next), however many
-		// refused callers came first. So is, with upstream-files-shared
-		// (one context for callers with different credentials), a
-		// refusal of the caller that ran it. The loop ends: a discovery
-		// this caller runs itself is cancelled by nobody else.
-		if d.err != nil && !run && r.Context().Err() == nil && (errors.Is(d.err, context.Canceled) || o.shared && isRefusal(d.err)) {
+		// A discovery that ended with its own request (its caller went
+		// away, it was withdrawn at its caller's refusal, a prefetch ran
+		// out of time) is no answer for a caller still waiting: that one
+		// runs its own (or waits for the next), however many such came
+		// first. Nor is another request's refusal: this caller was
+		// admitted since (by the gate, with its own credentials, which
+		// with upstream-files-shared are not even the same), so it asks
+		// again. The loop ends: a discovery this caller runs itself is
+		// ended by nobody else.
+		if d.err != nil && !run && r.Context().Err() == nil && (d.abandoned || isRefusal(d.err)) {
 			continue
 		}
 		return d.set, d, d.err
@@ -180,6 +185,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, caller rewrite.Message) {
 	defer close(d.done)
 	defer d.markListed()
+	defer func() { d.abandoned = d.err != nil && r.Context().Err() != nil }()
 	select {
 	case o.slots <- struct{}{}:
 		defer func() { <-o.slots }()
@@ -250,7 +256,7 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 	// The first page's answer may be the gate's verdict on the caller
 	// (Witness), which a new caller's first page waits for.
 	first := func(status int, m rewrite.Message, err error) {
-		admitted := o.Witness != nil && o.Witness(r, status, m, err)
+		admitted := o.Witness != nil && o.Witness(r, status, m, err, !prefetching(r))
 		listed(admitted, err)
 	}
 	err := o.listAll(r, caller, "resources/list", "resources", first, func(item json.RawMessage) {

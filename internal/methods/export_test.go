@@ -6,3 +6,21 @@ import "time"
 // can step past the TTL instead of sleeping through it. Call it before o
 // serves anything.
 func SetOverlayClock(o *Overlay, now func() time.Time) { o.now = now }
+
+// SetPrefetchTimeout shortens the bound of one prefetch for a test; the
+// returned func restores it.
+func SetPrefetchTimeout(d time.Duration) (restore func()) {
+	old := prefetchTimeout
+	prefetchTimeout = d
+	return func() { prefetchTimeout = old }
+}
+
+// Prefetches reports how many prefetches of o are running.
+func Prefetches(o *Overlay) int { return len(o.prefetches) }
+
+// Contexts reports how many authorization contexts o caches.
+func Contexts(o *Overlay) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.contexts)
+}

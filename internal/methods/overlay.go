@@ -73,17 +73,20 @@ type Overlay struct {
 	// first resources/list page of every discovery, made with the caller's
 	// headers: the auth gate admits the caller on a result
 	// (authgate.Gate.Witness), so a new caller's first page costs no
-	// separate probe. Set it before serving.
-	Witness func(r *http.Request, status int, answer rewrite.Message, err error) bool
+	// separate probe. decides is false for a prefetch's discovery
+	// (prefetch.go), whose request the sidecar does not answer itself: the
+	// gate caches what it learns but counts no verdict. Set it before
+	// serving.
+	Witness func(r *http.Request, status int, answer rewrite.Message, err error, decides bool) bool
 
 	overlayCounters
 	// FileReads bounds the reads of upstream-served files one request
 	// runs at once; 0 means DefaultFileReads. Set it before serving.
 	FileReads int
 	// slots bounds the discoveries in flight (DefaultMaxDiscoveries);
-	// prefetching the prefetches running (prefetch.go).
-	slots       chan struct{}
-	prefetching chan struct{}
+	// prefetches the prefetches running (prefetch.go).
+	slots      chan struct{}
+	prefetches chan struct{}
 	// resourcesCap is what the upstream declared of resources (capUnknown,
 	// capResources, capNone).
 	resourcesCap atomic.Int32
@@ -114,7 +117,7 @@ func NewOverlay(up *onbehalf.Upstream, ttl time.Duration, shared bool) *Overlay 
 		ttl = 60 * time.Second
 	}
 	return &Overlay{up: up, ttl: ttl, shared: shared, now: time.Now, contexts: map[string]*authContext{},
-		slots: make(chan struct{}, DefaultMaxDiscoveries), prefetching: make(chan struct{}, maxPrefetches)}
+		slots: make(chan struct{}, DefaultMaxDiscoveries), prefetches: make(chan struct{}, maxPrefetches)}
 }
 
 // Invalidate forgets every verdict and digest learned, so the next listing

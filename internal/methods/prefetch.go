@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -18,25 +19,30 @@ import (
 // time the client's skills/list arrives the page is warm, or waits only
 // for what is left of the discovery it shares.
 //
-// Nothing is published or admitted that would not be otherwise: the
-// listings and reads are the caller's own, cached under its credentials,
-// and a page is answered only after the gate admits the caller (whom the
-// first listing's result may admit, as on a first page). A refused or
-// failed discovery is not kept. The cost is one discovery (and the first
-// page's reads of served files) per new context that performs a handshake
-// declaring the extension, within the bound of discoveries in flight; at
-// most maxPrefetches run at once and a handshake past that starts none.
-// The legacy era is left out: its listings need the session, which the
+// What it learns is the caller's own: the listings and reads are made with
+// the caller's headers and cached under its credentials, and a page is
+// answered only after the gate admits the caller. The gate may cache an
+// admission from the prefetch's first listing (as on a first page; no
+// verdict is counted for it, since the sidecar forwards the handshake),
+// so a client that never lists skills leaves that cached for the gate's
+// TTL. A refused or failed prefetch leaves no context behind, and a
+// request waiting on its discovery when it fails or runs out of time runs
+// its own. The cost is one discovery (and the first page's reads of served
+// files) per new context that performs a handshake declaring the
+// extension, within the bound of discoveries in flight; at most
+// maxPrefetches run at once and a handshake past that starts none. The
+// legacy era is left out: its listings need the session, which the
 // initialize reply only creates.
 
 // Bounds of the prefetch.
 const (
 	// maxPrefetches is how many prefetches run at once in the sidecar.
 	maxPrefetches = DefaultMaxDiscoveries
-	// prefetchTimeout bounds one prefetch, which outlives the request
-	// that started it.
-	prefetchTimeout = 30 * time.Second
 )
+
+// prefetchTimeout bounds one prefetch, which outlives the request that
+// started it (a variable only so that a test can shorten it).
+var prefetchTimeout = 30 * time.Second
 
 // declaresSkills reports whether a 2026-07-28 request's client declares
 // the skills extension.
@@ -53,31 +59,71 @@ func (h *Handler) prefetch(r *http.Request, msg rewrite.Message) {
 	if o == nil || msg.Method != "server/discover" || !declaresSkills(msg) || o.resourcesCap.Load() == capNone {
 		return
 	}
+	if h.opts.Serves != nil && !h.opts.Serves(true) {
+		return // the sidecar answers no skills/list on this wire
+	}
 	v := h.current()
 	if v.snap == nil || len(v.skillURIs) == 0 {
 		return
 	}
-	c := o.context(r, v.snap)
-	c.mu.Lock()
-	busy := c.disc != nil || len(c.files) > 0
-	c.mu.Unlock()
-	if busy {
+	key := o.authKey(r)
+	if o.learning(key, v.snap) {
 		return
 	}
 	select {
-	case o.prefetching <- struct{}{}:
+	case o.prefetches <- struct{}{}:
 	default:
 		return // a flood of handshakes starts no more than maxPrefetches
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), prefetchTimeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), prefetchKey{}, true), prefetchTimeout)
 	detached := r.Clone(ctx) // the caller's headers and address; the request may end first
 	unknownOK := h.catalogOutlivesUpstream()
 	go func() {
 		defer func() {
 			cancel()
-			<-o.prefetching
+			<-o.prefetches
 		}()
 		from, to, _ := page(v.skillURIs, "", false, h.opts.PageSize)
 		_, _, _ = o.entries(detached, msg, v, from, to, unknownOK)
+		o.dropIfEmpty(key) // refused or failed: nothing to keep
 	}()
+}
+
+// prefetchKey marks the context of a prefetch's requests.
+type prefetchKey struct{}
+
+// prefetching reports whether r is a prefetch's (whose verdicts the gate
+// does not count: Overlay.Witness).
+func prefetching(r *http.Request) bool { return r.Context().Value(prefetchKey{}) != nil }
+
+// learning reports whether the context of key has learned anything for
+// snap, or is learning it, without making an entry for it.
+func (o *Overlay) learning(key string, snap *catalog.Snapshot) bool {
+	o.mu.Lock()
+	c := o.contexts[key]
+	o.mu.Unlock()
+	if c == nil || c.snap != snap || o.now().After(c.expires) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.disc != nil || len(c.files) > 0
+}
+
+// dropIfEmpty forgets the context of key when it holds nothing (its
+// discovery failed and no verdict was stored), so refused callers leave no
+// entries pushing others out of the cache.
+func (o *Overlay) dropIfEmpty(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.contexts[key]
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	empty := c.disc == nil && len(c.files) == 0 && len(c.reading) == 0
+	c.mu.Unlock()
+	if empty {
+		delete(o.contexts, key)
+	}
 }

@@ -5,10 +5,15 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // The prefetch at the handshake (prefetch.go): a 2026-07-28 client that
@@ -179,5 +184,147 @@ func TestPrefetchFloodBounded(t *testing.T) {
 	}
 	if peak > 16 {
 		t.Errorf("%d resources/list in flight at once, want at most 16", peak)
+	}
+}
+
+// TestPrefetchOutOfTimeIsNoAnswer: a prefetch that runs out of time while
+// the client's skills/list waits on its discovery is not that page's
+// answer: the page runs a discovery of its own and is answered, not failed
+// with the prefetch's timeout. (Not parallel: it shortens the prefetch's
+// bound for the process.)
+func TestPrefetchOutOfTimeIsNoAnswer(t *testing.T) {
+	defer methods.SetPrefetchTimeout(200 * time.Millisecond)()
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"}) // it declares resources
+	side := guessSidecar(t, upURL, snap, true)
+	var slowOnce sync.Once
+	g.setEdit(func(m rewrite.Message, _ http.ResponseWriter, r *http.Request) bool {
+		if m.Method == "resources/templates/list" && r.Header.Get("Authorization") == "Bearer slow" {
+			slow := false
+			slowOnce.Do(func() { slow = true })
+			if slow { // the prefetch's: longer than its bound
+				select {
+				case <-r.Context().Done():
+				case <-time.After(10 * time.Second):
+				}
+			}
+		}
+		return false
+	})
+	if st := discoverAs(t, side, "slow", true); st != http.StatusOK {
+		t.Fatalf("server/discover: HTTP %d", st)
+	}
+	waitFor(t, "the prefetch's listing", func() bool { return g.get("resources/templates/list Bearer slow") == 1 })
+	if _, err := callAs(side, map[string]string{"Authorization": "Bearer slow"}, "skills/list", nil); err != nil {
+		t.Fatalf("the page waiting on a prefetch that ran out of time: %v", err)
+	}
+	if n := g.get("resources/templates/list Bearer slow"); n != 2 {
+		t.Errorf("resources/templates/list with the token: %d, want 2 (the prefetch's, and the page's own); resources/list %d", n, g.get("resources/list Bearer slow"))
+	}
+}
+
+// TestPrefetchesBounded: with every listing held at the upstream, 40
+// declaring handshakes with junk cookies at once leave at most
+// maxPrefetches (16) prefetches running, not one per handshake waiting for
+// a discovery slot; and refused handshakes leave no authorization contexts
+// behind.
+func TestPrefetchesBounded(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "upstream", "auto"
+	}})
+	release := make(chan struct{})
+	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, _ *http.Request) bool {
+		if strings.HasPrefix(m.Method, "resources/") {
+			<-release
+			refuse401(w)
+			return true
+		}
+		return false
+	})
+	const n = 40
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := []byte(`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/skills":{}}}}}}`)
+			req, _ := http.NewRequest(http.MethodPost, sc.URL, bytes.NewReader(body))
+			for k, v := range map[string]string{"Cookie": junkCookie(), "Content-Type": "application/json",
+				"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"} {
+				req.Header.Set(k, v)
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait() // every handshake has been answered; the listings are held
+	if p := methods.Prefetches(sc.Overlay); p > 16 || p == 0 {
+		t.Errorf("%d prefetches running for %d handshakes, want between 1 and 16", p, n)
+	}
+	close(release)
+	waitFor(t, "the prefetches to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
+	if c := methods.Contexts(sc.Overlay); c != 0 {
+		t.Errorf("%d authorization contexts left by refused handshakes, want 0", c)
+	}
+}
+
+// verdicts returns the auth gate's verdict counts by label, and its cache
+// hits, from the sidecar's registry.
+func verdicts(t *testing.T, sc *sidecartest.Sidecar) (map[string]float64, float64) {
+	t.Helper()
+	mfs, err := sc.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, hits := map[string]float64{}, 0.0
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "skills_sidecar_auth_verdicts_total":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "verdict" {
+						by[l.GetValue()] = m.GetCounter().GetValue()
+					}
+				}
+			}
+		case "skills_sidecar_auth_cache_hits_total":
+			hits = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return by, hits
+}
+
+// TestPrefetchCountsNoVerdict: the gate's verdict metrics count the
+// requests the sidecar answers itself. A declaring handshake the upstream
+// refuses, which the sidecar forwards, counts no refusal; one it admits,
+// then that client's skills/list, count one admission, from the cache the
+// prefetch filled.
+func TestPrefetchCountsNoVerdict(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "upstream", "auto"
+	}})
+	g.refuse("no")
+	if st := discoverAs(t, sc.URL, "no", true); st != http.StatusUnauthorized {
+		t.Fatalf("refused handshake: HTTP %d", st)
+	}
+	waitFor(t, "the refused prefetch to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
+	if by, _ := verdicts(t, sc); by["refused"] != 0 {
+		t.Errorf("a forwarded handshake's refused prefetch counted %v refusals, want 0", by["refused"])
+	}
+	if st := discoverAs(t, sc.URL, "yes", true); st != http.StatusOK {
+		t.Fatalf("handshake: HTTP %d", st)
+	}
+	waitFor(t, "the prefetch to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
+	if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer yes"}, "skills/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	if by, hits := verdicts(t, sc); by["allowed"] != 1 || hits != 1 {
+		t.Errorf("one skills/list after a prefetch counted allowed %v and cache hits %v, want 1 and 1", by["allowed"], hits)
 	}
 }
