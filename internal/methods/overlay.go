@@ -350,9 +350,11 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
 		return false, nil
 	}
-	c := o.context(r, snap)
+	key := o.authKey(r)
+	c := o.contextAt(key, snap)
 	set, _, err := o.servedSetOf(c, r, caller, nil)
 	if err != nil {
+		o.dropIfEmpty(key) // a refused caller leaves no entry behind
 		return false, o.unknown(err, unknownOK)
 	}
 	if !set.serves(uri) {
@@ -486,7 +488,11 @@ func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from
 		skills = append(skills, sk)
 		files = append(files, sk.Files...)
 	}
-	over, err := o.resolveIn(o.context(r, v.snap), r, caller, files, unknownOK)
+	key := o.authKey(r)
+	over, err := o.resolveIn(o.contextAt(key, v.snap), r, caller, files, unknownOK)
+	if err != nil {
+		o.dropIfEmpty(key) // a refused caller leaves no entry behind
+	}
 	if err != nil || over == nil {
 		return out, false, err
 	}

@@ -84,8 +84,7 @@ func (h *Handler) prefetch(r *http.Request, msg rewrite.Message) {
 			<-o.prefetches
 		}()
 		from, to, _ := page(v.skillURIs, "", false, h.opts.PageSize)
-		_, _, _ = o.entries(detached, msg, v, from, to, unknownOK)
-		o.dropIfEmpty(key) // refused or failed: nothing to keep
+		_, _, _ = o.entries(detached, msg, v, from, to, unknownOK) // a failure leaves no entry behind
 	}()
 }
 
@@ -111,8 +110,9 @@ func (o *Overlay) learning(key string, snap *catalog.Snapshot) bool {
 }
 
 // dropIfEmpty forgets the context of key when it holds nothing (its
-// discovery failed and no verdict was stored), so refused callers leave no
-// entries pushing others out of the cache.
+// discovery failed and no verdict was stored), so refused callers (junk
+// credentials, each a new context) leave no entries pushing others out
+// of the cache.
 func (o *Overlay) dropIfEmpty(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

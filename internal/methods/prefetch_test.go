@@ -328,3 +328,27 @@ func TestPrefetchCountsNoVerdict(t *testing.T) {
 		t.Errorf("one skills/list after a prefetch counted allowed %v and cache hits %v, want 1 and 1", by["allowed"], hits)
 	}
 }
+
+// TestRefusedCallersLeaveNoContexts: callers the upstream refuses, by a
+// skills/list, a read of a catalog file or a declaring handshake, with the
+// gate on and off, leave no authorization context behind: 4096 of them
+// would otherwise clear the cache of every admitted caller.
+func TestRefusedCallersLeaveNoContexts(t *testing.T) {
+	for _, gate := range []bool{true, false} {
+		snap := discoveryPlugin(t, []string{"a"}, 0)
+		upURL, g := startGuessUpstream(t, snap, []string{"a"})
+		sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+			c.AuthGate, c.UpstreamFiles = map[bool]string{true: "upstream", false: "none"}[gate], "auto"
+		}})
+		g.refuse("junk")
+		for range 5 {
+			_, _ = callAs(sc.URL, map[string]string{"Authorization": "Bearer junk", "Cookie": junkCookie()}, "skills/list", nil)
+			_, _ = callAs(sc.URL, map[string]string{"Authorization": "Bearer junk", "Cookie": junkCookie()}, "resources/read", map[string]any{"uri": "skill://a/SKILL.md"})
+		}
+		_ = discoverAs(t, sc.URL, "junk", true)
+		waitFor(t, "the prefetches to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
+		if c := methods.Contexts(sc.Overlay); c != 0 {
+			t.Errorf("gate %v: %d authorization contexts left by refused callers, want 0", gate, c)
+		}
+	}
+}
