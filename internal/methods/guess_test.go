@@ -25,9 +25,9 @@ import (
 
 // guessUpstream is a go-sdk upstream (stateless) serving the SKILL.md of
 // the skills served as its own listed resources, with LF line ends where
-// the plugin has CRLF, behind middleware that counts requests by method and
-// caller (Authorization) and lets a test step in before the server: edit
-// returns true when it wrote the reply.
+// the plugin has CRLF, behind middleware that counts requests (and
+// notifications) by method and caller (Authorization) and lets a test step
+// in before the server: edit returns true when it wrote the reply.
 type guessUpstream struct {
 	mu    sync.Mutex
 	count map[string]int // "method Bearer x", and "resources/read Bearer x uri"
@@ -42,6 +42,13 @@ func (g *guessUpstream) get(key string) int {
 
 func startGuessUpstream(t *testing.T, snap *catalog.Snapshot, served []string) (string, *guessUpstream) {
 	t.Helper()
+	return startGuessUpstreamWith(t, snap, served, true)
+}
+
+// startGuessUpstreamWith is startGuessUpstream, stateless or with legacy
+// sessions.
+func startGuessUpstreamWith(t *testing.T, snap *catalog.Snapshot, served []string, stateless bool) (string, *guessUpstream) {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "guess", Version: "1"}, nil)
 	for _, name := range served {
 		uri := "skill://" + name + "/SKILL.md"
@@ -49,13 +56,13 @@ func startGuessUpstream(t *testing.T, snap *catalog.Snapshot, served []string) (
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: lfServed(snap, uri)}}}, nil
 		})
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	g := &guessUpstream{count: map[string]int{}}
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		m, err := rewrite.ParseMessage(body)
-		if err == nil && m.Kind == rewrite.KindRequest {
+		if err == nil && (m.Kind == rewrite.KindRequest || m.Kind == rewrite.KindNotification) {
 			who := r.Header.Get("Authorization")
 			g.mu.Lock()
 			g.count[m.Method+" "+who]++

@@ -91,6 +91,11 @@ type Overlay struct {
 	// capResources, capNone).
 	resourcesCap atomic.Int32
 
+	// declared are the contexts whose legacy initialize declared the
+	// skills extension, until their notifications/initialized (prefetch.go),
+	// guarded by mu.
+	declared map[string]time.Time
+
 	// changes counts the notifications that the upstream's resources
 	// changed (and Invalidate): a read that began before one is not
 	// stored after it, nor is a guessed read used.

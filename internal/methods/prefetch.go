@@ -30,15 +30,26 @@ import (
 // its own. The cost is one discovery (and the first page's reads of served
 // files) per new context that performs a handshake declaring the
 // extension, within the bound of discoveries in flight; at most
-// maxPrefetches run at once and a handshake past that starts none. The
-// legacy era is left out: its listings need the session, which the
-// initialize reply only creates.
+// maxPrefetches run at once and a handshake past that starts none.
+//
+// On the legacy wire the listings need the session, which only the
+// initialize reply creates, and a server may refuse requests before the
+// client's notifications/initialized: so an initialize declaring the
+// extension (params.capabilities.extensions) is noted for its
+// authorization context (at most maxContexts notes, declaredTTL each), and
+// the prefetch starts when that context's notifications/initialized has
+// been accepted by the upstream (the proxy's Notified hook), in the
+// notification's session.
 
 // Bounds of the prefetch.
 const (
 	// maxPrefetches is how many prefetches run at once in the sidecar.
 	maxPrefetches = DefaultMaxDiscoveries
 )
+
+// declaredTTL is how long a legacy initialize's declaration waits for
+// its notifications/initialized.
+const declaredTTL = 30 * time.Second
 
 // prefetchTimeout bounds one prefetch, which outlives the request that
 // started it (a variable only so that a test can shorten it).
@@ -51,15 +62,68 @@ func declaresSkills(msg rewrite.Message) bool {
 	return ok
 }
 
-// prefetch starts the discovery and first page of r's context when msg is
-// a handshake declaring the skills extension and the context has learned
-// nothing.
-func (h *Handler) prefetch(r *http.Request, msg rewrite.Message) {
+// declaresSkillsLegacy reports whether a legacy initialize's client
+// declares the skills extension.
+func declaresSkillsLegacy(msg rewrite.Message) bool {
+	_, ok := rewrite.GetKey(msg.Params, []string{"capabilities", "extensions", rewrite.SkillsExtensionID})
+	return ok
+}
+
+// handshake is what EditReply does for a handshake request passing
+// through: a modern server/discover declaring the extension starts the
+// prefetch; a legacy initialize declaring it is noted for its
+// notifications/initialized (Notified).
+func (h *Handler) handshake(r *http.Request, msg rewrite.Message) {
 	o := h.opts.Overlay
-	if o == nil || msg.Method != "server/discover" || !declaresSkills(msg) || o.resourcesCap.Load() == capNone {
+	switch {
+	case o == nil:
+	case msg.Method == "server/discover" && declaresSkills(msg):
+		h.prefetch(r, msg, true)
+	case msg.Method == "initialize" && declaresSkillsLegacy(msg):
+		o.noteDeclared(o.authKey(r))
+	}
+}
+
+// Notified implements proxy.Notified: a legacy client's
+// notifications/initialized, accepted by the upstream, after an
+// initialize that declared the extension starts its prefetch.
+func (h *Handler) Notified(r *http.Request, msg rewrite.Message) {
+	o := h.opts.Overlay
+	if o == nil || msg.Method != "notifications/initialized" || !o.takeDeclared(o.authKey(r)) {
 		return
 	}
-	if h.opts.Serves != nil && !h.opts.Serves(true) {
+	h.prefetch(r, msg, false)
+}
+
+// noteDeclared notes that a legacy client of context key declared the
+// extension in its initialize.
+func (o *Overlay) noteDeclared(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.declared == nil || len(o.declared) >= maxContexts {
+		o.declared = map[string]time.Time{} // the cost of a full set is a prefetch not made
+	}
+	o.declared[key] = o.now().Add(declaredTTL)
+}
+
+// takeDeclared reports, once, whether context key's client declared the
+// extension in an initialize within declaredTTL.
+func (o *Overlay) takeDeclared(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	exp, ok := o.declared[key]
+	delete(o.declared, key)
+	return ok && o.now().Before(exp)
+}
+
+// prefetch starts the discovery and first page of r's context, for a
+// client of the era modern says, when the context has learned nothing.
+func (h *Handler) prefetch(r *http.Request, msg rewrite.Message, modern bool) {
+	o := h.opts.Overlay
+	if o.resourcesCap.Load() == capNone {
+		return
+	}
+	if h.opts.Serves != nil && !h.opts.Serves(modern) {
 		return // the sidecar answers no skills/list on this wire
 	}
 	v := h.current()

@@ -352,3 +352,104 @@ func TestRefusedCallersLeaveNoContexts(t *testing.T) {
 		}
 	}
 }
+
+// legacyPost posts one legacy JSON-RPC message with the bearer token and
+// session (none: ""), and returns the HTTP status and the session id the
+// reply gives.
+func legacyPost(t *testing.T, side, token, session, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+}
+
+// TestLegacyPrefetchAtInitialized: a legacy client whose initialize
+// declares the skills extension has its discovery and first page's reads
+// started once the upstream (go-sdk, with sessions) accepted its
+// notifications/initialized, in its session; its first skills/list then
+// costs the upstream nothing, not even the gate's ping. A client whose
+// initialize does not declare it costs nothing at its handshake.
+func TestLegacyPrefetchAtInitialized(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+	upURL, g := startGuessUpstreamWith(t, snap, []string{"a"}, false)
+	side := guessSidecar(t, upURL, snap, true)
+	uri := "skill://a/SKILL.md"
+	handshake := func(token string, declares bool) string {
+		caps := `{}`
+		if declares {
+			caps = `{"extensions":{"io.modelcontextprotocol/skills":{}}}`
+		}
+		st, sid := legacyPost(t, side, token, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"t","version":"1"}}}`)
+		if st != http.StatusOK || sid == "" {
+			t.Fatalf("initialize: HTTP %d, session %q", st, sid)
+		}
+		if st, _ := legacyPost(t, side, token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); st != http.StatusAccepted {
+			t.Fatalf("notifications/initialized: HTTP %d", st)
+		}
+		return sid
+	}
+	handshake("plain", false)
+	time.Sleep(100 * time.Millisecond) // a prefetch, if one wrongly started, reaches the upstream
+	if n := g.get("resources/list Bearer plain"); n != 0 {
+		t.Errorf("a legacy client not declaring the extension cost %d resources/list at its handshake, want 0", n)
+	}
+	// A notifications/initialized the upstream refuses starts nothing.
+	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if m.Method != "notifications/initialized" || r.Header.Get("Authorization") != "Bearer refused" {
+			return false
+		}
+		refuse401(w)
+		return true
+	})
+	_, rsid := legacyPost(t, side, "refused", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"io.modelcontextprotocol/skills":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
+	if st, _ := legacyPost(t, side, "refused", rsid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); st != http.StatusUnauthorized {
+		t.Fatalf("refused notifications/initialized: HTTP %d", st)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := g.get("resources/list Bearer refused"); n != 0 {
+		t.Errorf("a notifications/initialized the upstream refused started a prefetch (%d resources/list)", n)
+	}
+	g.setEdit(nil)
+
+	sid := handshake("skills", true)
+	waitFor(t, "the prefetch's read", func() bool { return g.get("resources/read Bearer skills "+uri) == 1 })
+	c := &caller{t: t, endpoint: side, token: "skills"}
+	r := c.callWith("skills/list", nil, func(h http.Header, _ map[string]any) {
+		h.Set("Mcp-Session-Id", sid)
+		h.Set("MCP-Protocol-Version", "2025-11-25")
+	})
+	var res struct {
+		Skills []entry `json:"skills"`
+	}
+	r.ok(t, "the legacy client's first skills/list", &res)
+	found := false
+	for _, e := range res.Skills {
+		if e.URI == uri {
+			found = true
+			if d := publishedDigest(t, e, uri); d != digestOf(lfServed(snap, uri)) {
+				t.Errorf("%s published %s, want the upstream's bytes' %s", uri, d, digestOf(lfServed(snap, uri)))
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the page lists no %s: %+v", uri, res.Skills)
+	}
+	if n := g.get("resources/list Bearer skills"); n != 1 {
+		t.Errorf("resources/list with the token: %d, want 1 (the prefetch's)", n)
+	}
+	if n := g.get("ping Bearer skills"); n != 0 {
+		t.Errorf("the first skills/list sent %d pings: the prefetch's admission was not the session's", n)
+	}
+}

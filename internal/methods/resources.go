@@ -19,7 +19,7 @@ import (
 // edited: ObserveReply.)
 func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte {
 	if (msg.Method == "initialize" || msg.Method == "server/discover") && h.opts.Overlay != nil {
-		h.prefetch(r, msg) // a client about to list skills (prefetch.go)
+		h.handshake(r, msg) // a client about to list skills (prefetch.go)
 		// The upstream's capabilities, as it declares them: without
 		// resources, the overlay asks it nothing (discovery.go).
 		return func(reply []byte) []byte {

@@ -16,6 +16,14 @@ type Observing interface {
 	ObserveReply(r *http.Request, msg rewrite.Message) rewrite.Observer
 }
 
+// Notified is implemented by a Local that wants to know of a client's
+// notification the upstream accepted (HTTP 202): the proxy calls Notified
+// after relaying it, so the upstream has processed it (package methods
+// starts a legacy client's prefetch at notifications/initialized).
+type Notified interface {
+	Notified(r *http.Request, msg rewrite.Message)
+}
+
 // tap wraps the body of a reply for its observer, or tells the observer
 // the reply is not one it can read (compressed, an SSE reply that is not
 // 200, another media type).
