@@ -35,11 +35,15 @@ import (
 // On the legacy wire the listings need the session, which only the
 // initialize reply creates, and a server may refuse requests before the
 // client's notifications/initialized: so an initialize declaring the
-// extension (params.capabilities.extensions) is noted for its
-// authorization context (at most maxContexts notes, declaredTTL each), and
-// the prefetch starts when that context's notifications/initialized has
-// been accepted by the upstream (the proxy's Notified hook), in the
-// notification's session.
+// extension (params.capabilities.extensions) that the upstream answered
+// with a result is noted for its authorization context (at most
+// maxContexts notes, declaredTTL each), and the prefetch starts when a
+// notifications/initialized of that context has been answered 202 (the
+// proxy's Notified hook), in that notification's session. A context is
+// credentials and network identity, not a session: when one client opens
+// two sessions at once, the prefetch may run in the other one, which
+// costs the declaring session the gate's probe on its first page, nothing
+// else.
 
 // Bounds of the prefetch.
 const (
@@ -71,15 +75,23 @@ func declaresSkillsLegacy(msg rewrite.Message) bool {
 
 // handshake is what EditReply does for a handshake request passing
 // through: a modern server/discover declaring the extension starts the
-// prefetch; a legacy initialize declaring it is noted for its
-// notifications/initialized (Notified).
+// prefetch.
 func (h *Handler) handshake(r *http.Request, msg rewrite.Message) {
-	o := h.opts.Overlay
-	switch {
-	case o == nil:
-	case msg.Method == "server/discover" && declaresSkills(msg):
+	if h.opts.Overlay != nil && msg.Method == "server/discover" && declaresSkills(msg) {
 		h.prefetch(r, msg, true)
-	case msg.Method == "initialize" && declaresSkillsLegacy(msg):
+	}
+}
+
+// handshakeAnswered sees the upstream's reply to a handshake: a legacy
+// initialize declaring the extension that the upstream answered with a
+// result is noted for its context's notifications/initialized (Notified);
+// a refused one notes nothing.
+func (h *Handler) handshakeAnswered(r *http.Request, msg rewrite.Message, reply []byte) {
+	o := h.opts.Overlay
+	if o == nil || msg.Method != "initialize" || !declaresSkillsLegacy(msg) {
+		return
+	}
+	if _, ok := rewrite.GetKey(reply, []string{"result"}); ok {
 		o.noteDeclared(o.authKey(r))
 	}
 }
@@ -98,12 +110,20 @@ func (h *Handler) Notified(r *http.Request, msg rewrite.Message) {
 // noteDeclared notes that a legacy client of context key declared the
 // extension in its initialize.
 func (o *Overlay) noteDeclared(key string) {
+	now := o.now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(o.declared) >= maxContexts {
+		for k, exp := range o.declared {
+			if now.After(exp) {
+				delete(o.declared, k) // a walk only when full
+			}
+		}
+	}
 	if o.declared == nil || len(o.declared) >= maxContexts {
 		o.declared = map[string]time.Time{} // the cost of a full set is a prefetch not made
 	}
-	o.declared[key] = o.now().Add(declaredTTL)
+	o.declared[key] = now.Add(declaredTTL)
 }
 
 // takeDeclared reports, once, whether context key's client declared the

@@ -24,6 +24,7 @@ func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []b
 		// resources, the overlay asks it nothing (discovery.go).
 		return func(reply []byte) []byte {
 			h.opts.Overlay.ObserveHandshake(reply)
+			h.handshakeAnswered(r, msg, reply)
 			return reply
 		}
 	}

@@ -375,7 +375,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 	p.relay(w, r, pl, body)
 	if m := msgs[0]; !batch && m.Kind == rewrite.KindNotification {
 		if n, ok := p.opts.Local.(Notified); ok {
-			if sw, ok := w.(*statusWriter); ok && sw.status == http.StatusAccepted {
+			if pl.upstreamStatus == http.StatusAccepted {
 				n.Notified(r, m)
 			}
 		}

@@ -18,8 +18,10 @@ type Observing interface {
 
 // Notified is implemented by a Local that wants to know of a client's
 // notification the upstream accepted (HTTP 202): the proxy calls Notified
-// after relaying it, so the upstream has processed it (package methods
-// starts a legacy client's prefetch at notifications/initialized).
+// after relaying it, so the upstream has taken it (package methods starts
+// a legacy client's prefetch at notifications/initialized). Behind the era
+// bridge's legacy front the 202 is the front's own, for a session it
+// minted for the caller.
 type Notified interface {
 	Notified(r *http.Request, msg rewrite.Message)
 }
