@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -131,8 +132,21 @@ func TestServeDemoAndDrain(t *testing.T) {
 	if !strings.Contains(out.String(), mcpURL) || !strings.Contains(out.String(), "inspector") {
 		t.Errorf("stdout %q lacks the URL and the Inspector command", out.String())
 	}
-	if r, err := http.Get("http://" + maddr + "/readyz"); err != nil || r.StatusCode != 200 {
-		t.Errorf("/readyz = %v, %v; want 200", r, err)
+	// Readiness also waits for the era detector's first answered probe,
+	// which runs beside the first request: polled, not read once.
+	ready, last := false, ""
+	for deadline := time.Now().Add(10 * time.Second); !ready && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		r, err := http.Get("http://" + maddr + "/readyz")
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		ready, last = r.StatusCode == http.StatusOK, fmt.Sprintf("HTTP %d %s", r.StatusCode, b)
+	}
+	if !ready {
+		t.Errorf("/readyz never 200 within 10 s: last %s", last)
 	}
 	cancel()
 	select {
