@@ -453,3 +453,40 @@ func TestLegacyPrefetchAtInitialized(t *testing.T) {
 		t.Errorf("the first skills/list sent %d pings: the prefetch's admission was not the session's", n)
 	}
 }
+
+// TestLegacyRefusedInitializeNotesNothing: a declaring initialize the
+// upstream refuses (HTTP 401, or a JSON-RPC error at 200) leaves no note,
+// so a notifications/initialized of the same credentials that a stateless
+// upstream accepts (202, no session needed) starts no prefetch.
+func TestLegacyRefusedInitializeNotesNothing(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"}) // stateless
+	side := guessSidecar(t, upURL, snap, true)
+	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if m.Method != "initialize" {
+			return false
+		}
+		switch r.Header.Get("Authorization") {
+		case "Bearer refused":
+			refuse401(w)
+		case "Bearer failed":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32602,"message":"unsupported protocol version"}}`))
+		default:
+			return false
+		}
+		return true
+	})
+	for _, token := range []string{"refused", "failed"} {
+		_, _ = legacyPost(t, side, token, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"io.modelcontextprotocol/skills":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
+		if st, _ := legacyPost(t, side, token, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); st != http.StatusAccepted {
+			t.Fatalf("notifications/initialized at a stateless upstream: HTTP %d, want 202", st)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // a prefetch, if one wrongly started, reaches the upstream
+	for _, token := range []string{"refused", "failed"} {
+		if n := g.get("resources/list Bearer " + token); n != 0 {
+			t.Errorf("an initialize answered %s started a prefetch (%d resources/list)", token, n)
+		}
+	}
+}
