@@ -360,10 +360,7 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_catalog_reloads_total", map[string]string{"outcome": "failure"}, 0},
 		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"}, 0},
 		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"}, 0},
-		// notes' SKILL.md once for the good token; extra.txt, which the
-		// upstream does not list, never; and the guessed reads of notes'
-		// SKILL.md beside the refused and the dropped caller's listings.
-		series{"skills_sidecar_digest_refreshes_total", map[string]string{}, 3},
+		series{"skills_sidecar_digest_refreshes_total", map[string]string{}, 1}, // notes' SKILL.md once; extra.txt, which the upstream does not list, never
 		series{"skills_sidecar_digest_mismatches_total", map[string]string{}, 1},
 		// The probe hashed the first text; each forwarded read hashed the second.
 		series{"skills_sidecar_hashed_bytes_total", map[string]string{}, float64(len(upText1) + 2*len(upText2))},
@@ -444,12 +441,15 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	// Phase 1: traffic against the catalog as first loaded.
 	call(goodToken, "server/discover", nil, 200)                                                      // forwarded; declaration spliced
 	call(goodToken, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}}, 200) // forwarded
-	call(goodToken, "skills/list", nil, 200)                                                          // the discovery's first listing admits; notes' SKILL.md is read
-	call(goodToken, "skills/list", nil, 200)                                                          // gate cache hit; overlay cached
-	call(goodToken, "agents/list", nil, 200)                                                          // gate cache hit
-	call(goodToken, "resources/read", map[string]any{"uri": "skill://notes/extra.txt"}, 200)          // the sidecar's file: gate cache hit
-	call(badToken, "skills/list", nil, 401)                                                           // gate: the upstream refuses
-	call(dropToken, "skills/list", nil, 502)                                                          // gate: the upstream cannot be asked
+	// The refused and the unreachable caller come before any discovery has
+	// learned what the upstream serves, so no guessed read (whose count
+	// would depend on how soon the refusal cancels it) goes beside theirs.
+	call(badToken, "skills/list", nil, 401)                                                  // gate: the upstream refuses
+	call(dropToken, "skills/list", nil, 502)                                                 // gate: the upstream cannot be asked
+	call(goodToken, "skills/list", nil, 200)                                                 // the discovery's first listing admits; notes' SKILL.md is read
+	call(goodToken, "skills/list", nil, 200)                                                 // gate cache hit; overlay cached
+	call(goodToken, "agents/list", nil, 200)                                                 // gate cache hit
+	call(goodToken, "resources/read", map[string]any{"uri": "skill://notes/extra.txt"}, 200) // the sidecar's file: gate cache hit
 	skillText.Store(upText2)
 	call(goodToken, "resources/read", map[string]any{"uri": "skill://notes/SKILL.md"}, 200) // forwarded; bytes differ: a mismatch
 	call(goodToken, "resources/read", map[string]any{"uri": "skill://notes/SKILL.md"}, 200) // forwarded; same bytes again
