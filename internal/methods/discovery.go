@@ -497,15 +497,8 @@ func (e *early) withdraw() {
 	if e.c.disc == e.d {
 		e.c.disc = nil
 	}
-	empty := e.c.disc == nil && len(e.c.files) == 0 && len(e.c.reading) == 0
 	e.c.mu.Unlock()
-	if empty {
-		e.o.mu.Lock()
-		if e.o.contexts[e.key] == e.c {
-			delete(e.o.contexts, e.key)
-		}
-		e.o.mu.Unlock()
-	}
+	e.o.dropIfEmpty(e.key, e.c)
 }
 
 // end is called when the request that started the discovery has its

@@ -185,7 +185,7 @@ func (o *Overlay) contextAt(key string, snap *catalog.Snapshot) *authContext {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	c := o.contexts[key]
-	if c == nil || c.snap != snap || now.After(c.expires) {
+	if !c.current(snap, now) {
 		if len(o.contexts) >= maxContexts {
 			clear(o.contexts)
 		}
@@ -193,6 +193,12 @@ func (o *Overlay) contextAt(key string, snap *catalog.Snapshot) *authContext {
 		o.contexts[key] = c
 	}
 	return c
+}
+
+// current reports whether c (nil: none) still holds for snap at now: the
+// same catalog, not expired.
+func (c *authContext) current(snap *catalog.Snapshot, now time.Time) bool {
+	return c != nil && c.snap == snap && !now.After(c.expires)
 }
 
 // lookup returns the cached verdict for uri, if any.
@@ -359,7 +365,7 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 	c := o.contextAt(key, snap)
 	set, _, err := o.servedSetOf(c, r, caller, nil)
 	if err != nil {
-		o.dropIfEmpty(key) // a refused caller leaves no entry behind
+		o.dropIfEmpty(key, c) // a refused caller leaves no entry behind
 		return false, o.unknown(err, unknownOK)
 	}
 	if !set.serves(uri) {
@@ -494,9 +500,10 @@ func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from
 		files = append(files, sk.Files...)
 	}
 	key := o.authKey(r)
-	over, err := o.resolveIn(o.contextAt(key, v.snap), r, caller, files, unknownOK)
+	c := o.contextAt(key, v.snap)
+	over, err := o.resolveIn(c, r, caller, files, unknownOK)
 	if err != nil {
-		o.dropIfEmpty(key) // a refused caller leaves no entry behind
+		o.dropIfEmpty(key, c) // a refused caller leaves no entry behind
 	}
 	if err != nil || over == nil {
 		return out, false, err

@@ -182,10 +182,11 @@ func prefetching(r *http.Request) bool { return r.Context().Value(prefetchKey{})
 // learning reports whether the context of key has learned anything for
 // snap, or is learning it, without making an entry for it.
 func (o *Overlay) learning(key string, snap *catalog.Snapshot) bool {
+	now := o.now()
 	o.mu.Lock()
 	c := o.contexts[key]
 	o.mu.Unlock()
-	if c == nil || c.snap != snap || o.now().After(c.expires) {
+	if !c.current(snap, now) {
 		return false
 	}
 	c.mu.Lock()
@@ -193,21 +194,20 @@ func (o *Overlay) learning(key string, snap *catalog.Snapshot) bool {
 	return c.disc != nil || len(c.files) > 0
 }
 
-// dropIfEmpty forgets the context of key when it holds nothing (its
-// discovery failed and no verdict was stored), so refused callers (junk
-// credentials, each a new context) leave no entries pushing others out
-// of the cache.
-func (o *Overlay) dropIfEmpty(key string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	c := o.contexts[key]
-	if c == nil {
-		return
-	}
+// dropIfEmpty forgets c, the context of key, when it is still key's and
+// holds nothing (its discovery failed or was withdrawn and no verdict was
+// stored), so refused callers (junk credentials, each a new context) leave
+// no entries pushing others out of the cache.
+func (o *Overlay) dropIfEmpty(key string, c *authContext) {
 	c.mu.Lock()
 	empty := c.disc == nil && len(c.files) == 0 && len(c.reading) == 0
 	c.mu.Unlock()
-	if empty {
+	if !empty {
+		return
+	}
+	o.mu.Lock()
+	if o.contexts[key] == c {
 		delete(o.contexts, key)
 	}
+	o.mu.Unlock()
 }
