@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +49,9 @@ const (
 	// CPU time dominate a first page; against this latency the number of
 	// round trips on its critical path does.
 	firstPageLatency = 2 * time.Millisecond
+	// harnessGCPercent is this process's collector target while the
+	// scenario runs (see firstPageVariant).
+	harnessGCPercent = 1000
 )
 
 // requestCounter counts the JSON-RPC requests reaching an upstream, and
@@ -201,12 +206,21 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	fail := func(err error) []report.Row {
 		return []report.Row{{Scenario: "skills/list first page", Variant: label, Target: report.Sidecar, Status: "failed: " + err.Error()}}
 	}
+	// The upstream and the callers share this process, so the callers'
+	// garbage (each first page is a 50 KB reply read into a new buffer)
+	// would start collections that stall the upstream in the middle of
+	// a page, more often during first pages than during the round trips
+	// they are compared with. A collection before each timed phase and a
+	// lax target during it keep the harness's own collector out of the
+	// figures; the sidecar's collector runs as configured.
+	defer debug.SetGCPercent(debug.SetGCPercent(harnessGCPercent))
+	runtime.GC()
 	upURL, counter, stop, err := startFirstPageUpstream(servesSome, latency)
 	if err != nil {
 		return fail(err)
 	}
 	defer stop()
-	p, addr, _, err := e.launchSidecar(ctx, []string{"--upstream", upURL, "--plugin-dir", plugin}, false)
+	p, addr, metricsURL, err := e.launchSidecar(ctx, []string{"--upstream", upURL, "--plugin-dir", plugin}, true)
 	if err != nil {
 		return fail(err)
 	}
@@ -256,6 +270,7 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 			burstCalls = append(burstCalls, Call{Method: "resources/read", Params: `{"uri":"` + uri + `"}`, Name: uri})
 		}
 	}
+	runtime.GC()
 	var bursts []time.Duration
 	for range n {
 		start := time.Now()
@@ -286,6 +301,21 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 		u, _ := ReadUsage(p.PID())
 		return u.CPU
 	}
+	// heap is what the sidecar has allocated so far and its garbage
+	// collections: on two shared cores a collection's workers take the
+	// cores the upstream needs for the page's requests.
+	heap := func() heapUse {
+		if metricsURL == "" {
+			return heapUse{}
+		}
+		b, _ := scrapeValue(ctx, metricsURL, "go_memstats_alloc_bytes_total")
+		n, _ := scrapeValue(ctx, metricsURL, "go_gc_duration_seconds_count")
+		return heapUse{bytes: b, gcs: n}
+	}
+	// A scrape allocates in the sidecar too, and each phase's figures
+	// hold one: two scrapes in a row say how much.
+	h0 := heap()
+	scrapeCost := heap().bytes - h0.bytes
 	// handshake is a 2026-07-28 client's server/discover declaring the
 	// skills extension, as a client about to list skills sends it first.
 	discover := Call{Method: "server/discover"}
@@ -299,7 +329,8 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 		return err
 	}
 	measure := func(variant string, creds []string, shake bool) error {
-		before, cpu0 := counter.snapshot(), cpu()
+		runtime.GC()
+		before, cpu0, heap0 := counter.snapshot(), cpu(), heap()
 		var first []time.Duration
 		for _, c := range creds {
 			if shake {
@@ -314,8 +345,9 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 			first = append(first, d)
 		}
 		total, detail := since(before, counter.snapshot())
-		cpu1 := cpu()
+		cpu1, heap1 := cpu(), heap()
 		// The same callers again: their pages are warm.
+		runtime.GC()
 		var warm []time.Duration
 		for _, c := range creds {
 			d, err := ask(side, header(c))
@@ -330,6 +362,7 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 			row.CPUMicrosPerOp = &firstCPU
 			row.Note += fmt.Sprintf("; sidecar CPU per first page %.0f µs, per warm page %.0f µs", firstCPU, warmCPU)
 		}
+		row.Note += heapNote(heap0, heap1, heap(), scrapeCost, len(creds))
 		rows = append(rows, row)
 		return nil
 	}
@@ -365,7 +398,8 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	for i := range crowd {
 		crowd[i] = "session=" + randomToken()
 	}
-	before, cpu0 := counter.snapshot(), cpu()
+	runtime.GC()
+	before, cpu0, heap0 := counter.snapshot(), cpu(), heap()
 	first := make([]time.Duration, len(crowd))
 	errs := make([]error, len(crowd))
 	var wg sync.WaitGroup
@@ -384,7 +418,8 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 		}
 	}
 	total, detail := since(before, counter.snapshot())
-	cpu1 := cpu()
+	cpu1, heap1 := cpu(), heap()
+	runtime.GC()
 	warm := make([]time.Duration, len(crowd))
 	for i, c := range crowd {
 		wg.Add(1)
@@ -399,7 +434,25 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	firstCPU, warmCPU := micros(cpu1-cpu0)/float64(len(crowd)), micros(cpu()-cpu1)/float64(len(crowd))
 	row.CPUMicrosPerOp = &firstCPU
 	row.Note += fmt.Sprintf("; sidecar CPU per first page %.0f µs, per warm page %.0f µs", firstCPU, warmCPU)
+	row.Note += heapNote(heap0, heap1, heap(), scrapeCost, len(crowd))
 	return append(rows, row)
+}
+
+// heapUse is the sidecar's go_memstats_alloc_bytes_total and
+// go_gc_duration_seconds_count at one moment.
+type heapUse struct{ bytes, gcs float64 }
+
+// heapNote describes the sidecar's allocation and collections per first
+// page (between first and warm) and per warm page (warm to after), of n
+// callers, less the scrape each phase's figures include (scrape bytes);
+// nothing when the sidecar had no metrics endpoint.
+func heapNote(first, warm, after heapUse, scrape float64, n int) string {
+	if first.bytes == 0 || n == 0 {
+		return ""
+	}
+	f := float64(n)
+	return fmt.Sprintf("; sidecar allocated %.0f KiB per first page, %.0f KiB per warm page; %.0f garbage collections during the %d first pages, %.0f during the warm ones",
+		(warm.bytes-first.bytes-scrape)/1024/f, (after.bytes-warm.bytes-scrape)/1024/f, warm.gcs-first.gcs, n, after.gcs-warm.gcs)
 }
 
 // firstPageRow reports new callers' first pages: latency percentiles, and

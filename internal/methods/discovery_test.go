@@ -122,7 +122,7 @@ func (c *upstreamCounter) get(method string) (count, maxInFlight int) {
 
 // discoveryPlugin writes a plugin folder of skills, each with a SKILL.md
 // (CRLF line ends) and files extra files, and loads it.
-func discoveryPlugin(t *testing.T, skills []string, files int) *catalog.Snapshot {
+func discoveryPlugin(t testing.TB, skills []string, files int) *catalog.Snapshot {
 	t.Helper()
 	root := t.TempDir()
 	for _, name := range skills {

@@ -40,14 +40,14 @@ func (g *guessUpstream) get(key string) int {
 	return g.count[key]
 }
 
-func startGuessUpstream(t *testing.T, snap *catalog.Snapshot, served []string) (string, *guessUpstream) {
+func startGuessUpstream(t testing.TB, snap *catalog.Snapshot, served []string) (string, *guessUpstream) {
 	t.Helper()
 	return startGuessUpstreamWith(t, snap, served, true)
 }
 
 // startGuessUpstreamWith is startGuessUpstream, stateless or with legacy
 // sessions.
-func startGuessUpstreamWith(t *testing.T, snap *catalog.Snapshot, served []string, stateless bool) (string, *guessUpstream) {
+func startGuessUpstreamWith(t testing.TB, snap *catalog.Snapshot, served []string, stateless bool) (string, *guessUpstream) {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "guess", Version: "1"}, nil)
 	for _, name := range served {
@@ -124,7 +124,7 @@ func arrives(t *testing.T, ch <-chan struct{}, what string) {
 
 // guessSidecar starts a sidecar with upstream files on, and the gate on or
 // off.
-func guessSidecar(t *testing.T, upstream string, snap *catalog.Snapshot, gate bool) string {
+func guessSidecar(t testing.TB, upstream string, snap *catalog.Snapshot, gate bool) string {
 	t.Helper()
 	return sidecartest.Start(t, upstream, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
 		c.AuthGate, c.UpstreamFiles = "none", "auto"
