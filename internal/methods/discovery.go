@@ -139,19 +139,18 @@ func (o *Overlay) ObserveHandshake(reply []byte) {
 }
 
 // servedSetOf returns what the upstream serves for context c, running the
-// context's discovery or waiting for the one running, and that discovery
-// (nil when the upstream has no resources). A discovery it starts guesses
-// reads among files (Guessed reads).
-func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File) (*servedSet, *discovery, error) {
+// context's discovery or waiting for the one running. A discovery it starts
+// guesses reads among files (Guessed reads).
+func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File) (*servedSet, error) {
 	for {
 		if o.resourcesCap.Load() == capNone {
-			return nothingServed, nil, nil
+			return nothingServed, nil
 		}
 		c.mu.Lock()
 		d, run := c.disc, false
 		if d == nil {
 			d, run = newDiscovery(), true
-			d.guesses = o.guess(r, files)
+			d.guesses = o.guess(files)
 			c.disc = d
 		}
 		c.mu.Unlock()
@@ -161,7 +160,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		select {
 		case <-d.done:
 		case <-r.Context().Done():
-			return nil, nil, r.Context().Err()
+			return nil, r.Context().Err()
 		}
 		// A discovery that ended with its own request (its caller went
 		// away, it was withdrawn at its caller's refusal, a prefetch ran
@@ -175,7 +174,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		if d.err != nil && !run && r.Context().Err() == nil && (d.abandoned || isRefusal(d.err)) {
 			continue
 		}
-		return d.set, d, d.err
+		return d.set, d.err
 	}
 }
 
@@ -210,6 +209,9 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 		}
 		<-guessed
 		stop()
+		if d.err == nil {
+			d.guesses.publish(o, c, d.set)
+		}
 	}
 	if d.err == nil && !d.set.incomplete && d.set != nothingServed {
 		o.hint.Store(d.set)
@@ -445,7 +447,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 	}
 	d := newDiscovery()
 	ctx, cancel := context.WithCancel(r.Context())
-	d.guesses = o.guess(r, files())
+	d.guesses = o.guess(files())
 	c.disc = d
 	c.mu.Unlock()
 	e := &early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
@@ -511,7 +513,6 @@ func (e *early) end() {
 	}
 	e.cancel()
 	<-e.exited
-	e.d.guesses.drop()
 }
 
 // Guessed reads. The set a context's discovery learns is that context's
@@ -519,40 +520,32 @@ func (e *early) end() {
 // complete set learned (Overlay.hint) is a good guess at a new context's.
 // A new context's first page reads the files of the page the hint serves
 // beside its listings, with the caller's own headers, within the same
-// bound of reads at once; when the listings come, a file the context's own
-// set serves takes its guessed result instead of a read of its own, and a
-// guessed result for a file the set does not serve is dropped unused. The
-// cost of a wrong guess is that read, never a wrong digest: only the
-// context's own listings say what it is served. Results are used once, by
-// the request they were read for (never by another request of the
-// context: in a shared context that would be another caller's credentials,
-// and any request would inherit the reader's cancellation), only while no
-// notification that the upstream's resources changed has come since they
-// were started, and are dropped when that request has its answer. The
-// guessed reads hold the discovery's slot until they end, and a failed
-// discovery cancels them.
+// bound of reads at once. When the listings come, a successful guessed read
+// of a file the context's own set serves becomes the context's verdict for
+// it, as a read of its own would have, before the discovery is published:
+// every request sharing that discovery (another page, a prefetch) finds it
+// and none reads the file again. A guessed result for a file the set does
+// not serve is dropped unused: the cost of a wrong guess is that read,
+// never a wrong digest, since only the context's own listings say what it
+// is served. A failed read is not kept (a refusal, or the reader's
+// cancellation, is nobody else's answer), nor is anything read before a
+// notification that the upstream's resources changed. The guessed reads
+// hold the discovery's slot until they end, and a failed discovery cancels
+// them and keeps nothing.
 
-// guesses are the reads guessed for one discovery, made for one request
-// (owner, whose headers they carry) and usable by it alone, while no
-// notification of changed resources has come since (gen).
+// guesses are the reads guessed for one discovery, started while the
+// overlay's count of changes was gen.
 type guesses struct {
-	owner *http.Request
 	gen   int64
 	files []*catalog.File
 	done  chan struct{} // closed when every read has its result
 
-	mu      sync.Mutex
-	results map[string]guessed // by URI; nil once dropped
+	out  []served // by files' index, once done
+	errs []error
 }
 
-type guessed struct {
-	s   served
-	err error
-}
-
-// guess returns the reads to guess among files for the request r, nil
-// for none.
-func (o *Overlay) guess(r *http.Request, files []*catalog.File) *guesses {
+// guess returns the reads to guess among files, nil for none.
+func (o *Overlay) guess(files []*catalog.File) *guesses {
 	hint := o.hint.Load()
 	if hint == nil {
 		return nil
@@ -566,7 +559,7 @@ func (o *Overlay) guess(r *http.Request, files []*catalog.File) *guesses {
 	if len(mine) == 0 {
 		return nil
 	}
-	return &guesses{owner: r, gen: o.changes.Load(), files: mine, done: make(chan struct{})}
+	return &guesses{gen: o.changes.Load(), files: mine, done: make(chan struct{})}
 }
 
 // start runs the guessed reads in the background, at most FileReads at
@@ -576,7 +569,10 @@ func (g *guesses) start(o *Overlay, r *http.Request, caller rewrite.Message) <-c
 	if g == nil {
 		return closed
 	}
-	go g.read(o, r, caller)
+	go func() {
+		defer close(g.done)
+		g.out, g.errs = o.readBounded(r, caller, g.files)
+	}()
 	return g.done
 }
 
@@ -590,53 +586,26 @@ func (g *guesses) skip() {
 	}
 }
 
-func (g *guesses) read(o *Overlay, r *http.Request, caller rewrite.Message) {
-	defer close(g.done)
-	out, errs := o.readBounded(r, caller, g.files)
-	results := make(map[string]guessed, len(g.files))
-	for i, f := range g.files {
-		results[f.URI] = guessed{s: out[i], err: errs[i]}
-	}
-	g.mu.Lock()
-	g.results = results
-	g.mu.Unlock()
-}
-
-// wait waits for every guessed read; false when ctx ended first.
-func (g *guesses) wait(ctx context.Context) bool {
-	if g == nil {
-		return true
-	}
-	select {
-	case <-g.done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// take returns the guessed result for uri, once, to the request the
-// guesses were made for, when the overlay's count of changes is still gen;
-// after wait. Another request (another caller's credentials in a shared
-// context, or one that would inherit the owner's cancellation) reads for
-// itself.
-func (g *guesses) take(r *http.Request, uri string, gen int64) (guessed, bool) {
-	if g == nil || r != g.owner || gen != g.gen {
-		return guessed{}, false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	res, ok := g.results[uri]
-	delete(g.results, uri)
-	return res, ok
-}
-
-// drop forgets every result not taken.
-func (g *guesses) drop() {
-	if g == nil {
+// publish makes each successful guessed read of a file set serves context
+// c's verdict, unless c has one already or a read of it is under way, and
+// unless the upstream said its resources changed since the reads started;
+// after the reads are done.
+func (g *guesses) publish(o *Overlay, c *authContext, set *servedSet) {
+	if g == nil || o.changes.Load() != g.gen {
 		return
 	}
-	g.mu.Lock()
-	g.results = nil
-	g.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, f := range g.files {
+		if g.errs[i] != nil || !set.serves(f.URI) {
+			continue
+		}
+		if _, ok := c.files[f.URI]; ok {
+			continue
+		}
+		if _, ok := c.reading[f.URI]; ok {
+			continue
+		}
+		c.files[f.URI] = g.out[i]
+	}
 }

@@ -24,3 +24,16 @@ func Contexts(o *Overlay) int {
 	defer o.mu.Unlock()
 	return len(o.contexts)
 }
+
+// Verdicts reports how many file verdicts o's contexts hold in all.
+func Verdicts(o *Overlay) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, c := range o.contexts {
+		c.mu.Lock()
+		n += len(c.files)
+		c.mu.Unlock()
+	}
+	return n
+}

@@ -3,6 +3,7 @@ package methods_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
@@ -203,11 +205,13 @@ func TestGuessedReadsBesideListings(t *testing.T) {
 // TestWrongGuessNotUsed: the upstream lists a SKILL.md to one caller only,
 // but answers anyone's read of it. A second caller's page guesses the read
 // (one request wasted) and still publishes the plugin's bytes: only its
-// own listing says what it is served. Its warm page reads nothing more.
+// own listing says what it is served. Its warm page reads nothing more,
+// and the wrong guess left no verdict behind.
 func TestWrongGuessNotUsed(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"})
-	side := guessSidecar(t, upURL, snap, true)
+	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }})
+	side := sc.URL
 	if _, err := callAs(side, map[string]string{"Authorization": "Bearer lister"}, "skills/list", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +238,9 @@ func TestWrongGuessNotUsed(t *testing.T) {
 	}
 	if n := g.get("resources/read Bearer other " + uri); n != 1 {
 		t.Errorf("the other caller's pages read %s %d times, want 1 (the guess, on its first page)", uri, n)
+	}
+	if n := methods.Verdicts(sc.Overlay); n != 1 {
+		t.Errorf("%d file verdicts cached, want 1 (the lister's): a wrong guess is dropped unused", n)
 	}
 }
 
@@ -264,5 +271,43 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 	listAs(t, side, "refused").ok(t, "the admitted caller", nil)
 	if n := g.get("resources/read Bearer refused") - refused; n != 2 {
 		t.Errorf("the admitted caller's page read %d files, want 2: something of the refused page was kept", n)
+	}
+}
+
+// TestGuessedReadsServeEveryWaiter: when two requests of a new context
+// share its discovery (two pages at once, or a page and a prefetch), the
+// guessed reads made beside it answer both: each served file is read
+// once, whichever request resolves the page first. Ten contexts, two
+// concurrent first pages each, the listings held 20 ms so that both join
+// the one discovery.
+func TestGuessedReadsServeEveryWaiter(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
+	side := guessSidecar(t, upURL, snap, true)
+	if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+		t.Fatal(err)
+	}
+	g.setEdit(func(m rewrite.Message, _ http.ResponseWriter, _ *http.Request) bool {
+		if m.Method == "resources/list" {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return false
+	})
+	for i := range 10 {
+		token := fmt.Sprintf("pair%d", i)
+		a, b := listInBackground(side, token), listInBackground(side, token)
+		for _, done := range []<-chan error{a, b} {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, uri := range []string{"skill://a/SKILL.md", "skill://b/SKILL.md"} {
+			if n := g.get("resources/read Bearer " + token + " " + uri); n != 1 {
+				t.Errorf("%s: %s read %d times for two pages sharing one discovery, want 1", token, uri, n)
+			}
+		}
+		if n := g.get("resources/list Bearer " + token); n != 1 {
+			t.Errorf("%s: %d discoveries for two pages at once, want 1", token, n)
+		}
 	}
 }

@@ -230,18 +230,10 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
 		return nil, nil // verdicts unknown: the plugin folder's files, not remembered
 	}
-	set, d, err := o.servedSetOf(c, r, caller, files)
+	set, err := o.servedSetOf(c, r, caller, files)
 	if err != nil {
 		return nil, o.unknown(err, unknownOK)
 	}
-	var g *guesses
-	if d != nil {
-		g = d.guesses
-	}
-	if !g.wait(r.Context()) {
-		return nil, r.Context().Err()
-	}
-	defer g.drop() // used by this page only (Guessed reads)
 	var out map[string]served
 	add := func(uri string, s served) {
 		if s.upstream {
@@ -277,7 +269,7 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	var firstErr error
 	if len(mine) > 0 {
 		gen := o.changes.Load()
-		got, errs := o.readGuessed(r, caller, mine, g)
+		got, errs := o.readBounded(r, caller, mine)
 		// What was read before the upstream said its files changed
 		// answers this request, and is not kept for the next.
 		keep := o.changes.Load() == gen
@@ -320,29 +312,6 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	return out, nil
 }
 
-// readGuessed is readBounded for files, taking each guessed result g has
-// for this request (Guessed reads, discovery.go) instead of reading the
-// file again.
-func (o *Overlay) readGuessed(r *http.Request, caller rewrite.Message, files []*catalog.File, g *guesses) ([]served, []error) {
-	out, errs := make([]served, len(files)), make([]error, len(files))
-	var rest []*catalog.File
-	var at []int
-	for i, f := range files {
-		if res, ok := g.take(r, f.URI, o.changes.Load()); ok {
-			out[i], errs[i] = res.s, res.err
-			continue
-		}
-		rest, at = append(rest, f), append(at, i)
-	}
-	if len(rest) > 0 {
-		got, gerrs := o.readBounded(r, caller, rest)
-		for j, i := range at {
-			out[i], errs[i] = got[j], gerrs[j]
-		}
-	}
-	return out, errs
-}
-
 // unknown turns an error of the upstream into the answer's: with unknownOK
 // an unreachable upstream is no error (the verdicts stay unknown, and the
 // upstream is left alone for unreachableBackoff); anything else is.
@@ -363,7 +332,7 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 	}
 	key := o.authKey(r)
 	c := o.contextAt(key, snap)
-	set, _, err := o.servedSetOf(c, r, caller, nil)
+	set, err := o.servedSetOf(c, r, caller, nil)
 	if err != nil {
 		o.dropIfEmpty(key, c) // a refused caller leaves no entry behind
 		return false, o.unknown(err, unknownOK)
