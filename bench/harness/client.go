@@ -155,8 +155,22 @@ func clip(b []byte, n int) string {
 // OpenSession runs the legacy opening handshake (initialize, then
 // notifications/initialized) and returns the session id.
 func OpenSession(ctx context.Context, c *http.Client, url string) (string, error) {
+	return OpenSessionAs(ctx, c, url, nil, "{}")
+}
+
+// OpenSessionAs is OpenSession with extra headers on both requests (a
+// caller's credentials) and the client's capabilities in initialize.
+func OpenSessionAs(ctx context.Context, c *http.Client, url string, extra http.Header, capabilities string) (string, error) {
+	init := InitializeCall()
+	init.Params = strings.Replace(init.Params, `"capabilities":{}`, `"capabilities":`+capabilities, 1)
+	withExtra := func(h http.Header) http.Header {
+		for k, vs := range extra {
+			h[k] = vs
+		}
+		return h
+	}
 	var buf bytes.Buffer
-	resp, err := post(ctx, c, url, InitializeCall().Header(Legacy, ""), InitializeCall().Body(Legacy), &buf)
+	resp, err := post(ctx, c, url, withExtra(init.Header(Legacy, "")), init.Body(Legacy), &buf)
 	if err != nil {
 		return "", fmt.Errorf("initialize: %w", err)
 	}
@@ -169,7 +183,7 @@ func OpenSession(ctx context.Context, c *http.Client, url string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("build initialized: %w", err)
 	}
-	req.Header = Call{}.Header(Legacy, id)
+	req.Header = withExtra(Call{}.Header(Legacy, id))
 	r2, err := c.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("initialized: %w", err)

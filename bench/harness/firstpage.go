@@ -153,8 +153,14 @@ func startFirstPageUpstream(servesSome bool, latency time.Duration) (url string,
 		return "", nil, nil, err
 	}
 	c = &requestCounter{by: map[string]int{}, latency: latency}
-	srv := &http.Server{Handler: c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: true})), ReadHeaderTimeout: 10 * time.Second}
+	get := func(*http.Request) *mcp.Server { return s }
+	// Stateless for 2026-07-28 requests, with sessions for legacy ones
+	// (the legacy row), as NewUpstream does.
+	both := eraMux{
+		stateful:  mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{SessionTimeout: 5 * time.Minute}),
+		stateless: mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true}),
+	}
+	srv := &http.Server{Handler: c.wrap(both), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String() + "/mcp", c, func() { _ = srv.Close() }, nil
 }
@@ -227,13 +233,16 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	defer p.Stop(time.Second)
 	side := "http://" + addr + "/mcp"
 	client := NewClient(firstPageCrowd)
-	call := Call{Method: "skills/list"}
-	body := call.Body(Modern)
-	ask := func(url string, hdr http.Header) (time.Duration, error) {
+	askWith := func(url string, hdr http.Header, body []byte) (time.Duration, error) {
 		var buf bytes.Buffer
 		start := time.Now()
 		_, err := post(ctx, client, url, hdr, body, &buf)
 		return time.Since(start), err
+	}
+	call := Call{Method: "skills/list"}
+	body := call.Body(Modern)
+	ask := func(url string, hdr http.Header) (time.Duration, error) {
+		return askWith(url, hdr, body)
 	}
 	header := func(cred string) http.Header {
 		h := call.Header(Modern, "")
@@ -321,24 +330,52 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	discover := Call{Method: "server/discover"}
 	handshakeBody := []byte(strings.Replace(string(discover.Body(Modern)), `"io.modelcontextprotocol/clientCapabilities":{}`,
 		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/skills":{}}}`, 1))
-	handshake := func(cred string) error {
+	// A caller's request: its headers and body (a skills/list).
+	type request struct {
+		hdr  http.Header
+		body []byte
+	}
+	// Ways a caller opens before its first page (not timed, but in the
+	// counts): none, the modern handshake, the legacy one.
+	plain := func(cred string) (request, error) { return request{header(cred), body}, nil }
+	modernShake := func(cred string) (request, error) {
 		h := header(cred)
 		h.Set("Mcp-Method", "server/discover")
 		var buf bytes.Buffer
-		_, err := post(ctx, client, side, h, handshakeBody, &buf)
-		return err
+		if _, err := post(ctx, client, side, h, handshakeBody, &buf); err != nil {
+			return request{}, err
+		}
+		return request{header(cred), body}, nil
 	}
-	measure := func(variant string, creds []string, shake bool) error {
+	// legacyShake is a legacy client's initialize declaring the skills
+	// extension and its notifications/initialized: the sidecar starts the
+	// prefetch once the upstream has accepted the notification, and the
+	// timed skills/list goes in that session.
+	legacyShake := func(cred string) (request, error) {
+		h := http.Header{}
+		if cred != "" {
+			h.Set("Authorization", cred)
+		}
+		id, err := OpenSessionAs(ctx, client, side, h, `{"extensions":{"io.modelcontextprotocol/skills":{}}}`)
+		if err != nil {
+			return request{}, err
+		}
+		lh := call.Header(Legacy, id)
+		lh.Set("Authorization", cred)
+		return request{lh, call.Body(Legacy)}, nil
+	}
+	measure := func(variant string, creds []string, open func(string) (request, error)) error {
 		runtime.GC()
 		before, cpu0, heap0 := counter.snapshot(), cpu(), heap()
 		var first []time.Duration
-		for _, c := range creds {
-			if shake {
-				if err := handshake(c); err != nil {
-					return err
-				}
+		reqs := make([]request, len(creds))
+		for i, c := range creds {
+			req, err := open(c)
+			if err != nil {
+				return err
 			}
-			d, err := ask(side, header(c))
+			reqs[i] = req
+			d, err := askWith(side, req.hdr, req.body)
 			if err != nil {
 				return err
 			}
@@ -349,8 +386,8 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 		// The same callers again: their pages are warm.
 		runtime.GC()
 		var warm []time.Duration
-		for _, c := range creds {
-			d, err := ask(side, header(c))
+		for _, req := range reqs {
+			d, err := askWith(side, req.hdr, req.body)
 			if err != nil {
 				return err
 			}
@@ -372,24 +409,29 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	}
 	// No credentials: every such caller from one address is one context,
 	// so only the first is new.
-	if err := measure("no credentials c=1", []string{""}, false); err != nil {
+	if err := measure("no credentials c=1", []string{""}, plain); err != nil {
 		return fail(err)
 	}
-	if err := measure("new bearer token c=1", bearer, false); err != nil {
+	if err := measure("new bearer token c=1", bearer, plain); err != nil {
 		return fail(err)
 	}
-	if err := measure("junk cookie c=1", cookies, false); err != nil {
+	if err := measure("junk cookie c=1", cookies, plain); err != nil {
 		return fail(err)
 	}
 	// The same, each caller first sending server/discover declaring the
 	// skills extension (not timed): the sidecar starts the discovery as
 	// the handshake passes (methods' prefetch), and the timed first page
 	// finds it done or under way.
-	shaken := make([]string, n)
+	shaken, legacy := make([]string, n), make([]string, n)
 	for i := range n {
-		shaken[i] = "Bearer " + randomToken()
+		shaken[i], legacy[i] = "Bearer "+randomToken(), "Bearer "+randomToken()
 	}
-	if err := measure("new bearer token after a server/discover declaring skills c=1", shaken, true); err != nil {
+	if err := measure("new bearer token after a server/discover declaring skills c=1", shaken, modernShake); err != nil {
+		return fail(err)
+	}
+	// A legacy client declaring the extension in its initialize: the
+	// same prefetch, started at its notifications/initialized.
+	if err := measure("new bearer token, legacy session after an initialize declaring skills c=1", legacy, legacyShake); err != nil {
 		return fail(err)
 	}
 
