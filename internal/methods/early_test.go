@@ -1,19 +1,15 @@
 package methods_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -25,61 +21,14 @@ import (
 // them may fail while the other succeeds, the upstream may hang up on
 // either, and the caller may leave while they run.
 
-// faultyUpstream is a go-sdk upstream (stateless) behind middleware that
-// counts requests by method (and by method and Authorization: "ping
-// Bearer x") and, per method, may answer in its own way
-// instead of the server: fault returns true when it wrote the reply.
-type faultyUpstream struct {
-	mu    sync.Mutex
-	count map[string]int
-	fault func(method string, w http.ResponseWriter, r *http.Request) bool
-}
-
-func (f *faultyUpstream) get(method string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.count[method]
-}
-
-func (f *faultyUpstream) setFault(fn func(method string, w http.ResponseWriter, r *http.Request) bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fault = fn
-}
-
-// startFaulty starts the upstream, serving one resource outside the
-// catalog (so it declares resources and the sidecar must ask), and a
-// sidecar with the default flags (the auth gate and upstream files on)
-// in front of it.
-func startFaulty(t *testing.T) (side string, f *faultyUpstream) {
+// startFaulty starts the test upstream (guessUpstream, serving none of
+// the catalog) and a sidecar with the default flags (the auth gate and
+// upstream files on) in front of it.
+func startFaulty(t *testing.T) (side string, f *guessUpstream) {
 	t.Helper()
 	snap := discoveryPlugin(t, []string{"a", "b"}, 1)
-	s := mcp.NewServer(&mcp.Implementation{Name: "faulty", Version: "1"}, nil)
-	s.AddResource(&mcp.Resource{URI: "test://unrelated", Name: "unrelated"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{}, nil
-	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
-	f = &faultyUpstream{count: map[string]int{}}
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		m, err := rewrite.ParseMessage(body)
-		if err == nil && m.Kind == rewrite.KindRequest {
-			f.mu.Lock()
-			f.count[m.Method]++
-			if a := r.Header.Get("Authorization"); a != "" {
-				f.count[m.Method+" "+a]++ // what one caller cost
-			}
-			fault := f.fault
-			f.mu.Unlock()
-			if fault != nil && fault(m.Method, w, r) {
-				return
-			}
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(up.Close)
-	sc := sidecartest.Start(t, up.URL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }})
+	upURL, f := startGuessUpstream(t, snap, nil)
+	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }})
 	return sc.URL, f
 }
 
@@ -94,7 +43,7 @@ func listAs(t *testing.T, side, token string) reply {
 // discoversAgain clears f's fault and checks that token's next page runs a
 // discovery of its own (one resources/list): nothing of the failed one
 // before it (after what) was kept.
-func discoversAgain(t *testing.T, side string, f *faultyUpstream, token, what string) {
+func discoversAgain(t *testing.T, side string, f *guessUpstream, token, what string) {
 	t.Helper()
 	f.setFault(nil)
 	before := f.get("resources/list")

@@ -25,14 +25,17 @@ import (
 // listings, and uses a result only when its own listings say the file is
 // served.
 
-// guessUpstream is a go-sdk upstream (stateless) serving the SKILL.md of
-// the skills served as its own listed resources, with LF line ends where
-// the plugin has CRLF, behind middleware that counts requests (and
-// notifications) by method and caller (Authorization) and lets a test step
-// in before the server: edit returns true when it wrote the reply.
+// guessUpstream is a go-sdk upstream serving one resource outside the
+// catalog (so it declares resources and the sidecar must ask) and the
+// SKILL.md of the skills served as its own listed resources, with LF line
+// ends where the plugin has CRLF, behind middleware that counts requests
+// (and notifications) by method, and by method and caller (Authorization),
+// and lets a test step in before the server: edit returns true when it
+// wrote the reply. It is the one test upstream of the discovery's fault
+// and guess tests.
 type guessUpstream struct {
 	mu    sync.Mutex
-	count map[string]int // "method Bearer x", and "resources/read Bearer x uri"
+	count map[string]int // "method", "method Bearer x", and "resources/read Bearer x uri"
 	edit  func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool
 }
 
@@ -52,6 +55,9 @@ func startGuessUpstream(t testing.TB, snap *catalog.Snapshot, served []string) (
 func startGuessUpstreamWith(t testing.TB, snap *catalog.Snapshot, served []string, stateless bool) (string, *guessUpstream) {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "guess", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "test://unrelated", Name: "unrelated"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	})
 	for _, name := range served {
 		uri := "skill://" + name + "/SKILL.md"
 		s.AddResource(&mcp.Resource{URI: uri, Name: name, MIMEType: "text/markdown"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -67,6 +73,7 @@ func startGuessUpstreamWith(t testing.TB, snap *catalog.Snapshot, served []strin
 		if err == nil && (m.Kind == rewrite.KindRequest || m.Kind == rewrite.KindNotification) {
 			who := r.Header.Get("Authorization")
 			g.mu.Lock()
+			g.count[m.Method]++
 			g.count[m.Method+" "+who]++
 			if uri, ok := rewrite.GetString(m.Params, "uri"); ok {
 				g.count[m.Method+" "+who+" "+uri]++
@@ -81,6 +88,15 @@ func startGuessUpstreamWith(t testing.TB, snap *catalog.Snapshot, served []strin
 	}))
 	t.Cleanup(up.Close)
 	return up.URL, g
+}
+
+// setFault is setEdit for a test that looks at the method alone.
+func (g *guessUpstream) setFault(fn func(method string, w http.ResponseWriter, r *http.Request) bool) {
+	if fn == nil {
+		g.setEdit(nil)
+		return
+	}
+	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool { return fn(m.Method, w, r) })
 }
 
 // setEdit replaces g's edit (nil: the server answers everything).
