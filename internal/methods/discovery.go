@@ -139,12 +139,14 @@ func (o *Overlay) ObserveHandshake(reply []byte) {
 }
 
 // servedSetOf returns what the upstream serves for context c, running the
-// context's discovery or waiting for the one running. A discovery it starts
-// guesses reads among files (Guessed reads).
-func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File) (*servedSet, error) {
+// context's discovery or waiting for the one running, and whether that
+// discovery vouches for its caller: its first listing page admitted the
+// caller (Witness), or there is no gate. A discovery it starts guesses
+// reads among files (Guessed reads).
+func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File) (_ *servedSet, vouched bool, _ error) {
 	for {
 		if o.resourcesCap.Load() == capNone {
-			return nothingServed, nil
+			return nothingServed, true, nil
 		}
 		c.mu.Lock()
 		d, run := c.disc, false
@@ -160,7 +162,9 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		select {
 		case <-d.done:
 		case <-r.Context().Done():
-			return nil, r.Context().Err()
+		}
+		if err := r.Context().Err(); err != nil {
+			return nil, false, err // whichever case select picked: a caller gone reads nothing
 		}
 		// A discovery that ended with its own request (its caller went
 		// away, it was withdrawn at its caller's refusal, a prefetch ran
@@ -174,9 +178,13 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		if d.err != nil && !run && r.Context().Err() == nil && (d.abandoned || isRefusal(d.err)) {
 			continue
 		}
-		return d.set, d.err
+		return d.set, d.vouches(o), d.err
 	}
 }
+
+// vouches reports whether d's first listing page admitted its caller, or
+// no gate is asked (Overlay.Witness unset).
+func (d *discovery) vouches(o *Overlay) bool { return o.Witness == nil || d.admitted }
 
 // runDiscovery fills d, within the sidecar's bound of discoveries in flight,
 // and publishes it. A failed discovery is not kept: the next request of the
@@ -209,14 +217,19 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 		}
 		<-guessed
 		stop()
-		if d.err == nil {
+		// Only a discovery whose listing admitted its caller (or one
+		// made without a gate) vouches for its guesses: a caller the
+		// gate's own probe may still refuse leaves nothing behind.
+		if d.err == nil && d.vouches(o) {
 			d.guesses.publish(o, c, d.set)
 		}
 	}
 	if d.err == nil && !d.set.incomplete && d.set != nothingServed {
 		o.hint.Store(d.set)
 	}
-	if d.err != nil || d.set.incomplete {
+	// A prefetch's discovery that no listing vouched for is not kept
+	// either: no page of its caller has been admitted, and none may be.
+	if d.err != nil || d.set.incomplete || prefetching(r) && !d.vouches(o) {
 		c.mu.Lock()
 		if c.disc == d {
 			c.disc = nil
@@ -589,13 +602,18 @@ func (g *guesses) skip() {
 // publish makes each successful guessed read of a file set serves context
 // c's verdict, unless c has one already or a read of it is under way, and
 // unless the upstream said its resources changed since the reads started;
-// after the reads are done.
+// after the reads are done. The count of changes is read under c.mu: a
+// notification counts first and then drops verdicts context by context,
+// so a change counted after the check drops what was published.
 func (g *guesses) publish(o *Overlay, c *authContext, set *servedSet) {
-	if g == nil || o.changes.Load() != g.gen {
+	if g == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if o.changes.Load() != g.gen {
+		return
+	}
 	for i, f := range g.files {
 		if g.errs[i] != nil || !set.serves(f.URI) {
 			continue

@@ -7,11 +7,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
@@ -206,12 +208,27 @@ func TestSharedContextRefusalNotAnothersAnswer(t *testing.T) {
 	g.mu.Unlock()
 	errA := listInBackground(side, "A")
 	arrives(t, held, "A's read never reached the upstream")
-	errB := listInBackground(side, "B")
+	type page struct {
+		res json.RawMessage
+		err error
+	}
+	pageB := make(chan page, 1)
+	go func() {
+		res, err := callAs(side, map[string]string{"Authorization": "Bearer B"}, "skills/list", nil)
+		pageB <- page{res, err}
+	}()
 	time.Sleep(100 * time.Millisecond) // B waits on the shared discovery
 	close(release)
 	<-errA // A may get B's verdict: in a shared context verdicts are everyone's
-	if err := <-errB; err != nil {
-		t.Errorf("B, admitted with its own credentials, got: %v", err)
+	b := <-pageB
+	if b.err != nil {
+		t.Fatalf("B, admitted with its own credentials, got: %v", b.err)
+	}
+	// B's page has the bytes the upstream serves B, not the plugin's for
+	// a file whose only read so far (A's) was refused.
+	uri := "skill://a/SKILL.md"
+	if d := publishedDigest(t, skillsOf(t, b.res)[uri], uri); d != digestOf(lfServed(snap, uri)) {
+		t.Errorf("B's page published %s for %s, want the upstream's bytes' %s", d, uri, digestOf(lfServed(snap, uri)))
 	}
 }
 
@@ -256,5 +273,201 @@ func TestSharedDiscoveryRefusalNotAnothersAnswer(t *testing.T) {
 	}
 	if err := <-errB; err != nil {
 		t.Errorf("B, admitted with its own credentials, got: %v", err)
+	}
+}
+
+// TestUnvouchedGuessesNotKept: a new caller whose first listing page is
+// neither a result nor a refusal (a JSON-RPC error: the page does not
+// admit it, and the gate's own probe decides) still completes its
+// discovery, a URI template serving the files, and its guessed reads
+// succeed; the probe then refuses it. It gets the refusal and leaves no
+// context and no verdict behind; with upstream-files-shared, the next
+// admitted caller's page has the bytes the upstream serves it, not the
+// refused caller's.
+func TestUnvouchedGuessesNotKept(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
+		sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+			c.AuthGate, c.UpstreamFiles, c.UpstreamFilesShared = "upstream", "auto", shared
+		}})
+		var offset atomic.Int64 // the overlay's clock, stepped past the TTL below
+		methods.SetOverlayClock(sc.Overlay, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+		if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+			t.Fatal(err)
+		}
+		offset.Store(int64(time.Hour)) // first's context expires; the hint stays
+		before, verdicts := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay)
+		if shared {
+			before = 0 // the one shared context has expired: a new one is made
+		}
+		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+			if r.Header.Get("Authorization") != "Bearer refused" {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			switch m.Method {
+			case "resources/list":
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"busy"}}`))
+			case "resources/templates/list":
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resourceTemplates":[{"uriTemplate":"skill://{name}/SKILL.md","name":"skills"}]}}`))
+			case "resources/read":
+				uri, _ := rewrite.GetString(m.Params, "uri")
+				writeRead(w, m.ID, uri, "---\nname: x\ndescription: what a refused caller is shown\n---\n")
+			default: // the gate's probe, slower than the discovery
+				time.Sleep(100 * time.Millisecond)
+				refuse401(w)
+			}
+			return true
+		})
+		if r := listAs(t, sc.URL, "refused"); r.Status != http.StatusUnauthorized {
+			t.Fatalf("shared %v: the refused caller got HTTP %d %s, want the probe's 401", shared, r.Status, r.Body)
+		}
+		noDiscoveryLeft(t, "after the refusal")
+		if c, v := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay); c > before || !shared && v > verdicts {
+			t.Errorf("shared %v: %d contexts and %d verdicts after a refused caller, want at most %d and %d", shared, c, v, before, verdicts)
+		}
+		g.setEdit(nil)
+		res, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer next"}, "skills/list", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, uri := range []string{"skill://a/SKILL.md", "skill://b/SKILL.md"} {
+			if d := publishedDigest(t, skillsOf(t, res)[uri], uri); d != digestOf(lfServed(snap, uri)) {
+				t.Errorf("shared %v: the next caller's page published %s for %s, want the upstream's bytes' %s", shared, d, uri, digestOf(lfServed(snap, uri)))
+			}
+		}
+	}
+}
+
+// TestWaiterReadsWhatALeaverLeft: request A of a context claims the read
+// of a served file and leaves while the upstream holds it; request B of
+// the same context, waiting on that read, reads the file itself and
+// publishes the upstream's bytes, not the plugin's (A's read left no
+// verdict). No hint exists, so no guessed read is involved.
+func TestWaiterReadsWhatALeaverLeft(t *testing.T) {
+	for _, gate := range []bool{false, true} {
+		snap := discoveryPlugin(t, []string{"a"}, 0)
+		upURL, g := startGuessUpstream(t, snap, []string{"a"})
+		side := guessSidecar(t, upURL, snap, gate)
+		uri := "skill://a/SKILL.md"
+		held := make(chan struct{}, 1)
+		var once sync.Once
+		g.setEdit(func(m rewrite.Message, _ http.ResponseWriter, r *http.Request) bool {
+			if m.Method != "resources/read" {
+				return false
+			}
+			first := false
+			once.Do(func() { first = true })
+			if !first {
+				return false
+			}
+			held <- struct{}{}
+			<-r.Context().Done() // A's read ends when A leaves
+			return true
+		})
+		ctxA, cancelA := context.WithCancel(context.Background())
+		goneA := make(chan struct{})
+		go func() {
+			defer close(goneA)
+			body := `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+			req, _ := http.NewRequestWithContext(ctxA, http.MethodPost, side, strings.NewReader(body))
+			for k, v := range map[string]string{"Authorization": "Bearer same", "Content-Type": "application/json",
+				"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "skills/list"} {
+				req.Header.Set(k, v)
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		arrives(t, held, "A's read never reached the upstream")
+		type page struct {
+			res json.RawMessage
+			err error
+		}
+		pageB := make(chan page, 1)
+		go func() {
+			res, err := callAs(side, map[string]string{"Authorization": "Bearer same"}, "skills/list", nil)
+			pageB <- page{res, err}
+		}()
+		time.Sleep(100 * time.Millisecond) // B waits on A's read
+		cancelA()
+		<-goneA
+		b := <-pageB
+		if b.err != nil {
+			t.Fatalf("gate %v: B got %v", gate, b.err)
+		}
+		if d := publishedDigest(t, skillsOf(t, b.res)[uri], uri); d != digestOf(lfServed(snap, uri)) {
+			t.Errorf("gate %v: B's page published %s, want the upstream's bytes' %s (A's read left no verdict)", gate, d, digestOf(lfServed(snap, uri)))
+		}
+		if n := g.get("resources/read Bearer same " + uri); n != 2 {
+			t.Errorf("gate %v: %s read %d times, want 2 (A's, left; B's own)", gate, uri, n)
+		}
+	}
+}
+
+// TestUnvouchedPrefetchKeepsNothing: a client declares the skills
+// extension at its handshake, and the prefetch's first listing page admits
+// nobody: a JSON-RPC error (the set is then incomplete), or a result at
+// HTTP 404 (complete, but only a result at 200 admits), while a URI
+// template serves the files and reads would succeed. The prefetch reads
+// nothing past the guesses sent beside its listings and keeps nothing: no
+// context, no verdict, no discovery; the caller's refused page after it
+// leaves nothing either.
+func TestUnvouchedPrefetchKeepsNothing(t *testing.T) {
+	for _, listing := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"a JSON-RPC error", http.StatusOK, `"error":{"code":-32603,"message":"busy"}`},
+		{"a result at 404", http.StatusNotFound, `"result":{"resources":[]}`},
+	} {
+		snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
+		sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }})
+		if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+			t.Fatal(err)
+		}
+		before, verdicts := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay)
+		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+			if r.Header.Get("Authorization") != "Bearer unvouched" {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			switch m.Method {
+			case "resources/list":
+				w.WriteHeader(listing.status)
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,` + listing.body + `}`))
+			case "resources/templates/list":
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resourceTemplates":[{"uriTemplate":"skill://{name}/SKILL.md","name":"skills"}]}}`))
+			case "resources/read":
+				uri, _ := rewrite.GetString(m.Params, "uri")
+				writeRead(w, m.ID, uri, "---\nname: x\ndescription: what an unadmitted caller is shown\n---\n")
+			default: // the handshake, and the gate's probe
+				refuse401(w)
+			}
+			return true
+		})
+		discoverAs(t, sc.URL, "unvouched", true)
+		waitFor(t, "the prefetch to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
+		// The guessed reads go out beside the listings, before their answer.
+		if n := g.get("resources/read Bearer unvouched"); n > 2 {
+			t.Errorf("%s: the prefetch of a caller no listing admitted sent %d reads, want at most the 2 guessed beside its listings", listing.name, n)
+		}
+		if c, v := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay); c != before || v != verdicts {
+			t.Errorf("%s: %d contexts and %d verdicts after the prefetch, want %d and %d", listing.name, c, v, before, verdicts)
+		}
+		lists := g.get("resources/list Bearer unvouched")
+		if r := listAs(t, sc.URL, "unvouched"); r.Status != http.StatusUnauthorized {
+			t.Fatalf("%s: the caller's page: HTTP %d %s, want the probe's 401", listing.name, r.Status, r.Body)
+		}
+		if n := g.get("resources/list Bearer unvouched") - lists; n != 1 {
+			t.Errorf("%s: the caller's page ran %d discoveries, want 1 of its own: the prefetch's was kept", listing.name, n)
+		}
+		noDiscoveryLeft(t, "after the refusal")
+		if c, v := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay); c != before || v != verdicts {
+			t.Errorf("%s: %d contexts and %d verdicts after the refused page, want %d and %d", listing.name, c, v, before, verdicts)
+		}
 	}
 }

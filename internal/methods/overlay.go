@@ -225,14 +225,17 @@ const unreachableBackoff = time.Second
 // Files the upstream does not serve (by its listings) cost nothing; those it
 // serves whose digest is not cached are read, a few at a time
 // (readBounded), and a file another request of the context is reading is
-// waited for, not read twice.
+// waited for, not read twice, unless that read leaves no verdict.
 func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File, unknownOK bool) (map[string]served, error) {
 	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
 		return nil, nil // verdicts unknown: the plugin folder's files, not remembered
 	}
-	set, err := o.servedSetOf(c, r, caller, files)
+	set, vouched, err := o.servedSetOf(c, r, caller, files)
 	if err != nil {
 		return nil, o.unknown(err, unknownOK)
+	}
+	if !vouched && prefetching(r) {
+		return nil, errUnvouched
 	}
 	var out map[string]served
 	add := func(uri string, s served) {
@@ -243,10 +246,83 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 			out[uri] = s
 		}
 	}
-	var mine []*catalog.File
-	var theirs []chan struct{}
-	var waited []*catalog.File
+	var firstErr error
+	pending := files
+	// A second round takes the files whose read another request had under
+	// way and which that read left without a verdict (it failed, it was
+	// cancelled with its caller, or the upstream said its resources changed
+	// while it ran): this request reads them itself, or waits for whoever
+	// claimed them first, rather than answer the plugin's file for a file
+	// the upstream serves. After that round such a file is the plugin's for
+	// this answer, and is asked again next time.
+	for round := 0; round < 2 && len(pending) > 0; round++ {
+		mine, theirs := c.claim(set, pending, add)
+		if len(mine) > 0 {
+			gen := o.changes.Load()
+			got, errs := o.readBounded(r, caller, mine)
+			c.mu.Lock()
+			// What was read before the upstream said its files changed
+			// answers this request, and is not kept for the next. The
+			// count is read under c.mu, as in guesses.publish.
+			keep := o.changes.Load() == gen
+			for i, f := range mine {
+				if errs[i] == nil && keep {
+					c.files[f.URI] = got[i]
+				}
+				close(c.reading[f.URI])
+				delete(c.reading, f.URI)
+			}
+			c.mu.Unlock()
+			for i, f := range mine {
+				if errs[i] != nil {
+					if firstErr == nil {
+						firstErr = errs[i]
+					}
+					continue
+				}
+				add(f.URI, got[i])
+			}
+		}
+		pending = nil
+		for _, w := range theirs {
+			select {
+			case <-w.done:
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+			if s, ok := c.lookup(w.f.URI); ok {
+				add(w.f.URI, s)
+				continue
+			}
+			pending = append(pending, w.f)
+		}
+	}
+	if firstErr != nil {
+		if err := o.unknown(firstErr, unknownOK); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// errUnvouched ends a prefetch whose discovery's first listing page did
+// not admit its caller: it reads nothing, and keeps nothing, before a page
+// of that caller is admitted by the gate's own probe.
+var errUnvouched = errors.New("methods: the prefetch's caller is not admitted yet")
+
+// awaited is a file whose read another request of the context has under
+// way, and that read's end.
+type awaited struct {
+	f    *catalog.File
+	done chan struct{}
+}
+
+// claim sorts the files set serves: a verdict c has is given to add, a read
+// under way is awaited, and every other file is claimed for the caller to
+// read (mine), marked in c.reading until it closes that read.
+func (c *authContext) claim(set *servedSet, files []*catalog.File, add func(string, served)) (mine []*catalog.File, theirs []awaited) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, f := range files {
 		if !set.serves(f.URI) {
 			continue
@@ -256,7 +332,7 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 			continue
 		}
 		if ch, ok := c.reading[f.URI]; ok {
-			theirs, waited = append(theirs, ch), append(waited, f)
+			theirs = append(theirs, awaited{f, ch})
 			continue
 		}
 		if c.reading == nil {
@@ -265,51 +341,7 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 		c.reading[f.URI] = make(chan struct{})
 		mine = append(mine, f)
 	}
-	c.mu.Unlock()
-	var firstErr error
-	if len(mine) > 0 {
-		gen := o.changes.Load()
-		got, errs := o.readBounded(r, caller, mine)
-		// What was read before the upstream said its files changed
-		// answers this request, and is not kept for the next.
-		keep := o.changes.Load() == gen
-		c.mu.Lock()
-		for i, f := range mine {
-			if errs[i] == nil && keep {
-				c.files[f.URI] = got[i]
-			}
-			close(c.reading[f.URI])
-			delete(c.reading, f.URI)
-		}
-		c.mu.Unlock()
-		for i, f := range mine {
-			if errs[i] != nil {
-				if firstErr == nil {
-					firstErr = errs[i]
-				}
-				continue
-			}
-			add(f.URI, got[i])
-		}
-	}
-	for i, ch := range theirs {
-		select {
-		case <-ch:
-		case <-r.Context().Done():
-			return nil, r.Context().Err()
-		}
-		if s, ok := c.lookup(waited[i].URI); ok {
-			add(waited[i].URI, s)
-		}
-		// A read that failed for the other request stays unknown here:
-		// the plugin's file for this answer, asked again next time.
-	}
-	if firstErr != nil {
-		if err := o.unknown(firstErr, unknownOK); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return mine, theirs
 }
 
 // unknown turns an error of the upstream into the answer's: with unknownOK
@@ -332,7 +364,7 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 	}
 	key := o.authKey(r)
 	c := o.contextAt(key, snap)
-	set, err := o.servedSetOf(c, r, caller, nil)
+	set, _, err := o.servedSetOf(c, r, caller, nil)
 	if err != nil {
 		o.dropIfEmpty(key, c) // a refused caller leaves no entry behind
 		return false, o.unknown(err, unknownOK)
