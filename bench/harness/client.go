@@ -198,7 +198,11 @@ func OpenSessionAs(ctx context.Context, c *http.Client, url string, extra http.H
 
 // CloseSession ends a legacy session with DELETE, ignoring failures: the
 // upstream's idle timeout is the safety net.
-func CloseSession(c *http.Client, url, id string) {
+func CloseSession(c *http.Client, url, id string) { CloseSessionAs(c, url, id, nil) }
+
+// CloseSessionAs is CloseSession with extra headers (a caller's
+// credentials).
+func CloseSessionAs(c *http.Client, url, id string, extra http.Header) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
@@ -206,6 +210,9 @@ func CloseSession(c *http.Client, url, id string) {
 		return
 	}
 	req.Header = Call{}.Header(Legacy, id)
+	for k, vs := range extra {
+		req.Header[k] = vs
+	}
 	if resp, err := c.Do(req); err == nil {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()

@@ -280,27 +280,50 @@ func Mallocs(ctx context.Context, url string) (float64, error) {
 // scrapeValue reads the value of an unlabelled series name from a
 // Prometheus text endpoint.
 func scrapeValue(ctx context.Context, url, name string) (float64, error) {
+	vs, err := scrapeValues(ctx, url, name)
+	if err != nil {
+		return 0, err
+	}
+	return vs[0], nil
+}
+
+// scrapeValues reads the values of unlabelled series names from one scrape
+// of a Prometheus text endpoint, uncompressed and read to its end (a
+// scrape's own cost in the scraped process is then the same each time).
+func scrapeValues(ctx context.Context, url string, names ...string) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, fmt.Errorf("build metrics request: %w", err)
+		return nil, fmt.Errorf("build metrics request: %w", err)
 	}
+	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("scrape %s: %w", url, err)
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	defer resp.Body.Close()
+	out, found := make([]float64, len(names)), make([]bool, len(names))
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse %s: %w", name, err)
+		for i, name := range names {
+			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok && !found[i] {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return nil, fmt.Errorf("parse %s: %w", name, err)
+				}
+				out[i], found[i] = f, true
 			}
-			return f, nil
 		}
 	}
-	return 0, fmt.Errorf("scrape %s: %w: no %s", url, errReply, name)
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	for i, ok := range found {
+		if !ok {
+			return nil, fmt.Errorf("scrape %s: %w: no %s", url, errReply, names[i])
+		}
+	}
+	return out, nil
 }
