@@ -31,6 +31,66 @@ func writeRead(w http.ResponseWriter, id json.RawMessage, uri, text string) {
 	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + string(res) + `}`))
 }
 
+// holdFirstRead makes g hold the first resources/read with the bearer
+// token until that request ends (its caller left); the channel says when
+// it arrived.
+func holdFirstRead(g *guessUpstream, token string) <-chan struct{} {
+	held := make(chan struct{}, 1)
+	var once sync.Once
+	g.setEdit(func(m rewrite.Message, _ http.ResponseWriter, r *http.Request) bool {
+		if m.Method != "resources/read" || r.Header.Get("Authorization") != "Bearer "+token {
+			return false
+		}
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return false
+		}
+		held <- struct{}{}
+		<-r.Context().Done()
+		return true
+	})
+	return held
+}
+
+// listUntilCancelled sends a modern skills/list with the bearer token from
+// another goroutine; cancel makes its caller leave, and gone is closed
+// once the request has returned.
+func listUntilCancelled(side, token string) (cancel func(), gone <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body := `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, side, strings.NewReader(body))
+		for k, v := range map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json",
+			"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "skills/list"} {
+			req.Header.Set(k, v)
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	return cancel, done
+}
+
+// page is a skills/list answer: its result, or the error.
+type page struct {
+	res json.RawMessage
+	err error
+}
+
+// pageInBackground sends skills/list with the bearer token from another
+// goroutine; the channel gets its page.
+func pageInBackground(side, token string) <-chan page {
+	ch := make(chan page, 1)
+	go func() {
+		res, err := callAs(side, map[string]string{"Authorization": "Bearer " + token}, "skills/list", nil)
+		ch <- page{res, err}
+	}()
+	return ch
+}
+
 // TestGuessNotKeptPastUpdated: a guessed read answered before the
 // upstream's notifications/resources/updated for its file, while the
 // caller's listing is still held, is not what the context's later pages
@@ -117,51 +177,10 @@ func TestGuessOfALeavingCallerNotInherited(t *testing.T) {
 		if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
 			t.Fatal(err)
 		}
-		held := make(chan struct{}, 1)
-		var once sync.Once
-		g.mu.Lock()
-		g.edit = func(m rewrite.Message, _ http.ResponseWriter, r *http.Request) bool {
-			if m.Method != "resources/read" || r.Header.Get("Authorization") != "Bearer shared" {
-				return false
-			}
-			first := false
-			once.Do(func() { first = true })
-			if !first {
-				return false
-			}
-			held <- struct{}{}
-			<-r.Context().Done() // A's guessed read ends when A leaves
-			return true
-		}
-		g.mu.Unlock()
-		ctxA, cancelA := context.WithCancel(context.Background())
-		goneA := make(chan struct{})
-		go func() {
-			defer close(goneA)
-			body := `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-			req, _ := http.NewRequestWithContext(ctxA, http.MethodPost, side, strings.NewReader(body))
-			for k, v := range map[string]string{"Authorization": "Bearer shared", "Content-Type": "application/json",
-				"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "skills/list"} {
-				req.Header.Set(k, v)
-			}
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		select {
-		case <-held:
-		case <-time.After(10 * time.Second):
-			t.Fatal("A's guessed read never reached the upstream")
-		}
-		type result struct {
-			res json.RawMessage
-			err error
-		}
-		gotB := make(chan result, 1)
-		go func() {
-			res, err := callAs(side, map[string]string{"Authorization": "Bearer shared"}, "skills/list", nil)
-			gotB <- result{res, err}
-		}()
+		held := holdFirstRead(g, "shared") // A's guessed read ends when A leaves
+		cancelA, goneA := listUntilCancelled(side, "shared")
+		arrives(t, held, "A's guessed read never reached the upstream")
+		gotB := pageInBackground(side, "shared")
 		time.Sleep(100 * time.Millisecond) // B joins A's discovery (if it does not, the test proves less, never fails)
 		cancelA()
 		<-goneA
@@ -208,15 +227,7 @@ func TestSharedContextRefusalNotAnothersAnswer(t *testing.T) {
 	g.mu.Unlock()
 	errA := listInBackground(side, "A")
 	arrives(t, held, "A's read never reached the upstream")
-	type page struct {
-		res json.RawMessage
-		err error
-	}
-	pageB := make(chan page, 1)
-	go func() {
-		res, err := callAs(side, map[string]string{"Authorization": "Bearer B"}, "skills/list", nil)
-		pageB <- page{res, err}
-	}()
+	pageB := pageInBackground(side, "B")
 	time.Sleep(100 * time.Millisecond) // B waits on the shared discovery
 	close(release)
 	<-errA // A may get B's verdict: in a shared context verdicts are everyone's
@@ -351,45 +362,10 @@ func TestWaiterReadsWhatALeaverLeft(t *testing.T) {
 		upURL, g := startGuessUpstream(t, snap, []string{"a"})
 		side := guessSidecar(t, upURL, snap, gate)
 		uri := "skill://a/SKILL.md"
-		held := make(chan struct{}, 1)
-		var once sync.Once
-		g.setEdit(func(m rewrite.Message, _ http.ResponseWriter, r *http.Request) bool {
-			if m.Method != "resources/read" {
-				return false
-			}
-			first := false
-			once.Do(func() { first = true })
-			if !first {
-				return false
-			}
-			held <- struct{}{}
-			<-r.Context().Done() // A's read ends when A leaves
-			return true
-		})
-		ctxA, cancelA := context.WithCancel(context.Background())
-		goneA := make(chan struct{})
-		go func() {
-			defer close(goneA)
-			body := `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-			req, _ := http.NewRequestWithContext(ctxA, http.MethodPost, side, strings.NewReader(body))
-			for k, v := range map[string]string{"Authorization": "Bearer same", "Content-Type": "application/json",
-				"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "skills/list"} {
-				req.Header.Set(k, v)
-			}
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				resp.Body.Close()
-			}
-		}()
+		held := holdFirstRead(g, "same") // A's read ends when A leaves
+		cancelA, goneA := listUntilCancelled(side, "same")
 		arrives(t, held, "A's read never reached the upstream")
-		type page struct {
-			res json.RawMessage
-			err error
-		}
-		pageB := make(chan page, 1)
-		go func() {
-			res, err := callAs(side, map[string]string{"Authorization": "Bearer same"}, "skills/list", nil)
-			pageB <- page{res, err}
-		}()
+		pageB := pageInBackground(side, "same")
 		time.Sleep(100 * time.Millisecond) // B waits on A's read
 		cancelA()
 		<-goneA
