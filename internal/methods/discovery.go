@@ -224,8 +224,8 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 			d.guesses.publish(o, c, d.set)
 		}
 	}
-	if d.err == nil && !d.set.incomplete && d.set != nothingServed {
-		o.hint.Store(d.set)
+	if d.err == nil && !d.set.incomplete && d.set != nothingServed && d.vouches(o) {
+		o.hint.Store(d.set) // only what an admitted caller's listing said steers others' guesses
 	}
 	// A prefetch's discovery that no listing vouched for is not kept
 	// either: no page of its caller has been admitted, and none may be.

@@ -447,3 +447,79 @@ func TestUnvouchedPrefetchKeepsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaverDoesNotMarkUpstreamDown: with --auth-gate none (where an
+// unreachable upstream leaves verdicts unknown for a while), caller A
+// leaves while the upstream holds its read. That is no word on the
+// upstream: caller B, right after, reads the upstream's bytes through the
+// sidecar and its page publishes their digest, not the plugin's.
+func TestLeaverDoesNotMarkUpstreamDown(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	side := guessSidecar(t, upURL, snap, false)
+	uri := "skill://a/SKILL.md"
+	held := holdFirstRead(g, "leaver")
+	cancelA, goneA := listUntilCancelled(side, "leaver")
+	arrives(t, held, "A's read never reached the upstream")
+	cancelA()
+	<-goneA
+	time.Sleep(50 * time.Millisecond) // A's request has ended in the sidecar too
+	res, err := callAs(side, map[string]string{"Authorization": "Bearer B"}, "resources/read", map[string]any{"uri": uri})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read struct {
+		Contents []struct {
+			Text string `json:"text"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(res, &read) != nil || len(read.Contents) != 1 || read.Contents[0].Text != lfServed(snap, uri) {
+		t.Errorf("B's read after A left: %s, want the upstream's bytes (LF line ends), not the plugin's", res)
+	}
+	pb := <-pageInBackground(side, "B")
+	if pb.err != nil {
+		t.Fatal(pb.err)
+	}
+	if d := publishedDigest(t, skillsOf(t, pb.res)[uri], uri); d != digestOf(lfServed(snap, uri)) {
+		t.Errorf("B's page after A left published %s, want the upstream's bytes' %s", d, digestOf(lfServed(snap, uri)))
+	}
+}
+
+// TestWaitersDoNotRepeatAFailedRead: eight pages of one context at once,
+// the first read of the served file held and then answered 500 (as every
+// later read is). The pages waiting on that read do not read the file
+// again: a failure with the same credentials is everyone's answer (the
+// plugin's file, asked again next time), and only a read its own caller
+// left is repeated.
+func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	side := guessSidecar(t, upURL, snap, false)
+	uri := "skill://a/SKILL.md"
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, _ *http.Request) bool {
+		if m.Method != "resources/read" {
+			return false
+		}
+		once.Do(func() {
+			held <- struct{}{}
+			<-release
+		})
+		http.Error(w, "broken", http.StatusInternalServerError)
+		return true
+	})
+	pages := []<-chan page{pageInBackground(side, "same")}
+	arrives(t, held, "the first read never reached the upstream")
+	for range 7 {
+		pages = append(pages, pageInBackground(side, "same"))
+	}
+	time.Sleep(100 * time.Millisecond) // the seven wait on the first read
+	close(release)
+	for _, p := range pages {
+		<-p // the first page gets the upstream's 500; the others the plugin's file
+	}
+	if n := g.get("resources/read Bearer same " + uri); n != 1 {
+		t.Errorf("%s read %d times by eight pages waiting on one failed read, want 1", uri, n)
+	}
+}

@@ -52,8 +52,8 @@ type authContext struct {
 	expires time.Time
 	mu      sync.Mutex
 	files   map[string]served
-	disc    *discovery               // the served set, learned or being learned
-	reading map[string]chan struct{} // files being read, closed when stored
+	disc    *discovery            // the served set, learned or being learned
+	reading map[string]*readClaim // files being read, by the request that claimed each
 }
 
 // Overlay decides who serves each catalog URI and what its served bytes
@@ -249,17 +249,23 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	var firstErr error
 	pending := files
 	// A second round takes the files whose read another request had under
-	// way and which that read left without a verdict (it failed, it was
-	// cancelled with its caller, or the upstream said its resources changed
-	// while it ran): this request reads them itself, or waits for whoever
+	// way and which that read left without a verdict for a reason of its
+	// own (its caller left, the upstream said its resources changed while
+	// it ran, or in a shared context it failed with another caller's
+	// credentials): this request reads them itself, or waits for whoever
 	// claimed them first, rather than answer the plugin's file for a file
-	// the upstream serves. After that round such a file is the plugin's for
-	// this answer, and is asked again next time.
+	// the upstream serves. A read that failed otherwise (an error, a
+	// refusal of the same credentials) is not repeated by its waiters: the
+	// file is the plugin's for their answers, and is asked again next time.
 	for round := 0; round < 2 && len(pending) > 0; round++ {
+		if err := r.Context().Err(); err != nil {
+			return nil, err // a caller gone claims no reads it cannot finish
+		}
 		mine, theirs := c.claim(set, pending, add)
 		if len(mine) > 0 {
 			gen := o.changes.Load()
 			got, errs := o.readBounded(r, caller, mine)
+			left := r.Context().Err() != nil
 			c.mu.Lock()
 			// What was read before the upstream said its files changed
 			// answers this request, and is not kept for the next. The
@@ -269,7 +275,12 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 				if errs[i] == nil && keep {
 					c.files[f.URI] = got[i]
 				}
-				close(c.reading[f.URI])
+				rc := c.reading[f.URI]
+				// In a shared context a failed read was another
+				// caller's, with its credentials: each waiter asks
+				// with its own.
+				rc.again = left || errs[i] == nil && !keep || errs[i] != nil && o.shared
+				close(rc.done)
 				delete(c.reading, f.URI)
 			}
 			c.mu.Unlock()
@@ -294,7 +305,9 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 				add(w.f.URI, s)
 				continue
 			}
-			pending = append(pending, w.f)
+			if w.again {
+				pending = append(pending, w.f)
+			}
 		}
 	}
 	if firstErr != nil {
@@ -310,11 +323,21 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 // of that caller is admitted by the gate's own probe.
 var errUnvouched = errors.New("methods: the prefetch's caller is not admitted yet")
 
+// readClaim is a read of a file under way for one request of a context.
+// again, set before done is closed, says that the read left no verdict for
+// a reason of its own request (its caller left, a change came while it
+// ran, or in a shared context it failed with its caller's credentials), so
+// a waiter should read the file itself.
+type readClaim struct {
+	done  chan struct{}
+	again bool
+}
+
 // awaited is a file whose read another request of the context has under
-// way, and that read's end.
+// way.
 type awaited struct {
-	f    *catalog.File
-	done chan struct{}
+	f *catalog.File
+	*readClaim
 }
 
 // claim sorts the files set serves: a verdict c has is given to add, a read
@@ -331,14 +354,14 @@ func (c *authContext) claim(set *servedSet, files []*catalog.File, add func(stri
 			add(f.URI, s)
 			continue
 		}
-		if ch, ok := c.reading[f.URI]; ok {
-			theirs = append(theirs, awaited{f, ch})
+		if rc, ok := c.reading[f.URI]; ok {
+			theirs = append(theirs, awaited{f, rc})
 			continue
 		}
 		if c.reading == nil {
-			c.reading = map[string]chan struct{}{}
+			c.reading = map[string]*readClaim{}
 		}
-		c.reading[f.URI] = make(chan struct{})
+		c.reading[f.URI] = &readClaim{done: make(chan struct{})}
 		mine = append(mine, f)
 	}
 	return mine, theirs

@@ -15,7 +15,9 @@ import (
 // ErrUnreachable wraps the error of a request made on a caller's behalf that
 // got no HTTP reply at all (connection refused or reset, dial or header
 // timeout); the transport's own error is wrapped too, so errors.Is still
-// finds syscall.ECONNREFUSED or a timeout in it.
+// finds syscall.ECONNREFUSED or a timeout in it. A request whose caller's
+// own context ended (the caller left, its deadline passed) is not one: its
+// error is that context's.
 var ErrUnreachable = errors.New("upstream unreachable")
 
 // Refusal is the upstream's refusal of a request the sidecar made on a
@@ -100,6 +102,11 @@ func (u *Upstream) CallStatus(r *http.Request, caller rewrite.Message, method st
 	}
 	resp, err := c.Do(req)
 	if err != nil {
+		if cerr := r.Context().Err(); cerr != nil {
+			// The caller left, or its request's own deadline passed: no
+			// word on the upstream, which must not be taken for down.
+			return rewrite.Message{}, 0, fmt.Errorf("upstream %s: %w", method, cerr)
+		}
 		// No reply at all (refused, reset, timed out): the upstream is
 		// unreachable, which callers may treat apart from a bad reply.
 		return rewrite.Message{}, 0, fmt.Errorf("upstream %s: %w: %w", method, ErrUnreachable, err)
