@@ -100,7 +100,8 @@ const maxProbeReply = 1 << 20
 // upstream's refusal (an *onbehalf.Refusal, passed on), a 502 *reply.Error
 // when the upstream's answer was not a result for the probe, or a failure
 // of the probe (onbehalf.ErrUnreachable: 502 or 504) when the upstream
-// could not be asked.
+// could not be asked; the request's own context's error, with no verdict
+// counted, when the caller left during the probe.
 //
 // Only a result answering the probe itself admits (DESIGN.md decision 4):
 // HTTP 200 and a JSON-RPC response whose id is the probe's, as JSON or as
@@ -124,6 +125,10 @@ func (g *Gate) Admit(r *http.Request, msg rewrite.Message) error {
 	case errors.As(err, &ref):
 		g.opts.Metrics.AuthVerdict("refused", false)
 		return ref
+	case r.Context().Err() != nil:
+		// The caller left (or its request's deadline passed) during the
+		// probe: no word on the caller, so no verdict is counted.
+		return err
 	case errors.Is(err, onbehalf.ErrUnreachable):
 		// The probe got no reply (refused, a dead pooled connection, a
 		// timeout): the gate fails closed with upstream_unreachable or

@@ -3,7 +3,9 @@ package authgate_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,12 +15,15 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -383,4 +388,44 @@ func admit(g *authgate.Gate, w http.ResponseWriter, r *http.Request, msg rewrite
 		proxy.WriteReply(w, msg.ID, reply.Reply{Err: err})
 	}
 	return err == nil
+}
+
+// TestGateCallerLeftNoVerdict: a caller that leaves while the gate's probe
+// is held at the upstream gets its request's own error, not
+// ErrUnreachable (which would say the upstream is down), and the gate
+// counts no verdict for it.
+func TestGateCallerLeftNoVerdict(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // read whole, so the server sees the client hang up
+		arrived <- struct{}{}
+		<-r.Context().Done() // the probe is held until the sidecar gives it up
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	reg := prometheus.NewRegistry()
+	g := authgate.New(authgate.Options{Upstream: u, Metrics: metrics.New(reg, "test")})
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequest(http.MethodPost, "/mcp", nil).WithContext(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- g.Admit(req, rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`1`), Method: "skills/list"})
+	}()
+	<-arrived
+	cancel()
+	err := <-done
+	if !errors.Is(err, context.Canceled) || errors.Is(err, onbehalf.ErrUnreachable) {
+		t.Errorf("Admit for a caller that left = %v, want its context's error, not ErrUnreachable", err)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if strings.HasSuffix(mf.GetName(), "auth_verdicts_total") {
+			for _, m := range mf.GetMetric() {
+				if v := m.GetCounter().GetValue(); v != 0 {
+					t.Errorf("%s%v = %v after a caller left, want no verdict", mf.GetName(), m.GetLabel(), v)
+				}
+			}
+		}
+	}
 }

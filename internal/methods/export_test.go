@@ -37,3 +37,19 @@ func Verdicts(o *Overlay) int {
 	}
 	return n
 }
+
+// ReadWaiters reports how many requests have waited on reads under way in
+// o's contexts (counted when each starts waiting).
+func ReadWaiters(o *Overlay) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, c := range o.contexts {
+		c.mu.Lock()
+		for _, rc := range c.reading {
+			n += rc.waiters
+		}
+		c.mu.Unlock()
+	}
+	return n
+}

@@ -488,13 +488,15 @@ func TestLeaverDoesNotMarkUpstreamDown(t *testing.T) {
 // TestWaitersDoNotRepeatAFailedRead: eight pages of one context at once,
 // the first read of the served file held and then answered 500 (as every
 // later read is). The pages waiting on that read do not read the file
-// again: a failure with the same credentials is everyone's answer (the
-// plugin's file, asked again next time), and only a read its own caller
-// left is repeated.
+// again, and answer as the page that read it does, and as a page after
+// them does: with the upstream's failure. Only a read whose own caller
+// left is repeated (TestWaiterReadsWhatALeaverLeft).
 func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"})
-	side := guessSidecar(t, upURL, snap, false)
+	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "none", "auto"
+	}})
 	uri := "skill://a/SKILL.md"
 	held, release := make(chan struct{}, 1), make(chan struct{})
 	var once sync.Once
@@ -509,17 +511,22 @@ func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
 		http.Error(w, "broken", http.StatusInternalServerError)
 		return true
 	})
-	pages := []<-chan page{pageInBackground(side, "same")}
+	pages := []<-chan page{pageInBackground(sc.URL, "same")}
 	arrives(t, held, "the first read never reached the upstream")
 	for range 7 {
-		pages = append(pages, pageInBackground(side, "same"))
+		pages = append(pages, pageInBackground(sc.URL, "same"))
 	}
-	time.Sleep(100 * time.Millisecond) // the seven wait on the first read
+	waitFor(t, "seven pages waiting on the first read", func() bool { return methods.ReadWaiters(sc.Overlay) == 7 })
 	close(release)
-	for _, p := range pages {
-		<-p // the first page gets the upstream's 500; the others the plugin's file
+	for i, p := range pages {
+		if pg := <-p; pg.err == nil {
+			t.Errorf("page %d: a result, want the upstream's failure of the read, as the other pages get", i)
+		}
 	}
 	if n := g.get("resources/read Bearer same " + uri); n != 1 {
 		t.Errorf("%s read %d times by eight pages waiting on one failed read, want 1", uri, n)
+	}
+	if pg := <-pageInBackground(sc.URL, "same"); pg.err == nil {
+		t.Errorf("a page after them: a result, want the upstream's failure again")
 	}
 }

@@ -255,8 +255,8 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	// credentials): this request reads them itself, or waits for whoever
 	// claimed them first, rather than answer the plugin's file for a file
 	// the upstream serves. A read that failed otherwise (an error, a
-	// refusal of the same credentials) is not repeated by its waiters: the
-	// file is the plugin's for their answers, and is asked again next time.
+	// refusal of the same credentials) is not repeated by its waiters:
+	// its failure is their answer too, as it is the reader's.
 	for round := 0; round < 2 && len(pending) > 0; round++ {
 		if err := r.Context().Err(); err != nil {
 			return nil, err // a caller gone claims no reads it cannot finish
@@ -280,6 +280,9 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 				// caller's, with its credentials: each waiter asks
 				// with its own.
 				rc.again = left || errs[i] == nil && !keep || errs[i] != nil && o.shared
+				if !rc.again {
+					rc.err = errs[i]
+				}
 				close(rc.done)
 				delete(c.reading, f.URI)
 			}
@@ -305,8 +308,11 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 				add(w.f.URI, s)
 				continue
 			}
-			if w.again {
+			switch {
+			case w.again:
 				pending = append(pending, w.f)
+			case w.err != nil && firstErr == nil:
+				firstErr = w.err // the same answer as the page that read it
 			}
 		}
 	}
@@ -331,6 +337,11 @@ var errUnvouched = errors.New("methods: the prefetch's caller is not admitted ye
 type readClaim struct {
 	done  chan struct{}
 	again bool
+	// err is the read's failure when it is its waiters' too (again
+	// false): they answer as the page that read it does.
+	err error
+	// waiters counts the requests waiting on done (for tests).
+	waiters int
 }
 
 // awaited is a file whose read another request of the context has under
@@ -355,6 +366,7 @@ func (c *authContext) claim(set *servedSet, files []*catalog.File, add func(stri
 			continue
 		}
 		if rc, ok := c.reading[f.URI]; ok {
+			rc.waiters++
 			theirs = append(theirs, awaited{f, rc})
 			continue
 		}

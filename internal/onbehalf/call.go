@@ -77,8 +77,8 @@ func (u *Upstream) CredentialHeaders() []string { return u.credentials() }
 // Call sends method with params on the caller's behalf and returns the
 // JSON-RPC message answering it: only a response or error carrying the
 // request's own id does (ReadReply). No reply at all is an error wrapping
-// ErrUnreachable; a refusal of the caller (see StatusRefuses) is a
-// *Refusal.
+// ErrUnreachable, unless the caller's request ended first (that context's
+// error); a refusal of the caller (see StatusRefuses) is a *Refusal.
 func (u *Upstream) Call(r *http.Request, caller rewrite.Message, method string, params map[string]json.RawMessage) (rewrite.Message, error) {
 	m, _, err := u.CallStatus(r, caller, method, params)
 	return m, err

@@ -9,7 +9,8 @@
 // ([SetForwarded]); each gets a fresh id, and only a reply carrying that id
 // answers it ([ReadReply]). The upstream's refusal of one comes back as a
 // [*Refusal] error, which the proxy passes on to the caller with the
-// caller's own id; no reply at all as [ErrUnreachable].
+// caller's own id; no reply at all as [ErrUnreachable], unless the caller's
+// own request ended first (its context's error).
 //
 // Caches of what the upstream told one caller are keyed by [CallerKey],
 // a hash of its credentials and network identity: the package never logs

@@ -342,6 +342,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 	}
 	if !batch && p.opts.Local != nil && msgs[0].Kind == rewrite.KindRequest {
 		if rep, ok := p.opts.Local.ServeLocal(r, msgs[0]); ok {
+			if rep.Err != nil && r.Context().Err() != nil && errors.Is(rep.Err, context.Canceled) {
+				return routeLocal // the client went away; nobody is listening (as handleUpstreamError)
+			}
 			WriteReply(w, msgs[0].ID, rep)
 			return routeLocal
 		}
