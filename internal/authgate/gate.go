@@ -125,7 +125,7 @@ func (g *Gate) Admit(r *http.Request, msg rewrite.Message) error {
 	case errors.As(err, &ref):
 		g.opts.Metrics.AuthVerdict("refused", false)
 		return ref
-	case r.Context().Err() != nil:
+	case err != nil && r.Context().Err() != nil:
 		// The caller left (or its request's deadline passed) during the
 		// probe: no word on the caller, so no verdict is counted.
 		return err

@@ -429,3 +429,35 @@ func TestGateCallerLeftNoVerdict(t *testing.T) {
 		}
 	}
 }
+
+// leaveAfter is a transport that sends the probe, then cancels the
+// caller's request (leave) as the answer arrives, and answers with body,
+// in which ID is the probe's own id.
+type leaveAfter struct {
+	leave func()
+	body  string
+}
+
+func (l leaveAfter) RoundTrip(r *http.Request) (*http.Response, error) {
+	b, _ := io.ReadAll(r.Body)
+	m, _ := rewrite.ParseMessage(b)
+	l.leave()
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(strings.ReplaceAll(l.body, "ID", string(m.ID)))), Request: r}, nil
+}
+
+// TestGateAnswerAsCallerLeaves: an answer that arrives just as the caller
+// leaves is judged as any answer is: a JSON-RPC error admits nobody (only
+// a result does), whether or not the caller is still there.
+func TestGateAnswerAsCallerLeaves(t *testing.T) {
+	t.Parallel()
+	u, _ := url.Parse("http://127.0.0.1:1/mcp")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	g := authgate.New(authgate.Options{Upstream: u, Client: &http.Client{Transport: leaveAfter{leave: cancel,
+		body: `{"jsonrpc":"2.0","id":ID,"error":{"code":-32603,"message":"no"}}`}}})
+	req := httptest.NewRequest(http.MethodPost, "/mcp", nil).WithContext(ctx)
+	if err := g.Admit(req, rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage(`1`), Method: "skills/list"}); err == nil {
+		t.Error("Admit = nil for a JSON-RPC error answering the probe as the caller left, want no admission")
+	}
+}

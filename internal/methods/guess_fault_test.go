@@ -486,11 +486,13 @@ func TestLeaverDoesNotMarkUpstreamDown(t *testing.T) {
 }
 
 // TestWaitersDoNotRepeatAFailedRead: eight pages of one context at once,
-// the first read of the served file held and then answered 500 (as every
-// later read is). The pages waiting on that read do not read the file
-// again, and answer as the page that read it does, and as a page after
-// them does: with the upstream's failure. Only a read whose own caller
-// left is repeated (TestWaiterReadsWhatALeaverLeft).
+// the first read of the served file held and then answered with a result
+// that has no contents (as every later read is): a reply that is no
+// answer. The pages waiting on that read do not read the file again, and
+// answer as the page that read it does, and as a page after them does:
+// with that failure. A read whose own caller left, or that the upstream
+// refused, is repeated (TestWaiterReadsWhatALeaverLeft,
+// TestWaiterOfAnotherSessionReadsAgain).
 func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"})
@@ -508,7 +510,8 @@ func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
 			held <- struct{}{}
 			<-release
 		})
-		http.Error(w, "broken", http.StatusInternalServerError)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`))
 		return true
 	})
 	pages := []<-chan page{pageInBackground(sc.URL, "same")}
@@ -520,13 +523,64 @@ func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
 	close(release)
 	for i, p := range pages {
 		if pg := <-p; pg.err == nil {
-			t.Errorf("page %d: a result, want the upstream's failure of the read, as the other pages get", i)
+			t.Errorf("page %d: a result, want the failure of the read, as the other pages get", i)
 		}
 	}
 	if n := g.get("resources/read Bearer same " + uri); n != 1 {
 		t.Errorf("%s read %d times by eight pages waiting on one failed read, want 1", uri, n)
 	}
 	if pg := <-pageInBackground(sc.URL, "same"); pg.err == nil {
-		t.Errorf("a page after them: a result, want the upstream's failure again")
+		t.Errorf("a page after them: a result, want the failure again")
+	}
+}
+
+// TestWaiterOfAnotherSessionReadsAgain: two requests with the same
+// credentials (one context: credentials and address, not a session) in
+// two sessions. The first one's read is held and then refused 404, as an
+// upstream answers a session it has forgotten; the second, waiting on it,
+// reads with its own session and publishes the upstream's bytes, not the
+// other session's refusal (which would tell its client to drop a live
+// session).
+func TestWaiterOfAnotherSessionReadsAgain(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "none", "auto"
+	}})
+	uri := "skill://a/SKILL.md"
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if m.Method != "resources/read" {
+			return false
+		}
+		if r.Header.Get("Mcp-Session-Id") == "dead" {
+			held <- struct{}{}
+			<-release
+			http.Error(w, "session not found", http.StatusNotFound)
+			return true
+		}
+		writeRead(w, m.ID, uri, lfServed(snap, uri))
+		return true
+	})
+	in := func(session string) <-chan page {
+		ch := make(chan page, 1)
+		go func() {
+			res, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer same", "Mcp-Session-Id": session}, "skills/list", nil)
+			ch <- page{res, err}
+		}()
+		return ch
+	}
+	dead := in("dead")
+	arrives(t, held, "the dead session's read never reached the upstream")
+	live := in("live")
+	waitFor(t, "the live session's page waiting on that read", func() bool { return methods.ReadWaiters(sc.Overlay) == 1 })
+	close(release)
+	<-dead
+	pl := <-live
+	if pl.err != nil {
+		t.Fatalf("the live session's page: %v, want its page (the 404 was the other session's)", pl.err)
+	}
+	if d := publishedDigest(t, skillsOf(t, pl.res)[uri], uri); d != digestOf(lfServed(snap, uri)) {
+		t.Errorf("the live session's page published %s, want the upstream's bytes' %s", d, digestOf(lfServed(snap, uri)))
 	}
 }

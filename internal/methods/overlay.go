@@ -251,12 +251,13 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	// A second round takes the files whose read another request had under
 	// way and which that read left without a verdict for a reason of its
 	// own (its caller left, the upstream said its resources changed while
-	// it ran, or in a shared context it failed with another caller's
+	// it ran, the upstream refused that request, which may be its session's
+	// doing, or in a shared context it failed with another caller's
 	// credentials): this request reads them itself, or waits for whoever
 	// claimed them first, rather than answer the plugin's file for a file
-	// the upstream serves. A read that failed otherwise (an error, a
-	// refusal of the same credentials) is not repeated by its waiters:
-	// its failure is their answer too, as it is the reader's.
+	// the upstream serves. A read that failed otherwise (no reply, a reply
+	// that is no answer) is not repeated by its waiters: its failure is
+	// their answer too, as it is the reader's.
 	for round := 0; round < 2 && len(pending) > 0; round++ {
 		if err := r.Context().Err(); err != nil {
 			return nil, err // a caller gone claims no reads it cannot finish
@@ -276,10 +277,12 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 					c.files[f.URI] = got[i]
 				}
 				rc := c.reading[f.URI]
-				// In a shared context a failed read was another
-				// caller's, with its credentials: each waiter asks
-				// with its own.
-				rc.again = left || errs[i] == nil && !keep || errs[i] != nil && o.shared
+				// A refusal is the upstream's word on the reader's own
+				// request (its session: a context is credentials and
+				// address, not a session), and in a shared context any
+				// failure was another caller's: each waiter asks with
+				// its own.
+				rc.again = left || errs[i] == nil && !keep || errs[i] != nil && (o.shared || isRefusal(errs[i]))
 				if !rc.again {
 					rc.err = errs[i]
 				}
@@ -332,8 +335,8 @@ var errUnvouched = errors.New("methods: the prefetch's caller is not admitted ye
 // readClaim is a read of a file under way for one request of a context.
 // again, set before done is closed, says that the read left no verdict for
 // a reason of its own request (its caller left, a change came while it
-// ran, or in a shared context it failed with its caller's credentials), so
-// a waiter should read the file itself.
+// ran, the upstream refused it, or in a shared context it failed with its
+// caller's credentials), so a waiter should read the file itself.
 type readClaim struct {
 	done  chan struct{}
 	again bool
