@@ -175,7 +175,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		// with upstream-files-shared are not even the same), so it asks
 		// again. The loop ends: a discovery this caller runs itself is
 		// ended by nobody else.
-		if d.err != nil && !run && r.Context().Err() == nil && (d.abandoned || isRefusal(d.err)) {
+		if d.err != nil && !run && (d.abandoned || isRefusal(d.err)) {
 			continue
 		}
 		return d.set, d.vouches(o), d.err

@@ -263,42 +263,15 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 			return nil, err // a caller gone claims no reads it cannot finish
 		}
 		mine, theirs := c.claim(set, pending, add)
-		if len(mine) > 0 {
-			gen := o.changes.Load()
-			got, errs := o.readBounded(r, caller, mine)
-			left := r.Context().Err() != nil
-			c.mu.Lock()
-			// What was read before the upstream said its files changed
-			// answers this request, and is not kept for the next. The
-			// count is read under c.mu, as in guesses.publish.
-			keep := o.changes.Load() == gen
-			for i, f := range mine {
-				if errs[i] == nil && keep {
-					c.files[f.URI] = got[i]
+		got, errs := o.readClaimed(c, r, caller, mine)
+		for i, f := range mine {
+			if errs[i] != nil {
+				if firstErr == nil {
+					firstErr = errs[i]
 				}
-				rc := c.reading[f.URI]
-				// A refusal is the upstream's word on the reader's own
-				// request (its session: a context is credentials and
-				// address, not a session), and in a shared context any
-				// failure was another caller's: each waiter asks with
-				// its own.
-				rc.again = left || errs[i] == nil && !keep || errs[i] != nil && (o.shared || isRefusal(errs[i]))
-				if !rc.again {
-					rc.err = errs[i]
-				}
-				close(rc.done)
-				delete(c.reading, f.URI)
+				continue
 			}
-			c.mu.Unlock()
-			for i, f := range mine {
-				if errs[i] != nil {
-					if firstErr == nil {
-						firstErr = errs[i]
-					}
-					continue
-				}
-				add(f.URI, got[i])
-			}
+			add(f.URI, got[i])
 		}
 		pending = nil
 		for _, w := range theirs {
@@ -325,6 +298,41 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 		}
 	}
 	return out, nil
+}
+
+// readClaimed reads the files claimed for r (claim), stores what it may
+// keep as c's verdicts and ends each claim, telling its waiters whether to
+// read the file again (readClaim.again) or share its failure.
+func (o *Overlay) readClaimed(c *authContext, r *http.Request, caller rewrite.Message, mine []*catalog.File) ([]served, []error) {
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	gen := o.changes.Load()
+	got, errs := o.readBounded(r, caller, mine)
+	left := r.Context().Err() != nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// What was read before the upstream said its files changed answers
+	// this request, and is not kept for the next. The count is read under
+	// c.mu, as in guesses.publish.
+	keep := o.changes.Load() == gen
+	for i, f := range mine {
+		if errs[i] == nil && keep {
+			c.files[f.URI] = got[i]
+		}
+		rc := c.reading[f.URI]
+		// A refusal is the upstream's word on the reader's own request
+		// (its session: a context is credentials and address, not a
+		// session), and in a shared context any failure was another
+		// caller's: each waiter asks with its own.
+		rc.again = left || errs[i] == nil && !keep || errs[i] != nil && (o.shared || isRefusal(errs[i]))
+		if !rc.again {
+			rc.err = errs[i]
+		}
+		close(rc.done)
+		delete(c.reading, f.URI)
+	}
+	return got, errs
 }
 
 // errUnvouched ends a prefetch whose discovery's first listing page did

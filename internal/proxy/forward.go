@@ -148,13 +148,19 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 
 var errTooLarge = errors.New("proxy: upstream message too large")
 
+// clientGone reports whether err is the cancellation of r by its client
+// going away: an answer to it has nobody to reach.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && errors.Is(err, context.Canceled)
+}
+
 // handleUpstreamError answers when the upstream could not be reached or its
 // reply could not be read before headers were sent. It does not log: the
 // error goes into the plan, and the request's one line (record) carries it
 // with everything else known about the request.
 func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *plan, err error) {
-	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
-		return // the client went away; nobody is listening
+	if clientGone(r, err) {
+		return // nobody is listening
 	}
 	e := upstreamError(err)
 	if errors.Is(err, errTooLarge) {

@@ -342,8 +342,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 	}
 	if !batch && p.opts.Local != nil && msgs[0].Kind == rewrite.KindRequest {
 		if rep, ok := p.opts.Local.ServeLocal(r, msgs[0]); ok {
-			if rep.Err != nil && r.Context().Err() != nil && errors.Is(rep.Err, context.Canceled) {
-				return routeLocal // the client went away; nobody is listening (as handleUpstreamError)
+			if clientGone(r, rep.Err) {
+				return routeLocal // nobody is listening
 			}
 			WriteReply(w, msgs[0].ID, rep)
 			return routeLocal
@@ -376,12 +376,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		}
 	}
 	p.relay(w, r, pl, body)
-	if m := msgs[0]; !batch && m.Kind == rewrite.KindNotification {
-		if n, ok := p.opts.Local.(Notified); ok {
-			if pl.upstreamStatus == http.StatusAccepted {
-				n.Notified(r, m)
-			}
-		}
+	if n, ok := p.opts.Local.(Notified); ok && !batch && msgs[0].Kind == rewrite.KindNotification && pl.upstreamStatus == http.StatusAccepted {
+		n.Notified(r, msgs[0])
 	}
 	return routeUpstream
 }
