@@ -27,28 +27,29 @@ func Contexts(o *Overlay) int {
 
 // Verdicts reports how many file verdicts o's contexts hold in all.
 func Verdicts(o *Overlay) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	n := 0
-	for _, c := range o.contexts {
-		c.mu.Lock()
-		n += len(c.files)
-		c.mu.Unlock()
-	}
-	return n
+	return sumContexts(o, func(c *authContext) int { return len(c.files) })
 }
 
 // ReadWaiters reports how many requests have waited on reads under way in
 // o's contexts (counted when each starts waiting).
 func ReadWaiters(o *Overlay) int {
+	return sumContexts(o, func(c *authContext) int {
+		n := 0
+		for _, rc := range c.reading {
+			n += rc.waiters
+		}
+		return n
+	})
+}
+
+// sumContexts adds up count over o's contexts, each read under its lock.
+func sumContexts(o *Overlay, count func(*authContext) int) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
 	for _, c := range o.contexts {
 		c.mu.Lock()
-		for _, rc := range c.reading {
-			n += rc.waiters
-		}
+		n += count(c)
 		c.mu.Unlock()
 	}
 	return n

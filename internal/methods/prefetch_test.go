@@ -1,7 +1,6 @@
 package methods_test
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"strings"
@@ -25,23 +24,34 @@ import (
 // declaring the skills extension or not, and returns the HTTP status.
 func discoverAs(t *testing.T, side, token string, declares bool) int {
 	t.Helper()
+	status, err := sendDiscover(side, "Authorization", "Bearer "+token, declares)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status
+}
+
+// sendDiscover sends a 2026-07-28 server/discover with the credential
+// header name set to value, declaring the skills extension or not, and
+// returns the HTTP status; from any goroutine.
+func sendDiscover(side, name, value string, declares bool) (int, error) {
 	caps := `{}`
 	if declares {
 		caps = `{"extensions":{"io.modelcontextprotocol/skills":{}}}`
 	}
 	body := `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
 	req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(body))
-	for k, v := range map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json",
+	for k, v := range map[string]string{name: value, "Content-Type": "application/json",
 		"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"} {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	return resp.StatusCode, nil
 }
 
 // waitFor polls cond for up to 10 s (the prefetch runs in the background).
@@ -152,16 +162,7 @@ func TestPrefetchFloodBounded(t *testing.T) {
 	for range n {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			body := []byte(`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/skills":{}}}}}}`)
-			req, _ := http.NewRequest(http.MethodPost, side, bytes.NewReader(body))
-			for k, v := range map[string]string{"Cookie": junkCookie(), "Content-Type": "application/json",
-				"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"} {
-				req.Header.Set(k, v)
-			}
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
+			_, _ = sendDiscover(side, "Cookie", junkCookie(), true) // its answer is not what is measured
 		}()
 	}
 	for range n {
@@ -249,16 +250,7 @@ func TestPrefetchesBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body := []byte(`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/skills":{}}}}}}`)
-			req, _ := http.NewRequest(http.MethodPost, sc.URL, bytes.NewReader(body))
-			for k, v := range map[string]string{"Cookie": junkCookie(), "Content-Type": "application/json",
-				"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"} {
-				req.Header.Set(k, v)
-			}
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
+			_, _ = sendDiscover(sc.URL, "Cookie", junkCookie(), true) // its answer is not what is measured
 		}()
 	}
 	wg.Wait() // every handshake has been answered; the listings are held
