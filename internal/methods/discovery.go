@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,7 +65,7 @@ const (
 // lists and its URI templates that could match a catalog URI.
 type servedSet struct {
 	uris      map[string]struct{}
-	templates []*regexp.Regexp
+	templates []*uriTemplate
 	// incomplete: a listing ended in a JSON-RPC error, so the set may lack
 	// URIs the upstream serves. It answers the requests that waited for it
 	// and is not kept: the next request asks again, rather than publishing
@@ -83,7 +82,7 @@ func (s *servedSet) serves(uri string) bool {
 		return true
 	}
 	for _, t := range s.templates {
-		if t.MatchString(uri) {
+		if t.match(uri) {
 			return true
 		}
 	}
@@ -253,7 +252,7 @@ var errListingCut = errors.New("listing ended in a JSON-RPC error")
 func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, listed func(bool, error)) (*servedSet, error) {
 	o.Discoveries.Add(1)
 	set := &servedSet{uris: map[string]struct{}{}}
-	var templates []*regexp.Regexp
+	var templates []*uriTemplate
 	var terr error
 	done := make(chan struct{})
 	go func() {
@@ -263,8 +262,8 @@ func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalo
 			if !ok || len(templates) >= maxTemplates || !mayMatchCatalog(t) {
 				return
 			}
-			if re := compileTemplate(t); re != nil {
-				templates = append(templates, re)
+			if ut := compileTemplate(t); ut != nil {
+				templates = append(templates, ut)
 			}
 		})
 	}()

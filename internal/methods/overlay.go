@@ -364,14 +364,22 @@ type awaited struct {
 
 // claim sorts the files set serves: a verdict c has is given to add, a read
 // under way is awaited, and every other file is claimed for the caller to
-// read (mine), marked in c.reading until it closes that read.
+// read (mine), marked in c.reading until it closes that read. The files are
+// matched against set's templates before c's lock is taken: a large page
+// matched against many templates holds up nobody else of the context.
 func (c *authContext) claim(set *servedSet, files []*catalog.File, add func(string, served)) (mine []*catalog.File, theirs []awaited) {
+	var upstream []*catalog.File
+	for _, f := range files {
+		if set.serves(f.URI) {
+			upstream = append(upstream, f)
+		}
+	}
+	if len(upstream) == 0 {
+		return nil, nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, f := range files {
-		if !set.serves(f.URI) {
-			continue
-		}
+	for _, f := range upstream {
 		if s, ok := c.files[f.URI]; ok {
 			add(f.URI, s)
 			continue

@@ -24,9 +24,26 @@ import (
 // matches nothing.
 const maxTemplateBytes = 2048
 
+// uriTemplate is a compiled template. Every URI it matches starts with the
+// template's text before its first expression and ends with its text after
+// the last, so those are compared before the expression runs: a page's
+// files are matched against every template of the upstream (up to
+// maxTemplates), and most of them differ from most templates in a literal.
+type uriTemplate struct {
+	prefix, suffix string
+	re             *regexp.Regexp
+}
+
+// match reports whether uri is an expansion of t.
+func (t *uriTemplate) match(uri string) bool {
+	return len(uri) >= len(t.prefix)+len(t.suffix) &&
+		strings.HasPrefix(uri, t.prefix) && strings.HasSuffix(uri, t.suffix) &&
+		t.re.MatchString(uri)
+}
+
 // compileTemplate returns the matcher of template, or nil when template is
 // not a URI template (an unclosed or empty expression, a bad variable name).
-func compileTemplate(template string) *regexp.Regexp {
+func compileTemplate(template string) *uriTemplate {
 	if len(template) > maxTemplateBytes {
 		return nil
 	}
@@ -55,7 +72,13 @@ func compileTemplate(template string) *regexp.Regexp {
 	if err != nil {
 		return nil
 	}
-	return re
+	t := &uriTemplate{prefix: template, re: re}
+	if open := strings.IndexByte(template, '{'); open >= 0 {
+		// The suffix is taken after the last '}': a literal '}' after
+		// the last expression only shortens it, never makes it wrong.
+		t.prefix, t.suffix = template[:open], template[strings.LastIndexByte(template, '}')+1:]
+	}
+	return t
 }
 
 // matchTemplate reports whether uri is an expansion of template (see
@@ -66,8 +89,8 @@ func matchTemplate(template, uri string) bool {
 		// since a regexp refuses a template that is not valid UTF-8.
 		return template == uri
 	}
-	re := compileTemplate(template)
-	return re != nil && re.MatchString(uri)
+	t := compileTemplate(template)
+	return t != nil && t.match(uri)
 }
 
 // Character classes of an expanded value (RFC 6570 §1.5): unreserved

@@ -1,6 +1,7 @@
 package methods
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -80,8 +81,9 @@ func TestMatchTemplateRFC6570(t *testing.T) {
 }
 
 // FuzzMatchTemplate: any template and URI are judged without a panic, a
-// template with no expression matches exactly itself, and a template's
-// literal prefix (before its first expression) starts every URI it matches.
+// template with no expression matches exactly itself, a template's
+// literal prefix (before its first expression) starts every URI it matches,
+// and the literal checks before the expression never change its verdict.
 func FuzzMatchTemplate(f *testing.F) {
 	f.Add("skill://{name}/SKILL.md", "skill://pdf/SKILL.md")
 	f.Add("{?x,y,empty}", "?x=1024&y=768&empty=")
@@ -96,5 +98,48 @@ func FuzzMatchTemplate(f *testing.F) {
 		if i := strings.IndexByte(template, '{'); got && i >= 0 && !strings.HasPrefix(uri, template[:i]) {
 			t.Fatalf("%q matched %q without its literal prefix", template, uri)
 		}
+		if ut := compileTemplate(template); ut != nil && ut.match(uri) != ut.re.MatchString(uri) {
+			t.Fatalf("%q against %q: the literal checks say %v, the expression %v", template, uri, ut.match(uri), ut.re.MatchString(uri))
+		}
 	})
+}
+
+// BenchmarkServedSetTemplates matches a 100-skill × 20-file page against
+// an upstream's maxTemplates templates of three shapes, none matching: with
+// the literal checks ("literals first") and with the expression alone, the
+// baseline measured in the same run.
+func BenchmarkServedSetTemplates(b *testing.B) {
+	var uris []string
+	for s := range 100 {
+		for f := range 20 {
+			uris = append(uris, fmt.Sprintf("skill://skill-%03d/references/file-%03d.md", s, f))
+		}
+	}
+	for _, shape := range []string{"skill://other-%d/{name}/SKILL.md", "{+path}/extra-%d.md", "skill://{a}/{b}/f%d"} {
+		var ts []*uriTemplate
+		for i := range maxTemplates {
+			ts = append(ts, compileTemplate(fmt.Sprintf(shape, i)))
+		}
+		b.Run(shape+"/literals first", func(b *testing.B) {
+			set := &servedSet{templates: ts}
+			for b.Loop() {
+				for _, u := range uris {
+					if set.serves(u) {
+						b.Fatalf("%s served", u)
+					}
+				}
+			}
+		})
+		b.Run(shape+"/expression alone", func(b *testing.B) {
+			for b.Loop() {
+				for _, u := range uris {
+					for _, t := range ts {
+						if t.re.MatchString(u) {
+							b.Fatalf("%s matched", u)
+						}
+					}
+				}
+			}
+		})
+	}
 }
