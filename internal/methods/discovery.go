@@ -151,7 +151,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		d, run := c.disc, false
 		if d == nil {
 			d, run = newDiscovery(), true
-			d.guesses = o.guess(files)
+			d.guesses = o.guess(c, files)
 			c.disc = d
 		}
 		c.mu.Unlock()
@@ -459,7 +459,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 	}
 	d := newDiscovery()
 	ctx, cancel := context.WithCancel(r.Context())
-	d.guesses = o.guess(files())
+	d.guesses = o.guess(c, files())
 	c.disc = d
 	c.mu.Unlock()
 	e := &early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
@@ -556,14 +556,23 @@ type guesses struct {
 	errs []error
 }
 
-// guess returns the reads to guess among files, nil for none.
-func (o *Overlay) guess(files []*catalog.File) *guesses {
+// guess returns the reads to guess among files for context c, nil for
+// none; c.mu is held. A file c has a verdict for, or a read of under way, is
+// not guessed: a discovery after one that was not kept (an incomplete
+// listing) would otherwise read again what the context already knows.
+func (o *Overlay) guess(c *authContext, files []*catalog.File) *guesses {
 	hint := o.hint.Load()
 	if hint == nil {
 		return nil
 	}
 	var mine []*catalog.File
 	for _, f := range files {
+		if _, known := c.files[f.URI]; known {
+			continue
+		}
+		if _, reading := c.reading[f.URI]; reading {
+			continue
+		}
 		if hint.serves(f.URI) {
 			mine = append(mine, f)
 		}

@@ -327,3 +327,51 @@ func TestGuessedReadsServeEveryWaiter(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownFilesNotGuessed: a context whose listing breaks off on its
+// second page (a JSON-RPC error) keeps the verdicts its first page read,
+// but not its incomplete set, so each page runs a discovery again. That
+// discovery's guesses skip the files the context knows: the two served
+// files are read once over three pages, with the gate on and off.
+func TestKnownFilesNotGuessed(t *testing.T) {
+	for _, gate := range []bool{true, false} {
+		snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
+		side := guessSidecar(t, upURL, snap, gate)
+		if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+			t.Fatal(err)
+		}
+		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+			if m.Method != "resources/list" || r.Header.Get("Authorization") != "Bearer cut" {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			if _, more := rewrite.GetString(m.Params, "cursor"); more {
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"busy"}}`))
+				return true
+			}
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resources":[` +
+				`{"uri":"skill://a/SKILL.md","name":"a"},{"uri":"skill://b/SKILL.md","name":"b"}],"nextCursor":"more"}}`))
+			return true
+		})
+		for page := range 3 {
+			res, err := callAs(side, map[string]string{"Authorization": "Bearer cut"}, "skills/list", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, uri := range []string{"skill://a/SKILL.md", "skill://b/SKILL.md"} {
+				if d := publishedDigest(t, skillsOf(t, res)[uri], uri); d != digestOf(lfServed(snap, uri)) {
+					t.Errorf("gate %v, page %d: %s published %s, want the upstream's bytes' %s", gate, page, uri, d, digestOf(lfServed(snap, uri)))
+				}
+			}
+		}
+		if n := g.get("resources/list Bearer cut"); n != 6 {
+			t.Errorf("gate %v: %d resources/list pages for three pages, want 6 (the incomplete set is not kept)", gate, n)
+		}
+		for _, uri := range []string{"skill://a/SKILL.md", "skill://b/SKILL.md"} {
+			if n := g.get("resources/read Bearer cut " + uri); n != 1 {
+				t.Errorf("gate %v: %s read %d times over three pages, want 1", gate, uri, n)
+			}
+		}
+	}
+}
