@@ -143,6 +143,20 @@ func (o *Overlay) ObserveHandshake(reply []byte) {
 // caller (Witness), or there is no gate. A discovery it starts guesses
 // reads among files (Guessed reads).
 func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File) (_ *servedSet, vouched bool, _ error) {
+	if d, _ := r.Context().Value(ownKey{}).(*discovery); d != nil {
+		// The request that started d before the gate's verdict (early)
+		// takes its answer, as the request running a discovery does,
+		// even one not kept (an incomplete listing): a page costs one
+		// discovery, however the gate admitted it.
+		select {
+		case <-d.done:
+		case <-r.Context().Done():
+		}
+		if err := r.Context().Err(); err != nil {
+			return nil, false, err
+		}
+		return d.set, d.vouches(o), d.err
+	}
 	for {
 		if o.resourcesCap.Load() == capNone {
 			return nothingServed, true, nil
@@ -401,8 +415,9 @@ type overlayCounters struct {
 // admits the caller, so no probe is sent; the upstream's refusal there is
 // the caller's answer, since the page needs that listing whatever a probe
 // would say); only a page that is neither (a JSON-RPC error, no reply) is
-// followed by the gate's own probe. The request then waits for the
-// discovery as any other request of the context would (servedSetOf).
+// followed by the gate's own probe. The request then takes the answer of
+// the discovery it started (servedSetOf), even one that is not kept (a
+// listing that broke off): the probe's admission does not cost a second.
 // Until the gate has admitted the caller the discovery is provisional: a
 // refusal withdraws it (its calls are cancelled, it is forgotten, and its
 // context is dropped when nothing else was learned in it), so a refused
@@ -513,6 +528,19 @@ func (e *early) withdraw() {
 	}
 	e.c.mu.Unlock()
 	e.o.dropIfEmpty(e.key, e.c)
+}
+
+// ownKey marks the context of the request that started an early
+// discovery, with that discovery (servedSetOf).
+type ownKey struct{}
+
+// own returns r marked as the request that started e's discovery, once the
+// gate has admitted it; r itself when e started nothing.
+func (e *early) own(r *http.Request) *http.Request {
+	if e == nil {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), ownKey{}, e.d))
 }
 
 // end is called when the request that started the discovery has its

@@ -156,7 +156,8 @@ func TestEarlyDiscoveryGateRefuses(t *testing.T) {
 // costs the upstream the two listings and no probe; the admission is the
 // gate's, cached as a probe's would be: the caller's next request of
 // another method the sidecar answers sends no probe either. A listing
-// that is not a result at HTTP 200 admits nothing: the gate probes.
+// that is not a result at HTTP 200 admits nothing: the gate probes, and
+// the page it admits uses the discovery already run.
 func TestFirstListingIsTheProbe(t *testing.T) {
 	side, f := startFaulty(t)
 	listAs(t, side, "new").ok(t, "new caller's first page", nil)
@@ -196,6 +197,11 @@ func TestFirstListingIsTheProbe(t *testing.T) {
 		listAs(t, side, token)
 		if p := f.get("server/discover Bearer " + token); p != 1 {
 			t.Errorf("a listing answered with %s: %d probes, want 1 (it admits nothing)", tc.name, p)
+		}
+		// The page the probe admitted uses the discovery it started,
+		// even one whose listing broke off and is not kept.
+		if l := f.get("resources/list Bearer " + token); l != 1 {
+			t.Errorf("a listing answered with %s: the page sent %d resources/list, want 1 (one discovery)", tc.name, l)
 		}
 	}
 	noDiscoveryLeft(t, "after the pages")

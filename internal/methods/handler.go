@@ -182,6 +182,7 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		}
 		if pre != nil {
 			defer pre.end()
+			r = pre.own(r)
 		}
 	}
 	if eerr != nil {
