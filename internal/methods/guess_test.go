@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -342,17 +344,7 @@ func TestKnownFilesNotGuessed(t *testing.T) {
 			t.Fatal(err)
 		}
 		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
-			if m.Method != "resources/list" || r.Header.Get("Authorization") != "Bearer cut" {
-				return false
-			}
-			w.Header().Set("Content-Type", "application/json")
-			if _, more := rewrite.GetString(m.Params, "cursor"); more {
-				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"busy"}}`))
-				return true
-			}
-			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resources":[` +
-				`{"uri":"skill://a/SKILL.md","name":"a"},{"uri":"skill://b/SKILL.md","name":"b"}],"nextCursor":"more"}}`))
-			return true
+			return cutListing(m, w, r, "a", "b")
 		})
 		for page := range 3 {
 			res, err := callAs(side, map[string]string{"Authorization": "Bearer cut"}, "skills/list", nil)
@@ -373,5 +365,78 @@ func TestKnownFilesNotGuessed(t *testing.T) {
 				t.Errorf("gate %v: %s read %d times over three pages, want 1", gate, uri, n)
 			}
 		}
+	}
+}
+
+// cutListing answers the resources/list of "Bearer cut" itself: its first
+// page lists the SKILL.md of skills and promises more, and the next is a
+// JSON-RPC error, so the set is incomplete and not kept. It reports
+// whether it answered.
+func cutListing(m rewrite.Message, w http.ResponseWriter, r *http.Request, skills ...string) bool {
+	if m.Method != "resources/list" || r.Header.Get("Authorization") != "Bearer cut" {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if _, more := rewrite.GetString(m.Params, "cursor"); more {
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"busy"}}`))
+		return true
+	}
+	var items []string
+	for _, name := range skills {
+		items = append(items, `{"uri":"skill://`+name+`/SKILL.md","name":"`+name+`"}`)
+	}
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resources":[` + strings.Join(items, ",") + `],"nextCursor":"more"}}`))
+	return true
+}
+
+// TestReadUnderWayNotGuessed: while a context's first page reads a served
+// file (held at the upstream), another caller's discovery makes the file
+// the hint, and the context's second page runs a discovery again (its
+// first set was incomplete). That discovery does not guess the file under
+// way: the second page waits for the first page's read, and the file is
+// read once.
+func TestReadUnderWayNotGuessed(t *testing.T) {
+	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a"})
+	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles = "none", "auto"
+	}})
+	uri := "skill://a/SKILL.md"
+	// Only the first read is held (a guessed read after it must reach
+	// the upstream to be counted), and a failing test releases it.
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	var holding atomic.Bool
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+		if cutListing(m, w, r, "a") {
+			return true
+		}
+		if m.Method == "resources/read" && r.Header.Get("Authorization") == "Bearer cut" && holding.CompareAndSwap(false, true) {
+			held <- struct{}{}
+			<-release
+		}
+		return false
+	})
+	first := pageInBackground(sc.URL, "cut") // no hint yet: it claims the read
+	arrives(t, held, "the first page's read never reached the upstream")
+	if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer other"}, "skills/list", nil); err != nil {
+		t.Fatal(err) // a complete discovery: the hint now serves the file
+	}
+	second := pageInBackground(sc.URL, "cut")
+	waitFor(t, "the second page waiting on the first page's read", func() bool { return methods.ReadWaiters(sc.Overlay) == 1 })
+	free()
+	for i, p := range []<-chan page{first, second} {
+		pg := <-p
+		if pg.err != nil {
+			t.Fatalf("page %d: %v", i, pg.err)
+		}
+		if d := publishedDigest(t, skillsOf(t, pg.res)[uri], uri); d != digestOf(lfServed(snap, uri)) {
+			t.Errorf("page %d: %s published %s, want the upstream's bytes' %s", i, uri, d, digestOf(lfServed(snap, uri)))
+		}
+	}
+	if n := g.get("resources/read Bearer cut " + uri); n != 1 {
+		t.Errorf("%s read %d times for two pages of one context, want 1 (the second guessed the read under way)", uri, n)
 	}
 }

@@ -34,7 +34,10 @@ type uriTemplate struct {
 	re             *regexp.Regexp
 }
 
-// match reports whether uri is an expansion of t.
+// match reports whether uri is an expansion of t. The literals are compared
+// as bytes, so a URI that is not valid UTF-8 never matches a literal that
+// is (the expression alone would read a bad byte as U+FFFD); catalog URIs
+// are valid UTF-8.
 func (t *uriTemplate) match(uri string) bool {
 	return len(uri) >= len(t.prefix)+len(t.suffix) &&
 		strings.HasPrefix(uri, t.prefix) && strings.HasSuffix(uri, t.suffix) &&
