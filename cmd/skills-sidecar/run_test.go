@@ -5,12 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 )
 
 func TestRunCommands(t *testing.T) {
@@ -87,14 +88,16 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// freeAddr is an address nothing listens on, for a server started later
+// (childproc.FreeAddr: below the ephemeral range, so nothing else takes it
+// meanwhile).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := childproc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // TestServeDemoAndDrain runs the embedded default, makes one request, and

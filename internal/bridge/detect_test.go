@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 )
 
@@ -104,12 +105,10 @@ func modernOnly() http.Handler {
 // listens and answers, Probed turns true (found in review: it turned true
 // after the refused connection, and the pod was ready with the bridge idle).
 func TestProbedOnlyOnceAnswered(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := childproc.FreeAddr() // nothing listens here yet, and nothing takes it before the upstream does
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens here yet
 	u, _ := url.Parse("http://" + addr + "/mcp")
 	var probes atomic.Int32
 	d := &Detector{URL: u, RetryInterval: 20 * time.Millisecond,
@@ -123,7 +122,7 @@ func TestProbedOnlyOnceAnswered(t *testing.T) {
 	if d.Probed() {
 		t.Fatalf("Probed() = true after %d probes that never reached the upstream", probes.Load())
 	}
-	ln, err = net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("the port was taken meanwhile: %v", err)
 	}

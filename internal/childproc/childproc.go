@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -147,9 +149,68 @@ func (t *tailBuffer) String() string {
 	return string(bytes.TrimSpace(t.buf))
 }
 
-// FreeAddr returns a loopback address whose port was free a moment ago,
-// for a child that must be told its port up front.
+// FreeAddr returns a loopback address whose port nothing listened on a
+// moment ago, for a server that must be told its port up front or that
+// binds it again after closing it. The port is taken from below the
+// kernel's ephemeral range, as scripts/ports.sh's free_port does: outgoing
+// connections and listeners on port 0 take their ports from that range, so
+// a port inside it, once freed, can be taken by one of them before it is
+// bound again ("address already in use"). One process never hands out a
+// port twice. Where the range leaves too few ports below it, the port is
+// the kernel's choice.
 func FreeAddr() (string, error) {
+	low := ephemeralLow()
+	if low < minPort+1000 {
+		return kernelPort()
+	}
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for range 100 {
+		p := minPort + rand.IntN(low-minPort)
+		if given[p] {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // in use
+		}
+		l.Close()
+		given[p] = true
+		return addr, nil
+	}
+	return "", errors.New("find a free port: none free in 100 tries below the ephemeral range")
+}
+
+// minPort is the lowest port FreeAddr hands out, above the well-known and
+// most registered services' ports.
+const minPort = 10000
+
+var (
+	givenMu sync.Mutex
+	given   = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
+}
+
+// kernelPort returns a loopback address with a port the kernel chose.
+func kernelPort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)

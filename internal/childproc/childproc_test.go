@@ -3,6 +3,8 @@ package childproc
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,5 +65,35 @@ func TestWaitReady(t *testing.T) {
 	}
 	if err := WaitReady(context.Background(), p, func(context.Context) error { return errors.New("down") }, time.Millisecond, 10*time.Second); err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Errorf("WaitReady on an exited process = %v, want an exited error", err)
+	}
+}
+
+// TestFreeAddrBelowTheEphemeralRange: the ports handed out are below the
+// kernel's ephemeral range (where no outgoing connection takes one; on a
+// machine whose range leaves too few below it, the kernel's choice), never
+// the same twice in a process, and free to listen on.
+func TestFreeAddrBelowTheEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	below := low >= minPort+1000
+	seen := map[string]bool{}
+	for range 50 {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		if below && (p < minPort || p >= low) {
+			t.Fatalf("FreeAddr gave port %d, want one in [%d, %d)", p, minPort, low)
+		}
+		if seen[addr] {
+			t.Fatalf("FreeAddr gave %s twice", addr)
+		}
+		seen[addr] = true
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("listen on the free %s: %v", addr, err)
+		}
+		l.Close()
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
@@ -27,12 +28,10 @@ var lfSkill = strings.ReplaceAll(crlfSkill, "\r\n", "\n")
 // just bound and closed.
 func deadAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := childproc.FreeAddr() // below the ephemeral range: nothing takes it before the upstream comes back
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
 	return addr
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
@@ -451,11 +452,14 @@ func TestZeroDeclarationChangesNothing(t *testing.T) {
 // restarting the sidecar.
 func TestUpstreamDiesMidStream(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := childproc.FreeAddr() // bound again below: below the ephemeral range, nothing takes it meanwhile
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	streaming := make(chan struct{}, 1)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
