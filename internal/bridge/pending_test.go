@@ -66,7 +66,9 @@ func TestPutAfterDeadlineExpires(t *testing.T) {
 		t.Errorf("%d calls pending after the expiry, want 0", n)
 	}
 
-	// Put back in time: kept, then ended at its own deadline.
+	// Put back in time: kept, then ended at its own deadline (a second
+	// set, with a deadline no stall between add and len can pass).
+	p = &pendingCalls{max: 4, timeout: time.Second, expired: func(c *upcall) { expired <- c }}
 	c2 := &upcall{key: "k"}
 	tok2, _ := p.add(c2)
 	p.take(tok2, "k", "", [32]byte{})

@@ -59,12 +59,16 @@ func wantOwn(t *testing.T, got echoed, err error, id int, credential string) {
 }
 
 // TestCallersNeverGetAnotherCallersReply is issue 15's repro: an upstream
-// that answers, then 20 ms later writes a second complete response on the
-// same connection (or sends a body longer than its Content-Length, a stray
+// that answers, then writes a second complete response on the same
+// connection (or sends a body longer than its Content-Length, a stray
 // byte, or closes); five callers with different credentials send requests
 // 10 ms apart, and each gets exactly its own reply, every round. Before the
 // fix a connection pooled for less than 100 ms was reused unchecked and the
-// fourth caller read the first caller's reply.
+// fourth caller read the first caller's reply. The fault comes 1 ms after
+// the reply, and each call waits until it is on the wire (or the connection
+// closed), so a late timer cannot put it after the connection's next
+// request; each connection is still reused about 55 ms after its last
+// reply, inside the window the old code did not check.
 func TestCallersNeverGetAnotherCallersReply(t *testing.T) {
 	for _, mode := range []struct {
 		name string
@@ -77,7 +81,7 @@ func TestCallersNeverGetAnotherCallersReply(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			srv := faultserver.Start(t, faultserver.Options{Mode: mode.m})
+			srv := faultserver.Start(t, faultserver.Options{Mode: mode.m, Delay: time.Millisecond})
 			tr := &Transport{Partition: []string{"Authorization", "Cookie"}}
 			t.Cleanup(tr.CloseIdleConnections)
 			id := 0
@@ -87,6 +91,11 @@ func TestCallersNeverGetAnotherCallersReply(t *testing.T) {
 					cred := fmt.Sprintf("Bearer caller-%d", caller)
 					got, err := call(tr, srv.URL, id, cred)
 					wantOwn(t, got, err, id, cred)
+					if mode.m == faultserver.CloseAfter {
+						waitFor(t, "the connection closed", func() bool { return srv.Open() == 0 })
+					} else {
+						waitFor(t, "the fault to be written", func() bool { return srv.Faults() >= int64(id) })
+					}
 					_ = round
 					time.Sleep(10 * time.Millisecond) // the issue's spacing, not a wait for anything
 				}

@@ -387,7 +387,9 @@ func TestIdleTimeoutAndMaxIdle(t *testing.T) {
 		<-release
 		io.WriteString(w, "ok")
 	}))
-	tr := &Transport{MaxIdle: 2, IdleTimeout: 100 * time.Millisecond}
+	// The timeout is long enough that no connection expires before the
+	// pool is counted, even on a stalled machine.
+	tr := &Transport{MaxIdle: 2, IdleTimeout: time.Second}
 	defer tr.CloseIdleConnections()
 	// Three requests at once need three connections; only two are kept.
 	arrived.Add(3)

@@ -50,9 +50,11 @@ func sidecarWith(t *testing.T, upstream string, opts proxy.Options) string {
 func TestStreamOutlivesUpstreamTimeout(t *testing.T) {
 	t.Parallel()
 	const (
-		timeout = 200 * time.Millisecond
+		// Wide enough that headers sent at once arrive within the
+		// timeout on a stalled machine.
+		timeout = 600 * time.Millisecond
 		events  = 6
-		gap     = 100 * time.Millisecond // events*gap = 3*timeout
+		gap     = 300 * time.Millisecond // events*gap = 3*timeout
 	)
 	event := func(i int) string {
 		return fmt.Sprintf("id: %d\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"t\",\"progress\":%d}}\n\n", i, i)

@@ -160,12 +160,14 @@ func TestRefusalBeforeTheBodyDoesNotWaitForIt(t *testing.T) {
 func TestSlowBodyWithinTheTimeoutPasses(t *testing.T) {
 	t.Parallel()
 	up := faultserver.Start(t, faultserver.Options{})
-	u := sidecarWith(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 300 * time.Millisecond})
+	// Pieces 300 ms apart against a 900 ms timeout: spread over 1.7 times
+	// it, with 600 ms of room for a stalled machine between pieces.
+	u := sidecarWith(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 900 * time.Millisecond})
 	c := dialSmall(t, u)
 	body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
 	for i := 0; i < len(body); i += len(body) / 4 {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 		_, _ = io.WriteString(c, body[i:min(len(body), i+len(body)/4)])
 	}
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
