@@ -234,8 +234,8 @@ e2e_inspector() {
 
 # e2e_start_sidecar BIN UPSTREAM_URL LOGFILE [PLUGIN_DIR] starts the sidecar on
 # a free loopback port in front of UPSTREAM_URL (empty: its embedded demo
-# upstream) and waits (bounded) until its
-# MCP endpoint answers. Sets E2E_SIDECAR_URL and E2E_SIDECAR_PID.
+# upstream) and waits (bounded) until its MCP endpoint answers and its
+# /readyz says ready. Sets E2E_SIDECAR_URL and E2E_SIDECAR_PID.
 # --metrics-listen defaults to :17090 (every interface, a fixed port); it is
 # kept on loopback and on a free port like the rest.
 e2e_start_sidecar() {
@@ -255,4 +255,16 @@ e2e_start_sidecar() {
   E2E_SIDECAR_URL=http://127.0.0.1:$port/mcp
   e2e_wait_http "$E2E_SIDECAR_URL" "$E2E_SIDECAR_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
     e2e_die "the sidecar did not start: $bin ${args[*]}"
+  # Listening is not ready: until its first era probe has returned, a
+  # request the bridge should carry passes through untranslated. Wait
+  # (bounded) for /readyz; a sidecar that stays unready is the step's to
+  # judge, so this only notes it.
+  local deadline=$((SECONDS + ${E2E_READY_TIMEOUT:-15}))
+  until [[ $(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$mport/readyz" || true) == 200 ]]; do
+    if ((SECONDS >= deadline)); then
+      e2e_log "the sidecar at $E2E_SIDECAR_URL is not ready after ${E2E_READY_TIMEOUT:-15}s; going on"
+      break
+    fi
+    sleep 0.1
+  done
 }
