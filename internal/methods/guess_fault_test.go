@@ -98,9 +98,7 @@ func pageInBackground(side, token string) <-chan page {
 func TestGuessNotKeptPastUpdated(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"})
-	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
-		c.AuthGate, c.UpstreamFiles = "none", "auto"
-	}})
+	sc := guessSidecarOf(t, upURL, snap, false)
 	uri := "skill://a/SKILL.md"
 	v1 := lfServed(snap, uri)
 	v2 := v1 + "\nchanged after the notification\n"
@@ -174,9 +172,7 @@ func TestGuessOfALeavingCallerNotInherited(t *testing.T) {
 		upURL, g := startGuessUpstream(t, snap, []string{"a"})
 		side := guessSidecar(t, upURL, snap, gate)
 		uri := "skill://a/SKILL.md"
-		if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-			t.Fatal(err)
-		}
+		setHint(t, side)
 		held := holdFirstRead(g, "shared") // A's guessed read ends when A leaves
 		cancelA, goneA := listUntilCancelled(side, "shared")
 		arrives(t, held, "A's guessed read never reached the upstream")
@@ -205,9 +201,7 @@ func TestSharedContextRefusalNotAnothersAnswer(t *testing.T) {
 		c.AuthGate, c.UpstreamFiles, c.UpstreamFilesShared = "upstream", "auto", true
 		c.UpstreamFilesTTL = 50 * time.Millisecond
 	}}).URL
-	if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-		t.Fatal(err)
-	}
+	setHint(t, side)
 	time.Sleep(100 * time.Millisecond) // the shared context expires; the hint stays
 	held := make(chan struct{}, 1)
 	release := make(chan struct{})
@@ -496,9 +490,7 @@ func TestLeaverDoesNotMarkUpstreamDown(t *testing.T) {
 func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"})
-	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
-		c.AuthGate, c.UpstreamFiles = "none", "auto"
-	}})
+	sc := guessSidecarOf(t, upURL, snap, false)
 	uri := "skill://a/SKILL.md"
 	held, release := make(chan struct{}, 1), make(chan struct{})
 	var once sync.Once
@@ -544,9 +536,7 @@ func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
 func TestWaiterOfAnotherSessionReadsAgain(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"})
-	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
-		c.AuthGate, c.UpstreamFiles = "none", "auto"
-	}})
+	sc := guessSidecarOf(t, upURL, snap, false)
 	uri := "skill://a/SKILL.md"
 	held, release := make(chan struct{}, 1), make(chan struct{})
 	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {

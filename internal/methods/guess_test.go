@@ -143,15 +143,30 @@ func arrives(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 // guessSidecar starts a sidecar with upstream files on, and the gate on or
-// off.
+// off, and returns its endpoint.
 func guessSidecar(t testing.TB, upstream string, snap *catalog.Snapshot, gate bool) string {
+	t.Helper()
+	return guessSidecarOf(t, upstream, snap, gate).URL
+}
+
+// guessSidecarOf is guessSidecar, returning the sidecar (for its overlay).
+func guessSidecarOf(t testing.TB, upstream string, snap *catalog.Snapshot, gate bool) *sidecartest.Sidecar {
 	t.Helper()
 	return sidecartest.Start(t, upstream, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
 		c.AuthGate, c.UpstreamFiles = "none", "auto"
 		if gate {
 			c.AuthGate = "upstream"
 		}
-	}}).URL
+	}})
+}
+
+// setHint lists skills as "Bearer first", whose complete discovery makes
+// what the upstream serves it the hint new contexts guess from.
+func setHint(t *testing.T, side string) {
+	t.Helper()
+	if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestGuessedReadsBesideListings: once one caller's discovery has found
@@ -164,9 +179,7 @@ func TestGuessedReadsBesideListings(t *testing.T) {
 		snap := discoveryPlugin(t, []string{"a", "b", "c"}, 1)
 		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
 		side := guessSidecar(t, upURL, snap, gate)
-		if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-			t.Fatal(err)
-		}
+		setHint(t, side)
 		// The second caller's listing waits until both of its reads have
 		// reached the upstream (or 10 s, which fails the test below).
 		reads := make(chan struct{}, 2)
@@ -273,9 +286,7 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
 	side := guessSidecar(t, upURL, snap, true)
-	if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-		t.Fatal(err)
-	}
+	setHint(t, side)
 	// The upstream refuses the caller's listings once both guessed reads
 	// have reached it (so none arrives after the count below), and holds
 	// those reads until the sidecar cancels them.
@@ -328,9 +339,7 @@ func TestGuessedReadsServeEveryWaiter(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
 	side := guessSidecar(t, upURL, snap, true)
-	if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-		t.Fatal(err)
-	}
+	setHint(t, side)
 	g.setEdit(func(m rewrite.Message, _ http.ResponseWriter, _ *http.Request) bool {
 		if m.Method == "resources/list" {
 			time.Sleep(20 * time.Millisecond)
@@ -366,9 +375,7 @@ func TestKnownFilesNotGuessed(t *testing.T) {
 		snap := discoveryPlugin(t, []string{"a", "b"}, 0)
 		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
 		side := guessSidecar(t, upURL, snap, gate)
-		if _, err := callAs(side, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-			t.Fatal(err)
-		}
+		setHint(t, side)
 		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
 			return cutListing(m, w, r, "a", "b")
 		})
@@ -424,9 +431,7 @@ func cutListing(m rewrite.Message, w http.ResponseWriter, r *http.Request, skill
 func TestReadUnderWayNotGuessed(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"})
-	sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
-		c.AuthGate, c.UpstreamFiles = "none", "auto"
-	}})
+	sc := guessSidecarOf(t, upURL, snap, false)
 	uri := "skill://a/SKILL.md"
 	// Only the first read is held (a guessed read after it must reach
 	// the upstream to be counted), and a failing test releases it.
