@@ -25,23 +25,37 @@ import (
 const maxTemplateBytes = 2048
 
 // uriTemplate is a compiled template. Every URI it matches starts with the
-// template's text before its first expression and ends with its text after
-// the last, so those are compared before the expression runs: a page's
-// files are matched against every template of the upstream (up to
-// maxTemplates), and most of them differ from most templates in a literal.
+// template's text before its first expression, ends with its text after the
+// last, and holds the texts between expressions in order, so those are
+// looked for before the expression runs: a page's files are matched
+// against every template of the upstream (up to maxTemplates), and most of
+// them lack some literal of most templates.
 type uriTemplate struct {
 	prefix, suffix string
+	middle         []string // the non-empty literals between expressions, in order
+	min            int      // the length of all the literals
 	re             *regexp.Regexp
 }
 
 // match reports whether uri is an expansion of t. The literals are compared
 // as bytes, so a URI that is not valid UTF-8 never matches a literal that
 // is (the expression alone would read a bad byte as U+FFFD); catalog URIs
-// are valid UTF-8.
+// are valid UTF-8. Each middle literal is taken at its leftmost place after
+// the one before: if the literals fit in some order-keeping places, they fit
+// in those.
 func (t *uriTemplate) match(uri string) bool {
-	return len(uri) >= len(t.prefix)+len(t.suffix) &&
-		strings.HasPrefix(uri, t.prefix) && strings.HasSuffix(uri, t.suffix) &&
-		t.re.MatchString(uri)
+	if len(uri) < t.min || !strings.HasPrefix(uri, t.prefix) || !strings.HasSuffix(uri, t.suffix) {
+		return false
+	}
+	rest := uri[len(t.prefix) : len(uri)-len(t.suffix)]
+	for _, lit := range t.middle {
+		i := strings.Index(rest, lit)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(lit):]
+	}
+	return t.re.MatchString(uri)
 }
 
 // compileTemplate returns the matcher of template, or nil when template is
@@ -51,14 +65,17 @@ func compileTemplate(template string) *uriTemplate {
 		return nil
 	}
 	var b strings.Builder
+	var lits []string // the text before each expression, and after the last
 	b.WriteString(`\A`)
-	for rest := template; rest != ""; {
+	for rest := template; ; {
 		open := strings.IndexByte(rest, '{')
 		if open < 0 {
 			b.WriteString(regexp.QuoteMeta(rest))
+			lits = append(lits, rest)
 			break
 		}
 		b.WriteString(regexp.QuoteMeta(rest[:open]))
+		lits = append(lits, rest[:open])
 		end := strings.IndexByte(rest[open:], '}')
 		if end < 0 {
 			return nil
@@ -75,11 +92,17 @@ func compileTemplate(template string) *uriTemplate {
 	if err != nil {
 		return nil
 	}
-	t := &uriTemplate{prefix: template, re: re}
-	if open := strings.IndexByte(template, '{'); open >= 0 {
-		// The suffix is taken after the last '}': a literal '}' after
-		// the last expression only shortens it, never makes it wrong.
-		t.prefix, t.suffix = template[:open], template[strings.LastIndexByte(template, '}')+1:]
+	t := &uriTemplate{prefix: lits[0], re: re}
+	if len(lits) > 1 {
+		t.suffix = lits[len(lits)-1]
+		for _, lit := range lits[1 : len(lits)-1] {
+			if lit != "" {
+				t.middle = append(t.middle, lit)
+			}
+		}
+	}
+	for _, lit := range lits {
+		t.min += len(lit)
 	}
 	return t
 }

@@ -67,6 +67,12 @@ func TestMatchTemplateRFC6570(t *testing.T) {
 		{"skill://{name}/{+path}", "skill://pdf/scripts/fill.py", true},
 		{"skill://pdf{/file}", "skill://pdf/forms.md", true},
 		{"skill://pdf{/file}", "skill://docx/forms.md", false},
+		// Literals between expressions, one of them empty between them.
+		{"skill://{a}/x{b}/y{c}.md", "skill://p/x/y.md", true},
+		{"skill://{a}/x{b}/y{c}.md", "skill://p/xq/yr.md", true},
+		{"skill://{a}/x{b}/y{c}.md", "skill://p/y/x.md", false},
+		{"skill://{a}/v1/{+b}", "skill://p/v1/q/r.md", true},
+		{"skill://{a}/v1/{+b}", "skill://p/v2/q/r.md", false},
 		// Not templates: nothing matches.
 		{"skill://{name", "skill://{name", false},
 		{"skill://{}/x", "skill:///x", false},
@@ -93,6 +99,7 @@ func FuzzMatchTemplate(f *testing.F) {
 	f.Add("a{b", "a{b")
 	f.Add("{x*}{;y:3}", ";y=abc")
 	f.Add("skill://\uFFFD/{x}", "skill://\xff/a")
+	f.Add("skill://{a}/x{b}/y{c}.md", "skill://p/x/y.md")
 	f.Fuzz(func(t *testing.T, template, uri string) {
 		got := matchTemplate(template, uri)
 		if !strings.ContainsAny(template, "{}") && got != (template == uri) {
@@ -111,7 +118,7 @@ func FuzzMatchTemplate(f *testing.F) {
 }
 
 // BenchmarkServedSetTemplates matches a 100-skill × 20-file page against
-// an upstream's maxTemplates templates of three shapes, none matching: with
+// an upstream's maxTemplates templates of five shapes, none matching: with
 // the literal checks ("literals first") and with the expression alone, the
 // baseline measured in the same run.
 func BenchmarkServedSetTemplates(b *testing.B) {
@@ -121,7 +128,7 @@ func BenchmarkServedSetTemplates(b *testing.B) {
 			uris = append(uris, fmt.Sprintf("skill://skill-%03d/references/file-%03d.md", s, f))
 		}
 	}
-	for _, shape := range []string{"skill://other-%d/{name}/SKILL.md", "{+path}/extra-%d.md", "skill://{a}/{b}/f%d"} {
+	for _, shape := range []string{"skill://other-%d/{name}/SKILL.md", "{+path}/extra-%d.md", "skill://{a}/{b}/f%d", "skill://{a}/v%d/{+b}", "skill://{+a}/x%d/{b}.md"} {
 		var ts []*uriTemplate
 		for i := range maxTemplates {
 			ts = append(ts, compileTemplate(fmt.Sprintf(shape, i)))
