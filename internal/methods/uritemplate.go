@@ -18,11 +18,21 @@ import (
 // more variables. Level 4's modifiers are accepted loosely (a prefix {x:3}
 // matches what {x} matches; an exploded {x*} any number of values), which
 // can only make a URI the upstream's that the upstream then answers as not
-// found: the cost of a read, never a wrong digest.
+// found: the cost of a read, never a wrong digest. So is an expression of
+// more than maxExactVars variables.
 
 // maxTemplateBytes bounds a template the matcher compiles; a longer one
 // matches nothing.
 const maxTemplateBytes = 2048
+
+// maxExactVars is the most variables of one expression matched exactly.
+// An expression of more is matched loosely: any number of values and, in
+// a form query ({?…}), the variables in any order. Exact patterns for more
+// would outgrow the regexp package's bounds (a repeat count past 1000) or
+// grow with the square of the count ({?…}: a 1,000-variable expression
+// took 18 s to compile). Loose matching can only make a file the
+// upstream's that it then answers as not found: the cost of a read.
+const maxExactVars = 16
 
 // uriTemplate is a compiled template. Every URI it matches starts with the
 // template's text before its first expression, ends with its text after the
@@ -160,7 +170,7 @@ func expressionPattern(expr string) (string, bool) {
 		// Values joined by "," (an exploded list's too); # prefixes "#"
 		// when any is defined.
 		list := `(?:` + value + `(?:,` + value + `)*)?`
-		if !anyExplode(vars) {
+		if !anyExplode(vars) && len(vars) <= maxExactVars {
 			list = `(?:` + value + `(?:,` + value + `){0,` + itoa(len(vars)-1) + `})?`
 		}
 		if op == '#' {
@@ -169,7 +179,7 @@ func expressionPattern(expr string) (string, bool) {
 		return list, true
 	case '.', '/':
 		sep := regexp.QuoteMeta(string(op))
-		if anyExplode(vars) {
+		if anyExplode(vars) || len(vars) > maxExactVars {
 			return `(?:` + sep + value + `)*`, true
 		}
 		return `(?:` + sep + value + `){0,` + itoa(len(vars)) + `}`, true
@@ -187,6 +197,17 @@ func expressionPattern(expr string) (string, bool) {
 		}
 		return b.String(), true
 	default: // '?': the first defined variable after "?", the rest after "&"
+		if len(vars) > maxExactVars {
+			// Each variable's alternative lists every later one: past
+			// maxExactVars that pattern's size grows too fast, so any
+			// of the variables, in any order and number.
+			var names []string
+			for _, v := range vars {
+				names = append(names, named(v, value, `=`+value))
+			}
+			oneOf := `(?:` + strings.Join(names, "|") + `)`
+			return `(?:\?` + oneOf + `(?:&` + oneOf + `)*)?`, true
+		}
 		var alts []string
 		for i, v := range vars {
 			alt := named(v, value, `=`+value)

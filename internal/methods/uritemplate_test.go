@@ -156,3 +156,39 @@ func BenchmarkServedSetTemplates(b *testing.B) {
 		})
 	}
 }
+
+// TestLongExpressionsMatch: an expression of many variables (far past
+// maxExactVars, still under maxTemplateBytes) compiles for every operator
+// and matches an expansion of it, loosely: the pattern stays linear in the
+// variables, and nothing falls past the regexp package's bounds into
+// matching nothing (a 502-variable {…} did).
+func TestLongExpressionsMatch(t *testing.T) {
+	names := make([]string, 600)
+	for i := range names {
+		names[i] = "v"
+	}
+	list := strings.Join(names, ",")
+	for _, tt := range []struct{ op, uri string }{
+		{"", "skill://x/a,b"},
+		{"+", "skill://x/a/b,c"},
+		{"#", "skill://x/#a,b"},
+		{".", "skill://x/.a.b"},
+		{"/", "skill://x//a/b"},
+		{";", "skill://x/;v=a;v"},
+		{"?", "skill://x/?v=a&v=b"},
+		{"&", "skill://x/&v=a&v=b"},
+	} {
+		template := "skill://x/{" + tt.op + list + "}"
+		if len(template) > maxTemplateBytes {
+			t.Fatalf("%d-byte template: the test must stay under maxTemplateBytes", len(template))
+		}
+		ut := compileTemplate(template)
+		if ut == nil {
+			t.Errorf("{%s…} of %d variables does not compile", tt.op, len(names))
+			continue
+		}
+		if !ut.match(tt.uri) {
+			t.Errorf("{%s…} of %d variables does not match %q", tt.op, len(names), tt.uri)
+		}
+	}
+}
