@@ -261,6 +261,11 @@ e2e_start_sidecar() {
   # judge, so this only notes it.
   local deadline=$((SECONDS + ${E2E_READY_TIMEOUT:-15}))
   until [[ $(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$mport/readyz" || true) == 200 ]]; do
+    if ! kill -0 "$E2E_SIDECAR_PID" 2>/dev/null; then
+      e2e_log "the sidecar (pid $E2E_SIDECAR_PID) exited before it was ready; its log:"
+      tail -n 20 "$log" >&2 || true
+      e2e_die "the sidecar did not start: $bin ${args[*]}"
+    fi
     if ((SECONDS >= deadline)); then
       e2e_log "the sidecar at $E2E_SIDECAR_URL is not ready after ${E2E_READY_TIMEOUT:-15}s; going on"
       break

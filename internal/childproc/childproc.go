@@ -160,26 +160,26 @@ func (t *tailBuffer) String() string {
 // the kernel's choice.
 func FreeAddr() (string, error) {
 	low := ephemeralLow()
-	if low < minPort+1000 {
-		return kernelPort()
-	}
 	givenMu.Lock()
 	defer givenMu.Unlock()
 	for range 100 {
-		p := minPort + rand.IntN(low-minPort)
-		if given[p] {
-			continue
+		addr := "127.0.0.1:0"
+		if low >= minPort+1000 {
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(minPort+rand.IntN(low-minPort)))
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue // in use
 		}
+		addr = l.Addr().String()
 		l.Close()
-		given[p] = true
+		if given[addr] {
+			continue
+		}
+		given[addr] = true
 		return addr, nil
 	}
-	return "", errors.New("find a free port: none free in 100 tries below the ephemeral range")
+	return "", errors.New("find a free port: none free and not handed out already in 100 tries")
 }
 
 // minPort is the lowest port FreeAddr hands out, above the well-known and
@@ -188,7 +188,7 @@ const minPort = 10000
 
 var (
 	givenMu sync.Mutex
-	given   = map[int]bool{}
+	given   = map[string]bool{} // the addresses FreeAddr has handed out
 )
 
 // ephemeralLow is the first port of the kernel's ephemeral range (32768
@@ -207,16 +207,6 @@ func ephemeralLow() int {
 		return 32768
 	}
 	return n
-}
-
-// kernelPort returns a loopback address with a port the kernel chose.
-func kernelPort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // WaitReady calls probe every interval until it returns nil, p (when not
