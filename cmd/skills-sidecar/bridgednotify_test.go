@@ -24,9 +24,12 @@ func TestBridgedModernClientGetsChangeNotifications(t *testing.T) {
 	swap := kubeletPlugin(t, root, v1)
 	endpoint, _ := startSidecar(t, "--upstream", churnUpstream(t, false), "--plugin-dir", root,
 		"--poll-interval", "200ms", "--auth-gate", "none", "--era-bridge", "auto")
-	var changed atomic.Int32
+	var changed, tools atomic.Int32
 	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed.Add(1) },
+		// The upstream adds a tool every 15 ms: its notices show the
+		// listen stream open, end to end.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { tools.Add(1) },
 	})
 	// The bridge learns the upstream's eras at start; until it has, a
 	// client negotiates the legacy era. Connect until it gets the modern one.
@@ -46,7 +49,13 @@ func TestBridgedModernClientGetsChangeNotifications(t *testing.T) {
 		}
 	}
 	defer cs.Close()
-	time.Sleep(500 * time.Millisecond) // the client opens its listen stream after connecting
+	// The client opens its listen stream after connecting: the plugin
+	// changes once the upstream's own notices arrive on it.
+	for deadline := time.Now().Add(10 * time.Second); tools.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no tools/list_changed from the churning upstream reached the client: its listen stream never opened")
+		}
+	}
 	if n := changed.Load(); n != 0 {
 		t.Fatalf("%d list_changed before any change", n)
 	}
