@@ -279,53 +279,70 @@ func TestWrongGuessNotUsed(t *testing.T) {
 // another's discovery gave a hint, gets the upstream's refusal; its
 // guessed reads end with its request (no goroutine of them is left) and
 // nothing of them is kept: admitted later, the same credentials read again.
-// (The refusal waits for both guessed reads to arrive: counted before, a
-// cancelled read could still reach the upstream after the count, 1 run in
-// 40.)
+// Twice: with the guessed reads still under way at the refusal (cancelled),
+// and with them answered before it. (The refusal waits for both guessed
+// reads to arrive: counted before, a cancelled read could still reach the
+// upstream after the count, 1 run in 40.)
 func TestGuessedReadsOfARefusedCaller(t *testing.T) {
-	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
-	upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
-	side := guessSidecar(t, upURL, snap, true)
-	setHint(t, side)
-	// The upstream refuses the caller's listings once both guessed reads
-	// have reached it (so none arrives after the count below), and holds
-	// those reads until the sidecar cancels them.
-	var reads atomic.Int32
-	arrived := make(chan struct{})
-	g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
-		if r.Header.Get("Authorization") != "Bearer refused" {
-			return false
-		}
-		if m.Method == "resources/read" {
-			if reads.Add(1) == 2 {
-				close(arrived)
+	for _, answered := range []bool{false, true} {
+		snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
+		side := guessSidecar(t, upURL, snap, true)
+		setHint(t, side)
+		// The upstream refuses the caller's listings once both guessed
+		// reads have reached it (so none arrives after the count below).
+		// It holds those reads until the sidecar cancels them, or answers
+		// them and then waits 50 ms before refusing, for the sidecar to
+		// have their results (if it has not yet, the reads are cancelled
+		// instead: the test proves less, never fails).
+		var reads atomic.Int32
+		arrived := make(chan struct{})
+		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
+			if r.Header.Get("Authorization") != "Bearer refused" {
+				return false
 			}
-			select { // until the sidecar cancels it (bounded: a test that fails must not hang)
-			case <-r.Context().Done():
+			if m.Method == "resources/read" {
+				if answered {
+					uri, _ := rewrite.GetString(m.Params, "uri")
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write(mustMarshal(t, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
+						"contents": []map[string]any{{"uri": uri, "mimeType": "text/markdown", "text": lfServed(snap, uri)}}}}))
+				}
+				if reads.Add(1) == 2 {
+					close(arrived)
+				}
+				if !answered {
+					select { // until the sidecar cancels it (bounded: a failing test must not hang)
+					case <-r.Context().Done():
+					case <-time.After(10 * time.Second):
+					}
+				}
+				return true
+			}
+			select {
+			case <-arrived:
 			case <-time.After(10 * time.Second):
 			}
+			if answered {
+				time.Sleep(50 * time.Millisecond)
+			}
+			refuse401(w)
 			return true
+		})
+		r := listAs(t, side, "refused")
+		if r.Status != http.StatusUnauthorized || r.Error == nil {
+			t.Fatalf("answered %v: refused caller: HTTP %d, body %s; want the upstream's 401", answered, r.Status, r.Body)
 		}
-		select {
-		case <-arrived:
-		case <-time.After(10 * time.Second):
+		noDiscoveryLeft(t, "after the refusal")
+		refused := g.get("resources/read Bearer refused")
+		if refused != 2 {
+			t.Errorf("answered %v: the refused caller's page sent %d guessed reads, want 2", answered, refused)
 		}
-		refuse401(w)
-		return true
-	})
-	r := listAs(t, side, "refused")
-	if r.Status != http.StatusUnauthorized || r.Error == nil {
-		t.Fatalf("refused caller: HTTP %d, body %s; want the upstream's 401", r.Status, r.Body)
-	}
-	noDiscoveryLeft(t, "after the refusal")
-	refused := g.get("resources/read Bearer refused")
-	if refused != 2 {
-		t.Errorf("the refused caller's page sent %d guessed reads, want 2", refused)
-	}
-	g.setEdit(nil)
-	listAs(t, side, "refused").ok(t, "the admitted caller", nil)
-	if n := g.get("resources/read Bearer refused") - refused; n != 2 {
-		t.Errorf("the admitted caller's page read %d files, want 2: something of the refused page was kept", n)
+		g.setEdit(nil)
+		listAs(t, side, "refused").ok(t, "the admitted caller", nil)
+		if n := g.get("resources/read Bearer refused") - refused; n != 2 {
+			t.Errorf("answered %v: the admitted caller's page read %d files, want 2: something of the refused page was kept", answered, n)
+		}
 	}
 }
 
