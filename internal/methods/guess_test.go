@@ -160,6 +160,18 @@ func guessSidecarOf(t testing.TB, upstream string, snap *catalog.Snapshot, gate 
 	}})
 }
 
+// hinted starts a guess upstream serving the SKILL.md of skills a and b
+// (a plugin of those two), a sidecar in front of it with the gate on or
+// off, and sets the hint (setHint).
+func hinted(t *testing.T, gate bool) (*catalog.Snapshot, string, *guessUpstream) {
+	t.Helper()
+	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
+	upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
+	side := guessSidecar(t, upURL, snap, gate)
+	setHint(t, side)
+	return snap, side, g
+}
+
 // setHint lists skills as "Bearer first", whose complete discovery makes
 // what the upstream serves it the hint new contexts guess from.
 func setHint(t *testing.T, side string) {
@@ -285,10 +297,7 @@ func TestWrongGuessNotUsed(t *testing.T) {
 // upstream after the count, 1 run in 40.)
 func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 	for _, answered := range []bool{false, true} {
-		snap := discoveryPlugin(t, []string{"a", "b"}, 0)
-		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
-		side := guessSidecar(t, upURL, snap, true)
-		setHint(t, side)
+		snap, side, g := hinted(t, true)
 		// The upstream refuses the caller's listings once both guessed
 		// reads have reached it (so none arrives after the count below).
 		// It holds those reads until the sidecar cancels them, or answers
@@ -353,10 +362,7 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 // concurrent first pages each, the listings held 20 ms so that both join
 // the one discovery.
 func TestGuessedReadsServeEveryWaiter(t *testing.T) {
-	snap := discoveryPlugin(t, []string{"a", "b"}, 0)
-	upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
-	side := guessSidecar(t, upURL, snap, true)
-	setHint(t, side)
+	_, side, g := hinted(t, true)
 	g.setEdit(func(m rewrite.Message, _ http.ResponseWriter, _ *http.Request) bool {
 		if m.Method == "resources/list" {
 			time.Sleep(20 * time.Millisecond)
@@ -389,10 +395,7 @@ func TestGuessedReadsServeEveryWaiter(t *testing.T) {
 // files are read once over three pages, with the gate on and off.
 func TestKnownFilesNotGuessed(t *testing.T) {
 	for _, gate := range []bool{true, false} {
-		snap := discoveryPlugin(t, []string{"a", "b"}, 0)
-		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
-		side := guessSidecar(t, upURL, snap, gate)
-		setHint(t, side)
+		snap, side, g := hinted(t, gate)
 		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
 			return cutListing(m, w, r, "a", "b")
 		})
