@@ -148,11 +148,7 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		// takes its answer, as the request running a discovery does,
 		// even one not kept (an incomplete listing): a page costs one
 		// discovery, however the gate admitted it.
-		select {
-		case <-d.done:
-		case <-r.Context().Done():
-		}
-		if err := r.Context().Err(); err != nil {
+		if err := d.wait(r); err != nil {
 			return nil, false, err
 		}
 		return d.set, d.vouches(o), d.err
@@ -172,12 +168,8 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		if run {
 			o.runDiscovery(c, d, r, caller)
 		}
-		select {
-		case <-d.done:
-		case <-r.Context().Done():
-		}
-		if err := r.Context().Err(); err != nil {
-			return nil, false, err // whichever case select picked: a caller gone reads nothing
+		if err := d.wait(r); err != nil {
+			return nil, false, err
 		}
 		// A discovery that ended with its own request (its caller went
 		// away, it was withdrawn at its caller's refusal, a prefetch ran
@@ -193,6 +185,16 @@ func (o *Overlay) servedSetOf(c *authContext, r *http.Request, caller rewrite.Me
 		}
 		return d.set, d.vouches(o), d.err
 	}
+}
+
+// wait waits until d ends or r's caller leaves, and returns the caller's
+// error if it left, whichever came first: a caller gone reads nothing.
+func (d *discovery) wait(r *http.Request) error {
+	select {
+	case <-d.done:
+	case <-r.Context().Done():
+	}
+	return r.Context().Err()
 }
 
 // vouches reports whether d's first listing page admitted its caller, or
@@ -595,13 +597,7 @@ func (o *Overlay) guess(c *authContext, files []*catalog.File) *guesses {
 	}
 	var mine []*catalog.File
 	for _, f := range files {
-		if _, known := c.files[f.URI]; known {
-			continue
-		}
-		if _, reading := c.reading[f.URI]; reading {
-			continue
-		}
-		if hint.serves(f.URI) {
+		if !c.knows(f.URI) && hint.serves(f.URI) {
 			mine = append(mine, f)
 		}
 	}
@@ -654,10 +650,7 @@ func (g *guesses) publish(o *Overlay, c *authContext, set *servedSet) {
 		if g.errs[i] != nil || !set.serves(f.URI) {
 			continue
 		}
-		if _, ok := c.files[f.URI]; ok {
-			continue
-		}
-		if _, ok := c.reading[f.URI]; ok {
+		if c.knows(f.URI) {
 			continue
 		}
 		c.files[f.URI] = g.out[i]

@@ -202,6 +202,16 @@ func (c *authContext) current(snap *catalog.Snapshot, now time.Time) bool {
 }
 
 // lookup returns the cached verdict for uri, if any.
+// knows reports whether c has a verdict for uri or a read of it under
+// way; c.mu is held.
+func (c *authContext) knows(uri string) bool {
+	if _, ok := c.files[uri]; ok {
+		return true
+	}
+	_, ok := c.reading[uri]
+	return ok
+}
+
 func (c *authContext) lookup(uri string) (served, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
