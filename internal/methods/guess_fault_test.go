@@ -74,6 +74,22 @@ func listUntilCancelled(side, token string) (cancel func(), gone <-chan struct{}
 	return cancel, done
 }
 
+// pageWhileALeaves lists skills as request A with the bearer token and,
+// once A's first read has reached the upstream (held, holdFirstRead), as
+// request B with the same token; 100 ms later A leaves. It returns B's
+// page. (If B has not reached A's discovery or read by then, the test
+// proves less, never fails.)
+func pageWhileALeaves(t *testing.T, side, token string, held <-chan struct{}) page {
+	t.Helper()
+	cancelA, goneA := listUntilCancelled(side, token)
+	arrives(t, held, "A's first read never reached the upstream")
+	pageB := pageInBackground(side, token)
+	time.Sleep(100 * time.Millisecond)
+	cancelA()
+	<-goneA
+	return <-pageB
+}
+
 // page is a skills/list answer: its result, or the error.
 type page struct {
 	res json.RawMessage
@@ -132,9 +148,7 @@ func TestGuessNotKeptPastUpdated(t *testing.T) {
 		return false
 	}
 	g.mu.Unlock()
-	if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-		t.Fatal(err)
-	}
+	setHint(t, sc.URL)
 	done := make(chan error, 1)
 	go func() {
 		_, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer second"}, "skills/list", nil)
@@ -173,14 +187,8 @@ func TestGuessOfALeavingCallerNotInherited(t *testing.T) {
 		side := guessSidecar(t, upURL, snap, gate)
 		uri := "skill://a/SKILL.md"
 		setHint(t, side)
-		held := holdFirstRead(g, "shared") // A's guessed read ends when A leaves
-		cancelA, goneA := listUntilCancelled(side, "shared")
-		arrives(t, held, "A's guessed read never reached the upstream")
-		gotB := pageInBackground(side, "shared")
-		time.Sleep(100 * time.Millisecond) // B joins A's discovery (if it does not, the test proves less, never fails)
-		cancelA()
-		<-goneA
-		b := <-gotB
+		// A's guessed read ends when A leaves; B joins A's discovery.
+		b := pageWhileALeaves(t, side, "shared", holdFirstRead(g, "shared"))
 		if b.err != nil {
 			t.Fatalf("gate %v: B, still connected, failed because A left: %v", gate, b.err)
 		}
@@ -298,9 +306,7 @@ func TestUnvouchedGuessesNotKept(t *testing.T) {
 		}})
 		var offset atomic.Int64 // the overlay's clock, stepped past the TTL below
 		methods.SetOverlayClock(sc.Overlay, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
-		if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-			t.Fatal(err)
-		}
+		setHint(t, sc.URL)
 		offset.Store(int64(time.Hour)) // first's context expires; the hint stays
 		before, verdicts := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay)
 		if shared {
@@ -356,14 +362,8 @@ func TestWaiterReadsWhatALeaverLeft(t *testing.T) {
 		upURL, g := startGuessUpstream(t, snap, []string{"a"})
 		side := guessSidecar(t, upURL, snap, gate)
 		uri := "skill://a/SKILL.md"
-		held := holdFirstRead(g, "same") // A's read ends when A leaves
-		cancelA, goneA := listUntilCancelled(side, "same")
-		arrives(t, held, "A's read never reached the upstream")
-		pageB := pageInBackground(side, "same")
-		time.Sleep(100 * time.Millisecond) // B waits on A's read
-		cancelA()
-		<-goneA
-		b := <-pageB
+		// A's read ends when A leaves; B waits on A's read.
+		b := pageWhileALeaves(t, side, "same", holdFirstRead(g, "same"))
 		if b.err != nil {
 			t.Fatalf("gate %v: B got %v", gate, b.err)
 		}
@@ -396,9 +396,7 @@ func TestUnvouchedPrefetchKeepsNothing(t *testing.T) {
 		snap := discoveryPlugin(t, []string{"a", "b"}, 0)
 		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
 		sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }})
-		if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer first"}, "skills/list", nil); err != nil {
-			t.Fatal(err)
-		}
+		setHint(t, sc.URL)
 		before, verdicts := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay)
 		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
 			if r.Header.Get("Authorization") != "Bearer unvouched" {
