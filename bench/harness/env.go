@@ -307,8 +307,9 @@ func scrapeValues(ctx context.Context, url string, names ...string) ([]float64, 
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
+		line := sc.Text()
 		for i, name := range names {
-			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok && !found[i] {
+			if v, ok := strings.CutPrefix(line, name+" "); ok && !found[i] {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil {
 					return nil, fmt.Errorf("parse %s: %w", name, err)
