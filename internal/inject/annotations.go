@@ -185,7 +185,9 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 		s.port = p
 	}
 	if v, ok := ann[AnnotationUpstreamPath]; ok {
-		if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, " \t\n?#") {
+		// A URL refuses ASCII control characters (the sidecar would
+		// not start on one), as it ends its path at ? or #.
+		if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, " ?#") || strings.ContainsFunc(v, isASCIIControl) {
 			bad(AnnotationUpstreamPath, "%q is not a path starting with /", v)
 		}
 		s.upstreamPath = v
@@ -379,3 +381,7 @@ func checkPorts(s settings, spec *corev1.PodSpec) []error {
 	}
 	return errs
 }
+
+// isASCIIControl reports whether r is a control character a URL may not
+// hold (net/url refuses them).
+func isASCIIControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -254,6 +254,8 @@ func TestMutateErrors(t *testing.T) {
 		"metrics collides":       {testPod(optIn(), 17090), []string{"metrics-listen", "17090", "container server"}},
 		"mcp port collides":      {testPod(optIn(AnnotationUpstreamPort, "3000"), 3000, 17080), []string{AnnotationPort, "17080", "container server"}},
 		"bad path":               {testPod(optIn(AnnotationUpstreamPath, "mcp"), 3000), []string{AnnotationUpstreamPath}},
+		"control char in path":   {testPod(optIn(AnnotationUpstreamPath, "/mc\x7f"), 3000), []string{AnnotationUpstreamPath}},
+		"CR in path":             {testPod(optIn(AnnotationUpstreamPath, "/mcp\r"), 3000), []string{AnnotationUpstreamPath}},
 		"bad resources":          {testPod(optIn(AnnotationResources, `{"request":{}}`), 3000), []string{AnnotationResources, "request"}},
 		"bad image":              {testPod(optIn(AnnotationImage, "a b"), 3000), []string{AnnotationImage}},
 		"no plugin":              {testPod(map[string]string{AnnotationInject: "true"}, 3000), []string{AnnotationPluginConfigMaps, AnnotationPluginImage}},
