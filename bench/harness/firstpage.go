@@ -5,9 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,10 +28,12 @@ import (
 // The first skills/list page a new caller sees (issue 17). The sidecar
 // learns which catalog files the upstream serves per authorization context,
 // so a caller with new credentials (a new bearer token, a junk cookie)
-// costs the upstream the gate's probe and one discovery (resources/list
-// and resources/templates/list), plus one read per file on the page that
-// the upstream serves. The scenario runs its own go-sdk upstream in this
-// process, behind middleware that counts the requests reaching it, and a
+// costs the upstream one discovery (resources/list, whose first page is
+// also the auth gate's verdict, and resources/templates/list), plus one
+// read per file on the page that the upstream serves. The scenario runs
+// its own go-sdk upstream in a process of its own (the skillsbench
+// subcommand firstpage-upstream), behind middleware that counts the
+// requests reaching it, and a
 // sidecar (default flags: the auth gate and upstream-files on) in front
 // of it, with a 100-skill × 5-file plugin: one page.
 const (
@@ -129,17 +131,26 @@ func firstPageSkillMD(name string) string {
 	return "---\nname: " + name + "\ndescription: Skill " + name + " of the first-page scenario.\n---\n# " + name + "\n"
 }
 
-// startFirstPageUpstream serves a go-sdk upstream on loopback (stateless for
-// 2026-07-28 requests, with sessions for legacy ones):
-// with an unrelated resource (so it declares resources and the sidecar must
-// ask) and, with servesSome, the SKILL.md of firstPageServed skills on the
-// page as its own resources; each request is held latency first.
-func startFirstPageUpstream(servesSome bool, latency time.Duration) (url string, c *requestCounter, stop func(), err error) {
+// FirstPageOptions shapes the firstpage scenario's upstream.
+type FirstPageOptions struct {
+	// ServesSome makes the upstream serve the SKILL.md of firstPageServed
+	// skills on the page as its own resources.
+	ServesSome bool
+	// Latency holds each request before the upstream answers it.
+	Latency time.Duration
+}
+
+// firstPageUpstream is the scenario's go-sdk upstream (stateless for
+// 2026-07-28 requests, with sessions for legacy ones): with an unrelated
+// resource (so it declares resources and the sidecar must ask) and, with
+// ServesSome, the SKILL.md of firstPageServed skills on the page as its own
+// resources; each request is counted and held Latency first.
+func firstPageUpstream(o FirstPageOptions) (http.Handler, *requestCounter) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "firstpage-upstream", Version: "v0.0.0"}, nil)
 	s.AddResource(&mcp.Resource{URI: "bench://unrelated", Name: "unrelated"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "unrelated"}}}, nil
 	})
-	if servesSome {
+	if o.ServesSome {
 		for i := range firstPageServed {
 			name := fmt.Sprintf("f%03d", i*firstPageSkills/firstPageServed)
 			uri := "skill://" + name + "/SKILL.md"
@@ -149,11 +160,7 @@ func startFirstPageUpstream(servesSome bool, latency time.Duration) (url string,
 			})
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, nil, err
-	}
-	c = &requestCounter{by: map[string]int{}, latency: latency}
+	c := &requestCounter{by: map[string]int{}, latency: o.Latency}
 	get := func(*http.Request) *mcp.Server { return s }
 	// Stateless for 2026-07-28 requests, with sessions for legacy ones
 	// (the legacy row), as NewUpstream does.
@@ -161,9 +168,45 @@ func startFirstPageUpstream(servesSome bool, latency time.Duration) (url string,
 		stateful:  mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{SessionTimeout: 5 * time.Minute}),
 		stateless: mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true}),
 	}
-	srv := &http.Server{Handler: c.wrap(both), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	return "http://" + l.Addr().String() + "/mcp", c, func() { _ = srv.Close() }, nil
+	return c.wrap(both), c
+}
+
+// ServeFirstPageUpstream serves the firstpage scenario's upstream until
+// ctx ends: the skillsbench subcommand `firstpage-upstream`, run in a
+// process of its own as any upstream of the sidecar is. Its stats address
+// serves the allocation counter at /metrics and the requests counted so
+// far at /counts, as a JSON object of method to count.
+func ServeFirstPageUpstream(ctx context.Context, o ServeOptions, fo FirstPageOptions) error {
+	h, c := firstPageUpstream(fo)
+	stats := http.NewServeMux()
+	stats.HandleFunc("/metrics", serveMallocs)
+	stats.HandleFunc("/counts", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(c.snapshot())
+	})
+	return serveWith(ctx, o, h, stats)
+}
+
+// upstreamCounts fetches what a firstpage upstream has counted so far
+// from its stats address (ServeFirstPageUpstream).
+func upstreamCounts(ctx context.Context, client *http.Client, url string) (map[string]int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("upstream counts: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("upstream counts: status %d", resp.StatusCode)
+	}
+	var out map[string]int
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("upstream counts: %w", err)
+	}
+	return out, nil
 }
 
 func randomToken() string {
@@ -213,20 +256,26 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	fail := func(err error) []report.Row {
 		return []report.Row{{Scenario: "skills/list first page", Variant: label, Target: report.Sidecar, Status: "failed: " + err.Error()}}
 	}
-	// The upstream and the callers share this process, so the callers'
-	// garbage (each first page is a 50 KB reply read into a new buffer)
-	// would start collections that stall the upstream in the middle of
-	// a page, more often during first pages than during the round trips
-	// they are compared with. A collection before each timed phase and a
+	// The upstream runs in a process of its own, as a sidecar's upstream
+	// does: a round trip from another process (the sidecar's, or this
+	// harness's direct one) wakes it, where a client in its own process
+	// would find it running. The callers' garbage (each first page is a
+	// 50 KB reply read into a new buffer) would start collections in the
+	// middle of a timed phase: a collection before each timed phase and a
 	// lax target during it keep the harness's own collector out of the
 	// figures; the sidecar's collector runs as configured.
 	defer debug.SetGCPercent(debug.SetGCPercent(harnessGCPercent))
 	runtime.GC()
-	upURL, counter, stop, err := startFirstPageUpstream(servesSome, latency)
+	upArgs := []string{"-latency", latency.String()}
+	if servesSome {
+		upArgs = append(upArgs, "-serves-some")
+	}
+	up, err := e.startGo(ctx, "firstpage-upstream", upArgs)
 	if err != nil {
 		return fail(err)
 	}
-	defer stop()
+	defer up.Proc.Stop(time.Second)
+	upURL, countsURL := up.URL, strings.TrimSuffix(up.MetricsURL, "/metrics")+"/counts"
 	p, addr, metricsURL, err := e.launchSidecar(ctx, []string{"--upstream", upURL, "--plugin-dir", plugin}, true)
 	if err != nil {
 		return fail(err)
@@ -234,6 +283,7 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	defer p.Stop(time.Second)
 	side := "http://" + addr + "/mcp"
 	client := NewClient(firstPageCrowd)
+	counts := func() (map[string]int, error) { return upstreamCounts(ctx, client, countsURL) }
 	askWith := func(url string, hdr http.Header, body []byte) (time.Duration, error) {
 		var buf bytes.Buffer
 		start := time.Now()
@@ -380,7 +430,11 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 	}
 	measure := func(variant string, creds []string, open func(string) (request, error)) error {
 		runtime.GC()
-		before, cpu0, heap0 := counter.snapshot(), cpu(), heap()
+		before, err := counts()
+		if err != nil {
+			return err
+		}
+		cpu0, heap0 := cpu(), heap()
 		var first []time.Duration
 		reqs := make([]request, len(creds))
 		for i, c := range creds {
@@ -395,7 +449,11 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 			}
 			first = append(first, d)
 		}
-		total, detail := since(before, counter.snapshot())
+		after, err := counts()
+		if err != nil {
+			return err
+		}
+		total, detail := since(before, after)
 		cpu1, heap1 := cpu(), heap()
 		// The same callers again: their pages are warm.
 		runtime.GC()
@@ -463,7 +521,11 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 		crowd[i] = "session=" + randomToken()
 	}
 	runtime.GC()
-	before, cpu0, heap0 := counter.snapshot(), cpu(), heap()
+	before, err := counts()
+	if err != nil {
+		return append(rows, fail(err)...)
+	}
+	cpu0, heap0 := cpu(), heap()
 	first := make([]time.Duration, len(crowd))
 	errs := make([]error, len(crowd))
 	var wg sync.WaitGroup
@@ -481,7 +543,11 @@ func (e *Env) firstPageVariant(ctx context.Context, plugin string, servesSome bo
 			return append(rows, fail(err)...)
 		}
 	}
-	total, detail := since(before, counter.snapshot())
+	after, err := counts()
+	if err != nil {
+		return append(rows, fail(err)...)
+	}
+	total, detail := since(before, after)
 	cpu1, heap1 := cpu(), heap()
 	runtime.GC()
 	warm := make([]time.Duration, len(crowd))

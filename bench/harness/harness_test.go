@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -285,5 +286,90 @@ func TestLoopProxy(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("serveLoop still running 5s after its context ended")
+	}
+}
+
+// TestFirstPageUpstreamCounts serves the firstpage scenario's upstream as
+// its subcommand does, sends it requests and a notification, and reads its
+// counts back from its stats address: the requests per new caller the
+// scenario reports come from there.
+func TestFirstPageUpstreamCounts(t *testing.T) {
+	t.Parallel()
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- ServeFirstPageUpstream(ctx, ServeOptions{Listen: addr, StatsListen: stats}, FirstPageOptions{ServesSome: true})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeFirstPageUpstream after cancel = %v, want nil", err)
+		}
+	}()
+	if err := WaitReady(t.Context(), nil, TCPProbe(addr), 5*time.Millisecond, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	client := NewClient(2)
+	url, countsURL := "http://"+addr+"/mcp", "http://"+stats+"/counts"
+	before, err := upstreamCounts(t.Context(), client, countsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != 0 {
+		t.Errorf("counts before any request = %v, want none", before)
+	}
+	served := fmt.Sprintf("skill://f%03d/SKILL.md", 0)
+	calls := []Call{
+		{Method: "resources/list"}, {Method: "resources/list"}, {Method: "resources/templates/list"},
+		{Method: "resources/read", Params: `{"uri":"` + served + `"}`, Name: served},
+	}
+	var buf strings.Builder
+	for _, c := range calls {
+		var b bytes.Buffer
+		resp, err := post(t.Context(), client, url, c.Header(Modern, c.Name), c.Body(Modern), &b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Method, err)
+		}
+		if resp.StatusCode != http.StatusOK || strings.Contains(b.String(), `"error"`) {
+			t.Errorf("%s = %d %s, want a result", c.Method, resp.StatusCode, b.String())
+		}
+		buf.WriteString(b.String())
+	}
+	if !strings.Contains(buf.String(), "Served by the upstream.") {
+		t.Errorf("replies hold no text the upstream serves for %s: %s", served, buf.String())
+	}
+	// A notification is not a request: not counted.
+	note := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(note))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = Call{Method: "notifications/cancelled"}.Header(Modern, "")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("notification = %d, want 202", resp.StatusCode)
+	}
+	got, err := upstreamCounts(t.Context(), client, countsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"resources/list": 2, "resources/templates/list": 1, "resources/read": 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("counts mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := upstreamCounts(t.Context(), client, "http://"+stats+"/nothing"); err == nil {
+		t.Error("upstreamCounts of a path that serves no counts = nil error, want one")
 	}
 }

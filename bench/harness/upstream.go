@@ -210,21 +210,27 @@ func ServeBareProxy(ctx context.Context, o ServeOptions) error {
 const maxBareBody = 64 << 20
 
 func serve(ctx context.Context, o ServeOptions, h http.Handler) error {
+	return serveWith(ctx, o, h, http.HandlerFunc(serveMallocs))
+}
+
+// serveWith serves h on o.Listen and, when o.StatsListen is set, stats on
+// it, until ctx ends. The stats address listens first, so a caller that
+// has found o.Listen accepting finds it accepting too.
+func serveWith(ctx context.Context, o ServeOptions, h, stats http.Handler) error {
+	if o.StatsListen != "" {
+		sl, err := net.Listen("tcp", o.StatsListen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", o.StatsListen, err)
+		}
+		ss := &http.Server{Handler: stats, ReadHeaderTimeout: 10 * time.Second}
+		go ss.Serve(sl)
+		defer ss.Close()
+	}
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	if o.StatsListen != "" {
-		sl, err := net.Listen("tcp", o.StatsListen)
-		if err != nil {
-			l.Close()
-			return fmt.Errorf("listen on %s: %w", o.StatsListen, err)
-		}
-		ss := &http.Server{Handler: http.HandlerFunc(serveMallocs), ReadHeaderTimeout: 10 * time.Second}
-		go ss.Serve(sl)
-		defer ss.Close()
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -6,8 +6,8 @@
 //
 //	go run ./bench/cmd/skillsbench [-short] [-json FILE] [-scenarios a,b] [-repeats N] [-duration D]
 //
-// The subcommands `upstream` and `bareproxy` are the harness's own servers;
-// it starts them itself. `loopproxy` is a minimal relay without net/http's
+// The subcommands `upstream`, `firstpage-upstream` and `bareproxy` are the
+// harness's own servers; it starts them itself. `loopproxy` is a minimal relay without net/http's
 // server that scripts/bench-wrk.sh measures as a floor. `nginx-config` prints the nginx configuration the
 // harness runs nginx with, for measurements made outside it
 // (scripts/bench-wrk.sh).
@@ -39,7 +39,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "upstream" || args[0] == "bareproxy" || args[0] == "loopproxy") {
+	if len(args) > 0 && (args[0] == "upstream" || args[0] == "bareproxy" || args[0] == "loopproxy" || args[0] == "firstpage-upstream") {
 		return serve(ctx, args[0], args[1:], stderr)
 	}
 	if len(args) > 0 && args[0] == "nginx-config" {
@@ -197,6 +197,9 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "loopback address to serve MCP on")
 	fs.StringVar(&o.StatsListen, "stats-listen", "", "loopback address to serve the allocation counter on")
 	fs.StringVar(&o.Upstream, "upstream", "", "bareproxy, loopproxy: the upstream URL")
+	var fo harness.FirstPageOptions
+	fs.BoolVar(&fo.ServesSome, "serves-some", false, "firstpage-upstream: serve some of the scenario's SKILL.md files")
+	fs.DurationVar(&fo.Latency, "latency", 0, "firstpage-upstream: hold each request this long")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -206,6 +209,8 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 		err = harness.ServeUpstream(ctx, o)
 	case "bareproxy":
 		err = harness.ServeBareProxy(ctx, o)
+	case "firstpage-upstream":
+		err = harness.ServeFirstPageUpstream(ctx, o, fo)
 	default:
 		err = harness.ServeLoopProxy(ctx, o)
 	}
