@@ -61,3 +61,24 @@ func TestNginxConfigCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstPageUpstreamCommand: the subcommand the firstpage scenario
+// starts its upstream with takes its flags, refuses a bad one, and ends
+// cleanly when its context does.
+func TestFirstPageUpstreamCommand(t *testing.T) {
+	t.Parallel()
+	var errOut strings.Builder
+	if code := run(t.Context(), []string{"firstpage-upstream", "-latency", "soon"}, io.Discard, &errOut); code != 2 {
+		t.Errorf("firstpage-upstream -latency soon = exit %d, want 2 (stderr %q)", code, errOut.String())
+	}
+	addr, err := harness.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	errOut.Reset()
+	if code := run(ctx, []string{"firstpage-upstream", "-listen", addr, "-serves-some", "-latency", "2ms"}, io.Discard, &errOut); code != 0 {
+		t.Errorf("firstpage-upstream after its context ended = exit %d, want 0 (stderr %q)", code, errOut.String())
+	}
+}
