@@ -36,6 +36,10 @@ const (
 	// DefaultMaxFrontStreams caps the GET streams served at once, each an
 	// open subscriptions/listen to the upstream.
 	DefaultMaxFrontStreams = 256
+	// DefaultMaxFrontSessionStreams caps the GET streams of one session,
+	// so that one client cannot take every stream the front serves (as
+	// the sidecar's own notification streams are capped per session).
+	DefaultMaxFrontSessionStreams = 8
 )
 
 // LegacyFront is the other half of the era bridge (issue 20 item 3): while
@@ -86,11 +90,13 @@ type LegacyFront struct {
 	// Credentials are the headers that carry a caller's credentials; nil
 	// means onbehalf.DefaultCredentials.
 	Credentials []string
-	// MaxSessions, IdleTimeout and MaxStreams bound the front; 0 means
-	// DefaultMaxFrontSessions, DefaultFrontIdle, DefaultMaxFrontStreams.
-	MaxSessions int
-	IdleTimeout time.Duration
-	MaxStreams  int
+	// MaxSessions, IdleTimeout, MaxStreams and MaxSessionStreams bound
+	// the front; 0 means DefaultMaxFrontSessions, DefaultFrontIdle,
+	// DefaultMaxFrontStreams, DefaultMaxFrontSessionStreams.
+	MaxSessions       int
+	IdleTimeout       time.Duration
+	MaxStreams        int
+	MaxSessionStreams int
 	// MaxBytes bounds one reply the front parses; 0 means 32 MiB.
 	MaxBytes int
 	// OnSessions, when set, is told the number of sessions minted and live.
@@ -119,6 +125,10 @@ type frontSession struct {
 	logLevel string
 	subs     []string
 	changed  chan struct{} // closed (and replaced) when subs change
+	// calls are the session's requests under way upstream, by their id's
+	// JSON, each with what cancels it: a legacy client cancels with
+	// notifications/cancelled, the modern wire by closing the stream.
+	calls map[string]context.CancelFunc
 }
 
 // Active reports whether the front serves legacy clients now.
@@ -138,6 +148,9 @@ func (f *LegacyFront) Start(ctx context.Context) {
 	}
 	if f.MaxStreams <= 0 {
 		f.MaxStreams = DefaultMaxFrontStreams
+	}
+	if f.MaxSessionStreams <= 0 {
+		f.MaxSessionStreams = DefaultMaxFrontSessionStreams
 	}
 	if f.MaxBytes <= 0 {
 		f.MaxBytes = 32 << 20
@@ -214,10 +227,16 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	if s == nil {
 		return unknownSession(req, msg.ID), nil
 	}
+	if msg.Kind == rewrite.KindNotification && msg.Method == "notifications/cancelled" {
+		// The modern wire's cancellation is the request's stream closed.
+		if id, ok := rewrite.GetKey(msg.Params, []string{"requestId"}); ok {
+			s.cancelCall(id)
+		}
+	}
 	if msg.Kind != rewrite.KindRequest {
 		// notifications/initialized, cancelled, roots/list_changed, and
 		// responses: the modern wire has no client notifications over
-		// HTTP (closing a request's stream cancels it).
+		// HTTP (closing a request's stream cancels it: above).
 		return &http.Response{StatusCode: http.StatusAccepted, Status: "202 Accepted", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Request: req, Header: http.Header{}, Body: http.NoBody}, nil
 	}
@@ -467,7 +486,8 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: "+err.Error(), nil)), nil
 	}
 	body := ModernRequest(msg, params)
-	out := req.Clone(req.Context())
+	ctx, done := s.startCall(req.Context(), msg.ID)
+	out := req.Clone(ctx)
 	out.Header = req.Header.Clone()
 	modernHeaders(out.Header, msg.Method, params)
 	out.Body = io.NopCloser(bytes.NewReader(body))
@@ -475,6 +495,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	out.ContentLength = int64(len(body))
 	resp, err := f.Next.RoundTrip(out)
 	if err != nil {
+		done()
 		return nil, err
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -482,6 +503,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	case "application/json":
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(f.MaxBytes)+1))
 		resp.Body.Close()
+		done()
 		if err != nil {
 			return nil, err
 		}
@@ -503,12 +525,53 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	case "text/event-stream":
 		r := rewrite.NewReader(resp.Body, f.MaxBytes)
 		pr, pw := io.Pipe()
-		go pumpLegacy(r, resp.Body, pw, msg)
+		up := resp.Body
+		go func() {
+			defer done()
+			pumpLegacy(r, up, pw, msg)
+		}()
 		resp.Body = pr
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
+	default:
+		resp.Body = &endingBody{ReadCloser: resp.Body, end: done}
 	}
 	return resp, nil
+}
+
+// startCall registers a request of s under way upstream, and returns its
+// context (a client's notifications/cancelled for its id cancels it) and
+// the func that ends it. A second request under an id already in flight
+// (which the legacy wire forbids) is not registered: a cancellation of
+// that id cannot tell the two apart, so it cancels the first only.
+func (s *frontSession) startCall(client context.Context, id json.RawMessage) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(client)
+	key := string(bytes.TrimSpace(id))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.calls[key]; dup || key == "" {
+		return ctx, cancel
+	}
+	if s.calls == nil {
+		s.calls = map[string]context.CancelFunc{}
+	}
+	s.calls[key] = cancel
+	return ctx, func() {
+		s.mu.Lock()
+		delete(s.calls, key)
+		s.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancelCall cancels s's request id if it is under way.
+func (s *frontSession) cancelCall(id json.RawMessage) {
+	s.mu.Lock()
+	cancel := s.calls[string(bytes.TrimSpace(id))]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // pumpLegacy copies a modern SSE reply to pw, the response to msg
@@ -546,12 +609,18 @@ func pumpLegacy(r *rewrite.Reader, up io.Closer, pw *io.PipeWriter, msg rewrite.
 // change; it ends when the client leaves, s ends, or the upstream ends
 // the listen stream.
 func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response, error) {
+	s.mu.Lock()
+	if s.streams >= f.MaxSessionStreams {
+		s.mu.Unlock()
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
+			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})), nil
+	}
 	if n := f.streams.Add(1); int(n) > f.MaxStreams {
 		f.streams.Add(-1)
+		s.mu.Unlock()
 		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
 			"era bridge: too many GET streams ("+strconv.Itoa(f.MaxStreams)+")", map[string]string{"reason": "bridge_streams_exhausted"})), nil
 	}
-	s.mu.Lock()
 	s.streams++
 	s.mu.Unlock()
 	pr, pw := io.Pipe()

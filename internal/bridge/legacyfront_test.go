@@ -29,9 +29,16 @@ type frontFixture struct {
 
 func newFrontFixture(t *testing.T, max int) *frontFixture {
 	t.Helper()
+	return newFrontFixtureWith(t, max, func(h http.Handler) http.Handler { return h })
+}
+
+// newFrontFixtureWith is newFrontFixture with the upstream's handler
+// wrapped, so a test can watch what reaches it.
+func newFrontFixtureWith(t *testing.T, max int, wrap func(http.Handler) http.Handler) *frontFixture {
+	t.Helper()
 	fx := &frontFixture{server: modernonly.NewServer(), now: time.Unix(1e9, 0)}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", modernonly.Handler(fx.server))
+	mux.Handle("/mcp", wrap(modernonly.Handler(fx.server)))
 	up := httptest.NewServer(mux)
 	t.Cleanup(up.Close)
 	u, _ := http.NewRequest(http.MethodGet, up.URL+"/mcp", nil)

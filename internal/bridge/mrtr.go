@@ -57,13 +57,20 @@ type upcall struct {
 	key    string          // the caller's session key (credentials, capabilities)
 	method string          // the client's method
 	digest [32]byte        // of its params, MRTR fields and _meta aside
-	id     json.RawMessage // the id the upstream answers to
+	id     json.RawMessage // the id the upstream answers to (upstreamID)
 	caps   json.RawMessage // the client's capabilities
 	logs   bool
+	call   *callCtx // its upstream request's context and client watch
 	// asked are the server's requests waiting for the client's answers.
 	asked []asked
 	// resumed is set once a retry continues the call.
 	resumed bool
+}
+
+// close ends the call: its reply stream closed, its context cancelled.
+func (c *upcall) close() {
+	c.body.Close()
+	c.call.end()
 }
 
 // asked is one server-to-client request carried to the client.
@@ -296,16 +303,12 @@ func (t *Transport) answerUpstream(s *session, body []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, nil)
-	if err != nil {
-		return err
-	}
 	h := s.creds.Clone()
 	if s.id != "" {
 		h.Set("Mcp-Session-Id", s.id)
 	}
 	h.Set("Mcp-Protocol-Version", s.version)
-	resp, err := t.post(ctx, req, h, body)
+	resp, err := t.postTo(ctx, s.url, h, body)
 	if err != nil {
 		return err
 	}
@@ -327,7 +330,7 @@ func (t *Transport) release(c *upcall, why string) {
 	for _, a := range c.asked {
 		_ = t.answerUpstream(c.s, ErrorReply(a.id, reply.CodeInternalError, why, nil))
 	}
-	c.body.Close()
+	c.close()
 }
 
 // serverRequest decides what becomes of a server-to-client request m on
@@ -357,6 +360,12 @@ func (t *Transport) serverRequest(c *upcall, clientID json.RawMessage, m rewrite
 	}
 	c.asked = []asked{{key: inputKey(m.ID), id: m.ID, method: m.Method, params: m.Params}}
 	c.s.touch(time.Now())
+	if !c.call.detach() {
+		// The client left as the server asked: its cancellation is under
+		// way (call.go), and nobody will retry.
+		t.release(c, "the client left")
+		return nil, true, false
+	}
 	token, ok := t.pending.add(c)
 	if !ok {
 		t.release(c, "too many calls wait for their clients")
@@ -400,12 +409,13 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 	}
 	for _, b := range answers {
 		if err := t.answerUpstream(c.s, b); err != nil {
-			c.body.Close()
+			c.close()
 			return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: the upstream did not take the client's input: "+err.Error(),
 				map[string]string{"reason": "bridge_input_not_delivered"})), nil
 		}
 	}
 	c.asked, c.resumed = nil, true
+	c.call.follow(req.Context()) // the retry's client leaving now cancels the call
 	pr, pw := io.Pipe()
 	go t.pumpReply(nil, pw, c, msg.ID)
 	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,

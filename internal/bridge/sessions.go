@@ -2,7 +2,9 @@ package bridge
 
 import (
 	"encoding/hex"
+	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,10 +21,16 @@ const (
 	DefaultIdleTimeout = 5 * time.Minute
 )
 
+// errSessionsBusy is a session that could not be held: MaxSessions are,
+// and every one is busy.
+var errSessionsBusy = errors.New("every session held is busy")
+
 // session is one legacy upstream session held for the callers of one
-// authorization context and client-capability set.
+// authorization context and client-capability set, or for one
+// subscriptions/listen stream (pinned).
 type session struct {
 	key     string
+	pinned  bool   // a listen stream's: never evicted or expired, dropped when it ends
 	id      string // Mcp-Session-Id; "" when the upstream minted none
 	version string // the negotiated protocol version
 	init    initResult
@@ -36,8 +44,9 @@ type session struct {
 	mu   sync.Mutex
 	used time.Time
 	// waiting counts the calls on it waiting for a client's retry
-	// (input_required): eviction spares it while any do.
-	waiting atomic.Int32
+	// (input_required), inflight its requests under way (call.go):
+	// eviction spares it while any are.
+	waiting, inflight atomic.Int32
 }
 
 func (s *session) touch(now time.Time) {
@@ -74,7 +83,9 @@ type holder struct {
 }
 
 // get returns the session for key, opening it with open when there is
-// none. Concurrent callers of one key wait for one open.
+// none. Concurrent callers of one key wait for one open. When MaxSessions
+// are held and every one is busy, the session returned failed with
+// errSessionsBusy.
 func (h *holder) get(key string, open func(*session)) *session {
 	now := h.now()
 	h.mu.Lock()
@@ -87,13 +98,44 @@ func (h *holder) get(key string, open func(*session)) *session {
 		s.touch(now)
 		return s
 	}
-	var dropped []*session
-	dropped = h.expireLocked(now, dropped)
-	for len(h.m) >= h.max {
-		dropped = append(dropped, h.evictLRULocked())
+	return h.add(&session{key: key, ready: make(chan struct{}), used: now}, open)
+}
+
+// listens numbers the keys of listen streams' sessions.
+var listens atomic.Uint64
+
+// pin opens a session of its own for a subscriptions/listen stream, held
+// (and counted against max) until drop, never evicted or expired.
+func (h *holder) pin(open func(*session)) *session {
+	h.mu.Lock()
+	if h.m == nil {
+		h.m = map[string]*session{}
 	}
-	s := &session{key: key, ready: make(chan struct{}), used: now}
-	h.m[key] = s
+	key := "listen/" + strconv.FormatUint(listens.Add(1), 10)
+	return h.add(&session{key: key, pinned: true, ready: make(chan struct{}), used: h.now()}, open)
+}
+
+// add holds s, making room first, and opens it with open; h.mu is held on
+// entry and released. Room is made by closing expired sessions, then
+// idle ones least recently used first; a busy session (a request under
+// way, a call waiting for input, a listen stream, one still opening) is
+// never closed for another: when nothing else is left, s fails with
+// errSessionsBusy and is not held.
+func (h *holder) add(s *session, open func(*session)) *session {
+	dropped := h.expireLocked(s.used, nil)
+	for len(h.m) >= h.max {
+		victim := h.evictLRULocked()
+		if victim == nil {
+			n := len(h.m)
+			h.mu.Unlock()
+			h.report(n, dropped)
+			s.err = errSessionsBusy
+			close(s.ready)
+			return s
+		}
+		dropped = append(dropped, victim)
+	}
+	h.m[s.key] = s
 	n := len(h.m)
 	h.mu.Unlock()
 	h.report(n, dropped)
@@ -149,7 +191,7 @@ func (h *holder) expireLocked(now time.Time, dropped []*session) []*session {
 		default:
 			continue // still opening
 		}
-		if now.Sub(s.lastUsed()) > h.idle {
+		if !s.pinned && s.busy() == 0 && now.Sub(s.lastUsed()) > h.idle {
 			delete(h.m, k)
 			dropped = append(dropped, s)
 		}
@@ -157,23 +199,33 @@ func (h *holder) expireLocked(now time.Time, dropped []*session) []*session {
 	return dropped
 }
 
-// evictLRULocked drops the least recently used session, sparing those
-// with calls waiting for a client's retry unless every session has one: a
-// stream of new credentials must not end other callers' pending calls.
+// evictLRULocked drops the least recently used idle session and returns
+// it; nil when every session is busy: a stream of new credentials must
+// not end other callers' requests, calls waiting for input or listen
+// streams.
 func (h *holder) evictLRULocked() *session {
-	spared := func(s *session) bool { return s.waiting.Load() > 0 }
 	var oldest *session
 	for _, s := range h.m {
-		switch {
-		case oldest == nil, spared(oldest) && !spared(s):
-			oldest = s
-		case spared(s) == spared(oldest) && s.lastUsed().Before(oldest.lastUsed()):
+		if s.pinned || s.busy() > 0 {
+			continue
+		}
+		select {
+		case <-s.ready:
+		default:
+			continue // still opening: its first caller waits on it
+		}
+		if oldest == nil || s.lastUsed().Before(oldest.lastUsed()) {
 			oldest = s
 		}
 	}
-	delete(h.m, oldest.key)
+	if oldest != nil {
+		delete(h.m, oldest.key)
+	}
 	return oldest
 }
+
+// busy is how many of s's requests are under way or wait for input.
+func (s *session) busy() int32 { return s.waiting.Load() + s.inflight.Load() }
 
 func (h *holder) report(n int, dropped []*session) {
 	if h.count != nil {

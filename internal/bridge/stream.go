@@ -13,21 +13,24 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
-// translate shapes the legacy reply to msg for the modern wire: a JSON
-// reply at once, an SSE reply event by event as it streams.
-func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Message, key string, caps json.RawMessage, logs bool) (*http.Response, error) {
+// translate shapes the legacy reply to msg, the call c, for the modern
+// wire: a JSON reply at once, an SSE reply event by event as it streams.
+// The reply carries the client's id where the upstream's carries c.id.
+func (t *Transport) translate(resp *http.Response, c *upcall, msg rewrite.Message) (*http.Response, error) {
+	s := c.s
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes())+1))
 		resp.Body.Close()
+		c.call.end()
 		if err != nil {
 			return nil, err
 		}
 		if len(b) > t.maxBytes() {
 			return nil, errTooLarge
 		}
-		out := ModernReply(msg.Method, b, s.init.ServerInfo, t.scope())
+		out := withID(ModernReply(msg.Method, b, s.init.ServerInfo, t.scope()), c.id, msg.ID)
 		resp.Body = io.NopCloser(bytes.NewReader(out))
 		resp.ContentLength = int64(len(out))
 		resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
@@ -43,16 +46,17 @@ func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Messa
 			// already under way could not.
 			p := peek(r)
 			if p.err == nil {
-				if m, perr := rewrite.ParseMessage(p.ev.Data); perr == nil && m.Kind == rewrite.KindError && bytes.Equal(m.ID, msg.ID) {
+				if m, perr := rewrite.ParseMessage(p.ev.Data); perr == nil && m.Kind == rewrite.KindError && bytes.Equal(m.ID, c.id) {
 					resp.Body.Close()
-					out := ModernReply(msg.Method, p.ev.Data, s.init.ServerInfo, t.scope())
+					c.call.end()
+					out := withID(ModernReply(msg.Method, p.ev.Data, s.init.ServerInfo, t.scope()), c.id, msg.ID)
 					return jsonResponse(resp.Request, replyStatus(out, http.StatusOK), out), nil
 				}
 			}
 			first = &p
 		}
 		pr, pw := io.Pipe()
-		c := &upcall{r: r, body: resp.Body, s: s, key: key, method: msg.Method, id: msg.ID, caps: caps, logs: logs}
+		c.r = r
 		if slices.Contains(mrtrMethods, msg.Method) {
 			c.digest = callDigest(msg.Params)
 		}
@@ -69,6 +73,7 @@ func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Messa
 			// invalid request carrying the upstream's words.
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 			resp.Body.Close()
+			c.call.end()
 			text := string(bytes.TrimSpace(b))
 			if text == "" {
 				text = http.StatusText(resp.StatusCode)
@@ -78,6 +83,7 @@ func (t *Transport) translate(resp *http.Response, s *session, msg rewrite.Messa
 			}
 			return jsonResponse(resp.Request, resp.StatusCode, ErrorReply(msg.ID, reply.CodeInvalidRequest, "the upstream refused the request: "+text, nil)), nil
 		}
+		return passBody(resp, c.call), nil
 	}
 	return resp, nil
 }
@@ -119,7 +125,7 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 	kept := false // the call waits for a retry: its stream stays open
 	defer func() {
 		if !kept {
-			c.body.Close()
+			c.close()
 		}
 	}()
 	if first != nil {
@@ -161,9 +167,14 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 		case perr != nil:
 		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, c.id):
 			answered = true
+			c.call.detach() // answered: the client's leaving now cancels nothing
 			if b := withID(ModernReply(c.method, ev.Data, c.s.init.ServerInfo, t.scope()), c.id, clientID); !bytes.Equal(b, ev.Data) {
 				out = rewrite.Reframe(ev, b)
 			}
+		case m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError:
+			// An answer to no request of this client's (the bridge gives
+			// each request its own upstream id): not the client's to see.
+			continue
 		case m.Kind == rewrite.KindRequest:
 			event, end, pending := t.serverRequest(c, clientID, m)
 			if event != nil {
@@ -193,16 +204,11 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	if err != nil {
 		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid subscriptions/listen params: "+err.Error(), nil)), nil
 	}
-	if n := t.listens.Add(1); int(n)+t.h.len() > t.h.max {
-		t.listens.Add(-1)
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: too many sessions held",
-			map[string]string{"reason": "bridge_sessions_exhausted"})), nil
-	}
-	s := &session{ready: make(chan struct{})}
-	t.open(req, s, msg, caps)
-	close(s.ready)
+	// The listen's session is held like the others (counted against
+	// MaxSessions, making room by closing idle ones) but never evicted or
+	// expired: it ends with its stream.
+	s := t.h.pin(func(s *session) { t.open(req, s, msg, caps) })
 	if r := sessionFailure(req, s, msg.ID); r != nil {
-		t.listens.Add(-1)
 		return r, nil
 	}
 	honoured := filter.Honoured(s.init.Capabilities)
@@ -215,8 +221,7 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		defer t.listens.Add(-1)
-		defer t.endSession(s)
+		defer t.h.drop(s) // which ends it upstream
 		if writeEvent(pw, Acknowledged(msg.ID, honoured)) != nil {
 			return
 		}

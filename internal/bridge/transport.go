@@ -78,7 +78,6 @@ type Transport struct {
 
 	h       *holder
 	pending *pendingCalls
-	listens atomic.Int64
 	init    atomic.Bool
 }
 
@@ -232,32 +231,45 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		return t.resume(req, msg, key, state)
 	}
 	legacy, err := LegacyRequest(msg)
+	var upID json.RawMessage // the id the request goes upstream with (call.go)
+	if err == nil && msg.Kind == rewrite.KindRequest {
+		upID = upstreamID()
+		legacy, err = rewrite.SetKey(legacy, []string{"id"}, upID)
+	}
 	if err != nil {
 		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: "+err.Error(), nil)), nil
 	}
-	resp, err := t.send(req, s, legacy)
+	resp, cc, err := t.send(req, s, legacy, upID)
 	if err == nil && resp.StatusCode == http.StatusNotFound && s.id != "" {
 		// The upstream forgot the session (restarted, expired it): open
 		// another and try once more.
 		drain(resp)
+		cc.end()
 		t.h.drop(s)
 		s = t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
 		if r := sessionFailure(req, s, msg.ID); r != nil {
 			return r, nil
 		}
-		resp, err = t.send(req, s, legacy)
+		resp, cc, err = t.send(req, s, legacy, upID)
 	}
-	if err != nil || msg.Kind != rewrite.KindRequest {
-		return resp, err
+	if err != nil {
+		return nil, err
+	}
+	if msg.Kind != rewrite.KindRequest {
+		return passBody(resp, cc), nil
 	}
 	_, logs := rewrite.GetKey(msg.Params, []string{"_meta", metaLogLevel})
-	return t.translate(resp, s, msg, key, caps, logs)
+	return t.translate(resp, &upcall{body: resp.Body, s: s, key: key, method: msg.Method, id: upID, caps: caps, logs: logs, call: cc}, msg)
 }
 
 // sessionFailure is the reply for a session that could not be opened: the
-// upstream's own refusal (401 with its WWW-Authenticate, …) or a 502.
+// upstream's own refusal (401 with its WWW-Authenticate, …), a 503 when
+// every session held is busy, or a 502.
 func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Response {
 	switch {
+	case errors.Is(s.err, errSessionsBusy):
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError, "era bridge: too many sessions held, every one busy",
+			map[string]string{"reason": "bridge_sessions_exhausted"}))
 	case s.deny != nil:
 		return s.deny.response(req, id)
 	case s.err != nil:
@@ -374,7 +386,12 @@ func (t *Transport) sessionHeaders(req *http.Request, s *session) http.Header {
 
 // post sends body to the upstream (the caller's URL) with h.
 func (t *Transport) post(ctx context.Context, req *http.Request, h http.Header, body []byte) (*http.Response, error) {
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL.String(), bytes.NewReader(body))
+	return t.postTo(ctx, req.URL.String(), h, body)
+}
+
+// postTo sends body to the upstream endpoint url with h.
+func (t *Transport) postTo(ctx context.Context, url string, h http.Header, body []byte) (*http.Response, error) {
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -384,10 +401,14 @@ func (t *Transport) post(ctx context.Context, req *http.Request, h http.Header, 
 	return t.Next.RoundTrip(out)
 }
 
-// send forwards the caller's request, made legacy, on s: the caller's own
-// headers (X-Forwarded-*, …) less the modern-only ones, with the session's.
-func (t *Transport) send(req *http.Request, s *session, body []byte) (*http.Response, error) {
-	out := req.Clone(req.Context())
+// send forwards the caller's request, made legacy (and given the upstream
+// id id; nil for a notification), on s: the caller's own headers
+// (X-Forwarded-*, …) less the modern-only ones, with the session's. It
+// runs under a context of its own (call.go), which the caller's leaving
+// cancels until the call is detached.
+func (t *Transport) send(req *http.Request, s *session, body []byte, id json.RawMessage) (*http.Response, *callCtx, error) {
+	cc := newCall(req.Context(), s, id, t.cancelUpstream)
+	out := req.Clone(cc.ctx)
 	out.Header = req.Header.Clone()
 	out.Header.Del("Mcp-Method")
 	out.Header.Del("Mcp-Name")
@@ -402,7 +423,33 @@ func (t *Transport) send(req *http.Request, s *session, body []byte) (*http.Resp
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	out.ContentLength = int64(len(body))
-	return t.Next.RoundTrip(out)
+	resp, err := t.Next.RoundTrip(out)
+	if err != nil {
+		cc.end()
+		return nil, nil, err
+	}
+	return resp, cc, nil
+}
+
+// passBody hands resp to the caller as the upstream sent it: the upstream
+// has answered, so the caller's leaving cancels nothing more, and the call
+// ends when the body is closed.
+func passBody(resp *http.Response, cc *callCtx) *http.Response {
+	cc.detach()
+	resp.Body = &endingBody{ReadCloser: resp.Body, end: cc.end}
+	return resp
+}
+
+// endingBody is a reply body that ends its call when closed.
+type endingBody struct {
+	io.ReadCloser
+	end func()
+}
+
+func (b *endingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.end()
+	return err
 }
 
 // endSession ends a dropped session on the upstream with DELETE.

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -313,8 +314,10 @@ func TestUnknownMethodIs404(t *testing.T) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
+		var in struct{ ID json.RawMessage }
+		_ = json.Unmarshal(b, &in) // the error answers the request's id, whatever the bridge made it
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "id: 0\ndata: \n\n: keep-alive\n\nid: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}\n\n")
+		fmt.Fprintf(w, "id: 0\ndata: \n\n: keep-alive\n\nid: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}\n\n", in.ID)
 	})
 	bt, u = newBridge(t, sse, 0)
 	if code, body := call(t, bt, u, "", "{}", "unknown/method"); code != 404 || !strings.Contains(body, `"code":-32601`) {
