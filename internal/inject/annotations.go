@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,8 +175,18 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 		var r corev1.ResourceRequirements
 		if err := yaml.UnmarshalStrict([]byte(v), &r); err != nil {
 			bad(AnnotationResources, "not a ResourceRequirements (%v)", err)
+		} else if err := checkResources(r); err != nil {
+			bad(AnnotationResources, "%v", err)
 		}
 		s.resources = r
+	}
+	if spec.OS != nil && spec.OS.Name != corev1.Linux {
+		errs = append(errs, fmt.Errorf("spec.os.name is %q: the sidecar runs on Linux only", spec.OS.Name))
+	}
+	for _, v := range spec.Volumes {
+		if v.Name == PodInfoVolume {
+			errs = append(errs, fmt.Errorf("the pod already has a volume named %q, a name the injector uses for the sidecar's annotations file; rename it", PodInfoVolume))
+		}
 	}
 	if v, ok := ann[AnnotationPort]; ok {
 		p, err := parsePort(v)
@@ -185,10 +196,12 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 		s.port = p
 	}
 	if v, ok := ann[AnnotationUpstreamPath]; ok {
-		// A URL refuses ASCII control characters (the sidecar would
-		// not start on one), as it ends its path at ? or #.
+		// A URL refuses ASCII control characters and a bad %-escape (the
+		// sidecar would not start on either), as it ends its path at ? or #.
 		if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, " ?#") || strings.ContainsFunc(v, isASCIIControl) {
 			bad(AnnotationUpstreamPath, "%q is not a path starting with /", v)
+		} else if _, err := url.Parse("http://127.0.0.1" + v); err != nil {
+			bad(AnnotationUpstreamPath, "%q is not a URL path (%v)", v, errors.Unwrap(err))
 		}
 		s.upstreamPath = v
 	}
@@ -324,6 +337,36 @@ func isDNSSubdomain(n string) bool {
 // load them, so a typo fails at admission instead of in a crash-looping
 // sidecar, and returns the metrics port the probes must use.
 func runtimeKeys(ann map[string]string) (int32, error) {
+	file, errs := runtimeFile(ann)
+	cfg, _, err := config.Load(config.Sources{Annotations: file})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return 0, errors.Join(errs...)
+	}
+	if cfg.MetricsListen == "" {
+		return 0, nil
+	}
+	host, p, _ := net.SplitHostPort(cfg.MetricsListen) // validated by Load
+	port, err := parsePort(p)
+	if err != nil {
+		return 0, fmt.Errorf("annotation %smetrics-listen: %w", config.AnnotationPrefix, err)
+	}
+	// The kubelet probes the pod's IP on this port: a listener bound to
+	// loopback or to any one address never answers it, and a native
+	// sidecar whose startup probe never passes keeps the app from
+	// starting at all.
+	if host != "" && host != "0.0.0.0" && host != "::" {
+		return 0, fmt.Errorf("annotation %smetrics-listen: %q binds %s only, where the kubelet's probes cannot reach it; give the port alone, e.g. \":%d\"", config.AnnotationPrefix, cfg.MetricsListen, host, port)
+	}
+	return port, nil
+}
+
+// runtimeFile is the pod's runtime annotations as the sidecar reads them
+// (the downward API file), less the injector's own keys; an annotation of
+// a runtime key the injector sets is an error.
+func runtimeFile(ann map[string]string) ([]byte, []error) {
 	var file strings.Builder
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(ann)) {
@@ -337,22 +380,45 @@ func runtimeKeys(ann map[string]string) (int32, error) {
 		}
 		fmt.Fprintf(&file, "%s=%s\n", k, strconv.Quote(ann[k]))
 	}
-	cfg, _, err := config.Load(config.Sources{Annotations: []byte(file.String())})
-	if err != nil {
-		errs = append(errs, err)
+	return []byte(file.String()), errs
+}
+
+// checkResources applies the API server's rules for a container's
+// resources (ValidateResourceRequirements), so a pod it would refuse is
+// refused here, naming the annotation, instead of there, naming a field
+// the pod's owner never wrote (and, with failurePolicy Ignore, refused
+// where it should have been admitted without the sidecar): quantities are
+// not negative, a request is at most its limit, names are standard or
+// fully qualified, and a resource that cannot be overcommitted (hugepages,
+// extended resources) has a limit its request equals.
+func checkResources(r corev1.ResourceRequirements) error {
+	overcommits := func(n corev1.ResourceName) bool {
+		return n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage
 	}
-	if len(errs) > 0 {
-		return 0, errors.Join(errs...)
+	for _, list := range []corev1.ResourceList{r.Requests, r.Limits} {
+		for _, n := range slices.Sorted(maps.Keys(list)) {
+			q := list[n]
+			switch {
+			case !overcommits(n) && !strings.HasPrefix(string(n), corev1.ResourceHugePagesPrefix) && !strings.Contains(string(n), "/"):
+				return fmt.Errorf("%q is neither a standard resource nor a fully qualified name", n)
+			case q.Sign() < 0:
+				return fmt.Errorf("%s %s is negative", n, q.String())
+			}
+		}
 	}
-	if cfg.MetricsListen == "" {
-		return 0, nil
+	for _, n := range slices.Sorted(maps.Keys(r.Requests)) {
+		req := r.Requests[n]
+		lim, limited := r.Limits[n]
+		switch {
+		case limited && req.Cmp(lim) > 0:
+			return fmt.Errorf("the %s request %s is more than its limit %s", n, req.String(), lim.String())
+		case !overcommits(n) && !limited:
+			return fmt.Errorf("%s cannot be overcommitted: its request needs a limit", n)
+		case !overcommits(n) && req.Cmp(lim) != 0:
+			return fmt.Errorf("%s cannot be overcommitted: its request %s must equal its limit %s", n, req.String(), lim.String())
+		}
 	}
-	_, p, _ := net.SplitHostPort(cfg.MetricsListen) // validated by Load
-	port, err := parsePort(p)
-	if err != nil {
-		return 0, fmt.Errorf("annotation %smetrics-listen: %w", config.AnnotationPrefix, err)
-	}
-	return port, nil
+	return nil
 }
 
 // checkPorts reports a sidecar port that collides with the upstream, the
@@ -372,11 +438,17 @@ func checkPorts(s settings, spec *corev1.PodSpec) []error {
 	} else if who, ok := taken[s.port]; ok {
 		errs = append(errs, fmt.Errorf("annotation %s: %d is already declared by %s; pick another", AnnotationPort, s.port, who))
 	}
+	if s.takeover != nil && s.metricsPort != 0 && s.takeover.name == MetricsPortName {
+		errs = append(errs, fmt.Errorf("annotation %s: the port taken over is named %q, the sidecar's metrics port's name; rename the app's port", AnnotationPortTakeover, MetricsPortName))
+	}
 	if s.metricsPort != 0 {
 		if s.metricsPort == s.port {
 			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is the sidecar's MCP port", config.AnnotationPrefix, s.metricsPort))
 		} else if who, ok := taken[s.metricsPort]; ok {
 			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is already declared by %s; set another, e.g. \":17091\"", config.AnnotationPrefix, s.metricsPort, who))
+		} else if s.metricsPort == s.upstreamPort {
+			// An upstream given by number need not be declared.
+			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is the upstream's port; set another, e.g. \":17091\"", config.AnnotationPrefix, s.metricsPort))
 		}
 	}
 	return errs

@@ -136,8 +136,12 @@ func InjectManifests(in []byte, opts Options) ([]byte, []InjectResult, error) {
 		return nil, results, errors.Join(errs...)
 	}
 	for i, d := range docs {
-		if heads[i].Kind == "Service" && heads[i].APIVersion == "v1" {
+		switch {
+		case heads[i].Kind == "Service" && heads[i].APIVersion == "v1":
 			results[i].Warnings = serviceWarnings(d.body, pods)
+		case heads[i].Kind == "List":
+			// What `kubectl get -o yaml` prints for several objects.
+			results[i].Warnings = append(results[i].Warnings, fmt.Sprintf("document %d is a List: nothing in its items was read; give each workload as a document of its own", i))
 		}
 	}
 	return out.Bytes(), results, nil
@@ -161,6 +165,10 @@ func injectDocument(body []byte, h header, opts Options, pods *[]injectedPod, ch
 	ops, skip, err := Mutate(tmpl.ObjectMeta, tmpl.Spec, opts)
 	if err != nil || ops == nil {
 		r.Skip = skip
+		if skip == SkipNotOptedIn && tpath != "" && h.Metadata.Annotations[AnnotationInject] != "" {
+			// The injector, like the webhook, reads the pod's annotations.
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s %s has %s on its own metadata, not its pod template's (%s/metadata/annotations): not injected", h.Kind, h.Metadata.Name, AnnotationInject, tpath))
+		}
 		return body, err
 	}
 	if err := check(pluginConfigMaps(tmpl.Annotations)); err != nil {

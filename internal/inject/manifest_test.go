@@ -155,3 +155,35 @@ func FuzzInjectManifests(f *testing.F) {
 		}
 	})
 }
+
+// TestInjectWarnsWhatItCannotRead: what `kubectl get deploy -o yaml` prints
+// (a List), and a workload opted in on its own metadata rather than its
+// pod template's, pass through unchanged, with a warning saying why
+// (found in review: both passed silently, exit 0).
+func TestInjectWarnsWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	list := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: d}\n"
+	misplaced := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  annotations: {skills-sidecar.io/inject: \"true\"}\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: i, ports: [{containerPort: 3000}]}]\n"
+	for name, tc := range map[string]struct{ in, want string }{
+		"list":      {list, "document 0 is a List"},
+		"misplaced": {misplaced, "spec/template/metadata/annotations"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, results, err := InjectManifests([]byte(tc.in), Options{Image: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tc.in {
+				t.Errorf("output %q, want the input", out)
+			}
+			var ws []string
+			for _, r := range results {
+				ws = append(ws, r.Warnings...)
+			}
+			if len(ws) != 1 || !strings.Contains(ws[0], tc.want) {
+				t.Errorf("warnings %q, want one containing %q", ws, tc.want)
+			}
+		})
+	}
+}

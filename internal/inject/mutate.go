@@ -2,6 +2,7 @@ package inject
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 )
 
 // Names and paths the mutation adds to a pod.
@@ -116,6 +118,13 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	vols, mounts := pluginVolumes(s)
 	vols = append(vols, podInfoVolume())
 	c := container(s, opts, mounts)
+	// The sidecar's own loader judges what it will start with: the
+	// container's arguments and the pod's runtime annotations together,
+	// so nothing admitted here crash-loops there.
+	file, _ := runtimeFile(meta.Annotations) // its errors were resolve's
+	if _, _, err := config.Load(config.Sources{Annotations: file, Args: c.Args[1:]}); err != nil {
+		return nil, "", fmt.Errorf("the sidecar would not start with what these annotations make: %w", err)
+	}
 
 	if s.takeover != nil {
 		patch = append(patch, takeoverOps(s.takeover, spec)...)

@@ -88,9 +88,14 @@ func TestMutate(t *testing.T) {
 			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
 		},
 		"named upstream port, custom path and ports": {
-			pod:  testPod(optIn(AnnotationUpstreamPort, "http", AnnotationUpstreamPath, "/x/mcp", AnnotationPort, "7000", config.AnnotationPrefix+"metrics-listen", "127.0.0.1:7001"), 3000),
+			pod:  testPod(optIn(AnnotationUpstreamPort, "http", AnnotationUpstreamPath, "/x/mcp", AnnotationPort, "7000", config.AnnotationPrefix+"metrics-listen", ":7001"), 3000),
 			opts: opts, wantInit: true,
 			wantUp: "--upstream=http://127.0.0.1:3000/x/mcp", wantListen: "--listen=:7000", wantProbe: 7001,
+			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
+		},
+		"metrics on every address": {
+			pod:  testPod(optIn(config.AnnotationPrefix+"metrics-listen", "0.0.0.0:7001"), 3000),
+			opts: opts, wantInit: true, wantUp: "--upstream=http://127.0.0.1:3000/mcp", wantListen: "--listen=:17080", wantProbe: 7001,
 			wantVolume: func(v corev1.Volume) bool { return v.Image != nil },
 		},
 		"one configmap": {
@@ -241,6 +246,15 @@ func TestMutateErrors(t *testing.T) {
 	ownVolume.Spec.Volumes = []corev1.Volume{{Name: PluginVolume}}
 	cmVolume := testPod(map[string]string{AnnotationInject: "true", AnnotationPluginConfigMaps: "a"}, 3000)
 	cmVolume.Spec.Volumes = []corev1.Volume{{Name: PluginVolume + "-0"}}
+	// Found in review: each of these was admitted with a patch the API
+	// server then refused (naming a field the pod's owner never wrote).
+	podInfo := testPod(optIn(), 3000)
+	podInfo.Spec.Volumes = []corev1.Volume{{Name: PodInfoVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	windows := testPod(optIn(), 3000)
+	windows.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+	metricsName := testPod(optIn(AnnotationPortTakeover, MetricsPortName))
+	metricsName.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: 3000}}
+	res := func(v string) corev1.Pod { return testPod(optIn(AnnotationResources, v), 3000) }
 	for name, tc := range map[string]struct {
 		pod  corev1.Pod
 		want []string
@@ -268,6 +282,24 @@ func TestMutateErrors(t *testing.T) {
 		"runtime bad value":      {testPod(optIn(config.AnnotationPrefix+"page-size", "many"), 3000), []string{"page-size", `"many"`}},
 		"injector-owned runtime": {testPod(optIn(config.AnnotationPrefix+"upstream", "http://x"), 3000), []string{"set by the injector"}},
 		"several at once":        {testPod(optIn(AnnotationPort, "x", AnnotationUpstreamPath, "y"), 3000), []string{AnnotationPort, AnnotationUpstreamPath}},
+		// Found in review: each was admitted, and the pod then never started.
+		"metrics on loopback":      {testPod(optIn(config.AnnotationPrefix+"metrics-listen", "127.0.0.1:17090"), 3000), []string{"metrics-listen", "127.0.0.1", "probes"}},
+		"metrics on localhost":     {testPod(optIn(config.AnnotationPrefix+"metrics-listen", "localhost:17090"), 3000), []string{"metrics-listen", "localhost"}},
+		"metrics on ::1":           {testPod(optIn(config.AnnotationPrefix+"metrics-listen", "[::1]:17090"), 3000), []string{"metrics-listen", "::1"}},
+		"metrics on one address":   {testPod(optIn(config.AnnotationPrefix+"metrics-listen", "10.1.2.3:17090"), 3000), []string{"metrics-listen", "10.1.2.3"}},
+		"bad escape in path":       {testPod(optIn(AnnotationUpstreamPath, "/%zz"), 3000), []string{AnnotationUpstreamPath, "/%zz"}},
+		"trailing % in path":       {testPod(optIn(AnnotationUpstreamPath, "/mcp%"), 3000), []string{AnnotationUpstreamPath}},
+		"short escape in path":     {testPod(optIn(AnnotationUpstreamPath, "/a%2"), 3000), []string{AnnotationUpstreamPath}},
+		"metrics on upstream port": {testPod(optIn(AnnotationUpstreamPort, "17090")), []string{"metrics-listen", "17090", "upstream"}},
+		"podinfo volume":           {podInfo, []string{PodInfoVolume, "rename"}},
+		"windows pod":              {windows, []string{"spec.os.name", "windows"}},
+		"takeover of metrics name": {metricsName, []string{AnnotationPortTakeover, MetricsPortName}},
+		"request over limit":       {res(`{"requests":{"memory":"1Gi"},"limits":{"memory":"256Mi"}}`), []string{AnnotationResources, "more than its limit"}},
+		"negative request":         {res(`{"requests":{"cpu":"-1"}}`), []string{AnnotationResources, "negative"}},
+		"extended without limit":   {res(`{"requests":{"example.com/foo":"1"}}`), []string{AnnotationResources, "example.com/foo", "needs a limit"}},
+		"extended overcommitted":   {res(`{"requests":{"example.com/foo":"1"},"limits":{"example.com/foo":"2"}}`), []string{AnnotationResources, "must equal"}},
+		"hugepages without limit":  {res(`{"requests":{"hugepages-2Mi":"2Mi"}}`), []string{AnnotationResources, "hugepages-2Mi"}},
+		"unqualified resource":     {res(`{"limits":{"gpu":"1"}}`), []string{AnnotationResources, `"gpu"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -303,6 +335,24 @@ func FuzzMutate(f *testing.F) {
 		if err != nil || ops == nil {
 			return
 		}
-		applyToPod(t, pod, ops)
+		got := applyToPod(t, pod, ops)
+		// Names the API server requires unique: volumes, and ports within
+		// a container.
+		vols := map[string]bool{}
+		for _, v := range got.Spec.Volumes {
+			if vols[v.Name] {
+				t.Errorf("two volumes named %q", v.Name)
+			}
+			vols[v.Name] = true
+		}
+		for _, c := range append(got.Spec.InitContainers, got.Spec.Containers...) {
+			ports := map[string]bool{}
+			for _, p := range c.Ports {
+				if p.Name != "" && ports[p.Name] {
+					t.Errorf("container %s has two ports named %q", c.Name, p.Name)
+				}
+				ports[p.Name] = true
+			}
+		}
 	})
 }

@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -135,11 +137,50 @@ func (h *Webhook) fail(log *zap.Logger, req *admissionv1.AdmissionRequest, err e
 			Status: metav1.StatusFailure, Message: msg, Reason: metav1.StatusReasonBadRequest, Code: http.StatusBadRequest,
 		}}, ResultDenied
 	}
-	const maxWarning = 250 // the API server drops longer warnings' tails
-	if len(msg) > maxWarning {
-		msg = msg[:maxWarning-3] + "..."
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings(err)}, ResultWarned
+}
+
+// maxWarning is how long one admission warning may be: the API server
+// truncates longer ones.
+const maxWarning = 250
+
+// warnings are err's problems as admission warnings, one each (at most
+// maxWarnings): the API server drops, without a trace, a warning holding a
+// control character (errors.Join's newlines) or invalid UTF-8, so each is
+// cleaned, and cut at a rune boundary.
+func warnings(err error) []string {
+	const maxWarnings = 8
+	var out []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if len(out) == maxWarnings {
+			out[len(out)-1] = "skills-sidecar injection: more problems; see the injector's log"
+			break
+		}
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, warningText("skills-sidecar injection: "+line))
+		}
 	}
-	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{msg}}, ResultWarned
+	return out
+}
+
+// warningText is s as one valid warning: control characters and invalid
+// UTF-8 replaced, at most maxWarning bytes, cut between runes.
+func warningText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) <= maxWarning {
+		return s
+	}
+	cut := maxWarning - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func podName(p corev1.Pod) string {

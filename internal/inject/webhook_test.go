@@ -26,6 +26,8 @@ import (
 	yamlv3 "gopkg.in/yaml.v3"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/yaml"
 )
 
@@ -250,5 +252,54 @@ func TestCertReload(t *testing.T) {
 	}
 	if _, err := NewCertReloader(certFile, keyFile); err == nil {
 		t.Error("NewCertReloader accepted a broken key pair")
+	}
+}
+
+// TestWarningsTheAPIServerKeeps: with failurePolicy Ignore (Deny false) a
+// malformed pod is admitted without the sidecar and the problem goes back
+// as an admission warning. The API server passes each warning through
+// apimachinery's NewWarningHeader and drops, without a trace, one that is
+// not valid UTF-8 or holds a control character (found in review: several
+// problems at once were joined with newlines, so the pod ran without the
+// sidecar and nobody was told). A long value is cut between runes (a cut
+// mid-rune reaches the API server as U+FFFD: encoding/json replaces it).
+func TestWarningsTheAPIServerKeeps(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		ann  map[string]string
+		want []string // one warning each, in order
+	}{
+		"two bad annotations":     {optIn(AnnotationPort, "x", AnnotationUpstreamPath, "y"), []string{AnnotationPort, AnnotationUpstreamPath}},
+		"long value cut mid-rune": {optIn(AnnotationUpstreamPath, "é"+strings.Repeat("é", 200)), []string{AnnotationUpstreamPath}},
+		"odd cut":                 {optIn(AnnotationUpstreamPath, "xé"+strings.Repeat("é", 200)), []string{AnnotationUpstreamPath}},
+		"control character":       {optIn(AnnotationUpstreamPath, "/a\x01b"), []string{AnnotationUpstreamPath}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			raw, _ := json.Marshal(testPod(tc.ann, 3000))
+			review := admissionv1.AdmissionReview{Request: &admissionv1.AdmissionRequest{
+				UID: "u", Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: raw},
+			}}
+			review.Request.Kind.Kind, review.Request.Kind.Version = "Pod", "v1"
+			body, _ := json.Marshal(review)
+			rec := httptest.NewRecorder()
+			testWebhook(false).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(body)))
+			var got admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			ws := got.Response.Warnings
+			if !got.Response.Allowed || got.Response.Patch != nil || len(ws) != len(tc.want) {
+				t.Fatalf("allowed %v, patch %v, warnings %q; want admitted unpatched with %d warnings", got.Response.Allowed, got.Response.Patch != nil, ws, len(tc.want))
+			}
+			for i, w := range ws {
+				if _, err := utilnet.NewWarningHeader(299, "", w); err != nil {
+					t.Errorf("the API server drops warning %d (%v): %q", i, err, w)
+				}
+				if !strings.Contains(w, tc.want[i]) {
+					t.Errorf("warning %d %q lacks %q", i, w, tc.want[i])
+				}
+			}
+		})
 	}
 }
