@@ -99,11 +99,7 @@ func TestListenCountsTowardMaxSessions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	req := modernPost(ctx, u, "subscriptions/listen", body)
 	resp, err := bt.RoundTrip(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("listen: %v %v", resp, err)
@@ -162,11 +158,7 @@ func TestEvictionSparesCallsInFlight(t *testing.T) {
 // rawCall posts a modern request and returns the reply's body, or the error.
 func rawCall(bt *Transport, u, auth, method, params string) string {
 	body := `{"jsonrpc":"2.0","id":"c1","method":"` + method + `","params":{` + params + fmt.Sprintf(testMeta, "{}") + `}}`
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	req := modernPost(context.Background(), u, method, body)
 	req.Header.Set("Mcp-Name", "slow")
 	req.Header.Set("Authorization", auth)
 	resp, err := bt.RoundTrip(req)
@@ -224,15 +216,11 @@ func TestSameIDsOnASharedSession(t *testing.T) {
 	}
 }
 
-// On the 2026-07-28 wire a client cancels a request by closing its
-// stream; a legacy server reads a dropped stream as no cancellation
-// (2025-11-25: the client sends notifications/cancelled). A modern client
-// that gives up on a call must stop the legacy server's work on it (found
-// in review: nothing told the legacy server).
-func TestClosedStreamCancelsLegacyCall(t *testing.T) {
-	started := make(chan struct{}, 1)
-	cancelled := make(chan struct{})
-	s := mcp.NewServer(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+// cancellableServer is a legacy go-sdk server whose tool slow reports its
+// start and whether its call was cancelled (it runs 5 s otherwise).
+func cancellableServer() (s *mcp.Server, started, cancelled chan struct{}) {
+	started, cancelled = make(chan struct{}, 1), make(chan struct{})
+	s = mcp.NewServer(&mcp.Implementation{Name: "c", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		started <- struct{}{}
 		select {
@@ -243,14 +231,20 @@ func TestClosedStreamCancelsLegacyCall(t *testing.T) {
 			return &mcp.CallToolResult{}, nil
 		}
 	})
+	return s, started, cancelled
+}
+
+// On the 2026-07-28 wire a client cancels a request by closing its
+// stream; a legacy server reads a dropped stream as no cancellation
+// (2025-11-25: the client sends notifications/cancelled). A modern client
+// that gives up on a call must stop the legacy server's work on it (found
+// in review: nothing told the legacy server).
+func TestClosedStreamCancelsLegacyCall(t *testing.T) {
+	s, started, cancelled := cancellableServer()
 	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{},` + fmt.Sprintf(testMeta, "{}") + `}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
+	req := modernPost(ctx, u, "tools/call", body)
 	req.Header.Set("Mcp-Name", "slow")
 	go func() {
 		if resp, err := bt.RoundTrip(req); err == nil {
@@ -270,19 +264,7 @@ func TestClosedStreamCancelsLegacyCall(t *testing.T) {
 // The same with the go-sdk v1.8.0 client as the modern client: it cancels
 // CallTool by its context, as its docs say.
 func TestGoSDKCancelReachesLegacyServer(t *testing.T) {
-	started := make(chan struct{}, 1)
-	cancelled := make(chan struct{})
-	s := mcp.NewServer(&mcp.Implementation{Name: "c", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		started <- struct{}{}
-		select {
-		case <-ctx.Done():
-			close(cancelled)
-			return nil, ctx.Err()
-		case <-time.After(5 * time.Second):
-			return &mcp.CallToolResult{}, nil
-		}
-	})
+	s, started, cancelled := cancellableServer()
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	bt, u := newBridge(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -323,11 +305,7 @@ func TestListenEvictsIdleSessions(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	req := modernPost(ctx, u, "subscriptions/listen", body)
 	req.Header.Set("Authorization", "Bearer a")
 	resp, err := bt.RoundTrip(req)
 	if err != nil {
@@ -458,4 +436,14 @@ func TestFrontCancelReachesModernServer(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Error("the upstream's request for the call is still open 3s after the legacy client cancelled it")
 	}
+}
+
+// modernPost is a 2026-07-28 POST of body (a method request) to u.
+func modernPost(ctx context.Context, u, method, body string) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	return req
 }

@@ -134,14 +134,9 @@ func (t *Transport) cancelUpstream(s *session, id json.RawMessage) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	h := s.creds.Clone()
-	if s.id != "" {
-		h.Set("Mcp-Session-Id", s.id)
-	}
-	h.Set("Mcp-Protocol-Version", s.version)
 	body := append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...),
 		`,"reason":"the client closed its stream"}}`...)
-	if resp, err := t.postTo(ctx, s.url, h, body); err == nil {
+	if resp, err := t.postOn(ctx, s, body); err == nil {
 		drain(resp)
 	}
 }

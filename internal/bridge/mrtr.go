@@ -303,12 +303,7 @@ func (t *Transport) answerUpstream(s *session, body []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h := s.creds.Clone()
-	if s.id != "" {
-		h.Set("Mcp-Session-Id", s.id)
-	}
-	h.Set("Mcp-Protocol-Version", s.version)
-	resp, err := t.postTo(ctx, s.url, h, body)
+	resp, err := t.postOn(ctx, s, body)
 	if err != nil {
 		return err
 	}

@@ -389,6 +389,17 @@ func (t *Transport) post(ctx context.Context, req *http.Request, h http.Header, 
 	return t.postTo(ctx, req.URL.String(), h, body)
 }
 
+// postOn sends body on the held session s, with the credentials it was
+// opened with (not any one caller's: the bridge's own messages on it).
+func (t *Transport) postOn(ctx context.Context, s *session, body []byte) (*http.Response, error) {
+	h := s.creds.Clone()
+	if s.id != "" {
+		h.Set("Mcp-Session-Id", s.id)
+	}
+	h.Set("Mcp-Protocol-Version", s.version)
+	return t.postTo(ctx, s.url, h, body)
+}
+
 // postTo sends body to the upstream endpoint url with h.
 func (t *Transport) postTo(ctx context.Context, url string, h http.Header, body []byte) (*http.Response, error) {
 	out, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
