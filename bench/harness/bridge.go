@@ -84,6 +84,13 @@ func (e *Env) bridgeVariant(ctx context.Context, h http.Handler, callers int, ca
 	}
 	defer p.Stop(time.Second)
 	side := "http://" + addr + "/mcp"
+	if caller == Modern {
+		// Ready (an initialize passed through) is not bridging yet: the
+		// sidecar carries modern requests once its era probe has answered.
+		if err := WaitReady(ctx, p, DiscoverProbe(side), 5*time.Millisecond, 10*time.Second); err != nil {
+			return report.Row{}, fmt.Errorf("era bridge not carrying modern requests: %w", err)
+		}
+	}
 	client := NewClient(32)
 	defer client.CloseIdleConnections()
 	call := Call{Method: "tools/list"}

@@ -272,6 +272,22 @@ func InitializeProbe(url string) func(context.Context) error {
 	}
 }
 
+// DiscoverProbe returns a probe that succeeds once a 2026-07-28
+// server/discover through url gets a result: in front of a legacy-only
+// upstream, once the sidecar's era bridge carries modern requests (until
+// its era probe has answered, they pass through and the upstream refuses
+// them).
+func DiscoverProbe(url string) func(context.Context) error {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 2 * time.Second}
+	call := Call{Method: "server/discover"}
+	body, hdr := call.Body(Modern), call.Header(Modern, "")
+	return func(ctx context.Context) error {
+		var buf bytes.Buffer
+		_, err := post(ctx, c, url, hdr, body, &buf)
+		return err
+	}
+}
+
 // Mallocs reads go_memstats_mallocs_total from a Prometheus text endpoint.
 func Mallocs(ctx context.Context, url string) (float64, error) {
 	return scrapeValue(ctx, url, "go_memstats_mallocs_total")
