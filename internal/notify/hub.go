@@ -55,6 +55,12 @@ type Hub struct {
 	streams    map[*Stream]struct{}
 	perSession map[string]int
 	subs       map[string]map[string]struct{} // session → subscribed URIs
+	// used orders the sessions with subscriptions by their last use (a
+	// subscription, a stream ending), for eviction when MaxSessions hold
+	// some: a session that ends without DELETE (most clients never send
+	// one; an upstream may expire it) leaves its subscriptions behind.
+	used map[string]uint64
+	tick uint64
 }
 
 // New returns a Hub with opts' bounds.
@@ -71,7 +77,7 @@ func New(opts Options) *Hub {
 	if opts.MaxSubscriptions <= 0 {
 		opts.MaxSubscriptions = DefaultMaxSubscriptions
 	}
-	return &Hub{opts: opts, streams: map[*Stream]struct{}{}, perSession: map[string]int{}, subs: map[string]map[string]struct{}{}}
+	return &Hub{opts: opts, streams: map[*Stream]struct{}{}, perSession: map[string]int{}, subs: map[string]map[string]struct{}{}, used: map[string]uint64{}}
 }
 
 // Filter says what one stream receives.
@@ -122,7 +128,37 @@ func (h *Hub) remove(s *Stream) {
 		if h.perSession[sid]--; h.perSession[sid] <= 0 {
 			delete(h.perSession, sid)
 		}
+		h.touch(sid)
 	}
+}
+
+// touch marks sid's subscriptions used now; h.mu is held.
+func (h *Hub) touch(sid string) {
+	if _, ok := h.subs[sid]; ok {
+		h.tick++
+		h.used[sid] = h.tick
+	}
+}
+
+// evictLocked drops the subscriptions of the least recently used session
+// with no stream open (a live client has one, or receives nothing anyway
+// until it opens one) and reports whether there was one; h.mu is held.
+func (h *Hub) evictLocked() bool {
+	victim, oldest := "", uint64(0)
+	for sid := range h.subs {
+		if h.perSession[sid] > 0 {
+			continue
+		}
+		if u := h.used[sid]; victim == "" || u < oldest {
+			victim, oldest = sid, u
+		}
+	}
+	if victim == "" {
+		return false
+	}
+	delete(h.subs, victim)
+	delete(h.used, victim)
+	return true
 }
 
 // Streams returns how many streams are registered.
@@ -136,7 +172,10 @@ func (h *Hub) Streams() int {
 }
 
 // Subscribe records that legacy session sid subscribed (resources/subscribe)
-// to uri. Past a bound it returns ErrLimit and records nothing.
+// to uri. When MaxSessions hold subscriptions, the least recently used
+// one with no stream open loses them to make room; past the bounds (every
+// such session streaming, or MaxSubscriptions for sid) it returns ErrLimit
+// and records nothing.
 func (h *Hub) Subscribe(sid, uri string) error {
 	if h == nil {
 		return ErrLimit
@@ -145,7 +184,7 @@ func (h *Hub) Subscribe(sid, uri string) error {
 	defer h.mu.Unlock()
 	set := h.subs[sid]
 	if set == nil {
-		if len(h.subs) >= h.opts.MaxSessions {
+		if len(h.subs) >= h.opts.MaxSessions && !h.evictLocked() {
 			return ErrLimit
 		}
 		set = map[string]struct{}{}
@@ -155,6 +194,7 @@ func (h *Hub) Subscribe(sid, uri string) error {
 		return ErrLimit
 	}
 	set[uri] = struct{}{}
+	h.touch(sid)
 	return nil
 }
 
@@ -169,6 +209,7 @@ func (h *Hub) Unsubscribe(sid, uri string) {
 		delete(set, uri)
 		if len(set) == 0 {
 			delete(h.subs, sid)
+			delete(h.used, sid)
 		}
 	}
 }
@@ -181,6 +222,7 @@ func (h *Hub) Forget(sid string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.subs, sid)
+	delete(h.used, sid)
 }
 
 // Publish sends what c calls for to every stream that asked for it. It

@@ -208,11 +208,19 @@ func TestBounds(t *testing.T) {
 	if err := h.Subscribe("A", "u2"); err == nil {
 		t.Error("a second URI subscribed past MaxSubscriptions 1")
 	}
-	if err := h.Subscribe("B", "u1"); err == nil {
-		t.Error("a second session subscribed past MaxSessions 1")
-	}
-	h.Forget("A")
+	// At MaxSessions, a session with no stream open (A's was closed: a
+	// client gone without DELETE) gives up its place (found in review:
+	// such sessions kept their places for ever, and past 4096 of them no
+	// session could subscribe).
 	if err := h.Subscribe("B", "u1"); err != nil {
+		t.Errorf("B subscribing past MaxSessions 1 while A has no stream: %v, want A's place", err)
+	}
+	// B streams (s2): nothing is taken from it.
+	if err := h.Subscribe("C", "u1"); err == nil {
+		t.Error("C subscribed past MaxSessions 1 while the session holding the place streams")
+	}
+	h.Forget("B")
+	if err := h.Subscribe("C", "u1"); err != nil {
 		t.Errorf("Subscribe after Forget freed the place: %v", err)
 	}
 	var nilHub *Hub
@@ -279,5 +287,41 @@ func TestCount(t *testing.T) {
 	}
 	if n := strings.Count(w.String(), MethodResourcesListChanged); n != 1 {
 		t.Errorf("stream carries %d list_changed, want 1: %q", n, w.String())
+	}
+}
+
+// TestIdleSubscriptionsMakeRoom: at MaxSessions, the session whose
+// subscriptions were used least recently, among those with no stream open,
+// loses them; the others keep theirs and are still told of their URIs.
+func TestIdleSubscriptionsMakeRoom(t *testing.T) {
+	t.Parallel()
+	h := New(Options{MaxSessions: 2})
+	for _, sub := range [][2]string{{"A", "skill://a/SKILL.md"}, {"B", "skill://b/SKILL.md"}, {"A", "skill://a/x.md"}} {
+		if err := h.Subscribe(sub[0], sub[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// B is now the least recently used: C takes its place, not A's.
+	if err := h.Subscribe("C", "skill://c/SKILL.md"); err != nil {
+		t.Fatalf("C past MaxSessions 2 with two idle sessions: %v", err)
+	}
+	var a, b lockedBuf
+	sa := h.Open(Filter{Session: "A"}, &a, nil)
+	sb := h.Open(Filter{Session: "B"}, &b, nil)
+	defer sa.Close()
+	defer sb.Close()
+	h.Publish(catalog.Changes{Files: []string{"skill://a/SKILL.md", "skill://b/SKILL.md"}})
+	wantA := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"skill://a/SKILL.md\"}}\n\n"
+	waitFor(t, func() bool { return a.String() == wantA })
+	if got := b.String(); got != "" {
+		t.Errorf("B, whose subscriptions made room for C's, got %q", got)
+	}
+	// Every session with subscriptions now streams or is C: with A and B
+	// streaming, only C (idle) can give way.
+	if err := h.Subscribe("B", "skill://b/SKILL.md"); err != nil {
+		t.Fatalf("B again, C idle: %v", err)
+	}
+	if err := h.Subscribe("D", "skill://d/SKILL.md"); err == nil {
+		t.Error("D subscribed while every session holding a place streams")
 	}
 }
