@@ -447,3 +447,38 @@ func modernPost(ctx context.Context, u, method, body string) *http.Request {
 	req.Header.Set("Mcp-Method", method)
 	return req
 }
+
+// A listen whose legacy session the upstream has forgotten (its GET
+// answered 404) ends after the acknowledgement, so the client listens
+// anew, instead of being held until it leaves (suspected in review; only a
+// 405, no GET stream offered, means nothing will ever come and is held).
+func TestListenEndsWhenItsSessionIsGone(t *testing.T) {
+	s := slowServer(make(chan struct{}, 1), nil)
+	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	bt, u := newBridge(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}), 0)
+	body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
+	resp, err := bt.RoundTrip(modernPost(t.Context(), u, "subscriptions/listen", body))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("listen: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	done := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(resp.Body)
+		done <- string(b)
+	}()
+	select {
+	case got := <-done:
+		if !strings.Contains(got, `"l1"`) {
+			t.Errorf("listen stream %q, want the acknowledgement first", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the listen stream is still open 5s after the upstream answered its GET 404")
+	}
+}

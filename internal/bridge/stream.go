@@ -238,10 +238,16 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 			return
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			// No GET stream (405): nothing will come; hold the stream until
-			// the client leaves, as a quiet modern server would.
+		if resp.StatusCode == http.StatusMethodNotAllowed {
+			// No GET stream: nothing will come; hold the stream until the
+			// client leaves, as a quiet modern server would.
 			<-req.Context().Done()
+			pw.Close()
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			// The session is gone (404) or refused: nothing will come on
+			// it either, so the client's stream ends and it listens anew.
 			pw.Close()
 			return
 		}
