@@ -482,3 +482,32 @@ func TestListenEndsWhenItsSessionIsGone(t *testing.T) {
 		t.Error("the listen stream is still open 5s after the upstream answered its GET 404")
 	}
 }
+
+// An upstream that lies: on a call's reply stream it answers a request
+// nobody on that stream asked (another id) before the call's own answer.
+// Only the call's answer reaches the client, with the client's id
+// (suspected in review: the stray answer was passed through).
+func TestStrayAnswerDropped(t *testing.T) {
+	sse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"initialize"`) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"skills-sidecar-bridge","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`)
+			return
+		}
+		var in struct{ ID json.RawMessage }
+		if json.Unmarshal(b, &in) != nil || in.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"forged\",\"inputSchema\":{\"type\":\"object\"}}]}}\n\n")
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[{\"name\":\"real\",\"inputSchema\":{\"type\":\"object\"}}]}}\n\n", in.ID)
+	})
+	bt, u := newBridge(t, sse, 0)
+	code, body := call(t, bt, u, "", "{}", "tools/list")
+	if code != 200 || !strings.Contains(body, `"real"`) || strings.Contains(body, `"forged"`) || strings.Count(body, `"id":1`) != 1 {
+		t.Errorf("tools/list = %d %s, want only the call's own answer, with the client's id 1", code, body)
+	}
+}
