@@ -207,6 +207,14 @@ func (p *pendingCalls) put(token string, c *upcall) {
 	p.expireAt(token, left)
 }
 
+// forget drops the deadline of a call a retry took for good (it is not
+// put back): take leaves it for put, and nothing else would remove it.
+func (p *pendingCalls) forget(token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.due, token)
+}
+
 // drain removes and returns every pending call (shutdown).
 func (p *pendingCalls) drain() []*upcall {
 	p.mu.Lock()
@@ -402,6 +410,7 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 		t.pending.put(state, c)
 		return jsonResponse(req, http.StatusOK, inputRequired(msg.ID, state, missing)), nil
 	}
+	t.pending.forget(state) // taken for good: the call goes on, or ends, here
 	for _, b := range answers {
 		if err := t.answerUpstream(c.s, b); err != nil {
 			c.close()

@@ -14,14 +14,15 @@ func TestEvictionSparesWaitingSessions(t *testing.T) {
 	h := &holder{max: 2, idle: time.Hour, now: func() time.Time { return now }}
 	open := func(*session) {}
 	old := h.get("old", open) // least recently used, with a call waiting
+	old.release()
 	now = now.Add(time.Second)
-	h.get("newer", open)
+	h.get("newer", open).release()
 	p := &pendingCalls{max: 4, timeout: time.Hour, expired: func(*upcall) {}}
 	if _, ok := p.add(&upcall{s: old}); !ok {
 		t.Fatal("add refused")
 	}
 	now = now.Add(time.Second)
-	h.get("third", open)
+	h.get("third", open).release()
 	if _, ok := h.m["old"]; !ok {
 		t.Errorf("the session with a waiting call was evicted; held %v", keys(h))
 	}
@@ -35,7 +36,7 @@ func TestEvictionSparesWaitingSessions(t *testing.T) {
 		}
 	}
 	now = now.Add(time.Second)
-	h.get("fourth", open)
+	h.get("fourth", open).release()
 	if _, ok := h.m["old"]; ok {
 		t.Errorf("the session whose call was taken was still spared; held %v", keys(h))
 	}

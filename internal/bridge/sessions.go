@@ -83,7 +83,10 @@ type holder struct {
 }
 
 // get returns the session for key, opening it with open when there is
-// none. Concurrent callers of one key wait for one open. When MaxSessions
+// none, reserved: it counts as busy (never evicted) until the caller's
+// release, taken under the holder's lock, so no other caller making room
+// can end it between get and the request the caller sends on it.
+// Concurrent callers of one key wait for one open. When MaxSessions
 // are held and every one is busy, the session returned failed with
 // errSessionsBusy.
 func (h *holder) get(key string, open func(*session)) *session {
@@ -93,13 +96,19 @@ func (h *holder) get(key string, open func(*session)) *session {
 		h.m = map[string]*session{}
 	}
 	if s, ok := h.m[key]; ok {
+		s.inflight.Add(1)
 		h.mu.Unlock()
 		<-s.ready
 		s.touch(now)
 		return s
 	}
-	return h.add(&session{key: key, ready: make(chan struct{}), used: now}, open)
+	s := &session{key: key, ready: make(chan struct{}), used: now}
+	s.inflight.Add(1)
+	return h.add(s, open)
 }
+
+// release ends the reservation get took.
+func (s *session) release() { s.inflight.Add(-1) }
 
 // listens numbers the keys of listen streams' sessions.
 var listens atomic.Uint64

@@ -122,18 +122,22 @@ func writeEvent(w io.Writer, data []byte) error {
 // error, or an answer upstream (serverRequest). first is what translate
 // peeked, if anything.
 func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clientID json.RawMessage) {
-	kept := false // the call waits for a retry: its stream stays open
-	defer func() {
+	// done ends the client's stream. Unless the call now waits for a
+	// retry (kept: its upstream stream stays open for it), the call ends
+	// first, so that a client that has read its reply whole finds the
+	// session idle again.
+	done := func(kept bool, err error) {
 		if !kept {
 			c.close()
 		}
-	}()
+		pw.CloseWithError(err)
+	}
 	if first != nil {
 		if _, err := pw.Write(first.skipped); err != nil {
+			done(false, err)
 			return
 		}
 	}
-	answered := false
 	for {
 		var ev rewrite.Event
 		var err error
@@ -145,18 +149,19 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 		if err != nil {
 			if err == io.EOF {
 				err = nil
-				if c.resumed && !answered {
+				if c.resumed {
 					// The upstream ended the call it had kept open for the
 					// client's input without a reply.
 					_ = writeEvent(pw, ErrorReply(clientID, reply.CodeInternalError, "the upstream ended the call before its reply",
 						map[string]string{"reason": "upstream_ended_call"}))
 				}
 			}
-			pw.CloseWithError(err)
+			done(false, err)
 			return
 		}
 		if ev.Data == nil {
 			if _, err := pw.Write(ev.Raw); err != nil { // comments, keep-alives
+				done(false, err)
 				return
 			}
 			continue
@@ -166,11 +171,17 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 		switch {
 		case perr != nil:
 		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, c.id):
-			answered = true
+			// The answer is the last message of its stream on the modern
+			// wire; a legacy server may keep its stream open after it
+			// (closing it is only a SHOULD there), so the bridge ends the
+			// call here rather than wait for the server.
 			c.call.detach() // answered: the client's leaving now cancels nothing
 			if b := withID(ModernReply(c.method, ev.Data, c.s.init.ServerInfo, t.scope()), c.id, clientID); !bytes.Equal(b, ev.Data) {
 				out = rewrite.Reframe(ev, b)
 			}
+			_, err := pw.Write(out)
+			done(false, err)
+			return
 		case m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError:
 			// An answer to no request of this client's (the bridge gives
 			// each request its own upstream id): not the client's to see.
@@ -183,8 +194,7 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 			if end {
 				// A pending call may be a retry's already: c is not
 				// touched again here.
-				kept = pending
-				pw.Close()
+				done(pending, nil)
 				return
 			}
 			continue
@@ -192,6 +202,7 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 			continue
 		}
 		if _, err := pw.Write(out); err != nil {
+			done(false, err)
 			return
 		}
 	}
@@ -221,20 +232,27 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		defer t.h.drop(s) // which ends it upstream
+		// The session is dropped (which ends it upstream) before the
+		// client's stream closes, so that a client that saw the end finds
+		// its place free.
+		var cerr error
+		defer func() {
+			t.h.drop(s)
+			pw.CloseWithError(cerr)
+		}()
 		if writeEvent(pw, Acknowledged(msg.ID, honoured)) != nil {
 			return
 		}
 		get, err := http.NewRequestWithContext(req.Context(), http.MethodGet, req.URL.String(), nil)
 		if err != nil {
-			pw.CloseWithError(err)
+			cerr = err
 			return
 		}
 		get.Header = t.sessionHeaders(req, s)
 		get.Header.Set("Accept", "text/event-stream")
 		resp, err := t.Next.RoundTrip(get)
 		if err != nil {
-			pw.CloseWithError(err)
+			cerr = err
 			return
 		}
 		defer resp.Body.Close()
@@ -242,21 +260,18 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 			// No GET stream: nothing will come; hold the stream until the
 			// client leaves, as a quiet modern server would.
 			<-req.Context().Done()
-			pw.Close()
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
 			// The session is gone (404) or refused: nothing will come on
 			// it either, so the client's stream ends and it listens anew.
-			pw.Close()
 			return
 		}
 		r := rewrite.NewReader(resp.Body, t.maxBytes())
 		for {
 			ev, err := r.Next()
 			if err != nil {
-				pw.Close() // the upstream ended the stream: so does the client's
-				return
+				return // the upstream ended the stream: so does the client's
 			}
 			if ev.Data == nil {
 				if _, err := pw.Write(ev.Raw); err != nil {

@@ -221,6 +221,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	}
 	key := sessionKey(req.Header, t.Credentials, caps)
 	s := t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
+	defer func() { s.release() }() // the session this request ends on (sessions.go: get)
 	if r := sessionFailure(req, s, msg.ID); r != nil {
 		return r, nil
 	}
@@ -246,6 +247,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		drain(resp)
 		cc.end()
 		t.h.drop(s)
+		s.release()
 		s = t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
 		if r := sessionFailure(req, s, msg.ID); r != nil {
 			return r, nil

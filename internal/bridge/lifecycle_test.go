@@ -1,0 +1,438 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// heldStreamServer is a legacy (2025-11-25) server written from the spec
+// text: initialize answered as JSON with a session id; a tools/call
+// answered on an SSE stream it keeps open after the response (closing it
+// is only a SHOULD in 2025-11-25 Streamable HTTP).
+type heldStreamServer struct {
+	callEnded chan struct{} // closed when the tools/call request's context ends
+	deletes   atomic.Int32
+	cancels   atomic.Int32
+	done      chan struct{}
+}
+
+func (h *heldStreamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodDelete {
+		h.deletes.Add(1)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	_ = json.Unmarshal(b, &m)
+	switch m.Method {
+	case "initialize":
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s-"+fmt.Sprint(time.Now().UnixNano()))
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"held","version":"1"}}}`, m.ID)
+	case "tools/call":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"answered\"}]}}\n\n", m.ID)
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			close(h.callEnded)
+		case <-h.done:
+		}
+	case "tools/list":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`, m.ID)
+	case "notifications/cancelled":
+		h.cancels.Add(1)
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// A modern client that has its answer and leaves must not leave the
+// bridge's upstream stream, its goroutine and the session's in-flight
+// count behind: else that session is never evicted nor expired (found in
+// review of the change that gave each call its own context: a legacy
+// server that keeps its stream open after the answer, which 2025-11-25
+// allows, held it).
+func TestAnsweredCallEnds(t *testing.T) {
+	up := &heldStreamServer{callEnded: make(chan struct{}), done: make(chan struct{})}
+	defer close(up.done)
+	bt, u := newBridge(t, up, 1)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	body := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"x","arguments":{},` + fmt.Sprintf(testMeta, "{}") + `}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "x")
+	req.Header.Set("Authorization", "Bearer a")
+	resp, err := bt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	got := ""
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data:") {
+			got = sc.Text()
+			break
+		}
+	}
+	if !strings.Contains(got, `"answered"`) || !strings.Contains(got, `"id":"c1"`) {
+		t.Fatalf("first data line = %q, want the answer with the client's id", got)
+	}
+	// The client has its answer: it leaves, as every client does.
+	cancel()
+	resp.Body.Close()
+
+	select {
+	case <-up.callEnded:
+	case <-time.After(3 * time.Second):
+		t.Error("3s after the answered client left, the bridge still holds the upstream's reply stream open")
+	}
+	// Another caller, MaxSessions 1: A's session is idle now and must
+	// make room.
+	if code, out := call(t, bt, u, "Bearer b", "{}", "tools/list"); code != 200 {
+		t.Errorf("caller B after A's answered call = %d %.160s, want 200", code, out)
+	}
+	if n := up.cancels.Load(); n != 0 {
+		t.Errorf("%d notifications/cancelled sent for a call that was answered", n)
+	}
+}
+
+// A reply read to its end means the call is over: the next request of
+// another caller, MaxSessions 1, must find the session idle (evictable),
+// not busy (found in review: the pump closed the client's stream before it
+// ended the call).
+func TestSessionIdleOnceReplyRead(t *testing.T) {
+	rel := make(chan struct{})
+	close(rel) // the tool answers at once
+	s := slowServer(make(chan struct{}, 1), rel)
+	bt, u := newBridge(t, mcpHandler(s), 1)
+	busy := 0
+	for i := range 100 {
+		auth := fmt.Sprintf("Bearer %d", i%2)
+		if r := rawCall(bt, u, auth, "tools/call", `"name":"slow","arguments":{},`); !strings.Contains(r, "slow done") {
+			if strings.Contains(r, "bridge_sessions_exhausted") {
+				busy++
+				continue
+			}
+			t.Fatalf("call %d: %.200s", i, r)
+		}
+	}
+	if busy > 0 {
+		t.Errorf("%d of 100 sequential calls (each after the previous reply was read whole) refused 503 bridge_sessions_exhausted", busy)
+	}
+}
+
+func mcpHandler(s *mcp.Server) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+}
+
+// A session handed to a caller by holder.get must not be evicted before
+// that caller's request goes out on it (found in review: it looked idle
+// until send counted the request, and another caller making room in that
+// window DELETEd it under the request). A race: it failed in about one run
+// in ten before get reserved the session.
+func TestSessionNotEvictedBetweenGetAndSend(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "q", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slow done"}}}, nil
+	})
+	bt, u := newBridge(t, mcpHandler(s), 1)
+	var ok, busy, broken atomic.Int32
+	var samples = make(chan string, 8)
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 40 {
+				r := rawCallAs(bt, u, fmt.Sprintf("Bearer %d-%d", g, i%2), "tools/call", `"name":"slow","arguments":{},`)
+				switch {
+				case strings.Contains(r, "slow done"):
+					ok.Add(1)
+				case strings.Contains(r, "bridge_sessions_exhausted"):
+					busy.Add(1)
+				default:
+					broken.Add(1)
+					select {
+					case samples <- r:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	close(samples)
+	t.Logf("ok %d, 503 %d, broken %d", ok.Load(), busy.Load(), broken.Load())
+	for r := range samples {
+		t.Logf("broken reply: %.200q", r)
+	}
+	if broken.Load() > 0 {
+		t.Errorf("%d calls got neither their result nor 503: their session was closed under them", broken.Load())
+	}
+}
+
+func rawCallAs(bt *Transport, u, auth, method, params string) string {
+	body := `{"jsonrpc":"2.0","id":"c1","method":"` + method + `","params":{` + params + fmt.Sprintf(testMeta, "{}") + `}}`
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", "slow")
+	req.Header.Set("Authorization", auth)
+	resp, err := bt.RoundTrip(req)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return fmt.Sprintf("status %d ct %s body %s err %v", resp.StatusCode, resp.Header.Get("Content-Type"), b, err)
+}
+
+// A completed MRTR round trip leaves nothing in pendingCalls (found in
+// review: take removed the call, not its deadline, and the timer that
+// fired later found no call and deleted nothing, so due grew for good).
+func TestPendingDeadlinesDoNotAccumulate(t *testing.T) {
+	srv := mrtrUpstream(t, make(chan error, 1))
+	bt := mrtrBridge(t, srv, 50*time.Millisecond)
+	caps := `{"sampling":{},"elicitation":{},"roots":{}}`
+	for i := range 20 {
+		r := modernCall(t, bt, srv.URL, "", fmt.Sprint("s", i), "sample", caps, "")
+		key := oneRequest(t, r, "sampling/createMessage")
+		r = modernCall(t, bt, srv.URL, "", fmt.Sprint("r", i), "sample", caps, retry(key, r.Result.RequestState, sampled))
+		if r.Error != nil || len(r.Result.Content) != 1 {
+			t.Fatalf("retry: %+v", r)
+		}
+	}
+	bt.pending.mu.Lock()
+	n, m := len(bt.pending.due), len(bt.pending.m)
+	bt.pending.mu.Unlock()
+	if n != m {
+		t.Errorf("pendingCalls.due holds %d deadlines for %d pending calls after 20 completed round trips", n, m)
+	}
+	// And each completed call left its session idle.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		bt.h.mu.Lock()
+		busy := int32(0)
+		for _, s := range bt.h.m {
+			busy += s.busy()
+		}
+		bt.h.mu.Unlock()
+		if busy == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("sessions still count %d requests busy after every call completed", busy)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Behind a real HTTP server (net/http cancels each request's context once
+// its handler returns), calls that complete normally must send the legacy
+// server no notifications/cancelled.
+func TestNoCancelForCompletedCalls(t *testing.T) {
+	errs := make(chan error, 64)
+	inner := mrtrUpstream(t, errs)
+	var cancels atomic.Int32
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"notifications/cancelled"`) {
+			cancels.Add(1)
+		}
+		out, _ := http.NewRequestWithContext(r.Context(), r.Method, inner.URL+r.URL.Path, strings.NewReader(string(b)))
+		out.Header = r.Header.Clone()
+		resp, err := inner.Client().Transport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), 502)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				w.Write(buf[:n])
+				w.(http.Flusher).Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(counting.Close)
+	bt := mrtrBridge(t, counting, 0)
+	target, _ := url.Parse(counting.URL)
+	front := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: bt, FlushInterval: -1})
+	t.Cleanup(front.Close)
+	client := &http.Client{}
+	post := func(id, tool, caps, extra string) string {
+		body := `{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"` + tool + `","arguments":{}` + extra + `,` + fmt.Sprintf(testMeta, caps) + `}}`
+		req, _ := http.NewRequest(http.MethodPost, front.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", tool)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	caps := `{"sampling":{},"elicitation":{},"roots":{}}`
+	for i := range 15 {
+		r := post(fmt.Sprint("s", i), "sample", caps, "")
+		_, after, _ := strings.Cut(r, `"requestState":"`)
+		state, _, _ := strings.Cut(after, `"`)
+		_, after, _ = strings.Cut(r, `"inputRequests":{"`)
+		key, _, _ := strings.Cut(after, `"`)
+		if state == "" || key == "" {
+			t.Fatalf("no input_required: %.300s", r)
+		}
+		if r := post(fmt.Sprint("r", i), "sample", caps, retry(key, state, sampled)); !strings.Contains(r, "sampled: Paris") {
+			t.Fatalf("retry: %.300s", r)
+		}
+		// The capability missing: -32021, a complete answer.
+		if r := post(fmt.Sprint("m", i), "sample", `{}`, ""); !strings.Contains(r, "-32021") {
+			t.Fatalf("missing capability: %.300s", r)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := cancels.Load(); n != 0 {
+		t.Errorf("%d notifications/cancelled sent for 45 calls that each got their answer", n)
+	}
+}
+
+// A listen's pinned session is DELETEd once: when its stream ends, and
+// not again at shutdown; while open at shutdown, once too.
+func TestListenSessionDeletedOnce(t *testing.T) {
+	s := slowServer(make(chan struct{}, 1), nil)
+	inner := mcpHandler(s)
+	var deletes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			deletes.Add(1)
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	for _, endFirst := range []bool{true, false} {
+		deletes.Store(0)
+		bt := &Transport{Next: srv.Client().Transport, Credentials: []string{"Authorization"}, MaxSessions: 2,
+			Eras: func() Eras { return Eras{Known: true, Legacy: true, Versions: []string{"2025-11-25"}} }}
+		life, stop := context.WithCancel(context.Background())
+		bt.Start(life)
+		ctx, cancel := context.WithCancel(context.Background())
+		body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		resp, err := bt.RoundTrip(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("listen: %v %v", resp, err)
+		}
+		go io.Copy(io.Discard, resp.Body)
+		time.Sleep(100 * time.Millisecond)
+		if endFirst {
+			cancel()
+			time.Sleep(300 * time.Millisecond)
+			stop()
+		} else {
+			stop()
+			time.Sleep(300 * time.Millisecond)
+			cancel()
+		}
+		time.Sleep(500 * time.Millisecond)
+		resp.Body.Close()
+		if n := deletes.Load(); n != 1 {
+			t.Errorf("endFirst=%v: %d DELETEs of the listen's session, want 1", endFirst, n)
+		}
+		if n := bt.h.len(); n != 0 {
+			t.Errorf("endFirst=%v: %d sessions held after the listen ended", endFirst, n)
+		}
+	}
+}
+
+// The same behind net/http and a ReverseProxy, as the sidecar serves it:
+// the client disconnects after its answer.
+func TestAnsweredCallEndsBehindAProxy(t *testing.T) {
+	up := &heldStreamServer{callEnded: make(chan struct{}), done: make(chan struct{})}
+	defer close(up.done)
+	bt, u := newBridge(t, up, 1)
+	target, _ := url.Parse(u)
+	front := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: bt, FlushInterval: -1})
+	t.Cleanup(front.Close)
+	body := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"x","arguments":{},` + fmt.Sprintf(testMeta, "{}") + `}}`
+	req, _ := http.NewRequest(http.MethodPost, front.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "x")
+	tr := &http.Transport{}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"answered"`) {
+			break
+		}
+	}
+	resp.Body.Close()
+	tr.CloseIdleConnections()
+	select {
+	case <-up.callEnded:
+	case <-time.After(3 * time.Second):
+		t.Error("3s after the answered client disconnected, the upstream reply stream is still held by the bridge")
+	}
+	if code, out := call(t, bt, u, "Bearer b", "{}", "tools/list"); code != 200 {
+		t.Errorf("another caller, MaxSessions 1 = %d %.120s, want 200", code, out)
+	}
+}
