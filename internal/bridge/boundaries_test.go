@@ -511,3 +511,35 @@ func TestStrayAnswerDropped(t *testing.T) {
 		t.Errorf("tools/list = %d %s, want only the call's own answer, with the client's id 1", code, body)
 	}
 }
+
+// One caller cannot take every held session with listens (noticed in
+// review once listens counted against MaxSessions): past
+// DefaultMaxListensPerCaller its next listen is refused, whatever
+// capabilities it claims, and another caller still gets one.
+func TestListensPerCaller(t *testing.T) {
+	s := slowServer(make(chan struct{}, 1), nil)
+	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 0)
+	listen := func(auth string, i int) *http.Response {
+		caps := fmt.Sprintf(`{"x%d":{}}`, i) // a new capability set each time
+		body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, caps) + `}}`
+		req := modernPost(t.Context(), u, "subscriptions/listen", body)
+		req.Header.Set("Authorization", auth)
+		resp, err := bt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	for i := range DefaultMaxListensPerCaller {
+		if r := listen("Bearer a", i); r.StatusCode != 200 {
+			t.Fatalf("listen %d of caller A: %d", i, r.StatusCode)
+		}
+	}
+	if r := listen("Bearer a", 99); r.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("caller A's listen past %d: %d, want 503 bridge_listens_exhausted", DefaultMaxListensPerCaller, r.StatusCode)
+	}
+	if r := listen("Bearer b", 0); r.StatusCode != 200 {
+		t.Errorf("caller B's first listen: %d, want 200", r.StatusCode)
+	}
+}

@@ -25,12 +25,22 @@ const (
 // and every one is busy.
 var errSessionsBusy = errors.New("every session held is busy")
 
+// errListens is a listen refused because its caller holds
+// DefaultMaxListensPerCaller already.
+var errListens = errors.New("too many listen streams for one caller")
+
+// DefaultMaxListensPerCaller caps the listen streams one caller (its
+// credentials and address, whatever its capabilities) holds at once, so
+// that no caller can take every place of MaxSessions with listens.
+const DefaultMaxListensPerCaller = 8
+
 // session is one legacy upstream session held for the callers of one
 // authorization context and client-capability set, or for one
 // subscriptions/listen stream (pinned).
 type session struct {
 	key     string
 	pinned  bool   // a listen stream's: never evicted or expired, dropped when it ends
+	owner   string // a listen's caller (listenOwner), for DefaultMaxListensPerCaller
 	id      string // Mcp-Session-Id; "" when the upstream minted none
 	version string // the negotiated protocol version
 	init    initResult
@@ -113,15 +123,36 @@ func (s *session) release() { s.inflight.Add(-1) }
 // listens numbers the keys of listen streams' sessions.
 var listens atomic.Uint64
 
-// pin opens a session of its own for a subscriptions/listen stream, held
-// (and counted against max) until drop, never evicted or expired.
-func (h *holder) pin(open func(*session)) *session {
+// pin opens a session of its own for a subscriptions/listen stream of
+// owner, held (and counted against max) until drop, never evicted or
+// expired; at most DefaultMaxListensPerCaller per owner (then it fails
+// with errListens).
+func (h *holder) pin(owner string, open func(*session)) *session {
 	h.mu.Lock()
 	if h.m == nil {
 		h.m = map[string]*session{}
 	}
 	key := "listen/" + strconv.FormatUint(listens.Add(1), 10)
-	return h.add(&session{key: key, pinned: true, ready: make(chan struct{}), used: h.now()}, open)
+	s := &session{key: key, pinned: true, owner: owner, ready: make(chan struct{}), used: h.now()}
+	n := 0
+	for _, o := range h.m {
+		if o.pinned && o.owner == owner {
+			n++
+		}
+	}
+	if n >= DefaultMaxListensPerCaller {
+		h.mu.Unlock()
+		s.err = errListens
+		close(s.ready)
+		return s
+	}
+	return h.add(s, open)
+}
+
+// listenOwner keys a caller's listens: its credentials and network
+// identity, not its capabilities (which a caller may vary at will).
+func listenOwner(h http.Header, credentials []string) string {
+	return sessionKey(h, credentials, nil)
 }
 
 // add holds s, making room first, and opens it with open; h.mu is held on

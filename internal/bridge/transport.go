@@ -269,6 +269,10 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 // every session held is busy, or a 502.
 func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Response {
 	switch {
+	case errors.Is(s.err, errListens):
+		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError,
+			"era bridge: too many listen streams for this caller ("+strconv.Itoa(DefaultMaxListensPerCaller)+")",
+			map[string]string{"reason": "bridge_listens_exhausted"}))
 	case errors.Is(s.err, errSessionsBusy):
 		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError, "era bridge: too many sessions held, every one busy",
 			map[string]string{"reason": "bridge_sessions_exhausted"}))
