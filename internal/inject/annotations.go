@@ -175,7 +175,7 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 		var r corev1.ResourceRequirements
 		if err := yaml.UnmarshalStrict([]byte(v), &r); err != nil {
 			bad(AnnotationResources, "not a ResourceRequirements (%v)", err)
-		} else if err := checkResources(r); err != nil {
+		} else if err := checkResources(r, spec); err != nil {
 			bad(AnnotationResources, "%v", err)
 		}
 		s.resources = r
@@ -387,23 +387,37 @@ func runtimeFile(ann map[string]string) ([]byte, []error) {
 // resources (ValidateResourceRequirements), so a pod it would refuse is
 // refused here, naming the annotation, instead of there, naming a field
 // the pod's owner never wrote (and, with failurePolicy Ignore, refused
-// where it should have been admitted without the sidecar): quantities are
-// not negative, a request is at most its limit, names are standard or
-// fully qualified, and a resource that cannot be overcommitted (hugepages,
-// extended resources) has a limit its request equals.
-func checkResources(r corev1.ResourceRequirements) error {
+// where it should have been admitted without the sidecar): names are
+// standard (cpu, memory, ephemeral-storage, hugepages-*) or qualified
+// outside kubernetes.io; quantities are not negative, and whole for
+// extended resources; a request is at most its limit; a resource that
+// cannot be overcommitted (hugepages, extended) has a limit its request
+// equals; hugepages come with cpu or memory; and claims name the pod's
+// resource claims.
+func checkResources(r corev1.ResourceRequirements, spec *corev1.PodSpec) error {
 	overcommits := func(n corev1.ResourceName) bool {
 		return n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage
 	}
+	hugePages := func(n corev1.ResourceName) bool { return strings.HasPrefix(string(n), corev1.ResourceHugePagesPrefix) }
+	extended := func(n corev1.ResourceName) bool { return strings.Contains(string(n), "/") }
+	hasCPUOrMemory, hasHugePages := false, false
 	for _, list := range []corev1.ResourceList{r.Requests, r.Limits} {
 		for _, n := range slices.Sorted(maps.Keys(list)) {
 			q := list[n]
 			switch {
-			case !overcommits(n) && !strings.HasPrefix(string(n), corev1.ResourceHugePagesPrefix) && !strings.Contains(string(n), "/"):
+			case extended(n) && !isQualifiedName(string(n)):
+				return fmt.Errorf("%q is not a qualified resource name", n)
+			case extended(n) && (strings.HasPrefix(string(n), "kubernetes.io/") || strings.Contains(strings.SplitN(string(n), "/", 2)[0], ".kubernetes.io")):
+				return fmt.Errorf("%q is not a standard container resource", n)
+			case !overcommits(n) && !hugePages(n) && !extended(n):
 				return fmt.Errorf("%q is neither a standard resource nor a fully qualified name", n)
 			case q.Sign() < 0:
 				return fmt.Errorf("%s %s is negative", n, q.String())
+			case extended(n) && q.MilliValue()%1000 != 0:
+				return fmt.Errorf("%s %s is not a whole number", n, q.String())
 			}
+			hasCPUOrMemory = hasCPUOrMemory || n == corev1.ResourceCPU || n == corev1.ResourceMemory
+			hasHugePages = hasHugePages || hugePages(n)
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(r.Requests)) {
@@ -418,7 +432,34 @@ func checkResources(r corev1.ResourceRequirements) error {
 			return fmt.Errorf("%s cannot be overcommitted: its request %s must equal its limit %s", n, req.String(), lim.String())
 		}
 	}
+	if hasHugePages && !hasCPUOrMemory {
+		return errors.New("hugepages need a cpu or memory request or limit too")
+	}
+	for _, c := range r.Claims {
+		if !slices.ContainsFunc(spec.ResourceClaims, func(pc corev1.PodResourceClaim) bool { return pc.Name == c.Name }) {
+			return fmt.Errorf("claim %q is none of the pod's resourceClaims", c.Name)
+		}
+	}
 	return nil
+}
+
+// isQualifiedName reports whether n is a qualified name with a prefix
+// (DNS subdomain "/" name), as an extended resource's must be.
+func isQualifiedName(n string) bool {
+	prefix, name, ok := strings.Cut(n, "/")
+	if !ok || !isDNSSubdomain(prefix) || name == "" || len(name) > 63 {
+		return false
+	}
+	alnum := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' }
+	if !alnum(name[0]) || !alnum(name[len(name)-1]) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if b := name[i]; !alnum(b) && b != '-' && b != '_' && b != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkPorts reports a sidecar port that collides with the upstream, the

@@ -300,6 +300,12 @@ func TestMutateErrors(t *testing.T) {
 		"extended overcommitted":   {res(`{"requests":{"example.com/foo":"1"},"limits":{"example.com/foo":"2"}}`), []string{AnnotationResources, "must equal"}},
 		"hugepages without limit":  {res(`{"requests":{"hugepages-2Mi":"2Mi"}}`), []string{AnnotationResources, "hugepages-2Mi"}},
 		"unqualified resource":     {res(`{"limits":{"gpu":"1"}}`), []string{AnnotationResources, `"gpu"`}},
+		// Found in the review of the first resource checks.
+		"hugepages alone":        {res(`{"requests":{"hugepages-2Mi":"2Mi"},"limits":{"hugepages-2Mi":"2Mi"}}`), []string{AnnotationResources, "cpu or memory"}},
+		"fractional extended":    {res(`{"requests":{"example.com/foo":"500m"},"limits":{"example.com/foo":"500m"}}`), []string{AnnotationResources, "whole number"}},
+		"kubernetes.io resource": {res(`{"limits":{"kubernetes.io/foo":"1"}}`), []string{AnnotationResources, "kubernetes.io/foo"}},
+		"bad qualified name":     {res(`{"limits":{"a/b/c":"1"}}`), []string{AnnotationResources, "a/b/c"}},
+		"claim the pod lacks":    {res(`{"claims":[{"name":"gpu"}]}`), []string{AnnotationResources, `"gpu"`, "resourceClaims"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -355,4 +361,46 @@ func FuzzMutate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMutateAdmitsValidForms guards the refusals above against false
+// positives (written in review): valid but less common forms of each
+// checked annotation are admitted.
+func TestMutateAdmitsValidForms(t *testing.T) {
+	t.Parallel()
+	linux := testPod(optIn(), 3000)
+	linux.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
+	claimed := testPod(optIn(AnnotationResources, `{"claims":[{"name":"gpu"}]}`), 3000)
+	claimed.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
+	res := func(v string) corev1.Pod { return testPod(optIn(AnnotationResources, v), 3000) }
+	m := config.AnnotationPrefix + "metrics-listen"
+	for name, pod := range map[string]corev1.Pod{
+		"os linux":                 linux,
+		"metrics [::]":             testPod(optIn(m, "[::]:7001"), 3000),
+		"metrics 0.0.0.0":          testPod(optIn(m, "0.0.0.0:7001"), 3000),
+		"metrics port only":        testPod(optIn(m, ":7001"), 3000),
+		"metrics off":              testPod(optIn(m, ""), 3000),
+		"path %2F":                 testPod(optIn(AnnotationUpstreamPath, "/a%2Fb/mcp"), 3000),
+		"path %41 and unicode":     testPod(optIn(AnnotationUpstreamPath, "/%41é/mcp"), 3000),
+		"path with ;,=@:":          testPod(optIn(AnnotationUpstreamPath, "/v1;x=1,y@z:mcp"), 3000),
+		"res zero":                 res(`{"requests":{"cpu":"0","memory":"0"}}`),
+		"res ephemeral":            res(`{"requests":{"ephemeral-storage":"1Gi"},"limits":{"ephemeral-storage":"2Gi"}}`),
+		"res hugepages":            res(`{"requests":{"memory":"64Mi","hugepages-2Mi":"100Mi"},"limits":{"memory":"64Mi","hugepages-2Mi":"100Mi"}}`),
+		"res hugepages limit only": res(`{"limits":{"memory":"64Mi","hugepages-1Gi":"1Gi"}}`),
+		"res extended limit only":  res(`{"limits":{"example.com/foo":"1"}}`),
+		"res extended equal":       res(`{"requests":{"example.com/foo":"2"},"limits":{"example.com/foo":"2"}}`),
+		"res cpu only limit":       res(`{"limits":{"cpu":"500m"}}`),
+		"res req 1 lim 1000m":      res(`{"requests":{"cpu":"1"},"limits":{"cpu":"1000m"}}`),
+		"res yaml":                 res("requests:\n  cpu: 10m\nlimits:\n  memory: 1Gi\n"),
+		"res empty":                res(`{}`),
+		"res claim the pod has":    claimed,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ops, skip, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "example/sidecar:1"})
+			if err != nil || ops == nil {
+				t.Errorf("refused a valid pod: skip %q err %v", skip, err)
+			}
+		})
+	}
 }
