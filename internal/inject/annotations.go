@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
@@ -384,37 +385,48 @@ func runtimeFile(ann map[string]string) ([]byte, []error) {
 }
 
 // checkResources applies the API server's rules for a container's
-// resources (ValidateResourceRequirements), so a pod it would refuse is
-// refused here, naming the annotation, instead of there, naming a field
-// the pod's owner never wrote (and, with failurePolicy Ignore, refused
-// where it should have been admitted without the sidecar): names are
-// standard (cpu, memory, ephemeral-storage, hugepages-*) or qualified
-// outside kubernetes.io; quantities are not negative, and whole for
-// extended resources; a request is at most its limit; a resource that
-// cannot be overcommitted (hugepages, extended) has a limit its request
-// equals; hugepages come with cpu or memory; and claims name the pod's
-// resource claims.
+// resources (ValidateResourceRequirements and the helpers it uses), so a
+// pod it would refuse is refused here, naming the annotation, instead of
+// there, naming a field the pod's owner never wrote (and, with
+// failurePolicy Ignore, refused where it should have been admitted
+// without the sidecar). A name without a domain must be a standard one
+// (cpu, memory, ephemeral-storage, hugepages-SIZE); one holding
+// "kubernetes.io/" is native; any other is extended, and must be a
+// qualified name without the quota-only "requests." prefix. Quantities
+// are not negative; extended ones are whole; hugepages are whole pages and
+// come with cpu or memory; a request is at most its limit, and a resource
+// that cannot be overcommitted (hugepages, extended) has a limit its
+// request equals. Claims name the pod's resource claims, once each.
 func checkResources(r corev1.ResourceRequirements, spec *corev1.PodSpec) error {
-	overcommits := func(n corev1.ResourceName) bool {
-		return n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage
-	}
 	hugePages := func(n corev1.ResourceName) bool { return strings.HasPrefix(string(n), corev1.ResourceHugePagesPrefix) }
-	extended := func(n corev1.ResourceName) bool { return strings.Contains(string(n), "/") }
+	native := func(n corev1.ResourceName) bool {
+		return !strings.Contains(string(n), "/") || strings.Contains(string(n), "kubernetes.io/")
+	}
+	standard := func(n corev1.ResourceName) bool {
+		return n == corev1.ResourceCPU || n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage || hugePages(n)
+	}
+	overcommits := func(n corev1.ResourceName) bool { return native(n) && !hugePages(n) }
 	hasCPUOrMemory, hasHugePages := false, false
 	for _, list := range []corev1.ResourceList{r.Requests, r.Limits} {
 		for _, n := range slices.Sorted(maps.Keys(list)) {
 			q := list[n]
 			switch {
-			case extended(n) && !isQualifiedName(string(n)):
-				return fmt.Errorf("%q is not a qualified resource name", n)
-			case extended(n) && (strings.HasPrefix(string(n), "kubernetes.io/") || strings.Contains(strings.SplitN(string(n), "/", 2)[0], ".kubernetes.io")):
-				return fmt.Errorf("%q is not a standard container resource", n)
-			case !overcommits(n) && !hugePages(n) && !extended(n):
+			case !strings.Contains(string(n), "/") && !standard(n):
 				return fmt.Errorf("%q is neither a standard resource nor a fully qualified name", n)
+			case !native(n) && (strings.HasPrefix(string(n), "requests.") || !isQualifiedName(string(n))):
+				return fmt.Errorf("%q is not an extended resource name", n)
 			case q.Sign() < 0:
 				return fmt.Errorf("%s %s is negative", n, q.String())
-			case extended(n) && q.MilliValue()%1000 != 0:
+			case !native(n) && q.MilliValue()%1000 != 0:
 				return fmt.Errorf("%s %s is not a whole number", n, q.String())
+			case hugePages(n):
+				size, err := resource.ParseQuantity(strings.TrimPrefix(string(n), corev1.ResourceHugePagesPrefix))
+				if err != nil || size.Sign() <= 0 {
+					return fmt.Errorf("%q names no page size", n)
+				}
+				if q.Value()%size.Value() != 0 {
+					return fmt.Errorf("%s %s is not a whole number of pages", n, q.String())
+				}
 			}
 			hasCPUOrMemory = hasCPUOrMemory || n == corev1.ResourceCPU || n == corev1.ResourceMemory
 			hasHugePages = hasHugePages || hugePages(n)
@@ -435,12 +447,42 @@ func checkResources(r corev1.ResourceRequirements, spec *corev1.PodSpec) error {
 	if hasHugePages && !hasCPUOrMemory {
 		return errors.New("hugepages need a cpu or memory request or limit too")
 	}
+	whole, parts := map[string]bool{}, map[string]bool{} // claims by name, and by name/request
 	for _, c := range r.Claims {
 		if !slices.ContainsFunc(spec.ResourceClaims, func(pc corev1.PodResourceClaim) bool { return pc.Name == c.Name }) {
 			return fmt.Errorf("claim %q is none of the pod's resourceClaims", c.Name)
 		}
+		if c.Request != "" && !isDNSLabel(c.Request) {
+			return fmt.Errorf("claim %q: request %q is not a DNS label", c.Name, c.Request)
+		}
+		switch {
+		case c.Request == "" && (whole[c.Name] || partsOf(parts, c.Name)):
+			return fmt.Errorf("claim %q is listed twice", c.Name)
+		case c.Request != "" && (whole[c.Name] || parts[c.Name+"/"+c.Request]):
+			return fmt.Errorf("claim %q request %q is listed twice", c.Name, c.Request)
+		}
+		if c.Request == "" {
+			whole[c.Name] = true
+		} else {
+			parts[c.Name+"/"+c.Request] = true
+		}
 	}
 	return nil
+}
+
+// partsOf reports whether parts holds a request of claim name.
+func partsOf(parts map[string]bool, name string) bool {
+	for k := range parts {
+		if strings.HasPrefix(k, name+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// isDNSLabel reports whether n is an RFC 1123 label.
+func isDNSLabel(n string) bool {
+	return len(n) <= 63 && !strings.Contains(n, ".") && isDNSSubdomain(n)
 }
 
 // isQualifiedName reports whether n is a qualified name with a prefix
