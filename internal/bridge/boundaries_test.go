@@ -543,3 +543,40 @@ func TestListensPerCaller(t *testing.T) {
 		t.Errorf("caller B's first listen: %d, want 200", r.StatusCode)
 	}
 }
+
+// A caller cannot escape the listen cap by varying what it may claim about
+// itself (found in review: X-Forwarded-For, which the proxy keeps from the
+// client, was part of the key), and listens together never take the
+// places bridged calls need: with MaxSessions 4, at most 2 listens, and
+// another caller's call still gets a session.
+func TestListensLeaveRoomForCalls(t *testing.T) {
+	s := slowServer(make(chan struct{}, 1), nil)
+	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 4)
+	listen := func(auth, forwarded string) int {
+		body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
+		req := modernPost(t.Context(), u, "subscriptions/listen", body)
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("X-Forwarded-For", forwarded)
+		resp, err := bt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp.StatusCode
+	}
+	got := 0
+	for i := range 6 {
+		if listen("Bearer a", fmt.Sprintf("10.0.0.%d", i)) == 200 {
+			got++
+		}
+	}
+	if got != 2 {
+		t.Errorf("caller A varying X-Forwarded-For held %d listens with MaxSessions 4, want 2 (half)", got)
+	}
+	if code := listen("Bearer c", "10.9.9.9"); code != http.StatusServiceUnavailable {
+		t.Errorf("caller C's listen with listens at half the places: %d, want 503", code)
+	}
+	if code, out := call(t, bt, u, "Bearer b", "{}", "tools/list"); code != 200 {
+		t.Errorf("caller B's tools/list with listens at their bound: %d %.160s, want 200", code, out)
+	}
+}

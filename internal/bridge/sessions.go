@@ -26,12 +26,15 @@ const (
 var errSessionsBusy = errors.New("every session held is busy")
 
 // errListens is a listen refused because its caller holds
-// DefaultMaxListensPerCaller already.
-var errListens = errors.New("too many listen streams for one caller")
+// DefaultMaxListensPerCaller already, or listens hold half the places.
+var errListens = errors.New("too many listen streams")
 
 // DefaultMaxListensPerCaller caps the listen streams one caller (its
-// credentials and address, whatever its capabilities) holds at once, so
-// that no caller can take every place of MaxSessions with listens.
+// credentials, whatever capabilities or forwarded address it claims)
+// holds at once. Listens together hold at most half of MaxSessions, so
+// that bridged calls always have room: a caller varying what it sends
+// (junk cookies without an auth gate) gets past the per-caller cap, never
+// past that one.
 const DefaultMaxListensPerCaller = 8
 
 // session is one legacy upstream session held for the callers of one
@@ -134,13 +137,16 @@ func (h *holder) pin(owner string, open func(*session)) *session {
 	}
 	key := "listen/" + strconv.FormatUint(listens.Add(1), 10)
 	s := &session{key: key, pinned: true, owner: owner, ready: make(chan struct{}), used: h.now()}
-	n := 0
+	mine, all := 0, 0
 	for _, o := range h.m {
-		if o.pinned && o.owner == owner {
-			n++
+		if o.pinned {
+			all++
+			if o.owner == owner {
+				mine++
+			}
 		}
 	}
-	if n >= DefaultMaxListensPerCaller {
+	if mine >= DefaultMaxListensPerCaller || all >= max(h.max/2, 1) {
 		h.mu.Unlock()
 		s.err = errListens
 		close(s.ready)
@@ -149,10 +155,12 @@ func (h *holder) pin(owner string, open func(*session)) *session {
 	return h.add(s, open)
 }
 
-// listenOwner keys a caller's listens: its credentials and network
-// identity, not its capabilities (which a caller may vary at will).
+// listenOwner keys a caller's listens: its credentials alone, not its
+// capabilities or X-Forwarded-* (which a caller may vary at will: the
+// proxy keeps a client's own X-Forwarded-For).
 func listenOwner(h http.Header, credentials []string) string {
-	return sessionKey(h, credentials, nil)
+	k := onbehalf.CredentialKey(h, onbehalf.Credentials(credentials)...)
+	return hex.EncodeToString(k[:])
 }
 
 // add holds s, making room first, and opens it with open; h.mu is held on

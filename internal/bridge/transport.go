@@ -271,7 +271,7 @@ func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Res
 	switch {
 	case errors.Is(s.err, errListens):
 		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError,
-			"era bridge: too many listen streams for this caller ("+strconv.Itoa(DefaultMaxListensPerCaller)+")",
+			"era bridge: too many listen streams (at most "+strconv.Itoa(DefaultMaxListensPerCaller)+" per caller, half the sessions held in all)",
 			map[string]string{"reason": "bridge_listens_exhausted"}))
 	case errors.Is(s.err, errSessionsBusy):
 		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError, "era bridge: too many sessions held, every one busy",
