@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -453,11 +454,23 @@ func modernPost(ctx context.Context, u, method, body string) *http.Request {
 // anew, instead of being held until it leaves (suspected in review; only a
 // 405, no GET stream offered, means nothing will ever come and is held).
 func TestListenEndsWhenItsSessionIsGone(t *testing.T) {
+	for status, want := range map[int]string{
+		// Gone: the stream ends with no answer, and the client listens anew.
+		http.StatusNotFound: "",
+		// Refused otherwise (review: a client reconnecting would loop):
+		// the listen is answered with an error.
+		http.StatusInternalServerError: "upstream_refused_stream",
+	} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) { listenEnds(t, status, want) })
+	}
+}
+
+func listenEnds(t *testing.T, status int, want string) {
 	s := slowServer(make(chan struct{}, 1), nil)
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	bt, u := newBridge(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			http.Error(w, "session not found", http.StatusNotFound)
+			http.Error(w, "no stream", status)
 			return
 		}
 		inner.ServeHTTP(w, r)
@@ -478,8 +491,11 @@ func TestListenEndsWhenItsSessionIsGone(t *testing.T) {
 		if !strings.Contains(got, `"l1"`) {
 			t.Errorf("listen stream %q, want the acknowledgement first", got)
 		}
+		if want != "" && !strings.Contains(got, want) || want == "" && strings.Contains(got, `"error"`) {
+			t.Errorf("listen stream %q: want an error %q", got, want)
+		}
 	case <-time.After(5 * time.Second):
-		t.Error("the listen stream is still open 5s after the upstream answered its GET 404")
+		t.Errorf("the listen stream is still open 5s after the upstream answered its GET %d", status)
 	}
 }
 

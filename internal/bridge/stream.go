@@ -262,9 +262,17 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 			<-req.Context().Done()
 			return
 		}
+		if resp.StatusCode == http.StatusNotFound {
+			// The session is gone: the client's stream ends, with no
+			// answer, and it listens anew (on a new session).
+			return
+		}
 		if resp.StatusCode != http.StatusOK {
-			// The session is gone (404) or refused: nothing will come on
-			// it either, so the client's stream ends and it listens anew.
+			// Any other refusal would refuse a new listen alike: the
+			// listen is answered with an error, so a client does not
+			// reconnect in a loop.
+			_ = writeEvent(pw, ErrorReply(msg.ID, reply.CodeInternalError, "the upstream refused the listen's stream: HTTP "+strconv.Itoa(resp.StatusCode),
+				map[string]string{"reason": "upstream_refused_stream"}))
 			return
 		}
 		r := rewrite.NewReader(resp.Body, t.maxBytes())
