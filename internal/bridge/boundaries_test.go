@@ -168,10 +168,7 @@ func rawCall(bt *Transport, u, auth, method, params string) string {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return string(b) + " read error: " + err.Error()
-	}
-	return string(b)
+	return fmt.Sprintf("status %d ct %s body %s err %v", resp.StatusCode, resp.Header.Get("Content-Type"), b, err)
 }
 
 // Two modern clients of one authorization context (one token, two agents)

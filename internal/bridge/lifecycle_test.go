@@ -109,16 +109,7 @@ func TestAnsweredCallEnds(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 
-	select {
-	case <-up.callEnded:
-	case <-time.After(3 * time.Second):
-		t.Error("3s after the answered client left, the bridge still holds the upstream's reply stream open")
-	}
-	// Another caller, MaxSessions 1: A's session is idle now and must
-	// make room.
-	if code, out := call(t, bt, u, "Bearer b", "{}", "tools/list"); code != 200 {
-		t.Errorf("caller B after A's answered call = %d %.160s, want 200", code, out)
-	}
+	up.wantEndedAndRoom(t, bt, u)
 	if n := up.cancels.Load(); n != 0 {
 		t.Errorf("%d notifications/cancelled sent for a call that was answered", n)
 	}
@@ -176,7 +167,7 @@ func TestSessionNotEvictedBetweenGetAndSend(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for i := range 40 {
-				r := rawCallAs(bt, u, fmt.Sprintf("Bearer %d-%d", g, i%2), "tools/call", `"name":"slow","arguments":{},`)
+				r := rawCall(bt, u, fmt.Sprintf("Bearer %d-%d", g, i%2), "tools/call", `"name":"slow","arguments":{},`)
 				switch {
 				case strings.Contains(r, "slow done"):
 					ok.Add(1)
@@ -203,24 +194,6 @@ func TestSessionNotEvictedBetweenGetAndSend(t *testing.T) {
 	if broken.Load() > 0 {
 		t.Errorf("%d calls got neither their result nor 503: their session was closed under them", broken.Load())
 	}
-}
-
-func rawCallAs(bt *Transport, u, auth, method, params string) string {
-	body := `{"jsonrpc":"2.0","id":"c1","method":"` + method + `","params":{` + params + fmt.Sprintf(testMeta, "{}") + `}}`
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", "slow")
-	req.Header.Set("Authorization", auth)
-	resp, err := bt.RoundTrip(req)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return fmt.Sprintf("status %d ct %s body %s err %v", resp.StatusCode, resp.Header.Get("Content-Type"), b, err)
 }
 
 // A completed MRTR round trip leaves nothing in pendingCalls (found in
@@ -427,12 +400,20 @@ func TestAnsweredCallEndsBehindAProxy(t *testing.T) {
 	}
 	resp.Body.Close()
 	tr.CloseIdleConnections()
+	up.wantEndedAndRoom(t, bt, u)
+}
+
+// wantEndedAndRoom checks that the answered call's upstream stream ended
+// once its client left, and that its session, MaxSessions 1, then makes
+// room for another caller's.
+func (h *heldStreamServer) wantEndedAndRoom(t *testing.T, bt *Transport, u string) {
+	t.Helper()
 	select {
-	case <-up.callEnded:
+	case <-h.callEnded:
 	case <-time.After(3 * time.Second):
-		t.Error("3s after the answered client disconnected, the upstream reply stream is still held by the bridge")
+		t.Error("3s after the answered client left, the bridge still holds the upstream's reply stream open")
 	}
 	if code, out := call(t, bt, u, "Bearer b", "{}", "tools/list"); code != 200 {
-		t.Errorf("another caller, MaxSessions 1 = %d %.120s, want 200", code, out)
+		t.Errorf("caller B after A's answered call = %d %.160s, want 200", code, out)
 	}
 }
