@@ -22,8 +22,7 @@ func (t *Transport) translate(resp *http.Response, c *upcall, msg rewrite.Messag
 	switch mt {
 	case "application/json":
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes())+1))
-		resp.Body.Close()
-		c.call.end()
+		c.close() // c.body is resp.Body
 		if err != nil {
 			return nil, err
 		}
@@ -47,8 +46,7 @@ func (t *Transport) translate(resp *http.Response, c *upcall, msg rewrite.Messag
 			p := peek(r)
 			if p.err == nil {
 				if m, perr := rewrite.ParseMessage(p.ev.Data); perr == nil && m.Kind == rewrite.KindError && bytes.Equal(m.ID, c.id) {
-					resp.Body.Close()
-					c.call.end()
+					c.close() // c.body is resp.Body
 					out := withID(ModernReply(msg.Method, p.ev.Data, s.init.ServerInfo, t.scope()), c.id, msg.ID)
 					return jsonResponse(resp.Request, replyStatus(out, http.StatusOK), out), nil
 				}
@@ -72,8 +70,7 @@ func (t *Transport) translate(resp *http.Response, c *upcall, msg rewrite.Messag
 			// is method-not-found, HTTP 404 (SEP-2575); for one it does, an
 			// invalid request carrying the upstream's words.
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-			resp.Body.Close()
-			c.call.end()
+			c.close() // c.body is resp.Body
 			text := string(bytes.TrimSpace(b))
 			if text == "" {
 				text = http.StatusText(resp.StatusCode)

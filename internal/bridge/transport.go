@@ -398,12 +398,18 @@ func (t *Transport) post(ctx context.Context, req *http.Request, h http.Header, 
 // postOn sends body on the held session s, with the credentials it was
 // opened with (not any one caller's: the bridge's own messages on it).
 func (t *Transport) postOn(ctx context.Context, s *session, body []byte) (*http.Response, error) {
+	return t.postTo(ctx, s.url, s.headers(), body)
+}
+
+// headers are what the bridge's own messages on s carry: the credentials
+// it was opened with, its Mcp-Session-Id and protocol version.
+func (s *session) headers() http.Header {
 	h := s.creds.Clone()
 	if s.id != "" {
 		h.Set("Mcp-Session-Id", s.id)
 	}
 	h.Set("Mcp-Protocol-Version", s.version)
-	return t.postTo(ctx, s.url, h, body)
+	return h
 }
 
 // postTo sends body to the upstream endpoint url with h.
@@ -480,11 +486,7 @@ func (t *Transport) endSession(s *session) {
 	if err != nil {
 		return
 	}
-	for k, v := range s.creds {
-		req.Header[k] = v
-	}
-	req.Header.Set("Mcp-Session-Id", s.id)
-	req.Header.Set("Mcp-Protocol-Version", s.version)
+	req.Header = s.headers()
 	if resp, err := t.Next.RoundTrip(req); err == nil {
 		drain(resp)
 	}
