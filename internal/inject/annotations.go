@@ -129,6 +129,7 @@ type settings struct {
 	takeover     *takeover // nil: the sidecar's port is MCPPortName
 	pluginCMs    []string
 	pluginImage  string // "" with no pluginCMs: the pod brings PluginVolume
+	runtime      []byte // the runtime annotations as the sidecar reads them (runtimeFile)
 }
 
 // injectorOwnedRuntimeKeys are runtime keys the injected container sets by
@@ -224,11 +225,10 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 	if err := s.resolvePlugin(ann, spec); err != nil {
 		errs = append(errs, err)
 	}
-	mp, err := runtimeKeys(ann)
+	s.runtime, s.metricsPort, err = runtimeKeys(ann)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	s.metricsPort = mp
 	if len(errs) == 0 {
 		errs = append(errs, checkPorts(s, spec)...)
 	}
@@ -336,32 +336,33 @@ func isDNSSubdomain(n string) bool {
 
 // runtimeKeys checks the pod's runtime annotations the way the sidecar will
 // load them, so a typo fails at admission instead of in a crash-looping
-// sidecar, and returns the metrics port the probes must use.
-func runtimeKeys(ann map[string]string) (int32, error) {
+// sidecar, and returns them as the sidecar reads them (runtimeFile) and
+// the metrics port the probes must use.
+func runtimeKeys(ann map[string]string) ([]byte, int32, error) {
 	file, errs := runtimeFile(ann)
 	cfg, _, err := config.Load(config.Sources{Annotations: file})
 	if err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return 0, errors.Join(errs...)
+		return file, 0, errors.Join(errs...)
 	}
 	if cfg.MetricsListen == "" {
-		return 0, nil
+		return file, 0, nil
 	}
 	host, p, _ := net.SplitHostPort(cfg.MetricsListen) // validated by Load
 	port, err := parsePort(p)
 	if err != nil {
-		return 0, fmt.Errorf("annotation %smetrics-listen: %w", config.AnnotationPrefix, err)
+		return file, 0, fmt.Errorf("annotation %smetrics-listen: %w", config.AnnotationPrefix, err)
 	}
 	// The kubelet probes the pod's IP on this port: a listener bound to
 	// loopback or to any one address never answers it, and a native
 	// sidecar whose startup probe never passes keeps the app from
 	// starting at all.
 	if host != "" && host != "0.0.0.0" && host != "::" {
-		return 0, fmt.Errorf("annotation %smetrics-listen: %q binds %s only, where the kubelet's probes cannot reach it; give the port alone, e.g. \":%d\"", config.AnnotationPrefix, cfg.MetricsListen, host, port)
+		return file, 0, fmt.Errorf("annotation %smetrics-listen: %q binds %s only, where the kubelet's probes cannot reach it; give the port alone, e.g. \":%d\"", config.AnnotationPrefix, cfg.MetricsListen, host, port)
 	}
-	return port, nil
+	return file, port, nil
 }
 
 // runtimeFile is the pod's runtime annotations as the sidecar reads them

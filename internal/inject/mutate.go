@@ -121,8 +121,7 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	// The sidecar's own loader judges what it will start with: the
 	// container's arguments and the pod's runtime annotations together,
 	// so nothing admitted here crash-loops there.
-	file, _ := runtimeFile(meta.Annotations) // its errors were resolve's
-	if _, _, err := config.Load(config.Sources{Annotations: file, Args: c.Args[1:]}); err != nil {
+	if _, _, err := config.Load(config.Sources{Annotations: s.runtime, Args: c.Args[1:]}); err != nil {
 		return nil, "", fmt.Errorf("the sidecar would not start with what these annotations make: %w", err)
 	}
 
