@@ -261,10 +261,16 @@ func (e *Env) launchSidecar(ctx context.Context, args []string, metrics bool) (p
 // through url gets a result. It sends StatelessHeader so a go-sdk upstream
 // keeps no session for it.
 func InitializeProbe(url string) func(context.Context) error {
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 2 * time.Second}
 	call := InitializeCall()
-	body, hdr := call.Body(Legacy), call.Header(Legacy, "")
+	hdr := call.Header(Legacy, "")
 	hdr.Set(StatelessHeader, "1")
+	return postProbe(url, hdr, call.Body(Legacy))
+}
+
+// postProbe returns a probe that succeeds once body, posted to url with
+// hdr on a fresh connection each time, gets a result.
+func postProbe(url string, hdr http.Header, body []byte) func(context.Context) error {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 2 * time.Second}
 	return func(ctx context.Context) error {
 		var buf bytes.Buffer
 		_, err := post(ctx, c, url, hdr, body, &buf)
@@ -278,14 +284,8 @@ func InitializeProbe(url string) func(context.Context) error {
 // its era probe has answered, they pass through and the upstream refuses
 // them).
 func DiscoverProbe(url string) func(context.Context) error {
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 2 * time.Second}
 	call := Call{Method: "server/discover"}
-	body, hdr := call.Body(Modern), call.Header(Modern, "")
-	return func(ctx context.Context) error {
-		var buf bytes.Buffer
-		_, err := post(ctx, c, url, hdr, body, &buf)
-		return err
-	}
+	return postProbe(url, call.Header(Modern, ""), call.Body(Modern))
 }
 
 // Mallocs reads go_memstats_mallocs_total from a Prometheus text endpoint.
