@@ -1,0 +1,187 @@
+package stdio
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test server: a small MCP server on the stdio transport, written from
+// the transport's text (one JSON-RPC message per line on stdin and stdout,
+// logs on stderr, exit when stdin closes), not from the adapter. The test
+// binary runs as it when STDIO_TEST_SERVER names its mode, a
+// comma-separated list of:
+//
+//	banner    print a line that is not JSON on stdout first
+//	modern    answer server/discover (else -32601, a legacy-only server)
+//	stubborn  ignore SIGTERM and the end of stdin
+//	child     start a grandchild (this binary sleeping) at start
+//
+// Its tools (tools/call params.name): echo (returns arguments.text), pid,
+// crash (exits 3), never (no reply), big (a reply arguments.size bytes
+// long), progress (a notifications/progress with the call's token, then
+// the reply), log (a notifications/message naming nothing, then the reply),
+// cancelled (the requestIds of the notifications/cancelled received).
+const serverModeEnv = "STDIO_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if mode, ok := os.LookupEnv(serverModeEnv); ok {
+		runTestServer(mode)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// testCommand is the argv that runs the test server in mode.
+func testCommand(t testing.TB, mode string) ([]string, []string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{exe, "-test.run=^$"}, append(os.Environ(), serverModeEnv+"="+mode)
+}
+
+type testServer struct {
+	mu        sync.Mutex
+	out       *bufio.Writer
+	cancelled []json.RawMessage
+	modern    bool
+}
+
+func runTestServer(mode string) {
+	has := func(m string) bool { return strings.Contains(","+mode+",", ","+m+",") }
+	if has("sleep") {
+		time.Sleep(time.Hour)
+		return
+	}
+	s := &testServer{out: bufio.NewWriter(os.Stdout), modern: has("modern")}
+	if has("banner") {
+		fmt.Println("Test server v1 starting on stdio (not JSON)")
+	}
+	if has("child") {
+		exe, _ := os.Executable()
+		c := exec.Command(exe, "-test.run=^$")
+		c.Env = append(os.Environ(), serverModeEnv+"=sleep")
+		if err := c.Start(); err == nil {
+			fmt.Fprintf(os.Stderr, "grandchild %d\n", c.Process.Pid)
+		}
+	}
+	if has("stubborn") {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	fmt.Fprintln(os.Stderr, "test server ready")
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			s.handle(line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if has("stubborn") {
+		time.Sleep(time.Hour)
+	}
+}
+
+func (s *testServer) send(v any) {
+	b, _ := json.Marshal(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+type inMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string `json:"name"`
+		RequestID json.RawMessage
+		Arguments struct {
+			Text string `json:"text"`
+			Size int    `json:"size"`
+		} `json:"arguments"`
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+func (s *testServer) handle(line []byte) {
+	var m inMsg
+	if err := json.Unmarshal(line, &m); err != nil {
+		return
+	}
+	result := func(r any) { s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": r}) }
+	text := func(t string) { result(map[string]any{"content": []any{map[string]any{"type": "text", "text": t}}}) }
+	switch m.Method {
+	case "initialize":
+		// Notifications may come before the initialize reply.
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		result(map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
+			"serverInfo": map[string]any{"name": "stdio-test", "version": "1"}})
+	case "server/discover":
+		if !s.modern {
+			s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
+			return
+		}
+		result(map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}},
+			"serverInfo": map[string]any{"name": "stdio-test", "version": "1"}})
+	case "notifications/cancelled":
+		var p struct {
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(line, &p)
+		s.mu.Lock()
+		s.cancelled = append(s.cancelled, p.Params.RequestID)
+		s.mu.Unlock()
+	case "tools/call":
+		go s.tool(m, text)
+	default:
+		if m.ID != nil && m.Method != "" {
+			result(map[string]any{})
+		}
+	}
+}
+
+func (s *testServer) tool(m inMsg, text func(string)) {
+	switch m.Params.Name {
+	case "echo":
+		text(m.Params.Arguments.Text)
+	case "pid":
+		text(strconv.Itoa(os.Getpid()))
+	case "crash":
+		os.Exit(3)
+	case "never":
+	case "big":
+		text(strings.Repeat("x", m.Params.Arguments.Size))
+	case "progress":
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+			"params": map[string]any{"progressToken": m.Params.Meta.ProgressToken, "progress": 1, "message": m.Params.Arguments.Text}})
+		time.Sleep(10 * time.Millisecond)
+		text(m.Params.Arguments.Text)
+	case "log":
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}})
+		text("logged")
+	case "cancelled":
+		s.mu.Lock()
+		b, _ := json.Marshal(s.cancelled)
+		s.mu.Unlock()
+		text(string(b))
+	}
+}
