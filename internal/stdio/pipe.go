@@ -45,14 +45,14 @@ type pipe struct {
 
 // call is one request in flight on a pipe.
 type call struct {
-	id      json.RawMessage // the caller's raw id
-	pipeID  string          // the minted id, as raw JSON
-	token   json.RawMessage // the caller's progressToken (shared pipe only)
-	minted  string          // the minted progress token, as raw JSON
-	caller  string
-	listen  bool          // subscriptions/listen: no reply expected, no timeout
-	msgs    chan []byte   // messages for the caller before its reply, mapped back
-	final   chan []byte   // the reply, mapped back (capacity 1)
+	id     json.RawMessage // the caller's raw id
+	pipeID string          // the minted id, as raw JSON
+	token  json.RawMessage // the caller's progressToken (shared pipe only)
+	minted string          // the minted progress token, as raw JSON
+	caller string
+	listen bool        // subscriptions/listen: no reply expected, no timeout
+	msgs   chan []byte // messages for the caller before its reply, mapped back
+	final  chan []byte // the reply, mapped back (capacity 1)
 }
 
 // sink is a legacy session's standalone GET stream.

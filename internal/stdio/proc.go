@@ -129,8 +129,8 @@ func (p *process) waitExit(d time.Duration) bool {
 
 // Bounds of what a process's stderr may cost the log.
 const (
-	stderrLineMax   = 4 << 10         // longer lines are cut
-	stderrPerWindow = 100             // lines logged per window; the rest counted
+	stderrLineMax   = 4 << 10 // longer lines are cut
+	stderrPerWindow = 100     // lines logged per window; the rest counted
 	stderrWindow    = 10 * time.Second
 )
 
