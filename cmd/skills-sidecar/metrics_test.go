@@ -376,7 +376,13 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_upstream_era", map[string]string{"era": "modern"}, 0},
 		series{"skills_sidecar_upstream_era", map[string]string{"era": "dual"}, 0},
 		series{"skills_sidecar_bridge_sessions", map[string]string{}, 0},
+		// The upstream is a URL: no stdio process ever ran.
+		series{"skills_sidecar_stdio_processes", map[string]string{}, 0},
+		series{"skills_sidecar_stdio_restarts_total", map[string]string{}, 0},
 	)
+	for _, e := range []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "stderr_dropped"} {
+		want = append(want, series{"skills_sidecar_stdio_events_total", map[string]string{"event": e}, 0})
+	}
 	// No stream was open: the sidecar sent no notification of its own.
 	for _, method := range []string{"resources/list_changed", "agents/list_changed", "resources/updated"} {
 		for _, outcome := range []string{"sent", "coalesced"} {

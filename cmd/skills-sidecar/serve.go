@@ -35,7 +35,7 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "skills-sidecar: invalid configuration:\n%v\n", err)
 		return exitUsage
 	}
-	demoMode := cfg.Upstream == ""
+	demoMode := cfg.Upstream == "" && cfg.UpstreamCommand == ""
 	level, log, err := newLogger(cfg, demoMode, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skills-sidecar: %v\n", err)
@@ -46,7 +46,7 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		log.Warn(w)
 	}
 	go watchLogLevel(ctx, cfg.AnnotationsFile, levelFixed(args, environ), level, log, 5*time.Second)
-	if err := serve(ctx, cfg, log, stdout); err != nil {
+	if err := serve(ctx, cfg, log, stdout, environ); err != nil {
 		log.Error("sidecar stopped", zap.Error(err))
 		return exitFail
 	}
@@ -97,9 +97,9 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLe
 }
 
 // serve runs the sidecar until ctx is done, then drains.
-func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer, environ []string) error {
 	var plugin fs.FS
-	if cfg.Upstream == "" {
+	if cfg.Upstream == "" && cfg.UpstreamCommand == "" {
 		stop, err := startDemoUpstream(ctx, &cfg, log)
 		if err != nil {
 			return err
@@ -115,15 +115,19 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	}
 	defer ln.Close()
 	reg := prometheus.NewRegistry()
-	s, err := sidecar.New(ctx, cfg, sidecar.Options{Logger: log, Registry: reg, Version: version, Listener: ln.Addr(), Plugin: plugin})
+	s, err := sidecar.New(ctx, cfg, sidecar.Options{Logger: log, Registry: reg, Version: version, Listener: ln.Addr(), Plugin: plugin, Environ: environ})
 	if err != nil {
 		return err
 	}
+	defer s.Close() // after draining: a stdio upstream's processes end last
 	if s.Watcher != nil {
 		go reloadOnHangup(ctx, s.Watcher)
 	}
 	up, _ := url.Parse(cfg.Upstream) // sidecar.New parsed it
 	ready := newReadiness(up, cfg.AuthGate)
+	if s.Stdio != nil {
+		ready.stdio = s.Stdio.Ready
+	}
 	ready.eras = s.Eras.Current
 	if cfg.EraBridge == "auto" {
 		ready.probed = s.Eras.Probed
@@ -181,7 +185,11 @@ func serveOps(addr string, reg *prometheus.Registry, ready *readiness) (stop fun
 // stdout how to try it.
 func announce(cfg config.Config, log *zap.Logger, addr net.Addr, stdout io.Writer, demo bool) {
 	mcpURL := "http://" + displayAddr(addr) + "/mcp"
-	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", config.RedactURL(cfg.Upstream)), zap.String("version", version))
+	upstream := zap.String("upstream", config.RedactURL(cfg.Upstream))
+	if argv, _ := cfg.UpstreamArgv(); argv != nil {
+		upstream = zap.String("upstream-command", argv[0]) // only the program: arguments may hold secrets
+	}
+	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), upstream, zap.String("version", version))
 	if demo {
 		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\n"+
 			"Try it with the MCP Inspector CLI (Node.js 22.19 or later):\n"+

@@ -9,6 +9,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ type Metrics struct {
 	notifications        *prometheus.CounterVec
 	upstreamEra          *prometheus.GaugeVec
 	bridgeSessions       prometheus.Gauge
+	stdioProcesses       prometheus.Gauge
+	stdioRestarts        prometheus.Counter
+	stdioEvents          *prometheus.CounterVec
 }
 
 // New builds the metrics and registers them, with the Go and process
@@ -95,13 +99,20 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			[]string{"era"}),
 		bridgeSessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "bridge_sessions",
 			Help: "Sessions the era bridge holds: legacy upstream sessions for 2026-07-28 callers, or sessions it minted for legacy callers of a modern-only upstream (capped by the bridge; see the README)."}),
+		stdioProcesses: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "stdio_processes",
+			Help: "Processes of a stdio upstream (upstream-command) running: one per legacy session, the one shared by 2026-07-28 requests, and the start-up probe's."}),
+		stdioRestarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "stdio_restarts_total",
+			Help: "Times the shared process of a stdio upstream ended unasked and was started again (after a backoff)."}),
+		stdioEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "stdio_events_total",
+			Help: "What a stdio upstream's processes did that a client does not see, by event: skipped_line (stdout not JSON-RPC), line_too_long, dropped_message (no stream to take it), unmatched_reply, timeout (a request cancelled), refused (a session over the process cap or the caller's share), stderr_dropped (over the log budget)."},
+			[]string{"event"}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.requestDuration, m.upstreamResponse, m.declarationsInjected, m.catalogSkills, m.catalogAgents,
 		m.catalogReloads, m.catalogLastReload, m.catalogProblems, m.catalogDropped, m.digestRefreshes, m.digestMismatches, m.hashedBytes, m.activeStreams,
-		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, buildInfo,
+		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, m.stdioProcesses, m.stdioRestarts, m.stdioEvents, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
 		m.authVerdicts.WithLabelValues(v)
@@ -120,8 +131,38 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			m.notifications.WithLabelValues(method, o)
 		}
 	}
+	for _, e := range StdioEvents {
+		m.stdioEvents.WithLabelValues(e)
+	}
 	m.UpstreamEra("unknown")
 	return m
+}
+
+// StdioEvents are the values of stdio_events_total's event label.
+var StdioEvents = []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "stderr_dropped"}
+
+// StdioProcesses records the stdio upstream's running processes.
+func (m *Metrics) StdioProcesses(n int) {
+	if m == nil {
+		return
+	}
+	m.stdioProcesses.Set(float64(n))
+}
+
+// StdioRestart counts a restart of the stdio upstream's shared process.
+func (m *Metrics) StdioRestart() {
+	if m == nil {
+		return
+	}
+	m.stdioRestarts.Inc()
+}
+
+// StdioEvent counts one of StdioEvents; another value is not recorded.
+func (m *Metrics) StdioEvent(event string) {
+	if m == nil || !slices.Contains(StdioEvents, event) {
+		return
+	}
+	m.stdioEvents.WithLabelValues(event).Inc()
 }
 
 // UpstreamEras are the values of upstream_era's era label.

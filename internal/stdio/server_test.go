@@ -64,6 +64,10 @@ func runTestServer(mode string) {
 		time.Sleep(time.Hour)
 		return
 	}
+	if has("gosdk") {
+		runGoSDKServer()
+		return
+	}
 	s := &testServer{out: bufio.NewWriter(os.Stdout), modern: has("modern")}
 	if has("banner") {
 		fmt.Println("Test server v1 starting on stdio (not JSON)")

@@ -42,6 +42,8 @@ type Options struct {
 	// Wrap, when set, wraps the sidecar's handler: for a test that
 	// watches every request come and go.
 	Wrap func(http.Handler) http.Handler
+	// Environ is a stdio upstream's environment (sidecar.Options.Environ).
+	Environ []string
 }
 
 // Sidecar is a running sidecar.
@@ -66,10 +68,11 @@ func Start(t TB, upstream string, o Options) *Sidecar {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	reg := prometheus.NewRegistry()
-	s, err := sidecar.New(ctx, cfg, sidecar.Options{Registry: reg, Version: "test", Plugin: o.Plugin, Snapshot: o.Snapshot})
+	s, err := sidecar.New(ctx, cfg, sidecar.Options{Registry: reg, Version: "test", Plugin: o.Plugin, Snapshot: o.Snapshot, Environ: o.Environ})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	h := s.Handler()
 	if o.Wrap != nil {
 		h = o.Wrap(h)
