@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -141,7 +142,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	announce(cfg, log, ln.Addr(), stdout, plugin != nil)
+	announce(cfg, log, ln.Addr(), stdout, plugin != nil || s.Stdio != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -181,8 +182,8 @@ func serveOps(addr string, reg *prometheus.Registry, ready *readiness) (stop fun
 	return func() { _ = msrv.Close() }, nil
 }
 
-// announce logs where the sidecar listens and, for the demo, says on
-// stdout how to try it.
+// announce logs where the sidecar listens and, for the demo or a stdio
+// upstream (both started by the sidecar itself), says on stdout how to try it.
 func announce(cfg config.Config, log *zap.Logger, addr net.Addr, stdout io.Writer, demo bool) {
 	mcpURL := "http://" + displayAddr(addr) + "/mcp"
 	upstream := zap.String("upstream", config.RedactURL(cfg.Upstream))
@@ -191,10 +192,14 @@ func announce(cfg config.Config, log *zap.Logger, addr net.Addr, stdout io.Write
 	}
 	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), upstream, zap.String("version", version))
 	if demo {
-		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\n"+
+		what := "the demo"
+		if argv, _ := cfg.UpstreamArgv(); argv != nil {
+			what = filepath.Base(argv[0]) + " (stdio)"
+		}
+		fmt.Fprintf(stdout, "skills-sidecar %s is serving %s at %s\n\n"+
 			"Try it with the MCP Inspector CLI (Node.js 22.19 or later):\n"+
 			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method skills/list --verify\n"+
-			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method tools/list\n\n", version, mcpURL, mcpURL, mcpURL)
+			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method tools/list\n\n", version, what, mcpURL, mcpURL, mcpURL)
 	}
 }
 

@@ -3,7 +3,6 @@ package stdio_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,24 +12,25 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/stdioserver"
 )
 
 // startStdioSidecar runs the sidecar, as the binary assembles it, in front
-// of this test binary run as a stdio server in mode (see server_test.go).
+// of this test binary run as the stdio test server in mode.
 func startStdioSidecar(t *testing.T, mode string) *sidecartest.Sidecar {
 	t.Helper()
-	exe, err := os.Executable()
+	cmd, env, err := stdioserver.Command(mode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv, _ := json.Marshal([]string{exe, "-test.run=^$"})
+	argv, _ := json.Marshal(cmd)
 	s := sidecartest.Start(t, "", sidecartest.Options{
 		Config: func(c *config.Config) {
 			c.UpstreamCommand = string(argv)
 			c.AuthGate = "none"
 		},
 		Plugin:  examples.Plugin(),
-		Environ: append(os.Environ(), "STDIO_TEST_SERVER="+mode),
+		Environ: env,
 	})
 	s.WaitEras(t)
 	return s

@@ -1,4 +1,4 @@
-package stdio
+package stdioserver
 
 import (
 	"context"
@@ -12,8 +12,8 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
-// runGoSDKServer is a go-sdk server on its stdio transport (the test
-// binary's "gosdk" mode): one tool, echo.
+// runGoSDKServer is a go-sdk server on its stdio transport (mode gosdk):
+// one tool, echo.
 func runGoSDKServer() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "gosdk-stdio", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"},

@@ -1,4 +1,26 @@
-package stdio
+// Package stdioserver owns the stdio MCP server of the tests, written from
+// the stdio transport's text (one JSON-RPC message per line on stdin and
+// stdout, logs on stderr, exit when stdin closes), not from the sidecar's
+// adapter. A test binary becomes it: its TestMain calls Main, which runs the
+// server when the environment variable ModeEnv names a mode, a
+// comma-separated list of:
+//
+//	banner    print a line that is not JSON on stdout first
+//	modern    answer server/discover (else -32601, a legacy-only server)
+//	stubborn  ignore SIGTERM and the end of stdin
+//	child     start a grandchild (the same binary, sleeping) at start and
+//	          name its pid on stderr ("grandchild N")
+//	gosdk     be a go-sdk server on its StdioTransport instead (one tool, echo)
+//
+// Its tools (tools/call params.name): echo (returns arguments.text), pid,
+// crash (exits 3), never (no reply), big (a reply arguments.size bytes
+// long), progress (a notifications/progress with the call's token, then
+// the reply), log (a notifications/message naming nothing, then the reply),
+// cancelled (the requestIds of the notifications/cancelled received).
+//
+// It is a test peer only: nothing in the sidecar imports it, and it imports
+// nothing of the sidecar.
+package stdioserver
 
 import (
 	"bufio"
@@ -11,44 +33,29 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
-// The test server: a small MCP server on the stdio transport, written from
-// the transport's text (one JSON-RPC message per line on stdin and stdout,
-// logs on stderr, exit when stdin closes), not from the adapter. The test
-// binary runs as it when STDIO_TEST_SERVER names its mode, a
-// comma-separated list of:
-//
-//	banner    print a line that is not JSON on stdout first
-//	modern    answer server/discover (else -32601, a legacy-only server)
-//	stubborn  ignore SIGTERM and the end of stdin
-//	child     start a grandchild (this binary sleeping) at start
-//
-// Its tools (tools/call params.name): echo (returns arguments.text), pid,
-// crash (exits 3), never (no reply), big (a reply arguments.size bytes
-// long), progress (a notifications/progress with the call's token, then
-// the reply), log (a notifications/message naming nothing, then the reply),
-// cancelled (the requestIds of the notifications/cancelled received).
-const serverModeEnv = "STDIO_TEST_SERVER"
+// ModeEnv is the environment variable that makes a test binary the server.
+const ModeEnv = "STDIO_TEST_SERVER"
 
-func TestMain(m *testing.M) {
-	if mode, ok := os.LookupEnv(serverModeEnv); ok {
-		runTestServer(mode)
-		return
+// Main runs the server and exits when ModeEnv is set, and returns at once
+// otherwise: call it first in TestMain.
+func Main() {
+	if mode, ok := os.LookupEnv(ModeEnv); ok {
+		run(mode)
+		os.Exit(0)
 	}
-	os.Exit(m.Run())
 }
 
-// testCommand is the argv that runs the test server in mode.
-func testCommand(t testing.TB, mode string) ([]string, []string) {
-	t.Helper()
+// Command is the argv and environment that run the test binary as the
+// server in mode.
+func Command(mode string) ([]string, []string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	return []string{exe, "-test.run=^$"}, append(os.Environ(), serverModeEnv+"="+mode)
+	return []string{exe, "-test.run=^$"}, append(os.Environ(), ModeEnv+"="+mode), nil
 }
 
 type testServer struct {
@@ -58,7 +65,7 @@ type testServer struct {
 	modern    bool
 }
 
-func runTestServer(mode string) {
+func run(mode string) {
 	has := func(m string) bool { return strings.Contains(","+mode+",", ","+m+",") }
 	if has("sleep") {
 		time.Sleep(time.Hour)
@@ -75,7 +82,7 @@ func runTestServer(mode string) {
 	if has("child") {
 		exe, _ := os.Executable()
 		c := exec.Command(exe, "-test.run=^$")
-		c.Env = append(os.Environ(), serverModeEnv+"=sleep")
+		c.Env = append(os.Environ(), ModeEnv+"=sleep")
 		if err := c.Start(); err == nil {
 			fmt.Fprintf(os.Stderr, "grandchild %d\n", c.Process.Pid)
 		}
