@@ -124,3 +124,39 @@ func processAlive(pid int) bool {
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	return len(f) > 0 && f[0] != "Z"
 }
+
+// TestStdioNotReadyUntilHandshake: with a stdio server that never answers,
+// /readyz stays 503 and says why.
+func TestStdioNotReadyUntilHandshake(t *testing.T) {
+	t.Parallel()
+	argv, env, err := stdioserver.Command("mute")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, maddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	args := append([]string{"serve", "--listen", addr, "--metrics-listen", maddr, "--annotations-file", "", "--"}, argv...)
+	go func() { done <- run(ctx, args, env, nil, &out, &errOut) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	seen := 0
+	for deadline := time.Now().Add(20 * time.Second); seen < 5 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		r, err := http.Get("http://" + maddr + "/readyz")
+		if err != nil {
+			continue // not listening yet
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "handshake") {
+			t.Fatalf("/readyz in front of a mute server = %d %s, want 503 naming the handshake", r.StatusCode, b)
+		}
+		seen++
+	}
+	if seen < 5 {
+		t.Fatalf("/readyz answered %d times in 20s; stderr %s", seen, errOut.String())
+	}
+}

@@ -376,24 +376,30 @@ func TestIdleSessionEnds(t *testing.T) {
 	}
 }
 
-// TestCloseLeavesNothing: Close ends every process, one that ignores the
-// end of stdin and SIGTERM included, and what it started.
+// TestCloseLeavesNothing: Close ends every process and what it started:
+// a server that exits when its stdin closes but leaves a grandchild, and
+// one that ignores the end of stdin and SIGTERM.
 func TestCloseLeavesNothing(t *testing.T) {
 	t.Parallel()
-	argv, env := testCommand(t, "stubborn,child")
-	var stderr syncBuffer
-	tr := &Transport{Command: argv, Env: env, Grace: 200 * time.Millisecond, Logger: newTestLogger(&stderr)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tr.Start(ctx)
-	waitFor(t, "the probe", tr.Ready)
-	sid := initialize(t, tr)
-	pid := pidOf(t, tr, sid)
-	var grandchild int
-	waitFor(t, "the grandchild's pid on stderr", func() bool {
-		_, err := fmt.Sscanf(stderr.after("grandchild "), "%d", &grandchild)
-		return err == nil
-	})
-	_ = tr.Close()
-	waitFor(t, "the process and its grandchild to exit", func() bool { return !alive(pid) && !alive(grandchild) })
+	for _, mode := range []string{"child", "stubborn,child"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			argv, env := testCommand(t, mode)
+			var stderr syncBuffer
+			tr := &Transport{Command: argv, Env: env, Grace: 200 * time.Millisecond, Logger: newTestLogger(&stderr)}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tr.Start(ctx)
+			waitFor(t, "the probe", tr.Ready)
+			sid := initialize(t, tr)
+			pid := pidOf(t, tr, sid)
+			var grandchild int
+			waitFor(t, "the grandchild's pid on stderr", func() bool {
+				_, err := fmt.Sscanf(stderr.after("grandchild "), "%d", &grandchild)
+				return err == nil
+			})
+			_ = tr.Close()
+			waitFor(t, "the process and its grandchild to exit", func() bool { return !alive(pid) && !alive(grandchild) })
+		})
+	}
 }

@@ -10,6 +10,7 @@
 //	stubborn  ignore SIGTERM and the end of stdin
 //	child     start a grandchild (the same binary, sleeping) at start and
 //	          name its pid on stderr ("grandchild N")
+//	mute      read stdin and never answer
 //	gosdk     be a go-sdk server on its StdioTransport instead (one tool, echo)
 //
 // Its tools (tools/call params.name): echo (returns arguments.text), pid,
@@ -26,6 +27,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -69,6 +71,10 @@ func run(mode string) {
 	has := func(m string) bool { return strings.Contains(","+mode+",", ","+m+",") }
 	if has("sleep") {
 		time.Sleep(time.Hour)
+		return
+	}
+	if has("mute") {
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		return
 	}
 	if has("gosdk") {
