@@ -121,6 +121,9 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		return err
 	}
 	defer s.Close() // after draining: a stdio upstream's processes end last
+	if s.Stdio != nil && os.Getpid() == 1 {
+		go reapOrphans(ctx, s.Stdio.Owns)
+	}
 	if s.Watcher != nil {
 		go reloadOnHangup(ctx, s.Watcher)
 	}

@@ -121,9 +121,19 @@ func processAlive(pid int) bool {
 	if err != nil {
 		return syscall.Kill(pid, 0) == nil
 	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(f) > 0 && f[0] != "Z"
+	return processState(b) != "Z"
 }
+
+// processState is the state field of a /proc/PID/stat line.
+func processState(stat []byte) string {
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestStdioNotReadyUntilHandshake: with a stdio server that never answers,
 // /readyz stays 503 and says why.

@@ -85,6 +85,7 @@ type Transport struct {
 
 	prefix string
 	seq    atomic.Uint64
+	pids   sync.Map // int: the processes started and not yet waited for
 	stops  sync.WaitGroup
 	live   atomic.Int64
 
@@ -150,6 +151,13 @@ func (t *Transport) defaults() {
 	t.probed = make(chan struct{})
 }
 
+// Owns reports whether pid is a process the Transport started and has not
+// yet waited for: a reaper of orphans (the sidecar as PID 1) leaves it alone.
+func (t *Transport) Owns(pid int) bool {
+	_, ok := t.pids.Load(pid)
+	return ok
+}
+
 // Ready reports whether a process has answered its handshake.
 func (t *Transport) Ready() bool { return t.ready.Load() }
 
@@ -171,6 +179,7 @@ func (t *Transport) spawn(role string, shared bool) (*pipe, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.pids.Store(proc.pgid, true)
 	t.count(1)
 	t.Logger.Debug("stdio upstream started", zap.String("process", role), zap.Int("pid", proc.pgid))
 	return newPipe(t, proc, shared), nil
@@ -191,6 +200,7 @@ func (t *Transport) exited(p *pipe) {
 	go func() {
 		defer t.stops.Done()
 		p.proc.stop(t.Grace)
+		t.pids.Delete(p.proc.pgid)
 		t.count(-1)
 	}()
 	t.mu.Lock()
