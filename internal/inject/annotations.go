@@ -143,7 +143,7 @@ var injectorOwnedRuntimeKeys = map[string]string{
 	"annotations-file": "(nothing: the injector mounts the downward API file)",
 	// The injected sidecar dials the app's port; a stdio server must run
 	// inside the sidecar's own container instead (docs/stdio.md).
-	"upstream-command": "(nothing: the injector fronts an HTTP server in another container; run a stdio server under skills-sidecar serve -- CMD in one container, see docs/stdio.md)",
+	"upstream-command": "skills-sidecar serve -- CMD as the server container's command (docs/stdio.md)",
 }
 
 // wantsInjection reports whether the pod opted in; a malformed value is an
