@@ -403,3 +403,62 @@ func TestCloseLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestGetStream: a message naming no request, sent while none is in
+// flight, goes on the session's GET stream; a second GET stream is 409.
+func TestGetStream(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", nil)
+	sid := initialize(t, tr)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://stdio.invalid/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET = %v, %v", resp, err)
+	}
+	defer resp.Body.Close()
+	if e := do(t, tr, "GET", sid, "", nil); e.status != 409 {
+		t.Errorf("second GET = %d, want 409", e.status)
+	}
+	if got := text(do(t, tr, "POST", sid, toolCall(1, "later", nil), nil).last()); got != "later" {
+		t.Fatalf("later = %q", got)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if m := decode(t, []byte(d)); m["method"] != "notifications/message" {
+				t.Errorf("GET stream got %v, want the notification", m)
+			}
+			return
+		}
+	}
+	t.Fatalf("GET stream ended: %v", sc.Err())
+}
+
+// TestClientCancel: a client's notifications/cancelled reaches the process
+// naming the minted id of the call it cancels.
+func TestClientCancel(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", nil)
+	sid := initialize(t, tr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(toolCall(9, "never", nil)))
+		req.Header.Set("Mcp-Session-Id", sid)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, "the call to be in flight", func() bool { n, _ := tr.session(sid).p.busy(); return n == 1 })
+	if e := do(t, tr, "POST", sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, nil); e.status != 202 {
+		t.Fatalf("cancel = %d", e.status)
+	}
+	var ids []string
+	_ = json.Unmarshal([]byte(text(do(t, tr, "POST", sid, toolCall(10, "cancelled", nil), nil).last())), &ids)
+	if len(ids) != 1 || !strings.HasPrefix(ids[0], "skills-sidecar-") {
+		t.Errorf("cancellations the server saw = %q, want the minted id of call 9", ids)
+	}
+}

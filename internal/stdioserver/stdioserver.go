@@ -17,6 +17,7 @@
 // crash (exits 3), never (no reply), big (a reply arguments.size bytes
 // long), progress (a notifications/progress with the call's token, then
 // the reply), log (a notifications/message naming nothing, then the reply),
+// later (the reply, then 50 ms later a notifications/message naming nothing),
 // cancelled (the requestIds of the notifications/cancelled received).
 //
 // It is a test peer only: nothing in the sidecar imports it, and it imports
@@ -192,6 +193,10 @@ func (s *testServer) tool(m inMsg, text func(string)) {
 			"params": map[string]any{"progressToken": m.Params.Meta.ProgressToken, "progress": 1, "message": m.Params.Arguments.Text}})
 		time.Sleep(10 * time.Millisecond)
 		text(m.Params.Arguments.Text)
+	case "later":
+		text("later")
+		time.Sleep(50 * time.Millisecond)
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "later"}})
 	case "log":
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}})
 		text("logged")
