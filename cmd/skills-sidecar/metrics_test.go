@@ -380,7 +380,7 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_stdio_processes", map[string]string{}, 0},
 		series{"skills_sidecar_stdio_restarts_total", map[string]string{}, 0},
 	)
-	for _, e := range []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "stderr_dropped"} {
+	for _, e := range []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "evicted", "stderr_dropped"} {
 		want = append(want, series{"skills_sidecar_stdio_events_total", map[string]string{"event": e}, 0})
 	}
 	// No stream was open: the sidecar sent no notification of its own.

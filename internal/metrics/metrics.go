@@ -104,7 +104,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		stdioRestarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "stdio_restarts_total",
 			Help: "Times the shared process of a stdio upstream ended unasked and was started again (after a backoff)."}),
 		stdioEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "stdio_events_total",
-			Help: "What a stdio upstream's processes did that a client does not see, by event: skipped_line (stdout not JSON-RPC), line_too_long, dropped_message (no stream to take it), unmatched_reply, timeout (a request cancelled), refused (a session over the process cap or the caller's share), stderr_dropped (over the log budget)."},
+			Help: "What a stdio upstream's processes did that a client does not see, by event: skipped_line (stdout not JSON-RPC), line_too_long, dropped_message (no stream to take it), unmatched_reply, timeout (a request cancelled), refused (a new session refused: every session it could replace busy), evicted (an idle session ended to make room), stderr_dropped (over the log budget)."},
 			[]string{"event"}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
@@ -139,7 +139,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 }
 
 // StdioEvents are the values of stdio_events_total's event label.
-var StdioEvents = []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "stderr_dropped"}
+var StdioEvents = []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "evicted", "stderr_dropped"}
 
 // StdioProcesses records the stdio upstream's running processes.
 func (m *Metrics) StdioProcesses(n int) {

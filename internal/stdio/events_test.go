@@ -12,7 +12,7 @@ import (
 // metric records (metrics.StdioEvent ignores any other).
 func TestEventsAreMetricLabels(t *testing.T) {
 	t.Parallel()
-	ours := []string{EventSkippedLine, EventLineTooLong, EventDroppedMessage, EventUnmatchedReply, EventTimeout, EventRefused, EventStderrDropped}
+	ours := []string{EventSkippedLine, EventLineTooLong, EventDroppedMessage, EventUnmatchedReply, EventTimeout, EventRefused, EventEvicted, EventStderrDropped}
 	if diff := cmp.Diff(metrics.StdioEvents, ours); diff != "" {
 		t.Errorf("stdio events and metrics.StdioEvents differ (-metrics +stdio):\n%s", diff)
 	}

@@ -50,7 +50,8 @@ const (
 	EventDroppedMessage = "dropped_message" // a message no stream could take
 	EventUnmatchedReply = "unmatched_reply" // a reply to no call in flight
 	EventTimeout        = "timeout"         // a request cancelled after RequestTimeout
-	EventRefused        = "refused"         // a session refused: processes or share exhausted
+	EventRefused        = "refused"         // a session refused: every candidate busy
+	EventEvicted        = "evicted"         // an idle session ended to make room for a new one
 	EventStderrDropped  = "stderr_dropped"  // a stderr line over the log's budget
 )
 
@@ -339,14 +340,9 @@ func (t *Transport) callerOf(req *http.Request) string {
 func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Response, error) {
 	caller := t.callerOf(req)
 	t.mu.Lock()
-	refusal := ""
-	switch {
-	case t.closed:
-		refusal = "the sidecar is shutting down"
-	case len(t.sessions)+t.starting >= t.MaxProcesses:
-		refusal = fmt.Sprintf("too many stdio sessions (%d processes), retry later", t.MaxProcesses)
-	case t.perCaller[caller] >= t.MaxPerCaller:
-		refusal = fmt.Sprintf("this caller holds its share of stdio sessions (%d), end one with DELETE", t.MaxPerCaller)
+	refusal, victim := t.roomLocked(caller)
+	if victim != nil {
+		t.dropLocked(victim)
 	}
 	if refusal != "" {
 		t.mu.Unlock()
@@ -357,6 +353,10 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 	t.perCaller[caller]++
 	t.starting++
 	t.mu.Unlock()
+	if victim != nil {
+		t.event(EventEvicted)
+		victim.p.end() // its client's next request gets 404 and it initializes again
+	}
 	p, err := t.spawn("session", false)
 	s := &session{id: newSessionID(), caller: caller, p: p}
 	s.used.Store(time.Now().UnixNano())
@@ -380,6 +380,46 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 			t.ready.Store(true)
 		}
 	})
+}
+
+// roomLocked decides whether caller may start a session: past its share,
+// its own least recently used idle session makes room; past MaxProcesses,
+// anyone's. A session with a request in flight or a GET stream open is
+// never taken: when every candidate is busy the answer is a refusal.
+func (t *Transport) roomLocked(caller string) (refusal string, victim *session) {
+	switch {
+	case t.closed:
+		return "the sidecar is shutting down", nil
+	case t.perCaller[caller] >= t.MaxPerCaller:
+		if v := t.idlestLocked(func(s *session) bool { return s.caller == caller }); v != nil {
+			return "", v
+		}
+		return fmt.Sprintf("this caller's %d stdio sessions are all busy; end one with DELETE or retry later", t.MaxPerCaller), nil
+	case len(t.sessions)+t.starting >= t.MaxProcesses:
+		if v := t.idlestLocked(func(*session) bool { return true }); v != nil {
+			return "", v
+		}
+		return fmt.Sprintf("all %d stdio sessions are busy, retry later", t.MaxProcesses), nil
+	}
+	return "", nil
+}
+
+// idlestLocked returns the least recently used session that pick accepts
+// and that has nothing in flight and no GET stream, or nil.
+func (t *Transport) idlestLocked(pick func(*session) bool) *session {
+	var best *session
+	for _, s := range t.sessions {
+		if !pick(s) {
+			continue
+		}
+		if n, stream := s.p.busy(); n > 0 || stream {
+			continue
+		}
+		if best == nil || s.used.Load() < best.used.Load() {
+			best = s
+		}
+	}
+	return best
 }
 
 func newSessionID() string {

@@ -346,21 +346,37 @@ func TestUnnamedMessages(t *testing.T) {
 	}
 }
 
-// TestSessionsBounded: past MaxPerCaller a caller's initialize is refused
-// with 503; DELETE frees its share.
+// TestSessionsBounded: past MaxPerCaller a caller's new session ends its
+// least recently used idle one (whose next request is 404); when every one
+// is busy the new session is refused with 503.
 func TestSessionsBounded(t *testing.T) {
 	t.Parallel()
 	tr, m := start(t, "", func(tr *Transport) { tr.MaxPerCaller = 2 })
 	a := initialize(t, tr)
-	initialize(t, tr)
+	b := initialize(t, tr)
+	pidOf(t, tr, b) // b is now the more recently used
+	c := initialize(t, tr)
+	if e := do(t, tr, "POST", a, toolCall(1, "pid", nil), nil); e.status != 404 {
+		t.Errorf("the evicted session's request = %d, want 404", e.status)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, sid := range []string{b, c} { // both busy
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(toolCall(2, "never", nil)))
+			req.Header.Set("Mcp-Session-Id", sid)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		waitFor(t, "the call to be in flight", func() bool { n, _ := tr.session(sid).p.busy(); return n == 1 })
+	}
 	e := do(t, tr, "POST", "", initReq, nil)
 	if e.status != 503 || reason(e.last()) != "stdio_processes_exhausted" {
-		t.Fatalf("third initialize = %d %v, want 503", e.status, e.msgs)
+		t.Fatalf("initialize with every session busy = %d %v, want 503", e.status, e.msgs)
 	}
-	do(t, tr, "DELETE", a, "", nil)
-	initialize(t, tr)
-	if m.event(EventRefused) != 1 {
-		t.Errorf("refusals = %d, want 1", m.event(EventRefused))
+	if m.event(EventRefused) != 1 || m.event(EventEvicted) != 1 {
+		t.Errorf("refused %d, evicted %d; want 1, 1", m.event(EventRefused), m.event(EventEvicted))
 	}
 }
 
