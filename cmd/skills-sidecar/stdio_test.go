@@ -28,14 +28,9 @@ func TestServeStdioUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	args := append([]string{"serve", "--listen", addr, "--metrics-listen", maddr, "--annotations-file", "", "--drain-timeout", "2s", "--"}, argv...)
-	go func() { done <- run(ctx, args, env, nil, &out, &errOut) }()
-	waitReady(t, "http://"+maddr+"/readyz", &errOut)
+	sv := serveStdio(t, argv, env)
+	addr, maddr, out, errOut := sv.addr, sv.maddr, &sv.out, &sv.errOut
+	waitReady(t, "http://"+maddr+"/readyz", errOut)
 	mcpURL := "http://" + addr + "/mcp"
 	resp, body := post(t, mcpURL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	sid := resp.Header.Get("Mcp-Session-Id")
@@ -51,14 +46,8 @@ func TestServeStdioUpstream(t *testing.T) {
 	if !strings.Contains(out.String(), mcpURL) || !strings.Contains(out.String(), "(stdio)") {
 		t.Errorf("stdout %q lacks the URL and the stdio upstream", out.String())
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("run after cancel = %d, want 0; stderr %s", code, errOut.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after cancellation")
+	if code := sv.stop(t); code != 0 {
+		t.Errorf("run after cancel = %d, want 0; stderr %s", code, errOut.String())
 	}
 	// Every process started with the sidecar's pid as parent or in a
 	// group it made is gone: the session's, the probe's, their grandchildren.
@@ -75,6 +64,39 @@ func TestServeStdioUpstream(t *testing.T) {
 		if processAlive(p) {
 			t.Errorf("process %d outlived the sidecar", p)
 		}
+	}
+}
+
+// stdioServe is `serve -- CMD` running in the test.
+type stdioServe struct {
+	addr, maddr string
+	out, errOut syncBuffer
+	cancel      func()
+	done        chan int
+}
+
+// serveStdio runs serve on free loopback ports with argv as its stdio
+// upstream and env as its environment.
+func serveStdio(t *testing.T, argv, env []string) *stdioServe {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sv := &stdioServe{addr: freeAddr(t), maddr: freeAddr(t), cancel: cancel, done: make(chan int, 1)}
+	args := append([]string{"serve", "--listen", sv.addr, "--metrics-listen", sv.maddr, "--annotations-file", "", "--drain-timeout", "2s", "--"}, argv...)
+	go func() { sv.done <- run(ctx, args, env, nil, &sv.out, &sv.errOut) }()
+	return sv
+}
+
+// stop cancels serve (SIGTERM in main) and returns its exit code.
+func (sv *stdioServe) stop(t *testing.T) int {
+	t.Helper()
+	sv.cancel()
+	select {
+	case code := <-sv.done:
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after cancellation")
+		return -1
 	}
 }
 
@@ -143,16 +165,9 @@ func TestStdioNotReadyUntilHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	args := append([]string{"serve", "--listen", addr, "--metrics-listen", maddr, "--annotations-file", "", "--"}, argv...)
-	go func() { done <- run(ctx, args, env, nil, &out, &errOut) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	sv := serveStdio(t, argv, env)
+	defer sv.stop(t)
+	maddr, errOut := sv.maddr, &sv.errOut
 	seen := 0
 	for deadline := time.Now().Add(20 * time.Second); seen < 5 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		r, err := http.Get("http://" + maddr + "/readyz")

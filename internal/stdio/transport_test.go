@@ -359,18 +359,8 @@ func TestSessionsBounded(t *testing.T) {
 	if e := do(t, tr, "POST", a, toolCall(1, "pid", nil), nil); e.status != 404 {
 		t.Errorf("the evicted session's request = %d, want 404", e.status)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for _, sid := range []string{b, c} { // both busy
-		go func() {
-			req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(toolCall(2, "never", nil)))
-			req.Header.Set("Mcp-Session-Id", sid)
-			if resp, err := tr.RoundTrip(req); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		waitFor(t, "the call to be in flight", func() bool { n, _ := tr.session(sid).p.busy(); return n == 1 })
-	}
+	hold(t, tr, b, 2) // both busy
+	hold(t, tr, c, 2)
 	e := do(t, tr, "POST", "", initReq, nil)
 	if e.status != 503 || reason(e.last()) != "stdio_processes_exhausted" {
 		t.Fatalf("initialize with every session busy = %d %v, want 503", e.status, e.msgs)
@@ -459,16 +449,7 @@ func TestClientCancel(t *testing.T) {
 	t.Parallel()
 	tr, _ := start(t, "", nil)
 	sid := initialize(t, tr)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(toolCall(9, "never", nil)))
-		req.Header.Set("Mcp-Session-Id", sid)
-		if resp, err := tr.RoundTrip(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	waitFor(t, "the call to be in flight", func() bool { n, _ := tr.session(sid).p.busy(); return n == 1 })
+	hold(t, tr, sid, 9)
 	if e := do(t, tr, "POST", sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, nil); e.status != 202 {
 		t.Fatalf("cancel = %d", e.status)
 	}
@@ -477,4 +458,20 @@ func TestClientCancel(t *testing.T) {
 	if len(ids) != 1 || !strings.HasPrefix(ids[0], "skills-sidecar-") {
 		t.Errorf("cancellations the server saw = %q, want the minted id of call 9", ids)
 	}
+}
+
+// hold keeps a call with id that is never answered in flight on session
+// sid until the test ends, and returns once it is in flight.
+func hold(t *testing.T, tr *Transport, sid string, id int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(toolCall(id, "never", nil)))
+		req.Header.Set("Mcp-Session-Id", sid)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, "the call to be in flight", func() bool { n, _ := tr.session(sid).p.busy(); return n == 1 })
 }
