@@ -475,3 +475,42 @@ func hold(t *testing.T, tr *Transport, sid string, id int) {
 	}()
 	waitFor(t, "the call to be in flight", func() bool { n, _ := tr.session(sid).p.busy(); return n == 1 })
 }
+
+// TestRepliesFollowAccept: a client that accepts SSE gets its reply as an
+// SSE stream, as a streamable HTTP server's own transport answers; one
+// that accepts JSON only gets JSON.
+func TestRepliesFollowAccept(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", nil)
+	sid := initialize(t, tr)
+	for accept, want := range map[string]string{"application/json, text/event-stream": "text/event-stream", "application/json": "application/json"} {
+		e := do(t, tr, "POST", sid, toolCall(1, "echo", map[string]any{"text": "x"}), http.Header{"Accept": {accept}})
+		if got := e.header.Get("Content-Type"); got != want || text(e.last()) != "x" {
+			t.Errorf("Accept %q: Content-Type %q, reply %v; want %q", accept, got, e.msgs, want)
+		}
+	}
+}
+
+// TestGetStreamDoesNotHoldSession: a session whose only activity is an open
+// GET stream makes room for a new one; its stream ends.
+func TestGetStreamDoesNotHoldSession(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", func(tr *Transport) { tr.MaxPerCaller = 1 })
+	a := initialize(t, tr)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://stdio.invalid/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", a)
+	resp, err := tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET = %v, %v", resp, err)
+	}
+	defer resp.Body.Close()
+	initialize(t, tr)
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Errorf("the evicted session's GET stream ended with %v, want a clean end", err)
+	}
+	if e := do(t, tr, "POST", a, toolCall(1, "pid", nil), nil); e.status != 404 {
+		t.Errorf("the evicted session's request = %d, want 404", e.status)
+	}
+}
