@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
@@ -17,9 +18,11 @@ import (
 // for a session they do not know.
 const codeSessionNotFound = -32001
 
-// call sends msg, a request, on p and answers with its reply: JSON when
-// the reply is the first message for it, otherwise an SSE stream of every
-// message for it, the reply last. onFinal, when set, sees the reply (nil
+// call sends msg, a request, on p and answers with its reply: an SSE
+// stream of every message for it, the reply last, when the client accepts
+// one (as a streamable HTTP server's own transport answers by default, so
+// what the client sees does not depend on the timing of the server's
+// notifications); otherwise JSON, when the reply is the first message. onFinal, when set, sees the reply (nil
 // when there was none).
 func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *session, hdr http.Header, onFinal func([]byte)) (*http.Response, error) {
 	if onFinal == nil {
@@ -41,7 +44,7 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 		onFinal(nil)
 		return nil, err
 	}
-	if final {
+	if final && !acceptsSSE(req) {
 		cancel()
 		onFinal(first)
 		return respond(req, http.StatusOK, hdr, first), nil
@@ -49,7 +52,7 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 	pr, pw := io.Pipe()
 	go func() {
 		defer cancel()
-		m, fin := first, false
+		m, fin := first, final
 		for {
 			if _, err := pw.Write(sseEvent(m)); err != nil {
 				if !fin {
@@ -184,6 +187,19 @@ func (t *Transport) delete(req *http.Request, sid string) *http.Response {
 	}
 	t.endSession(s)
 	return respond(req, http.StatusOK, nil, nil)
+}
+
+// acceptsSSE reports whether req's Accept lists text/event-stream.
+func acceptsSSE(req *http.Request) bool {
+	for _, v := range req.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sseEvent frames one message. Events carry no id: the adapter keeps no

@@ -90,6 +90,7 @@ type Transport struct {
 	stops  sync.WaitGroup
 	live   atomic.Int64
 
+	shut      atomic.Bool // Close has begun
 	mu        sync.Mutex
 	sessions  map[string]*session
 	perCaller map[string]int
@@ -176,6 +177,9 @@ func (t *Transport) event(e string) {
 
 // spawn starts a process and its pipe.
 func (t *Transport) spawn(role string, shared bool) (*pipe, error) {
+	if t.shut.Load() {
+		return nil, errExited // Close has run: nothing would end a new process
+	}
 	proc, err := startProcess(t.Command, t.Env, t.Logger, role, func() { t.event(EventStderrDropped) })
 	if err != nil {
 		return nil, err
@@ -231,6 +235,7 @@ func backoff(n int) time.Duration {
 // Close ends every process (stdin closed, SIGTERM, SIGKILL) and returns
 // once each was waited for.
 func (t *Transport) Close() error {
+	t.shut.Store(true)
 	t.mu.Lock()
 	t.closed = true
 	var pipes []*pipe
@@ -261,10 +266,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		return respond(req, http.StatusMethodNotAllowed, nil, errorReply(nil, reply.CodeInvalidRequest, "method not allowed", "")), nil
 	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
-	_ = req.Body.Close()
-	if err != nil {
-		return nil, err
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(io.LimitReader(req.Body, maxBody))
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
 	}
 	msg, err := rewrite.ParseMessage(body)
 	if err != nil {
@@ -362,6 +371,10 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 	s.used.Store(time.Now().UnixNano())
 	t.mu.Lock()
 	t.starting--
+	if err == nil && t.closed {
+		err = errExited // Close ran while it started: it is ours to end
+		defer p.end()
+	}
 	if err == nil {
 		t.sessions[s.id] = s
 	} else if t.perCaller[caller]--; t.perCaller[caller] <= 0 {
@@ -384,8 +397,8 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 
 // roomLocked decides whether caller may start a session: past its share,
 // its own least recently used idle session makes room; past MaxProcesses,
-// anyone's. A session with a request in flight or a GET stream open is
-// never taken: when every candidate is busy the answer is a refusal.
+// anyone's. A session with a request in flight is never taken: when every
+// candidate has one the answer is a refusal.
 func (t *Transport) roomLocked(caller string) (refusal string, victim *session) {
 	switch {
 	case t.closed:
@@ -404,19 +417,24 @@ func (t *Transport) roomLocked(caller string) (refusal string, victim *session) 
 	return "", nil
 }
 
-// idlestLocked returns the least recently used session that pick accepts
-// and that has nothing in flight and no GET stream, or nil.
+// idlestLocked returns the session pick accepts with nothing in flight
+// that was least recently used, preferring one without a GET stream; nil
+// when every one has a request in flight. A GET stream alone does not
+// hold a session: many clients open one after initialize and never close
+// it, and its end tells the client to reconnect (then 404: initialize).
 func (t *Transport) idlestLocked(pick func(*session) bool) *session {
 	var best *session
+	bestStream := false
 	for _, s := range t.sessions {
 		if !pick(s) {
 			continue
 		}
-		if n, stream := s.p.busy(); n > 0 || stream {
+		n, stream := s.p.busy()
+		if n > 0 {
 			continue
 		}
-		if best == nil || s.used.Load() < best.used.Load() {
-			best = s
+		if best == nil || (bestStream && !stream) || (stream == bestStream && s.used.Load() < best.used.Load()) {
+			best, bestStream = s, stream
 		}
 	}
 	return best

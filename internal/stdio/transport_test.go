@@ -238,19 +238,23 @@ func TestCrashMidSession(t *testing.T) {
 // the process is sent notifications/cancelled naming it.
 func TestNeverAnswers(t *testing.T) {
 	t.Parallel()
-	tr, m := start(t, "", func(tr *Transport) { tr.RequestTimeout = 300 * time.Millisecond })
+	tr, m := start(t, "", func(tr *Transport) { tr.RequestTimeout = time.Second })
 	sid := initialize(t, tr)
 	e := do(t, tr, "POST", sid, toolCall(5, "never", nil), nil)
 	if reason(e.last()) != "stdio_request_timeout" || e.last()["id"] != float64(5) {
 		t.Fatalf("unanswered call = %d %v, want a timeout error with id 5", e.status, e.msgs)
 	}
+	// Asked again if a busy machine let the question itself time out.
 	var ids []string
-	_ = json.Unmarshal([]byte(text(do(t, tr, "POST", sid, toolCall(6, "cancelled", nil), nil).last())), &ids)
-	if len(ids) != 1 || !strings.HasPrefix(ids[0], "skills-sidecar-") {
-		t.Errorf("cancellations the server saw = %q, want the minted id of the call", ids)
+	waitFor(t, "an answer from the cancelled tool", func() bool {
+		r := do(t, tr, "POST", sid, toolCall(6, "cancelled", nil), nil).last()
+		return reason(r) == "" && json.Unmarshal([]byte(text(r)), &ids) == nil
+	})
+	if len(ids) == 0 || !strings.HasPrefix(ids[0], "skills-sidecar-") {
+		t.Errorf("cancellations the server saw = %q, want the minted id of the call first", ids)
 	}
-	if m.event(EventTimeout) != 1 {
-		t.Errorf("timeouts counted = %d, want 1", m.event(EventTimeout))
+	if m.event(EventTimeout) == 0 {
+		t.Errorf("no timeout counted")
 	}
 }
 
