@@ -219,16 +219,14 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 
 // startStdio starts the transport that runs argv as the upstream.
 func (s *Sidecar) startStdio(ctx context.Context, cfg config.Config, argv []string, o Options) *stdio.Transport {
-	creds := cfg.AuthHeaderList()
 	t := &stdio.Transport{
 		Command:        argv,
 		Logger:         o.Logger.Named("stdio"),
 		Metrics:        s.Metrics,
 		RequestTimeout: cfg.UpstreamTimeout,
-		Caller: func(r *http.Request) string {
-			k := onbehalf.CallerKey(r, creds...)
-			return string(k[:])
-		},
+		Caller:         s.Callers.Of,
+		Sessions: caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: stdio.DefaultMaxProcesses,
+			SharePercent: s.SharePercent, Metrics: s.Metrics}),
 	}
 	if o.Environ != nil {
 		t.Env = stdio.ChildEnv(o.Environ)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -117,7 +118,7 @@ func (t *Transport) next(ctx context.Context, p *pipe, c *call, deadline time.Ti
 // cancelled maps a caller's notifications/cancelled to the call it names:
 // its requestId becomes the minted id. False when it names no call of
 // this caller in flight.
-func (p *pipe) cancelled(msg rewrite.Message, caller string) ([]byte, bool) {
+func (p *pipe) cancelled(msg rewrite.Message, who caller.ID) ([]byte, bool) {
 	rid, ok := rewrite.GetKey(msg.Params, []string{"requestId"})
 	if !ok {
 		return nil, false
@@ -125,7 +126,7 @@ func (p *pipe) cancelled(msg rewrite.Message, caller string) ([]byte, bool) {
 	p.mu.Lock()
 	var hit *call
 	for _, c := range p.pending {
-		if bytes.Equal(c.id, rid) && (!p.shared || c.caller == caller) {
+		if bytes.Equal(c.id, rid) && (!p.shared || c.who == who) {
 			hit = c
 			break
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -49,7 +50,7 @@ type call struct {
 	pipeID string          // the minted id, as raw JSON
 	token  json.RawMessage // the caller's progressToken (shared pipe only)
 	minted string          // the minted progress token, as raw JSON
-	caller string
+	who    caller.ID
 	listen bool        // subscriptions/listen: no reply expected, no timeout
 	msgs   chan []byte // messages for the caller before its reply, mapped back
 	final  chan []byte // the reply, mapped back (capacity 1)
@@ -76,8 +77,8 @@ func newPipe(t *Transport, proc *process, shared bool) *pipe {
 // returns its call. On a shared pipe a progressToken is minted too, since
 // two callers may have chosen the same one; on a session's own process the
 // caller's token is kept, and recorded to route progress by.
-func (p *pipe) start(msg rewrite.Message, caller string) (*call, error) {
-	c := &call{id: msg.ID, pipeID: p.t.mint(), caller: caller, listen: msg.Method == "subscriptions/listen",
+func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
+	c := &call{id: msg.ID, pipeID: p.t.mint(), who: who, listen: msg.Method == "subscriptions/listen",
 		msgs: make(chan []byte, callQueue), final: make(chan []byte, 1)}
 	out, err := rewrite.SetKey(msg.Raw, []string{"id"}, json.RawMessage(c.pipeID))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -57,7 +58,7 @@ func (t *Transport) ask(ctx context.Context, request string) (result, answered b
 	}
 	defer p.end()
 	msg, _ := rewrite.ParseMessage([]byte(request))
-	c, err := p.start(msg, "")
+	c, err := p.start(msg, caller.ID{})
 	if err != nil {
 		return false, false
 	}

@@ -4,7 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -25,8 +27,6 @@ const (
 	// is a real process (tens of MiB for a Node or Python server), so the
 	// cap is far below the bridge's sessions.
 	DefaultMaxProcesses = 32
-	// DefaultMaxPerCaller is one caller's share of them.
-	DefaultMaxPerCaller = 8
 	// DefaultIdleTimeout ends a legacy session unused this long.
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultRequestTimeout is how long a request waits for its next
@@ -75,11 +75,15 @@ type Transport struct {
 	Logger *zap.Logger
 	// Metrics, when set, counts processes, restarts and Events.
 	Metrics Metrics
-	// Caller names the caller of a request for the per-caller share; nil
+	// Caller names the caller of a request (caller.Resolver.Of); nil
 	// counts every request as one caller's.
-	Caller func(*http.Request) string
+	Caller func(*http.Request) caller.ID
+	// Sessions bounds the legacy sessions' processes, with each caller's
+	// share; nil means a table "stdio_sessions" of MaxProcesses places
+	// and the default share (caller.DefaultSharePercent), counted nowhere.
+	Sessions *caller.Table
 	// Zero values mean the Default of each.
-	MaxProcesses, MaxPerCaller                                int
+	MaxProcesses                                              int
 	IdleTimeout, RequestTimeout, MaxRequestTime, Grace, Probe time.Duration
 	// MaxLine is the longest stdout line read; 0 means DefaultMaxLine.
 	MaxLine int
@@ -93,12 +97,10 @@ type Transport struct {
 	shut      atomic.Bool // Close has begun
 	mu        sync.Mutex
 	sessions  map[string]*session
-	perCaller map[string]int
 	shared    *pipe
 	failures  int       // shared process crashes in a row
 	nextStart time.Time // the shared process's restart backoff
 	closed    bool
-	starting  int // session processes being started
 
 	probed chan struct{} // closed once the probe decided the eras
 	modern bool          // the server answered server/discover
@@ -107,8 +109,9 @@ type Transport struct {
 
 // session is a legacy client session: its own process.
 type session struct {
-	id, caller string
-	p          *pipe
+	id   string
+	who  caller.ID
+	p    *pipe
 	used       atomic.Int64 // unix nanoseconds of the last request
 }
 
@@ -134,9 +137,6 @@ func (t *Transport) defaults() {
 	if t.MaxProcesses <= 0 {
 		t.MaxProcesses = DefaultMaxProcesses
 	}
-	if t.MaxPerCaller <= 0 {
-		t.MaxPerCaller = DefaultMaxPerCaller
-	}
 	if t.MaxLine <= 0 {
 		t.MaxLine = DefaultMaxLine
 	}
@@ -149,7 +149,10 @@ func (t *Transport) defaults() {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	t.prefix = hex.EncodeToString(b[:])
-	t.sessions, t.perCaller = map[string]*session{}, map[string]int{}
+	if t.Sessions == nil {
+		t.Sessions = caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: t.MaxProcesses})
+	}
+	t.sessions = map[string]*session{}
 	t.probed = make(chan struct{})
 }
 
@@ -239,9 +242,9 @@ func (t *Transport) Close() error {
 	t.mu.Lock()
 	t.closed = true
 	var pipes []*pipe
-	for id, s := range t.sessions {
+	for _, s := range t.sessions {
 		pipes = append(pipes, s.p)
-		delete(t.sessions, id)
+		t.dropLocked(s)
 	}
 	if t.shared != nil {
 		pipes = append(pipes, t.shared)
@@ -323,9 +326,7 @@ func (t *Transport) dropLocked(s *session) {
 		return
 	}
 	delete(t.sessions, s.id)
-	if t.perCaller[s.caller]--; t.perCaller[s.caller] <= 0 {
-		delete(t.perCaller, s.caller)
-	}
+	t.Sessions.Release(s.who)
 }
 
 // endSession forgets s and ends its process.
@@ -336,49 +337,53 @@ func (t *Transport) endSession(s *session) {
 	s.p.end()
 }
 
-func (t *Transport) callerOf(req *http.Request) string {
+func (t *Transport) callerOf(req *http.Request) caller.ID {
 	if t.Caller == nil {
-		return ""
+		return caller.ID{}
 	}
 	return t.Caller(req)
 }
 
 // initialize starts a legacy session: a process of its own, under a
-// session id the Transport mints, within MaxProcesses and the caller's
-// share. The session ends if the server refuses the initialize.
+// session id the Transport mints, within the Sessions table and the
+// caller's share of it. Past either, the least recently used idle session
+// (the caller's own, past its share) makes room; a session with a request
+// in flight is never ended, so when every candidate has one the caller is
+// refused (caller.Refusal: 429 over its share, 503 when full). The
+// session ends if the server refuses the initialize.
 func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Response, error) {
-	caller := t.callerOf(req)
-	t.mu.Lock()
-	refusal, victim := t.roomLocked(caller)
-	if victim != nil {
-		t.dropLocked(victim)
-	}
-	if refusal != "" {
+	who := t.callerOf(req)
+	err := t.Sessions.Acquire(who, func(own bool) bool {
+		t.mu.Lock()
+		v := t.idlestLocked(func(s *session) bool { return !own || s.who == who })
+		if v != nil {
+			t.dropLocked(v)
+		}
 		t.mu.Unlock()
-		t.event(EventRefused)
-		return respond(req, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}},
-			errorReply(msg.ID, reply.CodeInternalError, refusal, "stdio_processes_exhausted")), nil
-	}
-	t.perCaller[caller]++
-	t.starting++
-	t.mu.Unlock()
-	if victim != nil {
+		if v == nil {
+			return false
+		}
 		t.event(EventEvicted)
-		victim.p.end() // its client's next request gets 404 and it initializes again
+		v.p.end() // its client's next request gets 404 and it initializes again
+		return true
+	})
+	var refusal *caller.Refusal
+	if errors.As(err, &refusal) {
+		t.event(EventRefused)
+		return refused(req, msg.ID, refusal.Reply()), nil
 	}
 	p, err := t.spawn("session", false)
-	s := &session{id: newSessionID(), caller: caller, p: p}
+	s := &session{id: newSessionID(), who: who, p: p}
 	s.used.Store(time.Now().UnixNano())
 	t.mu.Lock()
-	t.starting--
 	if err == nil && t.closed {
 		err = errExited // Close ran while it started: it is ours to end
 		defer p.end()
 	}
 	if err == nil {
 		t.sessions[s.id] = s
-	} else if t.perCaller[caller]--; t.perCaller[caller] <= 0 {
-		delete(t.perCaller, caller)
+	} else {
+		t.Sessions.Release(who)
 	}
 	t.mu.Unlock()
 	if err != nil {
@@ -395,26 +400,19 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 	})
 }
 
-// roomLocked decides whether caller may start a session: past its share,
-// its own least recently used idle session makes room; past MaxProcesses,
-// anyone's. A session with a request in flight is never taken: when every
-// candidate has one the answer is a refusal.
-func (t *Transport) roomLocked(caller string) (refusal string, victim *session) {
-	switch {
-	case t.closed:
-		return "the sidecar is shutting down", nil
-	case t.perCaller[caller] >= t.MaxPerCaller:
-		if v := t.idlestLocked(func(s *session) bool { return s.caller == caller }); v != nil {
-			return "", v
-		}
-		return fmt.Sprintf("this caller's %d stdio sessions are all busy; end one with DELETE or retry later", t.MaxPerCaller), nil
-	case len(t.sessions)+t.starting >= t.MaxProcesses:
-		if v := t.idlestLocked(func(*session) bool { return true }); v != nil {
-			return "", v
-		}
-		return fmt.Sprintf("all %d stdio sessions are busy, retry later", t.MaxProcesses), nil
+// refused is a table's refusal as a reply: its status, Retry-After and
+// JSON-RPC error with the caller's id.
+func refused(req *http.Request, id json.RawMessage, e *reply.Error) *http.Response {
+	if id == nil {
+		id = json.RawMessage("null")
 	}
-	return "", nil
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": e.Code, "message": e.Message, "data": e.Data}})
+	var h http.Header
+	if e.RetryAfter > 0 {
+		h = http.Header{"Retry-After": {strconv.Itoa(e.RetryAfter)}}
+	}
+	return respond(req, e.Status, h, body)
 }
 
 // idlestLocked returns the session pick accepts with nothing in flight

@@ -350,12 +350,13 @@ func TestUnnamedMessages(t *testing.T) {
 	}
 }
 
-// TestSessionsBounded: past MaxPerCaller a caller's new session ends its
-// least recently used idle one (whose next request is 404); when every one
-// is busy the new session is refused with 503.
+// TestSessionsBounded: past its share (a quarter of MaxProcesses) a
+// caller's new session ends its least recently used idle one (whose next
+// request is 404); when every one is busy the new session is refused with
+// 429 and Retry-After.
 func TestSessionsBounded(t *testing.T) {
 	t.Parallel()
-	tr, m := start(t, "", func(tr *Transport) { tr.MaxPerCaller = 2 })
+	tr, m := start(t, "", func(tr *Transport) { tr.MaxProcesses = 8 })
 	a := initialize(t, tr)
 	b := initialize(t, tr)
 	pidOf(t, tr, b) // b is now the more recently used
@@ -366,8 +367,8 @@ func TestSessionsBounded(t *testing.T) {
 	hold(t, tr, b, 2) // both busy
 	hold(t, tr, c, 2)
 	e := do(t, tr, "POST", "", initReq, nil)
-	if e.status != 503 || reason(e.last()) != "stdio_processes_exhausted" {
-		t.Fatalf("initialize with every session busy = %d %v, want 503", e.status, e.msgs)
+	if e.status != 429 || reason(e.last()) != "caller_share_exhausted" || e.header.Get("Retry-After") == "" || e.last()["id"] != float64(0) {
+		t.Fatalf("initialize with every session busy = %d %v %v, want 429 with Retry-After", e.status, e.header, e.msgs)
 	}
 	if m.event(EventRefused) != 1 || m.event(EventEvicted) != 1 {
 		t.Errorf("refused %d, evicted %d; want 1, 1", m.event(EventRefused), m.event(EventEvicted))
@@ -499,7 +500,7 @@ func TestRepliesFollowAccept(t *testing.T) {
 // GET stream makes room for a new one; its stream ends.
 func TestGetStreamDoesNotHoldSession(t *testing.T) {
 	t.Parallel()
-	tr, _ := start(t, "", func(tr *Transport) { tr.MaxPerCaller = 1 })
+	tr, _ := start(t, "", func(tr *Transport) { tr.MaxProcesses = 4 }) // a share of one
 	a := initialize(t, tr)
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
