@@ -112,7 +112,7 @@ type session struct {
 	id   string
 	who  caller.ID
 	p    *pipe
-	used       atomic.Int64 // unix nanoseconds of the last request
+	used atomic.Int64 // unix nanoseconds of the last request
 }
 
 // Start fills defaults, probes the server once (server/discover, then
