@@ -519,3 +519,37 @@ func TestGetStreamDoesNotHoldSession(t *testing.T) {
 		t.Errorf("the evicted session's request = %d, want 404", e.status)
 	}
 }
+
+// TestListensShareProcess: two 2026-07-28 listens with the same id on the
+// shared process each get their own stream, its notifications naming the
+// caller's own id.
+func TestListensShareProcess(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "modern", nil)
+	const listen = `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), hang)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(listen))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var got []string
+		for len(got) < 2 && sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				m := decode(t, []byte(d))
+				meta, _ := m["params"].(map[string]any)["_meta"].(map[string]any)
+				got = append(got, fmt.Sprintf("%v %v", m["method"], meta["io.modelcontextprotocol/subscriptionId"]))
+			}
+		}
+		want := []string{"notifications/subscriptions/acknowledged 7", "notifications/tools/list_changed 7"}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("listen stream = %q, want %q", got, want)
+		}
+	}
+}

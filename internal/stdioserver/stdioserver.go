@@ -13,6 +13,9 @@
 //	mute      read stdin and never answer
 //	gosdk     be a go-sdk server on its StdioTransport instead (one tool, echo)
 //
+// A subscriptions/listen is acknowledged and sent one
+// notifications/tools/list_changed, both naming it in
+// _meta["io.modelcontextprotocol/subscriptionId"], and never answered.
 // Its tools (tools/call params.name): echo (returns arguments.text), pid,
 // crash (exits 3), never (no reply), big (a reply arguments.size bytes
 // long), progress (a notifications/progress with the call's token, then
@@ -168,6 +171,12 @@ func (s *testServer) handle(line []byte) {
 		s.mu.Lock()
 		s.cancelled = append(s.cancelled, p.Params.RequestID)
 		s.mu.Unlock()
+	case "subscriptions/listen":
+		// A 2026-07-28 listen: its stream's messages name it by its id in
+		// _meta; it gets no reply while it lasts.
+		meta := map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": m.ID}}
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": meta})
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": meta})
 	case "tools/call":
 		go s.tool(m, text)
 	default:
