@@ -33,6 +33,7 @@ func TestRunCommands(t *testing.T) {
 		{name: "bad env names key", env: []string{"SKILLS_SIDECAR_LISTEN=nope"}, code: 2, errOut: "listen"},
 		{name: "stray argument", args: []string{"serve", "extra"}, code: 2, errOut: `unexpected argument "extra"`},
 		{name: "stdio command and URL", args: []string{"serve", "--upstream", "http://127.0.0.1:1/mcp", "--", "srv"}, code: 2, errOut: "upstream-command: set together with upstream"},
+		{name: "stdio command not found", args: []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--annotations-file", "", "--", "no-such-stdio-server-x7"}, code: 1, errOut: `upstream-command: exec: \"no-such-stdio-server-x7\": executable file not found`},
 		{name: "stdio command key not JSON", env: []string{"SKILLS_SIDECAR_UPSTREAM_COMMAND=srv --stdio"}, code: 2, errOut: "upstream-command: not a JSON array"},
 		{name: "serve help", args: []string{"serve", "-h"}, code: 0, out: "-plugin-dir"},
 		{name: "program help lists commands", args: []string{"--help"}, code: 0, out: "skills-sidecar lint [flags] DIR"},

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,6 +104,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	upstream := cfg.Upstream
 	if argv != nil {
 		upstream = StdioURL
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			return nil, fmt.Errorf("upstream-command: %w", err) // names the program only, never its arguments
+		}
 	}
 	up, err := url.Parse(upstream)
 	if err != nil || up.Host == "" {
