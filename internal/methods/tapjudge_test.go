@@ -234,3 +234,28 @@ func specRead(t *testing.T, body, id string, isJSON bool) (string, bool) {
 	}
 	return "", false
 }
+
+// TestResourcesListChangedDeclared: an upstream that declares resources
+// without listChanged is declared with listChanged true through the
+// sidecar (it sends notifications/resources/list_changed itself on a
+// reload), as a go-sdk client reads the handshake.
+func TestResourcesListChangedDeclared(t *testing.T) {
+	t.Parallel()
+	snap, _ := bigSkill(t)
+	up := httptest.NewServer(craftedUpstream(func(id string, _ bool) (string, string) {
+		return "application/json", `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"unused"}}`
+	}))
+	t.Cleanup(up.Close)
+	side, _ := overlaySidecarFor(t, up.URL, snap)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "judge", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: side, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if caps := cs.InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.ListChanged {
+		t.Errorf("capabilities.resources through the sidecar: %+v, want listChanged true", caps.Resources)
+	}
+}
