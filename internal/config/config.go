@@ -20,7 +20,7 @@ const EnvPrefix = "SKILLS_SIDECAR_"
 //
 // Each field is one key. Its tags declare the key's name (flag `--name`,
 // environment SKILLS_SIDECAR_NAME with dashes as underscores, annotation
-// skills-sidecar.io/name), its default and its one-line help; the README's
+// skills-sidecar.io/name), its default and its one-line help; docs/configuration.md's
 // configuration table is generated from them (see Table).
 type Config struct {
 	// Listen is the address of the MCP listener; the endpoint is /mcp. The

@@ -171,7 +171,7 @@ func TestSlowReadersShareOneFile(t *testing.T) {
 			}
 			// The test binary's own RSS (other tests, the race detector's
 			// shadow memory) says nothing of a sidecar's; what the stalled
-			// readers add to it does. README's Limits has the binary's.
+			// readers add to it does. docs/security.md's Limits has the binary's.
 			if rss > rssBefore && rss-rssBefore > 32<<20 {
 				t.Errorf("10 stalled readers grew the process RSS by %.1f MiB, want under 32 MiB", float64(rss-rssBefore)/(1<<20))
 			}
