@@ -1,7 +1,9 @@
 package skillssidecar_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -142,5 +144,54 @@ func TestBrokenLinksCanFail(t *testing.T) {
 	want := []string{"a.md: missing.md (no such file)", "a.md: b.md#nope (no such heading)", "a.md: #nowhere (no such heading)"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("brokenLinks = %q, want %q", got, want)
+	}
+}
+
+// outsideRef matches what a reader of the repository cannot follow: the
+// team's notes outside it, and numbers of a tracker it does not contain.
+var outsideRef = regexp.MustCompile(`\b(PROTOCOL|DESIGN|STYLE)\.md\b|(^|[^/.])\.\./shared/|\b[Ii]ssues? #?[0-9]+\b`)
+
+// outsideRefs returns "path:line: text" for each line of text that points
+// outside the repository.
+func outsideRefs(path, text string) []string {
+	var out []string
+	for i, line := range strings.Split(text, "\n") {
+		if outsideRef.MatchString(line) {
+			out = append(out, fmt.Sprintf("%s:%d: %s", path, i+1, strings.TrimSpace(line)))
+		}
+	}
+	return out
+}
+
+// TestNothingPointsOutside: code, scripts and documents explain themselves
+// or point into the repository (docs/design.md, docs/protocol.md), never at
+// notes outside it or at tracker numbers a reader cannot look up.
+func TestNothingPointsOutside(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("git", "ls-files", "-z", "*.go", "*.sh", "*.md", "*.mjs", "*.yaml", "*.txt", "*.json", "Makefile", "Dockerfile").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if strings.Contains(f, "testdata/") || strings.HasSuffix(f, "package-lock.json") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range outsideRefs(f, string(b)) {
+			t.Error(r)
+		}
+	}
+}
+
+func TestOutsideRefsCanFail(t *testing.T) {
+	t.Parallel()
+	// Spelled in pieces so that this file does not match itself.
+	text := "// see PROTOCOL" + ".md §1\n// as iss" + "ue 17 asked\n# ../sha" + "red/notes.md\nlink: \"../../shared/glossary.md\"\n// fine: docs/protocol.md\n"
+	got := outsideRefs("x.go", text)
+	if len(got) != 3 || !strings.HasPrefix(got[0], "x.go:1:") || !strings.HasPrefix(got[1], "x.go:2:") || !strings.HasPrefix(got[2], "x.go:3:") {
+		t.Errorf("outsideRefs = %q, want lines 1, 2 and 3 only", got)
 	}
 }

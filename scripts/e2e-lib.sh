@@ -167,7 +167,7 @@ e2e_start_everything() {
 # dual-era server: 2026-07-28 and the legacy handshake, built on the
 # TypeScript SDK v2) on a free loopback port and waits (bounded) until it
 # listens. Sets E2E_MODERN_URL and E2E_MODERN_PID.
-# A second argument --modern-only starts it modern-only (issue 20 item 3).
+# A second argument --modern-only starts it modern-only.
 e2e_start_modern_upstream() {
   local log=$1 port
   free_port port

@@ -100,7 +100,7 @@ func settle(t *testing.T) {
 
 // TestSlowReadersShareOneFile: ten clients that ask for a 12 MB skill
 // file the sidecar serves and never read the reply cost the sidecar no
-// copy of the file each (issue 15 item 5): the live heap grows by much
+// copy of the file each: the live heap grows by much
 // less than one encoded copy, where it grew by ten (16 MB each, as
 // base64), and so does the process's resident set.
 func TestSlowReadersShareOneFile(t *testing.T) {
@@ -191,7 +191,7 @@ func TestSlowReadersShareOneFile(t *testing.T) {
 // TestForwardedReadReleasedOnDisconnect: a 16 MiB skill file the upstream
 // serves, forwarded and hashed on its way to clients that never read it,
 // holds at most the documented 3× its reply per client while they stall,
-// and all of it is released once they go away (issue 15 item 5).
+// and all of it is released once they go away.
 func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
 	snap, data := bigSkill(t)
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{

@@ -189,7 +189,7 @@ func (m *Metrics) Request(method, route string, status int, d time.Duration) {
 	}
 	method, outcome := MethodLabel(method), OutcomeLabel(status)
 	m.requests.WithLabelValues(method, route, outcome).Inc()
-	// Latency by outcome too (issue 8): a fast 4xx refusal and a slow 2xx
+	// Latency by outcome too: a fast 4xx refusal and a slow 2xx
 	// stream are different costs, and mixing them hides both.
 	m.requestDuration.WithLabelValues(method, route, outcome).Observe(d.Seconds())
 }
