@@ -146,3 +146,23 @@ func describe12(s, core string) string {
 	}
 	return "the " + core + " " + s
 }
+
+// maxReasonAmbiguities bounds the ambiguities one Problem's reason lists.
+const maxReasonAmbiguities = 3
+
+// ambiguityReason is the Problem reason for a SKILL.md with ambiguities amb
+// (at least one): the first few, each with its fix, and a count of the rest.
+func ambiguityReason(amb []Ambiguity) string {
+	var b strings.Builder
+	b.WriteString("frontmatter that YAML 1.1 hosts read differently: ")
+	for i, a := range amb[:min(len(amb), maxReasonAmbiguities)] {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(a.String())
+	}
+	if n := len(amb) - maxReasonAmbiguities; n > 0 {
+		fmt.Fprintf(&b, "; and %d more", n)
+	}
+	return b.String()
+}
