@@ -56,10 +56,19 @@ var (
 		`(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)$`)
 )
 
+// typedFirst11 holds the first characters of every spelling the resolvers
+// above match.
+const typedFirst11 = "yYnNtTfFoO-+0123456789.~<="
+
 // read11 resolves the plain scalar s as a YAML 1.1 reader does; for a
 // number, num is its exact value (nil for NaN and the infinities).
 // Mapping keys differ in one way: see key11.
 func read11(s string) (r reading11, num *big.Rat) {
+	// A 1.1 reader tries only the resolvers registered for a scalar's first
+	// character; a scalar starting with any other is a string.
+	if s != "" && !strings.Contains(typedFirst11, s[:1]) {
+		return read11Str, nil
+	}
 	switch {
 	case bool11Re.MatchString(s):
 		return read11Bool, nil
