@@ -51,6 +51,8 @@ var ambiguityCases = map[string]struct {
 	"equals key":              {"---\n=: x\n---\n", nil},
 	"block scalar is fine":    {"---\na: |\n  yes\nb: >\n  0755\n---\n", nil},
 	"words":                   {"---\nname: pdf\ndescription: Yes, it reads PDFs on Mondays\n---\n", nil},
+	"multi-line plain":        {"---\na: 1:30\n  yes\nb: on\n  off\n---\n", nil},
+	"comment after":           {"---\na: 12 # yes\nb: x #on\n---\n", nil},
 }
 
 func TestParseFrontmatterAmbiguities(t *testing.T) {

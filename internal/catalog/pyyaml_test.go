@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,6 +149,10 @@ func differentialDocs(t *testing.T) []string {
 		docs = append(docs, string(b))
 	}
 	docs = append(docs, fuzzCorpus(t, "FuzzParseFrontmatter", "FuzzAmbiguities")...)
+	// The same documents as served with CRLF line endings and a BOM.
+	for _, d := range slices.Clone(docs) {
+		docs = append(docs, "\uFEFF"+strings.ReplaceAll(d, "\n", "\r\n"))
+	}
 	for _, s := range differentialScalars() {
 		docs = append(docs, scalarPlacements(s)...)
 	}
