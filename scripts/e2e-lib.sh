@@ -253,6 +253,7 @@ e2e_start_sidecar() {
   e2e_spawn "$log" "$bin" "${args[@]}"
   E2E_SIDECAR_PID=$E2E_LAST_PID
   E2E_SIDECAR_URL=http://127.0.0.1:$port/mcp
+  E2E_SIDECAR_METRICS=http://127.0.0.1:$mport/metrics
   e2e_wait_http "$E2E_SIDECAR_URL" "$E2E_SIDECAR_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
     e2e_die "the sidecar did not start: $bin ${args[*]}"
   # Listening is not ready: until its first era probe has returned, a
