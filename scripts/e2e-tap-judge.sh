@@ -2,7 +2,7 @@
 # e2e-tap-judge.sh checks, with the official TypeScript SDK client as judge,
 # that the digest the sidecar publishes for an upstream-served skill file it
 # learned from a forwarded read is the digest of what the client took from
-# that read, or that nothing is published (issue 28 item 1).
+# that read, or that nothing is published.
 #
 # For each mode of test/e2e/crafted-read-upstream.mjs (a raw upstream that
 # crafts the SSE reply: a byte order mark, ids spelled "1", " 1 " or 1.0,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e-upstream-files.sh checks, with a verifier the project did not write,
 # that the sidecar publishes digests of the bytes the upstream serves when
-# the upstream serves catalog files itself (issue 17, DESIGN.md decision 2).
+# the upstream serves catalog files itself (docs/design.md, decision 2).
 #
 # The upstream is cmd/demo-upstream --skill-files (go-sdk, stateless): it
 # lists every SKILL.md of examples/plugin in resources/list, serves each
@@ -121,7 +121,7 @@ all_pages() {
 # sizes_agree URL: every size the sidecar states for a URI (skills/list,
 # resources/directory/read, its own resources/list entries) is the size of
 # the bytes served (the CRLF bytes for the files the upstream serves), and
-# resources/list holds each URI once (issue 28 items 2 and 3).
+# resources/list holds each URI once.
 sizes_agree() {
   local url=$1 bad=0 stated dup dir file kind want got
   stated=$(all_pages "$url" skills/list skills | jq -c '.resources[]? | {uri, size}')
