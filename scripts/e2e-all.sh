@@ -28,6 +28,8 @@
 # e2e-transparency.sh --bridged (each scenario passing on the
 # legacy wire in front of server-everything and the stateful go-sdk demo
 # passes through the era bridge on the 2026-07-28 wire).
+# e2e-tap-judge.sh (the digest published from a forwarded read of a crafted
+# reply is what the TypeScript SDK client took, or nothing).
 # e2e-conformance.sh --rebinding (dns-rebinding-protection through the sidecar
 # gives what the go-sdk upstream alone gives, on both wires).
 # Every server runs on a free loopback port and is stopped by pid.
@@ -100,6 +102,9 @@ if [[ $skills == yes ]]; then
   # (listed and templated, rewritten to CRLF) sends, judged by the
   # Inspector's --verify; a drifting upstream must fail it.
   step upstream-files scripts/e2e-upstream-files.sh
+  # What the tap publishes from a crafted forwarded read is what the
+  # TypeScript SDK client took from it, or nothing.
+  step tap-judge scripts/e2e-tap-judge.sh
   # What new callers (none, junk cookies, a bearer token) cost
   # server-everything, counted by nginx in between.
   step upstream-count scripts/e2e-upstream-count.sh

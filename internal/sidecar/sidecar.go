@@ -176,10 +176,14 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	return s, err
 }
 
-// Handler is the MCP listener's handler: the proxy at /mcp.
+// Handler is the MCP listener's handler: the proxy at /mcp, and at /mcp/
+// exactly as at /mcp (every method), since Python clients follow the
+// redirect Starlette-based servers send from /mcp/ to /mcp and expect the
+// slash to work. Nothing else under /mcp/ is served.
 func (s *Sidecar) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.Proxy)
+	mux.Handle("/mcp/{$}", s.Proxy)
 	return mux
 }
 
