@@ -6,6 +6,9 @@
 // of this process, so that sessions open on the replica that minted them
 // only.
 //
+// RunCLI is the session-keys command: a new key, and the three steps of a
+// rotation applied to a keys file.
+//
 // It reads one small file and logs what it does; it never logs a key or a
 // line of the file, and it does not seal or open anything itself.
 package sessionkeys
