@@ -95,7 +95,7 @@ type Config struct {
 	// SessionKeysFile holds the keys that seal the session ids the era
 	// bridge mints for legacy clients (package sessionid). The default is
 	// where the injector mounts the namespace's session keys Secret.
-	SessionKeysFile string `key:"session-keys-file" default:"/etc/skills-sidecar/session-keys/keys" help:"File of keys, one per line, each the base64 of 32 random bytes (the first seals, all open), that seal the session ids the era bridge mints for legacy clients of a modern-only upstream, so every replica reading the same keys serves every such session (docs/replicas.md); re-read when it changes. Missing: a random key of this process, and those sessions work only on the replica that minted them (a warning says so when the bridge mints)."`
+	SessionKeysFile string `key:"session-keys-file" default:"/etc/skills-sidecar/session-keys/keys" help:"File of keys, one per line, each the base64 of 32 random bytes (the first seals, all open), that seal the session ids the era bridge mints for legacy clients of a modern-only upstream, so every replica reading the same keys serves every such session (docs/replicas.md); re-read when it changes. Missing: a random key of this process, and those sessions work only on the replica that minted them (a warning says so once the upstream is found modern-only)."`
 	// ToolsCacheTTL is how long agents/get reuses a caller's tools/list.
 	ToolsCacheTTL time.Duration `key:"tools-cache-ttl" default:"10s" help:"How long agents/get reuses the upstream's tools/list fetched for one caller (credentials and session); 0s fetches it on every call. Never shared between callers."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.

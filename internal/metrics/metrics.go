@@ -94,7 +94,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "1 for the protocol eras the upstream was last learned to speak (unknown, legacy, modern or dual), 0 for the others."},
 			[]string{"era"}),
 		bridgeSessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "bridge_sessions",
-			Help: "Sessions the era bridge holds: legacy upstream sessions for 2026-07-28 callers, or sessions it minted for legacy callers of a modern-only upstream (capped by the bridge; see the README)."}),
+			Help: "Sessions the era bridge holds: legacy upstream sessions for 2026-07-28 callers, or sessions it minted for legacy callers of a modern-only upstream that hold state on this replica (a log level, subscriptions, GET streams; capped by the bridge; see the README)."}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})

@@ -258,3 +258,22 @@ func FuzzParseKeys(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSealOpen: what a minted session costs each request that
+// presents it (Open) and each initialize (Seal), for a typical client.
+func BenchmarkSealOpen(b *testing.B) {
+	k, _ := NewKeys(keyA, keyB)
+	id, _ := k.Seal(sample, alice)
+	b.Run("seal", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = k.Seal(sample, alice)
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := k.Open(id, alice, t0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
