@@ -28,6 +28,9 @@
 # e2e-transparency.sh --bridged (issue 20: each scenario passing on the
 # legacy wire in front of server-everything and the stateful go-sdk demo
 # passes through the era bridge on the 2026-07-28 wire).
+# e2e-replicas.sh (issue 35: the conformance suite and the Inspector in
+# legacy mode through two and three sidecars behind nginx, round-robin, in
+# front of a modern-only upstream, as through one sidecar).
 # e2e-conformance.sh --rebinding (dns-rebinding-protection through the sidecar
 # gives what the go-sdk upstream alone gives, on both wires).
 # Every server runs on a free loopback port and is stopped by pid.
@@ -107,6 +110,9 @@ if [[ $skills == yes ]]; then
   # 2026-07-28 wire in front of a modern-only upstream passes bridged on
   # the legacy wire.
   step modern-vs-bridged scripts/e2e-transparency.sh --reverse
+  # Issue 35: legacy sessions minted in front of a modern-only upstream
+  # work through two and three sidecars behind nginx with no affinity.
+  step replicas scripts/e2e-replicas.sh
 fi
 # Issue 15: DNS rebinding refused through the sidecar exactly as by the
 # go-sdk upstream alone, on both wires.
