@@ -391,6 +391,10 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	// Sealed first: a client whose capabilities and clientInfo do not fit
 	// in an id costs the upstream nothing.
 	sid, err := f.mint(req, version, caps, info)
+	if err != nil && !errors.Is(err, sessionid.ErrTooLarge) {
+		return jsonResponse(req, http.StatusInternalServerError, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: no session key to mint a session with",
+			map[string]string{"reason": "bridge_no_session_key"})), nil
+	}
 	if err != nil {
 		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams,
 			"initialize: capabilities and clientInfo take more than "+strconv.Itoa(sessionid.MaxState)+" bytes together (compact JSON), more than a session id carries",
@@ -442,7 +446,8 @@ func passRefusal(req *http.Request, ref *onbehalf.Refusal, id json.RawMessage) *
 }
 
 // mint seals a new session for the caller of req into its id; it fails
-// only when the state is too large for an id (sessionid.ErrTooLarge).
+// when the state is too large for an id (sessionid.ErrTooLarge), or when
+// Keys holds none (which Start and package sessionkeys never leave).
 func (f *LegacyFront) mint(req *http.Request, version string, caps, info json.RawMessage) (string, error) {
 	cred := onbehalf.CredentialKey(req.Header, onbehalf.Credentials(f.Credentials)...)
 	return f.Keys().Seal(sessionid.State{Version: version, Capabilities: caps, ClientInfo: info, Expires: f.now().Add(f.Lifetime)}, cred[:])
@@ -461,7 +466,9 @@ func (f *LegacyFront) local(s *frontSession) *frontLocal {
 	if l := f.peek(s); l != nil {
 		return l
 	}
-	f.sweep()
+	if f.Sessions() >= f.MaxSessions {
+		f.sweep() // only when full: a sweep walks every table
+	}
 	now := f.now()
 	f.mu.Lock()
 	l := f.sessions[s.key]
@@ -490,7 +497,12 @@ func (f *LegacyFront) peek(s *frontSession) *frontLocal {
 // here no more until it expires. Other replicas still open it (they do
 // not learn of the DELETE); past MaxRevoked the id is not remembered.
 func (f *LegacyFront) revoke(s *frontSession) {
-	f.sweep()
+	f.mu.Lock()
+	full := len(f.revoked) >= f.MaxRevoked
+	f.mu.Unlock()
+	if full {
+		f.sweep() // only when full: a sweep walks every table
+	}
 	f.mu.Lock()
 	if l := f.sessions[s.key]; l != nil {
 		delete(f.sessions, s.key)

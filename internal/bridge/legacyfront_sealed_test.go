@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/sessionid"
 )
@@ -114,5 +115,47 @@ func TestLegacyFrontStateTooLarge(t *testing.T) {
 	spaced := strings.Replace(legacyInit, `"clientInfo":{`, `"clientInfo":{`+strings.Repeat(" ", sessionid.MaxState), 1)
 	if resp, body := post(t, fx.url, spaced, nil); resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Errorf("initialize with a spaced clientInfo: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestLegacyFrontRevokedCap: a replica remembers at most MaxRevoked ids
+// ended by DELETE; past it DELETE still answers 204 and the id opens until
+// it expires (documented), and an expired revocation makes room.
+func TestLegacyFrontRevokedCap(t *testing.T) {
+	fx := newFrontFixtureWith(t, 0, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) { f.MaxRevoked = 1 })
+	mint := func() string {
+		resp, body := post(t, fx.url, legacyInit, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+		}
+		return resp.Header.Get("Mcp-Session-Id")
+	}
+	del := func(sid string) {
+		req, _ := http.NewRequest(http.MethodDelete, fx.url, nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE: %v %v", r, err)
+		}
+	}
+	status := func(sid string) int {
+		resp, _ := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
+		return resp.StatusCode
+	}
+	a := mint()
+	fx.advance(time.Hour) // b expires an hour after a
+	b := mint()
+	del(a)
+	del(b)
+	if got := status(a); got != http.StatusNotFound {
+		t.Errorf("ping in the first deleted session: %d, want 404", got)
+	}
+	if got := status(b); got != http.StatusOK {
+		t.Errorf("ping in a session deleted past the cap: %d, want 200 (not remembered)", got)
+	}
+	fx.advance(DefaultFrontLifetime - 30*time.Minute) // a expired, b not
+	c := mint()
+	del(c)
+	if got := status(c); got != http.StatusNotFound {
+		t.Errorf("ping in a session deleted once a's revocation expired: %d, want 404", got)
 	}
 }
