@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -48,6 +50,15 @@ const (
 	// so that one client cannot take every stream the front serves (as
 	// the sidecar's own notification streams are capped per session).
 	DefaultMaxFrontSessionStreams = 8
+)
+
+// The front's tables (package caller), each shared per caller. Sessions
+// and streams keep the names (and so the data.reason) of the bridge's
+// other direction, which is never active at the same time.
+const (
+	tableFrontSessions    = "bridge_sessions"
+	tableFrontStreams     = "bridge_streams"
+	tableFrontRevocations = "bridge_revocations"
 )
 
 // LegacyFront is the other half of the era bridge (issue 20 item 3): while
@@ -127,17 +138,25 @@ type LegacyFront struct {
 	// OnSessions, when set, is told the number of minted sessions that
 	// hold state on this replica.
 	OnSessions func(int)
+	// Callers says whose share of the front's tables a request takes
+	// (package caller); nil knows callers by Credentials, else by address.
+	Callers *caller.Resolver
+	// SharePercent is the part of each of those tables one caller may
+	// hold; 0 means caller.DefaultSharePercent.
+	SharePercent int
+	// Metrics counts refusals by table; nil counts nothing.
+	Metrics *metrics.Metrics
 
-	call    *onbehalf.Upstream
-	now     func() time.Time
-	streams atomic.Int64
+	call *onbehalf.Upstream
+	now  func() time.Time
 
-	// The per-caller shares of these tables (one caller holding at most a
-	// part of MaxSessions and MaxRevoked) are the work of the shared
-	// caller definition; until it lands they are capped as a whole.
+	// places, streams and revocations count what each caller holds of
+	// the sessions with state here, the GET streams and the revoked ids.
+	places, streams, revocations *caller.Table
+
 	mu       sync.Mutex
 	sessions map[mintedKey]*frontLocal
-	revoked  map[mintedKey]time.Time // ids DELETE ended here, until they expire
+	revoked  map[mintedKey]revocation // ids DELETE ended here, until they expire
 	// calls are the sessions' requests under way upstream, by session and
 	// the request id's JSON, each with what cancels it: a legacy client
 	// cancels with notifications/cancelled, the modern wire by closing the
@@ -168,6 +187,7 @@ type frontSession struct {
 // it stays here (a request of the session that reaches another replica
 // does not see it).
 type frontLocal struct {
+	owner   caller.ID // whose place of bridge_sessions it takes
 	expires time.Time
 	done    chan struct{} // closed when the session's state here ends
 
@@ -217,7 +237,16 @@ func (f *LegacyFront) Start(ctx context.Context) {
 		f.now = time.Now
 	}
 	f.sessions = map[mintedKey]*frontLocal{}
-	f.revoked = map[mintedKey]time.Time{}
+	f.revoked = map[mintedKey]revocation{}
+	if f.Callers == nil {
+		f.Callers = &caller.Resolver{Credentials: onbehalf.Credentials(f.Credentials)}
+	}
+	table := func(name string, capacity int) *caller.Table {
+		return caller.NewTable(caller.TableOptions{Name: name, Cap: capacity, SharePercent: f.SharePercent, Metrics: f.Metrics})
+	}
+	f.places = table(tableFrontSessions, f.MaxSessions)
+	f.streams = table(tableFrontStreams, f.MaxStreams)
+	f.revocations = table(tableFrontRevocations, f.MaxRevoked)
 	f.calls = map[callKey]context.CancelFunc{}
 	f.call = &onbehalf.Upstream{URL: f.Upstream, Client: &http.Client{Transport: f.Next}, Credentials: f.Credentials,
 		MaxBytes: f.MaxBytes, Purpose: "legacy-front"}
@@ -260,7 +289,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if s == nil {
 			return unknownSession(req, nil), nil
 		}
-		f.revoke(s)
+		f.revoke(req, s)
 		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Request: req, Header: http.Header{}, Body: http.NoBody}, nil
 	case http.MethodPost:
@@ -308,9 +337,9 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "logging/setLevel needs params.level", nil)), nil
 		}
-		l := f.local(s)
-		if l == nil {
-			return f.exhausted(req, msg.ID), nil
+		l, refused := f.local(req, s)
+		if refused != nil {
+			return refusalResponse(req, msg.ID, refused), nil
 		}
 		l.mu.Lock()
 		l.logLevel = level
@@ -321,9 +350,9 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, msg.Method+" needs params.uri", nil)), nil
 		}
-		l := f.local(s)
-		if l == nil {
-			return f.exhausted(req, msg.ID), nil
+		l, refused := f.local(req, s)
+		if refused != nil {
+			return refusalResponse(req, msg.ID, refused), nil
 		}
 		l.subscribe(uri, msg.Method == "resources/subscribe")
 		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
@@ -453,38 +482,50 @@ func (f *LegacyFront) mint(req *http.Request, version string, caps, info json.Ra
 	return f.Keys().Seal(sessionid.State{Version: version, Capabilities: caps, ClientInfo: info, Expires: f.now().Add(f.Lifetime)}, cred[:])
 }
 
-// exhausted is the refusal of a session state this replica has no room
-// to hold (a log level, a subscription, a GET stream).
-func (f *LegacyFront) exhausted(req *http.Request, id json.RawMessage) *http.Response {
-	return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError,
-		"era bridge: too many legacy sessions with state on this replica ("+strconv.Itoa(f.MaxSessions)+")", map[string]string{"reason": "bridge_sessions_exhausted"}))
+// refusalResponse is a table's refusal (package caller) as the legacy
+// client gets it: 503 for a full table, 429 with Retry-After over the
+// caller's share, data.reason saying which.
+func refusalResponse(req *http.Request, id json.RawMessage, r *caller.Refusal) *http.Response {
+	e := r.Reply()
+	resp := jsonResponse(req, e.Status, ErrorReply(id, e.Code, e.Message, e.Data))
+	if e.RetryAfter > 0 {
+		resp.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	return resp
 }
 
-// local returns s's state on this replica, made when s has none; nil when
-// MaxSessions hold state already, even after idle ones are ended.
-func (f *LegacyFront) local(s *frontSession) *frontLocal {
+// local returns s's state on this replica, made when s has none, in a
+// place of the table bridge_sessions taken for the caller of req; a
+// refusal when the caller holds its share or the table is full, even
+// after idle states are ended.
+func (f *LegacyFront) local(req *http.Request, s *frontSession) (*frontLocal, *caller.Refusal) {
 	if l := f.peek(s); l != nil {
-		return l
+		return l, nil
 	}
-	if f.Sessions() >= f.MaxSessions {
-		f.sweep() // only when full: a sweep walks every table
+	who := f.Callers.Of(req)
+	if err := f.places.Acquire(who, f.makeRoom); err != nil {
+		return nil, err.(*caller.Refusal)
 	}
 	now := f.now()
 	f.mu.Lock()
 	l := f.sessions[s.key]
-	if l == nil {
-		if len(f.sessions) >= f.MaxSessions {
-			f.mu.Unlock()
-			return nil
-		}
-		l = &frontLocal{expires: s.expires, done: make(chan struct{}), used: now, changed: make(chan struct{})}
-		f.sessions[s.key] = l
+	if l != nil { // made meanwhile by another request of s
+		f.mu.Unlock()
+		f.places.Release(who)
+		return l, nil
 	}
+	l = &frontLocal{owner: who, expires: s.expires, done: make(chan struct{}), used: now, changed: make(chan struct{})}
+	f.sessions[s.key] = l
 	n := len(f.sessions)
 	f.mu.Unlock()
 	f.report(n)
-	return l
+	return l, nil
 }
+
+// makeRoom is how the tables free places (caller.Table.Acquire): it ends
+// idle and expired states and expired revocations, and reports whether it
+// freed any. A sweep walks every table, so it runs only when one is full.
+func (f *LegacyFront) makeRoom(bool) bool { return f.sweep() > 0 }
 
 // peek returns s's state on this replica, or nil.
 func (f *LegacyFront) peek(s *frontSession) *frontLocal {
@@ -495,56 +536,75 @@ func (f *LegacyFront) peek(s *frontSession) *frontLocal {
 
 // revoke ends s on this replica: its state here ends and its id opens
 // here no more until it expires. Other replicas still open it (they do
-// not learn of the DELETE); past MaxRevoked the id is not remembered.
-func (f *LegacyFront) revoke(s *frontSession) {
-	f.mu.Lock()
-	full := len(f.revoked) >= f.MaxRevoked
-	f.mu.Unlock()
-	if full {
-		f.sweep() // only when full: a sweep walks every table
-	}
+// not learn of the DELETE). A revocation takes a place of the table
+// bridge_revocations for the caller of req until the id expires; without
+// one (the caller's share, or the table full) the id is not remembered.
+func (f *LegacyFront) revoke(req *http.Request, s *frontSession) {
+	who := f.Callers.Of(req)
+	remember := f.revocations.Acquire(who, f.makeRoom) == nil
 	f.mu.Lock()
 	if l := f.sessions[s.key]; l != nil {
-		delete(f.sessions, s.key)
-		close(l.done)
+		f.forgetLocked(s.key, l)
 	}
-	if len(f.revoked) < f.MaxRevoked {
-		f.revoked[s.key] = s.expires
+	if _, dup := f.revoked[s.key]; dup && remember {
+		remember = false
+		f.revocations.Release(who)
+	}
+	if remember {
+		f.revoked[s.key] = revocation{expires: s.expires, owner: who}
 	}
 	n := len(f.sessions)
 	f.mu.Unlock()
 	f.report(n)
 }
 
+// revocation is an id DELETE ended on this replica.
+type revocation struct {
+	expires time.Time
+	owner   caller.ID // whose place of bridge_revocations it takes
+}
+
+// forgetLocked ends the state l of session k (f.mu held): its streams end
+// and its place is given back.
+func (f *LegacyFront) forgetLocked(k mintedKey, l *frontLocal) {
+	delete(f.sessions, k)
+	close(l.done)
+	f.places.Release(l.owner)
+}
+
 // sweep ends every session state idle past the timeout with no stream
-// open, or past its session's expiry, and forgets expired revocations.
-func (f *LegacyFront) sweep() {
+// open, or past its session's expiry, and forgets expired revocations; it
+// returns how many places it freed.
+func (f *LegacyFront) sweep() int {
 	now := f.now()
+	freed := 0
 	f.mu.Lock()
 	for k, l := range f.sessions {
 		l.mu.Lock()
 		end := !now.Before(l.expires) || l.streams == 0 && now.Sub(l.used) > f.IdleTimeout
 		l.mu.Unlock()
 		if end {
-			delete(f.sessions, k)
-			close(l.done)
+			f.forgetLocked(k, l)
+			freed++
 		}
 	}
-	for k, exp := range f.revoked {
-		if !now.Before(exp) {
+	for k, r := range f.revoked {
+		if !now.Before(r.expires) {
 			delete(f.revoked, k)
+			f.revocations.Release(r.owner)
+			freed++
 		}
 	}
 	n := len(f.sessions)
 	f.mu.Unlock()
 	f.report(n)
+	return freed
 }
 
 func (f *LegacyFront) endAll() {
 	f.mu.Lock()
 	for k, l := range f.sessions {
-		delete(f.sessions, k)
-		close(l.done)
+		f.forgetLocked(k, l)
 	}
 	f.mu.Unlock()
 	f.report(0)
@@ -733,9 +793,9 @@ func pumpLegacy(r *rewrite.Reader, up io.Closer, pw *io.PipeWriter, msg rewrite.
 // change; it ends when the client leaves, s ends, or the upstream ends
 // the listen stream.
 func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response, error) {
-	l := f.local(s)
-	if l == nil {
-		return f.exhausted(req, nil), nil
+	l, refused := f.local(req, s)
+	if refused != nil {
+		return refusalResponse(req, nil, refused), nil
 	}
 	l.mu.Lock()
 	if l.streams >= f.MaxSessionStreams {
@@ -743,18 +803,17 @@ func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response
 		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
 			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})), nil
 	}
-	if n := f.streams.Add(1); int(n) > f.MaxStreams {
-		f.streams.Add(-1)
+	who := f.Callers.Of(req)
+	if err := f.streams.Acquire(who, nil); err != nil {
 		l.mu.Unlock()
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
-			"era bridge: too many GET streams ("+strconv.Itoa(f.MaxStreams)+")", map[string]string{"reason": "bridge_streams_exhausted"})), nil
+		return refusalResponse(req, nil, err.(*caller.Refusal)), nil
 	}
 	l.streams++
 	l.mu.Unlock()
 	pr, pw := io.Pipe()
 	go func() {
 		defer func() {
-			f.streams.Add(-1)
+			f.streams.Release(who)
 			l.mu.Lock()
 			l.streams--
 			l.used = f.now()

@@ -159,3 +159,51 @@ func TestLegacyFrontRevokedCap(t *testing.T) {
 		t.Errorf("ping in a session deleted once a's revocation expired: %d, want 404", got)
 	}
 }
+
+// TestLegacyFrontShares: one caller holds at most its share of the
+// sessions with state on a replica (429 with Retry-After past it, not
+// 503) while another caller still gets a place; its revocations past its
+// share are not remembered, another caller's are.
+func TestLegacyFrontShares(t *testing.T) {
+	fx := newFrontFixtureWith(t, 4, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) { f.MaxRevoked = 4 }) // shares of 1
+	session := func(token string) map[string]string {
+		h := map[string]string{"Authorization": "Bearer " + token}
+		resp, body := post(t, fx.url, legacyInit, h)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+		}
+		h["Mcp-Session-Id"] = resp.Header.Get("Mcp-Session-Id")
+		return h
+	}
+	setLevel := `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`
+	a1, a2, b := session("a"), session("a"), session("b")
+	if resp, body := post(t, fx.url, setLevel, a1); resp.StatusCode != http.StatusOK {
+		t.Fatalf("caller a's first state: %d %s", resp.StatusCode, body)
+	}
+	resp, body := post(t, fx.url, setLevel, a2)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "caller_share_exhausted") {
+		t.Errorf("caller a past its share: %d (Retry-After %q) %s; want 429 caller_share_exhausted", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if resp, body := post(t, fx.url, setLevel, b); resp.StatusCode != http.StatusOK {
+		t.Errorf("caller b while a holds its share: %d %s", resp.StatusCode, body)
+	}
+	del := func(h map[string]string) {
+		req, _ := http.NewRequest(http.MethodDelete, fx.url, nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE: %v %v", r, err)
+		}
+	}
+	ping := func(h map[string]string) int {
+		resp, _ := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, h)
+		return resp.StatusCode
+	}
+	del(a1)
+	del(a2)
+	del(b)
+	if got := []int{ping(a1), ping(a2), ping(b)}; got[0] != 404 || got[1] != 200 || got[2] != 404 {
+		t.Errorf("pings after DELETE (a's first, a's second past its share, b's) = %v, want [404 200 404]", got)
+	}
+}

@@ -113,47 +113,52 @@ const legacyInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 // replica (here a log level), past it that state is refused (503,
 // bridge_sessions_exhausted) rather than another session's ended, while
 // the session's plain requests still work; DELETE and idle expiry free
-// places.
+// places. Each session has a caller of its own (its bearer token), so no
+// caller's share is what refuses.
 func TestLegacyFrontSessionCap(t *testing.T) {
-	fx := newFrontFixture(t, 2)
-	var sids []string
+	fx := newFrontFixtureWith(t, 2, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) { f.SharePercent = 100 })
+	var sids []map[string]string
 	for i := 0; i < 3; i++ {
-		resp, body := post(t, fx.url, legacyInit, nil)
+		h := map[string]string{"Authorization": "Bearer caller-" + string(rune('a'+i))}
+		resp, body := post(t, fx.url, legacyInit, h)
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"protocolVersion":"2025-06-18"`) {
 			t.Fatalf("initialize %d: %d %s", i, resp.StatusCode, body)
 		}
-		sids = append(sids, resp.Header.Get("Mcp-Session-Id"))
+		h["Mcp-Session-Id"] = resp.Header.Get("Mcp-Session-Id")
+		sids = append(sids, h)
 	}
-	if sids[0] == sids[1] || sids[0] == "" {
+	if sids[0]["Mcp-Session-Id"] == sids[1]["Mcp-Session-Id"] || sids[0]["Mcp-Session-Id"] == "" {
 		t.Fatalf("session ids %q: want distinct ids", sids)
 	}
 	if got := fx.front.Sessions(); got != 0 {
 		t.Errorf("sessions holding state after three initializes = %d, want 0", got)
 	}
 	setLevel := `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`
-	for _, sid := range sids[:2] {
-		if resp, body := post(t, fx.url, setLevel, map[string]string{"Mcp-Session-Id": sid}); resp.StatusCode != http.StatusOK {
+	for _, h := range sids[:2] {
+		if resp, body := post(t, fx.url, setLevel, h); resp.StatusCode != http.StatusOK {
 			t.Fatalf("logging/setLevel: %d %s", resp.StatusCode, body)
 		}
 	}
-	resp, body := post(t, fx.url, setLevel, map[string]string{"Mcp-Session-Id": sids[2]})
+	resp, body := post(t, fx.url, setLevel, sids[2])
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "bridge_sessions_exhausted") {
 		t.Fatalf("logging/setLevel past the cap: %d %s", resp.StatusCode, body)
 	}
-	for _, sid := range sids { // every session still works
-		if resp, body := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": sid}); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"add"`) {
-			t.Errorf("tools/list in session %s: %d %s", sid, resp.StatusCode, body)
+	for _, h := range sids { // every session still works
+		if resp, body := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, h); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"add"`) {
+			t.Errorf("tools/list in session %s: %d %s", h["Mcp-Session-Id"], resp.StatusCode, body)
 		}
 	}
 	req, _ := http.NewRequest(http.MethodDelete, fx.url, nil)
-	req.Header.Set("Mcp-Session-Id", sids[0])
+	for k, v := range sids[0] {
+		req.Header.Set(k, v)
+	}
 	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %v %v", r, err)
 	}
 	if got := fx.front.Sessions(); got != 1 {
 		t.Errorf("sessions holding state after DELETE = %d, want 1", got)
 	}
-	if resp, _ := post(t, fx.url, setLevel, map[string]string{"Mcp-Session-Id": sids[2]}); resp.StatusCode != http.StatusOK {
+	if resp, _ := post(t, fx.url, setLevel, sids[2]); resp.StatusCode != http.StatusOK {
 		t.Errorf("logging/setLevel after DELETE: %d", resp.StatusCode)
 	}
 	fx.advance(2 * time.Hour)

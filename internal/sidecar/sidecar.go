@@ -161,7 +161,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		// In front of it, the legacy front: legacy clients of a modern-only
 		// upstream (issue 20 item 3).
 		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted),
-			Keys: keys.Keys}
+			Keys: keys.Keys, Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		front.Start(ctx)
 		transport, bridged = front, true
 	}
