@@ -167,7 +167,7 @@ e2e_start_everything() {
 # dual-era server: 2026-07-28 and the legacy handshake, built on the
 # TypeScript SDK v2) on a free loopback port and waits (bounded) until it
 # listens. Sets E2E_MODERN_URL and E2E_MODERN_PID.
-# A second argument --modern-only starts it modern-only (issue 20 item 3).
+# A second argument --modern-only starts it modern-only.
 e2e_start_modern_upstream() {
   local log=$1 port
   free_port port
@@ -253,6 +253,7 @@ e2e_start_sidecar() {
   e2e_spawn "$log" "$bin" "${args[@]}"
   E2E_SIDECAR_PID=$E2E_LAST_PID
   E2E_SIDECAR_URL=http://127.0.0.1:$port/mcp
+  E2E_SIDECAR_METRICS=http://127.0.0.1:$mport/metrics
   e2e_wait_http "$E2E_SIDECAR_URL" "$E2E_SIDECAR_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
     e2e_die "the sidecar did not start: $bin ${args[*]}"
   # Listening is not ready: until its first era probe has returned, a

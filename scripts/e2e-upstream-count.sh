@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e-upstream-count.sh counts, at an upstream the project did not write,
-# what the sidecar asks of it on a new caller's behalf (issue 17): nginx
+# what the sidecar asks of it on a new caller's behalf: nginx
 # (Debian's nginx-light, installed when missing) logs every request body
 # between the sidecar and server-everything, which lists its resources and
 # resource templates and serves no skill:// URI.

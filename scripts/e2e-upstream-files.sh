@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e-upstream-files.sh checks, with a verifier the project did not write,
 # that the sidecar publishes digests of the bytes the upstream serves when
-# the upstream serves catalog files itself (issue 17, DESIGN.md decision 2).
+# the upstream serves catalog files itself (docs/design.md, decision 2).
 #
 # The upstream is cmd/demo-upstream --skill-files (go-sdk, stateless): it
 # lists every SKILL.md of examples/plugin in resources/list, serves each

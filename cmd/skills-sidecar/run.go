@@ -57,7 +57,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return exitOK
 	case "help":
 		fmt.Fprint(stdout, usage)
-		fmt.Fprint(stdout, "\nFlags of serve (each is also an environment variable and a pod annotation; see the README):\n")
+		fmt.Fprint(stdout, "\nFlags of serve (each is also an environment variable and a pod annotation; see docs/configuration.md):\n")
 		_, _ = loadConfig([]string{"-h"}, nil, nil, stdout)
 		return exitOK
 	default:

@@ -1,6 +1,6 @@
 // Package bridge owns the sidecar's knowledge of which protocol eras the
 // upstream speaks, and the translation that lets a client of one era talk
-// to an upstream of the other (PROTOCOL.md §7).
+// to an upstream of the other (docs/protocol.md §6).
 //
 // era.go reads the upstream's replies to the two era probes (a modern
 // server/discover, then, as the 2026-07-28 client rule says, a legacy

@@ -61,7 +61,7 @@ const (
 	tableFrontRevocations = "bridge_revocations"
 )
 
-// LegacyFront is the other half of the era bridge (issue 20 item 3): while
+// LegacyFront is the other half of the era bridge: while
 // the upstream is known to speak only the 2026-07-28 era, it serves legacy
 // (initialize-era) clients in front of it. It is an http.RoundTripper in
 // front of Next (the bridge's Transport, which passes everything through
@@ -69,7 +69,7 @@ const (
 // while the upstream speaks the legacy era itself or its eras are unknown,
 // goes to Next untouched.
 //
-// What it does (PROTOCOL.md §7, read backwards):
+// What it does (docs/protocol.md §6, read backwards):
 //   - initialize is answered by the front from the upstream's
 //     server/discover, asked on the caller's behalf (onbehalf) with the
 //     caller's credentials, capabilities and clientInfo: serverInfo,

@@ -13,7 +13,7 @@
 // on the caller's behalf, and the digests of those files' served bytes.
 //
 // It also owns the per-request era checks of the 2026-07-28 wire for those
-// methods (PROTOCOL.md §1). It never forwards anything itself and writes
+// methods (docs/protocol.md §1). It never forwards anything itself and writes
 // nothing: an answer is a reply.Reply the proxy writes, a request it does not
 // own is left to the proxy, and a reply it must extend is edited
 // through the function EditReply returns. Entries are encoded once per

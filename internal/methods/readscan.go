@@ -15,7 +15,7 @@ import (
 )
 
 // readScan learns the digest of a forwarded resources/read while its reply
-// passes, without holding it (issue 17 item 4): it is fed the bytes of one
+// passes, without holding it: it is fed the bytes of one
 // JSON-RPC message in pieces of any size, checks the whole message as JSON
 // (a byte at a time outside strings, a run at a time inside them), and
 // feeds the decoded bytes of every contents[].text (the JSON string

@@ -159,7 +159,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		bt := &bridge.Transport{Next: direct, Eras: s.Eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: count(&held)}
 		bt.Start(ctx)
 		// In front of it, the legacy front: legacy clients of a modern-only
-		// upstream (issue 20 item 3).
+		// upstream.
 		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted),
 			Keys: keys.Keys, Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		front.Start(ctx)
