@@ -39,13 +39,7 @@ while (($#)); do
 done
 
 e2e_require_tools
-nginx=$(command -v nginx || echo /usr/sbin/nginx)
-if ! [[ -x $nginx ]]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null 2>&1 ||
-    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null; } ||
-    e2e_die "nginx-light could not be installed"
-  nginx=$(command -v nginx || echo /usr/sbin/nginx)
-fi
+e2e_require_nginx
 work=$(mktemp -d -t e2e-replicas.XXXXXX)
 trap 'e2e_cleanup; if [[ ${E2E_KEEP:-} == 1 ]]; then e2e_log "kept $work"; else rm -rf "$work"; fi' EXIT
 trap 'exit 130' INT TERM
@@ -61,7 +55,7 @@ e2e_start_modern_upstream "$work/upstream.log" --modern-only
 # missing file: a key each) and nginx in front of them; sets URL.
 replicas() {
   local n=$1 keys=$2 name=$3 i servers='' port
-  mkdir -p "$work/$name/nginx"
+  mkdir -p "$work/$name"
   for ((i = 0; i < n; i++)); do
     E2E_SIDECAR_EXTRA=(--session-keys-file "$keys")
     e2e_start_sidecar "$work/skills-sidecar" "$E2E_MODERN_URL" "$work/$name/sidecar-$i.log" "$E2E_ROOT/examples/plugin"
@@ -70,21 +64,10 @@ replicas() {
   done
   unset E2E_SIDECAR_EXTRA
   free_port port
-  cat >"$work/$name/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $work/$name/nginx/nginx.pid;
-error_log $work/$name/nginx/error.log;
-events { worker_connections 256; }
-http {
-  client_body_temp_path $work/$name/nginx/body;
-  proxy_temp_path $work/$name/nginx/proxy;
-  fastcgi_temp_path $work/$name/nginx/fastcgi;
-  uwsgi_temp_path $work/$name/nginx/uwsgi;
-  scgi_temp_path $work/$name/nginx/scgi;
-  log_format replica '\$upstream_addr \$request_method \$http_mcp_session_id';
-  access_log $work/$name/access.log replica;
+  URL=http://127.0.0.1:$port/mcp
   # Round-robin, no affinity: each request goes to the next replica.
+  e2e_start_nginx "$work/$name/nginx" "$URL" "  log_format replica '\$upstream_addr \$request_method \$http_mcp_session_id';
+  access_log $work/$name/access.log replica;
   upstream replicas {
 $servers  }
   server {
@@ -93,16 +76,11 @@ $servers  }
       proxy_pass http://replicas;
       proxy_set_header Host \$http_host;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      proxy_set_header Connection \"\";
       proxy_buffering off;
       proxy_read_timeout 300s;
     }
-  }
-}
-EOF
-  e2e_spawn "$work/$name/nginx/stderr.log" "$nginx" -p "$work/$name/nginx" -c "$work/$name/nginx.conf"
-  URL=http://127.0.0.1:$port/mcp
-  e2e_wait_http "$URL" "$E2E_LAST_PID" 20 "$work/$name/nginx/stderr.log" || e2e_die "nginx did not start"
+  }"
 }
 
 # suite URL OUT runs the conformance suite active on the legacy wire.
