@@ -30,6 +30,9 @@
 # passes through the era bridge on the 2026-07-28 wire).
 # e2e-tap-judge.sh (the digest published from a forwarded read of a crafted
 # reply is what the TypeScript SDK client took, or nothing).
+# e2e-replicas.sh (the conformance suite and the Inspector in
+# legacy mode through two and three sidecars behind nginx, round-robin, in
+# front of a modern-only upstream, as through one sidecar).
 # e2e-conformance.sh --rebinding (dns-rebinding-protection through the sidecar
 # gives what the go-sdk upstream alone gives, on both wires).
 # Every server runs on a free loopback port and is stopped by pid.
@@ -112,6 +115,9 @@ if [[ $skills == yes ]]; then
   # 2026-07-28 wire in front of a modern-only upstream passes bridged on
   # the legacy wire.
   step modern-vs-bridged scripts/e2e-transparency.sh --reverse
+  # Legacy sessions minted in front of a modern-only upstream
+  # work through two and three sidecars behind nginx with no affinity.
+  step replicas scripts/e2e-replicas.sh
 fi
 # DNS rebinding refused through the sidecar exactly as by the
 # go-sdk upstream alone, on both wires.

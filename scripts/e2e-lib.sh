@@ -274,3 +274,40 @@ e2e_start_sidecar() {
     sleep 0.1
   done
 }
+
+# e2e_require_nginx sets E2E_NGINX to nginx (Debian's nginx-light),
+# installing it when missing.
+e2e_require_nginx() {
+  E2E_NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+  if ! [[ -x $E2E_NGINX ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null; } ||
+      e2e_die "nginx-light could not be installed"
+    E2E_NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+  fi
+}
+
+# e2e_start_nginx DIR URL HTTP starts nginx in the foreground with its pid,
+# logs and temporary files under DIR and HTTP (access log, upstreams,
+# servers) inside its http block, and waits (bounded) until URL answers.
+e2e_start_nginx() {
+  local dir=$1 url=$2 http=$3
+  mkdir -p "$dir"
+  cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log;
+events { worker_connections 256; }
+http {
+  client_body_temp_path $dir/body;
+  proxy_temp_path $dir/proxy;
+  fastcgi_temp_path $dir/fastcgi;
+  uwsgi_temp_path $dir/uwsgi;
+  scgi_temp_path $dir/scgi;
+$http
+}
+CONF
+  e2e_spawn "$dir/stderr.log" "$E2E_NGINX" -p "$dir" -c "$dir/nginx.conf"
+  e2e_wait_http "$url" "$E2E_LAST_PID" 20 "$dir/stderr.log" || e2e_die "nginx did not start"
+}

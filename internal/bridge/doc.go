@@ -33,7 +33,8 @@
 // legacyfront.go is the other direction: while the upstream speaks only
 // 2026-07-28, a LegacyFront (in front of the Transport) answers a legacy
 // client's initialize from the upstream's server/discover (asked through
-// onbehalf), mints the session, bound to the caller's credentials, and
-// carries the session's requests on the modern wire; legacyshape.go holds
-// its pure rewrites.
+// onbehalf), mints the session (what initialize fixed, sealed into the id
+// by package sessionid and bound to the caller's credentials, so any
+// replica with the key serves it) and carries the session's requests on
+// the modern wire; legacyshape.go holds its pure rewrites.
 package bridge

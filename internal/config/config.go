@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -83,6 +84,10 @@ type Config struct {
 	AuthHeaders string `key:"auth-headers" default:"Authorization,Cookie" help:"Comma-separated headers that carry a caller's credentials. They go with the sidecar's own calls to the upstream on a caller's behalf, and the gate's, tools' and upstream files' caches are keyed by a hash of them."`
 	// AuthCacheTTL is how long an admission is trusted.
 	AuthCacheTTL time.Duration `key:"auth-cache-ttl" default:"10s" help:"How long the auth gate trusts an admission for the same credentials and session before asking the upstream again."`
+	// TrustedProxies are the peers whose forwarded headers name the client.
+	TrustedProxies string `key:"trusted-proxies" default:"" help:"Comma-separated CIDR prefixes (or addresses) of proxies in front of the sidecar whose X-Forwarded-For or Forwarded header names the client. A caller without verified credentials is known by its address: the TCP peer's, or, from a trusted proxy only, the first untrusted address of that header read from the right. Empty trusts none: a header a client sends never makes it another caller."`
+	// CallerSharePercent is the part of each shared table one caller may hold.
+	CallerSharePercent int `key:"caller-share-percent" default:"25" help:"The part, in percent (1-100), of each bounded table callers share (era bridge sessions, calls waiting for input, listen streams, subscriptions) that one caller may hold, at least one place; past it the caller gets HTTP 429 with Retry-After, and everyone gets 503 when the whole table is full. A caller is its verified credentials (auth-gate upstream), otherwise its address (see trusted-proxies); docs/security.md says more."`
 	// UpstreamFiles selects whether the upstream's own skill files win.
 	UpstreamFiles string `key:"upstream-files" default:"auto" help:"auto: learn from the upstream's resources/list and resources/templates/list (taken with the caller's credentials) which catalog URIs it serves itself, publish digests of its bytes for those and forward their reads; off: serve every catalog file from the plugin folder without asking."`
 	// UpstreamFilesTTL is how long what was learned is trusted.
@@ -92,6 +97,10 @@ type Config struct {
 	// EraBridge selects whether the sidecar bridges protocol eras the
 	// upstream does not speak itself.
 	EraBridge string `key:"era-bridge" default:"auto" help:"auto: learn which protocol eras the upstream speaks (server/discover, then initialize) and serve 2026-07-28 clients of a legacy-only upstream over legacy sessions the sidecar holds for them (one per credentials, client address and client capabilities), and legacy clients of a modern-only upstream over sessions the sidecar mints (initialize answered from server/discover); a dual-era upstream is passed through untouched; off: never translate, and declare and answer the sidecar's own methods only on the eras the upstream speaks."`
+	// SessionKeysFile holds the keys that seal the session ids the era
+	// bridge mints for legacy clients (package sessionid). The default is
+	// where the injector mounts the namespace's session keys Secret.
+	SessionKeysFile string `key:"session-keys-file" default:"/etc/skills-sidecar/session-keys/keys" help:"File of keys, one per line, each the base64 of 32 random bytes (the first seals, all open), that seal the session ids the era bridge mints for legacy clients of a modern-only upstream, so every replica reading the same keys serves every such session (docs/replicas.md); re-read when it changes. Missing: a random key of this process, and those sessions work only on the replica that minted them (a warning says so once the upstream is found modern-only)."`
 	// ToolsCacheTTL is how long agents/get reuses a caller's tools/list.
 	ToolsCacheTTL time.Duration `key:"tools-cache-ttl" default:"10s" help:"How long agents/get reuses the upstream's tools/list fetched for one caller (credentials and session); 0s fetches it on every call. Never shared between callers."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.
@@ -197,6 +206,12 @@ func (c *Config) Validate() error {
 	if c.AuthCacheTTL <= 0 {
 		bad("auth-cache-ttl", "must be positive, got %s", c.AuthCacheTTL)
 	}
+	if _, err := c.TrustedProxyPrefixes(); err != nil {
+		bad("trusted-proxies", "%v", err)
+	}
+	if c.CallerSharePercent < 1 || c.CallerSharePercent > 100 {
+		bad("caller-share-percent", "must be between 1 and 100, got %d", c.CallerSharePercent)
+	}
 	if c.EraBridge != "auto" && c.EraBridge != "off" {
 		bad("era-bridge", "%q is neither auto nor off", c.EraBridge)
 	}
@@ -258,6 +273,25 @@ func (c *Config) AuthHeaderList() []string { return splitList(c.AuthHeaders) }
 
 // AllowedHostList returns AllowedHosts split on commas, trimmed.
 func (c *Config) AllowedHostList() []string { return splitList(c.AllowedHosts) }
+
+// TrustedProxyPrefixes returns TrustedProxies as prefixes: each entry a
+// CIDR prefix, or one address (a /32 or /128).
+func (c *Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range splitList(c.TrustedProxies) {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("%q is neither a CIDR prefix nor an address", s)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
 
 // AllowedOriginList returns AllowedOrigins split on commas, trimmed.
 func (c *Config) AllowedOriginList() []string { return splitList(c.AllowedOrigins) }

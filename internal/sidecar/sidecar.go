@@ -11,17 +11,21 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/bridge"
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
@@ -30,6 +34,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sessionkeys"
 )
 
 // Options are what the sidecar is built from besides its Config.
@@ -51,6 +56,9 @@ type Options struct {
 	// Snapshot, when set, is the catalog served instead of the one the
 	// Config names: for tests that drive a catalog.Watcher themselves.
 	Snapshot func() *catalog.Snapshot
+	// SessionKeysInterval is how often the session keys file is read
+	// again; 0 means sessionkeys.DefaultInterval.
+	SessionKeysInterval time.Duration
 }
 
 // Sidecar is the assembled sidecar. Its parts are exposed for the
@@ -72,6 +80,15 @@ type Sidecar struct {
 	// Notify carries the catalog's changes to the proxy's streams.
 	Notify  *notify.Hub
 	Metrics *metrics.Metrics
+	// SessionKeys seal the sessions minted for legacy clients; nil with
+	// --era-bridge off.
+	SessionKeys *sessionkeys.Source
+	// Callers says who a request's caller is, for every table callers
+	// share (package caller): the auth-headers when the gate is on,
+	// otherwise the address, believing trusted-proxies' headers.
+	Callers *caller.Resolver
+	// SharePercent is the part of each such table one caller may hold.
+	SharePercent int
 }
 
 // New builds the sidecar for cfg, whose Upstream must be set, and starts
@@ -95,15 +112,39 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	// publishes into it, the proxy's streams read from it.
 	s := &Sidecar{Metrics: metrics.New(reg, o.Version)}
 	s.Notify = notify.New(notify.Options{Count: s.Metrics.Notification})
+	trusted, err := cfg.TrustedProxyPrefixes()
+	if err != nil {
+		return nil, fmt.Errorf("trusted-proxies: %w", err)
+	}
+	s.Callers, s.SharePercent = &caller.Resolver{TrustedProxies: trusted}, cfg.CallerSharePercent
+	if cfg.AuthGate == "upstream" {
+		s.Callers.Credentials = cfg.AuthHeaderList()
+	}
 	if err := s.startCatalog(ctx, cfg, o); err != nil {
 		return nil, err
 	}
 	direct := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
+	var keys *sessionkeys.Source
+	if cfg.EraBridge == "auto" {
+		// The keys of the sessions the legacy front mints: shared by every
+		// replica that mounts the same file.
+		if keys, err = sessionkeys.Open(cfg.SessionKeysFile, sessionkeys.Options{Logger: o.Logger, Interval: o.SessionKeysInterval}); err != nil {
+			return nil, err
+		}
+		s.SessionKeys = keys
+		go keys.Run(ctx)
+	}
 	// The upstream's eras, learned by probes on the direct transport; with
 	// era-bridge auto every other request goes through the bridge, which
 	// passes it through untouched unless the upstream lacks its era.
+	var warnOnce sync.Once
 	s.Eras = &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: o.Logger,
-		OnChange: func(e bridge.Eras) { s.Metrics.UpstreamEra(e.Label()) }}
+		OnChange: func(e bridge.Eras) {
+			if keys != nil && e.Known && e.Modern && !e.Legacy && !keys.FromFile() {
+				warnOnce.Do(func() { warnProcessKey(o.Logger, keys.Path()) })
+			}
+			s.Metrics.UpstreamEra(e.Label())
+		}}
 	go s.Eras.Run(ctx)
 	var transport http.RoundTripper = direct
 	bridged := false
@@ -119,7 +160,8 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		bt.Start(ctx)
 		// In front of it, the legacy front: legacy clients of a modern-only
 		// upstream.
-		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted)}
+		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted),
+			Keys: keys.Keys, Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		front.Start(ctx)
 		transport, bridged = front, true
 	}
@@ -174,6 +216,14 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		SendTimeout:        cfg.SendTimeout,
 	})
 	return s, err
+}
+
+// warnProcessKey says that the sessions minted for legacy clients open on
+// this replica only: the legacy front is in use and no keys file is read.
+func warnProcessKey(log *zap.Logger, path string) {
+	log.Warn("era bridge: the upstream speaks only 2026-07-28, and the sessions minted for its legacy clients are sealed with a key of this process alone: "+
+		"behind a Service without session affinity they work only on the replica that minted them, and a restart ends them all; "+
+		"mount the session keys Secret (docs/replicas.md)", zap.String("session_keys_file", path))
 }
 
 // Handler is the MCP listener's handler: the proxy at /mcp, and at /mcp/
