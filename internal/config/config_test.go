@@ -64,6 +64,7 @@ func TestLoadRefusals(t *testing.T) {
 		{"upstream command empty", Sources{Args: []string{"--upstream-command", "[]"}}, []string{"upstream-command:", "no program"}},
 		{"upstream command and URL", Sources{Args: []string{"--upstream-command", `["srv"]`, "--upstream", "http://a/mcp"}}, []string{"upstream-command:", "together"}},
 		{"negative limits", Sources{Args: []string{"--max-body-bytes", "0", "--max-event-bytes", "-1"}}, []string{"max-body-bytes", "max-event-bytes"}},
+		{"portability mode", Sources{Environ: []string{"SKILLS_SIDECAR_FRONTMATTER_PORTABILITY=serve"}}, []string{"frontmatter-portability:", `"serve"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
