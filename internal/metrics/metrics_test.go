@@ -226,8 +226,10 @@ func TestCardinalityIsBounded(t *testing.T) {
 			t.Logf("series after 100 requests: %d", series())
 		}
 	}
-	if n := series(); n > 60 {
-		t.Errorf("series after 10,000 distinct requests = %d, want a small constant (<= 60)", n)
+	// The constant grows only with fixed label sets (the stdio series
+	// added ten); what it must never do is follow the requests.
+	if n := series(); n > 75 {
+		t.Errorf("series after 10,000 distinct requests = %d, want a small constant (<= 75)", n)
 	}
 	if got := value(t, reg, "skills_sidecar_requests_total", map[string]string{"method": "other"}); got < 3333 {
 		t.Errorf("unknown methods counted as other = %v, want >= 3333", got)
