@@ -96,7 +96,7 @@ func PlanCerts(cur CertState, liveBundle []byte, p CertPolicy, now time.Time) (n
 	bundle := parseBundle(cur.CABundle)
 	caKey, _ := parseKey(cur.CAKey)
 	var ca *x509.Certificate
-	if len(bundle) > 0 && caKey != nil && publicKeysEqual(bundle[0].PublicKey, caKey.Public()) && now.Before(bundle[0].NotAfter) {
+	if usableCA(bundle, caKey, now) {
 		ca = bundle[0]
 	}
 	if ca == nil || due(ca, now) {
@@ -301,4 +301,31 @@ func LeafNotAfter(certPEM []byte) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return c[0].NotAfter, true
+}
+
+// usableCA reports whether the newest CA of bundle has key and is unexpired.
+func usableCA(bundle []*x509.Certificate, key crypto.Signer, now time.Time) bool {
+	return len(bundle) > 0 && key != nil && publicKeysEqual(bundle[0].PublicKey, key.Public()) && now.Before(bundle[0].NotAfter)
+}
+
+// RestoreFrom says which state a certificate step should start from: the
+// Secret's (cur), or held, the last state this injector read or wrote,
+// when the Secret lost its usable CA and held still has one. A Secret is
+// emptied when `helm upgrade --force` or a GitOps replace recreates it as
+// the chart renders it; starting over would publish a new CA that no served
+// leaf chains to, failing every admission call until a leaf signed by it
+// is trusted, while held is what the API server still trusts and every
+// replica still serves.
+func RestoreFrom(cur, held CertState, now time.Time) (CertState, bool) {
+	if cur.HasCA(now) || !held.HasCA(now) {
+		return cur, false
+	}
+	return held, true
+}
+
+// HasCA reports whether the state's newest CA is unexpired at now and its
+// key is the state's CA key.
+func (st CertState) HasCA(now time.Time) bool {
+	key, _ := parseKey(st.CAKey)
+	return usableCA(parseBundle(st.CABundle), key, now)
 }
