@@ -44,9 +44,17 @@ type CertPolicy struct {
 	Hosts []string
 }
 
-// due reports whether c has less than a third of its lifetime left at now.
+// clockSkew is how far before its issue a certificate's NotBefore is set,
+// so that a verifier whose clock is a little behind accepts it.
+const clockSkew = time.Minute
+
+// due reports whether c has less than a third of its lifetime left at now:
+// the lifetime from its issue, not from the backdated NotBefore, or a
+// certificate living less than half a minute would be due the moment it
+// is made, and every step (each one kicked by the last one's write) would
+// make another.
 func due(c *x509.Certificate, now time.Time) bool {
-	life := c.NotAfter.Sub(c.NotBefore)
+	life := c.NotAfter.Sub(c.NotBefore.Add(clockSkew))
 	return c.NotAfter.Sub(now) < life/3
 }
 
@@ -209,7 +217,7 @@ func newCA(validity time.Duration, now time.Time) (*x509.Certificate, *ecdsa.Pri
 	tmpl := &x509.Certificate{
 		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: "skills-sidecar injector CA " + now.UTC().Format(time.RFC3339)},
-		NotBefore:             now.Add(-time.Minute), // tolerate a little clock skew
+		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
@@ -242,7 +250,7 @@ func newLeaf(ca *x509.Certificate, caKey crypto.Signer, p CertPolicy, now time.T
 	tmpl := &x509.Certificate{
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: p.Hosts[0]},
-		NotBefore:    now.Add(-time.Minute),
+		NotBefore:    now.Add(-clockSkew),
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

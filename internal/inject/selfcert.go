@@ -77,8 +77,11 @@ func (s *SelfCerts) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(s.Interval)
 	defer t.Stop()
+	var last time.Time // when the last step ended
 	for {
-		if err := s.Step(ctx); err != nil && ctx.Err() == nil {
+		err := s.Step(ctx)
+		last = time.Now()
+		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("certificate step failed; serving the last good certificate", zap.Error(err))
 			if s.OnError != nil {
 				s.OnError()
@@ -94,9 +97,20 @@ func (s *SelfCerts) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-kick:
+			// Each step's own writes come back as events: a plan that
+			// never settled (or two replicas that disagree) could loop, so
+			// a kicked step waits until minKickGap after the last one.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(minKickGap - time.Since(last)):
+			}
 		}
 	}
 }
+
+// minKickGap spaces the steps a watch kicks: at most ten a second.
+const minKickGap = 100 * time.Millisecond
 
 // watch keeps a watch on one object open until ctx is done, kicking a step
 // on every change; a watch that fails is made anew after a pause that
