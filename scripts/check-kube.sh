@@ -17,6 +17,7 @@
 #   - Deployments that opt in and that do not, in two namespaces: the Pods
 #     the controller creates are mutated exactly when asked, and the native
 #     sidecar, volumes and probes pass the API server's own validation;
+#   - a spare plugin ConfigMap (not written yet) mounted optional;
 #   - admission calls (dry-run Pod creations) polled through both upgrades
 #     and several certificate rotations (short lifetimes): none may fail;
 #   - namespace opt-in by label (second upgrade);
@@ -354,6 +355,13 @@ for n in shop lab; do
     bad "$n: no Pod for Deployment plain"
   fi
 done
+# A spare ConfigMap (named by inject configmap --mounted, not written yet)
+# is mounted optional: the API server takes the pod, the kubelet would
+# mount an empty folder.
+code=$(kcode POST "/api/v1/namespaces/shop/pods?dryRun=All" -H 'Content-Type: application/json' \
+  -d "$(pod_json spare true | jq -c '.metadata.annotations["skills-sidecar.io/plugin-configmaps"] = "acme-plugin,acme-plugin-1"')")
+check "a spare plugin ConfigMap that does not exist is mounted optional, the first not ($code)" \
+  jq -e '[.spec.volumes[] | select(.name | startswith("skills-sidecar-plugin-")) | [.configMap.name, (.configMap.optional // false)]] == [["acme-plugin", false], ["acme-plugin-1", true]]' "$work/last.json"
 admissions() { curl -sS -m 5 "http://127.0.0.1:$inj_metrics/metrics" | awk '/^skills_sidecar_injector_admissions_total/{n += $2} END{print n + 0}'; }
 before=$(admissions)
 code=$(dry_create shop no-annotation none)
