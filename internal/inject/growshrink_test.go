@@ -3,17 +3,14 @@ package inject
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/inject/manifestcheck"
 	"github.com/skills-sidecar/skills-sidecar/internal/kubeletvolume"
 )
 
@@ -81,38 +78,18 @@ func TestKubeletGrowAndShrink(t *testing.T) {
 // written (a spare, which must be optional) as an empty folder.
 func mountSpares(t *testing.T, out []byte, names []string) pod {
 	t.Helper()
-	in := append(append([]byte{}, out...), "---\n"+fmt.Sprintf(kubeletDeployment, strings.Join(names, ","))...)
-	injected, _, err := InjectManifests(in, Options{Image: "img:1", NativeSidecar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := manifestcheck.Decode(injected)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spec corev1.PodSpec
-	for _, o := range objs {
-		if d, ok := o.Value.(*appsv1.Deployment); ok {
-			spec = d.Spec.Template.Spec
+	spec, _ := injectDeployment(t, out, names)
+	p := layOut(t, spec)
+	for i, v := range spec.Volumes {
+		if v.ConfigMap == nil {
+			continue
+		}
+		if optional := v.ConfigMap.Optional != nil && *v.ConfigMap.Optional; optional != (i > 0) {
+			t.Errorf("volume %s of ConfigMap %s: optional %v; want every one but the first optional", v.Name, v.ConfigMap.Name, optional)
 		}
 	}
-	p := pod{root: t.TempDir(), mounts: map[string]string{}}
-	sidecar := spec.InitContainers[0]
-	for _, a := range sidecar.Args {
-		if v, ok := strings.CutPrefix(a, "--plugin-dir="); ok {
-			p.pluginAt = filepath.Join(p.root, v)
-		}
-	}
-	for _, m := range sidecar.VolumeMounts {
-		for i, v := range spec.Volumes {
-			if v.Name != m.Name || v.ConfigMap == nil {
-				continue
-			}
-			if optional := v.ConfigMap.Optional != nil && *v.ConfigMap.Optional; optional != (i > 0) {
-				t.Errorf("volume %s of ConfigMap %s: optional %v; want every one but the first optional", v.Name, v.ConfigMap.Name, optional)
-			}
-			p.mounts[v.ConfigMap.Name] = filepath.Join(p.root, m.MountPath)
-		}
+	if len(p.mounts) != len(names) {
+		t.Fatalf("mounts %v, want one per name %v", p.mounts, names)
 	}
 	written := configMapsByName(t, out)
 	for _, name := range names {
