@@ -29,6 +29,7 @@
 #     as rendered): the injector puts back the same keys and the caBundle
 #     at once (it watches both); the failed admission calls are counted and
 #     their window printed;
+#   - two helm rollbacks with admission polled;
 #   - two releases whose selections overlap, the other's injector down: one
 #     named after this one never sees a pod this one injected; one named
 #     before it rejects the pod, the message naming its own webhook;
@@ -458,6 +459,20 @@ check "after --force the caBundle is back and the injector serves a certificate 
 # A sanity bound, not a timing: a restore by the next timed step instead
 # of the watch fails calls for seconds (hundreds at this rate).
 check "at most 25 of $calls admission calls failed around helm upgrade --force ($fails)" test "$fails" -le 25
+
+echo "## helm rollback with admission polled"
+# Revision 2 had no namespace opt-in; revision 3 brought it. Neither
+# renders the caBundle or the Secret's keys, so a rollback leaves both.
+start_poll lab
+sleep 2
+"$helm" rollback check 2 --namespace "$ns" >"$work/helm.log" 2>&1 || { cat "$work/helm.log"; bad "helm rollback check 2"; }
+dry_create shop rollback-unlabelled true >/dev/null
+check "helm rollback to revision 2: an annotated Pod in an unlabelled namespace is injected again (no opt-in)" \
+  jq -e '[.spec.initContainers[]? | select(.name == "skills-sidecar")] | length == 1' "$work/last.json"
+"$helm" rollback check 3 --namespace "$ns" >"$work/helm.log" 2>&1 || { cat "$work/helm.log"; bad "helm rollback check 3"; }
+sleep 2
+stop_poll
+check "no admission call failed through two helm rollbacks" poll_clean
 
 echo "## two releases whose selections overlap, the other's injector down"
 # Another release sees the same namespaces; its injector never runs (its
