@@ -666,8 +666,9 @@ check "deleting the base left no webhook configuration, RBAC object or Secret" t
 # Each is installed, then upgraded to this chart; the injector (this
 # build, with the upgraded Deployment's arguments) must then inject.
 echo "## upgrades from earlier charts"
+upgraded() { grep -q 'has been upgraded' "$work/helm.log" || { cat "$work/helm.log"; return 1; }; }
 secure_pod() { # ns deployment: the pod security defaults are stored
-  k GET "/apis/apps/v1/namespaces/$1/deployments/$2" | jq -e '.spec.template.spec.securityContext |
+  k GET "/apis/apps/v1/namespaces/$1/deployments/$2" | jq -e '.spec.template.spec.securityContext | debug |
     .runAsNonRoot == true and .runAsUser == 65532 and .runAsGroup == 65532 and .seccompProfile.type == "RuntimeDefault"'
 }
 for rev in 93c9323 a592aa7; do
@@ -691,8 +692,7 @@ for rev in 93c9323 a592aa7; do
   else
     "$helm" upgrade "$rel" charts/skills-sidecar "${upgrade_args[@]}" >"$work/helm.log" 2>&1
   fi
-  check "helm upgrade from the chart of $rev to this one$([[ $rev == a592aa7 ]] && echo ' (--reuse-values)')" \
-    grep -q 'has been upgraded' "$work/helm.log"
+  check "helm upgrade from the chart of $rev to this one$([[ $rev == a592aa7 ]] && echo ' (--reuse-values)')" upgraded
   check "$rev: after the upgrade the injector pods keep the security defaults" secure_pod "$ons" "$rcfg"
   : >"$work/injector.log"
   want_image=skills-sidecar/skills-sidecar:check
