@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -83,6 +84,10 @@ type Config struct {
 	AuthHeaders string `key:"auth-headers" default:"Authorization,Cookie" help:"Comma-separated headers that carry a caller's credentials. They go with the sidecar's own calls to the upstream on a caller's behalf, and the gate's, tools' and upstream files' caches are keyed by a hash of them."`
 	// AuthCacheTTL is how long an admission is trusted.
 	AuthCacheTTL time.Duration `key:"auth-cache-ttl" default:"10s" help:"How long the auth gate trusts an admission for the same credentials and session before asking the upstream again."`
+	// TrustedProxies are the peers whose forwarded headers name the client.
+	TrustedProxies string `key:"trusted-proxies" default:"" help:"Comma-separated CIDR prefixes (or addresses) of proxies in front of the sidecar whose X-Forwarded-For or Forwarded header names the client. A caller without verified credentials is known by its address: the TCP peer's, or, from a trusted proxy only, the first untrusted address of that header read from the right. Empty trusts none: a header a client sends never makes it another caller."`
+	// CallerSharePercent is the part of each shared table one caller may hold.
+	CallerSharePercent int `key:"caller-share-percent" default:"25" help:"The part, in percent (1-100), of each bounded table callers share (era bridge sessions, calls waiting for input, listen streams, subscriptions) that one caller may hold, at least one place; past it the caller gets HTTP 429 with Retry-After, and everyone gets 503 when the whole table is full. A caller is its verified credentials (auth-gate upstream), otherwise its address (see trusted-proxies); docs/security.md says more."`
 	// UpstreamFiles selects whether the upstream's own skill files win.
 	UpstreamFiles string `key:"upstream-files" default:"auto" help:"auto: learn from the upstream's resources/list and resources/templates/list (taken with the caller's credentials) which catalog URIs it serves itself, publish digests of its bytes for those and forward their reads; off: serve every catalog file from the plugin folder without asking."`
 	// UpstreamFilesTTL is how long what was learned is trusted.
@@ -191,6 +196,12 @@ func (c *Config) Validate() error {
 	if c.AuthCacheTTL <= 0 {
 		bad("auth-cache-ttl", "must be positive, got %s", c.AuthCacheTTL)
 	}
+	if _, err := c.TrustedProxyPrefixes(); err != nil {
+		bad("trusted-proxies", "%v", err)
+	}
+	if c.CallerSharePercent < 1 || c.CallerSharePercent > 100 {
+		bad("caller-share-percent", "must be between 1 and 100, got %d", c.CallerSharePercent)
+	}
 	if c.EraBridge != "auto" && c.EraBridge != "off" {
 		bad("era-bridge", "%q is neither auto nor off", c.EraBridge)
 	}
@@ -252,6 +263,25 @@ func (c *Config) AuthHeaderList() []string { return splitList(c.AuthHeaders) }
 
 // AllowedHostList returns AllowedHosts split on commas, trimmed.
 func (c *Config) AllowedHostList() []string { return splitList(c.AllowedHosts) }
+
+// TrustedProxyPrefixes returns TrustedProxies as prefixes: each entry a
+// CIDR prefix, or one address (a /32 or /128).
+func (c *Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range splitList(c.TrustedProxies) {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("%q is neither a CIDR prefix nor an address", s)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
 
 // AllowedOriginList returns AllowedOrigins split on commas, trimmed.
 func (c *Config) AllowedOriginList() []string { return splitList(c.AllowedOrigins) }

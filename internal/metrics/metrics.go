@@ -40,6 +40,7 @@ type Metrics struct {
 	notifications        *prometheus.CounterVec
 	upstreamEra          *prometheus.GaugeVec
 	bridgeSessions       prometheus.Gauge
+	callerRefusals       *prometheus.CounterVec
 }
 
 // New builds the metrics and registers them, with the Go and process
@@ -95,13 +96,16 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			[]string{"era"}),
 		bridgeSessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "bridge_sessions",
 			Help: "Sessions the era bridge holds: legacy upstream sessions for 2026-07-28 callers, or sessions it minted for legacy callers of a modern-only upstream (capped by the bridge; see the README)."}),
+		callerRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "caller_refusals_total",
+			Help: "Places in a bounded table callers share (held sessions, pending calls, listen streams, subscriptions) refused, by table and refusal (share: the caller held its own share, HTTP 429; full: the table was full, HTTP 503)."},
+			[]string{"table", "refusal"}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.requestDuration, m.upstreamResponse, m.declarationsInjected, m.catalogSkills, m.catalogAgents,
 		m.catalogReloads, m.catalogLastReload, m.catalogProblems, m.catalogDropped, m.digestRefreshes, m.digestMismatches, m.hashedBytes, m.activeStreams,
-		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, buildInfo,
+		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, m.callerRefusals, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
 		m.authVerdicts.WithLabelValues(v)
@@ -148,6 +152,30 @@ func (m *Metrics) BridgeSessions(n int) {
 		return
 	}
 	m.bridgeSessions.Set(float64(n))
+}
+
+// CallerRefusalTable makes the series of a table's refusals exist at 0
+// (package caller calls it for each table it builds; table names are
+// constants of the code, so the label stays bounded).
+func (m *Metrics) CallerRefusalTable(table string) {
+	if m == nil {
+		return
+	}
+	m.callerRefusals.WithLabelValues(table, "share")
+	m.callerRefusals.WithLabelValues(table, "full")
+}
+
+// CallerRefusal counts a place of table refused to a caller: full when the
+// table was full, otherwise over the caller's own share.
+func (m *Metrics) CallerRefusal(table string, full bool) {
+	if m == nil {
+		return
+	}
+	r := "share"
+	if full {
+		r = "full"
+	}
+	m.callerRefusals.WithLabelValues(table, r).Inc()
 }
 
 // MethodLabel maps a JSON-RPC method (or an HTTP verb for GET and DELETE)

@@ -36,6 +36,7 @@ func table(t *testing.T) string {
 	m.HashedBytes(1)
 	m.AuthVerdict("allowed", true)
 	m.Notification("notifications/resources/list_changed", false)
+	m.CallerRefusal("bridge_sessions", false)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

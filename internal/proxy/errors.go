@@ -102,6 +102,9 @@ func writeError(w http.ResponseWriter, id json.RawMessage, e *reply.Error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(b)
 }

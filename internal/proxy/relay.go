@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 )
 
@@ -104,7 +105,10 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 
 // relay forwards r to the upstream and the reply to w.
 func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []byte) {
-	ctx := withPlan(r.Context(), pl)
+	// The client's own request rides along, so that whoever keeps a
+	// table for callers below (the era bridge) knows whose place it is
+	// (package caller).
+	ctx := caller.WithRequest(withPlan(r.Context(), pl), r)
 	var detach *detachable
 	if pl.kind == kindGet {
 		// A standalone GET stream may outlive this handler (see detach.go):

@@ -46,6 +46,9 @@ type Error struct {
 	Message string
 	// Data is the error's data member; nil omits it.
 	Data any
+	// RetryAfter, when positive, is sent as the Retry-After header, in
+	// seconds (a refusal over a caller's share: HTTP 429).
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return e.Message }

@@ -11,6 +11,7 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/authgate"
 	"github.com/skills-sidecar/skills-sidecar/internal/bridge"
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
@@ -72,6 +74,12 @@ type Sidecar struct {
 	// Notify carries the catalog's changes to the proxy's streams.
 	Notify  *notify.Hub
 	Metrics *metrics.Metrics
+	// Callers says who a request's caller is, for every table callers
+	// share (package caller): the auth-headers when the gate is on,
+	// otherwise the address, believing trusted-proxies' headers.
+	Callers *caller.Resolver
+	// SharePercent is the part of each such table one caller may hold.
+	SharePercent int
 }
 
 // New builds the sidecar for cfg, whose Upstream must be set, and starts
@@ -95,6 +103,14 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	// publishes into it, the proxy's streams read from it.
 	s := &Sidecar{Metrics: metrics.New(reg, o.Version)}
 	s.Notify = notify.New(notify.Options{Count: s.Metrics.Notification})
+	trusted, err := cfg.TrustedProxyPrefixes()
+	if err != nil {
+		return nil, fmt.Errorf("trusted-proxies: %w", err)
+	}
+	s.Callers, s.SharePercent = &caller.Resolver{TrustedProxies: trusted}, cfg.CallerSharePercent
+	if cfg.AuthGate == "upstream" {
+		s.Callers.Credentials = cfg.AuthHeaderList()
+	}
 	if err := s.startCatalog(ctx, cfg, o); err != nil {
 		return nil, err
 	}

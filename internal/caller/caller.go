@@ -1,0 +1,177 @@
+package caller
+
+import (
+	"context"
+	"crypto/sha256"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// ID names one caller. IDs are comparable and serve as map keys; they hold
+// hashes, never a credential or an address in the clear.
+type ID struct {
+	byAddress bool
+	sum       [sha256.Size]byte
+}
+
+// ByAddress reports whether the caller is known by its address (no
+// verified credentials) rather than by its credentials.
+func (id ID) ByAddress() bool { return id.byAddress }
+
+// Resolver says who the caller of a request is. The zero Resolver knows
+// every caller by the TCP peer's address.
+type Resolver struct {
+	// Credentials are the headers whose values the auth gate verifies
+	// against the upstream (config auth-headers, when auth-gate is
+	// upstream); nil or empty: no credentials are believed, every caller
+	// is its address.
+	Credentials []string
+	// TrustedProxies are the peers whose X-Forwarded-For or Forwarded
+	// header names the client (config trusted-proxies); empty: no peer is
+	// believed, the TCP peer is the client.
+	TrustedProxies []netip.Prefix
+}
+
+// inboundKey is the context key of the client's own request.
+type inboundKey struct{}
+
+// WithRequest returns ctx carrying r, the request as the client sent it,
+// so that Of, given any request made under ctx (the proxy's request to the
+// upstream, a transport's own), judges the client's request: its
+// credentials, its TCP peer, its forwarded headers before the proxy
+// appended to them. The proxy calls it once per request.
+func WithRequest(ctx context.Context, r *http.Request) context.Context {
+	return context.WithValue(ctx, inboundKey{}, r)
+}
+
+// Of returns the caller of r: of the client's request WithRequest bound
+// to r's context when there is one, of r itself otherwise. A nil
+// Resolver is the zero Resolver.
+func (res *Resolver) Of(r *http.Request) ID {
+	if in, ok := r.Context().Value(inboundKey{}).(*http.Request); ok && in != nil {
+		r = in
+	}
+	if res == nil {
+		res = &Resolver{}
+	}
+	if id, ok := res.credentials(r.Header); ok {
+		return id
+	}
+	return ID{byAddress: true, sum: sha256.Sum256([]byte(res.client(r.RemoteAddr, r.Header)))}
+}
+
+// credentials hashes the credential headers of h; false when h carries
+// none (or none are believed).
+func (res *Resolver) credentials(h http.Header) (ID, bool) {
+	sum := sha256.New()
+	any := false
+	for _, k := range res.Credentials {
+		for _, v := range h.Values(k) {
+			any = true
+			io.WriteString(sum, http.CanonicalHeaderKey(k)+"\x00"+v+"\x00")
+		}
+	}
+	if !any {
+		return ID{}, false
+	}
+	var id ID
+	sum.Sum(id.sum[:0])
+	return id, true
+}
+
+// client is the client's address as the key of its share: the peer's,
+// unless the peer is trusted, then the first untrusted address named by
+// the forwarding chain read from its right end (the hop nearest the
+// sidecar). A hop that is not an address stops the walk at the last
+// trusted one, so a client cannot pass junk off as a new caller. A peer
+// that is not host:port (a Unix socket) is the one caller "local".
+func (res *Resolver) client(remote string, h http.Header) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return "local"
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return "local"
+	}
+	addr := peer.Unmap()
+	if res.trusted(addr) {
+		chain := forwardedFor(h)
+		for i := len(chain) - 1; i >= 0; i-- {
+			a, ok := parseHop(chain[i])
+			if !ok {
+				break
+			}
+			addr = a
+			if !res.trusted(a) {
+				break
+			}
+		}
+	}
+	return addrKey(addr)
+}
+
+func (res *Resolver) trusted(a netip.Addr) bool {
+	for _, p := range res.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// addrKey is an address as a share's key: an IPv4 address whole, an IPv6
+// one by its /64 (RFC 4291 hands a host a /64; counting each address
+// would let one host be 2^64 callers).
+func addrKey(a netip.Addr) string {
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
+
+// forwardedFor is the forwarding chain a trusted proxy sent, leftmost
+// (the original client) first: the for= elements of Forwarded (RFC 7239)
+// when present, X-Forwarded-For otherwise; each header repeated is read as
+// one list, in order.
+func forwardedFor(h http.Header) []string {
+	var out []string
+	if fw := h.Values("Forwarded"); len(fw) > 0 {
+		for _, line := range fw {
+			for elem := range strings.SplitSeq(line, ",") {
+				for pair := range strings.SplitSeq(elem, ";") {
+					k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+					if ok && strings.EqualFold(k, "for") {
+						out = append(out, v)
+					}
+				}
+			}
+		}
+		return out
+	}
+	for _, line := range h.Values("X-Forwarded-For") {
+		for hop := range strings.SplitSeq(line, ",") {
+			out = append(out, hop)
+		}
+	}
+	return out
+}
+
+// parseHop reads one hop of a forwarding chain: an address, possibly
+// quoted, bracketed or with a port (Forwarded's for="[2001:db8::1]:80").
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.Trim(strings.TrimSpace(s), `"`)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
