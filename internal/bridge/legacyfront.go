@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -40,6 +42,26 @@ const (
 	// so that one client cannot take every stream the front serves (as
 	// the sidecar's own notification streams are capped per session).
 	DefaultMaxFrontSessionStreams = 8
+	// DefaultMaxFrontSubscriptions caps the resources/subscribe one
+	// minted session keeps (as the notification hub caps a session's).
+	DefaultMaxFrontSubscriptions = 256
+	// DefaultMaxFrontSubscriptionsAll caps them over every minted
+	// session (the table bridge_subscriptions, shared per caller): with
+	// MaxSubscriptionURI, at most 32 MiB of URIs held.
+	DefaultMaxFrontSubscriptionsAll = 4096
+	// MaxSubscriptionURI bounds a subscribed URI, in bytes: a
+	// subscription is kept for as long as its session, so its size is
+	// memory held for that long.
+	MaxSubscriptionURI = 8 << 10
+)
+
+// The front's tables (package caller): minted sessions, GET streams and
+// subscriptions, each shared per caller. Sessions and streams keep the
+// names (and so the data.reason) of the bridge's other direction, which
+// is never active at the same time.
+const (
+	tableFrontStreams  = "bridge_streams"
+	tableSubscriptions = "bridge_subscriptions"
 )
 
 // LegacyFront is the other half of the era bridge (issue 20 item 3): while
@@ -97,14 +119,26 @@ type LegacyFront struct {
 	IdleTimeout       time.Duration
 	MaxStreams        int
 	MaxSessionStreams int
+	// MaxSubscriptions caps the resources/subscribe kept over every
+	// session; 0 means DefaultMaxFrontSubscriptionsAll.
+	MaxSubscriptions int
 	// MaxBytes bounds one reply the front parses; 0 means 32 MiB.
 	MaxBytes int
 	// OnSessions, when set, is told the number of sessions minted and live.
 	OnSessions func(int)
+	// Callers says whose share of the sessions, streams and
+	// subscriptions a request takes (package caller); nil knows callers
+	// by Credentials, else by address.
+	Callers *caller.Resolver
+	// SharePercent is the part of each of those tables one caller may
+	// hold; 0 means caller.DefaultSharePercent.
+	SharePercent int
+	// Metrics counts refusals by table; nil counts nothing.
+	Metrics *metrics.Metrics
 
-	call    *onbehalf.Upstream
-	now     func() time.Time
-	streams atomic.Int64
+	call                  *onbehalf.Upstream
+	now                   func() time.Time
+	places, streams, subs *caller.Table // sessions, GET streams, subscriptions
 
 	mu       sync.Mutex
 	sessions map[string]*frontSession
@@ -114,6 +148,7 @@ type LegacyFront struct {
 type frontSession struct {
 	id      string
 	cred    [sha256.Size]byte
+	owner   caller.ID       // whose share it (and its streams and subscriptions) counts against
 	version string          // the negotiated legacy version
 	caps    json.RawMessage // its initialize's capabilities and clientInfo
 	info    json.RawMessage
@@ -159,6 +194,18 @@ func (f *LegacyFront) Start(ctx context.Context) {
 		f.now = time.Now
 	}
 	f.sessions = map[string]*frontSession{}
+	if f.Callers == nil {
+		f.Callers = &caller.Resolver{Credentials: onbehalf.Credentials(f.Credentials)}
+	}
+	table := func(name string, capacity int) *caller.Table {
+		return caller.NewTable(caller.TableOptions{Name: name, Cap: capacity, SharePercent: f.SharePercent, Metrics: f.Metrics})
+	}
+	f.places = table(tableSessions, f.MaxSessions)
+	f.streams = table(tableFrontStreams, f.MaxStreams)
+	if f.MaxSubscriptions <= 0 {
+		f.MaxSubscriptions = DefaultMaxFrontSubscriptionsAll
+	}
+	f.subs = table(tableSubscriptions, f.MaxSubscriptions)
 	f.call = &onbehalf.Upstream{URL: f.Upstream, Client: &http.Client{Transport: f.Next}, Credentials: f.Credentials,
 		MaxBytes: f.MaxBytes, Purpose: "legacy-front"}
 	go func() {
@@ -257,7 +304,13 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, msg.Method+" needs params.uri", nil)), nil
 		}
-		s.subscribe(uri, msg.Method == "resources/subscribe")
+		if msg.Method == "resources/subscribe" && len(uri) > MaxSubscriptionURI {
+			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams,
+				"era bridge: a subscribed URI is at most "+strconv.Itoa(MaxSubscriptionURI)+" bytes", map[string]string{"reason": "bridge_subscription_uri_too_long"})), nil
+		}
+		if r := f.subscribe(s, uri, msg.Method == "resources/subscribe"); r != nil {
+			return refusalResponse(req, msg.ID, r), nil
+		}
 		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
 	}
 	return f.forward(req, s, msg)
@@ -307,10 +360,19 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	if !isObject(info) {
 		info = bridgeClientInfo
 	}
-	if f.full() {
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, reply.CodeInternalError,
-			"era bridge: too many legacy sessions ("+strconv.Itoa(f.MaxSessions)+")", map[string]string{"reason": "bridge_sessions_exhausted"})), nil
+	// A place for the session is taken before the upstream is asked, and
+	// given back unless a session is minted in it.
+	f.sweep()
+	who := f.Callers.Of(req)
+	if err := f.places.Acquire(who, nil); err != nil {
+		return refusalResponse(req, msg.ID, err.(*caller.Refusal)), nil
 	}
+	minted := false
+	defer func() {
+		if !minted {
+			f.places.Release(who)
+		}
+	}()
 	// The discover asked for the caller: its credentials and trace, none of
 	// its legacy session or version headers.
 	r := req.Clone(req.Context())
@@ -339,11 +401,8 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: upstream server/discover result unreadable",
 			map[string]string{"reason": "bridge_discover_failed"})), nil
 	}
-	s, ok := f.mint(req, version, caps, info)
-	if !ok {
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(msg.ID, reply.CodeInternalError,
-			"era bridge: too many legacy sessions ("+strconv.Itoa(f.MaxSessions)+")", map[string]string{"reason": "bridge_sessions_exhausted"})), nil
-	}
+	s := f.mint(req, who, version, caps, info)
+	minted = true
 	resp := jsonResponse(req, http.StatusOK, out)
 	resp.Header.Set("Mcp-Session-Id", s.id)
 	return resp, nil
@@ -362,38 +421,40 @@ func passRefusal(req *http.Request, ref *onbehalf.Refusal, id json.RawMessage) *
 	return (&refusal{status: ref.Status, header: ref.Header, body: ref.Body}).response(req, id)
 }
 
-// full reports whether no session can be minted, after ending idle ones.
-func (f *LegacyFront) full() bool {
-	f.sweep()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.sessions) >= f.MaxSessions
-}
-
-// mint records a new session for the caller of req.
-func (f *LegacyFront) mint(req *http.Request, version string, caps, info json.RawMessage) (*frontSession, bool) {
+// mint records a new session for the caller of req, who, in the place it
+// took.
+func (f *LegacyFront) mint(req *http.Request, who caller.ID, version string, caps, info json.RawMessage) *frontSession {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	s := &frontSession{id: base64.RawURLEncoding.EncodeToString(b[:]), cred: onbehalf.CredentialKey(req.Header, onbehalf.Credentials(f.Credentials)...),
-		version: version, caps: caps, info: info, done: make(chan struct{}), used: f.now(), changed: make(chan struct{})}
+		owner: who, version: version, caps: caps, info: info, done: make(chan struct{}), used: f.now(), changed: make(chan struct{})}
 	f.mu.Lock()
-	if len(f.sessions) >= f.MaxSessions {
-		f.mu.Unlock()
-		return nil, false
-	}
 	f.sessions[s.id] = s
 	n := len(f.sessions)
 	f.mu.Unlock()
 	f.report(n)
-	return s, true
+	return s
+}
+
+// forgetLocked removes s (f.mu held), ends its streams and gives back its
+// places: the session's and its subscriptions'.
+func (f *LegacyFront) forgetLocked(s *frontSession) {
+	delete(f.sessions, s.id)
+	close(s.done)
+	f.places.Release(s.owner)
+	s.mu.Lock()
+	for range s.subs {
+		f.subs.Release(s.owner)
+	}
+	s.subs = nil
+	s.mu.Unlock()
 }
 
 // end forgets s and ends its streams.
 func (f *LegacyFront) end(s *frontSession) {
 	f.mu.Lock()
 	if f.sessions[s.id] == s {
-		delete(f.sessions, s.id)
-		close(s.done)
+		f.forgetLocked(s)
 	}
 	n := len(f.sessions)
 	f.mu.Unlock()
@@ -404,13 +465,12 @@ func (f *LegacyFront) end(s *frontSession) {
 func (f *LegacyFront) sweep() {
 	now := f.now()
 	f.mu.Lock()
-	for id, s := range f.sessions {
+	for _, s := range f.sessions {
 		s.mu.Lock()
 		idle := s.streams == 0 && now.Sub(s.used) > f.IdleTimeout
 		s.mu.Unlock()
 		if idle {
-			delete(f.sessions, id)
-			close(s.done)
+			f.forgetLocked(s)
 		}
 	}
 	n := len(f.sessions)
@@ -420,9 +480,8 @@ func (f *LegacyFront) sweep() {
 
 func (f *LegacyFront) endAll() {
 	f.mu.Lock()
-	for id, s := range f.sessions {
-		delete(f.sessions, id)
-		close(s.done)
+	for _, s := range f.sessions {
+		f.forgetLocked(s)
 	}
 	f.mu.Unlock()
 	f.report(0)
@@ -441,20 +500,36 @@ func (f *LegacyFront) Sessions() int {
 	return len(f.sessions)
 }
 
-func (s *frontSession) subscribe(uri string, on bool) {
+// subscribe adds uri to s's subscriptions (on) or removes it: at most
+// DefaultMaxFrontSubscriptions per session, and a place of the table
+// bridge_subscriptions for s's caller each; a refusal otherwise.
+func (f *LegacyFront) subscribe(s *frontSession, uri string, on bool) *caller.Refusal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil // ended: forgetLocked gave its places back
+	default:
+	}
 	i := slices.Index(s.subs, uri)
 	switch {
 	case on && i < 0:
+		if len(s.subs) >= DefaultMaxFrontSubscriptions {
+			return &caller.Refusal{Table: tableSubscriptions, Share: DefaultMaxFrontSubscriptions, Cap: f.subs.Cap(), RetryAfter: caller.DefaultRetryAfter}
+		}
+		if err := f.subs.Acquire(s.owner, nil); err != nil {
+			return err.(*caller.Refusal)
+		}
 		s.subs = append(s.subs, uri)
 	case !on && i >= 0:
 		s.subs = slices.Delete(s.subs, i, i+1)
+		f.subs.Release(s.owner)
 	default:
-		return
+		return nil
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
+	return nil
 }
 
 // modernHeaders makes out's headers those of a 2026-07-28 request for
@@ -615,18 +690,16 @@ func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response
 		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
 			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})), nil
 	}
-	if n := f.streams.Add(1); int(n) > f.MaxStreams {
-		f.streams.Add(-1)
+	if err := f.streams.Acquire(s.owner, nil); err != nil {
 		s.mu.Unlock()
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
-			"era bridge: too many GET streams ("+strconv.Itoa(f.MaxStreams)+")", map[string]string{"reason": "bridge_streams_exhausted"})), nil
+		return refusalResponse(req, nil, err.(*caller.Refusal)), nil
 	}
 	s.streams++
 	s.mu.Unlock()
 	pr, pw := io.Pipe()
 	go func() {
 		defer func() {
-			f.streams.Add(-1)
+			f.streams.Release(s.owner)
 			s.mu.Lock()
 			s.streams--
 			s.used = f.now()

@@ -36,6 +36,15 @@ func newFrontFixture(t *testing.T, max int) *frontFixture {
 // wrapped, so a test can watch what reaches it.
 func newFrontFixtureWith(t *testing.T, max int, wrap func(http.Handler) http.Handler) *frontFixture {
 	t.Helper()
+	return newFrontFixtureShared(t, max, wrap, func(f *LegacyFront) { f.SharePercent = 100 })
+}
+
+// newFrontFixtureShared is newFrontFixtureWith with the front set up by
+// set before it starts (newFrontFixtureWith: one caller's share of each
+// table is all of it). A request's X-Test-Peer header, when set, is its
+// client address.
+func newFrontFixtureShared(t *testing.T, max int, wrap func(http.Handler) http.Handler, set func(*LegacyFront)) *frontFixture {
+	t.Helper()
 	fx := &frontFixture{server: modernonly.NewServer(), now: time.Unix(1e9, 0)}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", wrap(modernonly.Handler(fx.server)))
@@ -45,11 +54,16 @@ func newFrontFixtureWith(t *testing.T, max int, wrap func(http.Handler) http.Han
 	fx.front = &LegacyFront{Next: http.DefaultTransport, Upstream: u.URL, MaxSessions: max, IdleTimeout: time.Hour,
 		Eras: func() Eras { return Eras{Known: true, Modern: true, Versions: []string{ModernVersion}} }}
 	fx.front.now = func() time.Time { fx.mu.Lock(); defer fx.mu.Unlock(); return fx.now }
+	set(fx.front)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	fx.front.Start(ctx)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Scheme, r.URL.Host, r.RequestURI = "http", up.Listener.Addr().String(), ""
+		if p := r.Header.Get("X-Test-Peer"); p != "" {
+			r.RemoteAddr = p
+			r.Header.Del("X-Test-Peer")
+		}
 		resp, err := fx.front.RoundTrip(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)

@@ -215,7 +215,7 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	// The listen's session is held like the others (counted against
 	// MaxSessions, making room by closing idle ones) but never evicted or
 	// expired: it ends with its stream.
-	s := t.h.pin(listenOwner(req.Header, t.Credentials), func(s *session) { t.open(req, s, msg, caps) })
+	s := t.h.pin(t.Callers.Of(req), func(s *session) { t.open(req, s, msg, caps) })
 	if r := sessionFailure(req, s, msg.ID); r != nil {
 		return r, nil
 	}

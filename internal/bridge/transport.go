@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -75,6 +77,15 @@ type Transport struct {
 	// PendingTimeout is how long such a call waits for the retry; 0 means
 	// DefaultPendingTimeout.
 	PendingTimeout time.Duration
+	// Callers says whose share of the sessions, listens and pending calls
+	// a request takes (package caller); nil knows callers by Credentials,
+	// else by address.
+	Callers *caller.Resolver
+	// SharePercent is the part of each of those tables one caller may
+	// hold; 0 means caller.DefaultSharePercent.
+	SharePercent int
+	// Metrics counts refusals by table; nil counts nothing.
+	Metrics *metrics.Metrics
 
 	h       *holder
 	pending *pendingCalls
@@ -90,22 +101,31 @@ func (t *Transport) Active() bool {
 // Start prepares the holder and sweeps idle sessions until ctx ends, when
 // it closes them all. Call it once before use.
 func (t *Transport) Start(ctx context.Context) {
-	max, idle := t.MaxSessions, t.IdleTimeout
-	if max <= 0 {
-		max = DefaultMaxSessions
+	maxSessions, idle := t.MaxSessions, t.IdleTimeout
+	if maxSessions <= 0 {
+		maxSessions = DefaultMaxSessions
 	}
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-	t.h = &holder{max: max, idle: idle, now: time.Now, closed: t.endSession, count: t.OnSessions}
-	t.pending = &pendingCalls{max: t.MaxPending, timeout: t.PendingTimeout,
-		expired: func(c *upcall) { t.release(c, "the client did not answer in time") }}
-	if t.pending.max <= 0 {
-		t.pending.max = DefaultMaxPending
+	if t.Callers == nil {
+		t.Callers = &caller.Resolver{Credentials: onbehalf.Credentials(t.Credentials)}
 	}
+	table := func(name string, capacity int, retry time.Duration) *caller.Table {
+		return caller.NewTable(caller.TableOptions{Name: name, Cap: capacity, SharePercent: t.SharePercent, RetryAfter: retry, Metrics: t.Metrics})
+	}
+	t.h = &holder{sessions: table(tableSessions, maxSessions, 0), listens: table(tableListens, max(maxSessions/2, 1), 0),
+		idle: idle, now: time.Now, closed: t.endSession, count: t.OnSessions}
+	maxPending := t.MaxPending
+	if maxPending <= 0 {
+		maxPending = DefaultMaxPending
+	}
+	t.pending = &pendingCalls{timeout: t.PendingTimeout,
+		expired: func(c *upcall) { t.release(c, "the client did not answer in time") }}
 	if t.pending.timeout <= 0 {
 		t.pending.timeout = DefaultPendingTimeout
 	}
+	t.pending.places = table(tablePending, maxPending, 0)
 	go func() {
 		tick := time.NewTicker(idle / 4)
 		defer tick.Stop()
@@ -220,7 +240,8 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		return t.listen(req, msg, caps)
 	}
 	key := sessionKey(req.Header, t.Credentials, caps)
-	s := t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
+	who := t.Callers.Of(req)
+	s := t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
 	defer func() { s.release() }() // the session this request ends on (sessions.go: get)
 	if r := sessionFailure(req, s, msg.ID); r != nil {
 		return r, nil
@@ -248,7 +269,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		cc.end()
 		t.h.drop(s)
 		s.release()
-		s = t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
+		s = t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
 		if r := sessionFailure(req, s, msg.ID); r != nil {
 			return r, nil
 		}
@@ -261,21 +282,18 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		return passBody(resp, cc), nil
 	}
 	_, logs := rewrite.GetKey(msg.Params, []string{"_meta", metaLogLevel})
-	return t.translate(resp, &upcall{body: resp.Body, s: s, key: key, method: msg.Method, id: upID, caps: caps, logs: logs, call: cc}, msg)
+	return t.translate(resp, &upcall{body: resp.Body, s: s, key: key, who: who, method: msg.Method, id: upID, caps: caps, logs: logs, call: cc}, msg)
 }
 
 // sessionFailure is the reply for a session that could not be opened: the
-// upstream's own refusal (401 with its WWW-Authenticate, …), a 503 when
-// every session held is busy, or a 502.
+// upstream's own refusal (401 with its WWW-Authenticate, …), a caller's
+// refusal (429 over its share, 503 with the table full and every session
+// that could make room busy), or a 502.
 func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Response {
+	var full *caller.Refusal
 	switch {
-	case errors.Is(s.err, errListens):
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError,
-			"era bridge: too many listen streams (at most "+strconv.Itoa(DefaultMaxListensPerCaller)+" per caller, half the sessions held in all)",
-			map[string]string{"reason": "bridge_listens_exhausted"}))
-	case errors.Is(s.err, errSessionsBusy):
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError, "era bridge: too many sessions held, every one busy",
-			map[string]string{"reason": "bridge_sessions_exhausted"}))
+	case errors.As(s.err, &full):
+		return refusalResponse(req, id, full)
 	case s.deny != nil:
 		return s.deny.response(req, id)
 	case s.err != nil:
@@ -495,6 +513,17 @@ func (t *Transport) endSession(s *session) {
 func drain(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+}
+
+// refusalResponse is a table's refusal of the caller of req (package
+// caller), with Retry-After when it is over its own share.
+func refusalResponse(req *http.Request, id json.RawMessage, r *caller.Refusal) *http.Response {
+	e := r.Reply()
+	resp := jsonResponse(req, e.Status, ErrorReply(id, e.Code, e.Message, e.Data))
+	if e.RetryAfter > 0 {
+		resp.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	return resp
 }
 
 // jsonResponse is a reply the bridge makes itself.

@@ -131,11 +131,13 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		count := func(v *atomic.Int64) func(int) {
 			return func(n int) { v.Store(int64(n)); s.Metrics.BridgeSessions(int(held.Load() + minted.Load())) }
 		}
-		bt := &bridge.Transport{Next: direct, Eras: s.Eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: count(&held)}
+		bt := &bridge.Transport{Next: direct, Eras: s.Eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: count(&held),
+			Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		bt.Start(ctx)
 		// In front of it, the legacy front: legacy clients of a modern-only
 		// upstream (issue 20 item 3).
-		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted)}
+		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted),
+			Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		front.Start(ctx)
 		transport, bridged = front, true
 	}

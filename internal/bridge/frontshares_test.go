@@ -1,0 +1,118 @@
+package bridge
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// frontHeaders are the headers that present w to the front fixture.
+func frontHeaders(w who, more ...string) map[string]string {
+	h := map[string]string{"X-Test-Peer": w.remote}
+	if w.auth != "" {
+		h["Authorization"] = w.auth
+	}
+	if w.xff != "" {
+		h["X-Forwarded-For"] = w.xff
+	}
+	for i := 0; i+1 < len(more); i += 2 {
+		h[more[i]] = more[i+1]
+	}
+	return h
+}
+
+// frontInit mints a session for w and returns its id ("" when refused)
+// and the reply.
+func frontInit(t *testing.T, fx *frontFixture, w who) (string, *http.Response, string) {
+	t.Helper()
+	resp, body := post(t, fx.url, legacyInit, frontHeaders(w))
+	return resp.Header.Get("Mcp-Session-Id"), resp, body
+}
+
+// frontRefusedShare checks a reply is a refusal over the caller's share of table.
+func frontRefusedShare(t *testing.T, what string, resp *http.Response, body, table string) {
+	t.Helper()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(body, `"caller_share_exhausted"`) || !strings.Contains(body, `"`+table+`"`) {
+		t.Errorf("%s past the share: %d Retry-After %q %.200s, want 429 caller_share_exhausted for %s", what, resp.StatusCode, resp.Header.Get("Retry-After"), body, table)
+	}
+}
+
+// TestFrontShares: against the legacy front, one caller (one token, none,
+// forged X-Forwarded-For) fills its share of the minted sessions, of the
+// subscriptions and of the GET streams, and a second caller still gets
+// each; a subscribed URI over MaxSubscriptionURI is refused.
+func TestFrontShares(t *testing.T) {
+	for _, a := range attackers {
+		t.Run(a.name, func(t *testing.T) {
+			fx := newFrontFixtureShared(t, 8, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) {
+				f.MaxStreams, f.MaxSubscriptions = 8, 8 // shares of 2
+			})
+			var sids []string
+			for i := range 2 {
+				sid, resp, body := frontInit(t, fx, a.as(i))
+				if sid == "" {
+					t.Fatalf("initialize %d: %d %s", i, resp.StatusCode, body)
+				}
+				sids = append(sids, sid)
+			}
+			_, resp, body := frontInit(t, fx, a.as(2))
+			frontRefusedShare(t, "initialize", resp, body, tableSessions)
+			vsid, resp, body := frontInit(t, fx, victim)
+			if vsid == "" {
+				t.Fatalf("the second caller's initialize: %d %s", resp.StatusCode, body)
+			}
+
+			subscribe := func(w who, sid, uri string) (*http.Response, string) {
+				return post(t, fx.url, `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`,
+					frontHeaders(w, "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-06-18"))
+			}
+			// Credentials bind a session: the attacker uses each session
+			// with the token it was minted with.
+			for i, uri := range []string{"test://a", "test://b"} {
+				if resp, body := subscribe(a.as(i), sids[i], uri); resp.StatusCode != 200 || strings.Contains(body, "error") {
+					t.Fatalf("subscribe %s: %d %s", uri, resp.StatusCode, body)
+				}
+			}
+			resp, body = subscribe(a.as(0), sids[0], "test://c")
+			frontRefusedShare(t, "resources/subscribe", resp, body, tableSubscriptions)
+			if resp, body := subscribe(victim, vsid, "test://v"); resp.StatusCode != 200 || strings.Contains(body, "error") {
+				t.Errorf("the second caller's subscribe: %d %s", resp.StatusCode, body)
+			}
+			if _, body := subscribe(victim, vsid, "test://"+strings.Repeat("x", MaxSubscriptionURI)); !strings.Contains(body, "bridge_subscription_uri_too_long") {
+				t.Errorf("a subscribed URI over %d bytes: %.200s, want bridge_subscription_uri_too_long", MaxSubscriptionURI, body)
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			get := func(w who, sid string) *http.Response {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fx.url, nil)
+				for k, v := range frontHeaders(w, "Accept", "text/event-stream", "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-06-18") {
+					req.Header.Set(k, v)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { resp.Body.Close() })
+				return resp
+			}
+			for i := range 2 {
+				if r := get(a.as(i), sids[i]); r.StatusCode != 200 {
+					t.Fatalf("GET %d: %d", i, r.StatusCode)
+				}
+			}
+			r := get(a.as(0), sids[0])
+			var b strings.Builder
+			buf := make([]byte, 512)
+			n, _ := r.Body.Read(buf)
+			b.Write(buf[:n])
+			frontRefusedShare(t, "GET stream", r, b.String(), tableFrontStreams)
+			if r := get(victim, vsid); r.StatusCode != 200 {
+				t.Errorf("the second caller's GET stream: %d, want 200", r.StatusCode)
+			}
+		})
+	}
+}
