@@ -387,8 +387,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	case errors.As(err, &ref):
 		return passRefusal(req, ref, msg.ID), nil
 	case err != nil:
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: upstream server/discover: "+err.Error(),
-			map[string]string{"reason": "bridge_discover_failed"})), nil
+		return nil, failed(badGateway, "era bridge: the upstream's server/discover failed", "bridge_discover_failed", err)
 	case m.Kind == rewrite.KindError:
 		// The upstream's own error, with the caller's id, renumbered.
 		out, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": msg.ID, "error": m.Error})
@@ -558,7 +557,9 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	s.mu.Unlock()
 	params, err := ModernParams(msg.Params, s.caps, s.info, level)
 	if err != nil {
-		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: "+err.Error(), nil)), nil
+		// The client's own params could not be made modern: its fault,
+		// and nothing to log.
+		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: params and their _meta must be objects", nil)), nil
 	}
 	body := ModernRequest(msg, params)
 	ctx, done := s.startCall(req.Context(), msg.ID)

@@ -427,8 +427,7 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 	for _, b := range answers {
 		if err := t.answerUpstream(c.s, b); err != nil {
 			c.close()
-			return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: the upstream did not take the client's input: "+err.Error(),
-				map[string]string{"reason": "bridge_input_not_delivered"})), nil
+			return nil, failed(badGateway, "era bridge: the upstream did not take the client's input", "bridge_input_not_delivered", err)
 		}
 	}
 	c.asked, c.resumed = nil, true

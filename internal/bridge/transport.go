@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -171,7 +172,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if perr != nil || (msg.Kind != rewrite.KindRequest && msg.Kind != rewrite.KindNotification) || !claimsModern(req.Header, msg) {
 		return t.Next.RoundTrip(req)
 	}
-	return t.bridge(req, msg)
+	resp, err := t.bridge(req, msg)
+	if resp != nil {
+		seal(resp.Header)
+	}
+	return resp, err
+}
+
+// seal removes from the headers of a reply to a modern caller what
+// belongs to the legacy session the bridge holds, which the caller never
+// sees nor could use: its Mcp-Session-Id, and the upstream's
+// Access-Control-* (whose exposure names that session's headers). The
+// event ids of its streams are dropped as they pass (pumpReply).
+func seal(h http.Header) {
+	for k := range h {
+		if k == "Mcp-Session-Id" || strings.HasPrefix(k, "Access-Control-") {
+			delete(h, k)
+		}
+	}
 }
 
 // claimsModern reports whether a request claims the 2026-07-28 era.
@@ -243,8 +261,8 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	who := t.Callers.Of(req)
 	s := t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
 	defer func() { s.release() }() // the session this request ends on (sessions.go: get)
-	if r := sessionFailure(req, s, msg.ID); r != nil {
-		return r, nil
+	if r, err := sessionFailure(req, s, msg.ID); r != nil || err != nil {
+		return r, err
 	}
 	if msg.Method == "server/discover" && msg.Kind == rewrite.KindRequest {
 		return jsonResponse(req, http.StatusOK, Discover(msg.ID, s.init, t.Eras().Versions, t.scope())), nil
@@ -259,7 +277,9 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		legacy, err = rewrite.SetKey(legacy, []string{"id"}, upID)
 	}
 	if err != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: "+err.Error(), nil)), nil
+		// The client's own params could not be made legacy (a _meta
+		// that is not an object): its fault, and nothing to log.
+		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: _meta must be an object", nil)), nil
 	}
 	resp, cc, err := t.send(req, s, legacy, upID)
 	if err == nil && resp.StatusCode == http.StatusNotFound && s.id != "" {
@@ -270,8 +290,8 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		t.h.drop(s)
 		s.release()
 		s = t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
-		if r := sessionFailure(req, s, msg.ID); r != nil {
-			return r, nil
+		if r, err := sessionFailure(req, s, msg.ID); r != nil || err != nil {
+			return r, err
 		}
 		resp, cc, err = t.send(req, s, legacy, upID)
 	}
@@ -286,21 +306,22 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 }
 
 // sessionFailure is the reply for a session that could not be opened: the
-// upstream's own refusal (401 with its WWW-Authenticate, …), a caller's
+// upstream's own refusal (401 with its WWW-Authenticate, …) or a caller's
 // refusal (429 over its share, 503 with the table full and every session
-// that could make room busy), or a 502.
-func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Response {
+// that could make room busy); or, when the upstream could not be asked or
+// its answer was unreadable, a failure (502 bridge_session_failed, the
+// cause for the log only).
+func sessionFailure(req *http.Request, s *session, id json.RawMessage) (*http.Response, error) {
 	var full *caller.Refusal
 	switch {
 	case errors.As(s.err, &full):
-		return refusalResponse(req, id, full)
+		return refusalResponse(req, id, full), nil
 	case s.deny != nil:
-		return s.deny.response(req, id)
+		return s.deny.response(req, id), nil
 	case s.err != nil:
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(id, reply.CodeInternalError, "era bridge: cannot open a legacy session: "+s.err.Error(),
-			map[string]string{"reason": "bridge_session_failed"}))
+		return nil, failed(badGateway, "era bridge: cannot open a legacy session", "bridge_session_failed", s.err)
 	}
-	return nil
+	return nil, nil
 }
 
 // refusal is the upstream's refusal of a session's initialize.
