@@ -377,6 +377,12 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_upstream_era", map[string]string{"era": "dual"}, 0},
 		series{"skills_sidecar_bridge_sessions", map[string]string{}, 0},
 	)
+	// Every table callers share exists, none refused anyone.
+	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions"} {
+		for _, refusal := range []string{"share", "full"} {
+			want = append(want, series{"skills_sidecar_caller_refusals_total", map[string]string{"table": table, "refusal": refusal}, 0})
+		}
+	}
 	// No stream was open: the sidecar sent no notification of its own.
 	for _, method := range []string{"resources/list_changed", "agents/list_changed", "resources/updated"} {
 		for _, outcome := range []string{"sent", "coalesced"} {

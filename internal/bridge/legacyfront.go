@@ -24,6 +24,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Defaults of the legacy front.
@@ -259,7 +260,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	msg, perr := rewrite.ParseMessage(body)
-	if perr != nil || claimsModern(req.Header, msg) {
+	if perr != nil || wire.ClaimsModern(req.Header, msg.Params) {
 		return f.Next.RoundTrip(req)
 	}
 	if msg.Kind == rewrite.KindRequest && msg.Method == "initialize" {
@@ -539,12 +540,12 @@ func modernHeaders(h http.Header, method string, params json.RawMessage) {
 	h.Del("Last-Event-Id")
 	h.Del("Content-Length")
 	h.Del("Accept-Encoding") // the reply is parsed to be translated
-	h.Set("Mcp-Protocol-Version", ModernVersion)
-	h.Set("Mcp-Method", method)
-	h.Del("Mcp-Name")
-	if p, ok := nameParams[method]; ok {
+	h.Set(wire.HeaderProtocolVersion, ModernVersion)
+	h.Set(wire.HeaderMethod, method)
+	h.Del(wire.HeaderName)
+	if p := wire.NameParam(method); p != "" {
 		if v, ok := rewrite.GetString(params, p); ok {
-			h.Set("Mcp-Name", HeaderValue(v))
+			h.Set(wire.HeaderName, wire.EncodeHeaderValue(v))
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // frontFixture is a LegacyFront in front of the modern-only peer, served
@@ -249,8 +250,8 @@ func TestNegotiateLegacyAndHeaderValue(t *testing.T) {
 	// The encoded examples of the 2026-07-28 Streamable HTTP page's value
 	// encoding: "Hello, 世界" and a leading space.
 	for in, want := range map[string]string{"get_weather": "get_weather", "Hello, 世界": "=?base64?SGVsbG8sIOS4lueVjA==?=", " x": "=?base64?IHg=?=", "": "=?base64??="} {
-		if got := HeaderValue(in); got != want {
-			t.Errorf("HeaderValue(%q) = %q, want %q", in, got, want)
+		if got := wire.EncodeHeaderValue(in); got != want {
+			t.Errorf("wire.EncodeHeaderValue(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

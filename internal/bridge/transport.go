@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Transport is the era bridge at the edge: an http.RoundTripper in front of
@@ -169,7 +170,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	msg, perr := rewrite.ParseMessage(body)
-	if perr != nil || (msg.Kind != rewrite.KindRequest && msg.Kind != rewrite.KindNotification) || !claimsModern(req.Header, msg) {
+	if perr != nil || (msg.Kind != rewrite.KindRequest && msg.Kind != rewrite.KindNotification) || !wire.ClaimsModern(req.Header, msg.Params) {
 		return t.Next.RoundTrip(req)
 	}
 	resp, err := t.bridge(req, msg)
@@ -190,38 +191,6 @@ func seal(h http.Header) {
 			delete(h, k)
 		}
 	}
-}
-
-// claimsModern reports whether a request claims the 2026-07-28 era.
-func claimsModern(h http.Header, msg rewrite.Message) bool {
-	if _, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaProtocol}); ok {
-		return true
-	}
-	return h.Get("Mcp-Protocol-Version") >= ModernVersion
-}
-
-// nameParams are the methods whose Mcp-Name header must equal a param.
-var nameParams = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-// headerMismatch checks the 2026-07-28 routing headers against the body,
-// as a modern server must (SEP-2243: -32020, HTTP 400): the legacy upstream
-// would not. MCP-Protocol-Version and Mcp-Method are required, and Mcp-Name
-// for the methods that name a tool, prompt or resource: a header omitted
-// while the body has the value is a mismatch too.
-func headerMismatch(h http.Header, msg rewrite.Message, version string) string {
-	if v := h.Get("Mcp-Protocol-Version"); v != version {
-		return "MCP-Protocol-Version header " + strconv.Quote(v) + " does not match the request body's " + strconv.Quote(version)
-	}
-	if m := h.Get("Mcp-Method"); m != msg.Method {
-		return "Mcp-Method header " + strconv.Quote(m) + " does not match the request body's " + strconv.Quote(msg.Method)
-	}
-	if p, ok := nameParams[msg.Method]; ok {
-		want, has := rewrite.GetString(msg.Params, p)
-		if n := h.Get("Mcp-Name"); has && n != want {
-			return "Mcp-Name header " + strconv.Quote(n) + " does not match the request body's " + strconv.Quote(want)
-		}
-	}
-	return ""
 }
 
 // requestBody returns the request's body and leaves it readable again.
