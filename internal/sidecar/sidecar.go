@@ -139,7 +139,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted),
 			Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		front.Start(ctx)
-		transport, bridged = front, true
+		// Only a one-sided upstream's requests reach the bridge: a
+		// dual-era upstream's go straight to the hop.
+		transport, bridged = &bridge.Route{Eras: s.Eras.Current, Direct: direct, Bridged: front}, true
 	}
 	serves := func(modern bool) bool { return s.Eras.Current().Serves(modern, bridged) }
 	client := &http.Client{Transport: transport}
