@@ -101,7 +101,7 @@ func TestListenCountsTowardMaxSessions(t *testing.T) {
 	defer cancel()
 	body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
 	req := modernPost(ctx, u, "subscriptions/listen", body)
-	resp, err := bt.RoundTrip(req)
+	resp, err := roundTrip(bt, req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("listen: %v %v", resp, err)
 	}
@@ -162,7 +162,7 @@ func rawCall(bt *Transport, u, auth, method, params string) string {
 	req := modernPost(context.Background(), u, method, body)
 	req.Header.Set("Mcp-Name", "slow")
 	req.Header.Set("Authorization", auth)
-	resp, err := bt.RoundTrip(req)
+	resp, err := roundTrip(bt, req)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -245,7 +245,7 @@ func TestClosedStreamCancelsLegacyCall(t *testing.T) {
 	req := modernPost(ctx, u, "tools/call", body)
 	req.Header.Set("Mcp-Name", "slow")
 	go func() {
-		if resp, err := bt.RoundTrip(req); err == nil {
+		if resp, err := roundTrip(bt, req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
@@ -305,7 +305,7 @@ func TestListenEvictsIdleSessions(t *testing.T) {
 	defer cancel()
 	req := modernPost(ctx, u, "subscriptions/listen", body)
 	req.Header.Set("Authorization", "Bearer a")
-	resp, err := bt.RoundTrip(req)
+	resp, err := roundTrip(bt, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func listenEnds(t *testing.T, status int, want string) {
 		inner.ServeHTTP(w, r)
 	}), 0)
 	body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
-	resp, err := bt.RoundTrip(modernPost(t.Context(), u, "subscriptions/listen", body))
+	resp, err := roundTrip(bt, modernPost(t.Context(), u, "subscriptions/listen", body))
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("listen: %v %v", resp, err)
 	}
@@ -537,7 +537,7 @@ func TestListensPerCaller(t *testing.T) {
 		body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, caps) + `}}`
 		req := modernPost(t.Context(), u, "subscriptions/listen", body)
 		req.Header.Set("Authorization", auth)
-		resp, err := bt.RoundTrip(req)
+		resp, err := roundTrip(bt, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -571,7 +571,7 @@ func TestListensLeaveRoomForCalls(t *testing.T) {
 		req := modernPost(t.Context(), u, "subscriptions/listen", body)
 		req.Header.Set("Authorization", auth)
 		req.Header.Set("X-Forwarded-For", forwarded)
-		resp, err := bt.RoundTrip(req)
+		resp, err := roundTrip(bt, req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,10 +23,24 @@ func failed(status int, message, reason string, cause error) error {
 		Data: map[string]string{"reason": reason}}, cause: cause}
 }
 
-func (f *failure) Error() string { return f.reply.Message + ": " + f.cause.Error() }
+// refuse is the bridge's own refusal of a request, returned as RoundTrip's
+// error for the proxy to write (with the caller's id, Retry-After when
+// set) as httputil's transport leaves replies to its ErrorHandler: the
+// caller's own mistake or a limit, nothing to log as a failure (it wraps
+// no cause).
+func refuse(status, code int, message string, data any) error {
+	return &failure{reply: &reply.Error{Status: status, Code: code, Message: message, Data: data}}
+}
 
-// Unwrap is the cause: errors.Is still sees a timeout or a refused
-// connection under it.
+func (f *failure) Error() string {
+	if f.cause == nil {
+		return f.reply.Message
+	}
+	return f.reply.Message + ": " + f.cause.Error()
+}
+
+// Unwrap is the cause (nil for a refusal): errors.Is still sees a timeout
+// or a refused connection under it.
 func (f *failure) Unwrap() error { return f.cause }
 
 // As makes the failure's reply what errors.As finds for a *reply.Error.

@@ -237,7 +237,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		s := f.lookup(req, sid)
 		if s == nil {
-			return unknownSession(req, nil), nil
+			return nil, unknownSession()
 		}
 		return f.stream(req, s)
 	case http.MethodDelete:
@@ -246,7 +246,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		s := f.lookup(req, sid)
 		if s == nil {
-			return unknownSession(req, nil), nil
+			return nil, unknownSession()
 		}
 		f.end(s)
 		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -269,11 +269,11 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sid == "" {
 		// What a legacy server that mints sessions answers (2025-11-25
 		// Streamable HTTP, session management).
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", nil)
 	}
 	s := f.lookup(req, sid)
 	if s == nil {
-		return unknownSession(req, msg.ID), nil
+		return nil, unknownSession()
 	}
 	if msg.Kind == rewrite.KindNotification && msg.Method == "notifications/cancelled" {
 		// The modern wire's cancellation is the request's stream closed.
@@ -294,7 +294,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "logging/setLevel":
 		level, ok := rewrite.GetString(msg.Params, "level")
 		if !ok {
-			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "logging/setLevel needs params.level", nil)), nil
+			return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "logging/setLevel needs params.level", nil)
 		}
 		s.mu.Lock()
 		s.logLevel = level
@@ -303,14 +303,14 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "resources/subscribe", "resources/unsubscribe":
 		uri, ok := rewrite.GetString(msg.Params, "uri")
 		if !ok {
-			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, msg.Method+" needs params.uri", nil)), nil
+			return nil, refuse(http.StatusOK, reply.CodeInvalidParams, msg.Method+" needs params.uri", nil)
 		}
 		if msg.Method == "resources/subscribe" && len(uri) > MaxSubscriptionURI {
-			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams,
-				"era bridge: a subscribed URI is at most "+strconv.Itoa(MaxSubscriptionURI)+" bytes", map[string]string{"reason": "bridge_subscription_uri_too_long"})), nil
+			return nil, refuse(http.StatusOK, reply.CodeInvalidParams,
+				"era bridge: a subscribed URI is at most "+strconv.Itoa(MaxSubscriptionURI)+" bytes", map[string]string{"reason": "bridge_subscription_uri_too_long"})
 		}
 		if r := f.subscribe(s, uri, msg.Method == "resources/subscribe"); r != nil {
-			return refusalResponse(req, msg.ID, r), nil
+			return nil, &failure{reply: r.Reply()}
 		}
 		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
 	}
@@ -335,8 +335,8 @@ func (f *LegacyFront) lookup(req *http.Request, sid string) *frontSession {
 
 // unknownSession is the legacy answer to a session id the front does not
 // know for this caller: 404, on which a legacy client starts a new session.
-func unknownSession(req *http.Request, id json.RawMessage) *http.Response {
-	return jsonResponse(req, http.StatusNotFound, ErrorReply(id, reply.CodeInvalidRequest, "Session not found", nil))
+func unknownSession() error {
+	return refuse(http.StatusNotFound, reply.CodeInvalidRequest, "Session not found", nil)
 }
 
 // initialize answers a legacy initialize from the upstream's
@@ -348,7 +348,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
 	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) != nil {
-		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid initialize params", nil)), nil
+		return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "invalid initialize params", nil)
 	}
 	caps := json.RawMessage("{}")
 	if isObject(p.Capabilities) {
@@ -366,7 +366,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	f.sweep()
 	who := f.Callers.Of(req)
 	if err := f.places.Acquire(who, nil); err != nil {
-		return refusalResponse(req, msg.ID, err.(*caller.Refusal)), nil
+		return nil, &failure{reply: err.(*caller.Refusal).Reply()}
 	}
 	minted := false
 	defer func() {
@@ -398,8 +398,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	version := NegotiateLegacy(p.ProtocolVersion)
 	out, err := InitializeFromDiscover(msg.ID, m.Result, version)
 	if err != nil {
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: upstream server/discover result unreadable",
-			map[string]string{"reason": "bridge_discover_failed"})), nil
+		return nil, failed(badGateway, "era bridge: the upstream's server/discover result is unreadable", "bridge_discover_failed", err)
 	}
 	s := f.mint(req, who, version, caps, info)
 	minted = true
@@ -560,7 +559,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	if err != nil {
 		// The client's own params could not be made modern: its fault,
 		// and nothing to log.
-		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: params and their _meta must be objects", nil)), nil
+		return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "invalid params: params and their _meta must be objects", nil)
 	}
 	body := ModernRequest(msg, params)
 	ctx, done := s.startCall(req.Context(), msg.ID)
@@ -689,12 +688,12 @@ func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response
 	s.mu.Lock()
 	if s.streams >= f.MaxSessionStreams {
 		s.mu.Unlock()
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
-			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})), nil
+		return nil, refuse(http.StatusServiceUnavailable, reply.CodeInternalError,
+			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})
 	}
 	if err := f.streams.Acquire(s.owner, nil); err != nil {
 		s.mu.Unlock()
-		return refusalResponse(req, nil, err.(*caller.Refusal)), nil
+		return nil, &failure{reply: err.(*caller.Refusal).Reply()}
 	}
 	s.streams++
 	s.mu.Unlock()

@@ -65,7 +65,7 @@ func newFrontFixtureShared(t *testing.T, max int, wrap func(http.Handler) http.H
 			r.RemoteAddr = p
 			r.Header.Del("X-Test-Peer")
 		}
-		resp, err := fx.front.RoundTrip(r)
+		resp, err := roundTrip(fx.front, r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return

@@ -90,7 +90,7 @@ func TestAnsweredCallEnds(t *testing.T) {
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", "x")
 	req.Header.Set("Authorization", "Bearer a")
-	resp, err := bt.RoundTrip(req)
+	resp, err := roundTrip(bt, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestListenSessionDeletedOnce(t *testing.T) {
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 		req.Header.Set("Mcp-Method", "subscriptions/listen")
-		resp, err := bt.RoundTrip(req)
+		resp, err := roundTrip(bt, req)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("listen: %v %v", resp, err)
 		}

@@ -399,14 +399,14 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 	if c == nil {
 		// Unknown, expired, another caller's or another call's: the same
 		// answer for all, and someone else's pending call is not touched.
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams,
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams,
 			"requestState does not name a call of this caller waiting for input (unknown, expired, or for other params)",
-			map[string]string{"reason": "bridge_request_state_unknown"})), nil
+			map[string]string{"reason": "bridge_request_state_unknown"})
 	}
 	responses, ok := rewrite.GetKey(msg.Params, []string{"inputResponses"})
 	if ok && (len(responses) == 0 || responses[0] != '{') {
 		t.pending.put(state, c)
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "inputResponses must be an object", nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, "inputResponses must be an object", nil)
 	}
 	var missing []asked
 	answers := make([][]byte, len(c.asked))

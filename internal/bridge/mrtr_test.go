@@ -96,7 +96,7 @@ type rpcReply struct {
 // and extra params (inputResponses, requestState) on a retry.
 func modernCall(t *testing.T, bt *Transport, u, auth, id, tool, caps, extra string) rpcReply {
 	t.Helper()
-	resp, err := bt.RoundTrip(modernCallRequest(u, auth, id, tool, caps, extra))
+	resp, err := roundTrip(bt, modernCallRequest(u, auth, id, tool, caps, extra))
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", tool, err)
 	}

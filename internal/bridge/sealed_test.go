@@ -28,7 +28,7 @@ func TestSealedFromHeldSession(t *testing.T) {
 	bt, u := newBridge(t, cors, 0)
 	for _, method := range []string{"tools/list", "server/discover", "prompts/list"} {
 		req := sharedPost(t.Context(), u, victim, method, "{}", "")
-		resp, err := bt.RoundTrip(req)
+		resp, err := roundTrip(bt, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestSealedFromHeldSession(t *testing.T) {
 		}
 	}
 	// The listen stream, opened on a session of its own, alike.
-	resp, err := bt.RoundTrip(sharedPost(t.Context(), u, victim, "subscriptions/listen", "{}", `"notifications":{"toolsListChanged":true},`))
+	resp, err := roundTrip(bt, sharedPost(t.Context(), u, victim, "subscriptions/listen", "{}", `"notifications":{"toolsListChanged":true},`))
 	if err != nil {
 		t.Fatal(err)
 	}

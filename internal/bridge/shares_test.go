@@ -82,7 +82,7 @@ func TestShareOfHeldSessions(t *testing.T) {
 				go func() {
 					req := sharedPost(t.Context(), u, a.as(i), "tools/call", fmt.Sprintf(`{"x%d":{}}`, i), `"name":"slow","arguments":{},`)
 					req.Header.Set("Mcp-Name", "slow")
-					if resp, err := bt.RoundTrip(req); err == nil {
+					if resp, err := roundTrip(bt, req); err == nil {
 						io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
 					}
@@ -93,13 +93,13 @@ func TestShareOfHeldSessions(t *testing.T) {
 					t.Fatal("slow call never started")
 				}
 			}
-			resp, err := bt.RoundTrip(sharedPost(t.Context(), u, a.as(share), "tools/list", `{"x99":{}}`, ""))
+			resp, err := roundTrip(bt, sharedPost(t.Context(), u, a.as(share), "tools/list", `{"x99":{}}`, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
 			shareRefused(t, resp, tableSessions)
 			resp.Body.Close()
-			resp, err = bt.RoundTrip(sharedPost(t.Context(), u, victim, "tools/list", "{}", ""))
+			resp, err = roundTrip(bt, sharedPost(t.Context(), u, victim, "tools/list", "{}", ""))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestShareOfListens(t *testing.T) {
 			s := slowServer(make(chan struct{}, 1), nil)
 			bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 16)
 			listen := func(w who, i int) *http.Response {
-				resp, err := bt.RoundTrip(sharedPost(t.Context(), u, w, "subscriptions/listen", fmt.Sprintf(`{"x%d":{}}`, i), `"notifications":{"toolsListChanged":true},`))
+				resp, err := roundTrip(bt, sharedPost(t.Context(), u, w, "subscriptions/listen", fmt.Sprintf(`{"x%d":{}}`, i), `"notifications":{"toolsListChanged":true},`))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,7 +155,7 @@ func TestShareOfPendingCalls(t *testing.T) {
 			sample := func(w who, i int) string {
 				req := sharedPost(t.Context(), srv.URL, w, "tools/call", `{"sampling":{}}`, `"name":"sample","arguments":{"n":`+fmt.Sprint(i)+`},`)
 				req.Header.Set("Mcp-Name", "sample")
-				resp, err := bt.RoundTrip(req)
+				resp, err := roundTrip(bt, req)
 				if err != nil {
 					t.Fatal(err)
 				}

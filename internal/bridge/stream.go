@@ -231,7 +231,7 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.RawMessage) (*http.Response, error) {
 	filter, err := ParseListen(msg.Params)
 	if err != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid subscriptions/listen params: notifications must be an object of booleans and resourceSubscriptions an array of strings", nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, "invalid subscriptions/listen params: notifications must be an object of booleans and resourceSubscriptions an array of strings", nil)
 	}
 	// The listen's session is held like the others (counted against
 	// MaxSessions, making room by closing idle ones) but never evicted or

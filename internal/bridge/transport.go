@@ -215,12 +215,12 @@ func requestBody(req *http.Request) ([]byte, error) {
 
 func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Response, error) {
 	if r := CheckModern(req.Header, msg); r != nil {
-		return jsonResponse(req, r.Status, ErrorReply(msg.ID, r.Code, r.Message, r.Data)), nil
+		return nil, refuse(r.Status, r.Code, r.Message, r.Data)
 	}
 	caps, _ := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
 	var compact bytes.Buffer
 	if json.Compact(&compact, caps) != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, metaClientCaps+" must be an object", nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, metaClientCaps+" must be an object", nil)
 	}
 	caps = compact.Bytes()
 	if msg.Method == "subscriptions/listen" && msg.Kind == rewrite.KindRequest {
@@ -248,7 +248,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	if err != nil {
 		// The client's own params could not be made legacy (a _meta
 		// that is not an object): its fault, and nothing to log.
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: _meta must be an object", nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, "invalid params: _meta must be an object", nil)
 	}
 	resp, cc, err := t.send(req, s, legacy, upID)
 	if err == nil && resp.StatusCode == http.StatusNotFound && s.id != "" {
@@ -284,7 +284,7 @@ func sessionFailure(req *http.Request, s *session, id json.RawMessage) (*http.Re
 	var full *caller.Refusal
 	switch {
 	case errors.As(s.err, &full):
-		return refusalResponse(req, id, full), nil
+		return nil, &failure{reply: full.Reply()}
 	case s.deny != nil:
 		return s.deny.response(req, id), nil
 	case s.err != nil:
@@ -503,17 +503,6 @@ func (t *Transport) endSession(s *session) {
 func drain(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-}
-
-// refusalResponse is a table's refusal of the caller of req (package
-// caller), with Retry-After when it is over its own share.
-func refusalResponse(req *http.Request, id json.RawMessage, r *caller.Refusal) *http.Response {
-	e := r.Reply()
-	resp := jsonResponse(req, e.Status, ErrorReply(id, e.Code, e.Message, e.Data))
-	if e.RetryAfter > 0 {
-		resp.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	return resp
 }
 
 // jsonResponse is a reply the bridge makes itself.
