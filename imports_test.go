@@ -75,7 +75,7 @@ func path(g map[string][]string, from, to string) []string {
 }
 
 // belowProxy are the packages the proxy's answers and verdicts come from:
-// they return values, and the proxy alone writes replies (STYLE.md 9).
+// they return values, and the proxy alone writes replies (docs/design.md, decision 11).
 var belowProxy = []string{"internal/methods", "internal/authgate", "internal/onbehalf", "internal/reply", "internal/notify", "internal/bridge", "internal/rewrite", "internal/catalog", "internal/metrics", "internal/hop", "internal/caller", "internal/wire"}
 
 // importViolations lists what breaks the import rules in g: a package
@@ -106,7 +106,7 @@ func importViolations(g map[string][]string) []string {
 	return bad
 }
 
-// TestImportGraph: the arrows run one way (issue 16): nothing below the
+// TestImportGraph: the arrows run one way: nothing below the
 // proxy imports it, the proxy knows the sidecar's own methods and the gate
 // only by the interfaces it declares, and cmd builds none of them itself.
 func TestImportGraph(t *testing.T) {

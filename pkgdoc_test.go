@@ -1,6 +1,6 @@
-// The module root holds only this test: every package of the module has
-// exactly one package comment (STYLE.md, "Packages named for what they
-// own"), so a reader always finds what a package owns in one place.
+// The module root holds only tests. This one: every package of the module has
+// exactly one package comment (docs/design.md, "Adding a
+// package"), so a reader always finds what a package owns in one place.
 package skillssidecar_test
 
 import (

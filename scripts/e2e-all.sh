@@ -25,9 +25,14 @@
 # active at 2025-06-18 and 2025-03-26, directly and through the sidecar, in
 # front of server-everything, both go-sdk demo upstreams and the modern
 # upstream, compared check by check against test/e2e/transparency-allow.txt).
-# e2e-transparency.sh --bridged (issue 20: each scenario passing on the
+# e2e-transparency.sh --bridged (each scenario passing on the
 # legacy wire in front of server-everything and the stateful go-sdk demo
 # passes through the era bridge on the 2026-07-28 wire).
+# e2e-tap-judge.sh (the digest published from a forwarded read of a crafted
+# reply is what the TypeScript SDK client took, or nothing).
+# e2e-replicas.sh (the conformance suite and the Inspector in
+# legacy mode through two and three sidecars behind nginx, round-robin, in
+# front of a modern-only upstream, as through one sidecar).
 # e2e-conformance.sh --rebinding (dns-rebinding-protection through the sidecar
 # gives what the go-sdk upstream alone gives, on both wires).
 # Every server runs on a free loopback port and is stopped by pid.
@@ -73,42 +78,48 @@ step inspector scripts/e2e-inspector.sh --plugin-dir examples/plugin
 if [[ $skills == yes ]]; then
   # Both eras in front of the dual-era upstream, and in front of the
   # legacy-only server-everything, where the modern era is the era bridge's
-  # (issue 20: Inspector --protocol-era modern --verify through it).
+  # (Inspector --protocol-era modern --verify through it).
   step verify-modern-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
   step verify-everything scripts/e2e-inspector-verify.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --era both
-  # Issue 20 item 3: the same in front of a modern-only upstream, where the
+  # The same in front of a modern-only upstream, where the
   # legacy era is the bridge's (Inspector --protocol-era legacy --verify).
   step verify-modern-only scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern-only --plugin-dir examples/plugin --era both
-  # Issue 9: our verify and the inspector's agree on the broken servers.
+  # Our verify and the inspector's agree on the broken servers.
   step verify-agreement scripts/e2e-verify-agreement.sh
   step conform-modern-up scripts/e2e-conformance.sh --start-sidecar --upstream modern --plugin-dir examples/plugin
-  # Issue 4's pair: a stateless go-sdk upstream on the default 2026-07-28
+  # A stateless go-sdk upstream on the default 2026-07-28
   # wire, and server-everything on the legacy wire (below).
   step verify-go-up scripts/e2e-inspector-verify.sh --start-sidecar --upstream go --plugin-dir examples/plugin
   step conform-go-up scripts/e2e-conformance.sh --start-sidecar --upstream go --plugin-dir examples/plugin --wire modern
   step conform-everything scripts/e2e-conformance.sh --start-sidecar --upstream everything --plugin-dir examples/plugin --wire legacy
-  # Issue 14: verify and the sidecar against an agents peer written from the
+  # Verify and the sidecar against an agents peer written from the
   # draft (clean, each fault, the sidecar in front of it).
   step draft-agents scripts/e2e-draft-agents.sh
-  # Issue 14: the whole official server suite, directly and through the
+  # The whole official server suite, directly and through the
   # sidecar, against every upstream kind; a changed check fails.
   step transparency scripts/e2e-transparency.sh
-  # Issue 20: every scenario that passes on the legacy wire in front of a
+  # Every scenario that passes on the legacy wire in front of a
   # legacy-only upstream passes bridged on the 2026-07-28 wire.
   step legacy-vs-bridged scripts/e2e-transparency.sh --bridged
-  # Issue 17: digests of the bytes an upstream serving catalog files
+  # Digests of the bytes an upstream serving catalog files
   # (listed and templated, rewritten to CRLF) sends, judged by the
   # Inspector's --verify; a drifting upstream must fail it.
   step upstream-files scripts/e2e-upstream-files.sh
-  # Issue 17: what new callers (none, junk cookies, a bearer token) cost
+  # What the tap publishes from a crafted forwarded read is what the
+  # TypeScript SDK client took from it, or nothing.
+  step tap-judge scripts/e2e-tap-judge.sh
+  # What new callers (none, junk cookies, a bearer token) cost
   # server-everything, counted by nginx in between.
   step upstream-count scripts/e2e-upstream-count.sh
-  # Issue 20 item 3, the reverse: every scenario that passes on the
+  # The reverse: every scenario that passes on the
   # 2026-07-28 wire in front of a modern-only upstream passes bridged on
   # the legacy wire.
   step modern-vs-bridged scripts/e2e-transparency.sh --reverse
+  # Legacy sessions minted in front of a modern-only upstream
+  # work through two and three sidecars behind nginx with no affinity.
+  step replicas scripts/e2e-replicas.sh
 fi
-# Issue 15: DNS rebinding refused through the sidecar exactly as by the
+# DNS rebinding refused through the sidecar exactly as by the
 # go-sdk upstream alone, on both wires.
 step dns-rebinding scripts/e2e-conformance.sh --rebinding --wire both
 

@@ -18,7 +18,7 @@
 #       alone, with its embedded demo upstream and example plugin),
 #       run against that, and stop both at the end
 #   scripts/e2e-conformance.sh --rebinding [--sidecar-bin PATH] [--wire ...] [--out DIR]
-#       issue 15: start the stateless go-sdk demo-upstream and the sidecar in
+#       start the stateless go-sdk demo-upstream and the sidecar in
 #       front of it (both on loopback), run the dns-rebinding-protection
 #       scenario against each on each wire, and fail unless the sidecar's
 #       checks (id and status) equal the go-sdk upstream's own and none of

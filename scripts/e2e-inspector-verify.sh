@@ -113,8 +113,8 @@ verify_row() {
   return 1
 }
 
-# own_verify_row BIN URL ERA runs our own `skills-sidecar verify` (issue 9:
-# exit 0 against the sidecar in front of each upstream), adds a row and
+# own_verify_row BIN URL ERA runs our own `skills-sidecar verify` (it
+# must exit 0 against the sidecar in front of each upstream), adds a row and
 # returns 0 when it passed.
 own_verify_row() {
   local bin=$1 url=$2 era=$3 rc=0 out

@@ -13,7 +13,7 @@
 #   everything  @modelcontextprotocol/server-everything, legacy era only:
 #               --protocol-era legacy, auto and modern. Directly auto falls
 #               back to legacy and modern fails; through the sidecar the era
-#               bridge (issue 20) answers server/discover, so auto and modern
+#               bridge answers server/discover, so auto and modern
 #               negotiate 2026-07-28. Those two are compared with the direct
 #               call made with --protocol-era legacy, after JQ_ERA_BRIDGED.
 #   modern      test/e2e/modern-upstream.mjs (TypeScript SDK v2), dual era:
@@ -106,7 +106,7 @@ JQ_RESOURCES_LIST='if (.result.resources? | type) == "array" then
   .result.resources |= map(select((.uri // "") | startswith("skill://") | not))
   else . end'
 # JQ_INIT_DECLARED raises an error unless the sidecar's declarations are
-# exactly the ones PROTOCOL.md section 2 names; JQ_INIT_STRIP removes them.
+# exactly the ones docs/protocol.md section 2 names; JQ_INIT_STRIP removes them.
 JQ_INIT_DECLARED='.result.capabilities.extensions as $e
   | if ($e | type) != "object" then error("capabilities.extensions missing")
     elif $e[$skills] != {"directoryRead": true}

@@ -167,7 +167,7 @@ e2e_start_everything() {
 # dual-era server: 2026-07-28 and the legacy handshake, built on the
 # TypeScript SDK v2) on a free loopback port and waits (bounded) until it
 # listens. Sets E2E_MODERN_URL and E2E_MODERN_PID.
-# A second argument --modern-only starts it modern-only (issue 20 item 3).
+# A second argument --modern-only starts it modern-only.
 e2e_start_modern_upstream() {
   local log=$1 port
   free_port port
@@ -253,6 +253,7 @@ e2e_start_sidecar() {
   e2e_spawn "$log" "$bin" "${args[@]}"
   E2E_SIDECAR_PID=$E2E_LAST_PID
   E2E_SIDECAR_URL=http://127.0.0.1:$port/mcp
+  E2E_SIDECAR_METRICS=http://127.0.0.1:$mport/metrics
   e2e_wait_http "$E2E_SIDECAR_URL" "$E2E_SIDECAR_PID" "${E2E_START_TIMEOUT:-30}" "$log" ||
     e2e_die "the sidecar did not start: $bin ${args[*]}"
   # Listening is not ready: until its first era probe has returned, a
@@ -272,4 +273,41 @@ e2e_start_sidecar() {
     fi
     sleep 0.1
   done
+}
+
+# e2e_require_nginx sets E2E_NGINX to nginx (Debian's nginx-light),
+# installing it when missing.
+e2e_require_nginx() {
+  E2E_NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+  if ! [[ -x $E2E_NGINX ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null; } ||
+      e2e_die "nginx-light could not be installed"
+    E2E_NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+  fi
+}
+
+# e2e_start_nginx DIR URL HTTP starts nginx in the foreground with its pid,
+# logs and temporary files under DIR and HTTP (access log, upstreams,
+# servers) inside its http block, and waits (bounded) until URL answers.
+e2e_start_nginx() {
+  local dir=$1 url=$2 http=$3
+  mkdir -p "$dir"
+  cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log;
+events { worker_connections 256; }
+http {
+  client_body_temp_path $dir/body;
+  proxy_temp_path $dir/proxy;
+  fastcgi_temp_path $dir/fastcgi;
+  uwsgi_temp_path $dir/uwsgi;
+  scgi_temp_path $dir/scgi;
+$http
+}
+CONF
+  e2e_spawn "$dir/stderr.log" "$E2E_NGINX" -p "$dir" -c "$dir/nginx.conf"
+  e2e_wait_http "$url" "$E2E_LAST_PID" 20 "$dir/stderr.log" || e2e_die "nginx did not start"
 }

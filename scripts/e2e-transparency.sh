@@ -13,13 +13,13 @@
 #        scripts/e2e-transparency.sh --bridged [--out DIR] [--upstreams "everything go-legacy"]
 #        scripts/e2e-transparency.sh --reverse [--out DIR] [--upstreams modern-only]
 #
-# --reverse is the other direction (issue 20 item 3): in front of
+# --reverse is the other direction: in front of
 # test/e2e/modern-upstream.mjs --modern-only (which refuses the legacy
 # wire), every scenario that passes on the 2026-07-28 wire (directly or
 # through the sidecar) must pass through the sidecar on the legacy one;
 # prints "modern-vs-bridged: N passed, N failed" (scenarios).
 #
-# --bridged is the era bridge's check (issue 20): for each legacy-only
+# --bridged is the era bridge's check: for each legacy-only
 # upstream (default server-everything and the stateful go-sdk demo) the
 # suites active and pending run on the legacy wire (--spec-version
 # 2025-11-25) directly and through the sidecar, and on the 2026-07-28 wire

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e-upstream-count.sh counts, at an upstream the project did not write,
-# what the sidecar asks of it on a new caller's behalf (issue 17): nginx
+# what the sidecar asks of it on a new caller's behalf: nginx
 # (Debian's nginx-light, installed when missing) logs every request body
 # between the sidecar and server-everything, which lists its resources and
 # resource templates and serves no skill:// URI.
@@ -26,13 +26,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/e2e-lib.sh
 E2E_NAME=e2e-upstream-count
 e2e_require_tools
-nginx=$(command -v nginx || echo /usr/sbin/nginx)
-if ! [[ -x $nginx ]]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null 2>&1 ||
-    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null; } ||
-    e2e_die "nginx-light could not be installed"
-  nginx=$(command -v nginx || echo /usr/sbin/nginx)
-fi
+e2e_require_nginx
 work=$(mktemp -d -t e2e-upstream-count.XXXXXX)
 trap 'e2e_cleanup; if [[ ${E2E_KEEP:-} == 1 ]]; then e2e_log "kept $work"; else rm -rf "$work"; fi' EXIT
 trap 'exit 130' INT TERM
@@ -44,20 +38,8 @@ e2e_start_everything "$work/everything.log"
 every_port=${E2E_EVERYTHING_URL#http://127.0.0.1:}
 every_port=${every_port%%/*}
 free_port hop
-mkdir -p "$work/nginx"
-cat >"$work/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-events { worker_connections 256; }
-http {
-  client_body_temp_path $work/nginx/body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  log_format bodies escape=json '\$request_method \$request_body';
+hop_url=http://127.0.0.1:$hop/mcp
+e2e_start_nginx "$work/nginx" "$hop_url" "  log_format bodies escape=json '\$request_method \$request_body';
   access_log $work/access.log bodies;
   server {
     listen 127.0.0.1:$hop;
@@ -65,16 +47,11 @@ http {
     location / {
       proxy_pass http://127.0.0.1:$every_port;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      proxy_set_header Connection \"\";
       proxy_buffering off;
       proxy_read_timeout 300s;
     }
-  }
-}
-EOF
-e2e_spawn "$work/nginx/stderr.log" "$nginx" -p "$work/nginx" -c "$work/nginx.conf"
-hop_url=http://127.0.0.1:$hop/mcp
-e2e_wait_http "$hop_url" "$E2E_LAST_PID" 20 "$work/nginx/stderr.log" || e2e_die "nginx did not start"
+  }"
 
 # post URL SESSION BODY [HEADER...] prints the JSON-RPC message of the reply
 # (the first data: line of an SSE reply); with SESSION "new" it prints the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e-upstream-files.sh checks, with a verifier the project did not write,
 # that the sidecar publishes digests of the bytes the upstream serves when
-# the upstream serves catalog files itself (issue 17, DESIGN.md decision 2).
+# the upstream serves catalog files itself (docs/design.md, decision 2).
 #
 # The upstream is cmd/demo-upstream --skill-files (go-sdk, stateless): it
 # lists every SKILL.md of examples/plugin in resources/list, serves each
@@ -15,6 +15,9 @@
 #       the templated files, and of the plugin's bytes for a file the
 #       upstream does not serve; digests computed here from the plugin
 #       folder with sed and sha256sum, not taken from the sidecar
+#   ok  resources/directory/read and resources/list state the size
+#       skills/list states (the CRLF bytes' for the upstream's files; sizes
+#       counted here with sed and wc), and resources/list holds each URI once
 #   ok  with --upstream-files off the same digest check fails (the sidecar
 #       then publishes the plugin's bytes): the check can fail
 #   ok  an upstream whose bytes change after the first read (--drift) makes
@@ -95,6 +98,61 @@ digests_of_upstream() {
 
 verify() { scripts/e2e-inspector-verify.sh "$1" --era both >"$work/verify-$2.txt" 2>&1; }
 
+# rpc URL METHOD PARAMS prints the result of one 2026-07-28 request.
+rpc() {
+  local params
+  params=$(jq -c '. + {_meta: {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}' <<<"$3")
+  curl -sS -m 30 -X POST "$1" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H "Mcp-Method: $2" $(jq -r '.uri // empty | "-HMcp-Name:" + .' <<<"$3") \
+    --data "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$2\",\"params\":$params}" | sed -n 's/^data: //p; /^{/p' | head -n 1 | jq -c '.result'
+}
+
+# all_pages URL METHOD KEY prints every entry of KEY over all pages, one a line.
+all_pages() {
+  local cursor='' page n
+  for n in $(seq 1 50); do
+    page=$(rpc "$1" "$2" "$(jq -nc --arg c "$cursor" 'if $c == "" then {} else {cursor: $c} end')")
+    jq -c --arg k "$3" '.[$k][]?' <<<"$page"
+    cursor=$(jq -r '.nextCursor // empty' <<<"$page")
+    [[ -z $cursor ]] && return
+  done
+}
+
+# sizes_agree URL: every size the sidecar states for a URI (skills/list,
+# resources/directory/read, its own resources/list entries) is the size of
+# the bytes served (the CRLF bytes for the files the upstream serves), and
+# resources/list holds each URI once.
+sizes_agree() {
+  local url=$1 bad=0 stated dup dir file kind want got
+  stated=$(all_pages "$url" skills/list skills | jq -c '.resources[]? | {uri, size}')
+  all_pages "$url" resources/list resources >"$work/resources.jsonl"
+  dup=$(jq -r '.uri' "$work/resources.jsonl" | sort | uniq -d)
+  if [[ -n $dup ]]; then
+    e2e_log "resources/list lists these URIs more than once: $dup"
+    bad=1
+  fi
+  for dir in skill://incident-summary skill://incident-summary/templates skill://acme/billing/refunds skill://acme/billing/refunds/examples; do
+    rpc "$url" resources/directory/read "{\"uri\":\"$dir\"}" | jq -c '.resources[]?'
+  done >"$work/dirs.jsonl"
+  got=$(jq -rs --argjson s "$(jq -s 'map({(.uri): .size}) | add' <<<"$stated")" \
+    '.[] | select(.size != null and $s[.uri] != null and .size != $s[.uri]) | "\(.uri) \(.size) (skills/list: \($s[.uri]))"' \
+    "$work/resources.jsonl" "$work/dirs.jsonl")
+  if [[ -n $got ]]; then
+    e2e_log "sizes that differ from skills/list's: $got"
+    bad=1
+  fi
+  for spec in "incident-summary/SKILL.md crlf" "acme/billing/refunds/examples/partial-refund.md crlf" "incident-summary/templates/summary.md plugin"; do
+    read -r file kind <<<"$spec"
+    if [[ $kind == crlf ]]; then want=$(sed 's/\r$//; s/$/\r/' "$plugin/skills/$file" | wc -c); else want=$(wc -c <"$plugin/skills/$file"); fi
+    got=$(jq -r --arg u "skill://$file" 'select(.uri == $u) | .size' <<<"$stated")
+    if [[ $got != "$want" ]]; then
+      e2e_log "skills/list states ${got:-no} size for skill://$file, want $want ($kind bytes)"
+      bad=1
+    fi
+  done
+  return $bad
+}
+
 # 1. The honest upstream, the sidecar's defaults.
 stack honest
 if verify "$E2E_SIDECAR_URL" honest; then
@@ -107,6 +165,11 @@ if digests_of_upstream "$E2E_SIDECAR_URL"; then
   e2e_row ok "skills/list publishes the upstream's CRLF bytes' digests (listed and templated), the plugin's elsewhere"
 else
   e2e_row FAIL "skills/list's digests are not those of the bytes the upstream serves"
+fi
+if sizes_agree "$E2E_SIDECAR_URL"; then
+  e2e_row ok "skills/list, resources/directory/read and resources/list state the served sizes; resources/list lists each URI once"
+else
+  e2e_row FAIL "the sizes the sidecar states for a URI differ, or resources/list repeats a URI"
 fi
 e2e_cleanup
 E2E_PIDS=()

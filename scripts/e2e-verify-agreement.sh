@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e-verify-agreement.sh runs TestAgreesWithInspector (internal/verify): the
 # MCP Inspector's `--verify` (@modelcontextprotocol/inspector 2.12.0) and our
-# `skills-sidecar verify` judge the same good and broken servers (issue 9's
+# `skills-sidecar verify` judge the same good and broken servers (the
 # list) and the sidecar, in both eras, and must agree on pass or fail, except
 # where the test's table says the inspector does not look by design.
 #

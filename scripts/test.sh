@@ -3,7 +3,10 @@
 # .ci/run calls. It installs what it needs (Go modules, the pinned npm peers),
 # starts every server its tests use on loopback, and stops them by pid.
 #
-# Stages: vet and gofmt; go test -race ./...; every fuzz target for
+# Stages: vet and gofmt; go test -race ./...; frontmatter judged by PyYAML
+# (scripts/check-pyyaml.sh: installs Debian's python3-yaml when missing, and
+# TestAgreesWithPyYAML, which skips in the unit stage where no Python has
+# PyYAML, must run and pass there); every fuzz target for
 # FUZZTIME each (default 5000x: a count, not a duration, so a loaded
 # machine cannot turn the fuzz deadline into a false failure); the Kubernetes packaging (scripts/check-k8s.sh);
 # promtool on a real scrape (scripts/check-metrics.sh); a 20-second soak run
@@ -26,7 +29,7 @@ passed=0
 failed=0
 report=()
 
-stages=" ${STAGES:-static unit fuzz k8s kube metrics soak e2e bench} "
+stages=" ${STAGES:-static unit pyyaml fuzz k8s kube metrics soak e2e bench} "
 
 stage() {
   local name=$1 rc=0 start=$SECONDS
@@ -71,6 +74,7 @@ fuzz() {
 
 stage static static_checks
 stage unit go test -race -count=1 -timeout 15m ./...
+stage pyyaml scripts/check-pyyaml.sh
 stage fuzz fuzz
 if [[ ${SKIP_K8S:-} != 1 ]]; then
   stage k8s scripts/check-k8s.sh

@@ -25,7 +25,7 @@ const (
 	bridgeMintedCallers = 1000
 )
 
-// eraBridge measures issue 20's era bridge in both directions, against an
+// eraBridge measures the era bridge in both directions, against an
 // upstream of one era in the harness's own process:
 //
 //   - modern callers of a legacy-only go-sdk upstream: the resident memory

@@ -1,7 +1,7 @@
 // Package harness owns the benchmark harness behind cmd/skillsbench: the
 // go-sdk upstream it measures against, the bare reverse proxy baseline, the
 // nginx and sidecar processes it starts, the load generator and the
-// scenarios of issue 10.
+// scenarios listed in docs/performance.md.
 //
 // Everything it starts listens on 127.0.0.1 only and is stopped by the pid
 // it was started with. It talks to the sidecar only through its command-line

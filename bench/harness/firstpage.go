@@ -25,7 +25,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
-// The first skills/list page a new caller sees (issue 17). The sidecar
+// The first skills/list page a new caller sees. The sidecar
 // learns which catalog files the upstream serves per authorization context,
 // so a caller with new credentials (a new bearer token, a junk cookie)
 // costs the upstream one discovery (resources/list, whose first page is

@@ -10,7 +10,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/bench/report"
 )
 
-// Scenario is one of issue 10's scenarios.
+// Scenario is one of the harness's scenarios.
 type Scenario struct {
 	// Name selects it with -scenarios.
 	Name string

@@ -86,7 +86,7 @@ func sseProgress(ctx context.Context, e *Env) []report.Row {
 // every hop, and through the sidecar a second time, interleaved with the
 // others: the same bytes under a URI its catalog does not list, which it
 // relays without hashing. That row is the floor the hashed read is held to
-// (issue 17 item 4: at most 3x the CPU of relaying it unhashed), and its
+// (the target: at most 3x the CPU of relaying it unhashed), and its
 // note gives the ratio.
 func blobRead(ctx context.Context, e *Env) []report.Row {
 	const relayName = "sidecar, unhashed relay" // only inside this function
@@ -154,7 +154,7 @@ func blobRead(ctx context.Context, e *Env) []report.Row {
 					note += fmt.Sprintf(", %.2f× the CPU of its unhashed relay", hashedCPU/relayCPU)
 				}
 			case rs[i].Target == report.Sidecar && hashedCPU > 0 && relayCPU > 0:
-				note += fmt.Sprintf("; the hashed read costs %.2f× this relay's CPU (issue 17: at most 3×)", hashedCPU/relayCPU)
+				note += fmt.Sprintf("; the hashed read costs %.2f× this relay's CPU (target: at most 3×)", hashedCPU/relayCPU)
 			}
 			rs[i].Note = joinNote(note, rs[i].Note)
 		}

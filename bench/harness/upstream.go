@@ -35,7 +35,7 @@ const (
 	blob16MURI = "skill://s0000/blob-16m.bin"
 	// The same blobs under URIs no catalog lists: the sidecar relays
 	// their reads without hashing them, the floor its hashed reads are
-	// compared with (issue 17 item 4).
+	// compared with.
 	relayBlob1MURI  = "bench://blob/1m"
 	relayBlob16MURI = "bench://blob/16m"
 	text1MURI       = "bench://text/1m"

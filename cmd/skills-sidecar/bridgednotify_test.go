@@ -14,7 +14,7 @@ import (
 // in front of a legacy-only upstream negotiates 2026-07-28 through the era
 // bridge and listens with subscriptions/listen; a plugin change reaches it
 // as notifications/resources/list_changed exactly once, as it reaches a
-// legacy client on its GET stream (issues 20 and 21 together).
+// legacy client on its GET stream.
 func TestBridgedModernClientGetsChangeNotifications(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -13,7 +13,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 )
 
-// TestEraMatrix is issue 20's client matrix: a go-sdk v1.8.0 client
+// TestEraMatrix is the era client matrix: a go-sdk v1.8.0 client
 // asking for each era, through the sidecar at its default (era-bridge
 // auto), in front of an upstream of each era (legacy-only, modern-only,
 // dual), gets the era it asked for and works: the upstream's tools and a

@@ -22,7 +22,7 @@ func legacyHeaders(sid string, kv ...string) map[string]string {
 	return h
 }
 
-// TestLegacyClientModernOnlyUpstream is issue 20 item 3: a go-sdk client
+// TestLegacyClientModernOnlyUpstream is the legacy front end to end: a go-sdk client
 // in the legacy era, through the sidecar (era-bridge auto), in front of an
 // upstream that speaks only 2026-07-28 and refuses initialize
 // (internal/modernonly).

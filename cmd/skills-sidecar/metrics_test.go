@@ -356,6 +356,8 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_catalog_skills", map[string]string{}, 1},
 		series{"skills_sidecar_catalog_agents", map[string]string{}, 2},
 		series{"skills_sidecar_catalog_problems", map[string]string{"kind": "description", "severity": "skip"}, 1},
+		series{"skills_sidecar_catalog_frontmatter_ambiguous", map[string]string{"severity": "skip"}, 0},
+		series{"skills_sidecar_catalog_frontmatter_ambiguous", map[string]string{"severity": "warn"}, 0},
 		series{"skills_sidecar_catalog_reloads_total", map[string]string{"outcome": "success"}, 1}, // the initial load
 		series{"skills_sidecar_catalog_reloads_total", map[string]string{"outcome": "failure"}, 0},
 		series{"skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"}, 0},
@@ -378,7 +380,7 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_bridge_sessions", map[string]string{}, 0},
 	)
 	// Every table callers share exists, none refused anyone.
-	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions"} {
+	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions", "bridge_revocations"} {
 		for _, refusal := range []string{"share", "full"} {
 			want = append(want, series{"skills_sidecar_caller_refusals_total", map[string]string{"table": table, "refusal": refusal}, 0})
 		}

@@ -108,7 +108,7 @@ func sha256Digest(text string) string {
 // serve.go's wiring (proxy.Options.OnResourcesChanged to the overlay's
 // Invalidate) together with the proxy's stream watcher, run as main runs
 // them. A tools/call reply quoting both notifications as text before that
-// changes nothing (issue 17: only parsed notifications count). Each era
+// changes nothing (only parsed notifications count). Each era
 // carries the announcement its own way: the session's GET
 // stream (legacy) or the SSE reply of subscriptions/listen (modern).
 func TestResourceNotificationsRefreshDigests(t *testing.T) {

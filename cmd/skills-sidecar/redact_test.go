@@ -8,7 +8,7 @@ import (
 
 // TestUpstreamURLSecretsStayOutOfTheLog: an upstream URL with userinfo and a
 // token in its query is logged redacted at start-up, and quoted redacted
-// (or not at all) when the configuration is refused (issue 15, item 8).
+// (or not at all) when the configuration is refused.
 func TestUpstreamURLSecretsStayOutOfTheLog(t *testing.T) {
 	t.Parallel()
 	up := authUpstream(t)

@@ -10,6 +10,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/inject"
 	"github.com/skills-sidecar/skills-sidecar/internal/lint"
+	"github.com/skills-sidecar/skills-sidecar/internal/sessionkeys"
 	"github.com/skills-sidecar/skills-sidecar/internal/verify"
 )
 
@@ -49,12 +50,14 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return inject.RunInject(ctx, args, inject.Host{Getenv: getenvFrom(environ), Version: version}, stdin, stdout, stderr)
 	case "webhook":
 		return inject.RunWebhook(ctx, args, inject.Host{Getenv: getenvFrom(environ), Version: version}, stdout, stderr)
+	case "session-keys":
+		return sessionkeys.RunCLI(args, stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
 	case "help":
 		fmt.Fprint(stdout, usage)
-		fmt.Fprint(stdout, "\nFlags of serve (each is also an environment variable and a pod annotation; see the README):\n")
+		fmt.Fprint(stdout, "\nFlags of serve (each is also an environment variable and a pod annotation; see docs/configuration.md):\n")
 		_, _ = loadConfig([]string{"-h"}, nil, nil, stdout)
 		return exitOK
 	default:
@@ -64,7 +67,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 }
 
 // commands are the subcommands run dispatches.
-var commands = []string{"serve", "lint", "verify", "inject", "webhook", "version", "help"}
+var commands = []string{"serve", "lint", "verify", "inject", "webhook", "session-keys", "version", "help"}
 
 func suggestCommand(cmd string) string {
 	if s := config.Suggest(cmd, commands); s != "" {
@@ -83,6 +86,8 @@ const usage = `Usage:
   skills-sidecar inject configmap --name N DIR   turn a plugin folder into ConfigMaps
   skills-sidecar webhook --tls-cert-file F --tls-key-file F
                                                  serve the injection as a mutating admission webhook
+  skills-sidecar session-keys new|add|promote|drop
+                                                 make a session key, or rotate a keys file (stdin)
   skills-sidecar version                         print the version
 
 Run "skills-sidecar serve -h" for serve's flags alone, "skills-sidecar COMMAND -h"

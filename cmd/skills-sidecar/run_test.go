@@ -41,6 +41,9 @@ func TestRunCommands(t *testing.T) {
 		{name: "verify dispatches", args: []string{"verify"}, code: 2},
 		{name: "inject dispatches", args: []string{"inject"}, code: 2},
 		{name: "webhook dispatches", args: []string{"webhook"}, code: 2},
+		{name: "session-keys dispatches", args: []string{"session-keys"}, code: 2, errOut: "session-keys new"},
+		{name: "session-keys new", args: []string{"session-keys", "new"}, code: 0, out: "="},
+		{name: "program help lists session-keys", args: []string{"help"}, code: 0, out: "session-keys new|add|promote|drop"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

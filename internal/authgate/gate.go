@@ -1,6 +1,6 @@
 // Package authgate owns the auth gate: the check that a request the sidecar
 // answers itself (skills/*, agents/*, skill files, directory reads) comes
-// from a caller the upstream would admit (DESIGN.md decision 4). The sidecar
+// from a caller the upstream would admit (docs/design.md, decision 5). The sidecar
 // holds no credentials of its own and judges none: it asks the upstream,
 // with the caller's own headers, through a cheap probe of the caller's era,
 // and caches an admission briefly under a hash of the credential headers
@@ -103,7 +103,7 @@ const maxProbeReply = 1 << 20
 // could not be asked; the request's own context's error, with no verdict
 // counted, when the caller left during the probe.
 //
-// Only a result answering the probe itself admits (DESIGN.md decision 4):
+// Only a result answering the probe itself admits (docs/design.md, decision 5):
 // HTTP 200 and a JSON-RPC response whose id is the probe's, as JSON or as
 // the response event of an SSE stream. A status alone, an empty body, an
 // error, a response to another id, a stream that ends without the

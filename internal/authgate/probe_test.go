@@ -99,7 +99,7 @@ func sse200(w http.ResponseWriter, body string) {
 }
 
 // TestGateTrustsOnlyItsOwnAnswer: an upstream that answers the probe with
-// HTTP 200 but not with a result for the probe (issue 15 item 2) admits
+// HTTP 200 but not with a result for the probe admits
 // nobody, and what it said is not cached as an admission; the caller gets
 // a JSON-RPC error with its own id.
 func TestGateTrustsOnlyItsOwnAnswer(t *testing.T) {
@@ -188,7 +188,7 @@ func (s *seenHeaders) get(method string) (http.Header, string) {
 // TestProbeIsARequestOfTheCallersEra: a modern caller that sends no
 // MCP-Protocol-Version header (its _meta is authoritative) still gets a
 // probe that is a valid 2026-07-28 request: the version from its _meta,
-// Mcp-Method, and the caller's _meta (PROTOCOL.md §1). A legacy caller
+// Mcp-Method, and the caller's _meta (docs/protocol.md §1). A legacy caller
 // whose _meta holds only a progressToken gets a legacy ping.
 func TestProbeIsARequestOfTheCallersEra(t *testing.T) {
 	t.Parallel()

@@ -43,7 +43,7 @@ func refusing(h http.Handler, status int, body string, refuse ...string) http.Ha
 // sidecar made for the caller (the gate's probe, agents/get's tools/list,
 // the upstream-files overlay's reads) with a body carrying an id of its
 // own, the caller gets the upstream's status and WWW-Authenticate, and a
-// JSON-RPC error with its own id (issue 15 item 7): the upstream's error
+// JSON-RPC error with its own id: the upstream's error
 // object when it sent one, else one saying what the upstream answered.
 func TestRefusalCarriesTheCallersID(t *testing.T) {
 	t.Parallel()

@@ -1,6 +1,6 @@
 // Package bridge owns the sidecar's knowledge of which protocol eras the
 // upstream speaks, and the translation that lets a client of one era talk
-// to an upstream of the other (PROTOCOL.md §7).
+// to an upstream of the other (docs/protocol.md §6).
 //
 // era.go reads the upstream's replies to the two era probes (a modern
 // server/discover, then, as the 2026-07-28 client rule says, a legacy
@@ -43,7 +43,8 @@
 // legacyfront.go is the other direction: while the upstream speaks only
 // 2026-07-28, a LegacyFront (in front of the Transport) answers a legacy
 // client's initialize from the upstream's server/discover (asked through
-// onbehalf), mints the session, bound to the caller's credentials, and
-// carries the session's requests on the modern wire; legacyshape.go holds
-// its pure rewrites.
+// onbehalf), mints the session (what initialize fixed, sealed into the id
+// by package sessionid and bound to the caller's credentials, so any
+// replica with the key serves it) and carries the session's requests on
+// the modern wire; legacyshape.go holds its pure rewrites.
 package bridge

@@ -3,10 +3,7 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -24,18 +21,29 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sessionid"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Defaults of the legacy front.
 const (
-	// DefaultMaxFrontSessions caps the sessions the front mints for legacy
-	// clients at once. A session holds no upstream state (the upstream is
-	// stateless), only the client's initialize: a few hundred bytes.
+	// DefaultFrontLifetime is how long a minted session lasts from its
+	// initialize, whatever its use: the id carries its expiry, so no
+	// replica needs to remember the session to end it. A legacy client
+	// meets the end as a 404 and initializes again (2025-11-25 Streamable
+	// HTTP, session management).
+	DefaultFrontLifetime = 24 * time.Hour
+	// DefaultMaxFrontSessions caps the minted sessions that hold state on
+	// this replica at once: a log level set, subscriptions, GET streams.
+	// Minting and serving a session's requests hold nothing.
 	DefaultMaxFrontSessions = 4096
-	// DefaultFrontIdle is how long a minted session lives unused (a GET
-	// stream open on it counts as use).
+	// DefaultFrontIdle is how long a session's state on this replica lives
+	// unused (a GET stream open on it counts as use).
 	DefaultFrontIdle = 30 * time.Minute
+	// DefaultMaxFrontRevoked caps the ids ended by DELETE that this
+	// replica remembers until they expire; past it an id DELETE ends still
+	// opens until its expiry.
+	DefaultMaxFrontRevoked = 65536
 	// DefaultMaxFrontStreams caps the GET streams served at once, each an
 	// open subscriptions/listen to the upstream.
 	DefaultMaxFrontStreams = 256
@@ -44,28 +52,20 @@ const (
 	// the sidecar's own notification streams are capped per session).
 	DefaultMaxFrontSessionStreams = 8
 	// DefaultMaxFrontSubscriptions caps the resources/subscribe one
-	// minted session keeps (as the notification hub caps a session's).
+	// minted session keeps on this replica (as the notification hub caps
+	// a session's).
 	DefaultMaxFrontSubscriptions = 256
 	// DefaultMaxFrontSubscriptionsAll caps them over every minted
-	// session (the table bridge_subscriptions, shared per caller): with
-	// MaxSubscriptionURI, at most 32 MiB of URIs held.
+	// session's state here (the table bridge_subscriptions, shared per
+	// caller): with MaxSubscriptionURI, at most 32 MiB of URIs held.
 	DefaultMaxFrontSubscriptionsAll = 4096
 	// MaxSubscriptionURI bounds a subscribed URI, in bytes: a
-	// subscription is kept for as long as its session, so its size is
-	// memory held for that long.
+	// subscription is kept for as long as its session's state, so its
+	// size is memory held for that long.
 	MaxSubscriptionURI = 8 << 10
 )
 
-// The front's tables (package caller): minted sessions, GET streams and
-// subscriptions, each shared per caller. Sessions and streams keep the
-// names (and so the data.reason) of the bridge's other direction, which
-// is never active at the same time.
-const (
-	tableFrontStreams  = "bridge_streams"
-	tableSubscriptions = "bridge_subscriptions"
-)
-
-// LegacyFront is the other half of the era bridge (issue 20 item 3): while
+// LegacyFront is the other half of the era bridge: while
 // the upstream is known to speak only the 2026-07-28 era, it serves legacy
 // (initialize-era) clients in front of it. It is an http.RoundTripper in
 // front of Next (the bridge's Transport, which passes everything through
@@ -73,22 +73,26 @@ const (
 // while the upstream speaks the legacy era itself or its eras are unknown,
 // goes to Next untouched.
 //
-// What it does (PROTOCOL.md §7, read backwards):
+// What it does (docs/protocol.md §6, read backwards):
 //   - initialize is answered by the front from the upstream's
 //     server/discover, asked on the caller's behalf (onbehalf) with the
 //     caller's credentials, capabilities and clientInfo: serverInfo,
 //     capabilities (the proxy splices the sidecar's declaration into them
 //     as into any initialize reply), instructions, and the protocol version
 //     negotiated by the legacy rule among BridgedLegacyVersions;
-//   - it mints the session: 256 random bits, bound to a hash of the
-//     caller's credential headers, so an id presented with other
-//     credentials is unknown (404) as an id never minted is;
+//   - it mints the session: what initialize fixed (the negotiated
+//     version, the client's capabilities and clientInfo) and an absolute
+//     expiry, sealed into the id (package sessionid) under Keys, bound to
+//     a hash of the caller's credential headers, so any replica holding
+//     the key serves it, and an id presented with other credentials, or
+//     tampered with, or expired, is unknown (404) as an id never minted is;
 //   - notifications/initialized (and every other client notification: the
 //     modern wire defines none over HTTP) is accepted with 202; ping is
 //     answered; logging/setLevel is kept and sent as _meta logLevel on the
 //     session's later requests; resources/subscribe and unsubscribe are
 //     kept and become the resourceSubscriptions of its GET stream's listen;
-//     DELETE ends the session;
+//     DELETE ends the session's state here and revokes its id on this
+//     replica until it expires (other replicas still open it);
 //   - every other request of the session is sent with the per-request
 //     _meta (protocolVersion 2026-07-28, the session's clientCapabilities
 //     and clientInfo) and the modern headers (MCP-Protocol-Version,
@@ -99,6 +103,10 @@ const (
 //   - a GET with the session's id is served from a subscriptions/listen
 //     POST (every list_changed kind, the session's subscriptions), the
 //     acknowledgement dropped; a change of subscriptions reopens it.
+//
+// What changes after initialize (the log level, subscriptions, GET
+// streams, calls under way) stays with the replica that received it
+// (frontLocal); everything else travels in the id.
 //
 // Not carried: batches (2025-03-26 allowed them; they go to the upstream,
 // which refuses them), Last-Event-ID resumption (the modern wire has none),
@@ -113,23 +121,32 @@ type LegacyFront struct {
 	// Credentials are the headers that carry a caller's credentials; nil
 	// means onbehalf.DefaultCredentials.
 	Credentials []string
-	// MaxSessions, IdleTimeout, MaxStreams and MaxSessionStreams bound
-	// the front; 0 means DefaultMaxFrontSessions, DefaultFrontIdle,
-	// DefaultMaxFrontStreams, DefaultMaxFrontSessionStreams.
+	// Keys returns the keys that seal and open the ids the front mints;
+	// nil means one random key of this process, made at Start, so that
+	// sessions open on this replica only.
+	Keys func() *sessionid.Keys
+	// Lifetime is how long a minted session lasts; 0 means
+	// DefaultFrontLifetime.
+	Lifetime time.Duration
+	// MaxSessions, IdleTimeout, MaxStreams, MaxSessionStreams and
+	// MaxRevoked bound the front; 0 means DefaultMaxFrontSessions,
+	// DefaultFrontIdle, DefaultMaxFrontStreams,
+	// DefaultMaxFrontSessionStreams, DefaultMaxFrontRevoked.
 	MaxSessions       int
 	IdleTimeout       time.Duration
 	MaxStreams        int
 	MaxSessionStreams int
+	MaxRevoked        int
 	// MaxSubscriptions caps the resources/subscribe kept over every
-	// session; 0 means DefaultMaxFrontSubscriptionsAll.
+	// session's state here; 0 means DefaultMaxFrontSubscriptionsAll.
 	MaxSubscriptions int
 	// MaxBytes bounds one reply the front parses; 0 means 32 MiB.
 	MaxBytes int
-	// OnSessions, when set, is told the number of sessions minted and live.
+	// OnSessions, when set, is told the number of minted sessions that
+	// hold state on this replica.
 	OnSessions func(int)
-	// Callers says whose share of the sessions, streams and
-	// subscriptions a request takes (package caller); nil knows callers
-	// by Credentials, else by address.
+	// Callers says whose share of the front's tables a request takes
+	// (package caller); nil knows callers by Credentials, else by address.
 	Callers *caller.Resolver
 	// SharePercent is the part of each of those tables one caller may
 	// hold; 0 means caller.DefaultSharePercent.
@@ -137,23 +154,50 @@ type LegacyFront struct {
 	// Metrics counts refusals by table; nil counts nothing.
 	Metrics *metrics.Metrics
 
-	call                  *onbehalf.Upstream
-	now                   func() time.Time
-	places, streams, subs *caller.Table // sessions, GET streams, subscriptions
+	call *onbehalf.Upstream
+	now  func() time.Time
+
+	// places, streams, subs and revocations count what each caller holds
+	// of the sessions with state here, the GET streams, the subscriptions
+	// and the revoked ids.
+	places, streams, subs, revocations *caller.Table
 
 	mu       sync.Mutex
-	sessions map[string]*frontSession
+	sessions map[mintedKey]*frontLocal
+	revoked  map[mintedKey]revocation // ids DELETE ended here, until they expire
+	// calls are the sessions' requests under way upstream, by session and
+	// the request id's JSON, each with what cancels it: a legacy client
+	// cancels with notifications/cancelled, the modern wire by closing the
+	// stream.
+	calls map[callKey]context.CancelFunc
 }
 
-// frontSession is one session minted for a legacy client.
-type frontSession struct {
+// mintedKey names a minted session in this replica's tables: the SHA-256
+// of its id (an id is up to sessionid.MaxLen characters).
+type mintedKey [sha256.Size]byte
+
+type callKey struct {
+	session mintedKey
 	id      string
-	cred    [sha256.Size]byte
-	owner   caller.ID       // whose share it (and its streams and subscriptions) counts against
+}
+
+// frontSession is a minted session as its id carries it, opened for one
+// request.
+type frontSession struct {
+	key     mintedKey
 	version string          // the negotiated legacy version
 	caps    json.RawMessage // its initialize's capabilities and clientInfo
 	info    json.RawMessage
-	done    chan struct{} // closed when the session ends
+	expires time.Time
+}
+
+// frontLocal is what a session changed after initialize on this replica:
+// it stays here (a request of the session that reaches another replica
+// does not see it).
+type frontLocal struct {
+	owner   caller.ID // whose places of bridge_sessions and bridge_subscriptions it takes
+	expires time.Time
+	done    chan struct{} // closed when the session's state here ends
 
 	mu       sync.Mutex
 	used     time.Time
@@ -161,10 +205,6 @@ type frontSession struct {
 	logLevel string
 	subs     []string
 	changed  chan struct{} // closed (and replaced) when subs change
-	// calls are the session's requests under way upstream, by their id's
-	// JSON, each with what cancels it: a legacy client cancels with
-	// notifications/cancelled, the modern wire by closing the stream.
-	calls map[string]context.CancelFunc
 }
 
 // Active reports whether the front serves legacy clients now.
@@ -188,25 +228,38 @@ func (f *LegacyFront) Start(ctx context.Context) {
 	if f.MaxSessionStreams <= 0 {
 		f.MaxSessionStreams = DefaultMaxFrontSessionStreams
 	}
+	if f.MaxRevoked <= 0 {
+		f.MaxRevoked = DefaultMaxFrontRevoked
+	}
+	if f.MaxSubscriptions <= 0 {
+		f.MaxSubscriptions = DefaultMaxFrontSubscriptionsAll
+	}
+	if f.Lifetime <= 0 {
+		f.Lifetime = DefaultFrontLifetime
+	}
+	if f.Keys == nil {
+		k, _ := sessionid.NewKeys(sessionid.NewRandomKey()) // one key of the right size: never fails
+		f.Keys = func() *sessionid.Keys { return k }
+	}
 	if f.MaxBytes <= 0 {
 		f.MaxBytes = 32 << 20
 	}
 	if f.now == nil {
 		f.now = time.Now
 	}
-	f.sessions = map[string]*frontSession{}
+	f.sessions = map[mintedKey]*frontLocal{}
+	f.revoked = map[mintedKey]revocation{}
 	if f.Callers == nil {
 		f.Callers = &caller.Resolver{Credentials: onbehalf.Credentials(f.Credentials)}
 	}
 	table := func(name string, capacity int) *caller.Table {
 		return caller.NewTable(caller.TableOptions{Name: name, Cap: capacity, SharePercent: f.SharePercent, Metrics: f.Metrics})
 	}
-	f.places = table(tableSessions, f.MaxSessions)
+	f.places = table(tableFrontSessions, f.MaxSessions)
 	f.streams = table(tableFrontStreams, f.MaxStreams)
-	if f.MaxSubscriptions <= 0 {
-		f.MaxSubscriptions = DefaultMaxFrontSubscriptionsAll
-	}
-	f.subs = table(tableSubscriptions, f.MaxSubscriptions)
+	f.subs = table(tableFrontSubscriptions, f.MaxSubscriptions)
+	f.revocations = table(tableFrontRevocations, f.MaxRevoked)
+	f.calls = map[callKey]context.CancelFunc{}
 	f.call = &onbehalf.Upstream{URL: f.Upstream, Client: &http.Client{Transport: f.Next}, Credentials: f.Credentials,
 		MaxBytes: f.MaxBytes, Purpose: "legacy-front"}
 	go func() {
@@ -232,7 +285,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	sid := req.Header.Get("Mcp-Session-Id")
 	switch req.Method {
 	case http.MethodGet:
-		if sid == "" || req.Header.Get("Mcp-Protocol-Version") >= ModernVersion {
+		if sid == "" || req.Header.Get(wire.HeaderProtocolVersion) >= ModernVersion {
 			return f.Next.RoundTrip(req)
 		}
 		s := f.lookup(req, sid)
@@ -248,7 +301,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if s == nil {
 			return nil, unknownSession()
 		}
-		f.end(s)
+		f.revoke(req, s)
 		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Request: req, Header: http.Header{}, Body: http.NoBody}, nil
 	case http.MethodPost:
@@ -278,7 +331,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	if msg.Kind == rewrite.KindNotification && msg.Method == "notifications/cancelled" {
 		// The modern wire's cancellation is the request's stream closed.
 		if id, ok := rewrite.GetKey(msg.Params, []string{"requestId"}); ok {
-			s.cancelCall(id)
+			f.cancelCall(s, id)
 		}
 	}
 	if msg.Kind != rewrite.KindRequest {
@@ -296,9 +349,13 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "logging/setLevel needs params.level", nil)
 		}
-		s.mu.Lock()
-		s.logLevel = level
-		s.mu.Unlock()
+		l, refused := f.local(req, s)
+		if refused != nil {
+			return nil, &failure{reply: refused.Reply()}
+		}
+		l.mu.Lock()
+		l.logLevel = level
+		l.mu.Unlock()
 		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
 	case "resources/subscribe", "resources/unsubscribe":
 		uri, ok := rewrite.GetString(msg.Params, "uri")
@@ -309,7 +366,11 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, refuse(http.StatusOK, reply.CodeInvalidParams,
 				"era bridge: a subscribed URI is at most "+strconv.Itoa(MaxSubscriptionURI)+" bytes", map[string]string{"reason": "bridge_subscription_uri_too_long"})
 		}
-		if r := f.subscribe(s, uri, msg.Method == "resources/subscribe"); r != nil {
+		l, refused := f.local(req, s)
+		if refused != nil {
+			return nil, &failure{reply: refused.Reply()}
+		}
+		if r := f.subscribe(l, uri, msg.Method == "resources/subscribe"); r != nil {
 			return nil, &failure{reply: r.Reply()}
 		}
 		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
@@ -317,19 +378,28 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	return f.forward(req, s, msg)
 }
 
-// lookup returns the live session sid if the caller of req presents the
-// credentials it was minted for, else nil.
+// lookup opens sid for the caller of req: nil when no key opens it for
+// that caller's credentials, it expired, or DELETE revoked it here.
 func (f *LegacyFront) lookup(req *http.Request, sid string) *frontSession {
 	cred := onbehalf.CredentialKey(req.Header, onbehalf.Credentials(f.Credentials)...)
-	f.mu.Lock()
-	s := f.sessions[sid]
-	f.mu.Unlock()
-	if s == nil || subtle.ConstantTimeCompare(s.cred[:], cred[:]) != 1 {
+	now := f.now()
+	st, err := f.Keys().Open(sid, cred[:], now)
+	if err != nil {
 		return nil
 	}
-	s.mu.Lock()
-	s.used = f.now()
-	s.mu.Unlock()
+	s := &frontSession{key: sha256.Sum256([]byte(sid)), version: st.Version, caps: st.Capabilities, info: st.ClientInfo, expires: st.Expires}
+	f.mu.Lock()
+	_, gone := f.revoked[s.key]
+	l := f.sessions[s.key]
+	f.mu.Unlock()
+	if gone {
+		return nil
+	}
+	if l != nil {
+		l.mu.Lock()
+		l.used = now
+		l.mu.Unlock()
+	}
 	return s
 }
 
@@ -357,23 +427,25 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 			caps = c.Bytes()
 		}
 	}
-	info := p.ClientInfo
-	if !isObject(info) {
-		info = bridgeClientInfo
-	}
-	// A place for the session is taken before the upstream is asked, and
-	// given back unless a session is minted in it.
-	f.sweep()
-	who := f.Callers.Of(req)
-	if err := f.places.Acquire(who, nil); err != nil {
-		return nil, &failure{reply: err.(*caller.Refusal).Reply()}
-	}
-	minted := false
-	defer func() {
-		if !minted {
-			f.places.Release(who)
+	info := bridgeClientInfo
+	if isObject(p.ClientInfo) {
+		var c bytes.Buffer
+		if json.Compact(&c, p.ClientInfo) == nil {
+			info = c.Bytes()
 		}
-	}()
+	}
+	version := NegotiateLegacy(p.ProtocolVersion)
+	// Sealed first: a client whose capabilities and clientInfo do not fit
+	// in an id costs the upstream nothing.
+	sid, err := f.mint(req, version, caps, info)
+	if err != nil && !errors.Is(err, sessionid.ErrTooLarge) {
+		return nil, failed(http.StatusInternalServerError, "era bridge: no session key to mint a session with", "bridge_no_session_key", err)
+	}
+	if err != nil {
+		return nil, refuse(http.StatusOK, reply.CodeInvalidParams,
+			"initialize: capabilities and clientInfo take more than "+strconv.Itoa(sessionid.MaxState)+" bytes together (compact JSON), more than a session id carries",
+			map[string]string{"reason": "session_state_too_large"})
+	}
 	// The discover asked for the caller: its credentials and trace, none of
 	// its legacy session or version headers.
 	r := req.Clone(req.Context())
@@ -395,15 +467,12 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 		out, _ = LegacyReply("server/discover", out)
 		return jsonResponse(req, http.StatusOK, out), nil
 	}
-	version := NegotiateLegacy(p.ProtocolVersion)
 	out, err := InitializeFromDiscover(msg.ID, m.Result, version)
 	if err != nil {
 		return nil, failed(badGateway, "era bridge: the upstream's server/discover result is unreadable", "bridge_discover_failed", err)
 	}
-	s := f.mint(req, who, version, caps, info)
-	minted = true
 	resp := jsonResponse(req, http.StatusOK, out)
-	resp.Header.Set("Mcp-Session-Id", s.id)
+	resp.Header.Set("Mcp-Session-Id", sid)
 	return resp, nil
 }
 
@@ -420,67 +489,131 @@ func passRefusal(req *http.Request, ref *onbehalf.Refusal, id json.RawMessage) *
 	return (&refusal{status: ref.Status, header: ref.Header, body: ref.Body}).response(req, id)
 }
 
-// mint records a new session for the caller of req, who, in the place it
-// took.
-func (f *LegacyFront) mint(req *http.Request, who caller.ID, version string, caps, info json.RawMessage) *frontSession {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	s := &frontSession{id: base64.RawURLEncoding.EncodeToString(b[:]), cred: onbehalf.CredentialKey(req.Header, onbehalf.Credentials(f.Credentials)...),
-		owner: who, version: version, caps: caps, info: info, done: make(chan struct{}), used: f.now(), changed: make(chan struct{})}
-	f.mu.Lock()
-	f.sessions[s.id] = s
-	n := len(f.sessions)
-	f.mu.Unlock()
-	f.report(n)
-	return s
+// mint seals a new session for the caller of req into its id; it fails
+// when the state is too large for an id (sessionid.ErrTooLarge), or when
+// Keys holds none (which Start and package sessionkeys never leave).
+func (f *LegacyFront) mint(req *http.Request, version string, caps, info json.RawMessage) (string, error) {
+	cred := onbehalf.CredentialKey(req.Header, onbehalf.Credentials(f.Credentials)...)
+	return f.Keys().Seal(sessionid.State{Version: version, Capabilities: caps, ClientInfo: info, Expires: f.now().Add(f.Lifetime)}, cred[:])
 }
 
-// forgetLocked removes s (f.mu held), ends its streams and gives back its
-// places: the session's and its subscriptions'.
-func (f *LegacyFront) forgetLocked(s *frontSession) {
-	delete(f.sessions, s.id)
-	close(s.done)
-	f.places.Release(s.owner)
-	s.mu.Lock()
-	for range s.subs {
-		f.subs.Release(s.owner)
+// local returns s's state on this replica, made when s has none, in a
+// place of the table bridge_sessions taken for the caller of req; a
+// refusal when the caller holds its share or the table is full, even
+// after idle states are ended.
+func (f *LegacyFront) local(req *http.Request, s *frontSession) (*frontLocal, *caller.Refusal) {
+	if l := f.peek(s); l != nil {
+		return l, nil
 	}
-	s.subs = nil
-	s.mu.Unlock()
-}
-
-// end forgets s and ends its streams.
-func (f *LegacyFront) end(s *frontSession) {
-	f.mu.Lock()
-	if f.sessions[s.id] == s {
-		f.forgetLocked(s)
+	who := f.Callers.Of(req)
+	if err := f.places.Acquire(who, f.makeRoom); err != nil {
+		return nil, err.(*caller.Refusal)
 	}
-	n := len(f.sessions)
-	f.mu.Unlock()
-	f.report(n)
-}
-
-// sweep ends every session idle past the timeout with no stream open.
-func (f *LegacyFront) sweep() {
 	now := f.now()
 	f.mu.Lock()
-	for _, s := range f.sessions {
-		s.mu.Lock()
-		idle := s.streams == 0 && now.Sub(s.used) > f.IdleTimeout
-		s.mu.Unlock()
-		if idle {
-			f.forgetLocked(s)
+	l := f.sessions[s.key]
+	if l != nil { // made meanwhile by another request of s
+		f.mu.Unlock()
+		f.places.Release(who)
+		return l, nil
+	}
+	l = &frontLocal{owner: who, expires: s.expires, done: make(chan struct{}), used: now, changed: make(chan struct{})}
+	f.sessions[s.key] = l
+	n := len(f.sessions)
+	f.mu.Unlock()
+	f.report(n)
+	return l, nil
+}
+
+// makeRoom is how the tables free places (caller.Table.Acquire): it ends
+// idle and expired states and expired revocations, and reports whether it
+// freed any. A sweep walks every table, so it runs only when one is full.
+func (f *LegacyFront) makeRoom(bool) bool { return f.sweep() > 0 }
+
+// peek returns s's state on this replica, or nil.
+func (f *LegacyFront) peek(s *frontSession) *frontLocal {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sessions[s.key]
+}
+
+// revoke ends s on this replica: its state here ends and its id opens
+// here no more until it expires. Other replicas still open it (they do
+// not learn of the DELETE). A revocation takes a place of the table
+// bridge_revocations for the caller of req until the id expires; without
+// one (the caller's share, or the table full) the id is not remembered.
+func (f *LegacyFront) revoke(req *http.Request, s *frontSession) {
+	who := f.Callers.Of(req)
+	remember := f.revocations.Acquire(who, f.makeRoom) == nil
+	f.mu.Lock()
+	if l := f.sessions[s.key]; l != nil {
+		f.forgetLocked(s.key, l)
+	}
+	if _, dup := f.revoked[s.key]; dup && remember {
+		remember = false
+		f.revocations.Release(who)
+	}
+	if remember {
+		f.revoked[s.key] = revocation{expires: s.expires, owner: who}
+	}
+	n := len(f.sessions)
+	f.mu.Unlock()
+	f.report(n)
+}
+
+// revocation is an id DELETE ended on this replica.
+type revocation struct {
+	expires time.Time
+	owner   caller.ID // whose place of bridge_revocations it takes
+}
+
+// forgetLocked ends the state l of session k (f.mu held): its streams end
+// and its places are given back, the session's and its subscriptions'.
+func (f *LegacyFront) forgetLocked(k mintedKey, l *frontLocal) {
+	delete(f.sessions, k)
+	close(l.done)
+	f.places.Release(l.owner)
+	l.mu.Lock()
+	for range l.subs {
+		f.subs.Release(l.owner)
+	}
+	l.subs = nil
+	l.mu.Unlock()
+}
+
+// sweep ends every session state idle past the timeout with no stream
+// open, or past its session's expiry, and forgets expired revocations; it
+// returns how many places it freed.
+func (f *LegacyFront) sweep() int {
+	now := f.now()
+	freed := 0
+	f.mu.Lock()
+	for k, l := range f.sessions {
+		l.mu.Lock()
+		end := !now.Before(l.expires) || l.streams == 0 && now.Sub(l.used) > f.IdleTimeout
+		l.mu.Unlock()
+		if end {
+			f.forgetLocked(k, l)
+			freed++
+		}
+	}
+	for k, r := range f.revoked {
+		if !now.Before(r.expires) {
+			delete(f.revoked, k)
+			f.revocations.Release(r.owner)
+			freed++
 		}
 	}
 	n := len(f.sessions)
 	f.mu.Unlock()
 	f.report(n)
+	return freed
 }
 
 func (f *LegacyFront) endAll() {
 	f.mu.Lock()
-	for _, s := range f.sessions {
-		f.forgetLocked(s)
+	for k, l := range f.sessions {
+		f.forgetLocked(k, l)
 	}
 	f.mu.Unlock()
 	f.report(0)
@@ -492,42 +625,43 @@ func (f *LegacyFront) report(n int) {
 	}
 }
 
-// Sessions is the number of sessions live (tests, metrics).
+// Sessions is the number of minted sessions holding state on this
+// replica (tests, metrics).
 func (f *LegacyFront) Sessions() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.sessions)
 }
 
-// subscribe adds uri to s's subscriptions (on) or removes it: at most
+// subscribe adds uri to l's subscriptions (on) or removes it: at most
 // DefaultMaxFrontSubscriptions per session, and a place of the table
-// bridge_subscriptions for s's caller each; a refusal otherwise.
-func (f *LegacyFront) subscribe(s *frontSession, uri string, on bool) *caller.Refusal {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// bridge_subscriptions for l's owner each; a refusal otherwise.
+func (f *LegacyFront) subscribe(l *frontLocal, uri string, on bool) *caller.Refusal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	select {
-	case <-s.done:
+	case <-l.done:
 		return nil // ended: forgetLocked gave its places back
 	default:
 	}
-	i := slices.Index(s.subs, uri)
+	i := slices.Index(l.subs, uri)
 	switch {
 	case on && i < 0:
-		if len(s.subs) >= DefaultMaxFrontSubscriptions {
-			return &caller.Refusal{Table: tableSubscriptions, Share: DefaultMaxFrontSubscriptions, Cap: f.subs.Cap(), RetryAfter: caller.DefaultRetryAfter}
+		if len(l.subs) >= DefaultMaxFrontSubscriptions {
+			return &caller.Refusal{Table: tableFrontSubscriptions, Share: DefaultMaxFrontSubscriptions, Cap: f.subs.Cap(), RetryAfter: caller.DefaultRetryAfter}
 		}
-		if err := f.subs.Acquire(s.owner, nil); err != nil {
+		if err := f.subs.Acquire(l.owner, nil); err != nil {
 			return err.(*caller.Refusal)
 		}
-		s.subs = append(s.subs, uri)
+		l.subs = append(l.subs, uri)
 	case !on && i >= 0:
-		s.subs = slices.Delete(s.subs, i, i+1)
-		f.subs.Release(s.owner)
+		l.subs = slices.Delete(l.subs, i, i+1)
+		f.subs.Release(l.owner)
 	default:
 		return nil
 	}
-	close(s.changed)
-	s.changed = make(chan struct{})
+	close(l.changed)
+	l.changed = make(chan struct{})
 	return nil
 }
 
@@ -552,9 +686,12 @@ func modernHeaders(h http.Header, method string, params json.RawMessage) {
 // forward sends a request of session s to the upstream on the modern wire
 // and translates its reply.
 func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Message) (*http.Response, error) {
-	s.mu.Lock()
-	level := s.logLevel
-	s.mu.Unlock()
+	level := ""
+	if l := f.peek(s); l != nil {
+		l.mu.Lock()
+		level = l.logLevel
+		l.mu.Unlock()
+	}
 	params, err := ModernParams(msg.Params, s.caps, s.info, level)
 	if err != nil {
 		// The client's own params could not be made modern: its fault,
@@ -562,7 +699,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 		return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "invalid params: params and their _meta must be objects", nil)
 	}
 	body := ModernRequest(msg, params)
-	ctx, done := s.startCall(req.Context(), msg.ID)
+	ctx, done := f.startCall(req.Context(), s, msg.ID)
 	out := req.Clone(ctx)
 	out.Header = req.Header.Clone()
 	modernHeaders(out.Header, msg.Method, params)
@@ -616,35 +753,33 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 }
 
 // startCall registers a request of s under way upstream, and returns its
-// context (a client's notifications/cancelled for its id cancels it) and
-// the func that ends it. A second request under an id already in flight
-// (which the legacy wire forbids) is not registered: a cancellation of
-// that id cannot tell the two apart, so it cancels the first only.
-func (s *frontSession) startCall(client context.Context, id json.RawMessage) (context.Context, func()) {
+// context (a client's notifications/cancelled for its id, on this
+// replica, cancels it) and the func that ends it. A second request under
+// an id already in flight (which the legacy wire forbids) is not
+// registered: a cancellation of that id cannot tell the two apart, so it
+// cancels the first only.
+func (f *LegacyFront) startCall(client context.Context, s *frontSession, id json.RawMessage) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(client)
-	key := string(bytes.TrimSpace(id))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.calls[key]; dup || key == "" {
+	key := callKey{s.key, string(bytes.TrimSpace(id))}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, dup := f.calls[key]; dup || key.id == "" {
 		return ctx, cancel
 	}
-	if s.calls == nil {
-		s.calls = map[string]context.CancelFunc{}
-	}
-	s.calls[key] = cancel
+	f.calls[key] = cancel
 	return ctx, func() {
-		s.mu.Lock()
-		delete(s.calls, key)
-		s.mu.Unlock()
+		f.mu.Lock()
+		delete(f.calls, key)
+		f.mu.Unlock()
 		cancel()
 	}
 }
 
-// cancelCall cancels s's request id if it is under way.
-func (s *frontSession) cancelCall(id json.RawMessage) {
-	s.mu.Lock()
-	cancel := s.calls[string(bytes.TrimSpace(id))]
-	s.mu.Unlock()
+// cancelCall cancels s's request id if it is under way here.
+func (f *LegacyFront) cancelCall(s *frontSession, id json.RawMessage) {
+	f.mu.Lock()
+	cancel := f.calls[callKey{s.key, string(bytes.TrimSpace(id))}]
+	f.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
@@ -685,38 +820,43 @@ func pumpLegacy(r *rewrite.Reader, up io.Closer, pw *io.PipeWriter, msg rewrite.
 // change; it ends when the client leaves, s ends, or the upstream ends
 // the listen stream.
 func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response, error) {
-	s.mu.Lock()
-	if s.streams >= f.MaxSessionStreams {
-		s.mu.Unlock()
+	l, refused := f.local(req, s)
+	if refused != nil {
+		return nil, &failure{reply: refused.Reply()}
+	}
+	l.mu.Lock()
+	if l.streams >= f.MaxSessionStreams {
+		l.mu.Unlock()
 		return nil, refuse(http.StatusServiceUnavailable, reply.CodeInternalError,
 			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})
 	}
-	if err := f.streams.Acquire(s.owner, nil); err != nil {
-		s.mu.Unlock()
+	who := f.Callers.Of(req)
+	if err := f.streams.Acquire(who, nil); err != nil {
+		l.mu.Unlock()
 		return nil, &failure{reply: err.(*caller.Refusal).Reply()}
 	}
-	s.streams++
-	s.mu.Unlock()
+	l.streams++
+	l.mu.Unlock()
 	pr, pw := io.Pipe()
 	go func() {
 		defer func() {
-			f.streams.Release(s.owner)
-			s.mu.Lock()
-			s.streams--
-			s.used = f.now()
-			s.mu.Unlock()
+			f.streams.Release(who)
+			l.mu.Lock()
+			l.streams--
+			l.used = f.now()
+			l.mu.Unlock()
 		}()
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		go func() {
 			select {
-			case <-s.done:
+			case <-l.done:
 				cancel()
 			case <-ctx.Done():
 			}
 		}()
 		for ctx.Err() == nil {
-			if !f.listenOnce(ctx, req, s, pw) {
+			if !f.listenOnce(ctx, req, s, l, pw) {
 				break
 			}
 		}
@@ -730,10 +870,10 @@ func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response
 // listenOnce holds one subscriptions/listen for s and relays its
 // notifications to pw. It reports whether to open another: true when s's
 // subscriptions changed.
-func (f *LegacyFront) listenOnce(ctx context.Context, req *http.Request, s *frontSession, pw *io.PipeWriter) bool {
-	s.mu.Lock()
-	subs, changed := slices.Clone(s.subs), s.changed
-	s.mu.Unlock()
+func (f *LegacyFront) listenOnce(ctx context.Context, req *http.Request, s *frontSession, l *frontLocal, pw *io.PipeWriter) bool {
+	l.mu.Lock()
+	subs, changed := slices.Clone(l.subs), l.changed
+	l.mu.Unlock()
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	reopen := atomic.Bool{}

@@ -34,17 +34,17 @@ func newFrontFixture(t *testing.T, max int) *frontFixture {
 }
 
 // newFrontFixtureWith is newFrontFixture with the upstream's handler
-// wrapped, so a test can watch what reaches it.
-func newFrontFixtureWith(t *testing.T, max int, wrap func(http.Handler) http.Handler) *frontFixture {
+// wrapped, so a test can watch what reaches it. One caller's share of
+// each table is all of it; each of opts edits the front before it starts.
+func newFrontFixtureWith(t *testing.T, max int, wrap func(http.Handler) http.Handler, opts ...func(*LegacyFront)) *frontFixture {
 	t.Helper()
-	return newFrontFixtureShared(t, max, wrap, func(f *LegacyFront) { f.SharePercent = 100 })
+	return newFrontFixtureShared(t, max, wrap, append([]func(*LegacyFront){func(f *LegacyFront) { f.SharePercent = 100 }}, opts...)...)
 }
 
-// newFrontFixtureShared is newFrontFixtureWith with the front set up by
-// set before it starts (newFrontFixtureWith: one caller's share of each
-// table is all of it). A request's X-Test-Peer header, when set, is its
-// client address.
-func newFrontFixtureShared(t *testing.T, max int, wrap func(http.Handler) http.Handler, set func(*LegacyFront)) *frontFixture {
+// newFrontFixtureShared is newFrontFixtureWith with the tables' shares
+// left to opts (the default share unless one sets it). A request's
+// X-Test-Peer header, when set, is its client address.
+func newFrontFixtureShared(t *testing.T, max int, wrap func(http.Handler) http.Handler, opts ...func(*LegacyFront)) *frontFixture {
 	t.Helper()
 	fx := &frontFixture{server: modernonly.NewServer(), now: time.Unix(1e9, 0)}
 	mux := http.NewServeMux()
@@ -55,7 +55,9 @@ func newFrontFixtureShared(t *testing.T, max int, wrap func(http.Handler) http.H
 	fx.front = &LegacyFront{Next: http.DefaultTransport, Upstream: u.URL, MaxSessions: max, IdleTimeout: time.Hour,
 		Eras: func() Eras { return Eras{Known: true, Modern: true, Versions: []string{ModernVersion}} }}
 	fx.front.now = func() time.Time { fx.mu.Lock(); defer fx.mu.Unlock(); return fx.now }
-	set(fx.front)
+	for _, o := range opts {
+		o(fx.front)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	fx.front.Start(ctx)
@@ -119,46 +121,63 @@ func post(t *testing.T, u, body string, h map[string]string) (*http.Response, st
 
 const legacyInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
-// TestLegacyFrontSessionCap: at most MaxSessions are minted; past it
-// initialize is refused (503, bridge_sessions_exhausted) rather than
-// ending another caller's session; DELETE and idle expiry free places.
+// TestLegacyFrontSessionCap: minting holds nothing, so initialize is
+// never refused for room; at most MaxSessions sessions hold state on the
+// replica (here a log level), past it that state is refused (503,
+// bridge_sessions_exhausted) rather than another session's ended, while
+// the session's plain requests still work; DELETE and idle expiry free
+// places. Each session has a caller of its own (its bearer token), so no
+// caller's share is what refuses.
 func TestLegacyFrontSessionCap(t *testing.T) {
-	fx := newFrontFixture(t, 2)
-	var sids []string
-	for i := 0; i < 2; i++ {
-		resp, body := post(t, fx.url, legacyInit, nil)
+	fx := newFrontFixtureWith(t, 2, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) { f.SharePercent = 100 })
+	var sids []map[string]string
+	for i := 0; i < 3; i++ {
+		h := map[string]string{"Authorization": "Bearer caller-" + string(rune('a'+i))}
+		resp, body := post(t, fx.url, legacyInit, h)
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"protocolVersion":"2025-06-18"`) {
 			t.Fatalf("initialize %d: %d %s", i, resp.StatusCode, body)
 		}
-		sids = append(sids, resp.Header.Get("Mcp-Session-Id"))
+		h["Mcp-Session-Id"] = resp.Header.Get("Mcp-Session-Id")
+		sids = append(sids, h)
 	}
-	if sids[0] == sids[1] || sids[0] == "" {
-		t.Fatalf("session ids %q: want two distinct ids", sids)
+	if sids[0]["Mcp-Session-Id"] == sids[1]["Mcp-Session-Id"] || sids[0]["Mcp-Session-Id"] == "" {
+		t.Fatalf("session ids %q: want distinct ids", sids)
 	}
-	resp, body := post(t, fx.url, legacyInit, nil)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "bridge_sessions_exhausted") || resp.Header.Get("Mcp-Session-Id") != "" {
-		t.Fatalf("initialize past the cap: %d %s", resp.StatusCode, body)
+	if got := fx.front.Sessions(); got != 0 {
+		t.Errorf("sessions holding state after three initializes = %d, want 0", got)
 	}
-	for _, sid := range sids { // the held sessions still work
-		if resp, body := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": sid}); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"add"`) {
-			t.Errorf("tools/list in session %s: %d %s", sid, resp.StatusCode, body)
+	setLevel := `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`
+	for _, h := range sids[:2] {
+		if resp, body := post(t, fx.url, setLevel, h); resp.StatusCode != http.StatusOK {
+			t.Fatalf("logging/setLevel: %d %s", resp.StatusCode, body)
+		}
+	}
+	resp, body := post(t, fx.url, setLevel, sids[2])
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "bridge_sessions_exhausted") {
+		t.Fatalf("logging/setLevel past the cap: %d %s", resp.StatusCode, body)
+	}
+	for _, h := range sids { // every session still works
+		if resp, body := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, h); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"add"`) {
+			t.Errorf("tools/list in session %s: %d %s", h["Mcp-Session-Id"], resp.StatusCode, body)
 		}
 	}
 	req, _ := http.NewRequest(http.MethodDelete, fx.url, nil)
-	req.Header.Set("Mcp-Session-Id", sids[0])
+	for k, v := range sids[0] {
+		req.Header.Set(k, v)
+	}
 	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %v %v", r, err)
 	}
 	if got := fx.front.Sessions(); got != 1 {
-		t.Errorf("sessions after DELETE = %d, want 1", got)
+		t.Errorf("sessions holding state after DELETE = %d, want 1", got)
 	}
-	if resp, _ := post(t, fx.url, legacyInit, nil); resp.StatusCode != http.StatusOK {
-		t.Errorf("initialize after DELETE: %d", resp.StatusCode)
+	if resp, _ := post(t, fx.url, setLevel, sids[2]); resp.StatusCode != http.StatusOK {
+		t.Errorf("logging/setLevel after DELETE: %d", resp.StatusCode)
 	}
 	fx.advance(2 * time.Hour)
 	fx.front.sweep()
 	if got := fx.front.Sessions(); got != 0 {
-		t.Errorf("sessions after the idle timeout = %d, want 0", got)
+		t.Errorf("sessions holding state after the idle timeout = %d, want 0", got)
 	}
 }
 

@@ -103,9 +103,6 @@ func callDigest(params json.RawMessage) [32]byte {
 	return sha256.Sum256(p)
 }
 
-// tablePending is the table of calls waiting for a retry (package caller).
-const tablePending = "bridge_pending"
-
 // pendingCalls holds the calls waiting for a retry: each holds a place of
 // places from add until it leaves for good (continued, expired, drained).
 type pendingCalls struct {

@@ -53,7 +53,7 @@ var ownRepliesAllowed = map[string]string{
 // TestBridgeReturnsItsRefusals: the bridge's own refusals (a request the
 // modern rules refuse, a caller over its share, an unknown session, bad
 // params) are errors RoundTrip returns, which the proxy writes with the
-// caller's id (STYLE.md 9: one writer); only what is under way on a
+// caller's id (docs/design.md, decision 11: one writer); only what is under way on a
 // stream, and the upstream's own refusals, are written by the bridge.
 func TestBridgeReturnsItsRefusals(t *testing.T) {
 	t.Parallel()

@@ -21,16 +21,6 @@ const (
 	DefaultIdleTimeout = 5 * time.Minute
 )
 
-// The tables of the holder (package caller): every session held (listen
-// streams' included), and the listen streams among them, at most half of
-// the sessions so that bridged calls always have room. One caller holds
-// at most its share of each, whatever credentials, capabilities or
-// forwarded headers it varies.
-const (
-	tableSessions = "bridge_sessions"
-	tableListens  = "bridge_listens"
-)
-
 // session is one legacy upstream session held for the callers of one
 // authorization context and client-capability set, or for one
 // subscriptions/listen stream (pinned).

@@ -29,7 +29,7 @@ import (
 // wire; every other request (and every request while the upstream speaks
 // 2026-07-28 itself, or its eras are unknown) goes to Next untouched.
 //
-// What is translated (PROTOCOL.md §7):
+// What is translated (docs/protocol.md §6):
 //   - server/discover is answered from the session's initialize result;
 //   - other requests are sent with the session's Mcp-Session-Id and
 //     MCP-Protocol-Version, the per-request _meta era fields removed, and

@@ -7,7 +7,9 @@
 // the root are followed, anything escaping it, devices, sockets and FIFOs are
 // refused, dot-files are never served, not even through a symlink); parsing
 // SKILL.md and agent frontmatter into JSON that equals what a strict YAML 1.2
-// client reads from the same bytes; the Agent Skills and SEP-2640 rules for
+// client reads from the same bytes, and finding the plain scalars a YAML 1.1
+// reader (PyYAML) types differently ([Ambiguity]; a SKILL.md with one is
+// skipped or warned, [Options].FrontmatterPortability); the Agent Skills and SEP-2640 rules for
 // names, descriptions and limits; the skill:// URI scheme and its path
 // validation; hot reload; and the layouts a plugin folder comes in: the tree
 // itself, or several ConfigMaps mounted whole whose keys encode the paths
@@ -18,5 +20,6 @@
 // [Problem] that logs, metrics and the lint subcommand all share. Everything
 // reachable from a published [Snapshot] is immutable; readers never lock and
 // never wait for the builder. The parsing half ([ParseFrontmatter],
-// [ValidatePath], [PathFromURI]) is pure: bytes and values in, values out.
+// [ParseFrontmatterAmbiguities], [ValidatePath], [PathFromURI]) is pure:
+// bytes and values in, values out.
 package catalog

@@ -88,7 +88,7 @@ func checkDotLinks(t *testing.T, s *catalog.Snapshot) {
 }
 
 // TestSymlinkToDotEntryIsPrivate: a symlink whose target is a dot-file or
-// lies inside a dot-folder is never served (issue 15 item 9), in a plain
+// lies inside a dot-folder is never served, in a plain
 // folder and inside a ConfigMap-style volume, where every file resolves
 // through the kubelet's "..data" and timestamped dot-folders and must keep
 // working, before and after an atomic swap.

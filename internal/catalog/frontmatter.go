@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -48,19 +49,32 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // form of the YAML document: "null" for an empty one; callers decide whether
 // they need a mapping. body is the rest of b after the closing delimiter line,
 // byte for byte. ParseFrontmatter is pure and safe on any input.
+//
+// ParseFrontmatter does not judge portability: a plain scalar that YAML 1.1
+// readers type differently (see [Ambiguity]) is read the 1.2 way without a
+// word. [ParseFrontmatterAmbiguities] also reports those.
 func ParseFrontmatter(b []byte) (fm json.RawMessage, body []byte, err error) {
+	fm, body, _, err = ParseFrontmatterAmbiguities(b)
+	return fm, body, err
+}
+
+// ParseFrontmatterAmbiguities is [ParseFrontmatter] that also returns, in
+// document order, every plain scalar a YAML 1.1 reader (PyYAML's safe_load)
+// reads as different JSON; nil when there is none or err is not nil. It is
+// pure and safe on any input.
+func ParseFrontmatterAmbiguities(b []byte) (fm json.RawMessage, body []byte, amb []Ambiguity, err error) {
 	text, body, err := splitFrontmatter(b)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !utf8.Valid(text) {
-		return nil, nil, ErrFrontmatterEncoding
+		return nil, nil, nil, ErrFrontmatterEncoding
 	}
-	fm, err = yamlToJSON(normalizeNewlines(text))
+	fm, amb, err = yamlToJSON(normalizeNewlines(text))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return fm, body, nil
+	return fm, body, amb, nil
 }
 
 // splitFrontmatter returns the YAML text between the delimiter lines (line
@@ -111,47 +125,51 @@ func normalizeNewlines(b []byte) []byte {
 }
 
 // yamlToJSON parses one YAML document at the node level and writes its JSON
-// form. It never panics: a panic inside the YAML library becomes a syntax
-// error.
-func yamlToJSON(text []byte) (out json.RawMessage, err error) {
+// form, with the plain scalars YAML 1.1 reads differently. It never panics:
+// a panic inside the YAML library becomes a syntax error.
+func yamlToJSON(text []byte) (out json.RawMessage, amb []Ambiguity, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("%w: parser failure: %v", ErrFrontmatterSyntax, r)
+			out, amb, err = nil, nil, fmt.Errorf("%w: parser failure: %v", ErrFrontmatterSyntax, r)
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return json.RawMessage("null"), nil
+			return json.RawMessage("null"), nil, nil
 		}
-		return nil, fmt.Errorf("%w: %v", ErrFrontmatterSyntax, trimYAMLPrefix(err))
+		return nil, nil, fmt.Errorf("%w: %v", ErrFrontmatterSyntax, trimYAMLPrefix(err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrFrontmatterSyntax, trimYAMLPrefix(err))
+			return nil, nil, fmt.Errorf("%w: %v", ErrFrontmatterSyntax, trimYAMLPrefix(err))
 		}
-		return nil, fmt.Errorf("%w: more than one YAML document", ErrFrontmatterSyntax)
+		return nil, nil, fmt.Errorf("%w: more than one YAML document", ErrFrontmatterSyntax)
 	}
 	c := converter{lines: strings.Split(string(text), "\n")}
 	if len(doc.Content) == 0 {
-		return json.RawMessage("null"), nil
+		return json.RawMessage("null"), nil, nil
 	}
 	if err := c.node(doc.Content[0]); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return json.RawMessage(c.buf.Bytes()), nil
+	return json.RawMessage(c.buf.Bytes()), c.amb, nil
 }
 
 func trimYAMLPrefix(err error) string {
 	return strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
-// converter writes the JSON form of a yaml.v3 node tree.
+// converter writes the JSON form of a yaml.v3 node tree and notes the
+// plain scalars YAML 1.1 reads differently.
 type converter struct {
 	buf   bytes.Buffer
-	lines []string // the YAML text, to see tags yaml.v3 drops
+	lines []string    // the YAML text, to see tags yaml.v3 drops
+	path  []string    // keys and indexes from the root to the node at hand
+	amb   []Ambiguity // in document order
+	flow  int         // flow collections around the node at hand
 }
 
 // refuse builds an ErrFrontmatterNotJSON error pointing at n. Line numbers
@@ -170,6 +188,10 @@ func (c *converter) node(n *yaml.Node) error {
 	if n.Style&yaml.TaggedStyle != 0 || c.hasBangAt(n) {
 		return refuse(n, "explicit tag %s is not allowed", tagName(n))
 	}
+	if n.Style&yaml.FlowStyle != 0 {
+		c.flow++
+		defer func() { c.flow-- }()
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		return c.mapping(n)
@@ -179,9 +201,11 @@ func (c *converter) node(n *yaml.Node) error {
 			if i > 0 {
 				c.buf.WriteByte(',')
 			}
+			c.path = append(c.path, "["+strconv.Itoa(i)+"]")
 			if err := c.node(item); err != nil {
 				return err
 			}
+			c.path = c.path[:len(c.path)-1]
 		}
 		c.buf.WriteByte(']')
 		return nil
@@ -235,9 +259,11 @@ func (c *converter) mapping(n *yaml.Node) error {
 		}
 		writeJSONString(&c.buf, key)
 		c.buf.WriteByte(':')
+		c.path = append(c.path, key)
 		if err := c.node(v); err != nil {
 			return err
 		}
+		c.path = c.path[:len(c.path)-1]
 	}
 	c.buf.WriteByte('}')
 	return nil
@@ -265,9 +291,13 @@ func (c *converter) key(k *yaml.Node) (string, error) {
 	if k.Value == "<<" {
 		return "", refuse(k, "merge key \"<<\" is not allowed")
 	}
+	if err := c.flowColon(k); err != nil {
+		return "", err
+	}
 	if t := coreTag(k.Value); t != tagStr {
 		return "", refuse(k, "mapping key %q is a %s, not a string", k.Value, t)
 	}
+	c.check11(k, tagStr, true)
 	return k.Value, nil
 }
 
@@ -280,7 +310,20 @@ func (c *converter) scalar(n *yaml.Node) error {
 		writeJSONString(&c.buf, n.Value)
 		return nil
 	}
-	switch coreTag(n.Value) {
+	if err := c.flowColon(n); err != nil {
+		return err
+	}
+	tag := coreTag(n.Value)
+	if err := c.plainScalar(n, tag); err != nil {
+		return err
+	}
+	c.check11(n, tag, false)
+	return nil
+}
+
+// plainScalar writes the JSON of a plain scalar the core schema types as tag.
+func (c *converter) plainScalar(n *yaml.Node, tag string) error {
+	switch tag {
 	case tagNull:
 		c.buf.WriteString("null")
 	case tagBool:
@@ -307,6 +350,59 @@ func (c *converter) scalar(n *yaml.Node) error {
 		writeJSONString(&c.buf, n.Value)
 	}
 	return nil
+}
+
+// flowColon refuses a plain scalar ending in ":" inside a flow collection.
+// YAML 1.2 (§7.3.3) ends a plain scalar at a ":" followed by a flow
+// indicator, so `[a:, b]` holds the mapping {a: null}; yaml.v3 reads the
+// string "a:", and the JSON would differ from every other reader's.
+func (c *converter) flowColon(n *yaml.Node) error {
+	if c.flow > 0 && strings.HasSuffix(n.Value, ":") {
+		return fmt.Errorf("%w: line %d: plain scalar %q ends with \":\" inside a flow collection, where YAML readers disagree; quote it",
+			ErrFrontmatterSyntax, n.Line+1, n.Value)
+	}
+	return nil
+}
+
+// check11 notes the plain scalar n (core tag, a mapping key when key) when
+// YAML 1.1 reads it as different JSON. A key's path ends with the key.
+func (c *converter) check11(n *yaml.Node, tag string, key bool) {
+	reads11 := yaml11Differs(n.Value, tag, key)
+	if reads11 == "" {
+		return
+	}
+	path := c.path
+	if key {
+		path = append(slices.Clip(c.path), n.Value)
+	}
+	a := Ambiguity{Line: n.Line + 1, Path: joinPath(path), Key: key, Text: n.Value,
+		YAML11: reads11, YAML12: describe12(n.Value, tag)}
+	var quoted bytes.Buffer
+	writeJSONString(&quoted, n.Value)
+	switch {
+	case key:
+		a.Fix = quoted.String() + ": ..."
+	case len(c.path) > 0 && !strings.HasPrefix(c.path[len(c.path)-1], "["):
+		a.Fix = c.path[len(c.path)-1] + ": " + quoted.String()
+	case len(c.path) > 0:
+		a.Fix = "- " + quoted.String()
+	default:
+		a.Fix = quoted.String()
+	}
+	c.amb = append(c.amb, a)
+}
+
+// joinPath writes a node's path as "metadata.version" or "tags[2]"; "" is
+// the document itself.
+func joinPath(path []string) string {
+	var b strings.Builder
+	for i, p := range path {
+		if i > 0 && !strings.HasPrefix(p, "[") {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 func parseCoreInt(s string) (*big.Int, bool) {

@@ -73,6 +73,12 @@ type Options struct {
 	// than Debounce can put a reload off, from the burst's first event; 0
 	// means DefaultMaxWaitFactor times Debounce.
 	MaxWait time.Duration
+	// FrontmatterPortability is PortabilitySkip ("" means PortabilitySkip)
+	// or PortabilityWarn: what happens to a skill whose SKILL.md
+	// frontmatter has a plain scalar YAML 1.1 readers type differently
+	// (an [Ambiguity]). Skipped, or served with a warning; either way its
+	// Problem has Ambiguous set.
+	FrontmatterPortability string
 }
 
 func (o Options) withDefaults() Options {
@@ -100,6 +106,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxWait <= 0 {
 		o.MaxWait = DefaultMaxWaitFactor * o.Debounce
 	}
+	if o.FrontmatterPortability == "" {
+		o.FrontmatterPortability = PortabilitySkip
+	}
 	return o
 }
 
@@ -110,6 +119,9 @@ func (o Options) Validate() error {
 	}
 	if o.Layout != "" && o.Layout != LayoutTree && o.Layout != LayoutConfigMaps {
 		return fmt.Errorf("catalog: layout %q is neither %q nor %q", o.Layout, LayoutTree, LayoutConfigMaps)
+	}
+	if p := o.FrontmatterPortability; p != "" && p != PortabilitySkip && p != PortabilityWarn {
+		return fmt.Errorf("catalog: frontmatter portability %q is neither %q nor %q", p, PortabilitySkip, PortabilityWarn)
 	}
 	return nil
 }
@@ -490,11 +502,21 @@ func (l *loader) buildSkill(root string, files []candidate) *Skill {
 		l.probs.skip(skillMD, KindEncoding, "SKILL.md is not valid UTF-8")
 		return nil
 	}
-	fm, _, err := ParseFrontmatter(md.Data)
+	fm, _, amb, err := ParseFrontmatterAmbiguities(md.Data)
 	if err != nil {
 		bad := frontmatterIssue(err)
 		l.probs.skip(skillMD, bad.kind, bad.reason)
 		return nil
+	}
+	if len(amb) > 0 {
+		p := Problem{Path: skillMD, Kind: KindFrontmatter, Reason: ambiguityReason(amb), Severity: SeveritySkip, Ambiguous: true}
+		if l.opts.FrontmatterPortability == PortabilityWarn {
+			p.Severity = SeverityWarn
+		}
+		l.probs = append(l.probs, p)
+		if p.Severity == SeveritySkip {
+			return nil
+		}
 	}
 	meta, bad := checkSkill(fm, root)
 	if bad != nil {

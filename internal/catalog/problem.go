@@ -10,7 +10,7 @@ const (
 
 // Kinds of a [Problem]: a short, bounded set fit for a metric label.
 const (
-	KindFrontmatter   = "frontmatter"   // missing, unterminated, not YAML, not JSON-representable, not a mapping
+	KindFrontmatter   = "frontmatter"   // missing, unterminated, not YAML, not JSON-representable, not a mapping, read differently by YAML 1.1 hosts
 	KindName          = "name"          // skill or agent name missing or invalid
 	KindDescription   = "description"   // description missing or invalid
 	KindCompatibility = "compatibility" // compatibility not a string of at most 500 characters
@@ -39,6 +39,10 @@ type Problem struct {
 	Kind string `json:"kind"`
 	// Severity is SeveritySkip or SeverityWarn.
 	Severity string `json:"severity"`
+	// Ambiguous marks a KindFrontmatter problem whose only fault is a
+	// plain scalar YAML 1.1 readers type differently ([Ambiguity]);
+	// Options.FrontmatterPortability chooses its severity.
+	Ambiguous bool `json:"ambiguous,omitempty"`
 }
 
 // problems collects Problems while a snapshot is built.

@@ -84,7 +84,7 @@ func (w *writer) mayPublish(prefix, content string, quiet time.Duration) bool {
 }
 
 // TestWatcherWithholdsFileBeingWritten: a file rewritten in place, a chunk
-// at a time, is never published half-written (issue 15 item 9): while it
+// at a time, is never published half-written: while it
 // keeps changing the previous version stays, though reloads run all along
 // (polls see the changes); once it has stopped changing its whole new
 // content is published.

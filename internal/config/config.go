@@ -21,7 +21,7 @@ const EnvPrefix = "SKILLS_SIDECAR_"
 //
 // Each field is one key. Its tags declare the key's name (flag `--name`,
 // environment SKILLS_SIDECAR_NAME with dashes as underscores, annotation
-// skills-sidecar.io/name), its default and its one-line help; the README's
+// skills-sidecar.io/name), its default and its one-line help; docs/configuration.md's
 // configuration table is generated from them (see Table).
 type Config struct {
 	// Listen is the address of the MCP listener; the endpoint is /mcp. The
@@ -97,10 +97,17 @@ type Config struct {
 	// EraBridge selects whether the sidecar bridges protocol eras the
 	// upstream does not speak itself.
 	EraBridge string `key:"era-bridge" default:"auto" help:"auto: learn which protocol eras the upstream speaks (server/discover, then initialize) and serve 2026-07-28 clients of a legacy-only upstream over legacy sessions the sidecar holds for them (one per credentials, client address and client capabilities), and legacy clients of a modern-only upstream over sessions the sidecar mints (initialize answered from server/discover); a dual-era upstream is passed through untouched; off: never translate, and declare and answer the sidecar's own methods only on the eras the upstream speaks."`
+	// SessionKeysFile holds the keys that seal the session ids the era
+	// bridge mints for legacy clients (package sessionid). The default is
+	// where the injector mounts the namespace's session keys Secret.
+	SessionKeysFile string `key:"session-keys-file" default:"/etc/skills-sidecar/session-keys/keys" help:"File of keys, one per line, each the base64 of 32 random bytes (the first seals, all open), that seal the session ids the era bridge mints for legacy clients of a modern-only upstream, so every replica reading the same keys serves every such session (docs/replicas.md); re-read when it changes. Missing: a random key of this process, and those sessions work only on the replica that minted them (a warning says so once the upstream is found modern-only)."`
 	// ToolsCacheTTL is how long agents/get reuses a caller's tools/list.
 	ToolsCacheTTL time.Duration `key:"tools-cache-ttl" default:"10s" help:"How long agents/get reuses the upstream's tools/list fetched for one caller (credentials and session); 0s fetches it on every call. Never shared between callers."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.
 	LimitMode string `key:"limit-mode" default:"skip" help:"A skill over 512 files or 16 MiB: skip (default; SEP-2640 says SHOULD NOT serve) or warn (serve it and report)."`
+	// FrontmatterPortability is what happens to a skill whose frontmatter
+	// YAML 1.1 hosts read differently.
+	FrontmatterPortability string `key:"frontmatter-portability" default:"skip" help:"A SKILL.md whose frontmatter has a plain value or key that YAML 1.1 readers such as PyYAML type differently (yes, on, 0755, 1:30, 1_000, 1e3, a timestamp with a time), so such hosts refuse the skill: skip (default) or warn (serve it and report). Quoting the value fixes the skill."`
 	// PollInterval is the catalog's polling fallback.
 	PollInterval time.Duration `key:"poll-interval" default:"10s" help:"How often the plugin folder is fingerprinted as a fallback to file system events; ConfigMap updates are normally seen at once."`
 	// LogLevel is the minimum level logged.
@@ -186,6 +193,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LimitMode != "skip" && c.LimitMode != "warn" {
 		bad("limit-mode", "%q is neither skip nor warn", c.LimitMode)
+	}
+	if c.FrontmatterPortability != "skip" && c.FrontmatterPortability != "warn" {
+		bad("frontmatter-portability", "%q is neither skip nor warn", c.FrontmatterPortability)
 	}
 	if c.AuthGate != "upstream" && c.AuthGate != "none" {
 		bad("auth-gate", "%q is neither upstream nor none", c.AuthGate)

@@ -61,6 +61,7 @@ func TestLoadRefusals(t *testing.T) {
 			[]string{"listen:", "upstream:", "log-level:"}},
 		{"upstream without host", Sources{Args: []string{"--upstream", "http:///mcp"}}, []string{"upstream:", "no host"}},
 		{"negative limits", Sources{Args: []string{"--max-body-bytes", "0", "--max-event-bytes", "-1"}}, []string{"max-body-bytes", "max-event-bytes"}},
+		{"portability mode", Sources{Environ: []string{"SKILLS_SIDECAR_FRONTMATTER_PORTABILITY=serve"}}, []string{"frontmatter-portability:", `"serve"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

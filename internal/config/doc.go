@@ -3,7 +3,7 @@
 // < environment (SKILLS_SIDECAR_*) < command-line flags.
 //
 // Every key is declared once, as a struct field with its tags; the flag, the
-// environment variable, the annotation and the README's configuration table
+// environment variable, the annotation and the configuration table in docs/configuration.md
 // are all derived from that declaration, so they cannot drift. Unknown keys
 // are errors in every source, and Validate reports every problem at once,
 // each naming the key the user typed.

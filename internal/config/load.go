@@ -41,7 +41,7 @@ type field struct {
 }
 
 // Key describes one configuration key as its struct tags declare it: the
-// one table every rendering of the keys reads (the README's configuration
+// one table every rendering of the keys reads (docs/configuration.md's
 // table, the injector's annotation table).
 type Key struct {
 	// Name is the key as flags and annotations spell it, e.g. "upstream".

@@ -17,7 +17,7 @@ import (
 // SkillFiles makes s serve part of a plugin folder's skill files itself,
 // the way an upstream that publishes its own skill resources does, so the
 // end-to-end scripts can check that the sidecar publishes digests of the
-// upstream's bytes, not the plugin's (issue 17):
+// upstream's bytes, not the plugin's:
 //
 //   - every SKILL.md is a static resource (resources/list), and
 //   - every file in a skill's examples/ folder is served through one URI

@@ -58,7 +58,7 @@ func wantOwn(t *testing.T, got echoed, err error, id int, credential string) {
 	}
 }
 
-// TestCallersNeverGetAnotherCallersReply is issue 15's repro: an upstream
+// TestCallersNeverGetAnotherCallersReply reproduces the fault it guards against: an upstream
 // that answers, then writes a second complete response on the same
 // connection (or sends a body longer than its Content-Length, a stray
 // byte, or closes); five callers with different credentials send requests

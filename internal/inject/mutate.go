@@ -29,6 +29,21 @@ const (
 	// PodInfoMountPath holds the downward API file "annotations", the
 	// sidecar's default --annotations-file.
 	PodInfoMountPath = "/etc/skills-sidecar/podinfo"
+	// SessionKeysSecret is the Secret, in the pod's own namespace, whose
+	// key SessionKeysKey holds the keys that seal the sessions the era
+	// bridge mints (docs/replicas.md); every replica mounting it serves
+	// every such session. It is mounted optional: without it a replica
+	// seals with a key of its own, and the injector needs no right to
+	// read or write Secrets.
+	SessionKeysSecret = "skills-sidecar-session-keys"
+	// SessionKeysKey is the Secret's key holding the keys file.
+	SessionKeysKey = "keys"
+	// SessionKeysVolume is the Secret's volume. A pod may bring its own
+	// volume of this name (another Secret, a CSI secret store) instead.
+	SessionKeysVolume = "skills-sidecar-session-keys"
+	// SessionKeysMountPath holds the file SessionKeysKey, the sidecar's
+	// default --session-keys-file.
+	SessionKeysMountPath = "/etc/skills-sidecar/session-keys"
 	// MCPPortName and MetricsPortName name the injected container's ports.
 	MCPPortName     = "skills-mcp"
 	MetricsPortName = "skills-metrics"
@@ -117,6 +132,9 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	}
 	vols, mounts := pluginVolumes(s)
 	vols = append(vols, podInfoVolume())
+	if !hasVolume(spec, SessionKeysVolume) {
+		vols = append(vols, sessionKeysVolume())
+	}
 	c := container(s, opts, mounts)
 	// The sidecar's own loader judges what it will start with: the
 	// container's arguments and the pod's runtime annotations together,
@@ -188,9 +206,10 @@ func container(s settings, opts Options, plugin []corev1.VolumeMount) corev1.Con
 			"--plugin-dir=" + PluginMountPath,
 			"--plugin-layout=" + layout,
 		},
-		Ports:        []corev1.ContainerPort{{Name: mcpPortName(s), ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
-		Resources:    s.resources,
-		VolumeMounts: append(plugin, corev1.VolumeMount{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true}),
+		Ports:     []corev1.ContainerPort{{Name: mcpPortName(s), ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
+		Resources: s.resources,
+		VolumeMounts: append(plugin, corev1.VolumeMount{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true},
+			corev1.VolumeMount{Name: SessionKeysVolume, MountPath: SessionKeysMountPath, ReadOnly: true}),
 		SecurityContext: &corev1.SecurityContext{
 			RunAsNonRoot:             ptr(true),
 			RunAsUser:                ptr(int64(nonRootUID)),
@@ -236,6 +255,25 @@ func podInfoVolume() corev1.Volume {
 	return corev1.Volume{Name: PodInfoVolume, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}},
 	}}}
+}
+
+// sessionKeysVolume is the namespace's session keys Secret, optional: a
+// namespace without it starts its pods all the same (each replica then
+// seals with a key of its own, and says so).
+func sessionKeysVolume() corev1.Volume {
+	return corev1.Volume{Name: SessionKeysVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: SessionKeysSecret, Optional: ptr(true),
+		Items: []corev1.KeyToPath{{Key: SessionKeysKey, Path: SessionKeysKey}},
+	}}}
+}
+
+func hasVolume(spec corev1.PodSpec, name string) bool {
+	for _, v := range spec.Volumes {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // pluginVolumes builds the plugin's volumes and the sidecar's mounts of

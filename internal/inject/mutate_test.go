@@ -190,7 +190,11 @@ func TestMutate(t *testing.T) {
 				}
 				wantMounts = []corev1.VolumeMount{{Name: PluginVolume, MountPath: PluginMountPath, ReadOnly: true}}
 			}
-			wantMounts = append(wantMounts, corev1.VolumeMount{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true})
+			wantMounts = append(wantMounts, corev1.VolumeMount{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true},
+				corev1.VolumeMount{Name: SessionKeysVolume, MountPath: SessionKeysMountPath, ReadOnly: true})
+			if sec := vols[SessionKeysVolume].Secret; sec == nil || sec.SecretName != SessionKeysSecret || sec.Optional == nil || !*sec.Optional {
+				t.Errorf("session keys volume = %+v, want the Secret %s, optional", vols[SessionKeysVolume], SessionKeysSecret)
+			}
 			if diff := cmp.Diff(wantMounts, c.VolumeMounts); diff != "" {
 				t.Errorf("volume mounts (-want +got):\n%s", diff)
 			}
@@ -424,4 +428,30 @@ func claimedPod(v string) corev1.Pod {
 	p := testPod(optIn(AnnotationResources, v), 3000)
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
 	return p
+}
+
+// TestSessionKeysVolume: the injector mounts the namespace's session keys
+// Secret, optional, where the sidecar's default session-keys-file reads
+// it; a pod that brings its own volume of that name keeps it.
+func TestSessionKeysVolume(t *testing.T) {
+	t.Parallel()
+	if got, want := config.Defaults().SessionKeysFile, SessionKeysMountPath+"/"+SessionKeysKey; got != want {
+		t.Errorf("the sidecar's default session-keys-file is %q, the injector mounts the keys at %q", got, want)
+	}
+	own := testPod(optIn(), 3000)
+	own.Spec.Volumes = []corev1.Volume{{Name: SessionKeysVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "team-keys"}}}}
+	ops, _, err := Mutate(own.ObjectMeta, own.Spec, Options{Image: "i"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := applyToPod(t, own, ops)
+	var secrets []string
+	for _, v := range got.Spec.Volumes {
+		if v.Name == SessionKeysVolume {
+			secrets = append(secrets, v.Secret.SecretName)
+		}
+	}
+	if !cmp.Equal(secrets, []string{"team-keys"}) {
+		t.Errorf("session keys volumes of a pod that brings its own: %q, want [team-keys]", secrets)
+	}
 }

@@ -12,11 +12,11 @@ const (
 	tableEnd   = "<!-- annotation-table:end -->"
 )
 
-// TestDocsTable keeps the annotation tables of docs/kubernetes.md and the
-// README equal to AnnotationTable, so the documentation cannot drift from
+// TestDocsTable keeps the annotation table of docs/kubernetes.md equal to
+// AnnotationTable, so the documentation cannot drift from
 // the constants.
 func TestDocsTable(t *testing.T) {
-	for _, path := range []string{"../../docs/kubernetes.md", "../../README.md"} {
+	for _, path := range []string{"../../docs/kubernetes.md"} {
 		stale, err := gendoc.Check(path, tableStart, tableEnd, AnnotationTable(), *update)
 		if err != nil {
 			t.Fatal(err)

@@ -33,7 +33,8 @@ const (
 	ExitUsage   = 2 // bad flags or arguments, or a folder that cannot be read
 )
 
-const usage = `usage: skills-sidecar lint [--format text|json] [--limit-mode skip|warn] [--layout tree|configmaps] DIR
+const usage = `usage: skills-sidecar lint [--format text|json] [--limit-mode skip|warn]
+       [--frontmatter-portability skip|warn] [--layout tree|configmaps] DIR
 
 Loads the plugin folder DIR (skills/, agents/, .claude-plugin/plugin.json) the
 way the sidecar does and prints every item it would skip or warn about, with
@@ -41,6 +42,11 @@ its file and reason, then what it would serve. With --layout configmaps, DIR
 holds one folder per ConfigMap (as the injector mounts them under
 /etc/skills-sidecar/plugin, or as written by kubectl get configmap and
 copied out key by key), each key a path encoded by inject configmap.
+
+A SKILL.md whose frontmatter has a plain value or key that YAML 1.1 readers
+(PyYAML, with which Python hosts verify an install) type differently, such
+as yes, on, 0755, 1:30, 1_000, 1e3 or a timestamp with a time, is reported
+with the line, the key and the quoted spelling that fixes it.
 
 Exit status: 0 when nothing is skipped, 1 when something is, 2 on usage
 errors or when DIR cannot be read.
@@ -55,6 +61,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.SetOutput(stderr)
 	format := fset.String("format", "text", "output `format`: text or json")
 	limitMode := fset.String("limit-mode", catalog.LimitSkip, "what happens to a skill over 512 files or 16 MiB: skip or warn (match the sidecar's setting)")
+	portability := fset.String("frontmatter-portability", catalog.PortabilitySkip, "what happens to a skill whose frontmatter YAML 1.1 hosts read differently: skip or warn (match the sidecar's setting)")
 	layout := fset.String("layout", catalog.LayoutTree, "how DIR holds the plugin: tree (the plugin folder) or configmaps (one folder per mounted ConfigMap; match the sidecar's --plugin-layout)")
 	fset.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -76,7 +83,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lint: --format %q is neither text nor json\n", *format)
 		return ExitUsage
 	}
-	opts := catalog.Options{LimitMode: *limitMode, Layout: *layout}
+	opts := catalog.Options{LimitMode: *limitMode, Layout: *layout, FrontmatterPortability: *portability}
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintf(stderr, "lint: %v\n", err)
 		return ExitUsage

@@ -110,6 +110,7 @@ func TestUsageErrors(t *testing.T) {
 		"bad format":      {"--format", "xml", exampleDir},
 		"unknown flag":    {"--strict", exampleDir},
 		"bad limit mode":  {"--limit-mode", "maybe", exampleDir},
+		"bad portability": {"--frontmatter-portability", "serve", exampleDir},
 		"missing folder":  {filepath.Join(t.TempDir(), "nope")},
 		"folder is afile": {filepath.Join(exampleDir, ".claude-plugin", "plugin.json")},
 	}
@@ -148,6 +149,38 @@ func TestLimitModeFlag(t *testing.T) {
 	}
 	if code, out, _ := run(t, "--limit-mode", "warn", dir); code != lint.ExitOK || !strings.Contains(out, "skills/many: warning (limits)") {
 		t.Errorf("lint --limit-mode warn = %d:\n%s", code, out)
+	}
+}
+
+// TestFrontmatterPortabilityFlag: lint reports a plain `on` key and a
+// timestamp that PyYAML reads differently, with the line and the quoted
+// fix; skipped by default, warned with --frontmatter-portability warn, and
+// marked "ambiguous" in the JSON report.
+func TestFrontmatterPortabilityFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	md := filepath.Join(dir, "skills", "ci", "SKILL.md")
+	if err := os.MkdirAll(filepath.Dir(md), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := "---\nname: ci\ndescription: Runs on push.\nmetadata:\n  on: push\n  since: 2025-06-02 10:30:00\n---\n"
+	if err := os.WriteFile(md, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := `skills/ci/SKILL.md: skipped (frontmatter): frontmatter that YAML 1.1 hosts read differently: ` +
+		`line 5: key metadata.on is the string "on" in YAML 1.2 but the boolean true in YAML 1.1 (PyYAML); quote it: "on": ...; ` +
+		`line 6: metadata.since: 2025-06-02 10:30:00 is the string "2025-06-02 10:30:00" in YAML 1.2 but a timestamp (a datetime, not a string) in YAML 1.1 (PyYAML); quote it: since: "2025-06-02 10:30:00"` + "\n"
+	if code, out, _ := run(t, dir); code != lint.ExitSkipped || !strings.HasPrefix(out, want) {
+		t.Errorf("lint = %d:\n%s\nwant it to start\n%s", code, out, want)
+	}
+	code, out, _ := run(t, "--frontmatter-portability", "warn", dir)
+	if warned := strings.Replace(want, "skipped", "warning", 1); code != lint.ExitOK || !strings.HasPrefix(out, warned) || !strings.Contains(out, "skill://ci/SKILL.md") {
+		t.Errorf("lint --frontmatter-portability warn = %d:\n%s", code, out)
+	}
+	_, out, _ = run(t, "--format", "json", dir)
+	var r struct{ Problems []catalog.Problem }
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Problems) != 1 || !r.Problems[0].Ambiguous || !strings.Contains(out, `"ambiguous": true`) {
+		t.Errorf("lint --format json = %v:\n%s", err, out)
 	}
 }
 

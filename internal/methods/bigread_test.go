@@ -92,7 +92,7 @@ func TestForwardedReadOfLargestSkillFile(t *testing.T) {
 
 // TestForwardedBigReadMemory: a 16 MiB skill file that the upstream serves
 // is forwarded and hashed by the sidecar allocating a small multiple of
-// the reply (issue 4), and since issue 17 without holding any copy of it. The upstream writes a prebuilt SSE reply and the client
+// the reply, and without holding any copy of it. The upstream writes a prebuilt SSE reply and the client
 // discards what it reads, so nearly all that is allocated is the
 // sidecar's.
 func TestForwardedBigReadMemory(t *testing.T) {

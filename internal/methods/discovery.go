@@ -15,7 +15,7 @@ import (
 )
 
 // Discovery: which catalog URIs the upstream serves is learned from the
-// upstream's own listings, not by reading each URI (DESIGN.md decision 2).
+// upstream's own listings, not by reading each URI (docs/design.md, decision 2).
 // For an authorization context the overlay follows every page of the
 // upstream's resources/list and resources/templates/list, with the caller's
 // credentials and session (onbehalf.Upstream.Call); a

@@ -5,15 +5,19 @@
 // resources/subscribe and resources/unsubscribe of those files (recorded in
 // Options.Subscriptions, so package notify can tell the session when one
 // changes), and the sidecar's share of resources/list (appended after the
-// upstream's own pages).
+// upstream's own pages, without the URIs the upstream lists itself, with
+// the sizes skills/list states: stated.go).
 //
 // It also owns learning which catalog files the upstream serves itself
 // (overlay.go, discovery.go): from the upstream's own resources/list and
 // resources/templates/list (URI templates matched by uritemplate.go), taken
-// on the caller's behalf, and the digests of those files' served bytes.
+// on the caller's behalf, and the digests of those files' served bytes,
+// learned by reads of its own or from a forwarded read as it passes
+// (readwatch.go, readscan.go: published only when every client would take
+// the same reply, replyid.go).
 //
 // It also owns the per-request era checks of the 2026-07-28 wire for those
-// methods (PROTOCOL.md §1). It never forwards anything itself and writes
+// methods (docs/protocol.md §1). It never forwards anything itself and writes
 // nothing: an answer is a reply.Reply the proxy writes, a request it does not
 // own is left to the proxy, and a reply it must extend is edited
 // through the function EditReply returns. Entries are encoded once per

@@ -46,7 +46,7 @@ func alphaTool() *mcp.Tool {
 
 // TestModernChecks sends each method the sidecar owns on the modern wire
 // with one thing broken at a time, and expects the status and code of
-// PROTOCOL.md §1 from the sidecar itself.
+// docs/protocol.md §1 from the sidecar itself.
 func TestModernChecks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -54,3 +54,7 @@ func sumContexts(o *Overlay, count func(*authContext) int) int {
 	}
 	return n
 }
+
+// IDNumber is JavaScript's Number() of a raw JSON-RPC id (replyid.go),
+// for a test's judge of which reply a TypeScript client takes.
+func IDNumber(raw []byte) (float64, bool) { return idNumber(raw) }

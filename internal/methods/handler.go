@@ -215,11 +215,11 @@ func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request, u
 	case "agents/get":
 		return h.agentsGet(v, e, msg, r)
 	case "resources/directory/read":
-		return h.directoryRead(v, e, msg, uri)
+		return h.directoryRead(v, e, msg, r, uri)
 	case "resources/subscribe", "resources/unsubscribe":
 		return h.subscribe(msg, r, uri)
 	default: // resources/list, with one of the sidecar's cursors (resources/read is ServeLocal's)
-		return h.resourcesListLocal(v, e, msg)
+		return h.resourcesListLocal(r, v, e, msg)
 	}
 }
 
@@ -399,7 +399,7 @@ func indexOf(sorted []string, key string) int {
 	return -1
 }
 
-func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, uri string) ([]byte, error) {
+func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, r *http.Request, uri string) ([]byte, error) {
 	var d *catalog.Dir
 	if v.snap != nil {
 		d, _ = v.snap.Dir(uri)
@@ -421,6 +421,7 @@ func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, uri string)
 	for i, de := range d.Entries {
 		names[i], entries[i] = de.Name, encodeDirEntry(de)
 	}
+	entries = h.statedDirEntries(r, msg, v, d, names, entries, last, has)
 	b := make([]byte, 0, 1024)
 	b = append(b, '{')
 	b = listPage(b, "resources", names, entries, last, has, h.opts.PageSize, cursorDir)

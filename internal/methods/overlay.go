@@ -21,7 +21,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
-// Upstream-served skill files (DESIGN.md decision 2). When the upstream
+// Upstream-served skill files (docs/design.md, decision 2). When the upstream
 // itself serves a URI of the catalog, its bytes win: the sidecar serves
 // nothing for that URI, forwards reads of it, and publishes the digest, size
 // and (for SKILL.md) frontmatter of what the upstream actually returns. Who

@@ -15,15 +15,15 @@ import (
 )
 
 // readScan learns the digest of a forwarded resources/read while its reply
-// passes, without holding it (issue 17 item 4): it is fed the bytes of one
+// passes, without holding it: it is fed the bytes of one
 // JSON-RPC message in pieces of any size, checks the whole message as JSON
 // (a byte at a time outside strings, a run at a time inside them), and
 // feeds the decoded bytes of every contents[].text (the JSON string
 // unescaped) and contents[].blob (base64 decoded) straight into SHA-256
 // and a size count, and, for a SKILL.md, into the text frontmatter is
 // parsed from. What it learns counts only when the message ended whole and
-// valid: a response (jsonrpc "2.0", the request's raw id, result xor error,
-// no method) whose result holds exactly one contents entry for the
+// valid: a response (jsonrpc "2.0", an id a client could match to the
+// request's (mayAnswer), result xor error, no method) whose result holds exactly one contents entry for the
 // requested URI, with text or blob. Anything else is a failure, never a
 // digest that differs from what decoding the whole message with
 // encoding/json gives (FuzzReadScan).
@@ -768,8 +768,14 @@ func (s *readScan) End() (scanOutcome, served) {
 	if s.failed || !s.done || string(s.jsonrpc) != `"2.0"` {
 		return scanInvalid, served{}
 	}
-	if s.hasMethod || !bytes.Equal(s.id, s.wantID) {
+	if s.id == nil || !mayAnswer(s.wantID, s.id) {
 		return scanOther, served{}
+	}
+	if s.hasMethod {
+		if s.hasResult || s.hasError {
+			return scanInvalid, served{} // a request to one reader, perhaps the reply to another
+		}
+		return scanOther, served{} // a server request that reuses the id
 	}
 	switch {
 	case s.hasResult == s.hasError:

@@ -29,7 +29,7 @@ func referenceRead(msg []byte, uri string, id []byte) (digest string, size int, 
 	if _, m := top["method"]; m {
 		return "", 0, false
 	}
-	if _, e := top["error"]; e || !bytes.Equal(top["id"], id) {
+	if _, e := top["error"]; e || !mayAnswer(id, top["id"]) {
 		return "", 0, false
 	}
 	var result struct {
@@ -189,7 +189,14 @@ func TestReadScan(t *testing.T) {
 		"Contents beside contents": {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"contents\":[{\"uri\":\"u\",\"text\":\"a\"}],\"Contents\":[]}}", "u", "1", scanInvalid, ""},
 		"long-s contents":          {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"a"}],"contentſ":[]}}`, "u", "1", scanInvalid, ""},
 		"URI beside uri":           {`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","URI":"v","text":"a"}]}}`, "u", "1", scanInvalid, ""},
-		"ID beside id":             {`{"jsonrpc":"2.0","id":1,"ID":2,"result":{"contents":[{"uri":"u","text":"a"}]}}`, "u", "1", scanInvalid, ""},
+		// Clients match ids by value (replyid.go): every spelling a client
+		// takes is the reply.
+		"id as a string":          {`{"jsonrpc":"2.0","id":"1","result":{"contents":[{"uri":"u","text":"a"}]}}`, "u", "1", scanServed, sha("a")},
+		"id as 1.0":               {`{"jsonrpc":"2.0","id":1.0,"result":{"contents":[{"uri":"u","text":"a"}]}}`, "u", "1", scanServed, sha("a")},
+		"id as 1e0, not found":    {`{"jsonrpc":"2.0","id":1e0,"error":{"code":-32602,"message":"x"}}`, "u", "1", scanNotFound, ""},
+		"server request, same id": {`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}`, "u", "1", scanOther, ""},
+		"method beside a result":  {`{"jsonrpc":"2.0","id":"1","method":null,"result":{"contents":[{"uri":"u","text":"a"}]}}`, "u", "1", scanInvalid, ""},
+		"ID beside id":            {`{"jsonrpc":"2.0","id":1,"ID":2,"result":{"contents":[{"uri":"u","text":"a"}]}}`, "u", "1", scanInvalid, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -5,13 +5,15 @@ import (
 	"net/http"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // readWatch is the rewrite.Observer of a forwarded resources/read of a
 // catalog URI: each message of the reply goes through one readScan as it
 // passes, and what the read served is published only when the reply ended
 // cleanly, every message in it was valid and exactly one answered the
-// request. Anything else (a cut reply, bytes that are no JSON-RPC message,
+// request (any message whose id a client could match to the request's:
+// replyid.go). Anything else (a cut reply, bytes that are no JSON-RPC message,
 // two answers) publishes nothing, and the next listing learns the file its
 // own way. The client gets the upstream's bytes either way: the watch
 // never changes them.
@@ -43,17 +45,22 @@ func (w *readWatch) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// EndMessage implements rewrite.Observer.
-func (w *readWatch) EndMessage() {
+// EndMessage implements rewrite.Observer. A message no client reads (an
+// SSE event of another type) does not count; one that some clients read
+// and others ignore spoils the observation when it could be the reply.
+func (w *readWatch) EndMessage(d rewrite.Dispatch) {
 	if !w.pending || w.spoiled {
 		return // an event without data is no message (SSE)
 	}
 	w.pending = false
 	out, s := w.scan.End()
-	switch out {
-	case scanInvalid:
+	switch {
+	case d == rewrite.DispatchNone:
+	case out == scanInvalid:
 		w.spoiled = true
-	case scanOther: // a notification or a server request in the stream
+	case out == scanOther: // a notification or a server request in the stream
+	case d == rewrite.DispatchSome:
+		w.spoiled = true
 	default:
 		w.answers++
 		w.outcome, w.verdict = out, s

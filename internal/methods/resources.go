@@ -36,10 +36,13 @@ func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []b
 		return nil
 	}
 	e, _ := checkEra(r.Header, msg)
-	return func(reply []byte) []byte { return h.appendResources(v, e, reply) }
+	return func(reply []byte) []byte { return h.appendResources(r, msg, v, e, reply) }
 }
 
-func (h *Handler) appendResources(v *view, e era, reply []byte) []byte {
+// appendResources appends the sidecar's first page of resources to the
+// upstream's last page, leaving out the URIs the upstream lists itself
+// (stated.go).
+func (h *Handler) appendResources(r *http.Request, msg rewrite.Message, v *view, e era, reply []byte) []byte {
 	m, err := rewrite.ParseMessage(reply)
 	if err != nil {
 		return reply
@@ -55,7 +58,8 @@ func (h *Handler) appendResources(v *view, e era, reply []byte) []byte {
 		b := []byte(`{"jsonrpc":"2.0","id":`)
 		b = append(b, m.ID...)
 		b = append(b, `,"result":`...)
-		b = append(b, h.resourcesPage(v, e, false, "")...)
+		uris, entries := h.ownResources(r, msg, v, nil, "", false)
+		b = append(b, h.resourcesPage(uris, entries, e, false, "")...)
 		return append(b, '}')
 	case rewrite.KindResponse:
 	default:
@@ -64,13 +68,17 @@ func (h *Handler) appendResources(v *view, e era, reply []byte) []byte {
 	if nc, ok := rewrite.GetKey(m.Result, []string{"nextCursor"}); ok && string(nc) != "null" && string(nc) != `""` {
 		return reply // not the upstream's last page yet
 	}
-	from, to, more := page(v.resURIs, "", false, h.opts.PageSize)
-	out, err := rewrite.AppendToArray(reply, []string{"result", "resources"}, v.resEntries[from:to]...)
+	uris, entries := h.ownResources(r, msg, v, pageURIs(m.Result), "", false)
+	from, to, more := page(uris, "", false, h.opts.PageSize)
+	if to == from {
+		return reply // every catalog URI is the upstream's own
+	}
+	out, err := rewrite.AppendToArray(reply, []string{"result", "resources"}, entries[from:to]...)
 	if err != nil {
 		return reply
 	}
 	if more {
-		c, _ := json.Marshal(makeCursor(cursorResources, v.resURIs[to-1]))
+		c, _ := json.Marshal(makeCursor(cursorResources, uris[to-1]))
 		if out, err = rewrite.SetKey(out, []string{"result", "nextCursor"}, c); err != nil {
 			return reply
 		}
@@ -78,20 +86,21 @@ func (h *Handler) appendResources(v *view, e era, reply []byte) []byte {
 	return out
 }
 
-func (h *Handler) resourcesListLocal(v *view, e era, msg rewrite.Message) ([]byte, error) {
+func (h *Handler) resourcesListLocal(r *http.Request, v *view, e era, msg rewrite.Message) ([]byte, error) {
 	last, has, err := cursorParam(msg, cursorResources)
 	if err != nil {
 		return nil, err
 	}
-	return h.resourcesPage(v, e, has, last), nil
+	uris, entries := h.ownResources(r, msg, v, nil, last, has)
+	return h.resourcesPage(uris, entries, e, has, last), nil
 }
 
 // resourcesPage encodes a resources/list result of the sidecar's page after
 // last; modern results carry the cacheable fields.
-func (h *Handler) resourcesPage(v *view, e era, has bool, last string) []byte {
+func (h *Handler) resourcesPage(uris []string, entries []json.RawMessage, e era, has bool, last string) []byte {
 	b := make([]byte, 0, 4096)
 	b = append(b, '{')
-	b = listPage(b, "resources", v.resURIs, v.resEntries, last, has, h.opts.PageSize, cursorResources)
+	b = listPage(b, "resources", uris, entries, last, has, h.opts.PageSize, cursorResources)
 	if !e.modern {
 		return append(b, '}')
 	}

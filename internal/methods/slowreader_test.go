@@ -100,7 +100,7 @@ func settle(t *testing.T) {
 
 // TestSlowReadersShareOneFile: ten clients that ask for a 12 MB skill
 // file the sidecar serves and never read the reply cost the sidecar no
-// copy of the file each (issue 15 item 5): the live heap grows by much
+// copy of the file each: the live heap grows by much
 // less than one encoded copy, where it grew by ten (16 MB each, as
 // base64), and so does the process's resident set.
 func TestSlowReadersShareOneFile(t *testing.T) {
@@ -171,7 +171,7 @@ func TestSlowReadersShareOneFile(t *testing.T) {
 			}
 			// The test binary's own RSS (other tests, the race detector's
 			// shadow memory) says nothing of a sidecar's; what the stalled
-			// readers add to it does. README's Limits has the binary's.
+			// readers add to it does. docs/security.md's Limits has the binary's.
 			if rss > rssBefore && rss-rssBefore > 32<<20 {
 				t.Errorf("10 stalled readers grew the process RSS by %.1f MiB, want under 32 MiB", float64(rss-rssBefore)/(1<<20))
 			}
@@ -191,7 +191,7 @@ func TestSlowReadersShareOneFile(t *testing.T) {
 // TestForwardedReadReleasedOnDisconnect: a 16 MiB skill file the upstream
 // serves, forwarded and hashed on its way to clients that never read it,
 // holds at most the documented 3× its reply per client while they stall,
-// and all of it is released once they go away (issue 15 item 5).
+// and all of it is released once they go away.
 func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
 	snap, data := bigSkill(t)
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{

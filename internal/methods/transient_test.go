@@ -17,7 +17,7 @@ import (
 // on the first resources/templates/list cuts that discovery short; the set
 // it gave answers that request only, so the next skills/list asks again and
 // publishes the digest of the upstream's LF bytes (found in review: the cut
-// set was kept for the TTL, publishing the plugin's digests; DESIGN.md 2).
+// set was kept for the TTL, publishing the plugin's digests; docs/design.md, decision 2).
 func TestTransientListingErrorNotKept(t *testing.T) {
 	snap := discoveryPlugin(t, []string{"notes"}, 1)
 	s := mcp.NewServer(&mcp.Implementation{Name: "templated", Version: "1"}, nil)

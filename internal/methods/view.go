@@ -98,11 +98,7 @@ type resource struct {
 // carries its skill's name and description (the conformance scenarios look
 // for them); any other file is named by its path after the scheme.
 func encodeResource(snap *catalog.Snapshot, f *catalog.File) []byte {
-	r := resource{URI: f.URI, Name: strings.TrimPrefix(f.URI, catalog.Scheme), MIMEType: f.MIMEType, Size: &f.Size}
-	if sk, ok := snap.Skill(f.URI); ok {
-		r.Name, r.Description = sk.Name, sk.Description
-	}
-	return mustJSON(r)
+	return encodeResourceSized(snap, f, &f.Size)
 }
 
 func encodeDirEntry(e catalog.DirEntry) []byte {
@@ -111,6 +107,12 @@ func encodeDirEntry(e catalog.DirEntry) []byte {
 		r.Size = &e.Size
 	}
 	return mustJSON(r)
+}
+
+// encodeDirEntryUnsized is a file's directory entry with no size: one the
+// upstream serves whose served size is not known (stated.go).
+func encodeDirEntryUnsized(e catalog.DirEntry) []byte {
+	return mustJSON(resource{URI: e.URI, Name: path.Base(e.Name), MIMEType: e.MIMEType})
 }
 
 type agentCard struct {

@@ -152,7 +152,7 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 		t.Errorf("%d runbook_url lines for %d alerts", n, strings.Count(string(rules), "- alert:"))
 	}
 	if bad := missingRunbooks(string(rules), string(readme)); len(bad) > 0 {
-		t.Errorf("alerts without a README heading (their runbook_url leads nowhere): %v", bad)
+		t.Errorf("alerts without a heading in docs/operations.md (their runbook_url leads nowhere): %v", bad)
 	}
 	if bad := missingRunbooks("        - alert: SkillsSidecarNoSuchAlert\n", string(readme)); len(bad) != 1 {
 		t.Errorf("missingRunbooks missed an alert with no heading: %v", bad)

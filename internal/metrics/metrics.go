@@ -30,6 +30,7 @@ type Metrics struct {
 	catalogReloads       *prometheus.CounterVec
 	catalogLastReload    prometheus.Gauge
 	catalogProblems      *prometheus.GaugeVec
+	catalogAmbiguous     *prometheus.GaugeVec
 	catalogDropped       *prometheus.CounterVec
 	digestRefreshes      prometheus.Counter
 	digestMismatches     prometheus.Counter
@@ -72,6 +73,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		catalogProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_problems",
 			Help: "Plugin items skipped or warned in the catalog being served, by kind (the lint kinds) and severity."},
 			[]string{"kind", "severity"}),
+		catalogAmbiguous: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "catalog_frontmatter_ambiguous",
+			Help: "SKILL.md files in the catalog being served whose frontmatter YAML 1.1 hosts (PyYAML) read differently, by severity (skip; warn: served under frontmatter-portability warn). Also counted in catalog_problems as kind frontmatter."},
+			[]string{"severity"}),
 		catalogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "catalog_dropped_total",
 			Help: "Skills and agents the previous catalog served that a successful reload no longer serves, by kind (skill, agent): removed by the author, or skipped because an update broke them."},
 			[]string{"kind"}),
@@ -95,7 +99,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "1 for the protocol eras the upstream was last learned to speak (unknown, legacy, modern or dual), 0 for the others."},
 			[]string{"era"}),
 		bridgeSessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "bridge_sessions",
-			Help: "Sessions the era bridge holds: legacy upstream sessions for 2026-07-28 callers, or sessions it minted for legacy callers of a modern-only upstream (capped by the bridge; see the README)."}),
+			Help: "Sessions the era bridge holds: legacy upstream sessions for 2026-07-28 callers, or sessions it minted for legacy callers of a modern-only upstream that hold state on this replica (a log level, subscriptions, GET streams; capped by the bridge; see docs/bridge.md)."}),
 		callerRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "caller_refusals_total",
 			Help: "Places in a bounded table callers share (held sessions, pending calls, listen streams, subscriptions) refused, by table and refusal (share: the caller held its own share, HTTP 429; full: the table was full, HTTP 503)."},
 			[]string{"table", "refusal"}),
@@ -104,7 +108,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.requestDuration, m.upstreamResponse, m.declarationsInjected, m.catalogSkills, m.catalogAgents,
-		m.catalogReloads, m.catalogLastReload, m.catalogProblems, m.catalogDropped, m.digestRefreshes, m.digestMismatches, m.hashedBytes, m.activeStreams,
+		m.catalogReloads, m.catalogLastReload, m.catalogProblems, m.catalogAmbiguous, m.catalogDropped, m.digestRefreshes, m.digestMismatches, m.hashedBytes, m.activeStreams,
 		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, m.callerRefusals, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
@@ -115,6 +119,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	}
 	for _, v := range []string{"skill", "agent"} {
 		m.catalogDropped.WithLabelValues(v)
+	}
+	for _, v := range []string{"skip", "warn"} {
+		m.catalogAmbiguous.WithLabelValues(v)
 	}
 	for _, v := range []string{"legacy", "modern"} {
 		m.declarationsInjected.WithLabelValues(v)
@@ -217,7 +224,7 @@ func (m *Metrics) Request(method, route string, status int, d time.Duration) {
 	}
 	method, outcome := MethodLabel(method), OutcomeLabel(status)
 	m.requests.WithLabelValues(method, route, outcome).Inc()
-	// Latency by outcome too (issue 8): a fast 4xx refusal and a slow 2xx
+	// Latency by outcome too: a fast 4xx refusal and a slow 2xx
 	// stream are different costs, and mixing them hides both.
 	m.requestDuration.WithLabelValues(method, route, outcome).Observe(d.Seconds())
 }
@@ -252,8 +259,12 @@ func (m *Metrics) StreamClosed() {
 	}
 }
 
-// Problem is one catalog problem's labels.
-type Problem struct{ Kind, Severity string }
+// Problem is one catalog problem's labels. Ambiguous marks a frontmatter
+// problem that is only a YAML 1.1 ambiguity (catalog.Problem.Ambiguous).
+type Problem struct {
+	Kind, Severity string
+	Ambiguous      bool
+}
 
 // CatalogReload records a catalog load: ok, and for a success the counts and the
 // problems of the catalog now served.
@@ -270,8 +281,15 @@ func (m *Metrics) CatalogReload(ok bool, at time.Time, skills, agents int, probl
 	m.catalogSkills.Set(float64(skills))
 	m.catalogAgents.Set(float64(agents))
 	m.catalogProblems.Reset()
+	ambiguous := map[string]int{"skip": 0, "warn": 0}
 	for _, p := range problems {
 		m.catalogProblems.WithLabelValues(p.Kind, p.Severity).Inc()
+		if p.Ambiguous {
+			ambiguous[p.Severity]++
+		}
+	}
+	for sev, n := range ambiguous {
+		m.catalogAmbiguous.WithLabelValues(sev).Set(float64(n))
 	}
 }
 

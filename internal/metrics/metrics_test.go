@@ -201,11 +201,18 @@ func TestCardinalityIsBounded(t *testing.T) {
 		w.WriteHeader(upstreamStatuses[int(n.Add(1))%len(upstreamStatuses)])
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}))
+	// series counts the sidecar's series but those of the caller tables,
+	// which exist from the start, two per table the assembly builds
+	// (counted by tables).
+	tables := 0
 	series := func() int {
 		mfs, _ := reg.Gather()
 		n := 0
 		for _, mf := range mfs {
-			if strings.HasPrefix(mf.GetName(), metrics.Namespace) {
+			switch {
+			case mf.GetName() == metrics.Namespace+"_caller_refusals_total":
+				tables = len(mf.GetMetric()) / 2
+			case strings.HasPrefix(mf.GetName(), metrics.Namespace):
 				n += len(mf.GetMetric())
 			}
 		}
@@ -227,7 +234,10 @@ func TestCardinalityIsBounded(t *testing.T) {
 		}
 	}
 	if n := series(); n > 60 {
-		t.Errorf("series after 10,000 distinct requests = %d, want a small constant (<= 60)", n)
+		t.Errorf("series after 10,000 distinct requests = %d (besides the caller tables'), want a small constant (<= 60)", n)
+	}
+	if tables > 8 {
+		t.Errorf("caller refusal series for %d tables after 10,000 distinct requests, want the few tables the assembly builds (<= 8)", tables)
 	}
 	if got := value(t, reg, "skills_sidecar_requests_total", map[string]string{"method": "other"}); got < 3333 {
 		t.Errorf("unknown methods counted as other = %v, want >= 3333", got)
@@ -279,6 +289,29 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 
 // TestNotificationLabels: notifications_total counts by method and outcome,
 // and a method outside the sidecar's three grows no series.
+// TestAmbiguousFrontmatterGauge: the SKILL.md files whose frontmatter YAML
+// 1.1 hosts read differently are counted by severity, both series always
+// present, and the gauge follows the catalog now served.
+func TestAmbiguousFrontmatterGauge(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "test")
+	m.CatalogReload(true, time.Now(), 1, 0, []metrics.Problem{
+		{Kind: "frontmatter", Severity: "skip", Ambiguous: true},
+		{Kind: "frontmatter", Severity: "skip", Ambiguous: true},
+		{Kind: "frontmatter", Severity: "skip"},
+		{Kind: "frontmatter", Severity: "warn", Ambiguous: true},
+	})
+	const name = "skills_sidecar_catalog_frontmatter_ambiguous"
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, name, "gauge", `{severity="skip"} 2`, `{severity="warn"} 1`), name); err != nil {
+		t.Error(err)
+	}
+	m.CatalogReload(true, time.Now(), 1, 0, nil)
+	if err := testutil.GatherAndCompare(reg, exposition(t, reg, name, "gauge", `{severity="skip"} 0`, `{severity="warn"} 0`), name); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestNotificationLabels(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()

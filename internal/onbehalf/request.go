@@ -40,7 +40,7 @@ func Modern(msg rewrite.Message) bool {
 // caller's _meta, and the request the headers the wire requires:
 // MCP-Protocol-Version (the caller's header, else its _meta's version),
 // Mcp-Method and, for the methods that name a target, Mcp-Name
-// (PROTOCOL.md §1). It carries the caller's credentials, session, era and
+// (docs/protocol.md §1). It carries the caller's credentials, session, era and
 // trace headers and, through SetForwarded, its network identity exactly as
 // a forwarded request does. r's context bounds it.
 func (u *Upstream) newRequest(r *http.Request, caller rewrite.Message, purpose, method string, params map[string]json.RawMessage) (*http.Request, json.RawMessage, error) {

@@ -163,7 +163,7 @@ var contentTypeJSON = []string{"application/json"}
 // upstream_unreachable, whether the dial was refused or a pooled connection
 // turned out dead (EOF, reset). Unlike upstreamError it never says
 // upstream_error: with no reply there is nothing the upstream said wrong.
-// Its message is upstreamError's, which names no address (issue 15, item 8).
+// Its message is upstreamError's, which names no address.
 func NoReplyError(err error) *reply.Error {
 	e := upstreamError(err)
 	if e.Status == http.StatusGatewayTimeout {

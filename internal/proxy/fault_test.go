@@ -22,7 +22,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
-// The tests of issue 15 against package faultserver's misbehaving upstream,
+// The fault tests against package faultserver's misbehaving upstream,
 // through the whole proxy.
 
 // faultSidecar is a proxy (default transport) in front of upstream with
@@ -45,7 +45,7 @@ func faultSidecar(t *testing.T, upstream string) (string, *prometheus.Registry, 
 	return srv.URL + "/mcp", reg, logs
 }
 
-// TestSidecarCallersGetTheirOwnReplies is issue 15's first repro through
+// TestSidecarCallersGetTheirOwnReplies is the first of them through
 // the sidecar: after every reply the upstream writes a second one on the
 // same connection 20 ms later (or its body runs past its Content-Length
 // into a second response), and five callers with different credentials,

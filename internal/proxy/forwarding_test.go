@@ -41,7 +41,7 @@ func sidecarWith(t *testing.T, upstream string, opts proxy.Options) string {
 }
 
 // TestStreamOutlivesUpstreamTimeout: UpstreamTimeout bounds the wait for
-// response headers only (issue 2: long-lived streams are not cut by
+// response headers only (long-lived streams are not cut by
 // timeouts meant for short requests). An upstream that answers at once and
 // then spreads its events over three times the timeout reaches the client
 // whole, on a GET stream and on a POST's SSE reply alike; the same sidecar
@@ -231,7 +231,7 @@ func TestDELETEEndsGoSDKSession(t *testing.T) {
 const discoverReq = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
 
 // legacyRefusals are ways an upstream that knows only the legacy era turns
-// down server/discover (PROTOCOL.md §2: the client falls back to initialize
+// down server/discover (docs/protocol.md §2: the client falls back to initialize
 // on any reply that is not a recognised modern error).
 var legacyRefusals = []struct {
 	name, contentType, body string

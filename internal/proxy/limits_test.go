@@ -98,7 +98,7 @@ func TestOversizedJSONReplyRefused(t *testing.T) {
 }
 
 // TestOversizedSSEEventEndsStream: an SSE event larger than --max-event-bytes
-// in a stream the sidecar parses ends the client's stream loudly (README,
+// in a stream the sidecar parses ends the client's stream loudly (docs/security.md,
 // Limits): the events before it arrive whole, then the reply is cut (no
 // clean end, so the client cannot mistake it for a complete stream), and not
 // one byte of the oversized event is passed on. A stream the sidecar does

@@ -57,7 +57,7 @@ func requestLine(t *testing.T, logs *observer.ObservedLogs) []observer.LoggedEnt
 }
 
 // TestRequestLogLine: each request ends in exactly one log line, at the
-// level issue 8 and the README name (debug for a request that went well,
+// level docs/operations.md names (debug for a request that went well,
 // info for the sidecar's own refusal, warn for a failure), carrying method,
 // era, route, outcome, status, the upstream's own status and duration, and
 // for a failure the error, and nothing else.

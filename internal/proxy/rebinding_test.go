@@ -13,7 +13,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 )
 
-// TestDNSRebindingRefusedBySidecar is the attack of issue 15, item 3: a
+// TestDNSRebindingRefusedBySidecar is the DNS-rebinding attack: a
 // page whose name rebinds to this machine sends Host: evil.example and
 // Origin: http://evil.example, equal to each other. A go-sdk upstream on
 // loopback refuses that Host itself, but it only ever sees the Host the

@@ -22,7 +22,7 @@ const (
 // record counts and logs a request that has ended: exactly one line per
 // request, at a level chosen by levelFor, carrying method, era, route,
 // outcome, status, upstream status, duration and (for failures) the error.
-// The line never carries header values, ids or bodies (issue 8: no tokens,
+// The line never carries header values, ids or bodies (no tokens,
 // raw session ids or skill bodies).
 func (p *Proxy) record(pl *plan, route string, status int) {
 	d := time.Since(pl.start)

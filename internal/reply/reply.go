@@ -4,7 +4,7 @@
 // the constants below the one set of codes. The sidecar's own methods
 // (package methods) and the auth gate return these values; package proxy
 // alone turns them into wire replies, always with the id of the caller's
-// request, so no answer can carry another id (STYLE.md point 9). It holds
+// request, so no answer can carry another id (docs/design.md, decision 11). It holds
 // types only: no I/O, no encoding.
 package reply
 
@@ -32,7 +32,7 @@ const (
 	CodeMethodNotFound = -32601
 
 	// The legacy wire's numbers for three of the errors above, which the
-	// 2026-07-28 revision renumbered (PROTOCOL.md §7); the era bridge maps
+	// 2026-07-28 revision renumbered (docs/protocol.md §6); the era bridge maps
 	// between them.
 	CodeLegacyHeaderMismatch     = -32001
 	CodeLegacyMissingClientCap   = -32003

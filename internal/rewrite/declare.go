@@ -40,7 +40,7 @@ type Declaration struct {
 	ResourcesListChanged bool
 }
 
-// SkillsSidecar returns the sidecar's declaration (PROTOCOL.md §2): skills
+// SkillsSidecar returns the sidecar's declaration (docs/protocol.md §2): skills
 // with directoryRead, agents with listChanged (the sidecar sends
 // notifications/agents/list_changed when the roster changes), and resources
 // with listChanged.

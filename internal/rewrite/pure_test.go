@@ -12,7 +12,7 @@ import (
 )
 
 // pureImports returns everything the package may import: bytes and JSON,
-// no network, clock, logger or metrics (STYLE.md §3).
+// no network, clock, logger or metrics (docs/design.md, decision 11).
 func pureImports() []string {
 	return []string{"bytes", "encoding/binary", "encoding/json", "errors", "fmt", "io", "slices", "strconv", "strings", "unicode/utf8"}
 }

@@ -18,7 +18,8 @@ import (
 // reload, never an empty change: package notify sends nothing for those).
 func (s *Sidecar) startCatalog(ctx context.Context, cfg config.Config, o Options) error {
 	log, m := o.Logger, s.Metrics
-	opts := catalog.Options{LimitMode: cfg.LimitMode, PollInterval: cfg.PollInterval, Layout: cfg.PluginLayout}
+	opts := catalog.Options{LimitMode: cfg.LimitMode, PollInterval: cfg.PollInterval, Layout: cfg.PluginLayout,
+		FrontmatterPortability: cfg.FrontmatterPortability}
 	switch {
 	case o.Snapshot != nil:
 		s.Snapshot = o.Snapshot
@@ -74,7 +75,7 @@ func logProblems(log *zap.Logger, ps []catalog.Problem) {
 func problemLabels(ps []catalog.Problem) []metrics.Problem {
 	out := make([]metrics.Problem, len(ps))
 	for i, p := range ps {
-		out[i] = metrics.Problem{Kind: p.Kind, Severity: p.Severity}
+		out[i] = metrics.Problem{Kind: p.Kind, Severity: p.Severity, Ambiguous: p.Ambiguous}
 	}
 	return out
 }

@@ -16,7 +16,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -32,6 +34,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sessionkeys"
 )
 
 // Options are what the sidecar is built from besides its Config.
@@ -53,6 +56,9 @@ type Options struct {
 	// Snapshot, when set, is the catalog served instead of the one the
 	// Config names: for tests that drive a catalog.Watcher themselves.
 	Snapshot func() *catalog.Snapshot
+	// SessionKeysInterval is how often the session keys file is read
+	// again; 0 means sessionkeys.DefaultInterval.
+	SessionKeysInterval time.Duration
 }
 
 // Sidecar is the assembled sidecar. Its parts are exposed for the
@@ -74,6 +80,9 @@ type Sidecar struct {
 	// Notify carries the catalog's changes to the proxy's streams.
 	Notify  *notify.Hub
 	Metrics *metrics.Metrics
+	// SessionKeys seal the sessions minted for legacy clients; nil with
+	// --era-bridge off.
+	SessionKeys *sessionkeys.Source
 	// Callers says who a request's caller is, for every table callers
 	// share (package caller): the auth-headers when the gate is on,
 	// otherwise the address, believing trusted-proxies' headers.
@@ -115,11 +124,27 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		return nil, err
 	}
 	direct := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
+	var keys *sessionkeys.Source
+	if cfg.EraBridge == "auto" {
+		// The keys of the sessions the legacy front mints: shared by every
+		// replica that mounts the same file.
+		if keys, err = sessionkeys.Open(cfg.SessionKeysFile, sessionkeys.Options{Logger: o.Logger, Interval: o.SessionKeysInterval}); err != nil {
+			return nil, err
+		}
+		s.SessionKeys = keys
+		go keys.Run(ctx)
+	}
 	// The upstream's eras, learned by probes on the direct transport; with
 	// era-bridge auto every other request goes through the bridge, which
 	// passes it through untouched unless the upstream lacks its era.
+	var warnOnce sync.Once
 	s.Eras = &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: o.Logger,
-		OnChange: func(e bridge.Eras) { s.Metrics.UpstreamEra(e.Label()) }}
+		OnChange: func(e bridge.Eras) {
+			if keys != nil && e.Known && e.Modern && !e.Legacy && !keys.FromFile() {
+				warnOnce.Do(func() { warnProcessKey(o.Logger, keys.Path()) })
+			}
+			s.Metrics.UpstreamEra(e.Label())
+		}}
 	go s.Eras.Run(ctx)
 	var transport http.RoundTripper = direct
 	bridged := false
@@ -135,9 +160,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 			Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		bt.Start(ctx)
 		// In front of it, the legacy front: legacy clients of a modern-only
-		// upstream (issue 20 item 3).
+		// upstream.
 		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted),
-			Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
+			Keys: keys.Keys, Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		front.Start(ctx)
 		// Only a one-sided upstream's requests reach the bridge: a
 		// dual-era upstream's go straight to the hop.
@@ -196,10 +221,22 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	return s, err
 }
 
-// Handler is the MCP listener's handler: the proxy at /mcp.
+// warnProcessKey says that the sessions minted for legacy clients open on
+// this replica only: the legacy front is in use and no keys file is read.
+func warnProcessKey(log *zap.Logger, path string) {
+	log.Warn("era bridge: the upstream speaks only 2026-07-28, and the sessions minted for its legacy clients are sealed with a key of this process alone: "+
+		"behind a Service without session affinity they work only on the replica that minted them, and a restart ends them all; "+
+		"mount the session keys Secret (docs/replicas.md)", zap.String("session_keys_file", path))
+}
+
+// Handler is the MCP listener's handler: the proxy at /mcp, and at /mcp/
+// exactly as at /mcp (every method), since Python clients follow the
+// redirect Starlette-based servers send from /mcp/ to /mcp and expect the
+// slash to work. Nothing else under /mcp/ is served.
 func (s *Sidecar) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.Proxy)
+	mux.Handle("/mcp/{$}", s.Proxy)
 	return mux
 }
 

@@ -122,7 +122,7 @@ func inspectorTools(t *testing.T) (node, inspector string) {
 
 // TestAgreesWithInspector runs `mcp-inspector --cli URL --method skills/list
 // --verify` (@modelcontextprotocol/inspector 2.12.0) and verify against the
-// good fake, the broken servers of issue 9 and the sidecar, in both eras,
+// good fake, the deliberately broken servers and the sidecar, in both eras,
 // and wants the two tools to agree on pass or fail, except where a case
 // says the inspector is blind to the fault by design. It needs the e2e
 // tools (scripts/install-e2e-tools.sh) and runs only when VERIFY_E2E_TOOLS

@@ -12,7 +12,7 @@ import (
 
 // TestImportsArePure: the package reads values and returns values; net/http
 // only for its Header type (no client, no server), no clock, logger or
-// metrics (STYLE.md §3).
+// metrics (docs/design.md, decision 11: a small pure core).
 func TestImportsArePure(t *testing.T) {
 	t.Parallel()
 	allowed := []string{"encoding/base64", "net/http", "strconv", "strings", "unicode/utf8",

@@ -13,7 +13,7 @@
 // Serves http://127.0.0.1:PORT/mcp: the 2026-07-28 wire (per-request _meta,
 // server/discover) and a stateless legacy initialize. The roster and the
 // workflow-agent details are the draft's own examples (plus the
-// modelRoutingHint of PROTOCOL.md section 4). FAULT breaks one thing on
+// modelRoutingHint of docs/protocol.md section 4). FAULT breaks one thing on
 // purpose; each must make a strict host (and `skills-sidecar verify`) fail:
 //   agent-object        agents/get sends the card object as "agent"
 //   agent-other-name    agents/get names another agent

@@ -16,7 +16,7 @@
 //   node modern-upstream.mjs PORT --modern-only
 //
 // serves the 2026-07-28 revision alone, refusing legacy traffic as that
-// revision says a modern-only server does (issue 20 item 3's test peer):
+// revision says a modern-only server does (the legacy front's test peer):
 //   - versioning page, Compatibility Matrix, row Legacy/Modern, HTTP: the
 //     legacy client's request "is missing the required headers and is rejected
 //     per server validation with 400 Bad Request", i.e. a HeaderMismatch

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Era-bridge comparison (issue 20): the same scenario of the same legacy
+// Era-bridge comparison: the same scenario of the same legacy
 // upstream, run on the legacy wire and, through the sidecar's era bridge,
 // on the 2026-07-28 one. Configurations come in pairs named
 // "legacy-SUITE" and "modern-SUITE" (scripts/e2e-transparency.sh --bridged).
@@ -49,7 +49,7 @@ func CompareBridged(direct, sidecar map[Key]Result) (rows []BridgedRow, passed, 
 
 // CompareEras is CompareBridged from the wire whose configurations are
 // named with prefix from to the one named with prefix to: -reverse
-// compares "modern-" to "legacy-", the check of issue 20 for legacy
+// compares "modern-" to "legacy-", the bridge's check for legacy
 // clients in front of a modern-only upstream (the row's LegacyBy then
 // names who passed on the modern wire, Modern the legacy wire's outcome).
 func CompareEras(direct, sidecar map[Key]Result, from, to string) (rows []BridgedRow, passed, failed int) {

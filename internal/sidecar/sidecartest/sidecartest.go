@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
@@ -42,6 +43,11 @@ type Options struct {
 	// Wrap, when set, wraps the sidecar's handler: for a test that
 	// watches every request come and go.
 	Wrap func(http.Handler) http.Handler
+	// SessionKeysInterval is how often the session keys file is read
+	// again; 0 means the production default.
+	SessionKeysInterval time.Duration
+	// Logger receives the sidecar's logs; nil logs nothing.
+	Logger *zap.Logger
 }
 
 // Sidecar is a running sidecar.
@@ -66,7 +72,8 @@ func Start(t TB, upstream string, o Options) *Sidecar {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	reg := prometheus.NewRegistry()
-	s, err := sidecar.New(ctx, cfg, sidecar.Options{Registry: reg, Version: "test", Plugin: o.Plugin, Snapshot: o.Snapshot})
+	s, err := sidecar.New(ctx, cfg, sidecar.Options{Registry: reg, Version: "test", Plugin: o.Plugin, Snapshot: o.Snapshot,
+		SessionKeysInterval: o.SessionKeysInterval, Logger: o.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's metrics table from the registry")
+var update = flag.Bool("update", false, "rewrite the metrics table (docs/operations.md) from the registry")
 
 const (
 	tableStart = "<!-- metrics-table:start (generated from internal/metrics; go test ./internal/metrics -update) -->\n"
@@ -58,10 +58,10 @@ func table(t *testing.T) string {
 	return b.String()
 }
 
-// TestREADMEMetricsTable keeps the README's metrics table equal to what the
+// TestMetricsTable keeps the metrics table (docs/operations.md) equal to what the
 // registry really exposes.
-func TestREADMEMetricsTable(t *testing.T) {
-	const path = "../../README.md"
+func TestMetricsTable(t *testing.T) {
+	const path = "../../docs/operations.md"
 	stale, err := gendoc.Check(path, tableStart, tableEnd, table(t), *update)
 	if err != nil {
 		t.Fatal(err)

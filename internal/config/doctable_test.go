@@ -7,17 +7,17 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/gendoc"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's configuration table from Config")
+var update = flag.Bool("update", false, "rewrite the configuration table (docs/configuration.md) from Config")
 
 const (
 	tableStart = "<!-- config-table:start (generated from internal/config; go test ./internal/config -update) -->\n"
 	tableEnd   = "<!-- config-table:end -->"
 )
 
-// TestREADMETable keeps the README's configuration table equal to the one
+// TestConfigTable keeps the configuration table (docs/configuration.md) equal to the one
 // generated from Config's tags, so documentation cannot drift from code.
-func TestREADMETable(t *testing.T) {
-	const path = "../../README.md"
+func TestConfigTable(t *testing.T) {
+	const path = "../../docs/configuration.md"
 	stale, err := gendoc.Check(path, tableStart, tableEnd, Table(), *update)
 	if err != nil {
 		t.Fatal(err)
