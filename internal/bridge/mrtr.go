@@ -70,10 +70,13 @@ type upcall struct {
 	resumed bool
 }
 
-// close ends the call: its reply stream closed, its context cancelled.
+// close ends the call: no longer in flight, its context cancelled, its
+// reply stream closed. The session is idle again before the upstream can
+// see the call end: whoever learns of the end (the upstream, and a caller
+// it answers) finds the session free.
 func (c *upcall) close() {
-	c.body.Close()
 	c.call.end()
+	c.body.Close()
 }
 
 // asked is one server-to-client request carried to the client.

@@ -471,16 +471,16 @@ func passBody(resp *http.Response, cc *callCtx) *http.Response {
 	return resp
 }
 
-// endingBody is a reply body that ends its call when closed.
+// endingBody is a reply body that ends its call when closed: the call
+// first (its session idle again), then the body the upstream sees closed.
 type endingBody struct {
 	io.ReadCloser
 	end func()
 }
 
 func (b *endingBody) Close() error {
-	err := b.ReadCloser.Close()
 	b.end()
-	return err
+	return b.ReadCloser.Close()
 }
 
 // endSession ends a dropped session on the upstream with DELETE.
