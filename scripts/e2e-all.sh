@@ -16,6 +16,8 @@
 # with examples/plugin, in front of the dual-era upstream (both eras) and of
 # server-everything (inspector --verify in both eras, the modern one through
 # the era bridge; conformance on the legacy wire);
+# e2e-stdio.sh (stdio servers run by the sidecar: server-everything's stdio
+# mode and server-filesystem, through the Inspector CLI in both eras);
 # e2e-verify-agreement.sh (TestAgreesWithInspector: `skills-sidecar verify` and
 # the inspector's --verify on the same good and broken servers; a skip fails);
 # e2e-draft-agents.sh (verify passes test/e2e/draft-agents-server.mjs, an
@@ -84,6 +86,9 @@ if [[ $skills == yes ]]; then
   # The same in front of a modern-only upstream, where the
   # legacy era is the bridge's (Inspector --protocol-era legacy --verify).
   step verify-modern-only scripts/e2e-inspector-verify.sh --start-sidecar --upstream modern-only --plugin-dir examples/plugin --era both
+  # Stdio servers (server-everything's stdio mode, server-filesystem) run by
+  # the sidecar itself: the Inspector in both eras, nothing left after SIGTERM.
+  step stdio scripts/e2e-stdio.sh
   # Our verify and the inspector's agree on the broken servers.
   step verify-agreement scripts/e2e-verify-agreement.sh
   step conform-modern-up scripts/e2e-conformance.sh --start-sidecar --upstream modern --plugin-dir examples/plugin

@@ -36,7 +36,8 @@
 # Upstreams: everything (server-everything, legacy only), go-legacy
 # (bin/demo-upstream, go-sdk, stateful), go-stateless (bin/demo-upstream
 # --stateless, the 2026-07-28 wire) and modern (test/e2e/modern-upstream.mjs,
-# dual era). Suite runs per upstream and side (conformance 0.2.0-alpha.12):
+# dual era); everything-stdio (server-everything directly on streamable HTTP,
+# against its stdio mode run by the sidecar: not in the default list). Suite runs per upstream and side (conformance 0.2.0-alpha.12):
 #   active                --suite active (the default suite and spec versions)
 #   pending               --suite pending
 #   draft                 --suite draft
@@ -86,6 +87,16 @@ start_upstream() {
     go-stateless) e2e_start_go_upstream "$dir/upstream.log" stateless; URL_DIRECT=$E2E_GO_URL ;;
     modern) e2e_start_modern_upstream "$dir/upstream.log"; URL_DIRECT=$E2E_MODERN_URL ;;
     modern-only) e2e_start_modern_upstream "$dir/upstream.log" --modern-only; URL_DIRECT=$E2E_MODERN_URL ;;
+    everything-stdio)
+      # server-everything on its own streamable HTTP transport directly, and
+      # in its stdio mode run by the sidecar itself (serve -- CMD).
+      e2e_start_everything "$dir/upstream.log"
+      URL_DIRECT=$E2E_EVERYTHING_URL
+      local E2E_SIDECAR_EXTRA=(-- "$E2E_NODE" "$E2E_EVERYTHING_JS" stdio)
+      e2e_start_sidecar "$E2E_ROOT/bin/skills-sidecar" '' "$dir/sidecar.log" "$E2E_ROOT/examples/plugin"
+      URL_SIDECAR=$E2E_SIDECAR_URL
+      return
+      ;;
     *) e2e_die "unknown upstream kind $kind" ;;
   esac
   e2e_start_sidecar "$E2E_ROOT/bin/skills-sidecar" "$URL_DIRECT" "$dir/sidecar.log" "$E2E_ROOT/examples/plugin"

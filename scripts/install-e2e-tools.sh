@@ -11,6 +11,7 @@
 #       machine's node may be older (20 here). npm itself runs on the
 #       machine's node; the EBADENGINE warnings it prints are harmless.
 #   @modelcontextprotocol/server-everything 2026.8.31
+#   @modelcontextprotocol/server-filesystem 2026.8.31 (a stdio server, e2e-stdio.sh)
 #   @modelcontextprotocol/inspector 2.12.0
 #   @modelcontextprotocol/conformance 0.2.0-alpha.12  (not the latest tag)
 #   @modelcontextprotocol/server 2.3.1 and zod 4.6.7 (TypeScript SDK v2, the

@@ -34,6 +34,9 @@ type readiness struct {
 	// probe has returned: until it has, a request the bridge should carry
 	// would pass through untranslated, so the pod is not ready yet.
 	probed func() bool
+	// stdio, when set (a stdio upstream), replaces the TCP check: ready
+	// once one of its processes has answered its handshake.
+	stdio func() bool
 }
 
 // Why an unreachable upstream matters, by --auth-gate setting.
@@ -61,6 +64,15 @@ func newReadiness(up *url.URL, gate string) *readiness {
 func (r *readiness) check(ctx context.Context) string {
 	if r.draining.Load() {
 		return "draining"
+	}
+	if r.stdio != nil {
+		if !r.stdio() {
+			return "stdio upstream: no process has answered its handshake yet"
+		}
+		if r.probed != nil && !r.probed() {
+			return "upstream eras not yet probed (era-bridge auto)"
+		}
+		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()

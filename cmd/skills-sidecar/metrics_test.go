@@ -378,7 +378,13 @@ func phaseOneWant(upText1, upText2 string) []series {
 		series{"skills_sidecar_upstream_era", map[string]string{"era": "modern"}, 0},
 		series{"skills_sidecar_upstream_era", map[string]string{"era": "dual"}, 0},
 		series{"skills_sidecar_bridge_sessions", map[string]string{}, 0},
+		// The upstream is a URL: no stdio process ever ran.
+		series{"skills_sidecar_stdio_processes", map[string]string{}, 0},
+		series{"skills_sidecar_stdio_restarts_total", map[string]string{}, 0},
 	)
+	for _, e := range []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "evicted", "stderr_dropped"} {
+		want = append(want, series{"skills_sidecar_stdio_events_total", map[string]string{"event": e}, 0})
+	}
 	// Every table callers share exists, none refused anyone.
 	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions", "bridge_revocations"} {
 		for _, refusal := range []string{"share", "full"} {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
@@ -134,8 +136,15 @@ func loadConfig(args, environ []string, readFile func(string) ([]byte, error), u
 		return first, err
 	}
 	cfg, rest, err := config.Load(config.Sources{Annotations: ann, Environ: environ, Args: args})
-	if err == nil && len(rest) > 0 {
-		err = fmt.Errorf("serve: unexpected argument %q", rest[0])
+	if err != nil || len(rest) == 0 {
+		return cfg, err
 	}
-	return cfg, err
+	// serve [flags] -- CMD ARGS...: the command after "--" is a stdio
+	// upstream, and as a flag it outranks every other source.
+	if i := slices.Index(args, "--"); i < 0 || !slices.Equal(rest, args[i+1:]) {
+		return cfg, fmt.Errorf("serve: unexpected argument %q (a stdio upstream command goes after --)", rest[0])
+	}
+	b, _ := json.Marshal(rest)
+	cfg.UpstreamCommand = string(b)
+	return cfg, cfg.Validate()
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -35,7 +36,7 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "skills-sidecar: invalid configuration:\n%v\n", err)
 		return exitUsage
 	}
-	demoMode := cfg.Upstream == ""
+	demoMode := cfg.Upstream == "" && cfg.UpstreamCommand == ""
 	level, log, err := newLogger(cfg, demoMode, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "skills-sidecar: %v\n", err)
@@ -46,7 +47,7 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		log.Warn(w)
 	}
 	go watchLogLevel(ctx, cfg.AnnotationsFile, levelFixed(args, environ), level, log, 5*time.Second)
-	if err := serve(ctx, cfg, log, stdout); err != nil {
+	if err := serve(ctx, cfg, log, stdout, environ); err != nil {
 		log.Error("sidecar stopped", zap.Error(err))
 		return exitFail
 	}
@@ -97,9 +98,9 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLe
 }
 
 // serve runs the sidecar until ctx is done, then drains.
-func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer, environ []string) error {
 	var plugin fs.FS
-	if cfg.Upstream == "" {
+	if cfg.Upstream == "" && cfg.UpstreamCommand == "" {
 		stop, err := startDemoUpstream(ctx, &cfg, log)
 		if err != nil {
 			return err
@@ -115,15 +116,22 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	}
 	defer ln.Close()
 	reg := prometheus.NewRegistry()
-	s, err := sidecar.New(ctx, cfg, sidecar.Options{Logger: log, Registry: reg, Version: version, Listener: ln.Addr(), Plugin: plugin})
+	s, err := sidecar.New(ctx, cfg, sidecar.Options{Logger: log, Registry: reg, Version: version, Listener: ln.Addr(), Plugin: plugin, Environ: environ})
 	if err != nil {
 		return err
+	}
+	defer s.Close() // after draining: a stdio upstream's processes end last
+	if s.Stdio != nil && os.Getpid() == 1 {
+		go reapOrphans(ctx, s.Stdio.Owns)
 	}
 	if s.Watcher != nil {
 		go reloadOnHangup(ctx, s.Watcher)
 	}
 	up, _ := url.Parse(cfg.Upstream) // sidecar.New parsed it
 	ready := newReadiness(up, cfg.AuthGate)
+	if s.Stdio != nil {
+		ready.stdio = s.Stdio.Ready
+	}
 	ready.eras = s.Eras.Current
 	if cfg.EraBridge == "auto" {
 		ready.probed = s.Eras.Probed
@@ -137,7 +145,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	announce(cfg, log, ln.Addr(), stdout, plugin != nil)
+	announce(cfg, log, ln.Addr(), stdout, plugin != nil || s.Stdio != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -177,16 +185,24 @@ func serveOps(addr string, reg *prometheus.Registry, ready *readiness) (stop fun
 	return func() { _ = msrv.Close() }, nil
 }
 
-// announce logs where the sidecar listens and, for the demo, says on
-// stdout how to try it.
+// announce logs where the sidecar listens and, for the demo or a stdio
+// upstream (both started by the sidecar itself), says on stdout how to try it.
 func announce(cfg config.Config, log *zap.Logger, addr net.Addr, stdout io.Writer, demo bool) {
 	mcpURL := "http://" + displayAddr(addr) + "/mcp"
-	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), zap.String("upstream", config.RedactURL(cfg.Upstream)), zap.String("version", version))
+	upstream := zap.String("upstream", config.RedactURL(cfg.Upstream))
+	if argv, _ := cfg.UpstreamArgv(); argv != nil {
+		upstream = zap.String("upstream-command", argv[0]) // only the program: arguments may hold secrets
+	}
+	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), upstream, zap.String("version", version))
 	if demo {
-		fmt.Fprintf(stdout, "skills-sidecar %s is serving the demo at %s\n\n"+
+		what := "the demo"
+		if argv, _ := cfg.UpstreamArgv(); argv != nil {
+			what = filepath.Base(argv[0]) + " (stdio)"
+		}
+		fmt.Fprintf(stdout, "skills-sidecar %s is serving %s at %s\n\n"+
 			"Try it with the MCP Inspector CLI (Node.js 22.19 or later):\n"+
 			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method skills/list --verify\n"+
-			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method tools/list\n\n", version, mcpURL, mcpURL, mcpURL)
+			"  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --method tools/list\n\n", version, what, mcpURL, mcpURL, mcpURL)
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -35,6 +36,9 @@ type Config struct {
 	// Upstream is the URL of the MCP server the sidecar fronts. Empty means
 	// the embedded demo upstream.
 	Upstream string `key:"upstream" default:"" help:"URL of the upstream MCP endpoint (streamable HTTP), e.g. http://127.0.0.1:3000/mcp. Empty starts the embedded demo server and example plugin."`
+	// UpstreamCommand is the argv of a stdio MCP server run as the
+	// upstream, as a JSON array; serve -- CMD ARGS... sets it too.
+	UpstreamCommand string `key:"upstream-command" default:"" help:"A stdio MCP server to run as the upstream instead of dialling upstream: its argv as a JSON array, e.g. [\"npx\",\"@modelcontextprotocol/server-everything\",\"stdio\"]. skills-sidecar serve [flags] -- CMD ARGS... sets it from the command line. See docs/stdio.md."`
 	// PluginDir is the plugin folder (Claude Code layout) to serve. Empty
 	// serves the embedded example when the demo upstream runs, and no
 	// skills otherwise.
@@ -155,6 +159,16 @@ func (c *Config) Validate() error {
 			bad("upstream", "%q has no host", RedactURL(c.Upstream))
 		}
 	}
+	if c.UpstreamCommand != "" {
+		switch argv, err := c.UpstreamArgv(); {
+		case err != nil:
+			bad("upstream-command", "%v", err)
+		case c.Upstream != "":
+			bad("upstream-command", "set together with upstream: a stdio command is the upstream, so leave upstream empty")
+		case len(argv) == 0 || argv[0] == "":
+			bad("upstream-command", "names no program")
+		}
+	}
 	for _, d := range []struct {
 		key string
 		v   time.Duration
@@ -243,6 +257,19 @@ func oneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// UpstreamArgv returns UpstreamCommand decoded: nil when it is empty, an
+// error naming what is wrong when it is not a JSON array of strings.
+func (c *Config) UpstreamArgv() ([]string, error) {
+	if c.UpstreamCommand == "" {
+		return nil, nil
+	}
+	var argv []string
+	if err := json.Unmarshal([]byte(c.UpstreamCommand), &argv); err != nil {
+		return nil, errors.New(`not a JSON array of strings, like ["npx","@modelcontextprotocol/server-everything","stdio"]`)
+	}
+	return argv, nil
 }
 
 // RedactURL returns raw, a URL, fit for a log line or a message: without

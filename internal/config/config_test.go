@@ -60,6 +60,9 @@ func TestLoadRefusals(t *testing.T) {
 		{"invalid values reported together", Sources{Args: []string{"--listen", "nocolon", "--upstream", "ftp://x/", "--log-level", "loud"}},
 			[]string{"listen:", "upstream:", "log-level:"}},
 		{"upstream without host", Sources{Args: []string{"--upstream", "http:///mcp"}}, []string{"upstream:", "no host"}},
+		{"upstream command not JSON", Sources{Args: []string{"--upstream-command", "npx server"}}, []string{"upstream-command:", "JSON array"}},
+		{"upstream command empty", Sources{Args: []string{"--upstream-command", "[]"}}, []string{"upstream-command:", "no program"}},
+		{"upstream command and URL", Sources{Args: []string{"--upstream-command", `["srv"]`, "--upstream", "http://a/mcp"}}, []string{"upstream-command:", "together"}},
 		{"negative limits", Sources{Args: []string{"--max-body-bytes", "0", "--max-event-bytes", "-1"}}, []string{"max-body-bytes", "max-event-bytes"}},
 		{"portability mode", Sources{Environ: []string{"SKILLS_SIDECAR_FRONTMATTER_PORTABILITY=serve"}}, []string{"frontmatter-portability:", `"serve"`}},
 	}

@@ -9,6 +9,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +42,9 @@ type Metrics struct {
 	notifications        *prometheus.CounterVec
 	upstreamEra          *prometheus.GaugeVec
 	bridgeSessions       prometheus.Gauge
+	stdioProcesses       prometheus.Gauge
+	stdioRestarts        prometheus.Counter
+	stdioEvents          *prometheus.CounterVec
 	callerRefusals       *prometheus.CounterVec
 }
 
@@ -100,6 +104,13 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			[]string{"era"}),
 		bridgeSessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "bridge_sessions",
 			Help: "Sessions the era bridge holds: legacy upstream sessions for 2026-07-28 callers, or sessions it minted for legacy callers of a modern-only upstream that hold state on this replica (a log level, subscriptions, GET streams; capped by the bridge; see docs/bridge.md)."}),
+		stdioProcesses: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "stdio_processes",
+			Help: "Processes of a stdio upstream (upstream-command) running: one per legacy session, the one shared by 2026-07-28 requests, and the start-up probe's."}),
+		stdioRestarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "stdio_restarts_total",
+			Help: "Times the shared process of a stdio upstream ended unasked and was started again (after a backoff)."}),
+		stdioEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "stdio_events_total",
+			Help: "What a stdio upstream's processes did that a client does not see, by event: skipped_line (stdout not JSON-RPC), line_too_long, dropped_message (no stream to take it), unmatched_reply, timeout (a request cancelled), refused (a new session refused: every session it could replace busy), evicted (an idle session ended to make room), stderr_dropped (over the log budget)."},
+			[]string{"event"}),
 		callerRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "caller_refusals_total",
 			Help: "Places in a bounded table callers share (held sessions, pending calls, listen streams, subscriptions) refused, by table and refusal (share: the caller held its own share, HTTP 429; full: the table was full, HTTP 503)."},
 			[]string{"table", "refusal"}),
@@ -109,7 +120,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.requestDuration, m.upstreamResponse, m.declarationsInjected, m.catalogSkills, m.catalogAgents,
 		m.catalogReloads, m.catalogLastReload, m.catalogProblems, m.catalogAmbiguous, m.catalogDropped, m.digestRefreshes, m.digestMismatches, m.hashedBytes, m.activeStreams,
-		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, m.callerRefusals, buildInfo,
+		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, m.stdioProcesses, m.stdioRestarts, m.stdioEvents, m.callerRefusals, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
 		m.authVerdicts.WithLabelValues(v)
@@ -131,8 +142,38 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			m.notifications.WithLabelValues(method, o)
 		}
 	}
+	for _, e := range StdioEvents {
+		m.stdioEvents.WithLabelValues(e)
+	}
 	m.UpstreamEra("unknown")
 	return m
+}
+
+// StdioEvents are the values of stdio_events_total's event label.
+var StdioEvents = []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "evicted", "stderr_dropped"}
+
+// StdioProcesses records the stdio upstream's running processes.
+func (m *Metrics) StdioProcesses(n int) {
+	if m == nil {
+		return
+	}
+	m.stdioProcesses.Set(float64(n))
+}
+
+// StdioRestart counts a restart of the stdio upstream's shared process.
+func (m *Metrics) StdioRestart() {
+	if m == nil {
+		return
+	}
+	m.stdioRestarts.Inc()
+}
+
+// StdioEvent counts one of StdioEvents; another value is not recorded.
+func (m *Metrics) StdioEvent(event string) {
+	if m == nil || !slices.Contains(StdioEvents, event) {
+		return
+	}
+	m.stdioEvents.WithLabelValues(event).Inc()
 }
 
 // UpstreamEras are the values of upstream_era's era label.

@@ -233,8 +233,10 @@ func TestCardinalityIsBounded(t *testing.T) {
 			t.Logf("series after 100 requests: %d", series())
 		}
 	}
-	if n := series(); n > 60 {
-		t.Errorf("series after 10,000 distinct requests = %d (besides the caller tables'), want a small constant (<= 60)", n)
+	// The constant grows only with fixed label sets (the stdio series
+	// added ten); what it must never do is follow the requests.
+	if n := series(); n > 75 {
+		t.Errorf("series after 10,000 distinct requests = %d (besides the caller tables'), want a small constant (<= 75)", n)
 	}
 	if tables > 8 {
 		t.Errorf("caller refusal series for %d tables after 10,000 distinct requests, want the few tables the assembly builds (<= 8)", tables)

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sessionkeys"
+	"github.com/skills-sidecar/skills-sidecar/internal/stdio"
 )
 
 // Options are what the sidecar is built from besides its Config.
@@ -53,6 +55,9 @@ type Options struct {
 	// Plugin is the plugin served when the Config names no plugin folder
 	// (the demo's embedded example); nil serves an empty catalog.
 	Plugin fs.FS
+	// Environ is the environment a stdio upstream's processes get, less
+	// the sidecar's own SKILLS_SIDECAR_* keys; nil means the process's own.
+	Environ []string
 	// Snapshot, when set, is the catalog served instead of the one the
 	// Config names: for tests that drive a catalog.Watcher themselves.
 	Snapshot func() *catalog.Snapshot
@@ -80,6 +85,8 @@ type Sidecar struct {
 	// Notify carries the catalog's changes to the proxy's streams.
 	Notify  *notify.Hub
 	Metrics *metrics.Metrics
+	// Stdio is the stdio upstream's transport; nil when the upstream is a URL.
+	Stdio *stdio.Transport
 	// SessionKeys seal the sessions minted for legacy clients; nil with
 	// --era-bridge off.
 	SessionKeys *sessionkeys.Source
@@ -91,10 +98,26 @@ type Sidecar struct {
 	SharePercent int
 }
 
+// StdioURL is the upstream URL the rest of the sidecar addresses when the
+// upstream is a stdio command: requests to it never leave the process
+// (the .invalid name cannot resolve, RFC 2606).
+const StdioURL = "http://stdio.invalid/mcp"
+
 // New builds the sidecar for cfg, whose Upstream must be set, and starts
 // watching its plugin folder until ctx is done.
 func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
-	up, err := url.Parse(cfg.Upstream)
+	argv, err := cfg.UpstreamArgv()
+	if err != nil {
+		return nil, fmt.Errorf("upstream-command: %w", err)
+	}
+	upstream := cfg.Upstream
+	if argv != nil {
+		upstream = StdioURL
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			return nil, fmt.Errorf("upstream-command: %w", err) // names the program only, never its arguments
+		}
+	}
+	up, err := url.Parse(upstream)
 	if err != nil || up.Host == "" {
 		return nil, errors.New("upstream: not a URL") // the error would quote it, secrets and all
 	}
@@ -123,7 +146,13 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	if err := s.startCatalog(ctx, cfg, o); err != nil {
 		return nil, err
 	}
-	direct := proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
+	var direct http.RoundTripper
+	if argv != nil {
+		s.Stdio = s.startStdio(ctx, cfg, argv, o)
+		direct = s.Stdio
+	} else {
+		direct = proxy.NewTransport(cfg.DialTimeout, cfg.UpstreamTimeout, cfg.AuthHeaderList())
+	}
 	var keys *sessionkeys.Source
 	if cfg.EraBridge == "auto" {
 		// The keys of the sessions the legacy front mints: shared by every
@@ -219,6 +248,33 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		SendTimeout:        cfg.SendTimeout,
 	})
 	return s, err
+}
+
+// startStdio starts the transport that runs argv as the upstream.
+func (s *Sidecar) startStdio(ctx context.Context, cfg config.Config, argv []string, o Options) *stdio.Transport {
+	t := &stdio.Transport{
+		Command:        argv,
+		Logger:         o.Logger.Named("stdio"),
+		Metrics:        s.Metrics,
+		RequestTimeout: cfg.UpstreamTimeout,
+		Caller:         s.Callers.Of,
+		Sessions: caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: stdio.DefaultMaxProcesses,
+			SharePercent: s.SharePercent, Metrics: s.Metrics}),
+	}
+	if o.Environ != nil {
+		t.Env = stdio.ChildEnv(o.Environ)
+	}
+	t.Start(ctx)
+	return t
+}
+
+// Close ends what the sidecar runs besides its goroutines: a stdio
+// upstream's processes. Call it after draining.
+func (s *Sidecar) Close() error {
+	if s.Stdio == nil {
+		return nil
+	}
+	return s.Stdio.Close()
 }
 
 // warnProcessKey says that the sessions minted for legacy clients open on

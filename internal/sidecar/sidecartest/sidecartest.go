@@ -43,6 +43,8 @@ type Options struct {
 	// Wrap, when set, wraps the sidecar's handler: for a test that
 	// watches every request come and go.
 	Wrap func(http.Handler) http.Handler
+	// Environ is a stdio upstream's environment (sidecar.Options.Environ).
+	Environ []string
 	// SessionKeysInterval is how often the session keys file is read
 	// again; 0 means the production default.
 	SessionKeysInterval time.Duration
@@ -73,10 +75,11 @@ func Start(t TB, upstream string, o Options) *Sidecar {
 	t.Cleanup(cancel)
 	reg := prometheus.NewRegistry()
 	s, err := sidecar.New(ctx, cfg, sidecar.Options{Registry: reg, Version: "test", Plugin: o.Plugin, Snapshot: o.Snapshot,
-		SessionKeysInterval: o.SessionKeysInterval, Logger: o.Logger})
+		SessionKeysInterval: o.SessionKeysInterval, Logger: o.Logger, Environ: o.Environ})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	h := s.Handler()
 	if o.Wrap != nil {
 		h = o.Wrap(h)

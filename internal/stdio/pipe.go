@@ -1,0 +1,215 @@
+package stdio
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// errExited is a request sent to, or waiting on, a process that has ended.
+var errExited = errors.New("stdio: the upstream process has exited")
+
+// metaSubscriptionID names, in a 2026-07-28 notification's _meta, the
+// subscriptions/listen request it belongs to.
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+
+// Queue bounds: messages waiting for a slow caller are dropped (counted)
+// past these, so a slow reader never stops the process's stdout.
+const (
+	callQueue   = 64
+	streamQueue = 256
+)
+
+// pipe is one process with the requests in flight on it. Every request
+// written to it carries an id minted by the Transport, unique on the pipe;
+// the reader maps what names it (the reply, a progressToken, a
+// subscription id) back to the caller's own values. Messages that name no
+// request follow route.
+type pipe struct {
+	t      *Transport
+	proc   *process
+	shared bool // the 2026-07-28 process shared by every caller
+
+	mu      sync.Mutex
+	pending map[string]*call // by the minted id's raw bytes
+	tokens  map[string]*call // by the minted progress token's raw bytes
+	stream  *sink            // a legacy session's GET stream; nil when none is open
+	dead    bool
+	started time.Time
+}
+
+// call is one request in flight on a pipe.
+type call struct {
+	id     json.RawMessage // the caller's raw id
+	pipeID string          // the minted id, as raw JSON
+	token  json.RawMessage // the caller's progressToken (shared pipe only)
+	minted string          // the minted progress token, as raw JSON
+	who    caller.ID
+	listen bool        // subscriptions/listen: no reply expected, no timeout
+	msgs   chan []byte // messages for the caller before its reply, mapped back
+	final  chan []byte // the reply, mapped back (capacity 1)
+}
+
+// sink is a legacy session's standalone GET stream.
+type sink struct {
+	msgs chan []byte
+	done chan struct{}
+}
+
+func newPipe(t *Transport, proc *process, shared bool) *pipe {
+	p := &pipe{t: t, proc: proc, shared: shared, pending: map[string]*call{}, tokens: map[string]*call{},
+		started: time.Now()}
+	go p.read()
+	go func() {
+		<-proc.exited
+		p.end()
+	}()
+	return p
+}
+
+// start writes msg, a request, to the process under a minted id and
+// returns its call. On a shared pipe a progressToken is minted too, since
+// two callers may have chosen the same one; on a session's own process the
+// caller's token is kept, and recorded to route progress by.
+func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
+	c := &call{id: msg.ID, pipeID: p.t.mint(), who: who, listen: msg.Method == "subscriptions/listen",
+		msgs: make(chan []byte, callQueue), final: make(chan []byte, 1)}
+	out, err := rewrite.SetKey(msg.Raw, []string{"id"}, json.RawMessage(c.pipeID))
+	if err != nil {
+		return nil, err
+	}
+	if tok, ok := rewrite.GetKey(msg.Params, []string{"_meta", "progressToken"}); ok {
+		c.token, c.minted = tok, string(tok)
+		if p.shared {
+			c.minted = p.t.mint()
+			if out, err = rewrite.SetKey(out, []string{"params", "_meta", "progressToken"}, json.RawMessage(c.minted)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		return nil, errExited
+	}
+	p.pending[c.pipeID] = c
+	if c.minted != "" {
+		p.tokens[c.minted] = c
+	}
+	p.mu.Unlock()
+	if err := p.send(out); err != nil {
+		p.forget(c)
+		return nil, err
+	}
+	return c, nil
+}
+
+// send writes one message as one line; a message with a newline in its
+// whitespace (pretty-printed JSON) is compacted first, since the stdio
+// framing forbids embedded newlines.
+func (p *pipe) send(msg []byte) error {
+	if bytes.IndexByte(msg, '\n') >= 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, msg); err != nil {
+			return err
+		}
+		msg = b.Bytes()
+	}
+	line := append(append(make([]byte, 0, len(msg)+1), msg...), '\n')
+	if err := p.proc.write(line, time.Now().Add(p.t.RequestTimeout)); err != nil {
+		return errExited
+	}
+	return nil
+}
+
+// forget removes c from the pipe; false if it was no longer there (its
+// reply arrived, or the pipe ended, and is in c.final).
+func (p *pipe) forget(c *call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending[c.pipeID] != c {
+		return false
+	}
+	delete(p.pending, c.pipeID)
+	if c.minted != "" {
+		delete(p.tokens, c.minted)
+	}
+	return true
+}
+
+// cancel gives up on c: it is forgotten and the process is told with
+// notifications/cancelled, as the transport text asks of a client whose
+// request timed out. False if its reply was already in.
+func (p *pipe) cancel(c *call, reason string) bool {
+	if !p.forget(c) {
+		return false
+	}
+	n := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + c.pipeID + `,"reason":`)
+	n = append(rewrite.AppendString(n, reason), "}}"...)
+	_ = p.send(n)
+	return true
+}
+
+// end marks the pipe dead and answers every call in flight with an error
+// at once; a caller never waits on a process that is gone.
+func (p *pipe) end() {
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		return
+	}
+	p.dead = true
+	calls := p.pending
+	p.pending, p.tokens = map[string]*call{}, map[string]*call{}
+	if p.stream != nil {
+		close(p.stream.done)
+		p.stream = nil
+	}
+	p.mu.Unlock()
+	// The Transport forgets the process before its callers hear of its
+	// end, so that their next request finds it gone.
+	p.t.exited(p)
+	for _, c := range calls {
+		c.final <- errorReply(c.id, reply.CodeInternalError, "the stdio upstream process exited", "stdio_process_exited")
+	}
+}
+
+// isDead reports whether the pipe has ended.
+func (p *pipe) isDead() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dead
+}
+
+// busy reports how many calls are in flight and whether a GET stream is open.
+func (p *pipe) busy() (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pending), p.stream != nil
+}
+
+// openStream registers a session's GET stream; false when one is open.
+func (p *pipe) openStream() (*sink, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stream != nil || p.dead {
+		return nil, false
+	}
+	p.stream = &sink{msgs: make(chan []byte, streamQueue), done: make(chan struct{})}
+	return p.stream, true
+}
+
+func (p *pipe) closeStream(s *sink) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stream == s {
+		p.stream = nil
+		close(s.done)
+	}
+}

@@ -1,0 +1,181 @@
+package stdio
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+)
+
+// read reads the process's stdout until it closes, routing each message.
+// A line that is not a JSON-RPC message (a banner, a log line printed to
+// the wrong stream) is skipped and counted, never forwarded; a line over
+// the limit fails the request it answers, if it names one, and the pipe
+// goes on.
+func (p *pipe) read() {
+	lr := newLineReader(p.proc.stdout, p.t.MaxLine)
+	for {
+		line, long, err := lr.next()
+		if errors.Is(err, errLineTooLong) {
+			p.overlong(long)
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		msg, err := rewrite.ParseMessage(line)
+		if err != nil || msg.Kind == rewrite.KindInvalid {
+			p.t.event(EventSkippedLine)
+			continue
+		}
+		p.route(msg)
+	}
+	// The server may end the connection by closing stdout (and exiting).
+	p.end()
+}
+
+// route hands one message from the process to whoever it is for.
+func (p *pipe) route(msg rewrite.Message) {
+	switch msg.Kind {
+	case rewrite.KindResponse, rewrite.KindError:
+		c := p.take(string(msg.ID))
+		if c == nil {
+			p.t.event(EventUnmatchedReply) // a reply to a call given up on
+			return
+		}
+		out, err := rewrite.SetKey(msg.Raw, []string{"id"}, c.id)
+		if err != nil {
+			out = errorReply(c.id, reply.CodeInternalError, "the stdio upstream sent a malformed reply", "stdio_bad_reply")
+		}
+		c.final <- out
+	case rewrite.KindRequest:
+		if p.shared {
+			p.answer(msg)
+			return
+		}
+		p.deliver(nil, msg.Raw)
+	case rewrite.KindNotification:
+		c, out := p.named(msg)
+		p.deliver(c, out)
+	}
+}
+
+// take removes and returns the call with minted id, or nil.
+func (p *pipe) take(id string) *call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.pending[id]
+	if c != nil {
+		delete(p.pending, id)
+		if c.minted != "" {
+			delete(p.tokens, c.minted)
+		}
+	}
+	return c
+}
+
+// named returns the call a notification names, with the minted value it
+// names it by mapped back to the caller's: notifications/progress by its
+// progressToken, a 2026-07-28 subscription notification by its _meta
+// subscription id (the listen request's id). Nil when it names none.
+func (p *pipe) named(msg rewrite.Message) (*call, []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if tok, ok := rewrite.GetKey(msg.Params, []string{"progressToken"}); ok {
+		if c := p.tokens[string(tok)]; c != nil {
+			if out, err := rewrite.SetKey(msg.Raw, []string{"params", "progressToken"}, c.token); err == nil {
+				return c, out
+			}
+		}
+	}
+	if sub, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaSubscriptionID}); ok && p.shared {
+		if c := p.pending[string(sub)]; c != nil && c.listen {
+			if out, err := rewrite.SetKey(msg.Raw, []string{"params", "_meta", metaSubscriptionID}, c.id); err == nil {
+				return c, out
+			}
+		}
+	}
+	return nil, msg.Raw
+}
+
+// deliver queues out for c. A message naming no call (c nil) goes, as the
+// server's own streamable HTTP transport would send it, on the POST stream
+// of the one request in flight if there is exactly one, otherwise on a
+// legacy session's GET stream; with neither it is dropped and counted.
+func (p *pipe) deliver(c *call, out []byte) {
+	p.mu.Lock()
+	if c == nil && len(p.pending) == 1 {
+		for _, only := range p.pending {
+			c = only
+		}
+	}
+	if c == nil && p.stream != nil {
+		s := p.stream
+		select {
+		case s.msgs <- out:
+		default:
+			p.t.event(EventDroppedMessage)
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	if c == nil {
+		p.t.event(EventDroppedMessage)
+		return
+	}
+	select {
+	case c.msgs <- out:
+	default:
+		p.t.event(EventDroppedMessage)
+	}
+}
+
+// answer replies to a request the shared process sends: 2026-07-28 has no
+// server-to-client requests outside a call's result (input_required), so
+// ping gets {} and anything else method-not-found.
+func (p *pipe) answer(msg rewrite.Message) {
+	out := []byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{}}`)
+	if msg.Method != "ping" {
+		out = errorReply(msg.ID, reply.CodeMethodNotFound, "the sidecar does not carry server requests from a shared stdio process", "")
+	}
+	_ = p.send(out)
+}
+
+// overlong fails the call an over-limit line answers: the minted id is
+// looked for in the line's first and last bytes (reply objects put their
+// id at one end or the other). A line that names no call is dropped.
+func (p *pipe) overlong(long *overlong) {
+	p.t.event(EventLineTooLong)
+	p.mu.Lock()
+	var hit string
+	for id := range p.pending {
+		if bytes.Contains(long.head, []byte(id)) || bytes.Contains(long.tail, []byte(id)) {
+			hit = id
+			break
+		}
+	}
+	p.mu.Unlock()
+	if c := p.take(hit); c != nil {
+		c.final <- errorReply(c.id, reply.CodeInternalError, "the stdio upstream's reply is over the line limit", "stdio_line_too_long")
+	}
+}
+
+// errorReply is a JSON-RPC error with id (null when nil), message and,
+// when reason is set, data.reason.
+func errorReply(id json.RawMessage, code int, message, reason string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	e := map[string]any{"code": code, "message": message}
+	if reason != "" {
+		e["data"] = map[string]string{"reason": reason}
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
+	return b
+}

@@ -1,0 +1,218 @@
+// Package stdioserver owns the stdio MCP server of the tests, written from
+// the stdio transport's text (one JSON-RPC message per line on stdin and
+// stdout, logs on stderr, exit when stdin closes), not from the sidecar's
+// adapter. A test binary becomes it: its TestMain calls Main, which runs the
+// server when the environment variable ModeEnv names a mode, a
+// comma-separated list of:
+//
+//	banner    print a line that is not JSON on stdout first
+//	modern    answer server/discover (else -32601, a legacy-only server)
+//	stubborn  ignore SIGTERM and the end of stdin
+//	child     start a grandchild (the same binary, sleeping) at start and
+//	          name its pid on stderr ("grandchild N")
+//	mute      read stdin and never answer
+//	gosdk     be a go-sdk server on its StdioTransport instead (one tool, echo)
+//
+// A subscriptions/listen is acknowledged and sent one
+// notifications/tools/list_changed, both naming it in
+// _meta["io.modelcontextprotocol/subscriptionId"], and never answered.
+// Its tools (tools/call params.name): echo (returns arguments.text), pid,
+// crash (exits 3), never (no reply), big (a reply arguments.size bytes
+// long), progress (a notifications/progress with the call's token, then
+// the reply), log (a notifications/message naming nothing, then the reply),
+// later (the reply, then 50 ms later a notifications/message naming nothing),
+// cancelled (the requestIds of the notifications/cancelled received).
+//
+// It is a test peer only: nothing in the sidecar imports it, and it imports
+// nothing of the sidecar.
+package stdioserver
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ModeEnv is the environment variable that makes a test binary the server.
+const ModeEnv = "STDIO_TEST_SERVER"
+
+// Main runs the server and exits when ModeEnv is set, and returns at once
+// otherwise: call it first in TestMain.
+func Main() {
+	if mode, ok := os.LookupEnv(ModeEnv); ok {
+		run(mode)
+		os.Exit(0)
+	}
+}
+
+// Command is the argv and environment that run the test binary as the
+// server in mode.
+func Command(mode string) ([]string, []string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	return []string{exe, "-test.run=^$"}, append(os.Environ(), ModeEnv+"="+mode), nil
+}
+
+type testServer struct {
+	mu        sync.Mutex
+	out       *bufio.Writer
+	cancelled []json.RawMessage
+	modern    bool
+}
+
+func run(mode string) {
+	has := func(m string) bool { return strings.Contains(","+mode+",", ","+m+",") }
+	if has("sleep") {
+		time.Sleep(time.Hour)
+		return
+	}
+	if has("mute") {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return
+	}
+	if has("gosdk") {
+		runGoSDKServer()
+		return
+	}
+	s := &testServer{out: bufio.NewWriter(os.Stdout), modern: has("modern")}
+	if has("banner") {
+		fmt.Println("Test server v1 starting on stdio (not JSON)")
+	}
+	if has("child") {
+		exe, _ := os.Executable()
+		c := exec.Command(exe, "-test.run=^$")
+		c.Env = append(os.Environ(), ModeEnv+"=sleep")
+		if err := c.Start(); err == nil {
+			fmt.Fprintf(os.Stderr, "grandchild %d\n", c.Process.Pid)
+		}
+	}
+	if has("stubborn") {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	fmt.Fprintln(os.Stderr, "test server ready")
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			s.handle(line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if has("stubborn") {
+		time.Sleep(time.Hour)
+	}
+}
+
+func (s *testServer) send(v any) {
+	b, _ := json.Marshal(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+type inMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string `json:"name"`
+		RequestID json.RawMessage
+		Arguments struct {
+			Text string `json:"text"`
+			Size int    `json:"size"`
+		} `json:"arguments"`
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+func (s *testServer) handle(line []byte) {
+	var m inMsg
+	if err := json.Unmarshal(line, &m); err != nil {
+		return
+	}
+	result := func(r any) { s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": r}) }
+	text := func(t string) { result(map[string]any{"content": []any{map[string]any{"type": "text", "text": t}}}) }
+	switch m.Method {
+	case "initialize":
+		// Notifications may come before the initialize reply.
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		result(map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
+			"serverInfo": map[string]any{"name": "stdio-test", "version": "1"}})
+	case "server/discover":
+		if !s.modern {
+			s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
+			return
+		}
+		result(map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}},
+			"serverInfo": map[string]any{"name": "stdio-test", "version": "1"}})
+	case "notifications/cancelled":
+		var p struct {
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(line, &p)
+		s.mu.Lock()
+		s.cancelled = append(s.cancelled, p.Params.RequestID)
+		s.mu.Unlock()
+	case "subscriptions/listen":
+		// A 2026-07-28 listen: its stream's messages name it by its id in
+		// _meta; it gets no reply while it lasts.
+		meta := map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": m.ID}}
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": meta})
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": meta})
+	case "tools/call":
+		go s.tool(m, text)
+	default:
+		if m.ID != nil && m.Method != "" {
+			result(map[string]any{})
+		}
+	}
+}
+
+func (s *testServer) tool(m inMsg, text func(string)) {
+	switch m.Params.Name {
+	case "echo":
+		text(m.Params.Arguments.Text)
+	case "pid":
+		text(strconv.Itoa(os.Getpid()))
+	case "crash":
+		os.Exit(3)
+	case "never":
+	case "big":
+		text(strings.Repeat("x", m.Params.Arguments.Size))
+	case "progress":
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+			"params": map[string]any{"progressToken": m.Params.Meta.ProgressToken, "progress": 1, "message": m.Params.Arguments.Text}})
+		time.Sleep(10 * time.Millisecond)
+		text(m.Params.Arguments.Text)
+	case "later":
+		text("later")
+		time.Sleep(50 * time.Millisecond)
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "later"}})
+	case "log":
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}})
+		text("logged")
+	case "cancelled":
+		s.mu.Lock()
+		b, _ := json.Marshal(s.cancelled)
+		s.mu.Unlock()
+		text(string(b))
+	}
+}
