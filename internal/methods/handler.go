@@ -11,6 +11,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Defaults for Options fields left zero.
@@ -116,7 +117,6 @@ func (h *Handler) current() *view {
 // the sidecar owns the request, which the proxy writes.
 func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply, bool) {
 	v := h.current()
-	nameParam := ""
 	var uri string // of a resources/* read, parsed once for routing and answer
 	switch msg.Method {
 	case "skills/list", "skills/get", "agents/list", "agents/get":
@@ -125,7 +125,6 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		if !h.ownsURI(v, uri) || h.upstreamServes(r, msg, v, uri) {
 			return reply.Reply{}, false
 		}
-		nameParam = "uri"
 	case "resources/directory/read":
 		uri, _ = paramString(msg.Params, "uri")
 		if !h.ownsURI(v, uri) {
@@ -144,10 +143,10 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 	default:
 		return reply.Reply{}, false
 	}
-	if h.opts.Serves != nil && !h.opts.Serves(claimsModern(r.Header, msg)) {
+	if h.opts.Serves != nil && !h.opts.Serves(wire.ClaimsModern(r.Header, msg.Params)) {
 		return reply.Reply{}, false
 	}
-	e, eerr := checkEra(r.Header, msg, nameParam) // pure; its error is given after the gate's
+	e, eerr := checkEra(r.Header, msg) // pure; its error is given after the gate's
 	if h.opts.Gate != nil {
 		// The discovery a listing of a new context needs starts before
 		// the gate is asked, and gives its verdict (discovery.go, "Early
