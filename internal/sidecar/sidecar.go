@@ -203,6 +203,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	if cfg.UpstreamFiles == "auto" {
 		s.Overlay = methods.NewOverlay(forCaller, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
 		s.Overlay.Metrics = s.Metrics
+		s.Overlay.FrontmatterPortability = cfg.FrontmatterPortability
 	}
 	mo := methods.Options{
 		Overlay:          s.Overlay,
