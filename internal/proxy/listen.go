@@ -54,7 +54,9 @@ func (p *Proxy) planListen(msg rewrite.Message) *listenPlan {
 	if err != nil {
 		return nil
 	}
-	h := rewrite.ListenFilter{ResourcesListChanged: asked.ResourcesListChanged, AgentsListChanged: asked.AgentsListChanged}
+	d := p.opts.Declaration
+	h := rewrite.ListenFilter{ResourcesListChanged: asked.ResourcesListChanged, AgentsListChanged: asked.AgentsListChanged,
+		PromptsListChanged: asked.PromptsListChanged && d.Prompts, ToolsListChanged: asked.ToolsListChanged && d.Tools}
 	for _, u := range asked.ResourceSubscriptions {
 		if p.opts.OwnsURI != nil && p.opts.OwnsURI(u) {
 			h.ResourceSubscriptions = append(h.ResourceSubscriptions, u)
@@ -70,6 +72,7 @@ func (p *Proxy) planListen(msg rewrite.Message) *listenPlan {
 func listenFilter(pl *plan) notify.Filter {
 	h := pl.listen.honoured
 	return notify.Filter{ResourcesListChanged: h.ResourcesListChanged, AgentsListChanged: h.AgentsListChanged,
+		PromptsListChanged: h.PromptsListChanged, ToolsListChanged: h.ToolsListChanged,
 		URIs: h.ResourceSubscriptions, SubscriptionID: pl.id}
 }
 

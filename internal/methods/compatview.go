@@ -1,0 +1,196 @@
+package methods
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+)
+
+// Host compatibility (Options.HostCompat): for hosts that speak MCP tools
+// and prompts but not the Skills extension, the same catalog is offered as
+// one prompt per skill and two tools, appended to the upstream's own
+// prompts/list and tools/list. This file holds their names and encoded
+// entries, built once per snapshot; hostcompat.go answers with them.
+
+// Defaults and limits of host compatibility.
+const (
+	// DefaultHostCompatPrefix starts every prompt and tool name when
+	// HostCompat.Prefix is empty.
+	DefaultHostCompatPrefix = "skill_"
+	// MaxCompatNameLen is the longest name a prompt or tool may have (the
+	// MCP tool-name rules: 1 to 128 characters); a skill whose derived
+	// name is longer gets no prompt (its files stay reachable by the
+	// tools).
+	MaxCompatNameLen = 128
+	// MaxLoadDescription bounds the loading tool's description, in bytes:
+	// a line per skill (its path and description) until the next would
+	// pass it, then a line saying how many were left out.
+	MaxLoadDescription = 4096
+	// maxListedDescription bounds one skill's description within that list,
+	// in bytes, cut at a rune boundary with "…".
+	maxListedDescription = 200
+)
+
+// compatView is host compatibility's share of a view: immutable, built
+// with it.
+type compatView struct {
+	// promptNames are the prompt names in name order; promptEntries[i]
+	// is the encoded prompts/list entry of promptNames[i] and
+	// promptSkills[i] its skill.
+	promptNames   []string
+	promptEntries []json.RawMessage
+	promptSkills  []*catalog.Skill
+	// loadName and readName are the tools' names; toolEntries are their
+	// encoded tools/list entries, in that order.
+	loadName, readName string
+	toolEntries        []json.RawMessage
+	// byArg finds a skill by the loading tool's argument: its path, or its
+	// frontmatter name when no other skill has that name.
+	byArg map[string]*catalog.Skill
+}
+
+// compatName derives a name from a skill path: the prefix, then the path
+// with "/" written "__" and every character outside [A-Za-z0-9_-] written
+// "_", the characters tool names may hold wherever hosts send them. "" when
+// the result would pass MaxCompatNameLen.
+func compatName(prefix, path string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, r := range path {
+		switch {
+		case r == '/':
+			b.WriteString("__")
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() > MaxCompatNameLen {
+		return ""
+	}
+	return b.String()
+}
+
+type promptEntry struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+type toolEntry struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  json.RawMessage `json:"annotations"`
+}
+
+// The tools' schemas (JSON Schema 2020-12, the MCP default dialect).
+const (
+	loadInputSchema = `{"type":"object","properties":{"skill":{"type":"string","description":"The skill's path as listed (or its name when no other skill has it)."}},"required":["skill"]}`
+	fileSchema      = `{"type":"object","properties":{"uri":{"type":"string"},"mimeType":{"type":"string"},"size":{"type":"integer"}},"required":["uri"]}`
+	loadOutSchema   = `{"type":"object","properties":{"uri":{"type":"string"},"path":{"type":"string"},"name":{"type":"string"},"description":{"type":"string"},"text":{"type":"string"},"files":{"type":"array","items":` + fileSchema + `}},"required":["uri","path","text","files"]}`
+	readInputSchema = `{"type":"object","properties":{"uri":{"type":"string","description":"A skill file's skill:// URI, as the loading tool lists them."}},"required":["uri"]}`
+	readOutSchema   = `{"type":"object","properties":{"uri":{"type":"string"},"mimeType":{"type":"string"},"text":{"type":"string"},"blob":{"type":"string","description":"base64, for a file that is not text"}},"required":["uri"]}`
+	toolAnnotations = `{"readOnlyHint":true,"idempotentHint":true,"openWorldHint":false}`
+)
+
+func newCompatView(snap *catalog.Snapshot, hc HostCompat) *compatView {
+	prefix := hc.prefix()
+	c := &compatView{loadName: prefix + "load", readName: prefix + "read", byArg: map[string]*catalog.Skill{}}
+	if snap == nil {
+		return c
+	}
+	skills := snap.Skills()
+	names := map[string]int{}
+	for _, sk := range skills {
+		c.byArg[sk.Path] = sk
+		names[sk.Name]++
+	}
+	for _, sk := range skills {
+		if _, isPath := c.byArg[sk.Name]; names[sk.Name] == 1 && !isPath {
+			c.byArg[sk.Name] = sk
+		}
+	}
+	if hc.Prompts {
+		seen := map[string]bool{}
+		type p struct {
+			name string
+			sk   *catalog.Skill
+		}
+		var ps []p
+		for _, sk := range skills { // URI order: of two paths that derive one name, the first keeps it
+			n := compatName(prefix, sk.Path)
+			if n == "" || seen[n] {
+				continue
+			}
+			seen[n] = true
+			ps = append(ps, p{n, sk})
+		}
+		slices.SortFunc(ps, func(x, y p) int { return strings.Compare(x.name, y.name) })
+		for _, x := range ps {
+			c.promptNames = append(c.promptNames, x.name)
+			c.promptSkills = append(c.promptSkills, x.sk)
+			c.promptEntries = append(c.promptEntries, mustJSON(promptEntry{Name: x.name, Title: sk0Title(x.sk), Description: x.sk.Description}))
+		}
+	}
+	if hc.Tools {
+		c.toolEntries = []json.RawMessage{
+			mustJSON(toolEntry{Name: c.loadName, Description: loadDescription(skills, c.readName), InputSchema: json.RawMessage(loadInputSchema),
+				OutputSchema: json.RawMessage(loadOutSchema), Annotations: json.RawMessage(toolAnnotations)}),
+			mustJSON(toolEntry{Name: c.readName, Description: "Reads one file of a skill (a skill:// URI that " + c.loadName + " lists) and returns its text, or base64 for a file that is not text.",
+				InputSchema: json.RawMessage(readInputSchema), OutputSchema: json.RawMessage(readOutSchema), Annotations: json.RawMessage(toolAnnotations)}),
+		}
+	}
+	return c
+}
+
+// sk0Title is the prompt's title: the skill's frontmatter name, shown by
+// hosts beside the derived name.
+func sk0Title(sk *catalog.Skill) string { return sk.Name }
+
+// loadDescription is the loading tool's description: what it does, then
+// the served skills, one line each ("path: description"), within
+// MaxLoadDescription bytes; the skills that do not fit are counted on a
+// last line, so a model knows the list is not whole (progressive
+// disclosure: the full text comes only with a load).
+func loadDescription(skills []*catalog.Skill, readName string) string {
+	var b strings.Builder
+	b.WriteString("Loads a skill: returns its SKILL.md instructions and the list of its files (read them with " + readName + "). Call it when a task matches a skill below. Skills (path: description):")
+	for i, sk := range skills {
+		line := "\n- " + sk.Path + ": " + cut(sk.Description, maxListedDescription)
+		room := 0 // kept for the marker while skills follow this one
+		if i < len(skills)-1 {
+			room = len(leftOut(len(skills)))
+		}
+		if b.Len()+len(line)+room > MaxLoadDescription {
+			b.WriteString(leftOut(len(skills) - i))
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// leftOut is the loading tool's marker of n skills its description leaves
+// out.
+func leftOut(n int) string {
+	return "\n… and " + strconv.Itoa(n) + " more skills not listed here: load one by its path."
+}
+
+// cut shortens s to at most n bytes at a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
