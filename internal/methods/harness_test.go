@@ -82,6 +82,11 @@ type upstreamConfig struct {
 	token string
 	// noResourcesMethod answers resources/list with -32601.
 	noResourcesMethod bool
+	// prompts are added with a handler whose one message is the text
+	// "upstream " and the prompt's name.
+	prompts []*mcp.Prompt
+	// files are resources the upstream serves itself, text by URI.
+	files map[string]string
 }
 
 // upstream is a running go-sdk server that records what reached it.
@@ -111,6 +116,17 @@ func newUpstream(t testing.TB, cfg upstreamConfig) *upstream {
 		s.AddResource(&mcp.Resource{URI: uri, Name: fmt.Sprintf("res-%02d", i), MIMEType: "text/plain"},
 			func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "upstream " + r.Params.URI}}}, nil
+			})
+	}
+	for _, p := range cfg.prompts {
+		s.AddPrompt(p, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "upstream " + req.Params.Name}}}}, nil
+		})
+	}
+	for uri, text := range cfg.files {
+		s.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"},
+			func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: text}}}, nil
 			})
 	}
 	if cfg.noResourcesMethod {
