@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -82,6 +83,8 @@ type upstreamConfig struct {
 	token string
 	// noResourcesMethod answers resources/list with -32601.
 	noResourcesMethod bool
+	// notFound are more methods answered with -32601.
+	notFound []string
 	// prompts are added with a handler whose one message is the text
 	// "upstream " and the prompt's name.
 	prompts []*mcp.Prompt
@@ -130,9 +133,12 @@ func newUpstream(t testing.TB, cfg upstreamConfig) *upstream {
 			})
 	}
 	if cfg.noResourcesMethod {
+		cfg.notFound = append(cfg.notFound, "resources/list")
+	}
+	if len(cfg.notFound) > 0 {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method == "resources/list" {
+				if slices.Contains(cfg.notFound, method) {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
 				}
 				return next(ctx, method, req)

@@ -67,7 +67,7 @@ func takesLinks(h http.Header, e era) bool {
 // ownsCompat reports whether a prompts/get or tools/call names one of the
 // sidecar's prompts or tools that the upstream does not use itself for this
 // caller. The upstream's names are asked for only when the name is one of
-// the sidecar's; an error asking leaves the request to the upstream.
+// the sidecar's.
 func (h *Handler) ownsCompat(r *http.Request, msg rewrite.Message, v *view) bool {
 	if v.compat == nil {
 		return false
@@ -85,12 +85,12 @@ func (h *Handler) ownsCompat(r *http.Request, msg rewrite.Message, v *view) bool
 	if src == nil {
 		return true
 	}
+	// An upstream that cannot list them (it refuses the caller, lacks the
+	// method, cannot be reached) has no such name: the request is the
+	// sidecar's, and the auth gate judges the caller as for skills/*.
 	names, err := src.Tools(r, msg)
-	if err != nil {
-		return false
-	}
 	_, theirs := names[name]
-	return !theirs
+	return err != nil || !theirs
 }
 
 // editCompatList returns the edit that appends the sidecar's prompts or
@@ -279,7 +279,8 @@ func (h *Handler) promptsListLocal(v *view, e era, msg rewrite.Message, r *http.
 		return nil, err
 	}
 	names, uerr := h.upstreamNames(r, msg, "prompts")
-	if uerr != nil {
+	var refused *onbehalf.Refusal
+	if errors.As(uerr, &refused) {
 		return nil, uerr
 	}
 	taken := map[string]bool{}

@@ -400,3 +400,35 @@ func TestHostCompatListChanged(t *testing.T) {
 	}
 	t.Fatal("no prompts and tools list_changed after 50 changes")
 }
+
+// TestHostCompatBareUpstream: an upstream with no tools or prompts at all
+// (whose tools/list and prompts/list are -32601) gets both capabilities
+// declared, and the sidecar's entries are the whole listings, which
+// answer.
+func TestHostCompatBareUpstream(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, notFound: []string{"tools/list", "prompts/list"}})
+		side := compatSidecar(t, up, nil)
+		via := dialEra(t, ctx, ec, side, "")
+		caps := via.cs.InitializeResult().Capabilities
+		if caps.Tools == nil || caps.Prompts == nil {
+			t.Fatalf("capabilities = %+v, want tools and prompts declared", caps)
+		}
+		lt, err := via.cs.ListTools(ctx, nil)
+		if err != nil || len(lt.Tools) != 2 {
+			t.Fatalf("ListTools = %+v, %v; want the sidecar's two", lt, err)
+		}
+		lp, err := via.cs.ListPrompts(ctx, nil)
+		if err != nil || len(lp.Prompts) != 3 {
+			t.Fatalf("ListPrompts = %+v, %v; want the sidecar's three", lp, err)
+		}
+		res, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "b/refunds"}})
+		if err != nil || res.IsError {
+			t.Fatalf("CallTool(skill_load) = %+v, %v", res, err)
+		}
+		if _, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_docs"}); err != nil {
+			t.Errorf("GetPrompt(skill_docs) = %v", err)
+		}
+	})
+}
