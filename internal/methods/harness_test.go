@@ -85,6 +85,8 @@ type upstreamConfig struct {
 	noResourcesMethod bool
 	// notFound are more methods answered with -32601.
 	notFound []string
+	// ttlMs is the ttlMs of the upstream's cacheable results.
+	ttlMs int
 	// prompts are added with a handler whose one message is the text
 	// "upstream " and the prompt's name.
 	prompts []*mcp.Prompt
@@ -108,7 +110,8 @@ func (u *upstream) seen() []string {
 
 func newUpstream(t testing.TB, cfg upstreamConfig) *upstream {
 	t.Helper()
-	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{PageSize: cfg.pageSize})
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{PageSize: cfg.pageSize,
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = cfg.ttlMs }})
 	for _, tool := range cfg.tools {
 		s.AddTool(tool, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.Name}}}, nil

@@ -356,49 +356,87 @@ func TestHostCompatUpstreamFiles(t *testing.T) {
 }
 
 // TestHostCompatListChanged: a reload that changes the skills sends
-// prompts and tools list_changed to a legacy client's GET stream, and the
-// handshake declares both with listChanged.
+// prompts and tools list_changed to a go-sdk client, on a legacy GET
+// stream and on a modern subscriptions/listen stream, and the handshake
+// declares both with listChanged.
 func TestHostCompatListChanged(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	up := compatUpstream(t, eras()[0], "")
-	dir := t.TempDir()
-	writeFiles(t, dir, compatPlugin())
-	side := sidecartest.Start(t, up.url, sidecartest.Options{Config: func(c *config.Config) {
-		c.AuthGate, c.UpstreamFiles, c.PluginDir, c.HostCompat = "none", "off", dir, "prompts,tools"
-	}})
-	prompts, tools := make(chan struct{}, 64), make(chan struct{}, 64)
-	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
-		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { prompts <- struct{}{} },
-		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { tools <- struct{}{} },
-	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: side.URL, MaxRetries: 1}, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	caps := cs.InitializeResult().Capabilities
-	if caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Tools == nil || !caps.Tools.ListChanged {
-		t.Fatalf("capabilities = prompts %+v, tools %+v; want both with listChanged", caps.Prompts, caps.Tools)
-	}
-	// The client's GET stream opens on its own time: a change made before
-	// it is missed, so changes are made until one arrives (bounded).
-	for i := range 50 {
-		writeFiles(t, dir, map[string]string{"skills/new/SKILL.md": skillMD("new", fmt.Sprintf("Change %d.", i))})
-		select {
-		case <-prompts:
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		up := compatUpstream(t, ec, "")
+		dir := t.TempDir()
+		writeFiles(t, dir, compatPlugin())
+		side := sidecartest.Start(t, up.url, sidecartest.Options{Config: func(c *config.Config) {
+			c.AuthGate, c.UpstreamFiles, c.PluginDir, c.HostCompat = "none", "off", dir, "prompts,tools"
+		}})
+		prompts, tools := make(chan struct{}, 64), make(chan struct{}, 64)
+		c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+			PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { prompts <- struct{}{} },
+			ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { tools <- struct{}{} },
+		})
+		hc := &http.Client{Timeout: 20 * time.Second}
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: side.URL, MaxRetries: 1, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: ec.version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		caps := cs.InitializeResult().Capabilities
+		if caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Tools == nil || !caps.Tools.ListChanged {
+			t.Fatalf("capabilities = prompts %+v, tools %+v; want both with listChanged", caps.Prompts, caps.Tools)
+		}
+		// The client's stream opens on its own time: a change made before
+		// it is missed, so changes are made until one arrives (bounded).
+		for i := range 50 {
+			writeFiles(t, dir, map[string]string{"skills/new/SKILL.md": skillMD("new", fmt.Sprintf("Change %d.", i))})
 			select {
-			case <-tools:
-				return
+			case <-prompts:
+				select {
+				case <-tools:
+					return
+				case <-ctx.Done():
+					t.Fatal("prompts list_changed but no tools list_changed")
+				}
+			case <-time.After(200 * time.Millisecond):
 			case <-ctx.Done():
-				t.Fatal("prompts list_changed but no tools list_changed")
 			}
-		case <-time.After(200 * time.Millisecond):
-		case <-ctx.Done():
+		}
+		t.Fatal("no prompts and tools list_changed after 50 changes")
+	})
+}
+
+// TestHostCompatModernCache: on 2026-07-28 a merged listing takes the
+// lower ttlMs of the two sides, and private when either side is.
+func TestHostCompatModernCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ec := eras()[1]
+	up := newUpstream(t, upstreamConfig{stateless: true, ttlMs: 60000, tools: []*mcp.Tool{alphaTool()}, prompts: []*mcp.Prompt{{Name: "greet"}}})
+	for _, tt := range []struct {
+		ttl   int64
+		scope string
+		want  string
+	}{
+		{0, "private", `"ttlMs":0,"cacheScope":"private"`},
+		{5000, "public", `"ttlMs":5000,"cacheScope":"public"`},
+		{90000, "public", `"ttlMs":60000,"cacheScope":"public"`},
+	} {
+		side := compatSidecar(t, up, func(c *config.Config) { c.CacheTTLMs, c.CacheScope = tt.ttl, tt.scope })
+		via := dialEra(t, ctx, ec, side, "")
+		direct := dialEra(t, ctx, ec, up.url, "")
+		for _, m := range []string{"tools/list", "prompts/list"} {
+			var got, theirs struct {
+				TTL   *int64 `json:"ttlMs"`
+				Scope string `json:"cacheScope"`
+			}
+			via.call(m, nil).ok(t, m, &got)
+			direct.call(m, nil).ok(t, m, &theirs)
+			if theirs.TTL == nil || *theirs.TTL != 60000 || theirs.Scope != "public" {
+				t.Fatalf("the upstream's %s cache fields = %v %q, the test assumes 60000 and public", m, theirs.TTL, theirs.Scope)
+			}
+			if g := fmt.Sprintf(`"ttlMs":%d,"cacheScope":%q`, *got.TTL, got.Scope); g != tt.want {
+				t.Errorf("sidecar ttl %d %s: %s = %s, want %s", tt.ttl, tt.scope, m, g, tt.want)
+			}
 		}
 	}
-	t.Fatal("no prompts and tools list_changed after 50 changes")
 }
 
 // TestHostCompatBareUpstream: an upstream with no tools or prompts at all
