@@ -470,3 +470,22 @@ func TestHostCompatBareUpstream(t *testing.T) {
 		}
 	})
 }
+
+// TestHostCompatAgentTools: an agent's tools resolve against the
+// upstream's own tools/list only; the sidecar's tools are not among them.
+func TestHostCompatAgentTools(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		up := compatUpstream(t, ec, "")
+		dir := t.TempDir()
+		files := compatPlugin()
+		files["agents/helper.md"] = "---\nname: helper\ndescription: Helps.\ntools: [alpha, skill_load]\n---\nHelp.\n"
+		writeFiles(t, dir, files)
+		side := newSidecar(t, up.url, newWatcher(t, dir).Snapshot, func(c *config.Config) { c.HostCompat = "prompts,tools" })
+		via := dialEra(t, ctx, ec, side, "")
+		e := via.call("agents/get", map[string]any{"name": "helper"}).failed(t, "agents/get helper", http.StatusOK, -32603)
+		if !strings.Contains(string(e.Data), "skill_load") || strings.Contains(string(e.Data), "alpha") {
+			t.Errorf("agents/get helper error data = %s, want skill_load (and only it) missing", e.Data)
+		}
+	})
+}
