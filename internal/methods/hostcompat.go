@@ -320,6 +320,16 @@ func (h *Handler) served(r *http.Request, msg rewrite.Message, v *view, f *catal
 	return c, nil
 }
 
+// servedContents is served, also decoded.
+func (h *Handler) servedContents(r *http.Request, msg rewrite.Message, v *view, f *catalog.File) (json.RawMessage, contents, error) {
+	var c contents
+	raw, err := h.served(r, msg, v, f)
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	return raw, c, err
+}
+
 // contents is a decoded entry of contents.
 type contents struct {
 	URI      string  `json:"uri"`
@@ -478,12 +488,8 @@ func (h *Handler) loadSkill(v *view, e era, msg rewrite.Message, r *http.Request
 		return toolFailed("no skill " + quote(arg) + ": load one of the paths this tool's description lists"), nil
 	}
 	f, _ := v.snap.File(sk.URI)
-	raw, err := h.served(r, msg, v, f)
+	_, c, err := h.servedContents(r, msg, v, f)
 	if err != nil {
-		return toolResult{}, err
-	}
-	var c contents
-	if err := json.Unmarshal(raw, &c); err != nil {
 		return toolResult{}, err
 	}
 	text, ok := c.text()
@@ -519,12 +525,8 @@ func (h *Handler) readFile(v *view, msg rewrite.Message, r *http.Request, args j
 	if f == nil {
 		return toolFailed("no skill file " + quote(uri) + ": read a URI the " + v.compat.loadName + " tool lists"), nil
 	}
-	raw, err := h.served(r, msg, v, f)
+	raw, c, err := h.servedContents(r, msg, v, f)
 	if err != nil {
-		return toolResult{}, err
-	}
-	var c contents
-	if err := json.Unmarshal(raw, &c); err != nil {
 		return toolResult{}, err
 	}
 	c.URI = uri

@@ -19,8 +19,10 @@ import (
 // and notify inserts the sidecar's notifications, carrying the listen's
 // subscriptionId, between the upstream's events after it. What the sidecar
 // honours of a filter: resourcesListChanged (the catalog's URIs are the
-// sidecar's), agentsListChanged, and resourceSubscriptions entries that
-// are skill URIs the sidecar serves (Options.OwnsURI).
+// sidecar's), agentsListChanged, promptsListChanged and toolsListChanged
+// when the declaration adds prompts or tools (host compatibility), and
+// resourceSubscriptions entries that are skill URIs the sidecar serves
+// (Options.OwnsURI).
 //
 // Two cases are the sidecar's to finish:
 //   - An upstream that honours nothing of the filter ends the stream at
