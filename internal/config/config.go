@@ -109,7 +109,7 @@ type Config struct {
 	ToolsCacheTTL time.Duration `key:"tools-cache-ttl" default:"10s" help:"How long agents/get reuses the upstream's tools/list fetched for one caller (credentials and session); 0s fetches it on every call. Never shared between callers."`
 	// HostCompat lists the host-compatibility surfaces served besides the
 	// Skills extension: "prompts", "tools" (HostCompatList splits it).
-	HostCompat string `key:"host-compat" default:"" help:"Comma-separated: prompts (one prompt per skill, returning its SKILL.md and links to its files) and/or tools (a tool that loads a skill by name and one that reads a skill file), appended to the upstream's own prompts/list and tools/list, for hosts that do not speak the Skills extension. Empty (default) adds nothing."`
+	HostCompat string `key:"host-compat" default:"" help:"Comma-separated: prompts (one prompt per skill, returning its SKILL.md and links to its files, and per agent, returning its instructions) and/or tools (a tool that loads a skill by name and one that reads a skill file), appended to the upstream's own prompts/list and tools/list, for hosts that do not speak the Skills extension. Empty (default) adds nothing."`
 	// HostCompatPrefix starts the name of every prompt and tool host-compat
 	// adds.
 	HostCompatPrefix string `key:"host-compat-prefix" default:"skill_" help:"Prefix of the prompt and tool names host-compat adds: prompts are the prefix and the skill's path (/ written __), tools the prefix and load or read. Letters, digits, _ and - only."`

@@ -39,11 +39,11 @@ const (
 // with it.
 type compatView struct {
 	// promptNames are the prompt names in name order; promptEntries[i]
-	// is the encoded prompts/list entry of promptNames[i] and
-	// promptSkills[i] its skill.
+	// is the encoded prompts/list entry of promptNames[i] and prompts[i]
+	// what it offers.
 	promptNames   []string
 	promptEntries []json.RawMessage
-	promptSkills  []*catalog.Skill
+	prompts       []compatPrompt
 	// loadName and readName are the tools' names; toolEntries are their
 	// encoded tools/list entries, in that order.
 	loadName, readName string
@@ -118,26 +118,7 @@ func newCompatView(snap *catalog.Snapshot, hc HostCompat) *compatView {
 		}
 	}
 	if hc.Prompts {
-		seen := map[string]bool{}
-		type p struct {
-			name string
-			sk   *catalog.Skill
-		}
-		var ps []p
-		for _, sk := range skills { // URI order: of two paths that derive one name, the first keeps it
-			n := compatName(prefix, sk.Path)
-			if n == "" || seen[n] {
-				continue
-			}
-			seen[n] = true
-			ps = append(ps, p{n, sk})
-		}
-		slices.SortFunc(ps, func(x, y p) int { return strings.Compare(x.name, y.name) })
-		for _, x := range ps {
-			c.promptNames = append(c.promptNames, x.name)
-			c.promptSkills = append(c.promptSkills, x.sk)
-			c.promptEntries = append(c.promptEntries, mustJSON(promptEntry{Name: x.name, Title: sk0Title(x.sk), Description: x.sk.Description}))
-		}
+		c.addPrompts(snap, prefix)
 	}
 	if hc.Tools {
 		c.toolEntries = []json.RawMessage{
@@ -150,9 +131,51 @@ func newCompatView(snap *catalog.Snapshot, hc HostCompat) *compatView {
 	return c
 }
 
-// sk0Title is the prompt's title: the skill's frontmatter name, shown by
-// hosts beside the derived name.
-func sk0Title(sk *catalog.Skill) string { return sk.Name }
+// compatPrompt is what one prompt offers: a skill, or an agent.
+type compatPrompt struct {
+	skill *catalog.Skill
+	agent *catalog.Agent
+}
+
+// agentInfix follows the prefix in an agent's prompt name.
+const agentInfix = "agent__"
+
+// addPrompts names a prompt for each skill (the prefix and its path) and
+// for each agent with instructions (the prefix, "agent__" and its name),
+// skills first: of two that derive one name (two paths, or a skill path
+// "agent/NAME" and an agent NAME) the first keeps it. The entries carry
+// the frontmatter name as title and the description.
+func (c *compatView) addPrompts(snap *catalog.Snapshot, prefix string) {
+	type p struct {
+		name  string
+		entry promptEntry
+		what  compatPrompt
+	}
+	var ps []p
+	seen := map[string]bool{}
+	add := func(name string, e promptEntry, what compatPrompt) {
+		if name == "" || seen[name] {
+			return
+		}
+		seen[name] = true
+		e.Name = name
+		ps = append(ps, p{name, e, what})
+	}
+	for _, sk := range snap.Skills() { // URI order
+		add(compatName(prefix, sk.Path), promptEntry{Title: sk.Name, Description: sk.Description}, compatPrompt{skill: sk})
+	}
+	for _, a := range snap.Agents() {
+		if a.HasInstructions {
+			add(compatName(prefix+agentInfix, a.Name), promptEntry{Title: a.Name, Description: a.Description}, compatPrompt{agent: a})
+		}
+	}
+	slices.SortFunc(ps, func(x, y p) int { return strings.Compare(x.name, y.name) })
+	for _, x := range ps {
+		c.promptNames = append(c.promptNames, x.name)
+		c.prompts = append(c.prompts, x.what)
+		c.promptEntries = append(c.promptEntries, mustJSON(x.entry))
+	}
+}
 
 // loadDescription is the loading tool's description: what it does, then
 // the served skills, one line each ("path: description"), within

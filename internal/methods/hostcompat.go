@@ -377,7 +377,10 @@ func (h *Handler) promptGet(v *view, e era, msg rewrite.Message, r *http.Request
 	if i < 0 {
 		return nil, invalidParams("prompt not found: " + quote(name))
 	}
-	sk := v.compat.promptSkills[i]
+	if a := v.compat.prompts[i].agent; a != nil {
+		return h.agentPrompt(a, e), nil
+	}
+	sk := v.compat.prompts[i].skill
 	f, _ := v.snap.File(sk.URI)
 	c, err := h.served(r, msg, v, f)
 	if err != nil {
@@ -401,6 +404,18 @@ func (h *Handler) promptGet(v *view, e era, msg rewrite.Message, r *http.Request
 	}
 	b = append(b, ']')
 	return h.close(b, e, true), nil
+}
+
+// agentPrompt is prompts/get of an agent's prompt: one message, the
+// agent's instructions as agents/get gives them. What tools it names stays
+// agents/get's to resolve, against the upstream's own tools only.
+func (h *Handler) agentPrompt(a *catalog.Agent, e era) []byte {
+	out := struct {
+		Description string          `json:"description,omitempty"`
+		Messages    []promptMessage `json:"messages"`
+	}{a.Description, []promptMessage{{Role: "user", Content: contentItem{Type: "text", Text: a.Instructions}}}}
+	b := mustJSON(out)
+	return h.close(b[:len(b)-1], e, true)
 }
 
 // fileRefs are a skill's files other than its SKILL.md as prompt messages:

@@ -471,21 +471,39 @@ func TestHostCompatBareUpstream(t *testing.T) {
 	})
 }
 
-// TestHostCompatAgentTools: an agent's tools resolve against the
-// upstream's own tools/list only; the sidecar's tools are not among them.
-func TestHostCompatAgentTools(t *testing.T) {
+// TestHostCompatAgents: an agent with instructions is a prompt whose one
+// message is those instructions, as agents/get gives them; one without
+// has none; and an agent's tools resolve against the upstream's own
+// tools/list only, the sidecar's tools not among them.
+func TestHostCompatAgents(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		up := compatUpstream(t, ec, "")
 		dir := t.TempDir()
 		files := compatPlugin()
-		files["agents/helper.md"] = "---\nname: helper\ndescription: Helps.\ntools: [alpha, skill_load]\n---\nHelp.\n"
+		files["agents/helper.md"] = "---\nname: helper\ndescription: Helps.\ntools: [alpha, skill_load]\n---\nHelp <well> & \"quickly\".\n"
+		files["agents/quiet.md"] = "---\nname: quiet\ndescription: Says nothing.\n---\n"
 		writeFiles(t, dir, files)
 		side := newSidecar(t, up.url, newWatcher(t, dir).Snapshot, func(c *config.Config) { c.HostCompat = "prompts,tools" })
 		via := dialEra(t, ctx, ec, side, "")
 		e := via.call("agents/get", map[string]any{"name": "helper"}).failed(t, "agents/get helper", http.StatusOK, -32603)
 		if !strings.Contains(string(e.Data), "skill_load") || strings.Contains(string(e.Data), "alpha") {
 			t.Errorf("agents/get helper error data = %s, want skill_load (and only it) missing", e.Data)
+		}
+		prompts := rawList(t, via.call("prompts/list", nil), "prompts")
+		if _, ok := prompts["skill_agent__quiet"]; ok {
+			t.Errorf("prompts/list has a prompt for an agent without instructions")
+		}
+		var entry struct{ Title, Description string }
+		if err := json.Unmarshal(prompts["skill_agent__helper"], &entry); err != nil || entry.Title != "helper" || entry.Description != "Helps." {
+			t.Fatalf("prompts/list entry skill_agent__helper = %s", prompts["skill_agent__helper"])
+		}
+		gp, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_agent__helper"})
+		if err != nil || len(gp.Messages) != 1 {
+			t.Fatalf("GetPrompt(skill_agent__helper) = %+v, %v", gp, err)
+		}
+		if txt, ok := gp.Messages[0].Content.(*mcp.TextContent); !ok || txt.Text != "Help <well> & \"quickly\"." {
+			t.Errorf("GetPrompt(skill_agent__helper) message = %+v, want the agent's instructions", gp.Messages[0].Content)
 		}
 	})
 }

@@ -90,8 +90,8 @@ type Filter struct {
 	// notifications (a legacy GET stream asks for both).
 	ResourcesListChanged, AgentsListChanged bool
 	// PromptsListChanged and ToolsListChanged ask for those notifications
-	// when skills change: the prompts and tools host compatibility adds
-	// describe the skills. A legacy GET stream asks for them exactly when
+	// when skills change (prompts also when agents do): the prompts and
+	// tools host compatibility adds describe them. A legacy GET stream asks for them exactly when
 	// the sidecar adds them.
 	PromptsListChanged, ToolsListChanged bool
 	// URIs are a modern stream's resourceSubscriptions the sidecar honours.
@@ -257,7 +257,7 @@ func (h *Hub) Publish(c catalog.Changes) {
 		}
 		var add lists
 		for i, on := range [...]bool{c.Skills && s.f.ResourcesListChanged, c.Agents && s.f.AgentsListChanged,
-			c.Skills && s.f.PromptsListChanged, c.Skills && s.f.ToolsListChanged} {
+			(c.Skills || c.Agents) && s.f.PromptsListChanged, c.Skills && s.f.ToolsListChanged} {
 			if on {
 				add |= 1 << i
 			}

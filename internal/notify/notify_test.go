@@ -327,8 +327,9 @@ func TestIdleSubscriptionsMakeRoom(t *testing.T) {
 }
 
 // TestPromptsToolsListChanged: a skill change sends prompts and tools
-// list_changed to the streams that ask for them (host compatibility), and
-// only a skill change: an agents-only change sends neither.
+// list_changed to the streams that ask for them (host compatibility); an
+// agents-only change sends prompts list_changed alone (agents are prompts
+// too, never tools).
 func TestPromptsToolsListChanged(t *testing.T) {
 	t.Parallel()
 	h := New(Options{})
@@ -337,10 +338,11 @@ func TestPromptsToolsListChanged(t *testing.T) {
 	sn := h.Open(Filter{Session: "B", ResourcesListChanged: true}, &none, nil)
 	defer sb.Close()
 	defer sn.Close()
+	prompts := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n"
 	h.Publish(catalog.Changes{Agents: true})
+	waitFor(t, func() bool { return both.String() == prompts })
 	h.Publish(catalog.Changes{Skills: true})
-	want := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n" +
-		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+	want := prompts + prompts + "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
 	waitFor(t, func() bool { return both.String() == want })
 	waitFor(t, func() bool { return none.String() != "" })
 	if got := none.String(); strings.Contains(got, "prompts/") || strings.Contains(got, "tools/") {
