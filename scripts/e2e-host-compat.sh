@@ -9,7 +9,8 @@
 # "simple-prompt", a name server-everything uses, so it must stay the
 # upstream's. On each era (legacy, and modern through the era bridge):
 #   1. tools/list and prompts/list: the upstream's entries as it lists them
-#      directly (the modern wire's own fields aside), then the sidecar's;
+#      directly (the modern wire's own fields aside), then the sidecar's
+#      (the example's two skills and two agents as prompts);
 #   2. prompts/get simple-prompt is the upstream's answer;
 #   3. prompts/get of a skill embeds the text resources/read serves;
 #   4. tools/call simple-load and simple-read return that text, and the
@@ -105,9 +106,9 @@ for era in legacy modern; do
      and (.[0].result.tools[-2:] | all(.outputSchema.type == \"object\"))" \
     <(jq "$JQ_ERA" "$d/tools.json") <(jq "$JQ_ERA" "$WORK/direct-tools.json")
   call "$d/prompts.json" "$COMPAT" "$era" --method prompts/list >/dev/null
-  check "$era: prompts/list = the upstream's (simple-prompt its own), then the skills'" \
-    "(.[0].result.prompts | map(select(.name | startswith(\$p + \"acme\") or startswith(\$p + \"incident\") | not))) == .[1].result.prompts
-     and (.[0].result.prompts | map(.name) | .[-2:]) == [\$p + \"acme__billing__refunds\", \$p + \"incident-summary\"]" \
+  check "$era: prompts/list = the upstream's (simple-prompt its own), then the skills' and agents'" \
+    "(.[0].result.prompts | map(select(.name | startswith(\$p) and . != \$p + \"prompt\" | not))) == .[1].result.prompts
+     and (.[0].result.prompts | map(.name) | .[-4:]) == [\$p + \"acme__billing__refunds\", \$p + \"agent__billing-triage\", \$p + \"agent__incident-scribe\", \$p + \"incident-summary\"]" \
     <(jq "$JQ_ERA" "$d/prompts.json") <(jq "$JQ_ERA" "$WORK/direct-prompts.json")
   call "$d/prompt-up.json" "$COMPAT" "$era" --method prompts/get --prompt-name simple-prompt >/dev/null
   check "$era: prompts/get simple-prompt is the upstream's" '.[0] == .[1]' \
