@@ -507,3 +507,27 @@ func TestHostCompatAgents(t *testing.T) {
 		}
 	})
 }
+
+// TestHostCompatPaging: the sidecar's prompts follow the upstream's last
+// page on pages of their own, and a name the upstream used on an earlier
+// page still wins: every prompt is listed once.
+func TestHostCompatPaging(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 1,
+			prompts: []*mcp.Prompt{{Name: "skill_a__refunds"}, {Name: "zeta"}}})
+		side := compatSidecar(t, up, func(c *config.Config) { c.PageSize = 1 })
+		via := dialEra(t, ctx, ec, side, "")
+		var got []string
+		for p, err := range via.cs.Prompts(ctx, nil) {
+			if err != nil {
+				t.Fatalf("Prompts: %v (so far %v)", err, got)
+			}
+			got = append(got, p.Name+":"+p.Description)
+		}
+		want := []string{"skill_a__refunds:", "zeta:", "skill_b__refunds:Refunds for team b.", "skill_docs:Writing docs."}
+		if !slices.Equal(got, want) {
+			t.Errorf("prompts = %v, want %v", got, want)
+		}
+	})
+}
