@@ -119,10 +119,7 @@ func (h *Handler) appendCompat(r *http.Request, msg rewrite.Message, v *view, e 
 		if code, _ := rewrite.GetKey(m.Error, []string{"code"}); string(code) != "-32601" {
 			return reply
 		}
-		res, err := h.compatPage(r, msg, v, e, kind, false, "", nil)
-		if err != nil {
-			return reply
-		}
+		res := h.compatPage(v, e, kind, false, "", nil)
 		b := []byte(`{"jsonrpc":"2.0","id":`)
 		b = append(b, m.ID...)
 		b = append(b, `,"result":`...)
@@ -144,7 +141,7 @@ func (h *Handler) appendCompat(r *http.Request, msg rewrite.Message, v *view, e 
 		}
 	}
 	keys, entries := v.compatList(kind)
-	from, to, more := page(keys, "", false, h.opts.PageSize)
+	from, to, more := h.compatRange(kind, keys, false, "")
 	kept := h.keep(kind, keys[from:to], entries[from:to], taken)
 	out, err := rewrite.AppendToArray(reply, []string{"result", kind}, kept...)
 	if err != nil {
@@ -173,17 +170,13 @@ func (h *Handler) mergeCache(out []byte) []byte {
 			}
 		}
 	}
-	if s, ok := rewrite.GetString(mustResult(out), "cacheScope"); ok && s != "private" && h.opts.CacheScope == "private" {
+	result, _ := rewrite.GetKey(out, []string{"result"})
+	if s, ok := rewrite.GetString(result, "cacheScope"); ok && s != "private" && h.opts.CacheScope == "private" {
 		if o, err := rewrite.SetKey(out, []string{"result", "cacheScope"}, json.RawMessage(`"private"`)); err == nil {
 			out = o
 		}
 	}
 	return out
-}
-
-func mustResult(msg []byte) json.RawMessage {
-	r, _ := rewrite.GetKey(msg, []string{"result"})
-	return r
 }
 
 // pageNames are the names of the entries of result[kind].
@@ -237,12 +230,21 @@ func (v *view) compatList(kind string) ([]string, []json.RawMessage) {
 	return []string{v.compat.loadName, v.compat.readName}, v.compat.toolEntries
 }
 
+// compatRange is the index range of the sidecar's entries of kind after
+// last: a page of prompts, or both tools (never split: one page, and no
+// cursor of the sidecar's for tools/list).
+func (h *Handler) compatRange(kind string, keys []string, has bool, last string) (from, to int, more bool) {
+	if kind == "tools" {
+		return 0, len(keys), false
+	}
+	return page(keys, last, has, h.opts.PageSize)
+}
+
 // compatPage encodes a prompts/list or tools/list result of the sidecar's
-// entries after last, leaving out the names in taken and, when upstream is
-// true, those the upstream uses for this caller.
-func (h *Handler) compatPage(r *http.Request, msg rewrite.Message, v *view, e era, kind string, has bool, last string, taken map[string]bool) ([]byte, error) {
+// entries after last, leaving out the names in taken.
+func (h *Handler) compatPage(v *view, e era, kind string, has bool, last string, taken map[string]bool) []byte {
 	keys, entries := v.compatList(kind)
-	from, to, more := page(keys, last, has, h.opts.PageSize)
+	from, to, more := h.compatRange(kind, keys, has, last)
 	kept := h.keep(kind, keys[from:to], entries[from:to], taken)
 	b := make([]byte, 0, 4096)
 	b = append(b, `{"`...)
@@ -259,7 +261,7 @@ func (h *Handler) compatPage(r *http.Request, msg rewrite.Message, v *view, e er
 		b = append(b, `,"nextCursor":`...)
 		b = appendCursor(b, cursorPrompts, keys[to-1])
 	}
-	return h.close(b, e, true), nil
+	return h.close(b, e, true)
 }
 
 // close ends a result of a standard MCP method: legacy results as the
@@ -287,7 +289,7 @@ func (h *Handler) promptsListLocal(v *view, e era, msg rewrite.Message, r *http.
 	for n := range names {
 		taken[n] = true
 	}
-	return h.compatPage(r, msg, v, e, "prompts", has, last, taken)
+	return h.compatPage(v, e, "prompts", has, last, taken), nil
 }
 
 // served returns f's entry of contents as a resources/read of f.URI

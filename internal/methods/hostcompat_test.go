@@ -510,7 +510,8 @@ func TestHostCompatAgents(t *testing.T) {
 
 // TestHostCompatPaging: the sidecar's prompts follow the upstream's last
 // page on pages of their own, and a name the upstream used on an earlier
-// page still wins: every prompt is listed once.
+// page still wins: every prompt is listed once. Its two tools stay on one
+// page whatever the page size.
 func TestHostCompatPaging(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
@@ -528,6 +529,17 @@ func TestHostCompatPaging(t *testing.T) {
 		want := []string{"skill_a__refunds:", "zeta:", "skill_b__refunds:Refunds for team b.", "skill_docs:Writing docs."}
 		if !slices.Equal(got, want) {
 			t.Errorf("prompts = %v, want %v", got, want)
+		}
+		// The two tools are never split across pages.
+		var tools []string
+		for tool, err := range via.cs.Tools(ctx, nil) {
+			if err != nil {
+				t.Fatalf("Tools: %v (so far %v)", err, tools)
+			}
+			tools = append(tools, tool.Name)
+		}
+		if want := []string{"skill_load", "skill_read"}; !slices.Equal(tools, want) {
+			t.Errorf("tools = %v, want %v", tools, want)
 		}
 	})
 }
