@@ -1,6 +1,7 @@
 package methods
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -308,11 +309,11 @@ func (h *Handler) served(r *http.Request, msg rewrite.Message, v *view, f *catal
 		}
 		result = m.Result
 	} else {
-		var sb strings.Builder
-		if err := h.readResult(v, era{}, f.URI, f).Encode(&sb); err != nil {
+		var buf bytes.Buffer
+		if err := h.readResult(v, era{}, f.URI, f).Encode(&buf); err != nil {
 			return nil, err
 		}
-		result = []byte(sb.String())
+		result = buf.Bytes()
 	}
 	raw, _ := rewrite.GetKey(result, []string{"contents"})
 	c, ok := rewrite.FirstElement(raw)
