@@ -1,6 +1,7 @@
 package methods
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -44,6 +45,7 @@ type compatView struct {
 	promptNames   []string
 	promptEntries []json.RawMessage
 	prompts       []compatPrompt
+	promptIndex   map[string]int // promptNames[i] → i
 	// loadName and readName are the tools' names; toolEntries are their
 	// encoded tools/list entries, in that order.
 	loadName, readName string
@@ -170,7 +172,9 @@ func (c *compatView) addPrompts(snap *catalog.Snapshot, prefix string) {
 		}
 	}
 	slices.SortFunc(ps, func(x, y p) int { return strings.Compare(x.name, y.name) })
-	for _, x := range ps {
+	c.promptIndex = make(map[string]int, len(ps))
+	for i, x := range ps {
+		c.promptIndex[x.name] = i
 		c.promptNames = append(c.promptNames, x.name)
 		c.prompts = append(c.prompts, x.what)
 		c.promptEntries = append(c.promptEntries, mustJSON(x.entry))
@@ -216,4 +220,36 @@ func cut(s string, n int) string {
 		i--
 	}
 	return s[:i] + "…"
+}
+
+// ownName returns the name of the sidecar's tool (tools/call) or prompt
+// (prompts/get) that raw, the request's params.name, names; ok is false
+// when it names none. It allocates nothing unless raw holds escapes: every
+// forwarded tools/call passes here.
+func (c *compatView) ownName(method string, raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	b := raw[1 : len(raw)-1]
+	if bytes.IndexByte(b, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		b = []byte(s)
+	}
+	switch method {
+	case "tools/call":
+		switch string(b) {
+		case c.loadName:
+			return c.loadName, true
+		case c.readName:
+			return c.readName, true
+		}
+	case "prompts/get":
+		if i, ok := c.promptIndex[string(b)]; ok {
+			return c.promptNames[i], true
+		}
+	}
+	return "", false
 }

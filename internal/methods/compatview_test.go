@@ -1,8 +1,10 @@
 package methods
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,4 +64,57 @@ func TestLoadDescriptionCap(t *testing.T) {
 	if want := fmt.Sprintf("… and %d more skills not listed here", 100-listed); !strings.Contains(many, want) {
 		t.Errorf("100 skills: marker %q missing from the end %q", want, many[len(many)-120:])
 	}
+}
+
+// TestOwnName: a request names one of the sidecar's tools or prompts by
+// its JSON string, escapes and all; anything else names none.
+func TestOwnName(t *testing.T) {
+	t.Parallel()
+	c := &compatView{loadName: "skill_load", readName: "skill_read", promptNames: []string{"skill_docs"}, promptIndex: map[string]int{"skill_docs": 0}}
+	tests := []struct {
+		method, raw, want string
+		ok                bool
+	}{
+		{"tools/call", `"skill_load"`, "skill_load", true},
+		{"tools/call", `"skill_\u006coad"`, "skill_load", true},
+		{"tools/call", `"skill_read"`, "skill_read", true},
+		{"tools/call", `"skill_docs"`, "", false}, // a prompt, not a tool
+		{"prompts/get", `"skill_docs"`, "skill_docs", true},
+		{"prompts/get", `"skill_load"`, "", false},
+		{"tools/call", `"echo"`, "", false},
+		{"tools/call", `42`, "", false},
+		{"tools/call", `"`, "", false},
+		{"tools/call", ``, "", false},
+		{"tools/call", `"skill_load\"`, "", false},
+	}
+	for _, tt := range tests {
+		got, ok := c.ownName(tt.method, []byte(tt.raw))
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ownName(%s, %s) = %q, %v, want %q, %v", tt.method, tt.raw, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// FuzzOwnName: ownName says a raw params.name is one of the sidecar's
+// names exactly when it is a JSON string that decodes to that name.
+func FuzzOwnName(f *testing.F) {
+	for _, s := range []string{`"skill_load"`, `"skill_\u006coad"`, `"skill_docs"`, `"echo"`, `42`, `"`, ``, `"skill_load\"`, `"\ud800"`, ` "skill_load"`, `"skill_load" `, `"skill_docs0`} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	c := &compatView{loadName: "skill_load", readName: "skill_read", promptNames: []string{"skill_docs"}, promptIndex: map[string]int{"skill_docs": 0}}
+	f.Fuzz(func(t *testing.T, raw string, tool bool) {
+		method, names := "prompts/get", []string{"skill_docs"}
+		if tool {
+			method, names = "tools/call", []string{"skill_load", "skill_read"}
+		}
+		got, ok := c.ownName(method, []byte(raw))
+		var s string
+		// GetKey hands over a value without the whitespace around it.
+		decoded := json.Unmarshal([]byte(raw), &s) == nil && raw == strings.TrimSpace(raw) && strings.HasPrefix(raw, `"`)
+		want := decoded && slices.Contains(names, s)
+		if ok != want || (ok && got != s) {
+			t.Fatalf("ownName(%s, %q) = %q, %v; decoded %q (%v), want ok %v", method, raw, got, ok, s, decoded, want)
+		}
+	})
 }

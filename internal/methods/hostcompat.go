@@ -73,12 +73,15 @@ func (h *Handler) ownsCompat(r *http.Request, msg rewrite.Message, v *view) bool
 	if v.compat == nil {
 		return false
 	}
-	name, _ := paramString(msg.Params, "name")
+	raw, _ := rewrite.GetKey(msg.Params, []string{"name"})
+	name, ours := v.compat.ownName(msg.Method, raw)
 	var src ToolSource
 	switch {
-	case msg.Method == "tools/call" && h.opts.HostCompat.Tools && (name == v.compat.loadName || name == v.compat.readName):
+	case !ours:
+		return false
+	case msg.Method == "tools/call" && h.opts.HostCompat.Tools:
 		src = h.opts.Tools
-	case msg.Method == "prompts/get" && h.opts.HostCompat.Prompts && indexOf(v.compat.promptNames, name) >= 0:
+	case msg.Method == "prompts/get" && h.opts.HostCompat.Prompts:
 		src = h.opts.HostCompat.UpstreamPrompts
 	default:
 		return false
