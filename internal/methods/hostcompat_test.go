@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
@@ -542,4 +544,47 @@ func TestHostCompatPaging(t *testing.T) {
 			t.Errorf("tools = %v, want %v", tools, want)
 		}
 	})
+}
+
+// TestHostCompatModernOnlyUpstream: a legacy client of a modern-only
+// upstream (served by the era bridge's legacy front) gets the merged lists
+// and the sidecar's answers too, and the prompts capability the upstream
+// lacks.
+func TestHostCompatModernOnlyUpstream(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", modernonly.Handler(modernonly.NewServer()))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	writeFiles(t, dir, compatPlugin())
+	s := sidecartest.Start(t, srv.URL+"/mcp", sidecartest.Options{Snapshot: newWatcher(t, dir).Snapshot, Config: func(c *config.Config) {
+		c.AuthGate, c.UpstreamFiles, c.HostCompat = "none", "off", "prompts,tools"
+	}})
+	s.WaitEras(t)
+	via := dialEra(t, ctx, eras()[0], s.URL, "")
+	if caps := via.cs.InitializeResult().Capabilities; caps.Prompts == nil || !caps.Prompts.ListChanged {
+		t.Errorf("prompts capability = %+v, want it declared with listChanged", caps.Prompts)
+	}
+	lt, err := via.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range lt.Tools {
+		names = append(names, tool.Name)
+	}
+	if want := []string{"add", "echo", "skill_load", "skill_read"}; !slices.Equal(names, want) {
+		t.Errorf("tools = %v, want %v", names, want)
+	}
+	res, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "docs"}})
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool(skill_load) = %+v, %v", res, err)
+	}
+	validate(t, lt, "skill_load", res.StructuredContent)
+	if _, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_docs"}); err != nil {
+		t.Errorf("GetPrompt(skill_docs) = %v", err)
+	}
 }
