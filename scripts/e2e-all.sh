@@ -23,6 +23,10 @@
 # e2e-draft-agents.sh (verify passes test/e2e/draft-agents-server.mjs, an
 # agents server written from the agents draft, fails each of its faults, and
 # the sidecar in front of it answers agents/* as it does);
+# e2e-host-compat.sh (--host-compat prompts,tools in front of
+# server-everything, judged by the Inspector CLI on both eras: merged lists,
+# a colliding name left to the upstream, served bytes, structured output the
+# TypeScript SDK validates);
 # e2e-transparency.sh (the conformance suites active, pending, draft and
 # active at 2025-06-18 and 2025-03-26, directly and through the sidecar, in
 # front of server-everything, both go-sdk demo upstreams and the modern
@@ -100,6 +104,8 @@ if [[ $skills == yes ]]; then
   # Verify and the sidecar against an agents peer written from the
   # draft (clean, each fault, the sidecar in front of it).
   step draft-agents scripts/e2e-draft-agents.sh
+  # Skills as prompts and tools for hosts without the extension.
+  step host-compat scripts/e2e-host-compat.sh
   # The whole official server suite, directly and through the
   # sidecar, against every upstream kind; a changed check fails.
   step transparency scripts/e2e-transparency.sh

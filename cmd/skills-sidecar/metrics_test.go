@@ -381,6 +381,9 @@ func phaseOneWant(upText1, upText2 string) []series {
 		// The upstream is a URL: no stdio process ever ran.
 		series{"skills_sidecar_stdio_processes", map[string]string{}, 0},
 		series{"skills_sidecar_stdio_restarts_total", map[string]string{}, 0},
+		// host-compat is off.
+		series{"skills_sidecar_host_compat_collisions_total", map[string]string{"kind": "prompt"}, 0},
+		series{"skills_sidecar_host_compat_collisions_total", map[string]string{"kind": "tool"}, 0},
 	)
 	for _, e := range []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "evicted", "stderr_dropped"} {
 		want = append(want, series{"skills_sidecar_stdio_events_total", map[string]string{"event": e}, 0})
@@ -392,7 +395,7 @@ func phaseOneWant(upText1, upText2 string) []series {
 		}
 	}
 	// No stream was open: the sidecar sent no notification of its own.
-	for _, method := range []string{"resources/list_changed", "agents/list_changed", "resources/updated"} {
+	for _, method := range []string{"resources/list_changed", "agents/list_changed", "resources/updated", "prompts/list_changed", "tools/list_changed"} {
 		for _, outcome := range []string{"sent", "coalesced"} {
 			want = append(want, series{"skills_sidecar_notifications_total", map[string]string{"method": method, "outcome": outcome}, 0})
 		}

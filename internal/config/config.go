@@ -107,6 +107,12 @@ type Config struct {
 	SessionKeysFile string `key:"session-keys-file" default:"/etc/skills-sidecar/session-keys/keys" help:"File of keys, one per line, each the base64 of 32 random bytes (the first seals, all open), that seal the session ids the era bridge mints for legacy clients of a modern-only upstream, so every replica reading the same keys serves every such session (docs/replicas.md); re-read when it changes. Missing: a random key of this process, and those sessions work only on the replica that minted them (a warning says so once the upstream is found modern-only)."`
 	// ToolsCacheTTL is how long agents/get reuses a caller's tools/list.
 	ToolsCacheTTL time.Duration `key:"tools-cache-ttl" default:"10s" help:"How long agents/get reuses the upstream's tools/list fetched for one caller (credentials and session); 0s fetches it on every call. Never shared between callers."`
+	// HostCompat lists the host-compatibility surfaces served besides the
+	// Skills extension: "prompts", "tools" (HostCompatList splits it).
+	HostCompat string `key:"host-compat" default:"" help:"Comma-separated: prompts (one prompt per skill, returning its SKILL.md and links to its files, and per agent, returning its instructions) and/or tools (a tool that loads a skill by name and one that reads a skill file), appended to the upstream's own prompts/list and tools/list, for hosts that do not speak the Skills extension. Empty (default) adds nothing."`
+	// HostCompatPrefix starts the name of every prompt and tool host-compat
+	// adds.
+	HostCompatPrefix string `key:"host-compat-prefix" default:"skill_" help:"Prefix of the prompt and tool names host-compat adds: prompts are the prefix and the skill's path (/ written __), tools the prefix and load or read. Letters, digits, _ and - only."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.
 	LimitMode string `key:"limit-mode" default:"skip" help:"A skill over 512 files or 16 MiB: skip (default; SEP-2640 says SHOULD NOT serve) or warn (serve it and report)."`
 	// FrontmatterPortability is what happens to a skill whose frontmatter
@@ -235,6 +241,14 @@ func (c *Config) Validate() error {
 	if c.ToolsCacheTTL < 0 {
 		bad("tools-cache-ttl", "must not be negative, got %s", c.ToolsCacheTTL)
 	}
+	for _, v := range c.HostCompatList() {
+		if v != "prompts" && v != "tools" {
+			bad("host-compat", "%q is neither prompts nor tools", v)
+		}
+	}
+	if !validNamePrefix(c.HostCompatPrefix) {
+		bad("host-compat-prefix", "%q: use 1 to 32 letters, digits, _ or -", c.HostCompatPrefix)
+	}
 	if c.UpstreamFilesTTL <= 0 {
 		bad("upstream-files-ttl", "must be positive, got %s", c.UpstreamFilesTTL)
 	}
@@ -293,6 +307,25 @@ func RedactURL(raw string) string {
 		s += "#REDACTED"
 	}
 	return s
+}
+
+// HostCompatList returns HostCompat split on commas, trimmed.
+func (c *Config) HostCompatList() []string { return splitList(c.HostCompat) }
+
+// validNamePrefix reports whether p may start a tool name: 1 to 32 of the
+// characters tool names allow everywhere hosts pass them to models
+// (letters, digits, _ and -; the MCP spec also allows ".", which some
+// model APIs refuse).
+func validNamePrefix(p string) bool {
+	if p == "" || len(p) > 32 {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // AuthHeaderList returns AuthHeaders split on commas, trimmed.

@@ -63,6 +63,7 @@ func TestLoadRefusals(t *testing.T) {
 		{"upstream command not JSON", Sources{Args: []string{"--upstream-command", "npx server"}}, []string{"upstream-command:", "JSON array"}},
 		{"upstream command empty", Sources{Args: []string{"--upstream-command", "[]"}}, []string{"upstream-command:", "no program"}},
 		{"upstream command and URL", Sources{Args: []string{"--upstream-command", `["srv"]`, "--upstream", "http://a/mcp"}}, []string{"upstream-command:", "together"}},
+		{"host-compat", Sources{Args: []string{"--host-compat", "prompts,resources", "--host-compat-prefix", "a.b"}}, []string{"host-compat:", `"resources"`, "host-compat-prefix:"}},
 		{"negative limits", Sources{Args: []string{"--max-body-bytes", "0", "--max-event-bytes", "-1"}}, []string{"max-body-bytes", "max-event-bytes"}},
 		{"portability mode", Sources{Environ: []string{"SKILLS_SIDECAR_FRONTMATTER_PORTABILITY=serve"}}, []string{"frontmatter-portability:", `"serve"`}},
 	}

@@ -145,7 +145,7 @@ var stringSamples = map[string]string{
 	"listen": ":8082", "metrics-listen": ":9091", "upstream": "http://127.0.0.1:1/mcp",
 	"plugin-dir": "/p", "plugin-layout": "configmaps", "annotations-file": "/a", "cache-scope": "public", "upstream-files": "off",
 	"limit-mode": "warn", "frontmatter-portability": "warn", "log-level": "debug", "log-format": "json", "auth-gate": "none",
-	"era-bridge": "off", "upstream-command": `["srv","--stdio"]`, "trusted-proxies": "10.0.0.0/8",
+	"era-bridge": "off", "upstream-command": `["srv","--stdio"]`, "trusted-proxies": "10.0.0.0/8", "host-compat": "prompts,tools",
 }
 
 // sampleValue is a valid non-default value for a key.

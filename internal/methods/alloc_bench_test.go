@@ -73,3 +73,44 @@ func BenchmarkServeLocalAllocs(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHostCompatPassThrough is what host-compat adds to the requests
+// it does not take, the common case: deciding that a tools/call of one of
+// the upstream's tools is not the sidecar's, over 1,000 skills, with
+// host-compat off and on. It must stay allocation free.
+func BenchmarkHostCompatPassThrough(b *testing.B) {
+	snap := load1000(b)
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
+				HostCompat: methods.HostCompat{Prompts: on, Tools: on}})
+			req, msg := localRequest(b, false, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+			if _, ok := h.ServeLocal(req, msg); ok {
+				b.Fatal("tools/call echo taken by the sidecar")
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeLocal(req, msg)
+			}
+		})
+	}
+}
+
+// TestHostCompatPassThroughAllocs pins what BenchmarkHostCompatPassThrough
+// measures: a forwarded tools/call or prompts/get costs host-compat no
+// allocation, escaped names aside.
+func TestHostCompatPassThroughAllocs(t *testing.T) {
+	snap := load1000(t)
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
+		HostCompat: methods.HostCompat{Prompts: true, Tools: true}})
+	for _, method := range []string{"tools/call", "prompts/get"} {
+		req, msg := localRequest(t, false, method, map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+		if n := testing.AllocsPerRun(100, func() { h.ServeLocal(req, msg) }); n != 0 {
+			t.Errorf("%s of the upstream's name: %v allocations, want 0", method, n)
+		}
+	}
+}

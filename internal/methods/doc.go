@@ -6,7 +6,11 @@
 // Options.Subscriptions, so package notify can tell the session when one
 // changes), and the sidecar's share of resources/list (appended after the
 // upstream's own pages, without the URIs the upstream lists itself, with
-// the sizes skills/list states: stated.go).
+// the sizes skills/list states: stated.go). With Options.HostCompat it also
+// offers the skills to hosts without the extension (hostcompat.go): prompts
+// and tools of its own, appended to the upstream's prompts/list and
+// tools/list as its resources are, and prompts/get and tools/call of
+// exactly those names (every other one is the upstream's, untouched).
 //
 // It also owns learning which catalog files the upstream serves itself
 // (overlay.go, discovery.go): from the upstream's own resources/list and

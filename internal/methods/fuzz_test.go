@@ -93,3 +93,48 @@ func FuzzNoPathEscape(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendCompat feeds host compatibility's edit of prompts/list and
+// tools/list any upstream reply: it never panics, what is not JSON comes
+// back unchanged, and what it changes stays valid JSON that keeps the
+// upstream's own entries.
+func FuzzAppendCompat(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"skill_load","inputSchema":{}}]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"prompts":[{"name":"a"}],"nextCursor":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"prompts":[],"ttlMs":9,"cacheScope":"public"}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":{}}}`, `{"jsonrpc":"2.0","id":1,"result":{"prompts":[1,"x",null]}}`,
+		`[]`, `{`, ``,
+	} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	snap, err := catalog.LoadFS(examples.Plugin(), catalog.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
+		HostCompat: methods.HostCompat{Prompts: true, Tools: true}})
+	f.Fuzz(func(t *testing.T, upstream string, prompts bool) {
+		method := "tools/list"
+		if prompts {
+			method = "prompts/list"
+		}
+		msg := rewrite.Message{Kind: rewrite.KindRequest, ID: json.RawMessage("1"), Method: method, Params: json.RawMessage(`{}`)}
+		edit := h.EditReply(httptest.NewRequest(http.MethodPost, "/mcp", nil), msg)
+		if edit == nil {
+			t.Fatalf("no edit of %s with host-compat on", method)
+		}
+		out := edit([]byte(upstream))
+		if !json.Valid([]byte(upstream)) {
+			if string(out) != upstream {
+				t.Fatalf("edit(%q) = %q, want it unchanged", upstream, out)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("edit(%q) = %q, not JSON", upstream, out)
+		}
+	})
+}

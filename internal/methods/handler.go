@@ -58,6 +58,9 @@ type Options struct {
 	// serve is left to the upstream, which refuses it as it refuses the
 	// rest of that era. Nil serves both.
 	Serves func(modern bool) bool
+	// HostCompat adds prompts and tools for hosts that do not speak the
+	// Skills extension (hostcompat.go); the zero value adds none.
+	HostCompat HostCompat
 	// ServerName and ServerVersion fill _meta serverInfo on modern results;
 	// empty means "skills-sidecar" and "dev".
 	ServerName, ServerVersion string
@@ -109,6 +112,9 @@ func (h *Handler) current() *view {
 		return v
 	}
 	v := newView(snap)
+	if h.opts.HostCompat.on() {
+		v.compat = newCompatView(snap, h.opts.HostCompat)
+	}
 	h.view.Store(v)
 	return v
 }
@@ -139,6 +145,17 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		c, _ := paramString(msg.Params, "cursor")
 		if !strings.HasPrefix(c, cursorResources) {
 			return reply.Reply{}, false // the upstream's pages come first; EditReply appends ours
+		}
+	case "prompts/list":
+		c, _ := paramString(msg.Params, "cursor")
+		if v.compat == nil || !strings.HasPrefix(c, cursorPrompts) {
+			return reply.Reply{}, false // as resources/list
+		}
+	case "prompts/get", "tools/call":
+		// Only the sidecar's own names (hostcompat.go); every other
+		// call is the upstream's, untouched.
+		if !h.ownsCompat(r, msg, v) {
+			return reply.Reply{}, false
 		}
 	default:
 		return reply.Reply{}, false
@@ -218,6 +235,12 @@ func (h *Handler) answer(v *view, e era, msg rewrite.Message, r *http.Request, u
 		return h.directoryRead(v, e, msg, r, uri)
 	case "resources/subscribe", "resources/unsubscribe":
 		return h.subscribe(msg, r, uri)
+	case "prompts/list":
+		return h.promptsListLocal(v, e, msg, r)
+	case "prompts/get":
+		return h.promptGet(v, e, msg, r)
+	case "tools/call":
+		return h.toolCall(v, e, msg, r)
 	default: // resources/list, with one of the sidecar's cursors (resources/read is ServeLocal's)
 		return h.resourcesListLocal(r, v, e, msg)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +84,15 @@ type upstreamConfig struct {
 	token string
 	// noResourcesMethod answers resources/list with -32601.
 	noResourcesMethod bool
+	// notFound are more methods answered with -32601.
+	notFound []string
+	// ttlMs is the ttlMs of the upstream's cacheable results.
+	ttlMs int
+	// prompts are added with a handler whose one message is the text
+	// "upstream " and the prompt's name.
+	prompts []*mcp.Prompt
+	// files are resources the upstream serves itself, text by URI.
+	files map[string]string
 }
 
 // upstream is a running go-sdk server that records what reached it.
@@ -101,7 +111,8 @@ func (u *upstream) seen() []string {
 
 func newUpstream(t testing.TB, cfg upstreamConfig) *upstream {
 	t.Helper()
-	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{PageSize: cfg.pageSize})
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{PageSize: cfg.pageSize,
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = cfg.ttlMs }})
 	for _, tool := range cfg.tools {
 		s.AddTool(tool, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.Name}}}, nil
@@ -114,10 +125,24 @@ func newUpstream(t testing.TB, cfg upstreamConfig) *upstream {
 				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "upstream " + r.Params.URI}}}, nil
 			})
 	}
+	for _, p := range cfg.prompts {
+		s.AddPrompt(p, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "upstream " + req.Params.Name}}}}, nil
+		})
+	}
+	for uri, text := range cfg.files {
+		s.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"},
+			func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: text}}}, nil
+			})
+	}
 	if cfg.noResourcesMethod {
+		cfg.notFound = append(cfg.notFound, "resources/list")
+	}
+	if len(cfg.notFound) > 0 {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method == "resources/list" {
+				if slices.Contains(cfg.notFound, method) {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
 				}
 				return next(ctx, method, req)

@@ -175,7 +175,7 @@ func TestResultsIsolatedBetweenCallers(t *testing.T) {
 }
 
 // load1000 loads a plugin of 1,000 generated skills, for benchmarks.
-func load1000(b *testing.B) *catalog.Snapshot {
+func load1000(b testing.TB) *catalog.Snapshot {
 	b.Helper()
 	dir := b.TempDir()
 	files := map[string]string{}

@@ -29,7 +29,7 @@ func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []b
 		}
 	}
 	if msg.Method != "resources/list" {
-		return nil
+		return h.editCompatList(r, msg)
 	}
 	v := h.current()
 	if len(v.resURIs) == 0 {

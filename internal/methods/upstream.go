@@ -21,9 +21,12 @@ type ToolSource interface {
 // UpstreamTools is the ToolSource that asks the upstream's tools/list on the
 // caller's behalf and follows every page. What it learns is cached per
 // authorization context (credentials and session) for TTL, never shared
-// between callers.
+// between callers. With List "prompts" it does the same for prompts/list
+// (host compatibility's collision check, hostcompat.go).
 type UpstreamTools struct {
 	Upstream *onbehalf.Upstream
+	// List is what is listed: "tools" (or "") or "prompts".
+	List string
 	// MaxPages bounds the pages followed; 0 means 100.
 	MaxPages int
 	// TTL is how long one caller's tools are reused; 0 means no cache.
@@ -78,6 +81,10 @@ func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]
 	if maxPages <= 0 {
 		maxPages = 100
 	}
+	list := u.List
+	if list == "" {
+		list = "tools"
+	}
 	out := map[string]json.RawMessage{}
 	cursor := ""
 	for range maxPages {
@@ -85,21 +92,26 @@ func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]
 		if cursor != "" {
 			params["cursor"] = mustJSON(cursor)
 		}
-		m, err := u.Upstream.Call(r, msg, "tools/list", params)
+		m, err := u.Upstream.Call(r, msg, list+"/list", params)
 		if err != nil {
 			return nil, err
 		}
 		if m.Kind != rewrite.KindResponse {
-			return nil, fmt.Errorf("upstream tools/list failed: %s", m.Error)
+			return nil, fmt.Errorf("upstream %s/list failed: %s", list, m.Error)
 		}
 		var page struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
+			NextCursor string `json:"nextCursor"`
 		}
+		var items []json.RawMessage
 		if err := json.Unmarshal(m.Result, &page); err != nil {
-			return nil, fmt.Errorf("decode upstream tools/list: %w", err)
+			return nil, fmt.Errorf("decode upstream %s/list: %w", list, err)
 		}
-		for _, t := range page.Tools {
+		if raw, ok := rewrite.GetKey(m.Result, []string{list}); ok {
+			if err := json.Unmarshal(raw, &items); err != nil {
+				return nil, fmt.Errorf("decode upstream %s/list: %w", list, err)
+			}
+		}
+		for _, t := range items {
 			var named struct {
 				Name string `json:"name"`
 			}
@@ -114,5 +126,5 @@ func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]
 		}
 		cursor = page.NextCursor
 	}
-	return nil, fmt.Errorf("upstream tools/list: more than %d pages", maxPages)
+	return nil, fmt.Errorf("upstream %s/list: more than %d pages", list, maxPages)
 }

@@ -26,6 +26,8 @@ type view struct {
 	// agentNames and agentCards are in name order.
 	agentNames []string
 	agentCards []json.RawMessage
+	// compat is host compatibility's share; nil when it is off.
+	compat *compatView
 	// textLen caches the escaped length of text files read (see
 	// encodedLen), by *catalog.File.
 	textLen sync.Map

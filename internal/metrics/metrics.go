@@ -46,6 +46,7 @@ type Metrics struct {
 	stdioRestarts        prometheus.Counter
 	stdioEvents          *prometheus.CounterVec
 	callerRefusals       *prometheus.CounterVec
+	hostCompatCollisions *prometheus.CounterVec
 }
 
 // New builds the metrics and registers them, with the Go and process
@@ -97,7 +98,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		authCacheHits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "auth_cache_hits_total",
 			Help: "Auth gate decisions answered from the verdict cache."}),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "notifications_total",
-			Help: "Change notifications the sidecar sent on its own behalf, by method (resources/list_changed, agents/list_changed, resources/updated) and outcome (sent: written to a stream; coalesced: folded into one still pending on a slow stream)."},
+			Help: "Change notifications the sidecar sent on its own behalf, by method (resources/list_changed, agents/list_changed, resources/updated, and prompts/list_changed and tools/list_changed with host-compat) and outcome (sent: written to a stream; coalesced: folded into one still pending on a slow stream)."},
 			[]string{"method", "outcome"}),
 		upstreamEra: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "upstream_era",
 			Help: "1 for the protocol eras the upstream was last learned to speak (unknown, legacy, modern or dual), 0 for the others."},
@@ -114,13 +115,16 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		callerRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "caller_refusals_total",
 			Help: "Places in a bounded table callers share (held sessions, pending calls, listen streams, subscriptions) refused, by table and refusal (share: the caller held its own share, HTTP 429; full: the table was full, HTTP 503)."},
 			[]string{"table", "refusal"}),
+		hostCompatCollisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "host_compat_collisions_total",
+			Help: "Prompts and tools of host-compat left out of a listing because the upstream uses the same name for that caller, by kind (prompt, tool)."},
+			[]string{"kind"}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; labels carry the sidecar's version and Go version."}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(m.requests, m.requestDuration, m.upstreamResponse, m.declarationsInjected, m.catalogSkills, m.catalogAgents,
 		m.catalogReloads, m.catalogLastReload, m.catalogProblems, m.catalogAmbiguous, m.catalogDropped, m.digestRefreshes, m.digestMismatches, m.hashedBytes, m.activeStreams,
-		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, m.stdioProcesses, m.stdioRestarts, m.stdioEvents, m.callerRefusals, buildInfo,
+		m.authVerdicts, m.authCacheHits, m.notifications, m.upstreamEra, m.bridgeSessions, m.stdioProcesses, m.stdioRestarts, m.stdioEvents, m.callerRefusals, m.hostCompatCollisions, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"allowed", "refused", "error"} {
 		m.authVerdicts.WithLabelValues(v)
@@ -136,6 +140,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	}
 	for _, v := range []string{"legacy", "modern"} {
 		m.declarationsInjected.WithLabelValues(v)
+	}
+	for _, v := range []string{"prompt", "tool"} {
+		m.hostCompatCollisions.WithLabelValues(v)
 	}
 	for _, method := range notificationMethods {
 		for _, o := range []string{"sent", "coalesced"} {
@@ -363,6 +370,15 @@ func (m *Metrics) HashedBytes(n int64) {
 	}
 }
 
+// HostCompatCollision records a host-compat entry left out of a listing
+// because the upstream uses its name; kind is "prompt" or "tool" (any
+// other records nothing).
+func (m *Metrics) HostCompatCollision(kind string) {
+	if m != nil && (kind == "prompt" || kind == "tool") {
+		m.hostCompatCollisions.WithLabelValues(kind).Inc()
+	}
+}
+
 // AuthVerdict records an auth gate decision; cached tells a cache hit.
 func (m *Metrics) AuthVerdict(verdict string, cached bool) {
 	if m == nil {
@@ -376,7 +392,7 @@ func (m *Metrics) AuthVerdict(verdict string, cached bool) {
 
 // notificationMethods are the label values of notifications_total: the
 // notifications package notify sends, without their "notifications/" prefix.
-var notificationMethods = []string{"resources/list_changed", "agents/list_changed", "resources/updated"}
+var notificationMethods = []string{"resources/list_changed", "agents/list_changed", "resources/updated", "prompts/list_changed", "tools/list_changed"}
 
 // Notification records one of the sidecar's own notifications (its method,
 // with or without the "notifications/" prefix) sent or coalesced. A method

@@ -1,7 +1,9 @@
 // Package notify owns the notifications the sidecar sends on its own behalf
 // when the plugin folder changes: notifications/resources/list_changed and
 // notifications/agents/list_changed when a reload changed what the skills
-// or agents methods answer, and notifications/resources/updated for the
+// or agents methods answer (with host compatibility also
+// notifications/prompts/list_changed and notifications/tools/list_changed
+// when the skills change), and notifications/resources/updated for the
 // skill files a session subscribed to. It keeps the registry of open
 // streams (a legacy session's standalone GET stream, a modern
 // subscriptions/listen stream) and of the legacy sessions' subscriptions to

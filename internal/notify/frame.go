@@ -8,8 +8,12 @@ import (
 const (
 	MethodResourcesListChanged = "notifications/resources/list_changed"
 	MethodAgentsListChanged    = "notifications/agents/list_changed"
-	MethodResourcesUpdated     = "notifications/resources/updated"
-	MethodAcknowledged         = "notifications/subscriptions/acknowledged"
+	// MethodPromptsListChanged and MethodToolsListChanged are sent for the
+	// prompts and tools host compatibility adds.
+	MethodPromptsListChanged = "notifications/prompts/list_changed"
+	MethodToolsListChanged   = "notifications/tools/list_changed"
+	MethodResourcesUpdated   = "notifications/resources/updated"
+	MethodAcknowledged       = "notifications/subscriptions/acknowledged"
 	// MetaSubscriptionID is the _meta key naming a modern stream's listen
 	// request (2026-07-28 NotificationMetaObject).
 	MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"

@@ -89,6 +89,11 @@ type Filter struct {
 	// ResourcesListChanged and AgentsListChanged ask for those
 	// notifications (a legacy GET stream asks for both).
 	ResourcesListChanged, AgentsListChanged bool
+	// PromptsListChanged and ToolsListChanged ask for those notifications
+	// when skills change (prompts also when agents do): the prompts and
+	// tools host compatibility adds describe them. A legacy GET stream asks for them exactly when
+	// the sidecar adds them.
+	PromptsListChanged, ToolsListChanged bool
 	// URIs are a modern stream's resourceSubscriptions the sidecar honours.
 	URIs []string
 	// SubscriptionID is a modern stream's listen request id, raw; nil for
@@ -250,6 +255,13 @@ func (h *Hub) Publish(c catalog.Changes) {
 				}
 			}
 		}
-		s.offer(c.Skills && s.f.ResourcesListChanged, c.Agents && s.f.AgentsListChanged, uris)
+		var add lists
+		for i, on := range [...]bool{c.Skills && s.f.ResourcesListChanged, c.Agents && s.f.AgentsListChanged,
+			(c.Skills || c.Agents) && s.f.PromptsListChanged, c.Skills && s.f.ToolsListChanged} {
+			if on {
+				add |= 1 << i
+			}
+		}
+		s.offer(add, uris)
 	}
 }

@@ -325,3 +325,27 @@ func TestIdleSubscriptionsMakeRoom(t *testing.T) {
 		t.Error("D subscribed while every session holding a place streams")
 	}
 }
+
+// TestPromptsToolsListChanged: a skill change sends prompts and tools
+// list_changed to the streams that ask for them (host compatibility); an
+// agents-only change sends prompts list_changed alone (agents are prompts
+// too, never tools).
+func TestPromptsToolsListChanged(t *testing.T) {
+	t.Parallel()
+	h := New(Options{})
+	var both, none lockedBuf
+	sb := h.Open(Filter{Session: "A", PromptsListChanged: true, ToolsListChanged: true}, &both, nil)
+	sn := h.Open(Filter{Session: "B", ResourcesListChanged: true}, &none, nil)
+	defer sb.Close()
+	defer sn.Close()
+	prompts := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n"
+	h.Publish(catalog.Changes{Agents: true})
+	waitFor(t, func() bool { return both.String() == prompts })
+	h.Publish(catalog.Changes{Skills: true})
+	want := prompts + prompts + "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+	waitFor(t, func() bool { return both.String() == want })
+	waitFor(t, func() bool { return none.String() != "" })
+	if got := none.String(); strings.Contains(got, "prompts/") || strings.Contains(got, "tools/") {
+		t.Errorf("a stream that did not ask got %q", got)
+	}
+}

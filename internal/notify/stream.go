@@ -23,27 +23,34 @@ type Stream struct {
 	err    error
 
 	// pmu guards what is pending; never held across a write.
-	pmu       sync.Mutex
-	resources bool
-	agents    bool
-	uris      []string
-	running   bool // an inserter goroutine is on its way
+	pmu     sync.Mutex
+	lists   lists // the list_changed notifications pending
+	uris    []string
+	running bool // an inserter goroutine is on its way
 }
 
+// lists is a set of list_changed notifications, one bit per listMethods
+// entry.
+type lists uint8
+
+// listMethods are the list_changed notifications, in the order a stream
+// writes them; bit i of lists is listMethods[i].
+var listMethods = [...]string{MethodResourcesListChanged, MethodAgentsListChanged, MethodPromptsListChanged, MethodToolsListChanged}
+
+const listResources lists = 1 // bit 0: resources/list_changed
+
 // offer adds what is pending and wakes the inserter. It never blocks on I/O.
-func (s *Stream) offer(resources, agents bool, uris []string) {
-	if !resources && !agents && len(uris) == 0 {
+func (s *Stream) offer(add lists, uris []string) {
+	if add == 0 && len(uris) == 0 {
 		return
 	}
 	s.pmu.Lock()
-	if resources && s.resources {
-		s.count(MethodResourcesListChanged, true)
+	for i, m := range listMethods {
+		if bit := lists(1) << i; add&bit != 0 && s.lists&bit != 0 {
+			s.count(m, true)
+		}
 	}
-	if agents && s.agents {
-		s.count(MethodAgentsListChanged, true)
-	}
-	s.resources = s.resources || resources
-	s.agents = s.agents || agents
+	s.lists |= add
 	for i, u := range uris {
 		if len(s.uris) >= MaxPendingURIs {
 			// Too many files changed for this reader to be told one by
@@ -51,7 +58,7 @@ func (s *Stream) offer(resources, agents bool, uris []string) {
 			for range uris[i:] {
 				s.count(MethodResourcesUpdated, true)
 			}
-			s.resources = true
+			s.lists |= listResources
 			break
 		}
 		if contains(s.uris, u) {
@@ -97,10 +104,10 @@ func (s *Stream) writePending() bool {
 		return false
 	}
 	s.pmu.Lock()
-	resources, agents, uris := s.resources, s.agents, s.uris
-	s.resources, s.agents, s.uris = false, false, nil
+	pending, uris := s.lists, s.uris
+	s.lists, s.uris = 0, nil
 	s.pmu.Unlock()
-	if !resources && !agents && len(uris) == 0 {
+	if pending == 0 && len(uris) == 0 {
 		return false
 	}
 	var b []byte
@@ -110,11 +117,10 @@ func (s *Stream) writePending() bool {
 		// dispatches nothing.
 		b = append(b, '\n')
 	}
-	if resources {
-		b = append(b, frame(MethodResourcesListChanged, "", s.f.SubscriptionID)...)
-	}
-	if agents {
-		b = append(b, frame(MethodAgentsListChanged, "", s.f.SubscriptionID)...)
+	for i, m := range listMethods {
+		if pending&(1<<i) != 0 {
+			b = append(b, frame(m, "", s.f.SubscriptionID)...)
+		}
 	}
 	for _, u := range uris {
 		b = append(b, frame(MethodResourcesUpdated, u, s.f.SubscriptionID)...)
@@ -124,11 +130,10 @@ func (s *Stream) writePending() bool {
 		return false
 	}
 	s.at.feed(b)
-	if resources {
-		s.count(MethodResourcesListChanged, false)
-	}
-	if agents {
-		s.count(MethodAgentsListChanged, false)
+	for i, m := range listMethods {
+		if pending&(1<<i) != 0 {
+			s.count(m, false)
+		}
 	}
 	for range uris {
 		s.count(MethodResourcesUpdated, false)

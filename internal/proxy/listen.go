@@ -20,8 +20,10 @@ import (
 // and notify inserts the sidecar's notifications, carrying the listen's
 // subscriptionId, between the upstream's events after it. What the sidecar
 // honours of a filter: resourcesListChanged (the catalog's URIs are the
-// sidecar's), agentsListChanged, and resourceSubscriptions entries that
-// are skill URIs the sidecar serves (Options.OwnsURI).
+// sidecar's), agentsListChanged, promptsListChanged and toolsListChanged
+// when the declaration adds prompts or tools (host compatibility), and
+// resourceSubscriptions entries that are skill URIs the sidecar serves
+// (Options.OwnsURI).
 //
 // Two cases are the sidecar's to finish:
 //   - An upstream that honours nothing of the filter ends the stream at
@@ -56,7 +58,9 @@ func (p *Proxy) planListen(msg rewrite.Message) *listenPlan {
 	if err != nil {
 		return nil
 	}
-	h := rewrite.ListenFilter{ResourcesListChanged: asked.ResourcesListChanged, AgentsListChanged: asked.AgentsListChanged}
+	d := p.opts.Declaration
+	h := rewrite.ListenFilter{ResourcesListChanged: asked.ResourcesListChanged, AgentsListChanged: asked.AgentsListChanged,
+		PromptsListChanged: asked.PromptsListChanged && d.Prompts, ToolsListChanged: asked.ToolsListChanged && d.Tools}
 	for _, u := range asked.ResourceSubscriptions {
 		if p.opts.OwnsURI != nil && p.opts.OwnsURI(u) {
 			h.ResourceSubscriptions = append(h.ResourceSubscriptions, u)
@@ -69,6 +73,7 @@ func (p *Proxy) planListen(msg rewrite.Message) *listenPlan {
 func listenFilter(pl *plan) notify.Filter {
 	h := pl.listen.honoured
 	return notify.Filter{ResourcesListChanged: h.ResourcesListChanged, AgentsListChanged: h.AgentsListChanged,
+		PromptsListChanged: h.PromptsListChanged, ToolsListChanged: h.ToolsListChanged,
 		URIs: h.ResourceSubscriptions, SubscriptionID: pl.id}
 }
 

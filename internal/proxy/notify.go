@@ -12,11 +12,14 @@ import (
 // sent, when, and where between the upstream's events is notify's.
 
 // legacyFilter is what a standalone GET stream of session sid receives:
-// both list_changed notifications (unsolicited on the legacy wire, as the
-// upstream's own are) and resources/updated for the session's
-// subscriptions.
-func legacyFilter(sid string) notify.Filter {
-	return notify.Filter{Session: sid, ResourcesListChanged: true, AgentsListChanged: true}
+// the list_changed notifications of what the sidecar adds (unsolicited on
+// the legacy wire, as the upstream's own are: resources and agents, and
+// prompts and tools when the declaration adds them) and resources/updated
+// for the session's subscriptions.
+func (p *Proxy) legacyFilter(sid string) notify.Filter {
+	d := p.opts.Declaration
+	return notify.Filter{Session: sid, ResourcesListChanged: true, AgentsListChanged: true,
+		PromptsListChanged: d.Prompts, ToolsListChanged: d.Tools}
 }
 
 // notifyWriter is the http.ResponseWriter copyBody writes a GET stream
@@ -40,7 +43,7 @@ func (p *Proxy) withNotify(w http.ResponseWriter, sid string) (http.ResponseWrit
 	if f, ok := w.(http.Flusher); ok {
 		flush = f.Flush
 	}
-	s := p.opts.Notify.Open(legacyFilter(sid), w, flush)
+	s := p.opts.Notify.Open(p.legacyFilter(sid), w, flush)
 	if s == nil {
 		return w, func() {}
 	}
@@ -60,7 +63,7 @@ func (p *Proxy) serveOwnStream(w http.ResponseWriter, r *http.Request, sid strin
 	if f != nil {
 		flush = f.Flush
 	}
-	s := p.opts.Notify.Open(legacyFilter(sid), w, flush)
+	s := p.opts.Notify.Open(p.legacyFilter(sid), w, flush)
 	if s == nil {
 		return false
 	}

@@ -38,6 +38,11 @@ type Declaration struct {
 	// the sidecar sends notifications/resources/list_changed itself when
 	// its skills change (package notify).
 	ResourcesListChanged bool
+	// Prompts and Tools declare those capabilities with listChanged: true
+	// (added when the upstream lacks them, the flag set in its own object
+	// otherwise): the sidecar appends prompts or tools of its own and
+	// sends their list_changed itself (host compatibility).
+	Prompts, Tools bool
 }
 
 // SkillsSidecar returns the sidecar's declaration (docs/protocol.md §2): skills
@@ -78,7 +83,7 @@ func (d Declaration) Validate() error {
 }
 
 func (d Declaration) empty() bool {
-	return len(d.Extensions) == 0 && !d.AddResources && !d.ResourcesListChanged
+	return len(d.Extensions) == 0 && !d.AddResources && !d.ResourcesListChanged && !d.Prompts && !d.Tools
 }
 
 // apply edits the capabilities object caps. Settings of an extension the
@@ -97,19 +102,33 @@ func (d Declaration) apply(caps []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	start, _, has := lookup(out, []string{"resources"})
-	switch {
-	case !has && d.AddResources && d.ResourcesListChanged:
-		return setKey(out, []string{"resources"}, []byte(`{"listChanged":true}`))
-	case !has && d.AddResources:
-		return setKey(out, []string{"resources"}, []byte("{}"))
-	case has && d.ResourcesListChanged && out[start] == '{':
-		if v, ok := GetKey(out, []string{"resources", "listChanged"}); ok && string(v) == "true" {
-			return out, nil // already so: not a byte changes
-		}
-		return setKey(out, []string{"resources", "listChanged"}, []byte("true"))
+	out, err := capability(out, "resources", d.AddResources, d.ResourcesListChanged)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	if out, err = capability(out, "prompts", d.Prompts, d.Prompts); err != nil {
+		return nil, err
+	}
+	return capability(out, "tools", d.Tools, d.Tools)
+}
+
+// capability declares the capability key in caps: added ({} or, with
+// listChanged, {"listChanged":true}) when absent and add is set, and
+// listChanged set in an object already there when listChanged is.
+func capability(caps []byte, key string, add, listChanged bool) ([]byte, error) {
+	start, _, has := lookup(caps, []string{key})
+	switch {
+	case !has && add && listChanged:
+		return setKey(caps, []string{key}, []byte(`{"listChanged":true}`))
+	case !has && add:
+		return setKey(caps, []string{key}, []byte("{}"))
+	case has && listChanged && caps[start] == '{':
+		if v, ok := GetKey(caps, []string{key, "listChanged"}); ok && string(v) == "true" {
+			return caps, nil // already so: not a byte changes
+		}
+		return setKey(caps, []string{key, "listChanged"}, []byte("true"))
+	}
+	return caps, nil
 }
 
 // handshake is what inspect learns about a message.

@@ -184,3 +184,40 @@ func TestSpliceBatch(t *testing.T) {
 		t.Errorf("SpliceBatch([) error = %v, want ErrParse", err)
 	}
 }
+
+// TestSplicePromptsTools: host compatibility declares prompts and tools
+// with listChanged, adding them when the upstream lacks them and setting
+// the flag in the upstream's own objects, every other byte kept.
+func TestSplicePromptsTools(t *testing.T) {
+	t.Parallel()
+	d := Declaration{Prompts: true, Tools: true}
+	tests := map[string]struct{ in, want string }{
+		"absent": {
+			`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"logging":{}}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"logging":{},"prompts":{"listChanged":true},"tools":{"listChanged":true}}}}`,
+		},
+		"upstream's own": {
+			`{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{ "x":1 },"prompts":{"listChanged":false}}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{ "x":1, "listChanged":true },"prompts":{"listChanged":true}}}}`,
+		},
+		"already so": {
+			`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true}}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true}}}}`,
+		},
+	}
+	for name, tc := range tests {
+		got, _, err := SpliceDeclaration([]byte(tc.in), d)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: SpliceDeclaration(%s) = %s, %v, want %s", name, tc.in, got, err, tc.want)
+		}
+	}
+	// The sidecar's declaration alone leaves both alone.
+	in := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"tools":{}}}}`
+	got, _, _ := SpliceDeclaration([]byte(in), SkillsSidecar())
+	if v, ok := GetKey(got, []string{"result", "capabilities", "tools"}); !ok || string(v) != "{}" {
+		t.Errorf("SkillsSidecar() spliced tools = %s, want {} untouched", v)
+	}
+	if _, ok := GetKey(got, []string{"result", "capabilities", "prompts"}); ok {
+		t.Errorf("SkillsSidecar() added prompts: %s", got)
+	}
+}

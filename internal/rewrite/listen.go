@@ -29,17 +29,34 @@ var ErrNotAcknowledgement = errors.New("rewrite: not a subscriptions acknowledge
 // ListenFilter is the part of a SubscriptionFilter the sidecar can honour
 // itself: list changes of the resources it adds (the catalog's skill URIs),
 // of the agents (the agents extension's agentsListChanged key), and
-// resources/updated of given URIs. Other keys (toolsListChanged,
-// promptsListChanged, other extensions') are the upstream's alone.
+// resources/updated of given URIs, and, when host compatibility adds
+// prompts or tools, their list changes (promptsListChanged,
+// toolsListChanged). Other keys (other extensions') are the upstream's
+// alone.
 type ListenFilter struct {
 	ResourcesListChanged  bool
 	AgentsListChanged     bool
+	PromptsListChanged    bool
+	ToolsListChanged      bool
 	ResourceSubscriptions []string
 }
 
 // Any reports whether f asks for anything.
 func (f ListenFilter) Any() bool {
-	return f.ResourcesListChanged || f.AgentsListChanged || len(f.ResourceSubscriptions) > 0
+	return f.ResourcesListChanged || f.AgentsListChanged || f.PromptsListChanged || f.ToolsListChanged || len(f.ResourceSubscriptions) > 0
+}
+
+// flags are f's boolean members by their wire names, in the order they are
+// written.
+func (f ListenFilter) flags() []struct {
+	key string
+	on  bool
+} {
+	return []struct {
+		key string
+		on  bool
+	}{{"resourcesListChanged", f.ResourcesListChanged}, {"agentsListChanged", f.AgentsListChanged},
+		{"promptsListChanged", f.PromptsListChanged}, {"toolsListChanged", f.ToolsListChanged}}
 }
 
 // ParseListenFilter reads params.notifications of a subscriptions/listen
@@ -50,6 +67,8 @@ func ParseListenFilter(params []byte) (ListenFilter, error) {
 		Notifications *struct {
 			ResourcesListChanged  bool     `json:"resourcesListChanged"`
 			AgentsListChanged     bool     `json:"agentsListChanged"`
+			PromptsListChanged    bool     `json:"promptsListChanged"`
+			ToolsListChanged      bool     `json:"toolsListChanged"`
 			ResourceSubscriptions []string `json:"resourceSubscriptions"`
 		} `json:"notifications"`
 	}
@@ -61,6 +80,7 @@ func ParseListenFilter(params []byte) (ListenFilter, error) {
 	}
 	n := p.Notifications
 	return ListenFilter{ResourcesListChanged: n.ResourcesListChanged, AgentsListChanged: n.AgentsListChanged,
+		PromptsListChanged: n.PromptsListChanged, ToolsListChanged: n.ToolsListChanged,
 		ResourceSubscriptions: n.ResourceSubscriptions}, nil
 }
 
@@ -102,13 +122,11 @@ func MergeAcknowledgement(msg []byte, add ListenFilter) (out []byte, upstream bo
 		out, err = SetKey(out, append(path, key), json.RawMessage("true"))
 		return err
 	}
-	if add.ResourcesListChanged {
-		if err := set("resourcesListChanged"); err != nil {
-			return nil, false, err
+	for _, fl := range add.flags() {
+		if !fl.on {
+			continue
 		}
-	}
-	if add.AgentsListChanged {
-		if err := set("agentsListChanged"); err != nil {
+		if err := set(fl.key); err != nil {
 			return nil, false, err
 		}
 	}
@@ -160,13 +178,11 @@ func Acknowledgement(id json.RawMessage, f ListenFilter) []byte {
 	b := append([]byte(`{"jsonrpc":"2.0","method":"`+MethodAcknowledged+`","params":{"_meta":{"`+MetaSubscriptionID+`":`), id...)
 	b = append(b, `},"notifications":{`...)
 	sep := ""
-	if f.ResourcesListChanged {
-		b = append(b, `"resourcesListChanged":true`...)
-		sep = ","
-	}
-	if f.AgentsListChanged {
-		b = append(b, sep+`"agentsListChanged":true`...)
-		sep = ","
+	for _, fl := range f.flags() {
+		if fl.on {
+			b = append(b, sep+`"`+fl.key+`":true`...)
+			sep = ","
+		}
 	}
 	if len(f.ResourceSubscriptions) > 0 {
 		b = append(b, sep+`"resourceSubscriptions":[`...)

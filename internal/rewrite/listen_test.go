@@ -34,6 +34,12 @@ func TestMergeAcknowledgement(t *testing.T) {
 			upstream: true,
 		},
 		{
+			name: "host compatibility's prompts and tools",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"promptsListChanged":false}}}`,
+			add:  ListenFilter{PromptsListChanged: true, ToolsListChanged: true},
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"promptsListChanged":true,"toolsListChanged":true}}}`,
+		},
+		{
 			name:     "already true: unchanged",
 			in:       `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourcesListChanged":true}}}`,
 			add:      ListenFilter{ResourcesListChanged: true},

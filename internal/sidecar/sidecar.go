@@ -217,6 +217,20 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		ServerVersion:    o.Version,
 		Serves:           serves,
 	}
+	decl := rewrite.SkillsSidecar()
+	for _, v := range cfg.HostCompatList() {
+		// The same skills as prompts and tools, for hosts that do not
+		// speak the extension (methods/hostcompat.go).
+		switch v {
+		case "prompts":
+			mo.HostCompat.Prompts, decl.Prompts = true, true
+			mo.HostCompat.UpstreamPrompts = &methods.UpstreamTools{Upstream: forCaller, TTL: cfg.ToolsCacheTTL, List: "prompts"}
+		case "tools":
+			mo.HostCompat.Tools, decl.Tools = true, true
+		}
+	}
+	mo.HostCompat.Prefix = cfg.HostCompatPrefix
+	mo.HostCompat.OnCollision = collisionWarner(o.Logger, s.Metrics)
 	if cfg.AuthGate == "upstream" {
 		s.Gate = authgate.New(authgate.Options{Upstream: up, Client: client,
 			CredentialHeaders: cfg.AuthHeaderList(), TTL: cfg.AuthCacheTTL, Metrics: s.Metrics})
@@ -236,7 +250,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		OnResourcesChanged: s.onResourcesChanged(),
 		Notify:             s.Notify,
 		OwnsURI:            s.Methods.OwnsURI,
-		Declaration:        rewrite.SkillsSidecar(),
+		Declaration:        decl,
 		Logger:             o.Logger,
 		MaxBodyBytes:       cfg.MaxBodyBytes,
 		MaxEventBytes:      cfg.MaxEventBytes,
@@ -285,6 +299,30 @@ func warnProcessKey(log *zap.Logger, path string) {
 		"behind a Service without session affinity they work only on the replica that minted them, and a restart ends them all; "+
 		"mount the session keys Secret (docs/replicas.md)", zap.String("session_keys_file", path))
 }
+
+// collisionWarner returns host-compat's OnCollision: every entry left out
+// is counted, and each name is logged once (at most maxWarnedNames of
+// them), since every listing of every caller would repeat it.
+func collisionWarner(log *zap.Logger, m *metrics.Metrics) func(kind, name string) {
+	var mu sync.Mutex
+	warned := map[string]bool{}
+	return func(kind, name string) {
+		m.HostCompatCollision(kind)
+		mu.Lock()
+		first := !warned[kind+" "+name] && len(warned) < maxWarnedNames
+		if first {
+			warned[kind+" "+name] = true
+		}
+		mu.Unlock()
+		if first {
+			log.Warn("host-compat: the upstream has a "+kind+" of this name; its own is served and the sidecar's left out (change host-compat-prefix)",
+				zap.String("name", name))
+		}
+	}
+}
+
+// maxWarnedNames bounds the names collisionWarner remembers having logged.
+const maxWarnedNames = 256
 
 // Handler is the MCP listener's handler: the proxy at /mcp, and at /mcp/
 // exactly as at /mcp (every method), since Python clients follow the
