@@ -2,9 +2,11 @@
 # CI runs); `make run` is the quick start on the embedded default.
 
 GO      ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# VERSION stamps the binary only when given or when HEAD is a tagged release;
+# otherwise it reports the release cmd/skills-sidecar/run.go names.
+VERSION ?= $(shell git describe --tags --exact-match 2>/dev/null)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION)) -X main.commit=$(COMMIT)
 
 .PHONY: build run test unit fuzz e2e bench soak lint clean
 

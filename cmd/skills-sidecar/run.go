@@ -16,12 +16,14 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/verify"
 )
 
-// version and commit are stamped at build time with -ldflags
-// "-X main.version=… -X main.commit=…". An unstamped commit falls back to
-// the VCS revision Go records when it builds inside a git checkout; an
-// image build has no .git, so the Dockerfile stamps it.
+// version is the release this tree is (the newest dated release of
+// CHANGELOG.md, as the chart's version and appVersion are: a test keeps them
+// in step); a build may stamp another with -ldflags "-X main.version=…".
+// commit is stamped the same way; unstamped, it falls back to the VCS
+// revision Go records when it builds inside a git checkout; an image build
+// has no .git, so the Dockerfile stamps it.
 var (
-	version = "dev"
+	version = "0.2.0"
 	commit  = ""
 )
 
