@@ -18,9 +18,23 @@ import (
 )
 
 // stdioRoleEnv makes the test binary, re-run by the stdio scenario, act as
-// its stdio server ("serve") or as one that prints a line that is not
-// JSON-RPC and exits ("broken").
-const stdioRoleEnv = "SKILLSBENCH_TEST_STDIO_ROLE"
+// its stdio server ("serve"), as one that prints a line that is not
+// JSON-RPC and exits ("broken"), or as an HTTP hop of legacy sessions on
+// the address in stdioHopEnv ("hop").
+const (
+	stdioRoleEnv = "SKILLSBENCH_TEST_STDIO_ROLE"
+	stdioHopEnv  = "SKILLSBENCH_TEST_STDIO_HOP"
+)
+
+// echoSessions is a go-sdk streamable HTTP handler of legacy sessions with
+// the echo tool.
+func echoSessions() http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "hop", Version: "v0"}, nil)
+		addEcho(srv)
+		return srv
+	}, nil)
+}
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(stdioRoleEnv) {
@@ -30,6 +44,10 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "hop":
+		srv := &http.Server{Addr: os.Getenv(stdioHopEnv), Handler: echoSessions(), ReadHeaderTimeout: 10 * time.Second}
+		fmt.Fprintln(os.Stderr, srv.ListenAndServe())
+		os.Exit(1)
 	case "broken":
 		fmt.Println("not an MCP server")
 		os.Exit(3)
@@ -44,11 +62,7 @@ func TestMain(m *testing.M) {
 // without errors, the dead hop's rows report a failure, and a server that
 // is not one fails the direct rows.
 func TestStdioRows(t *testing.T) {
-	hop := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
-		srv := mcp.NewServer(&mcp.Implementation{Name: "hop", Version: "v0"}, nil)
-		addEcho(srv)
-		return srv
-	}, nil))
+	hop := httptest.NewServer(echoSessions())
 	defer hop.Close()
 	dead, err := FreeAddr()
 	if err != nil {
@@ -83,20 +97,6 @@ func TestStdioRows(t *testing.T) {
 			t.Errorf("%s against a dead address: status %q, want failed", v, r.Status)
 		}
 	}
-	held := 0
-	for _, r := range rows {
-		if r.Scenario == "stdio held sessions" {
-			held++
-			// Neither hop has a process of its own to read here.
-			if !strings.HasPrefix(r.Status, "failed") {
-				t.Errorf("held sessions on %s without a hop process: status %q, want failed", r.Target, r.Status)
-			}
-		}
-	}
-	if held != 2 {
-		t.Errorf("%d held-session rows, want one per hop (2)", held)
-	}
-
 	t.Setenv(stdioRoleEnv, "broken")
 	e.opts.Repeats = 1
 	off := []Target{{Name: report.Direct}, {Name: report.Sidecar, Unavailable: "off"}, {Name: Supergateway, Unavailable: "off"}}
@@ -104,6 +104,50 @@ func TestStdioRows(t *testing.T) {
 		if r.Target == report.Direct && !strings.HasPrefix(r.Status, "failed") {
 			t.Errorf("direct %s on a server that is not one: status %q, want failed", r.Variant, r.Status)
 		}
+	}
+}
+
+// TestStdioHeldRows measures held sessions on a hop in a process of its
+// own (this binary, re-run) and on an address nobody listens on: the first
+// reports its memory per session on every round, the second fails.
+func TestStdioHeldRows(t *testing.T) {
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{opts: Options{Repeats: 2, Short: true, Log: io.Discard}}
+	starts := 0
+	start := func() []Target {
+		starts++
+		p, err := StartProcess("hop", os.Args[0], nil, []string{stdioRoleEnv + "=hop", stdioHopEnv + "=" + addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Stop(time.Second) })
+		if err := WaitReady(t.Context(), p, TCPProbe(addr), 5*time.Millisecond, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return []Target{
+			{Name: report.Sidecar, URL: "http://" + addr + "/mcp", Proc: p, OwnOnly: true},
+			{Name: Supergateway, URL: "http://" + dead + "/mcp"},
+		}
+	}
+	rows := e.heldRows(t.Context(), start)
+	if starts != 2 {
+		t.Errorf("hops started %d times, want once per round (2)", starts)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want one per hop: %+v", len(rows), rows)
+	}
+	if r := rows[0]; !r.OK() || r.Extra == nil || !strings.Contains(r.Note, "median of 2 fresh hops") {
+		t.Errorf("held sessions on a working hop: %+v, want its KiB per session over 2 rounds", r)
+	}
+	if r := rows[1]; !strings.HasPrefix(r.Status, "failed") {
+		t.Errorf("held sessions on a dead address: status %q, want failed", r.Status)
 	}
 }
 
