@@ -113,6 +113,7 @@ func (e *Env) stdioRows(ctx context.Context, cmd []string, targets []Target) []r
 			}
 		}
 		got[1] = stdioVerdict(got[1], got[2], got[0])
+		got[1].Note = joinNotes(got[1].Note, roundRatios(per[0], per[1], per[2]))
 		rows = append(rows, got...)
 	}
 	return rows
@@ -339,6 +340,26 @@ func stdioVerdict(side, sg, direct report.Row) report.Row {
 	side.Note = joinNotes(fmt.Sprintf("%.2f× supergateway's throughput, p50 %+.0f µs over direct against its %+.0f µs: target (≥%g×, ≤%g of its added latency, no error) %s",
 		ratio, added, sgAdded, stdioThroughputTarget, stdioLatencyTarget, word), side.Note)
 	return side
+}
+
+// roundRatios says how the sidecar compared with supergateway round by
+// round (the rounds are interleaved, so round k of each ran side by side):
+// the throughput ratio's range and the added p50s' ranges.
+func roundRatios(direct, side, sg []sample) string {
+	var ratio, added, sgAdded []float64
+	for k := range min(len(direct), len(side), len(sg)) {
+		d, a, b := direct[k], side[k], sg[k]
+		if d.n == 0 || a.n == 0 || b.n == 0 || b.thr == 0 {
+			continue
+		}
+		ratio = append(ratio, a.thr/b.thr)
+		added, sgAdded = append(added, a.p50-d.p50), append(sgAdded, b.p50-d.p50)
+	}
+	if len(ratio) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("round by round: %.2f–%.2f× its throughput, added p50 %+.0f to %+.0f µs against its %+.0f to %+.0f µs",
+		slices.Min(ratio), slices.Max(ratio), slices.Min(added), slices.Max(added), slices.Min(sgAdded), slices.Max(sgAdded))
 }
 
 // spread says how far the repeats' throughput and p50 ranged.

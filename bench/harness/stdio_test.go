@@ -178,6 +178,21 @@ func TestStdioVerdict(t *testing.T) {
 	}
 }
 
+func TestRoundRatios(t *testing.T) {
+	t.Parallel()
+	r := func(thr, p50 float64) sample { return sample{n: 1, thr: thr, p50: p50} }
+	direct := []sample{r(1000, 100), r(1000, 200)}
+	side := []sample{r(900, 300), r(1200, 250)}
+	sg := []sample{r(300, 600), r(400, 900)}
+	want := "round by round: 3.00–3.00× its throughput, added p50 +50 to +200 µs against its +500 to +700 µs"
+	if got := roundRatios(direct, side, sg); got != want {
+		t.Errorf("roundRatios = %q, want %q", got, want)
+	}
+	if got := roundRatios(direct[:1], side[:1], sg[:1]); got != "" {
+		t.Errorf("roundRatios over one round = %q, want none", got)
+	}
+}
+
 func TestShellJoin(t *testing.T) {
 	t.Parallel()
 	argv := []string{"printf", `%s|`, "a b", "it's", `$HOME "x"`}
