@@ -376,12 +376,4 @@ func spread(reps []sample) string {
 	return fmt.Sprintf("over %d rounds: %.0f–%.0f/s, p50 %.0f–%.0f µs", len(thr), slices.Min(thr), slices.Max(thr), slices.Min(p50), slices.Max(p50))
 }
 
-func joinNotes(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
-}
+func joinNotes(a, b string) string { return joinNonEmpty("; ", a, b) }
