@@ -14,6 +14,8 @@
 #   @modelcontextprotocol/server-filesystem 2026.8.31 (a stdio server, e2e-stdio.sh)
 #   @modelcontextprotocol/inspector 2.12.0
 #   @modelcontextprotocol/conformance 0.2.0-alpha.12  (not the latest tag)
+#   supergateway 4.0.0 (MIT; a stdio-to-HTTP gateway the benchmark harness's
+#       stdio scenario compares the sidecar with, bench/harness/stdio.go)
 #   @modelcontextprotocol/server 2.3.1 and zod 4.6.7 (TypeScript SDK v2, the
 #       versions the inspector already pulls in) for test/e2e/modern-upstream.mjs,
 #       a dual-era upstream: server-everything speaks the legacy era only

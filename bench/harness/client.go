@@ -60,7 +60,7 @@ func (c Call) Body(era Era) []byte {
 	meta := c.Meta
 	if era == Modern {
 		m := `"io.modelcontextprotocol/protocolVersion":"` + ModernVersion + `","io.modelcontextprotocol/clientCapabilities":{}`
-		meta = joinMembers(m, meta)
+		meta = joinNonEmpty(",", m, meta)
 	}
 	params := strings.TrimSpace(c.Params)
 	if meta != "" {
@@ -68,7 +68,7 @@ func (c Call) Body(era Era) []byte {
 			params = "{}"
 		}
 		inner := strings.TrimSpace(params[1 : len(params)-1])
-		params = "{" + joinMembers(`"_meta":{`+meta+`}`, inner) + "}"
+		params = "{" + joinNonEmpty(",", `"_meta":{`+meta+`}`, inner) + "}"
 	}
 	var b strings.Builder
 	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":`)
@@ -81,14 +81,16 @@ func (c Call) Body(era Era) []byte {
 	return []byte(b.String())
 }
 
-func joinMembers(a, b string) string {
+// joinNonEmpty joins a and b with sep, or returns the one that is not
+// empty.
+func joinNonEmpty(sep, a, b string) string {
 	switch {
 	case a == "":
 		return b
 	case b == "":
 		return a
 	}
-	return a + "," + b
+	return a + sep + b
 }
 
 // Header returns the headers of the request for era. A legacy request in a

@@ -1,11 +1,12 @@
 // Package harness owns the benchmark harness behind cmd/skillsbench: the
 // go-sdk upstream it measures against, the bare reverse proxy baseline, the
-// nginx and sidecar processes it starts, the load generator and the
-// scenarios listed in docs/performance.md.
+// nginx, supergateway and sidecar processes it starts, the load generator
+// and the scenarios listed in docs/performance.md.
 //
 // Everything it starts listens on 127.0.0.1 only and is stopped by the pid
 // it was started with. It talks to the sidecar only through its command-line
-// contract (`skills-sidecar serve --listen --upstream --plugin-dir`) and the
+// contract (`skills-sidecar serve --listen --upstream --plugin-dir`, or
+// `-- CMD` for a stdio upstream) and the
 // wire, never by importing it, so it can measure any build of the binary.
 // It never asserts numbers; it measures and hands rows to package report.
 package harness

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +51,22 @@ type Target struct {
 	MetricsURL string
 	// Unavailable says why the target cannot be measured; "" when it can.
 	Unavailable string
+	// OwnOnly measures Proc alone, without its children: the stdio hops,
+	// whose children are the server processes they front.
+	OwnOnly bool
+}
+
+// usage reads the target's hop process: with its direct children (nginx's
+// workers) unless OwnOnly. A target without a process has no usage.
+func (t Target) usage() (ProcUsage, error) {
+	if t.Proc == nil {
+		return ProcUsage{}, errors.New("no hop process")
+	}
+	if t.OwnOnly {
+		rss, cpu, err := readOne(t.Proc.PID())
+		return ProcUsage{RSSKiB: rss, CPU: cpu}, err
+	}
+	return ReadUsage(t.Proc.PID())
 }
 
 // Env is the set of running processes a harness run measures.
@@ -237,7 +255,12 @@ func (e *Env) launchSidecar(ctx context.Context, args []string, metrics bool) (p
 			if err != nil {
 				return nil, "", "", err
 			}
-			full = append(full, "--metrics-listen", m)
+			// Flags go before a `--` that starts a stdio upstream's command.
+			at := len(full)
+			if i := slices.Index(full, "--"); i >= 0 {
+				at = i
+			}
+			full = slices.Insert(full, at, "--metrics-listen", m)
 			metricsURL = "http://" + m + "/metrics"
 		}
 		p, err = StartProcess("sidecar", e.SidecarBin, full, nil)

@@ -85,7 +85,7 @@ func (e *Env) measureOne(ctx context.Context, c loadCase, t Target) sample {
 		MaxSamples:  e.opts.MaxSamples,
 		NewWorker:   c.worker(t),
 		OnMeasure: func() {
-			u0, _ = ReadUsage(t.Proc.PID())
+			u0, _ = t.usage()
 			if mallocs {
 				var err error
 				if m0, err = Mallocs(ctx, t.MetricsURL); err != nil {
@@ -95,7 +95,7 @@ func (e *Env) measureOne(ctx context.Context, c loadCase, t Target) sample {
 		},
 	}
 	res := RunLoad(ctx, spec)
-	u1, uerr := ReadUsage(t.Proc.PID())
+	u1, uerr := t.usage()
 	s := sample{n: int64(len(res.Samples)), errs: res.Errors, err: res.Err}
 	if len(res.Samples) == 0 || res.Elapsed <= 0 {
 		return s

@@ -31,6 +31,7 @@ func Scenarios() []Scenario {
 		{Name: "startup", Title: "7. start-up time and idle RSS", run: startup},
 		{Name: "firstpage", Title: "8. first skills/list page of new callers (upstream-served files)", run: firstPage},
 		{Name: "bridge", Title: "9. era bridge: memory per session, bridged latency", run: eraBridge},
+		{Name: "stdio", Title: "10. a stdio server: the sidecar against supergateway", run: stdioScenario},
 	}
 }
 

@@ -83,11 +83,16 @@ type progressIn struct {
 	N int `json:"n"`
 }
 
-func addTools(srv *mcp.Server) {
+// addEcho adds the echo tool every scenario's tools/call uses.
+func addEcho(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes its message."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Message}}}, nil, nil
 		})
+}
+
+func addTools(srv *mcp.Server) {
+	addEcho(srv)
 	mcp.AddTool(srv, &mcp.Tool{Name: "progress", Description: "Sends n progress notifications; each message is the UnixNano time it was written."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
 			tok := req.Params.GetProgressToken()

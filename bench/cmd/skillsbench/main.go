@@ -7,7 +7,8 @@
 //	go run ./bench/cmd/skillsbench [-short] [-json FILE] [-scenarios a,b] [-repeats N] [-duration D]
 //
 // The subcommands `upstream`, `firstpage-upstream` and `bareproxy` are the
-// harness's own servers; it starts them itself. `loopproxy` is a minimal relay without net/http's
+// harness's own servers; it starts them itself, and `stdio-upstream` serves
+// the echo tool over stdin and stdout for the stdio scenario. `loopproxy` is a minimal relay without net/http's
 // server that scripts/bench-wrk.sh measures as a floor. `nginx-config` prints the nginx configuration the
 // harness runs nginx with, for measurements made outside it
 // (scripts/bench-wrk.sh).
@@ -41,6 +42,13 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "upstream" || args[0] == "bareproxy" || args[0] == "loopproxy" || args[0] == "firstpage-upstream") {
 		return serve(ctx, args[0], args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == harness.StdioUpstreamCommand {
+		if err := harness.ServeStdioUpstream(ctx); err != nil {
+			fmt.Fprintf(stderr, "skillsbench %s: %v\n", args[0], err)
+			return 1
+		}
+		return 0
 	}
 	if len(args) > 0 && args[0] == "nginx-config" {
 		return nginxConfig(args[1:], stdout, stderr)
