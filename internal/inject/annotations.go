@@ -154,9 +154,8 @@ var injectorOwnedRuntimeKeys = map[string]string{
 	"plugin-dir":       AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
 	"plugin-layout":    AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
 	"annotations-file": "(nothing: the injector mounts the downward API file)",
-	// The injected sidecar dials the app's port; a stdio server must run
-	// inside the sidecar's own container instead (docs/stdio.md).
-	"upstream-command": "skills-sidecar serve -- CMD as the server container's command (docs/stdio.md)",
+	// AnnotationUpstreamStdio writes the server's command after "--".
+	"upstream-command": AnnotationUpstreamStdio + " with the server's container name (docs/stdio.md)",
 }
 
 // wantsInjection reports whether the pod opted in; a malformed value is an
