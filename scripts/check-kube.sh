@@ -394,6 +394,10 @@ wait_for 150 default_sa strict || bad "no default ServiceAccount in strict"
 code=$(kcode POST "/api/v1/namespaces/strict/pods?dryRun=All" -H 'Content-Type: application/json' -d "$(stdio_pod_json s)")
 check "a stdio Pod is admitted, injected, in a namespace enforcing Pod Security restricted ($code)" \
   is_stdio_injected "$work/last.json"
+code=$(kcode POST "/api/v1/namespaces/strict/pods?dryRun=All" -H 'Content-Type: application/json' \
+  -d "$(stdio_pod_json loose | jq -c 'del(.spec.containers[0].securityContext)')")
+check "(the namespace does enforce it: the same Pod with a server container outside restricted is forbidden, $code)" \
+  test "$code" = 403 -a -n "$(jq -r .message "$work/last.json" | grep 'restricted')"
 code=$(kcode POST "/api/v1/namespaces/shop/pods?dryRun=All" -H 'Content-Type: application/json' \
   -d "$(stdio_pod_json nocmd | jq -c 'del(.spec.containers[0].command)')")
 check "a stdio Pod whose container sets no command is rejected, the message saying to set one" \
