@@ -1,11 +1,11 @@
 package inject
 
 import (
-	"bytes"
-	"context"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -134,34 +134,48 @@ func TestMutateStdioRefusals(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"})
-			if ops != nil || err == nil {
-				t.Fatalf("Mutate = %d ops, %q, %v; want an error", len(ops), skip, err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
+			wantMutateError(t, tc.pod, tc.want)
 		})
 	}
 }
 
-// TestInjectStdioRefused: inject -f refuses a stdio server's container
-// without a command, writes nothing and says how to set one.
-func TestInjectStdioRefused(t *testing.T) {
-	t.Parallel()
-	const in = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n" +
-		"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/upstream-stdio: server\n" +
-		"spec:\n  containers: [{name: server, image: example/server:1, args: [stdio]}]\n"
-	var stdout, stderr bytes.Buffer
-	code := RunInject(context.Background(), []string{"-f", "-"}, testHost, strings.NewReader(in), &stdout, &stderr)
-	if code != ExitFail || stdout.Len() != 0 {
-		t.Fatalf("RunInject = %d with %d bytes out, want %d and nothing", code, stdout.Len(), ExitFail)
-	}
-	for _, w := range []string{"document 0 (Pod p)", AnnotationUpstreamStdio, "server has no command", "set the container's command"} {
-		if !strings.Contains(stderr.String(), w) {
-			t.Errorf("stderr %q lacks %q", stderr.String(), w)
+// FuzzMutateStdio feeds arbitrary container names and command words:
+// Mutate never panics, and a patch it returns applies, decodes strictly
+// and hands the sidecar the container's command and args unchanged after
+// "--" (the corpus keeps "Y", which a YAML 1.1 reader took for true until
+// the patch quoted it).
+func FuzzMutateStdio(f *testing.F) {
+	f.Add("server", "npx", "stdio")
+	f.Add(" server ", "", "-y")
+	f.Add("web", "--", "--")
+	f.Fuzz(func(t *testing.T, name, command, arg string) {
+		for _, in := range []string{name, command, arg} {
+			if !utf8.ValidString(in) || strings.ContainsFunc(in, notYAMLText) {
+				return // a manifest is YAML text: no invalid UTF-8, no control characters but tab and newline
+			}
 		}
-	}
+		pod := stdioPod(AnnotationUpstreamStdio, name)
+		pod.Spec.Containers[0].Command = []string{command}
+		pod.Spec.Containers[0].Args = []string{arg}
+		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
+		if err != nil || ops == nil {
+			return
+		}
+		got := applyToPod(t, pod, ops)
+		i := slices.IndexFunc(got.Spec.Containers, func(c corev1.Container) bool { return c.Name == strings.TrimSpace(name) })
+		if i < 0 {
+			t.Fatalf("admitted %q, which names no container", name)
+		}
+		want := slices.Concat(pod.Spec.Containers[i].Command, pod.Spec.Containers[i].Args)
+		args := got.Spec.Containers[i].Args
+		if dash := slices.Index(args, "--"); dash < 0 || !slices.Equal(args[dash+1:], want) {
+			t.Errorf("args %q do not end with -- %q", args, want)
+		}
+	})
+}
+
+// notYAMLText reports a character a YAML stream may not hold (YAML 1.2
+// section 5.1, which the test's own YAML round trip enforces).
+func notYAMLText(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != 0x85 || r == 0xFEFF || r == 0xFFFE || r == 0xFFFF
 }
