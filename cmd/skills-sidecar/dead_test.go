@@ -13,6 +13,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // modernPost sends one 2026-07-28 request for method with params and returns
@@ -28,6 +29,12 @@ func modernPostAs(t *testing.T, addr, auth, method, params string) (int, string)
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + params +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	h := sidecartest.Header("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method)
+	var p map[string]any
+	if json.Unmarshal([]byte("{"+strings.TrimSuffix(params, ",")+"}"), &p) == nil {
+		if n, ok := p[wire.NameParam(method)].(string); ok {
+			h.Set("Mcp-Name", wire.EncodeHeaderValue(n)) // required with a target (2026-07-28)
+		}
+	}
 	if auth != "" {
 		h.Set("Authorization", auth)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,26 +27,36 @@ func modernChurnUpstream(t *testing.T, refuse string) string {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refuse != "" && r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if json.Unmarshal(body, &m) == nil && m.Method == "subscriptions/listen" {
-				if refuse == "404" {
-					http.NotFound(w, r)
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID)
+		if id, ok := listenRequest(r); ok && refuse != "" {
+			if refuse == "404" {
+				http.NotFound(w, r)
 				return
 			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, id)
+			return
 		}
 		inner.ServeHTTP(w, r)
 	})
 	return serveChurning(t, s, h)
+}
+
+// listenRequest reports whether r posts subscriptions/listen, and its raw
+// id; r's body stays readable.
+func listenRequest(r *http.Request) (id json.RawMessage, ok bool) {
+	if r.Method != http.MethodPost {
+		return nil, false
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "subscriptions/listen" {
+		return nil, false
+	}
+	return m.ID, true
 }
 
 // modernMeta (era_test.go) is the per-request _meta of the 2026-07-28 wire.
@@ -238,6 +249,89 @@ func TestPluginChangeNotifiesListenStreams(t *testing.T) {
 				map[string]string{"MCP-Protocol-Version": scrapeVersion, "Mcp-Method": "skills/list"})
 			if status != http.StatusOK || !strings.Contains(body, "skill://review/SKILL.md") {
 				t.Errorf("skills/list after the notification = HTTP %d %s, want the new skill", status, body)
+			}
+		})
+	}
+}
+
+// earlyNoticeUpstream is a go-sdk upstream (stateless, 2026-07-28) whose
+// subscriptions/listen stream is written by hand, in the orders go-sdk
+// v1.8.0 itself produces when a tool is added as a listen opens: a
+// tools/list_changed without a subscriptionId (its broadcast to a session
+// it does not yet know is modern), one of the subscription (it registers
+// the listen before it acknowledges it), then the acknowledgement, then
+// another of the subscription; the stream stays open until the client
+// leaves. bom starts the stream with a UTF-8 byte order mark, which the SSE
+// rules allow there.
+func earlyNoticeUpstream(t *testing.T, bom bool) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{HasTools: true})
+	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := listenRequest(r)
+		if !ok {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		meta := `"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(id) + `}`
+		notice := `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{` + meta + `}}` + "\n\n"
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		if bom {
+			_, _ = io.WriteString(w, "\xef\xbb\xbf")
+		}
+		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`+"\n\n")
+		_, _ = io.WriteString(w, notice)
+		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{`+meta+`,"notifications":{"toolsListChanged":true}}}`+"\n\n")
+		_, _ = io.WriteString(w, notice)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// TestListenAcknowledgementComesFirst: the first message a client gets on a
+// listen stream through the sidecar is the acknowledgement, even when the
+// upstream sent notifications before its own; the one of the subscription
+// follows it, the one without its subscriptionId is not passed on (every
+// event must carry it: listenNotices), and none of the subscription's is
+// lost (with a BOM at the stream's start too, which must not land
+// mid-stream). So for a listen the sidecar honours part of, and for one it
+// honours nothing of (tools only), whose acknowledgement is the upstream's.
+func TestListenAcknowledgementComesFirst(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, filter string
+		bom, ours    bool
+	}{
+		{"honoured", `{"toolsListChanged":true,"resourcesListChanged":true}`, false, true},
+		{"honoured, BOM", `{"toolsListChanged":true,"resourcesListChanged":true}`, true, true},
+		{"tools only", `{"toolsListChanged":true}`, false, false},
+		{"tools only, BOM", `{"toolsListChanged":true}`, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			root := filepath.Join(t.TempDir(), "plugin")
+			v1, _ := notesPlugin()
+			kubeletPlugin(t, root, v1)
+			endpoint, _ := startSidecar(t, "--upstream", earlyNoticeUpstream(t, tc.bom), "--plugin-dir", root, "--auth-gate", "none")
+			const sub = `"early"`
+			events := openListen(t, ctx, endpoint, sub, tc.filter)
+			ack := listenAck(t, events, sub)
+			if string(ack["toolsListChanged"]) != "true" || (string(ack["resourcesListChanged"]) == "true") != tc.ours {
+				t.Errorf("acknowledgement %v, want the upstream's toolsListChanged, and the sidecar's resourcesListChanged only when asked", ack)
+			}
+			var upstream int
+			for deadline := time.Now().Add(10 * time.Second); upstream < 2 && time.Now().Before(deadline); {
+				if n := listenNotices(t, events, 100*time.Millisecond, sub, &upstream); len(n) > 0 {
+					t.Fatalf("the sidecar sent %q with nothing changed", n)
+				}
+			}
+			if upstream != 2 {
+				t.Errorf("the stream carried %d of the upstream's 2 tools/list_changed, want both", upstream)
 			}
 		})
 	}

@@ -101,7 +101,7 @@ func TestListenCountsTowardMaxSessions(t *testing.T) {
 	defer cancel()
 	body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
 	req := modernPost(ctx, u, "subscriptions/listen", body)
-	resp, err := bt.RoundTrip(req)
+	resp, err := roundTrip(bt, req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("listen: %v %v", resp, err)
 	}
@@ -162,7 +162,7 @@ func rawCall(bt *Transport, u, auth, method, params string) string {
 	req := modernPost(context.Background(), u, method, body)
 	req.Header.Set("Mcp-Name", "slow")
 	req.Header.Set("Authorization", auth)
-	resp, err := bt.RoundTrip(req)
+	resp, err := roundTrip(bt, req)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -245,7 +245,7 @@ func TestClosedStreamCancelsLegacyCall(t *testing.T) {
 	req := modernPost(ctx, u, "tools/call", body)
 	req.Header.Set("Mcp-Name", "slow")
 	go func() {
-		if resp, err := bt.RoundTrip(req); err == nil {
+		if resp, err := roundTrip(bt, req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
@@ -305,7 +305,7 @@ func TestListenEvictsIdleSessions(t *testing.T) {
 	defer cancel()
 	req := modernPost(ctx, u, "subscriptions/listen", body)
 	req.Header.Set("Authorization", "Bearer a")
-	resp, err := bt.RoundTrip(req)
+	resp, err := roundTrip(bt, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func listenEnds(t *testing.T, status int, want string) {
 		inner.ServeHTTP(w, r)
 	}), 0)
 	body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
-	resp, err := bt.RoundTrip(modernPost(t.Context(), u, "subscriptions/listen", body))
+	resp, err := roundTrip(bt, modernPost(t.Context(), u, "subscriptions/listen", body))
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("listen: %v %v", resp, err)
 	}
@@ -526,8 +526,8 @@ func TestStrayAnswerDropped(t *testing.T) {
 }
 
 // One caller cannot take every held session with listens (noticed in
-// review once listens counted against MaxSessions): past
-// DefaultMaxListensPerCaller its next listen is refused, whatever
+// review once listens counted against MaxSessions): past its share of the
+// listens its next listen is refused 429 with Retry-After, whatever
 // capabilities it claims, and another caller still gets one.
 func TestListensPerCaller(t *testing.T) {
 	s := slowServer(make(chan struct{}, 1), nil)
@@ -537,20 +537,21 @@ func TestListensPerCaller(t *testing.T) {
 		body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, caps) + `}}`
 		req := modernPost(t.Context(), u, "subscriptions/listen", body)
 		req.Header.Set("Authorization", auth)
-		resp, err := bt.RoundTrip(req)
+		resp, err := roundTrip(bt, req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
-	for i := range DefaultMaxListensPerCaller {
+	share := bt.h.listens.Share()
+	for i := range share {
 		if r := listen("Bearer a", i); r.StatusCode != 200 {
 			t.Fatalf("listen %d of caller A: %d", i, r.StatusCode)
 		}
 	}
-	if r := listen("Bearer a", 99); r.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("caller A's listen past %d: %d, want 503 bridge_listens_exhausted", DefaultMaxListensPerCaller, r.StatusCode)
+	if r := listen("Bearer a", 99); r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Errorf("caller A's listen past its share %d: %d (Retry-After %q), want 429 caller_share_exhausted with Retry-After", share, r.StatusCode, r.Header.Get("Retry-After"))
 	}
 	if r := listen("Bearer b", 0); r.StatusCode != 200 {
 		t.Errorf("caller B's first listen: %d, want 200", r.StatusCode)
@@ -560,8 +561,8 @@ func TestListensPerCaller(t *testing.T) {
 // A caller cannot escape the listen cap by varying what it may claim about
 // itself (found in review: X-Forwarded-For, which the proxy keeps from the
 // client, was part of the key), and listens together never take the
-// places bridged calls need: with MaxSessions 4, at most 2 listens, and
-// another caller's call still gets a session.
+// places bridged calls need: with MaxSessions 4, at most 2 listens, one
+// each (a share of 2 is 1), and another caller's call still gets a session.
 func TestListensLeaveRoomForCalls(t *testing.T) {
 	s := slowServer(make(chan struct{}, 1), nil)
 	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 4)
@@ -570,7 +571,7 @@ func TestListensLeaveRoomForCalls(t *testing.T) {
 		req := modernPost(t.Context(), u, "subscriptions/listen", body)
 		req.Header.Set("Authorization", auth)
 		req.Header.Set("X-Forwarded-For", forwarded)
-		resp, err := bt.RoundTrip(req)
+		resp, err := roundTrip(bt, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,11 +584,14 @@ func TestListensLeaveRoomForCalls(t *testing.T) {
 			got++
 		}
 	}
-	if got != 2 {
-		t.Errorf("caller A varying X-Forwarded-For held %d listens with MaxSessions 4, want 2 (half)", got)
+	if got != 1 {
+		t.Errorf("caller A varying X-Forwarded-For held %d listens with MaxSessions 4, want 1 (its share of half)", got)
 	}
-	if code := listen("Bearer c", "10.9.9.9"); code != http.StatusServiceUnavailable {
-		t.Errorf("caller C's listen with listens at half the places: %d, want 503", code)
+	if code := listen("Bearer c", "10.9.9.9"); code != 200 {
+		t.Errorf("caller C's first listen: %d, want 200", code)
+	}
+	if code := listen("Bearer d", "10.9.9.8"); code != http.StatusServiceUnavailable {
+		t.Errorf("caller D's listen with listens at half the places: %d, want 503", code)
 	}
 	if code, out := call(t, bt, u, "Bearer b", "{}", "tools/list"); code != 200 {
 		t.Errorf("caller B's tools/list with listens at their bound: %d %.160s, want 200", code, out)

@@ -114,7 +114,7 @@ func TestBridgePassesBytesUnchanged(t *testing.T) {
 				if method == "tools/call" {
 					req.Header.Set("Mcp-Name", "t")
 				}
-				resp, err := bt.RoundTrip(req)
+				resp, err := roundTrip(bt, req)
 				if err != nil {
 					t.Fatalf("%s: %v", method, err)
 				}

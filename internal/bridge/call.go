@@ -96,9 +96,10 @@ func (c *callCtx) detach() bool {
 	return false // left runs, or is about to
 }
 
-// end finishes the call: no watch, the context cancelled (harmless once
-// the reply was read), no longer in flight. Calls after the first do
-// nothing.
+// end finishes the call: no watch, no longer in flight, then the context
+// cancelled (harmless once the reply was read), in that order: the
+// cancellation is what the upstream sees, and by then the session must
+// count the call as over. Calls after the first do nothing.
 func (c *callCtx) end() {
 	if c == nil {
 		return
@@ -114,8 +115,8 @@ func (c *callCtx) end() {
 		c.watching = false
 	}
 	c.mu.Unlock()
-	c.cancel()
 	c.s.inflight.Add(-1)
+	c.cancel()
 }
 
 // upstreamIDs numbers the requests the bridge sends on held sessions.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // modernMethods are the client requests the 2026-07-28 wire defines (its
@@ -44,27 +45,18 @@ type Refusal struct {
 
 // CheckModern applies the 2026-07-28 per-request rules a modern server
 // enforces before it dispatches (SEP-2575, SEP-2243, SEP-2322), in the
-// order the conformance suite expects them: both era fields of _meta
-// present (else -32602), the routing headers present and agreeing with
-// the body (-32020), the
-// one modern version (-32022), a method the wire still has (-32601, HTTP
-// 404), and inputResponses, when present, an object (-32602). It returns
-// nil for a request the bridge may carry.
+// order the conformance suite expects them: wire.CheckRequest's (both era
+// fields of _meta present, -32602; the routing headers present and
+// agreeing with the body, Mcp-Name decoded, -32020; the one modern
+// version, -32022), then client capabilities an object (-32602), a method
+// the wire still has (-32601, HTTP 404), and inputResponses, when
+// present, an object (-32602). It returns nil for a request the bridge
+// may carry.
 func CheckModern(h http.Header, msg rewrite.Message) *Refusal {
-	version, hasVersion := rewrite.GetString(msg.Params, "_meta", metaProtocol)
-	caps, hasCaps := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
-	if !hasVersion || !hasCaps {
-		return &Refusal{http.StatusBadRequest, reply.CodeInvalidParams,
-			"modern request must carry _meta " + metaProtocol + " and " + metaClientCaps, nil}
+	if _, e := wire.CheckRequest(h, msg); e != nil {
+		return &Refusal{e.Status, e.Code, e.Message, e.Data}
 	}
-	if rerr := headerMismatch(h, msg, version); rerr != "" {
-		return &Refusal{http.StatusBadRequest, reply.CodeHeaderMismatch, rerr, nil}
-	}
-	if version != ModernVersion {
-		return &Refusal{http.StatusBadRequest, reply.CodeUnsupportedVersion, "unsupported protocol version " + strconv.Quote(version),
-			map[string]any{"supported": []string{ModernVersion}, "requested": version}}
-	}
-	if !isObject(caps) {
+	if caps, _ := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps}); !isObject(caps) {
 		return &Refusal{http.StatusBadRequest, reply.CodeInvalidParams, metaClientCaps + " must be an object", nil}
 	}
 	if msg.Kind == rewrite.KindRequest && slices.Contains(removedMethods, msg.Method) {

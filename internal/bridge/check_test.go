@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // TestCheckModern walks the 2026-07-28 per-request rules in the order the
@@ -84,6 +86,38 @@ func TestReplyStatus(t *testing.T) {
 	} {
 		if got := replyStatus([]byte(c.reply), 200); got != c.want {
 			t.Errorf("%s: %d, want %d", c.reply, got, c.want)
+		}
+	}
+}
+
+// TestCheckModernDecodesMcpName: a 2026-07-28 client reading a resource
+// whose URI has non-ASCII letters sends Mcp-Name in the base64 form, which
+// the bridge decodes before comparing (package wire); a name that decodes
+// to another URI is still -32020.
+func TestCheckModernDecodesMcpName(t *testing.T) {
+	t.Parallel()
+	uri := "skill://café/SKILL.md"
+	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + uri + `","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	msg, err := rewrite.ParseMessage([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"resources/read"}}
+	for name, tt := range map[string]struct {
+		header string
+		code   int
+	}{
+		"encoded":          {wire.EncodeHeaderValue(uri), 0},
+		"another, encoded": {wire.EncodeHeaderValue("skill://cafe/SKILL.md"), reply.CodeHeaderMismatch},
+		"absent":           {"", reply.CodeHeaderMismatch},
+	} {
+		h := h.Clone()
+		if tt.header != "" {
+			h.Set("Mcp-Name", tt.header)
+		}
+		r := CheckModern(h, msg)
+		if (tt.code == 0) != (r == nil) || r != nil && r.Code != tt.code {
+			t.Errorf("%s: CheckModern = %+v, want code %d", name, r, tt.code)
 		}
 	}
 }

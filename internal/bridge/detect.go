@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +36,9 @@ type Detector struct {
 	// OnChange, when set, is called with the new eras each time they change.
 	OnChange func(Eras)
 
-	mu     sync.RWMutex
-	eras   Eras
+	// eras is the value last learned, replaced whole (never mutated), so
+	// that every request's look at it is one atomic load.
+	eras   atomic.Pointer[Eras]
 	probed atomic.Bool
 }
 
@@ -52,17 +52,18 @@ func (d *Detector) Current() Eras {
 	if d == nil {
 		return Eras{}
 	}
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.eras
+	if e := d.eras.Load(); e != nil {
+		return *e
+	}
+	return Eras{}
 }
 
 // Set records eras as learned (Probe's result; tests set it directly).
 func (d *Detector) Set(e Eras) {
-	d.mu.Lock()
-	old := d.eras
-	d.eras = e
-	d.mu.Unlock()
+	var old Eras
+	if p := d.eras.Swap(&e); p != nil {
+		old = *p
+	}
 	if old.Label() == e.Label() && old.String() == e.String() {
 		return
 	}

@@ -30,6 +30,16 @@
 // server_request_not_bridged; ping is answered {} upstream, any other
 // server request -32601, and the call goes on.
 //
+// Every table the bridge keeps (held sessions, listens, pending calls, the
+// front's sessions, streams and subscriptions) gives one caller at most
+// its share (package caller). Nothing of a held session reaches a modern
+// caller (seal: its Mcp-Session-Id, Access-Control-* and event ids). The
+// bridge writes no refusal or failure of its own: RoundTrip returns it
+// as an error carrying the reply (failure.go), which the proxy writes
+// with the caller's id and logs; only events on a stream already under
+// way are written here. route.go keeps the bridge off the path of an
+// upstream that speaks both eras.
+//
 // legacyfront.go is the other direction: while the upstream speaks only
 // 2026-07-28, a LegacyFront (in front of the Transport) answers a legacy
 // client's initialize from the upstream's server/discover (asked through

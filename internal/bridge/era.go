@@ -10,10 +10,11 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // ModernVersion is the first protocol version of the stateless era.
-const ModernVersion = rewrite.ModernVersion
+const ModernVersion = wire.ModernVersion
 
 // Eras is what the upstream was learned to speak.
 type Eras struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sessionid"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Defaults of the legacy front.
@@ -50,15 +51,18 @@ const (
 	// so that one client cannot take every stream the front serves (as
 	// the sidecar's own notification streams are capped per session).
 	DefaultMaxFrontSessionStreams = 8
-)
-
-// The front's tables (package caller), each shared per caller. Sessions
-// and streams keep the names (and so the data.reason) of the bridge's
-// other direction, which is never active at the same time.
-const (
-	tableFrontSessions    = "bridge_sessions"
-	tableFrontStreams     = "bridge_streams"
-	tableFrontRevocations = "bridge_revocations"
+	// DefaultMaxFrontSubscriptions caps the resources/subscribe one
+	// minted session keeps on this replica (as the notification hub caps
+	// a session's).
+	DefaultMaxFrontSubscriptions = 256
+	// DefaultMaxFrontSubscriptionsAll caps them over every minted
+	// session's state here (the table bridge_subscriptions, shared per
+	// caller): with MaxSubscriptionURI, at most 32 MiB of URIs held.
+	DefaultMaxFrontSubscriptionsAll = 4096
+	// MaxSubscriptionURI bounds a subscribed URI, in bytes: a
+	// subscription is kept for as long as its session's state, so its
+	// size is memory held for that long.
+	MaxSubscriptionURI = 8 << 10
 )
 
 // LegacyFront is the other half of the era bridge: while
@@ -133,6 +137,9 @@ type LegacyFront struct {
 	MaxStreams        int
 	MaxSessionStreams int
 	MaxRevoked        int
+	// MaxSubscriptions caps the resources/subscribe kept over every
+	// session's state here; 0 means DefaultMaxFrontSubscriptionsAll.
+	MaxSubscriptions int
 	// MaxBytes bounds one reply the front parses; 0 means 32 MiB.
 	MaxBytes int
 	// OnSessions, when set, is told the number of minted sessions that
@@ -150,9 +157,10 @@ type LegacyFront struct {
 	call *onbehalf.Upstream
 	now  func() time.Time
 
-	// places, streams and revocations count what each caller holds of
-	// the sessions with state here, the GET streams and the revoked ids.
-	places, streams, revocations *caller.Table
+	// places, streams, subs and revocations count what each caller holds
+	// of the sessions with state here, the GET streams, the subscriptions
+	// and the revoked ids.
+	places, streams, subs, revocations *caller.Table
 
 	mu       sync.Mutex
 	sessions map[mintedKey]*frontLocal
@@ -187,7 +195,7 @@ type frontSession struct {
 // it stays here (a request of the session that reaches another replica
 // does not see it).
 type frontLocal struct {
-	owner   caller.ID // whose place of bridge_sessions it takes
+	owner   caller.ID // whose places of bridge_sessions and bridge_subscriptions it takes
 	expires time.Time
 	done    chan struct{} // closed when the session's state here ends
 
@@ -223,6 +231,9 @@ func (f *LegacyFront) Start(ctx context.Context) {
 	if f.MaxRevoked <= 0 {
 		f.MaxRevoked = DefaultMaxFrontRevoked
 	}
+	if f.MaxSubscriptions <= 0 {
+		f.MaxSubscriptions = DefaultMaxFrontSubscriptionsAll
+	}
 	if f.Lifetime <= 0 {
 		f.Lifetime = DefaultFrontLifetime
 	}
@@ -246,6 +257,7 @@ func (f *LegacyFront) Start(ctx context.Context) {
 	}
 	f.places = table(tableFrontSessions, f.MaxSessions)
 	f.streams = table(tableFrontStreams, f.MaxStreams)
+	f.subs = table(tableFrontSubscriptions, f.MaxSubscriptions)
 	f.revocations = table(tableFrontRevocations, f.MaxRevoked)
 	f.calls = map[callKey]context.CancelFunc{}
 	f.call = &onbehalf.Upstream{URL: f.Upstream, Client: &http.Client{Transport: f.Next}, Credentials: f.Credentials,
@@ -273,12 +285,12 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	sid := req.Header.Get("Mcp-Session-Id")
 	switch req.Method {
 	case http.MethodGet:
-		if sid == "" || req.Header.Get("Mcp-Protocol-Version") >= ModernVersion {
+		if sid == "" || req.Header.Get(wire.HeaderProtocolVersion) >= ModernVersion {
 			return f.Next.RoundTrip(req)
 		}
 		s := f.lookup(req, sid)
 		if s == nil {
-			return unknownSession(req, nil), nil
+			return nil, unknownSession()
 		}
 		return f.stream(req, s)
 	case http.MethodDelete:
@@ -287,7 +299,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		s := f.lookup(req, sid)
 		if s == nil {
-			return unknownSession(req, nil), nil
+			return nil, unknownSession()
 		}
 		f.revoke(req, s)
 		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -301,7 +313,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	msg, perr := rewrite.ParseMessage(body)
-	if perr != nil || claimsModern(req.Header, msg) {
+	if perr != nil || wire.ClaimsModern(req.Header, msg.Params) {
 		return f.Next.RoundTrip(req)
 	}
 	if msg.Kind == rewrite.KindRequest && msg.Method == "initialize" {
@@ -310,11 +322,11 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sid == "" {
 		// What a legacy server that mints sessions answers (2025-11-25
 		// Streamable HTTP, session management).
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", nil)
 	}
 	s := f.lookup(req, sid)
 	if s == nil {
-		return unknownSession(req, msg.ID), nil
+		return nil, unknownSession()
 	}
 	if msg.Kind == rewrite.KindNotification && msg.Method == "notifications/cancelled" {
 		// The modern wire's cancellation is the request's stream closed.
@@ -335,11 +347,11 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "logging/setLevel":
 		level, ok := rewrite.GetString(msg.Params, "level")
 		if !ok {
-			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "logging/setLevel needs params.level", nil)), nil
+			return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "logging/setLevel needs params.level", nil)
 		}
 		l, refused := f.local(req, s)
 		if refused != nil {
-			return refusalResponse(req, msg.ID, refused), nil
+			return nil, &failure{reply: refused.Reply()}
 		}
 		l.mu.Lock()
 		l.logLevel = level
@@ -348,13 +360,19 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "resources/subscribe", "resources/unsubscribe":
 		uri, ok := rewrite.GetString(msg.Params, "uri")
 		if !ok {
-			return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, msg.Method+" needs params.uri", nil)), nil
+			return nil, refuse(http.StatusOK, reply.CodeInvalidParams, msg.Method+" needs params.uri", nil)
+		}
+		if msg.Method == "resources/subscribe" && len(uri) > MaxSubscriptionURI {
+			return nil, refuse(http.StatusOK, reply.CodeInvalidParams,
+				"era bridge: a subscribed URI is at most "+strconv.Itoa(MaxSubscriptionURI)+" bytes", map[string]string{"reason": "bridge_subscription_uri_too_long"})
 		}
 		l, refused := f.local(req, s)
 		if refused != nil {
-			return refusalResponse(req, msg.ID, refused), nil
+			return nil, &failure{reply: refused.Reply()}
 		}
-		l.subscribe(uri, msg.Method == "resources/subscribe")
+		if r := f.subscribe(l, uri, msg.Method == "resources/subscribe"); r != nil {
+			return nil, &failure{reply: r.Reply()}
+		}
 		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
 	}
 	return f.forward(req, s, msg)
@@ -387,8 +405,8 @@ func (f *LegacyFront) lookup(req *http.Request, sid string) *frontSession {
 
 // unknownSession is the legacy answer to a session id the front does not
 // know for this caller: 404, on which a legacy client starts a new session.
-func unknownSession(req *http.Request, id json.RawMessage) *http.Response {
-	return jsonResponse(req, http.StatusNotFound, ErrorReply(id, reply.CodeInvalidRequest, "Session not found", nil))
+func unknownSession() error {
+	return refuse(http.StatusNotFound, reply.CodeInvalidRequest, "Session not found", nil)
 }
 
 // initialize answers a legacy initialize from the upstream's
@@ -400,7 +418,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
 	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) != nil {
-		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid initialize params", nil)), nil
+		return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "invalid initialize params", nil)
 	}
 	caps := json.RawMessage("{}")
 	if isObject(p.Capabilities) {
@@ -421,13 +439,12 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	// in an id costs the upstream nothing.
 	sid, err := f.mint(req, version, caps, info)
 	if err != nil && !errors.Is(err, sessionid.ErrTooLarge) {
-		return jsonResponse(req, http.StatusInternalServerError, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: no session key to mint a session with",
-			map[string]string{"reason": "bridge_no_session_key"})), nil
+		return nil, failed(http.StatusInternalServerError, "era bridge: no session key to mint a session with", "bridge_no_session_key", err)
 	}
 	if err != nil {
-		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams,
+		return nil, refuse(http.StatusOK, reply.CodeInvalidParams,
 			"initialize: capabilities and clientInfo take more than "+strconv.Itoa(sessionid.MaxState)+" bytes together (compact JSON), more than a session id carries",
-			map[string]string{"reason": "session_state_too_large"})), nil
+			map[string]string{"reason": "session_state_too_large"})
 	}
 	// The discover asked for the caller: its credentials and trace, none of
 	// its legacy session or version headers.
@@ -443,8 +460,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	case errors.As(err, &ref):
 		return passRefusal(req, ref, msg.ID), nil
 	case err != nil:
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: upstream server/discover: "+err.Error(),
-			map[string]string{"reason": "bridge_discover_failed"})), nil
+		return nil, failed(badGateway, "era bridge: the upstream's server/discover failed", "bridge_discover_failed", err)
 	case m.Kind == rewrite.KindError:
 		// The upstream's own error, with the caller's id, renumbered.
 		out, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": msg.ID, "error": m.Error})
@@ -453,8 +469,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	}
 	out, err := InitializeFromDiscover(msg.ID, m.Result, version)
 	if err != nil {
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: upstream server/discover result unreadable",
-			map[string]string{"reason": "bridge_discover_failed"})), nil
+		return nil, failed(badGateway, "era bridge: the upstream's server/discover result is unreadable", "bridge_discover_failed", err)
 	}
 	resp := jsonResponse(req, http.StatusOK, out)
 	resp.Header.Set("Mcp-Session-Id", sid)
@@ -480,18 +495,6 @@ func passRefusal(req *http.Request, ref *onbehalf.Refusal, id json.RawMessage) *
 func (f *LegacyFront) mint(req *http.Request, version string, caps, info json.RawMessage) (string, error) {
 	cred := onbehalf.CredentialKey(req.Header, onbehalf.Credentials(f.Credentials)...)
 	return f.Keys().Seal(sessionid.State{Version: version, Capabilities: caps, ClientInfo: info, Expires: f.now().Add(f.Lifetime)}, cred[:])
-}
-
-// refusalResponse is a table's refusal (package caller) as the legacy
-// client gets it: 503 for a full table, 429 with Retry-After over the
-// caller's share, data.reason saying which.
-func refusalResponse(req *http.Request, id json.RawMessage, r *caller.Refusal) *http.Response {
-	e := r.Reply()
-	resp := jsonResponse(req, e.Status, ErrorReply(id, e.Code, e.Message, e.Data))
-	if e.RetryAfter > 0 {
-		resp.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	return resp
 }
 
 // local returns s's state on this replica, made when s has none, in a
@@ -565,11 +568,17 @@ type revocation struct {
 }
 
 // forgetLocked ends the state l of session k (f.mu held): its streams end
-// and its place is given back.
+// and its places are given back, the session's and its subscriptions'.
 func (f *LegacyFront) forgetLocked(k mintedKey, l *frontLocal) {
 	delete(f.sessions, k)
 	close(l.done)
 	f.places.Release(l.owner)
+	l.mu.Lock()
+	for range l.subs {
+		f.subs.Release(l.owner)
+	}
+	l.subs = nil
+	l.mu.Unlock()
 }
 
 // sweep ends every session state idle past the timeout with no stream
@@ -624,20 +633,36 @@ func (f *LegacyFront) Sessions() int {
 	return len(f.sessions)
 }
 
-func (l *frontLocal) subscribe(uri string, on bool) {
+// subscribe adds uri to l's subscriptions (on) or removes it: at most
+// DefaultMaxFrontSubscriptions per session, and a place of the table
+// bridge_subscriptions for l's owner each; a refusal otherwise.
+func (f *LegacyFront) subscribe(l *frontLocal, uri string, on bool) *caller.Refusal {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	select {
+	case <-l.done:
+		return nil // ended: forgetLocked gave its places back
+	default:
+	}
 	i := slices.Index(l.subs, uri)
 	switch {
 	case on && i < 0:
+		if len(l.subs) >= DefaultMaxFrontSubscriptions {
+			return &caller.Refusal{Table: tableFrontSubscriptions, Share: DefaultMaxFrontSubscriptions, Cap: f.subs.Cap(), RetryAfter: caller.DefaultRetryAfter}
+		}
+		if err := f.subs.Acquire(l.owner, nil); err != nil {
+			return err.(*caller.Refusal)
+		}
 		l.subs = append(l.subs, uri)
 	case !on && i >= 0:
 		l.subs = slices.Delete(l.subs, i, i+1)
+		f.subs.Release(l.owner)
 	default:
-		return
+		return nil
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
+	return nil
 }
 
 // modernHeaders makes out's headers those of a 2026-07-28 request for
@@ -648,12 +673,12 @@ func modernHeaders(h http.Header, method string, params json.RawMessage) {
 	h.Del("Last-Event-Id")
 	h.Del("Content-Length")
 	h.Del("Accept-Encoding") // the reply is parsed to be translated
-	h.Set("Mcp-Protocol-Version", ModernVersion)
-	h.Set("Mcp-Method", method)
-	h.Del("Mcp-Name")
-	if p, ok := nameParams[method]; ok {
+	h.Set(wire.HeaderProtocolVersion, ModernVersion)
+	h.Set(wire.HeaderMethod, method)
+	h.Del(wire.HeaderName)
+	if p := wire.NameParam(method); p != "" {
 		if v, ok := rewrite.GetString(params, p); ok {
-			h.Set("Mcp-Name", HeaderValue(v))
+			h.Set(wire.HeaderName, wire.EncodeHeaderValue(v))
 		}
 	}
 }
@@ -669,7 +694,9 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	}
 	params, err := ModernParams(msg.Params, s.caps, s.info, level)
 	if err != nil {
-		return jsonResponse(req, http.StatusOK, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: "+err.Error(), nil)), nil
+		// The client's own params could not be made modern: its fault,
+		// and nothing to log.
+		return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "invalid params: params and their _meta must be objects", nil)
 	}
 	body := ModernRequest(msg, params)
 	ctx, done := f.startCall(req.Context(), s, msg.ID)
@@ -795,18 +822,18 @@ func pumpLegacy(r *rewrite.Reader, up io.Closer, pw *io.PipeWriter, msg rewrite.
 func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response, error) {
 	l, refused := f.local(req, s)
 	if refused != nil {
-		return refusalResponse(req, nil, refused), nil
+		return nil, &failure{reply: refused.Reply()}
 	}
 	l.mu.Lock()
 	if l.streams >= f.MaxSessionStreams {
 		l.mu.Unlock()
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(nil, reply.CodeInternalError,
-			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})), nil
+		return nil, refuse(http.StatusServiceUnavailable, reply.CodeInternalError,
+			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})
 	}
 	who := f.Callers.Of(req)
 	if err := f.streams.Acquire(who, nil); err != nil {
 		l.mu.Unlock()
-		return refusalResponse(req, nil, err.(*caller.Refusal)), nil
+		return nil, &failure{reply: err.(*caller.Refusal).Reply()}
 	}
 	l.streams++
 	l.mu.Unlock()

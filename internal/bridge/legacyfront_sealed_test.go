@@ -165,7 +165,7 @@ func TestLegacyFrontRevokedCap(t *testing.T) {
 // 503) while another caller still gets a place; its revocations past its
 // share are not remembered, another caller's are.
 func TestLegacyFrontShares(t *testing.T) {
-	fx := newFrontFixtureWith(t, 4, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) { f.MaxRevoked = 4 }) // shares of 1
+	fx := newFrontFixtureWith(t, 4, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) { f.MaxRevoked, f.SharePercent = 4, 25 }) // shares of 1
 	session := func(token string) map[string]string {
 		h := map[string]string{"Authorization": "Bearer " + token}
 		resp, body := post(t, fx.url, legacyInit, h)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // frontFixture is a LegacyFront in front of the modern-only peer, served
@@ -33,9 +34,17 @@ func newFrontFixture(t *testing.T, max int) *frontFixture {
 }
 
 // newFrontFixtureWith is newFrontFixture with the upstream's handler
-// wrapped, so a test can watch what reaches it.
-// Each of opts edits the front before it starts.
+// wrapped, so a test can watch what reaches it. One caller's share of
+// each table is all of it; each of opts edits the front before it starts.
 func newFrontFixtureWith(t *testing.T, max int, wrap func(http.Handler) http.Handler, opts ...func(*LegacyFront)) *frontFixture {
+	t.Helper()
+	return newFrontFixtureShared(t, max, wrap, append([]func(*LegacyFront){func(f *LegacyFront) { f.SharePercent = 100 }}, opts...)...)
+}
+
+// newFrontFixtureShared is newFrontFixtureWith with the tables' shares
+// left to opts (the default share unless one sets it). A request's
+// X-Test-Peer header, when set, is its client address.
+func newFrontFixtureShared(t *testing.T, max int, wrap func(http.Handler) http.Handler, opts ...func(*LegacyFront)) *frontFixture {
 	t.Helper()
 	fx := &frontFixture{server: modernonly.NewServer(), now: time.Unix(1e9, 0)}
 	mux := http.NewServeMux()
@@ -54,7 +63,11 @@ func newFrontFixtureWith(t *testing.T, max int, wrap func(http.Handler) http.Han
 	fx.front.Start(ctx)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Scheme, r.URL.Host, r.RequestURI = "http", up.Listener.Addr().String(), ""
-		resp, err := fx.front.RoundTrip(r)
+		if p := r.Header.Get("X-Test-Peer"); p != "" {
+			r.RemoteAddr = p
+			r.Header.Del("X-Test-Peer")
+		}
+		resp, err := roundTrip(fx.front, r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -256,8 +269,8 @@ func TestNegotiateLegacyAndHeaderValue(t *testing.T) {
 	// The encoded examples of the 2026-07-28 Streamable HTTP page's value
 	// encoding: "Hello, 世界" and a leading space.
 	for in, want := range map[string]string{"get_weather": "get_weather", "Hello, 世界": "=?base64?SGVsbG8sIOS4lueVjA==?=", " x": "=?base64?IHg=?=", "": "=?base64??="} {
-		if got := HeaderValue(in); got != want {
-			t.Errorf("HeaderValue(%q) = %q, want %q", in, got, want)
+		if got := wire.EncodeHeaderValue(in); got != want {
+			t.Errorf("wire.EncodeHeaderValue(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -112,23 +111,6 @@ func ModernRequest(msg rewrite.Message, params json.RawMessage) []byte {
 	out["method"], _ = json.Marshal(msg.Method)
 	b, _ := json.Marshal(out)
 	return b
-}
-
-// HeaderValue encodes v for an Mcp-Name header (2026-07-28 Streamable
-// HTTP, Value Encoding): as it is when it is non-empty visible ASCII that
-// does not look like the sentinel, else as =?base64?{standard base64 of its
-// UTF-8 bytes}?=.
-func HeaderValue(v string) string {
-	plain := v != "" && !strings.HasPrefix(v, "=?base64?")
-	for i := 0; plain && i < len(v); i++ {
-		if v[i] < '!' || v[i] > '~' {
-			plain = false
-		}
-	}
-	if plain {
-		return v
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
 // LegacyReply returns a modern upstream's body to method as a legacy

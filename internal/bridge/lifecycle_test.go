@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestAnsweredCallEnds(t *testing.T) {
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", "x")
 	req.Header.Set("Authorization", "Bearer a")
-	resp, err := bt.RoundTrip(req)
+	resp, err := roundTrip(bt, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func TestListenSessionDeletedOnce(t *testing.T) {
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 		req.Header.Set("Mcp-Method", "subscriptions/listen")
-		resp, err := bt.RoundTrip(req)
+		resp, err := roundTrip(bt, req)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("listen: %v %v", resp, err)
 		}
@@ -415,5 +416,79 @@ func (h *heldStreamServer) wantEndedAndRoom(t *testing.T, bt *Transport, u strin
 	}
 	if code, out := call(t, bt, u, "Bearer b", "{}", "tools/list"); code != 200 {
 		t.Errorf("caller B after A's answered call = %d %.160s, want 200", code, out)
+	}
+}
+
+// busyAtEnd is a transport in front of the upstream that records, for
+// each tools/call reply stream, how many requests the bridge counted
+// busy on its sessions at the moment the upstream could first see the
+// call end: its request's context cancelled, or its reply body closed.
+type busyAtEnd struct {
+	next http.RoundTripper
+	bt   *Transport
+	mu   sync.Mutex
+	seen []int32
+}
+
+func (w *busyAtEnd) busy() int32 {
+	w.bt.h.mu.Lock()
+	defer w.bt.h.mu.Unlock()
+	n := int32(0)
+	for _, s := range w.bt.h.m {
+		n += s.busy()
+	}
+	return n
+}
+
+func (w *busyAtEnd) record() {
+	n := w.busy()
+	w.mu.Lock()
+	w.seen = append(w.seen, n)
+	w.mu.Unlock()
+}
+
+func (w *busyAtEnd) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(req)
+	if err != nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
+	}
+	var once sync.Once
+	first := func() { once.Do(w.record) }
+	stop := context.AfterFunc(req.Context(), first)
+	resp.Body = &endingBody{ReadCloser: resp.Body, end: func() { stop(); first() }}
+	return resp, nil
+}
+
+// TestCallIdleBeforeUpstreamSeesItEnd: when the bridge ends an answered
+// call, the session counts it as over before the upstream can see the end
+// (found as TestAnsweredCallEnds failing one run in about fifty under
+// load: the bridge closed the reply stream, the upstream's handler
+// returned and the next caller was refused 503 bridge_sessions_exhausted
+// before the call left the session's count). Deterministic: the count is
+// read at the cancellation or close itself.
+func TestCallIdleBeforeUpstreamSeesItEnd(t *testing.T) {
+	up := &heldStreamServer{callEnded: make(chan struct{}), done: make(chan struct{})}
+	defer close(up.done)
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	w := &busyAtEnd{next: srv.Client().Transport}
+	bt := &Transport{Next: w, Credentials: []string{"Authorization"}, MaxSessions: 1,
+		Eras: func() Eras { return Eras{Known: true, Legacy: true, Versions: []string{"2025-11-25"}} }}
+	w.bt = bt
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	bt.Start(ctx)
+	if r := rawCall(bt, srv.URL, "Bearer a", "tools/call", `"name":"slow","arguments":{},`); !strings.Contains(r, `"answered"`) {
+		t.Fatalf("tools/call: %.200s", r)
+	}
+	select {
+	case <-up.callEnded:
+	case <-time.After(3 * time.Second):
+		t.Fatal("3s after its answer, the bridge still holds the upstream's reply stream open")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seen) != 1 || w.seen[0] != 0 {
+		t.Errorf("requests the bridge counted busy when the upstream could first see the answered call end = %v, want [0]", w.seen)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -29,9 +30,10 @@ import (
 
 // Defaults of the calls kept waiting for a client's retry.
 const (
-	// DefaultMaxPending caps the calls waiting for a retry at once; past
-	// it, a server request ends its call with -32603
-	// (bridge_pending_exhausted).
+	// DefaultMaxPending caps the calls waiting for a retry at once (the
+	// table bridge_pending, of which one caller holds at most its share);
+	// past it, a server request ends its call with -32603
+	// (bridge_pending_exhausted, or caller_share_exhausted).
 	DefaultMaxPending = 64
 	// DefaultPendingTimeout is how long a call waits for its retry; then
 	// the server's requests are answered with an error and the call is
@@ -55,6 +57,7 @@ type upcall struct {
 	body   io.Closer
 	s      *session
 	key    string          // the caller's session key (credentials, capabilities)
+	who    caller.ID       // whose share of the pending calls it takes
 	method string          // the client's method
 	digest [32]byte        // of its params, MRTR fields and _meta aside
 	id     json.RawMessage // the id the upstream answers to (upstreamID)
@@ -67,10 +70,13 @@ type upcall struct {
 	resumed bool
 }
 
-// close ends the call: its reply stream closed, its context cancelled.
+// close ends the call: no longer in flight, its context cancelled, its
+// reply stream closed. The session is idle again before the upstream can
+// see the call end: whoever learns of the end (the upstream, and a caller
+// it answers) finds the session free.
 func (c *upcall) close() {
-	c.body.Close()
 	c.call.end()
+	c.body.Close()
 }
 
 // asked is one server-to-client request carried to the client.
@@ -100,9 +106,10 @@ func callDigest(params json.RawMessage) [32]byte {
 	return sha256.Sum256(p)
 }
 
-// pendingCalls holds the calls waiting for a retry.
+// pendingCalls holds the calls waiting for a retry: each holds a place of
+// places from add until it leaves for good (continued, expired, drained).
 type pendingCalls struct {
-	max     int
+	places  *caller.Table
 	timeout time.Duration
 	expired func(*upcall)
 
@@ -127,9 +134,9 @@ func release(c *upcall) {
 	}
 }
 
-// add keeps c until its retry or the timeout and returns its token; false
-// when max calls are waiting already.
-func (p *pendingCalls) add(c *upcall) (string, bool) {
+// add keeps c until its retry or the timeout and returns its token, or
+// the *caller.Refusal of a place for c's caller.
+func (p *pendingCalls) add(c *upcall) (string, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
@@ -138,13 +145,13 @@ func (p *pendingCalls) add(c *upcall) (string, bool) {
 	if p.m == nil {
 		p.m, p.due = map[string]*upcall{}, map[string]time.Time{}
 	}
-	if len(p.m) >= p.max {
-		return "", false
+	if err := p.places.Acquire(c.who, nil); err != nil {
+		return "", err
 	}
 	p.m[token], p.due[token] = c, time.Now().Add(p.timeout)
 	hold(c)
 	p.expireAt(token, p.timeout)
-	return token, true
+	return token, nil
 }
 
 // expireAt ends the call token names after d unless a retry has taken it
@@ -186,6 +193,7 @@ func (p *pendingCalls) remove(token string) *upcall {
 	delete(p.m, token)
 	delete(p.due, token)
 	release(c)
+	p.places.Release(c.who)
 	return c
 }
 
@@ -197,6 +205,7 @@ func (p *pendingCalls) put(token string, c *upcall) {
 	left := time.Until(p.due[token])
 	if left <= 0 {
 		delete(p.due, token)
+		p.places.Release(c.who)
 		p.mu.Unlock()
 		p.expired(c)
 		return
@@ -209,10 +218,11 @@ func (p *pendingCalls) put(token string, c *upcall) {
 
 // forget drops the deadline of a call a retry took for good (it is not
 // put back): take leaves it for put, and nothing else would remove it.
-func (p *pendingCalls) forget(token string) {
+func (p *pendingCalls) forget(token string, c *upcall) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.due, token)
+	p.places.Release(c.who)
 }
 
 // drain removes and returns every pending call (shutdown).
@@ -224,6 +234,7 @@ func (p *pendingCalls) drain() []*upcall {
 		delete(p.m, k)
 		delete(p.due, k)
 		release(c)
+		p.places.Release(c.who)
 		out = append(out, c)
 	}
 	return out
@@ -369,11 +380,13 @@ func (t *Transport) serverRequest(c *upcall, clientID json.RawMessage, m rewrite
 		t.release(c, "the client left")
 		return nil, true, false
 	}
-	token, ok := t.pending.add(c)
-	if !ok {
+	token, err := t.pending.add(c)
+	if err != nil {
+		// On a reply stream already under way: the refusal is its last
+		// event, at the status the stream has (no 429 or Retry-After).
 		t.release(c, "too many calls wait for their clients")
-		return ErrorReply(clientID, reply.CodeInternalError, "era bridge: too many calls wait for input from their clients",
-			map[string]string{"reason": "bridge_pending_exhausted"}), true, false
+		e := err.(*caller.Refusal).Reply()
+		return ErrorReply(clientID, e.Code, e.Message, e.Data), true, false
 	}
 	return inputRequired(clientID, token, c.asked), true, true
 }
@@ -386,14 +399,14 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 	if c == nil {
 		// Unknown, expired, another caller's or another call's: the same
 		// answer for all, and someone else's pending call is not touched.
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams,
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams,
 			"requestState does not name a call of this caller waiting for input (unknown, expired, or for other params)",
-			map[string]string{"reason": "bridge_request_state_unknown"})), nil
+			map[string]string{"reason": "bridge_request_state_unknown"})
 	}
 	responses, ok := rewrite.GetKey(msg.Params, []string{"inputResponses"})
 	if ok && (len(responses) == 0 || responses[0] != '{') {
 		t.pending.put(state, c)
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "inputResponses must be an object", nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, "inputResponses must be an object", nil)
 	}
 	var missing []asked
 	answers := make([][]byte, len(c.asked))
@@ -410,12 +423,11 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 		t.pending.put(state, c)
 		return jsonResponse(req, http.StatusOK, inputRequired(msg.ID, state, missing)), nil
 	}
-	t.pending.forget(state) // taken for good: the call goes on, or ends, here
+	t.pending.forget(state, c) // taken for good: the call goes on, or ends, here
 	for _, b := range answers {
 		if err := t.answerUpstream(c.s, b); err != nil {
 			c.close()
-			return jsonResponse(req, http.StatusBadGateway, ErrorReply(msg.ID, reply.CodeInternalError, "era bridge: the upstream did not take the client's input: "+err.Error(),
-				map[string]string{"reason": "bridge_input_not_delivered"})), nil
+			return nil, failed(badGateway, "era bridge: the upstream did not take the client's input", "bridge_input_not_delivered", err)
 		}
 	}
 	c.asked, c.resumed = nil, true

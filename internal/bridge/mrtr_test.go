@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -94,6 +96,15 @@ type rpcReply struct {
 // and extra params (inputResponses, requestState) on a retry.
 func modernCall(t *testing.T, bt *Transport, u, auth, id, tool, caps, extra string) rpcReply {
 	t.Helper()
+	resp, err := roundTrip(bt, modernCallRequest(u, auth, id, tool, caps, extra))
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", tool, err)
+	}
+	return readRPC(t, resp, tool, id)
+}
+
+// modernCallRequest is the request modernCall sends.
+func modernCallRequest(u, auth, id, tool, caps, extra string) *http.Request {
 	body := `{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"` + tool + `","arguments":{}` + extra + `,` + fmt.Sprintf(testMeta, caps) + `}}`
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -104,10 +115,13 @@ func modernCall(t *testing.T, bt *Transport, u, auth, id, tool, caps, extra stri
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := bt.RoundTrip(req)
-	if err != nil {
-		t.Fatalf("tools/call %s: %v", tool, err)
-	}
+	return req
+}
+
+// readRPC reads the one JSON-RPC response of resp to the call of tool
+// whose id is id, JSON or SSE.
+func readRPC(t *testing.T, resp *http.Response, tool, id string) rpcReply {
+	t.Helper()
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	data := raw
@@ -291,8 +305,12 @@ func TestMRTRUpstreamGone(t *testing.T) {
 	key := oneRequest(t, r, "sampling/createMessage")
 	srv.CloseClientConnections()
 	srv.Close()
-	got := modernCall(t, bt, srv.URL, "", "2", "sample", `{"sampling":{}}`, retry(key, r.Result.RequestState, sampled))
-	if got.Error == nil || got.Error.Code != -32603 {
-		t.Fatalf("retry after the upstream left: %+v, want -32603", got)
+	// The bridge fails the retry with the reply the proxy writes (with
+	// the retry's id): a fixed message, the cause for the log only.
+	resp, err := bt.RoundTrip(modernCallRequest(srv.URL, "", "2", "sample", `{"sampling":{}}`, retry(key, r.Result.RequestState, sampled)))
+	var e *reply.Error
+	if resp != nil || !errors.As(err, &e) || e.Code != -32603 || e.Status != http.StatusBadGateway ||
+		!strings.Contains(fmt.Sprint(e.Data), "bridge_input_not_delivered") || strings.Contains(e.Message, "127.0.0.1") {
+		t.Fatalf("retry after the upstream left: %v, %v (reply %+v), want a 502 -32603 bridge_input_not_delivered naming no address", resp, err, e)
 	}
 }

@@ -3,6 +3,8 @@ package bridge
 import (
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 )
 
 // TestEvictionSparesWaitingSessions: at the cap, a new caller's session
@@ -11,18 +13,18 @@ import (
 // credentials could end other callers' input_required calls).
 func TestEvictionSparesWaitingSessions(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	h := &holder{max: 2, idle: time.Hour, now: func() time.Time { return now }}
+	h := testHolder(2, func() time.Time { return now })
 	open := func(*session) {}
-	old := h.get("old", open) // least recently used, with a call waiting
+	old := h.get("old", anyone, open) // least recently used, with a call waiting
 	old.release()
 	now = now.Add(time.Second)
-	h.get("newer", open).release()
-	p := &pendingCalls{max: 4, timeout: time.Hour, expired: func(*upcall) {}}
-	if _, ok := p.add(&upcall{s: old}); !ok {
+	h.get("newer", anyone, open).release()
+	p := &pendingCalls{places: testTable(4), timeout: time.Hour, expired: func(*upcall) {}}
+	if _, err := p.add(&upcall{s: old}); err != nil {
 		t.Fatal("add refused")
 	}
 	now = now.Add(time.Second)
-	h.get("third", open).release()
+	h.get("third", anyone, open).release()
 	if _, ok := h.m["old"]; !ok {
 		t.Errorf("the session with a waiting call was evicted; held %v", keys(h))
 	}
@@ -36,7 +38,7 @@ func TestEvictionSparesWaitingSessions(t *testing.T) {
 		}
 	}
 	now = now.Add(time.Second)
-	h.get("fourth", open).release()
+	h.get("fourth", anyone, open).release()
 	if _, ok := h.m["old"]; ok {
 		t.Errorf("the session whose call was taken was still spared; held %v", keys(h))
 	}
@@ -47,7 +49,7 @@ func TestEvictionSparesWaitingSessions(t *testing.T) {
 // timer fired while the retry held it, and put kept it with no timer).
 func TestPutAfterDeadlineExpires(t *testing.T) {
 	expired := make(chan *upcall, 2)
-	p := &pendingCalls{max: 4, timeout: 20 * time.Millisecond, expired: func(c *upcall) { expired <- c }}
+	p := &pendingCalls{places: testTable(4), timeout: 20 * time.Millisecond, expired: func(c *upcall) { expired <- c }}
 	c := &upcall{key: "k"}
 	tok, _ := p.add(c)
 	if p.take(tok, "k", "", [32]byte{}) != c {
@@ -69,7 +71,7 @@ func TestPutAfterDeadlineExpires(t *testing.T) {
 
 	// Put back in time: kept, then ended at its own deadline (a second
 	// set, with a deadline no stall between add and len can pass).
-	p = &pendingCalls{max: 4, timeout: time.Second, expired: func(c *upcall) { expired <- c }}
+	p = &pendingCalls{places: testTable(4), timeout: time.Second, expired: func(c *upcall) { expired <- c }}
 	c2 := &upcall{key: "k"}
 	tok2, _ := p.add(c2)
 	p.take(tok2, "k", "", [32]byte{})
@@ -85,6 +87,19 @@ func TestPutAfterDeadlineExpires(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call put back in time never expired at its deadline")
 	}
+}
+
+// anyone is one caller, whose share is the whole table (testTable).
+var anyone caller.ID
+
+// testTable is a table of n places whose share is all of it.
+func testTable(n int) *caller.Table {
+	return caller.NewTable(caller.TableOptions{Name: "test", Cap: n, SharePercent: 100})
+}
+
+// testHolder is a holder of max sessions whose one caller may hold them all.
+func testHolder(max int, now func() time.Time) *holder {
+	return &holder{sessions: testTable(max), listens: testTable(max), idle: time.Hour, now: now}
 }
 
 func keys(h *holder) []string {

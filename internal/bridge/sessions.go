@@ -2,13 +2,13 @@ package bridge
 
 import (
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 )
 
@@ -21,31 +21,15 @@ const (
 	DefaultIdleTimeout = 5 * time.Minute
 )
 
-// errSessionsBusy is a session that could not be held: MaxSessions are,
-// and every one is busy.
-var errSessionsBusy = errors.New("every session held is busy")
-
-// errListens is a listen refused because its caller holds
-// DefaultMaxListensPerCaller already, or listens hold half the places.
-var errListens = errors.New("too many listen streams")
-
-// DefaultMaxListensPerCaller caps the listen streams one caller (its
-// credentials, whatever capabilities or forwarded address it claims)
-// holds at once. Listens together hold at most half of MaxSessions, so
-// that bridged calls always have room: a caller varying what it sends
-// (junk cookies without an auth gate) gets past the per-caller cap, never
-// past that one.
-const DefaultMaxListensPerCaller = 8
-
 // session is one legacy upstream session held for the callers of one
 // authorization context and client-capability set, or for one
 // subscriptions/listen stream (pinned).
 type session struct {
 	key     string
-	pinned  bool   // a listen stream's: never evicted or expired, dropped when it ends
-	owner   string // a listen's caller (listenOwner), for DefaultMaxListensPerCaller
-	id      string // Mcp-Session-Id; "" when the upstream minted none
-	version string // the negotiated protocol version
+	pinned  bool      // a listen stream's: never evicted or expired, dropped when it ends
+	owner   caller.ID // whose share it counts against (package caller)
+	id      string    // Mcp-Session-Id; "" when the upstream minted none
+	version string    // the negotiated protocol version
 	init    initResult
 	url     string      // the upstream endpoint, for DELETE
 	creds   http.Header // the credentials it was opened with, for DELETE
@@ -82,11 +66,13 @@ func sessionKey(h http.Header, credentials []string, caps []byte) string {
 	return hex.EncodeToString(k[:])
 }
 
-// holder keeps sessions by key, at most max, none idle longer than idle.
+// holder keeps sessions by key, at most sessions.Cap(), each caller at
+// most its share, none idle longer than idle.
 type holder struct {
-	max  int
-	idle time.Duration
-	now  func() time.Time
+	sessions *caller.Table // every session held
+	listens  *caller.Table // the pinned ones among them
+	idle     time.Duration
+	now      func() time.Time
 	// closed is called (without the lock held) for every session dropped.
 	closed func(*session)
 	count  func(int)
@@ -95,14 +81,14 @@ type holder struct {
 	m  map[string]*session
 }
 
-// get returns the session for key, opening it with open when there is
-// none, reserved: it counts as busy (never evicted) until the caller's
-// release, taken under the holder's lock, so no other caller making room
-// can end it between get and the request the caller sends on it.
-// Concurrent callers of one key wait for one open. When MaxSessions
-// are held and every one is busy, the session returned failed with
-// errSessionsBusy.
-func (h *holder) get(key string, open func(*session)) *session {
+// get returns the session for key, opening it for owner with open when
+// there is none, reserved: it counts as busy (never evicted) until the
+// caller's release, taken under the holder's lock, so no other caller
+// making room can end it between get and the request the caller sends on
+// it. Concurrent callers of one key wait for one open. When owner holds
+// its share, or the table is full, and every session that could make
+// room is busy, the session returned failed with a *caller.Refusal.
+func (h *holder) get(key string, owner caller.ID, open func(*session)) *session {
 	now := h.now()
 	h.mu.Lock()
 	if h.m == nil {
@@ -115,7 +101,7 @@ func (h *holder) get(key string, open func(*session)) *session {
 		s.touch(now)
 		return s
 	}
-	s := &session{key: key, ready: make(chan struct{}), used: now}
+	s := &session{key: key, owner: owner, ready: make(chan struct{}), used: now}
 	s.inflight.Add(1)
 	return h.add(s, open)
 }
@@ -127,61 +113,51 @@ func (s *session) release() { s.inflight.Add(-1) }
 var listens atomic.Uint64
 
 // pin opens a session of its own for a subscriptions/listen stream of
-// owner, held (and counted against max) until drop, never evicted or
-// expired; at most DefaultMaxListensPerCaller per owner (then it fails
-// with errListens).
-func (h *holder) pin(owner string, open func(*session)) *session {
+// owner, held (and counted against both tables) until drop, never
+// evicted or expired; past owner's share of the listens, or with them
+// full, it fails with a *caller.Refusal.
+func (h *holder) pin(owner caller.ID, open func(*session)) *session {
 	h.mu.Lock()
 	if h.m == nil {
 		h.m = map[string]*session{}
 	}
 	key := "listen/" + strconv.FormatUint(listens.Add(1), 10)
 	s := &session{key: key, pinned: true, owner: owner, ready: make(chan struct{}), used: h.now()}
-	mine, all := 0, 0
-	for _, o := range h.m {
-		if o.pinned {
-			all++
-			if o.owner == owner {
-				mine++
-			}
-		}
-	}
-	if mine >= DefaultMaxListensPerCaller || all >= max(h.max/2, 1) {
+	if err := h.listens.Acquire(owner, nil); err != nil {
 		h.mu.Unlock()
-		s.err = errListens
+		s.err = err
 		close(s.ready)
 		return s
 	}
 	return h.add(s, open)
 }
 
-// listenOwner keys a caller's listens: its credentials alone, not its
-// capabilities or X-Forwarded-* (which a caller may vary at will: the
-// proxy keeps a client's own X-Forwarded-For).
-func listenOwner(h http.Header, credentials []string) string {
-	k := onbehalf.CredentialKey(h, onbehalf.Credentials(credentials)...)
-	return hex.EncodeToString(k[:])
-}
-
 // add holds s, making room first, and opens it with open; h.mu is held on
 // entry and released. Room is made by closing expired sessions, then
-// idle ones least recently used first; a busy session (a request under
+// idle ones least recently used first: the owner's own when it holds its
+// share, anyone's when the table is full. A busy session (a request under
 // way, a call waiting for input, a listen stream, one still opening) is
-// never closed for another: when nothing else is left, s fails with
-// errSessionsBusy and is not held.
+// never closed for another: when nothing else is left, s fails with the
+// table's *caller.Refusal and is not held.
 func (h *holder) add(s *session, open func(*session)) *session {
 	dropped := h.expireLocked(s.used, nil)
-	for len(h.m) >= h.max {
-		victim := h.evictLRULocked()
-		if victim == nil {
-			n := len(h.m)
-			h.mu.Unlock()
-			h.report(n, dropped)
-			s.err = errSessionsBusy
-			close(s.ready)
-			return s
+	err := h.sessions.Acquire(s.owner, func(own bool) bool {
+		victim := h.evictLRULocked(own, s.owner)
+		if victim != nil {
+			dropped = append(dropped, victim)
 		}
-		dropped = append(dropped, victim)
+		return victim != nil
+	})
+	if err != nil {
+		if s.pinned {
+			h.listens.Release(s.owner)
+		}
+		n := len(h.m)
+		h.mu.Unlock()
+		h.report(n, dropped)
+		s.err = err
+		close(s.ready)
+		return s
 	}
 	h.m[s.key] = s
 	n := len(h.m)
@@ -195,13 +171,22 @@ func (h *holder) add(s *session, open func(*session)) *session {
 	return s
 }
 
+// forgetLocked removes s from the map and gives back its places.
+func (h *holder) forgetLocked(s *session) {
+	delete(h.m, s.key)
+	h.sessions.Release(s.owner)
+	if s.pinned {
+		h.listens.Release(s.owner)
+	}
+}
+
 // drop forgets s (a session the upstream ended, or one that failed to
 // open) if it is still the one held for its key.
 func (h *holder) drop(s *session) {
 	h.mu.Lock()
 	var dropped []*session
 	if h.m[s.key] == s {
-		delete(h.m, s.key)
+		h.forgetLocked(s)
 		if s.err == nil && s.deny == nil {
 			dropped = append(dropped, s)
 		}
@@ -224,8 +209,8 @@ func (h *holder) sweep() {
 func (h *holder) closeAll() {
 	h.mu.Lock()
 	var dropped []*session
-	for k, s := range h.m {
-		delete(h.m, k)
+	for _, s := range h.m {
+		h.forgetLocked(s)
 		dropped = append(dropped, s)
 	}
 	h.mu.Unlock()
@@ -233,28 +218,28 @@ func (h *holder) closeAll() {
 }
 
 func (h *holder) expireLocked(now time.Time, dropped []*session) []*session {
-	for k, s := range h.m {
+	for _, s := range h.m {
 		select {
 		case <-s.ready:
 		default:
 			continue // still opening
 		}
 		if !s.pinned && s.busy() == 0 && now.Sub(s.lastUsed()) > h.idle {
-			delete(h.m, k)
+			h.forgetLocked(s)
 			dropped = append(dropped, s)
 		}
 	}
 	return dropped
 }
 
-// evictLRULocked drops the least recently used idle session and returns
-// it; nil when every session is busy: a stream of new credentials must
-// not end other callers' requests, calls waiting for input or listen
-// streams.
-func (h *holder) evictLRULocked() *session {
+// evictLRULocked drops the least recently used idle session (owner's
+// own when own is set) and returns it; nil when every such session is
+// busy: a stream of new credentials must not end other callers'
+// requests, calls waiting for input or listen streams.
+func (h *holder) evictLRULocked(own bool, owner caller.ID) *session {
 	var oldest *session
 	for _, s := range h.m {
-		if s.pinned || s.busy() > 0 {
+		if s.pinned || s.busy() > 0 || (own && s.owner != owner) {
 			continue
 		}
 		select {
@@ -267,7 +252,7 @@ func (h *holder) evictLRULocked() *session {
 		}
 	}
 	if oldest != nil {
-		delete(h.m, oldest.key)
+		h.forgetLocked(oldest)
 	}
 	return oldest
 }

@@ -103,13 +103,22 @@ func peek(r *rewrite.Reader) peeked {
 		if p.err != nil || len(bytes.TrimSpace(p.ev.Data)) > 0 {
 			return p
 		}
-		p.skipped = append(p.skipped, p.ev.Raw...)
+		if !p.ev.HasID { // the held session's event ids stay with it (pumpReply)
+			p.skipped = append(p.skipped, p.ev.Raw...)
+		}
 	}
 }
 
 func writeEvent(w io.Writer, data []byte) error {
-	_, err := w.Write(append(append([]byte("event: message\ndata: "), data...), '\n', '\n'))
+	_, err := w.Write(eventBytes(data))
 	return err
+}
+
+// eventBytes frames data (one JSON-RPC message; the lines of a
+// multi-line one each a data line) as an SSE message event without an id.
+func eventBytes(data []byte) []byte {
+	out := append([]byte("event: message\ndata: "), bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: "))...)
+	return append(out, '\n', '\n')
 }
 
 // pumpReply copies c's legacy SSE reply to pw as the reply to the
@@ -156,7 +165,10 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 			done(false, err)
 			return
 		}
-		if ev.Data == nil {
+		if ev.Data == nil || (ev.HasID && len(bytes.TrimSpace(ev.Data)) == 0) {
+			if ev.HasID {
+				continue // a priming event: an id of the held session's stream
+			}
 			if _, err := pw.Write(ev.Raw); err != nil { // comments, keep-alives
 				done(false, err)
 				return
@@ -165,6 +177,12 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 		}
 		m, perr := rewrite.ParseMessage(ev.Data)
 		out := ev.Raw // what needs no change goes as the server framed it
+		if ev.HasID {
+			// The held session's event ids are not the caller's: its
+			// stream could not be resumed with them, and they would tell
+			// one caller of a shared session about the others' events.
+			out = eventBytes(ev.Data)
+		}
 		switch {
 		case perr != nil:
 		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, c.id):
@@ -175,6 +193,9 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 			c.call.detach() // answered: the client's leaving now cancels nothing
 			if b := withID(ModernReply(c.method, ev.Data, c.s.init.ServerInfo, t.scope()), c.id, clientID); !bytes.Equal(b, ev.Data) {
 				out = rewrite.Reframe(ev, b)
+				if ev.HasID {
+					out = eventBytes(b)
+				}
 			}
 			_, err := pw.Write(out)
 			done(false, err)
@@ -210,14 +231,14 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.RawMessage) (*http.Response, error) {
 	filter, err := ParseListen(msg.Params)
 	if err != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid subscriptions/listen params: "+err.Error(), nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, "invalid subscriptions/listen params: notifications must be an object of booleans and resourceSubscriptions an array of strings", nil)
 	}
 	// The listen's session is held like the others (counted against
 	// MaxSessions, making room by closing idle ones) but never evicted or
 	// expired: it ends with its stream.
-	s := t.h.pin(listenOwner(req.Header, t.Credentials), func(s *session) { t.open(req, s, msg, caps) })
-	if r := sessionFailure(req, s, msg.ID); r != nil {
-		return r, nil
+	s := t.h.pin(t.Callers.Of(req), func(s *session) { t.open(req, s, msg, caps) })
+	if r, err := sessionFailure(req, s, msg.ID); r != nil || err != nil {
+		return r, err
 	}
 	honoured := filter.Honoured(s.init.Capabilities)
 	for _, uri := range honoured.ResourceSubscriptions {
@@ -279,6 +300,9 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 				return // the upstream ended the stream: so does the client's
 			}
 			if ev.Data == nil {
+				if ev.HasID {
+					continue // the held session's event ids stay with it
+				}
 				if _, err := pw.Write(ev.Raw); err != nil {
 					return
 				}

@@ -7,16 +7,18 @@ import (
 	"slices"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // _meta keys of a modern request that the legacy era carries in the
 // session instead (2026-07-28 schema, RequestMetaObject).
+// (package wire owns them; subscriptionId is the bridge's alone).
 const (
-	metaProtocol   = "io.modelcontextprotocol/protocolVersion"
-	metaClientCaps = "io.modelcontextprotocol/clientCapabilities"
-	metaClientInfo = "io.modelcontextprotocol/clientInfo"
-	metaLogLevel   = "io.modelcontextprotocol/logLevel"
-	metaServerInfo = "io.modelcontextprotocol/serverInfo"
+	metaProtocol   = wire.MetaProtocolVersion
+	metaClientCaps = wire.MetaClientCapabilities
+	metaClientInfo = wire.MetaClientInfo
+	metaLogLevel   = wire.MetaLogLevel
+	metaServerInfo = wire.MetaServerInfo
 	metaSubID      = "io.modelcontextprotocol/subscriptionId"
 )
 

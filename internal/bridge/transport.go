@@ -10,12 +10,16 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Transport is the era bridge at the edge: an http.RoundTripper in front of
@@ -75,6 +79,15 @@ type Transport struct {
 	// PendingTimeout is how long such a call waits for the retry; 0 means
 	// DefaultPendingTimeout.
 	PendingTimeout time.Duration
+	// Callers says whose share of the sessions, listens and pending calls
+	// a request takes (package caller); nil knows callers by Credentials,
+	// else by address.
+	Callers *caller.Resolver
+	// SharePercent is the part of each of those tables one caller may
+	// hold; 0 means caller.DefaultSharePercent.
+	SharePercent int
+	// Metrics counts refusals by table; nil counts nothing.
+	Metrics *metrics.Metrics
 
 	h       *holder
 	pending *pendingCalls
@@ -90,22 +103,31 @@ func (t *Transport) Active() bool {
 // Start prepares the holder and sweeps idle sessions until ctx ends, when
 // it closes them all. Call it once before use.
 func (t *Transport) Start(ctx context.Context) {
-	max, idle := t.MaxSessions, t.IdleTimeout
-	if max <= 0 {
-		max = DefaultMaxSessions
+	maxSessions, idle := t.MaxSessions, t.IdleTimeout
+	if maxSessions <= 0 {
+		maxSessions = DefaultMaxSessions
 	}
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-	t.h = &holder{max: max, idle: idle, now: time.Now, closed: t.endSession, count: t.OnSessions}
-	t.pending = &pendingCalls{max: t.MaxPending, timeout: t.PendingTimeout,
-		expired: func(c *upcall) { t.release(c, "the client did not answer in time") }}
-	if t.pending.max <= 0 {
-		t.pending.max = DefaultMaxPending
+	if t.Callers == nil {
+		t.Callers = &caller.Resolver{Credentials: onbehalf.Credentials(t.Credentials)}
 	}
+	table := func(name string, capacity int, retry time.Duration) *caller.Table {
+		return caller.NewTable(caller.TableOptions{Name: name, Cap: capacity, SharePercent: t.SharePercent, RetryAfter: retry, Metrics: t.Metrics})
+	}
+	t.h = &holder{sessions: table(tableSessions, maxSessions, 0), listens: table(tableListens, max(maxSessions/2, 1), 0),
+		idle: idle, now: time.Now, closed: t.endSession, count: t.OnSessions}
+	maxPending := t.MaxPending
+	if maxPending <= 0 {
+		maxPending = DefaultMaxPending
+	}
+	t.pending = &pendingCalls{timeout: t.PendingTimeout,
+		expired: func(c *upcall) { t.release(c, "the client did not answer in time") }}
 	if t.pending.timeout <= 0 {
 		t.pending.timeout = DefaultPendingTimeout
 	}
+	t.pending.places = table(tablePending, maxPending, 0)
 	go func() {
 		tick := time.NewTicker(idle / 4)
 		defer tick.Stop()
@@ -148,42 +170,27 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	msg, perr := rewrite.ParseMessage(body)
-	if perr != nil || (msg.Kind != rewrite.KindRequest && msg.Kind != rewrite.KindNotification) || !claimsModern(req.Header, msg) {
+	if perr != nil || (msg.Kind != rewrite.KindRequest && msg.Kind != rewrite.KindNotification) || !wire.ClaimsModern(req.Header, msg.Params) {
 		return t.Next.RoundTrip(req)
 	}
-	return t.bridge(req, msg)
+	resp, err := t.bridge(req, msg)
+	if resp != nil {
+		seal(resp.Header)
+	}
+	return resp, err
 }
 
-// claimsModern reports whether a request claims the 2026-07-28 era.
-func claimsModern(h http.Header, msg rewrite.Message) bool {
-	if _, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaProtocol}); ok {
-		return true
-	}
-	return h.Get("Mcp-Protocol-Version") >= ModernVersion
-}
-
-// nameParams are the methods whose Mcp-Name header must equal a param.
-var nameParams = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-// headerMismatch checks the 2026-07-28 routing headers against the body,
-// as a modern server must (SEP-2243: -32020, HTTP 400): the legacy upstream
-// would not. MCP-Protocol-Version and Mcp-Method are required, and Mcp-Name
-// for the methods that name a tool, prompt or resource: a header omitted
-// while the body has the value is a mismatch too.
-func headerMismatch(h http.Header, msg rewrite.Message, version string) string {
-	if v := h.Get("Mcp-Protocol-Version"); v != version {
-		return "MCP-Protocol-Version header " + strconv.Quote(v) + " does not match the request body's " + strconv.Quote(version)
-	}
-	if m := h.Get("Mcp-Method"); m != msg.Method {
-		return "Mcp-Method header " + strconv.Quote(m) + " does not match the request body's " + strconv.Quote(msg.Method)
-	}
-	if p, ok := nameParams[msg.Method]; ok {
-		want, has := rewrite.GetString(msg.Params, p)
-		if n := h.Get("Mcp-Name"); has && n != want {
-			return "Mcp-Name header " + strconv.Quote(n) + " does not match the request body's " + strconv.Quote(want)
+// seal removes from the headers of a reply to a modern caller what
+// belongs to the legacy session the bridge holds, which the caller never
+// sees nor could use: its Mcp-Session-Id, and the upstream's
+// Access-Control-* (whose exposure names that session's headers). The
+// event ids of its streams are dropped as they pass (pumpReply).
+func seal(h http.Header) {
+	for k := range h {
+		if k == "Mcp-Session-Id" || strings.HasPrefix(k, "Access-Control-") {
+			delete(h, k)
 		}
 	}
-	return ""
 }
 
 // requestBody returns the request's body and leaves it readable again.
@@ -208,22 +215,23 @@ func requestBody(req *http.Request) ([]byte, error) {
 
 func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Response, error) {
 	if r := CheckModern(req.Header, msg); r != nil {
-		return jsonResponse(req, r.Status, ErrorReply(msg.ID, r.Code, r.Message, r.Data)), nil
+		return nil, refuse(r.Status, r.Code, r.Message, r.Data)
 	}
 	caps, _ := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
 	var compact bytes.Buffer
 	if json.Compact(&compact, caps) != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, metaClientCaps+" must be an object", nil)), nil
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, metaClientCaps+" must be an object", nil)
 	}
 	caps = compact.Bytes()
 	if msg.Method == "subscriptions/listen" && msg.Kind == rewrite.KindRequest {
 		return t.listen(req, msg, caps)
 	}
 	key := sessionKey(req.Header, t.Credentials, caps)
-	s := t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
+	who := t.Callers.Of(req)
+	s := t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
 	defer func() { s.release() }() // the session this request ends on (sessions.go: get)
-	if r := sessionFailure(req, s, msg.ID); r != nil {
-		return r, nil
+	if r, err := sessionFailure(req, s, msg.ID); r != nil || err != nil {
+		return r, err
 	}
 	if msg.Method == "server/discover" && msg.Kind == rewrite.KindRequest {
 		return jsonResponse(req, http.StatusOK, Discover(msg.ID, s.init, t.Eras().Versions, t.scope())), nil
@@ -238,7 +246,9 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		legacy, err = rewrite.SetKey(legacy, []string{"id"}, upID)
 	}
 	if err != nil {
-		return jsonResponse(req, http.StatusBadRequest, ErrorReply(msg.ID, reply.CodeInvalidParams, "invalid params: "+err.Error(), nil)), nil
+		// The client's own params could not be made legacy (a _meta
+		// that is not an object): its fault, and nothing to log.
+		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, "invalid params: _meta must be an object", nil)
 	}
 	resp, cc, err := t.send(req, s, legacy, upID)
 	if err == nil && resp.StatusCode == http.StatusNotFound && s.id != "" {
@@ -248,9 +258,9 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		cc.end()
 		t.h.drop(s)
 		s.release()
-		s = t.h.get(key, func(s *session) { t.open(req, s, msg, caps) })
-		if r := sessionFailure(req, s, msg.ID); r != nil {
-			return r, nil
+		s = t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
+		if r, err := sessionFailure(req, s, msg.ID); r != nil || err != nil {
+			return r, err
 		}
 		resp, cc, err = t.send(req, s, legacy, upID)
 	}
@@ -261,28 +271,26 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		return passBody(resp, cc), nil
 	}
 	_, logs := rewrite.GetKey(msg.Params, []string{"_meta", metaLogLevel})
-	return t.translate(resp, &upcall{body: resp.Body, s: s, key: key, method: msg.Method, id: upID, caps: caps, logs: logs, call: cc}, msg)
+	return t.translate(resp, &upcall{body: resp.Body, s: s, key: key, who: who, method: msg.Method, id: upID, caps: caps, logs: logs, call: cc}, msg)
 }
 
 // sessionFailure is the reply for a session that could not be opened: the
-// upstream's own refusal (401 with its WWW-Authenticate, …), a 503 when
-// every session held is busy, or a 502.
-func sessionFailure(req *http.Request, s *session, id json.RawMessage) *http.Response {
+// upstream's own refusal (401 with its WWW-Authenticate, …) or a caller's
+// refusal (429 over its share, 503 with the table full and every session
+// that could make room busy); or, when the upstream could not be asked or
+// its answer was unreadable, a failure (502 bridge_session_failed, the
+// cause for the log only).
+func sessionFailure(req *http.Request, s *session, id json.RawMessage) (*http.Response, error) {
+	var full *caller.Refusal
 	switch {
-	case errors.Is(s.err, errListens):
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError,
-			"era bridge: too many listen streams (at most "+strconv.Itoa(DefaultMaxListensPerCaller)+" per caller, half the sessions held in all)",
-			map[string]string{"reason": "bridge_listens_exhausted"}))
-	case errors.Is(s.err, errSessionsBusy):
-		return jsonResponse(req, http.StatusServiceUnavailable, ErrorReply(id, reply.CodeInternalError, "era bridge: too many sessions held, every one busy",
-			map[string]string{"reason": "bridge_sessions_exhausted"}))
+	case errors.As(s.err, &full):
+		return nil, &failure{reply: full.Reply()}
 	case s.deny != nil:
-		return s.deny.response(req, id)
+		return s.deny.response(req, id), nil
 	case s.err != nil:
-		return jsonResponse(req, http.StatusBadGateway, ErrorReply(id, reply.CodeInternalError, "era bridge: cannot open a legacy session: "+s.err.Error(),
-			map[string]string{"reason": "bridge_session_failed"}))
+		return nil, failed(badGateway, "era bridge: cannot open a legacy session", "bridge_session_failed", s.err)
 	}
-	return nil
+	return nil, nil
 }
 
 // refusal is the upstream's refusal of a session's initialize.
@@ -463,16 +471,16 @@ func passBody(resp *http.Response, cc *callCtx) *http.Response {
 	return resp
 }
 
-// endingBody is a reply body that ends its call when closed.
+// endingBody is a reply body that ends its call when closed: the call
+// first (its session idle again), then the body the upstream sees closed.
 type endingBody struct {
 	io.ReadCloser
 	end func()
 }
 
 func (b *endingBody) Close() error {
-	err := b.ReadCloser.Close()
 	b.end()
-	return err
+	return b.ReadCloser.Close()
 }
 
 // endSession ends a dropped session on the upstream with DELETE.

@@ -89,17 +89,29 @@ func (res *Resolver) credentials(h http.Header) (ID, bool) {
 // trusted one, so a client cannot pass junk off as a new caller. A peer
 // that is not host:port (a Unix socket) is the one caller "local".
 func (res *Resolver) client(remote string, h http.Header) string {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		return "local"
+	chain := forwardedFor(h)
+	var addr netip.Addr
+	if remote == "" && len(chain) > 0 {
+		// A request the sidecar built for a caller (onbehalf.SetForwarded
+		// appended the caller's TCP peer as the last hop), made under a
+		// context that carries no client's request.
+		a, ok := parseHop(chain[len(chain)-1])
+		if !ok {
+			return "local"
+		}
+		addr, chain = a, chain[:len(chain)-1]
+	} else {
+		host, _, err := net.SplitHostPort(remote)
+		if err != nil {
+			return "local"
+		}
+		peer, err := netip.ParseAddr(host)
+		if err != nil {
+			return "local"
+		}
+		addr = peer.Unmap()
 	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil {
-		return "local"
-	}
-	addr := peer.Unmap()
 	if res.trusted(addr) {
-		chain := forwardedFor(h)
 		for i := len(chain) - 1; i >= 0; i-- {
 			a, ok := parseHop(chain[i])
 			if !ok {

@@ -65,6 +65,10 @@ func TestOf(t *testing.T) {
 			req("[::ffff:192.0.2.1]:1"), req("192.0.2.1:2"), true},
 		{"a Unix socket peer is one caller", gateOff,
 			req("@"), req(""), true},
+		{"a request built for a caller: its last hop is the peer", gateOff,
+			req("", "X-Forwarded-For", "198.51.100.7, 192.0.2.1"), req("192.0.2.1:1", "X-Forwarded-For", "198.51.100.8"), true},
+		{"requests built for two callers", gateOff,
+			req("", "X-Forwarded-For", "192.0.2.1"), req("", "X-Forwarded-For", "192.0.2.2"), false},
 		{"credentials and an address never collide", gateOn,
 			req("192.0.2.1:1", "Authorization", "x"), req("192.0.2.1:1"), false},
 	}

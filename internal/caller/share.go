@@ -136,15 +136,16 @@ func (t *Table) Cap() int { return t.cap }
 
 // Acquire takes a place for id. When id holds its share, or the table is
 // full, and makeRoom is not nil, makeRoom(own) is asked (without the
-// table's lock) to free a place, one of id's own when own is set, by
-// Release; when it reports it did, Acquire tries again. Otherwise Acquire
-// returns a *Refusal, counted in the metrics; nil means the place is
-// taken, and must be given back with Release.
+// table's lock) to free a place, one of id's own when own is set (id at
+// its share), anyone's otherwise, by Release; when it reports it did,
+// Acquire tries again. Otherwise Acquire returns a *Refusal (Full when the
+// table is full), counted in the metrics; nil means the place is taken,
+// and must be given back with Release.
 func (t *Table) Acquire(id ID, makeRoom func(own bool) bool) error {
 	for {
 		t.mu.Lock()
-		own := t.held[id] >= t.share
-		if !own && t.n < t.cap {
+		own, full := t.held[id] >= t.share, t.n >= t.cap
+		if !own && !full {
 			t.held[id]++
 			t.n++
 			t.mu.Unlock()
@@ -154,7 +155,10 @@ func (t *Table) Acquire(id ID, makeRoom func(own bool) bool) error {
 		if makeRoom != nil && makeRoom(own) {
 			continue
 		}
-		r := &Refusal{Table: t.name, Full: !own, Share: t.share, Cap: t.cap, RetryAfter: t.retry}
+		// A full table is the refusal everyone gets (503), whatever the
+		// caller holds; 429 is for a caller at its share of a table with
+		// room for others.
+		r := &Refusal{Table: t.name, Full: full, Share: t.share, Cap: t.cap, RetryAfter: t.retry}
 		t.m.CallerRefusal(t.name, r.Full)
 		return r
 	}

@@ -65,15 +65,18 @@ func FuzzDecodeKey(f *testing.F) {
 	})
 }
 
-// FuzzConfigMapsLayout mounts arbitrary keys in two ConfigMap folders: the
-// load never panics, and whatever it serves came from exactly one key.
+// FuzzConfigMapsLayout mounts arbitrary keys in two ConfigMap folders, with
+// the same bytes in both or each its own: the load never panics, and
+// whatever it serves came from exactly one key of each ConfigMap, and from
+// one ConfigMap unless both hold the same bytes.
 func FuzzConfigMapsLayout(f *testing.F) {
-	f.Add("skills__x__SKILL.md\nagents__a.md", "skills__x__more.txt")
-	f.Add("skills__x__SKILL.md", "skills__x__SKILL.md")
-	f.Add("skills__x", "skills__x__SKILL.md\nbad_key")
-	f.Fuzz(func(t *testing.T, a, b string) {
+	f.Add("skills__x__SKILL.md\nagents__a.md", "skills__x__more.txt", false)
+	f.Add("skills__x__SKILL.md", "skills__x__SKILL.md", false)
+	f.Add("skills__x__SKILL.md", "skills__x__SKILL.md", true)
+	f.Add("skills__x", "skills__x__SKILL.md\nbad_key", true)
+	f.Fuzz(func(t *testing.T, a, b string, same bool) {
 		fsys := fstest.MapFS{}
-		owners := map[string]int{}
+		owners := map[string][2]int{} // path -> keys in p, in p-1
 		for i, keys := range []string{a, b} {
 			mount := []string{"p", "p-1"}[i]
 			m := map[string]string{}
@@ -82,8 +85,13 @@ func FuzzConfigMapsLayout(f *testing.F) {
 					continue
 				}
 				m[k] = skillFile("x")
+				if !same {
+					m[k] += "<!-- " + mount + " -->\n"
+				}
 				if p, err := catalog.DecodeKey(k); err == nil {
-					owners[p]++
+					o := owners[p]
+					o[i]++
+					owners[p] = o
 				}
 			}
 			kubeletMount(fsys, mount, m)
@@ -95,8 +103,9 @@ func FuzzConfigMapsLayout(f *testing.F) {
 		for _, sk := range s.Skills() {
 			for _, file := range sk.Files {
 				p := "skills/" + strings.TrimPrefix(file.URI, "skill://")
-				if owners[p] != 1 {
-					t.Fatalf("served %s, which %d keys decode to", file.URI, owners[p])
+				o := owners[p]
+				if o[0] > 1 || o[1] > 1 || (!same && o[0]+o[1] != 1) {
+					t.Fatalf("served %s, which %d keys of p and %d of p-1 decode to (same bytes: %v)", file.URI, o[0], o[1], same)
 				}
 			}
 		}

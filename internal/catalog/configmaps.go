@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -29,11 +30,12 @@ const (
 )
 
 // ErrConflict is wrapped by the error of a load in LayoutConfigMaps when two
-// keys decode to the same path (in one ConfigMap or in two), or a path is
-// both a file and a folder. Which one to serve would be a silent pick, so
-// the load fails: a watcher keeps its last good snapshot (a file moving
-// between two ConfigMaps whose volumes the kubelet updates one after the
-// other is in both for a moment), and the error names both keys.
+// keys decode to the same path (in one ConfigMap, or in two with different
+// bytes), or a path is both a file and a folder. Which one to serve would
+// be a silent pick, so the load fails: a watcher keeps its last good
+// snapshot, and the error names both keys. A file moving between two
+// ConfigMaps whose volumes the kubelet updates one after the other is in
+// both for a moment; with the same bytes in both it is served once.
 var ErrConflict = errors.New("catalog: two ConfigMap keys claim one plugin path")
 
 // kubeletData is the link a ConfigMap volume points at its current
@@ -184,10 +186,40 @@ func (c *configMapFS) add(mount, data string, k fs.DirEntry) error {
 		return nil
 	}
 	if prev, dup := c.files[p]; dup {
+		// A file moving between two ConfigMaps is in both for as long as
+		// the kubelet takes to update the second volume after the first:
+		// with the same bytes in both nothing is picked, so it is served
+		// once (from the first ConfigMap in name order). Different bytes,
+		// or two keys of one ConfigMap, are refused.
+		if prev.mount != mount && c.base != nil && sameBytes(c.base, prev.real, path.Join(data, k.Name())) {
+			return nil
+		}
 		return fmt.Errorf("%w: %q is ConfigMap %s key %s and ConfigMap %s key %s", ErrConflict, p, prev.mount, prev.key, mount, k.Name())
 	}
 	c.files[p] = cmFile{mount: mount, key: k.Name(), real: path.Join(data, k.Name())}
 	return nil
+}
+
+// maxCompareBytes bounds what sameBytes reads of each file: a ConfigMap
+// holds at most 1 MiB, so a longer file is not one a kubelet wrote.
+const maxCompareBytes = 1 << 20
+
+// sameBytes reports whether two files of base hold the same bytes, reading
+// at most maxCompareBytes of each; an unreadable or longer file is never
+// the same.
+func sameBytes(base fs.FS, a, b string) bool {
+	read := func(name string) ([]byte, bool) {
+		f, err := base.Open(name)
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, maxCompareBytes+1))
+		return data, err == nil && len(data) <= maxCompareBytes
+	}
+	x, okx := read(a)
+	y, oky := read(b)
+	return okx && oky && bytes.Equal(x, y)
 }
 
 // buildDirs derives every folder from the file paths, refusing a path that

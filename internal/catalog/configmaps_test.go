@@ -64,6 +64,27 @@ func TestConfigMapsLayout(t *testing.T) {
 	}
 }
 
+// TestConfigMapsLayoutFileInTwo: a file in two ConfigMaps with the same
+// bytes (caught mid-move: the kubelet has updated one volume and not yet
+// the other) is served once, and the load and a restart succeed.
+func TestConfigMapsLayoutFileInTwo(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{}
+	kubeletMount(fsys, "acme", map[string]string{"skills__x__SKILL.md": skillFile("x"), "skills__x__notes.txt": "n\n"})
+	kubeletMount(fsys, "acme-1", map[string]string{"skills__x__notes.txt": "n\n", "skills__y__SKILL.md": skillFile("y")})
+	s, err := catalog.LoadFS(fsys, catalog.Options{Layout: catalog.LayoutConfigMaps})
+	if err != nil {
+		t.Fatalf("LoadFS = %v, want the file in both ConfigMaps served once", err)
+	}
+	sk, ok := s.Skill("skill://x/SKILL.md")
+	if !ok || len(sk.Files) != 2 {
+		t.Fatalf("skill x = %+v, %v; want SKILL.md and notes.txt", sk, ok)
+	}
+	if _, ok := s.Skill("skill://y/SKILL.md"); !ok || len(s.Problems()) != 0 {
+		t.Errorf("skill y served %v, problems %v; want y and no problem", ok, s.Problems())
+	}
+}
+
 // TestConfigMapsLayoutRefuses feeds the layout every conflict and every
 // broken mount it exists to catch.
 func TestConfigMapsLayoutRefuses(t *testing.T) {
@@ -74,13 +95,17 @@ func TestConfigMapsLayoutRefuses(t *testing.T) {
 		is    error
 		want  []string
 	}{
-		"path in two ConfigMaps": {func(f fstest.MapFS) {
+		"path in two ConfigMaps, other bytes": {func(f fstest.MapFS) {
 			kubeletMount(f, "a", map[string]string{"skills__x__SKILL.md": sk})
-			kubeletMount(f, "b", map[string]string{"skills__x__SKILL.md": sk})
+			kubeletMount(f, "b", map[string]string{"skills__x__SKILL.md": sk + "More.\n"})
 		}, catalog.ErrConflict, []string{`"skills/x/SKILL.md"`, "ConfigMap a key skills__x__SKILL.md", "ConfigMap b key skills__x__SKILL.md"}},
 		"two keys one path": {func(f fstest.MapFS) {
 			kubeletMount(f, "a", map[string]string{"skills__x__SKILL.md": sk, "skills__x__SKILL_2Emd": sk})
 		}, catalog.ErrConflict, []string{"skills__x__SKILL.md", "skills__x__SKILL_2Emd"}},
+		// One ConfigMap's two keys are never a move: refused, same bytes or not.
+		"two keys one path, same bytes": {func(f fstest.MapFS) {
+			kubeletMount(f, "a", map[string]string{"skills__x__SKILL.md": sk, "skills__x__SKILL_2Emd": sk})
+		}, catalog.ErrConflict, []string{"ConfigMap a key skills__x__SKILL.md and ConfigMap a key skills__x__SKILL_2Emd"}},
 		"file and folder": {func(f fstest.MapFS) {
 			kubeletMount(f, "a", map[string]string{"skills__x": "x"})
 			kubeletMount(f, "b", map[string]string{"skills__x__SKILL.md": sk})
@@ -226,7 +251,10 @@ func TestCheckConfigMapKeysAgreesWithLoad(t *testing.T) {
 			for cm, ks := range keys {
 				m := map[string]string{}
 				for _, k := range ks {
-					m[k] = sk
+					// Bytes of each ConfigMap's own: the load serves a
+					// file in two ConfigMaps once when the bytes agree,
+					// which a check of keys alone cannot see.
+					m[k] = sk + "<!-- " + cm + " -->\n"
 				}
 				kubeletMount(fsys, cm, m)
 			}

@@ -509,7 +509,7 @@ func (l *loader) buildSkill(root string, files []candidate) *Skill {
 		return nil
 	}
 	if len(amb) > 0 {
-		p := Problem{Path: skillMD, Kind: KindFrontmatter, Reason: ambiguityReason(amb), Severity: SeveritySkip, Ambiguous: true}
+		p := Problem{Path: skillMD, Kind: KindFrontmatter, Reason: AmbiguityReason(amb), Severity: SeveritySkip, Ambiguous: true}
 		if l.opts.FrontmatterPortability == PortabilityWarn {
 			p.Severity = SeverityWarn
 		}

@@ -150,9 +150,11 @@ func describe12(s, core string) string {
 // maxReasonAmbiguities bounds the ambiguities one Problem's reason lists.
 const maxReasonAmbiguities = 3
 
-// ambiguityReason is the Problem reason for a SKILL.md with ambiguities amb
+// AmbiguityReason is the Problem reason for a SKILL.md with ambiguities amb
 // (at least one): the first few, each with its fix, and a count of the rest.
-func ambiguityReason(amb []Ambiguity) string {
+// The overlay (package methods) gives the same reason for a SKILL.md the
+// upstream serves.
+func AmbiguityReason(amb []Ambiguity) string {
 	var b strings.Builder
 	b.WriteString("frontmatter that YAML 1.1 hosts read differently: ")
 	for i, a := range amb[:min(len(amb), maxReasonAmbiguities)] {

@@ -118,7 +118,7 @@ func InjectorAnnotations() []AnnotationDoc {
 		{AnnotationUpstreamPath, "Path of the MCP endpoint on the upstream.", "`/mcp`"},
 		{AnnotationPort, "Sidecar MCP port (container port `skills-mcp`); point your Service's targetPort at it.", "injector `--port` (`17080`)"},
 		{AnnotationPortTakeover, "Opt-in: the name of the app's container port your Service targets (e.g. `http`); the sidecar's MCP port takes the name, the app's port is renamed `" + AppPortName + "` and its probes that used the name get the number, so the Service needs no change. The upstream defaults to that port.", "(no takeover)"},
-		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder.", "(none)"},
+		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder; all but the first are mounted optional (spares for a growing plugin, or pruned after it shrank).", "(none)"},
 		{AnnotationPluginImage, "OCI image whose file system is the plugin folder (image volume, Kubernetes 1.33+).", "(none)"},
 		{AnnotationUpstreamStdio, "Name of the container whose `command` and `args` are a stdio MCP server: the sidecar runs in that container, as `serve … -- COMMAND ARGS`, and no sidecar container is added (docs/stdio.md). The container must set `command`.", "(none: a sidecar container dials the upstream port)"},
 	}
@@ -199,6 +199,11 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 	}
 	if spec.OS != nil && spec.OS.Name != corev1.Linux {
 		errs = append(errs, fmt.Errorf("spec.os.name is %q: the sidecar runs on Linux only", spec.OS.Name))
+	}
+	if spec.HostNetwork {
+		// The sidecar's ports would be bound on the node itself, shared by
+		// every host-network pod there, and reachable from outside the pod.
+		errs = append(errs, fmt.Errorf("spec.hostNetwork is true: the sidecar's MCP and metrics ports would be bound on the node's own network, reachable from outside the pod and clashing with every other host-network pod on the node; the injector does not inject host-network pods (drop %s or hostNetwork)", AnnotationInject))
 	}
 	for _, v := range spec.Volumes {
 		if v.Name == PodInfoVolume {
@@ -543,6 +548,25 @@ func checkPorts(s settings, spec *corev1.PodSpec) []error {
 		errs = append(errs, fmt.Errorf("annotation %s: %d is the upstream's port; pick another", AnnotationPort, s.port))
 	} else if who, ok := taken[s.port]; ok {
 		errs = append(errs, fmt.Errorf("annotation %s: %d is already declared by %s; pick another", AnnotationPort, s.port, who))
+	}
+	// A Service or PodMonitor that targets the sidecar's ports by name
+	// would reach whichever container declares the name first: an app port
+	// of the same name takes the sidecar's traffic or its scrapes.
+	names := map[string]string{mcpPortName(s): "MCP"}
+	if s.metricsPort != 0 {
+		names[MetricsPortName] = "metrics"
+	}
+	for ci, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i, c := range cs {
+			for pi, p := range c.Ports {
+				if s.takeover != nil && ci == 1 && i == s.takeover.container && pi == s.takeover.port {
+					continue // renamed by the takeover
+				}
+				if kind, ok := names[p.Name]; ok {
+					errs = append(errs, fmt.Errorf("container %s already has a port named %q, the name of the sidecar's %s port: a Service targeting %q would reach the app, not the sidecar; rename the app's port", c.Name, p.Name, kind, p.Name))
+				}
+			}
+		}
 	}
 	if s.takeover != nil && s.metricsPort != 0 && s.takeover.name == MetricsPortName {
 		errs = append(errs, fmt.Errorf("annotation %s: the port taken over is named %q, the sidecar's metrics port's name; rename the app's port", AnnotationPortTakeover, MetricsPortName))

@@ -44,9 +44,17 @@ type CertPolicy struct {
 	Hosts []string
 }
 
-// due reports whether c has less than a third of its lifetime left at now.
+// clockSkew is how far before its issue a certificate's NotBefore is set,
+// so that a verifier whose clock is a little behind accepts it.
+const clockSkew = time.Minute
+
+// due reports whether c has less than a third of its lifetime left at now:
+// the lifetime from its issue, not from the backdated NotBefore, or a
+// certificate living less than half a minute would be due the moment it
+// is made, and every step (each one kicked by the last one's write) would
+// make another.
 func due(c *x509.Certificate, now time.Time) bool {
-	life := c.NotAfter.Sub(c.NotBefore)
+	life := c.NotAfter.Sub(c.NotBefore.Add(clockSkew))
 	return c.NotAfter.Sub(now) < life/3
 }
 
@@ -96,7 +104,7 @@ func PlanCerts(cur CertState, liveBundle []byte, p CertPolicy, now time.Time) (n
 	bundle := parseBundle(cur.CABundle)
 	caKey, _ := parseKey(cur.CAKey)
 	var ca *x509.Certificate
-	if len(bundle) > 0 && caKey != nil && publicKeysEqual(bundle[0].PublicKey, caKey.Public()) && now.Before(bundle[0].NotAfter) {
+	if usableCA(bundle, caKey, now) {
 		ca = bundle[0]
 	}
 	if ca == nil || due(ca, now) {
@@ -209,7 +217,7 @@ func newCA(validity time.Duration, now time.Time) (*x509.Certificate, *ecdsa.Pri
 	tmpl := &x509.Certificate{
 		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: "skills-sidecar injector CA " + now.UTC().Format(time.RFC3339)},
-		NotBefore:             now.Add(-time.Minute), // tolerate a little clock skew
+		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
@@ -242,7 +250,7 @@ func newLeaf(ca *x509.Certificate, caKey crypto.Signer, p CertPolicy, now time.T
 	tmpl := &x509.Certificate{
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: p.Hosts[0]},
-		NotBefore:    now.Add(-time.Minute),
+		NotBefore:    now.Add(-clockSkew),
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -301,4 +309,31 @@ func LeafNotAfter(certPEM []byte) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return c[0].NotAfter, true
+}
+
+// usableCA reports whether the newest CA of bundle has key and is unexpired.
+func usableCA(bundle []*x509.Certificate, key crypto.Signer, now time.Time) bool {
+	return len(bundle) > 0 && key != nil && publicKeysEqual(bundle[0].PublicKey, key.Public()) && now.Before(bundle[0].NotAfter)
+}
+
+// RestoreFrom says which state a certificate step should start from: the
+// Secret's (cur), or held, the last state this injector read or wrote,
+// when the Secret lost its usable CA and held still has one. A Secret is
+// emptied when `helm upgrade --force` or a GitOps replace recreates it as
+// the chart renders it; starting over would publish a new CA that no served
+// leaf chains to, failing every admission call until a leaf signed by it
+// is trusted, while held is what the API server still trusts and every
+// replica still serves.
+func RestoreFrom(cur, held CertState, now time.Time) (CertState, bool) {
+	if cur.HasCA(now) || !held.HasCA(now) {
+		return cur, false
+	}
+	return held, true
+}
+
+// HasCA reports whether the state's newest CA is unexpired at now and its
+// key is the state's CA key.
+func (st CertState) HasCA(now time.Time) bool {
+	key, _ := parseKey(st.CAKey)
+	return usableCA(parseBundle(st.CABundle), key, now)
 }

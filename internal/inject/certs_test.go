@@ -130,3 +130,36 @@ func TestPlanCertsRefusesBadPolicy(t *testing.T) {
 		t.Error("a leaf without hosts was issued")
 	}
 }
+
+// TestPlanCertsSettles: once the CA is live and the leaf issued, another
+// step at the same moment changes nothing, whatever the lifetimes (the
+// kube stage's are seconds). Steps are kicked by the watch on the Secret,
+// so a plan that always changed something would write the Secret in a
+// loop; measuring lifetimes from the backdated NotBefore did, for a leaf
+// of 30 s.
+func TestPlanCertsSettles(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, p := range map[string]CertPolicy{
+		"seconds": {CAValidity: 90 * time.Second, CertValidity: 30 * time.Second, Hosts: []string{"127.0.0.1"}},
+		"minutes": {CAValidity: 3 * time.Minute, CertValidity: time.Minute, Hosts: []string{"127.0.0.1"}},
+		"years":   {CAValidity: 10 * 365 * 24 * time.Hour, CertValidity: 365 * 24 * time.Hour, Hosts: []string{"inj.ns.svc"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st, _, err := PlanCerts(CertState{}, nil, p, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, changed, err := PlanCerts(st, st.CABundle, p, now) // the CA is live: the leaf
+			if err != nil || !changed || len(st.Cert) == 0 {
+				t.Fatalf("no leaf once the CA was live: changed %v, err %v", changed, err)
+			}
+			for _, at := range []time.Duration{0, time.Second, p.CertValidity / 2} {
+				if _, changed, err := PlanCerts(st, st.CABundle, p, now.Add(at)); err != nil || changed {
+					t.Errorf("PlanCerts %v after the leaf was issued: changed %v, err %v; want nothing to do", at, changed, err)
+				}
+			}
+		})
+	}
+}

@@ -89,7 +89,10 @@ sidecar, gets a warning.
 inject configmap writes the ConfigMap(s) holding the plugin folder DIR and
 prints the annotation value to stderr. Each file's ConfigMap is a hash of
 its path: pin --configmaps N to keep every file where it is as the plugin
-grows.
+grows. With --mounted N the annotation names N ConfigMaps, the spare ones
+not written yet (mounted optional), so a growing plugin reaches running
+pods; each ConfigMap is labelled skills-sidecar.io/plugin=NAME for
+kubectl apply --prune.
 
 Flags:
 `
@@ -200,6 +203,7 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Namespace, "namespace", "", "`namespace` of the ConfigMaps (default: none written)")
 	fs.IntVar(&o.MaxBytes, "max-bytes", 0, "bound on one ConfigMap object's JSON in `bytes` (default 240 KiB, for kubectl apply's 256 KiB annotation limit; up to 1000 KiB with kubectl apply --server-side)")
 	fs.IntVar(&o.Count, "configmaps", 0, "spread the files over exactly `N` ConfigMaps (default: the fewest that fit; pin it to keep files in place)")
+	fs.IntVar(&o.Mounted, "mounted", 0, "the `N` ConfigMaps workloads mount (the annotation lists N names; those not written are spares, mounted optional): growth into a spare needs no rollout, past N it is an error (default: as many as are written)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -220,9 +224,14 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 		return ExitFail
 	}
 	fmt.Fprintf(stderr, "annotate the pod template with:\n  %s: %q\n", AnnotationPluginConfigMaps, strings.Join(names, ","))
-	if o.Count == 0 && len(names) > 1 {
-		fmt.Fprintf(stderr, "%d ConfigMaps: pass --configmaps %d from now on, so a growing plugin never moves a file\n", len(names), len(names))
+	if o.Mounted == 0 {
+		fmt.Fprintf(stderr, "pass --mounted %d (or more) from now on: the names then stay the same as the plugin grows into spare ConfigMaps, and a render that needs more says so\n", max(2*len(names), 2))
 	}
+	ns := ""
+	if o.Namespace != "" {
+		ns = " -n " + o.Namespace
+	}
+	fmt.Fprintf(stderr, "apply with: kubectl apply%s --prune -l %s=%s --prune-allowlist=core/v1/ConfigMap -f FILE (deletes the ConfigMaps a shrinking plugin no longer writes)\n", ns, PluginLabel, o.Name)
 	return ExitOK
 }
 

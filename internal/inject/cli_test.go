@@ -105,7 +105,7 @@ func TestRunInjectConfigMapCount(t *testing.T) {
 	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "5", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2,p-3,p-4"`) || strings.Contains(stderr.String(), "pass --configmaps") {
+	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2,p-3,p-4"`) || !strings.Contains(stderr.String(), "pass --mounted 10") {
 		t.Errorf("pinned count: stderr = %s", stderr.String())
 	}
 	stdout.Reset()
@@ -113,8 +113,25 @@ func TestRunInjectConfigMapCount(t *testing.T) {
 	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "ConfigMaps: pass --configmaps ") {
-		t.Errorf("automatic count over one: stderr lacks the advice to pin it: %s", stderr.String())
+	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2"`) || !strings.Contains(stderr.String(), "pass --mounted 6") ||
+		!strings.Contains(stderr.String(), "kubectl apply --prune -l skills-sidecar.io/plugin=p --prune-allowlist=core/v1/ConfigMap") {
+		t.Errorf("automatic count of three: stderr lacks the annotation, the advice to mount spares or the prune command: %s", stderr.String())
+	}
+	// Three written, four mounted: the spare is named, not written.
+	stdout.Reset()
+	stderr.Reset()
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--mounted", "4", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2,p-3"`) || strings.Contains(stderr.String(), "pass --mounted") ||
+		strings.Count(stdout.String(), "kind: ConfigMap") != 3 {
+		t.Errorf("--mounted 4: %d ConfigMaps written, stderr = %s", strings.Count(stdout.String(), "kind: ConfigMap"), stderr.String())
+	}
+	// Growing past what the workloads mount is an error that says what to do.
+	stderr.Reset()
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--mounted", "2", dir}, testHost, nil, &stdout, &stderr); code != ExitFail ||
+		!strings.Contains(stderr.String(), "needs 3 ConfigMaps and the workloads mount 2") || !strings.Contains(stderr.String(), "--mounted 3") {
+		t.Errorf("--mounted 2 for 3: exit %d, stderr = %s", code, stderr.String())
 	}
 	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "1", dir}, testHost, nil, &stdout, &stderr); code != ExitFail {
 		t.Errorf("600 KB in one pinned ConfigMap: exit %d, want %d", code, ExitFail)

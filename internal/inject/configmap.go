@@ -51,7 +51,19 @@ type ConfigMapOptions struct {
 	// the smallest count (at most MaxConfigMaps) at which every one fits.
 	// Pinning it keeps every file in its ConfigMap whatever else changes.
 	Count int
+	// Mounted is the number of ConfigMaps the workloads mount: the names
+	// the annotation lists, of which only the first Count (or the fewest
+	// that fit) are written; the injector mounts all but the first
+	// optional, so the spare ones may be missing. A plugin that grows
+	// into a spare is served without a rollout; one that needs more than
+	// Mounted is an error. 0 means as many as are written.
+	Mounted int
 }
+
+// PluginLabel is the label every ConfigMap of a plugin carries, its value
+// the first ConfigMap's name: `kubectl apply --prune -l` with it deletes
+// the ConfigMaps a shrinking plugin no longer needs.
+const PluginLabel = "skills-sidecar.io/plugin"
 
 // BuildConfigMaps turns a plugin folder into ConfigMap manifests (YAML,
 // "---"-separated) whose keys are the files' catalog.EncodeKey paths,
@@ -73,6 +85,9 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 	if !isDNSSubdomain(opts.Name) || len(opts.Name) > 240 {
 		return nil, nil, fmt.Errorf("configmap name %q is not a valid object name", opts.Name)
 	}
+	if len(opts.Name) > 63 {
+		return nil, nil, fmt.Errorf("configmap name %q is longer than 63 characters, too long for the %s label that lets kubectl apply --prune find the plugin's ConfigMaps", opts.Name, PluginLabel)
+	}
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = DefaultConfigMapBytes
 	}
@@ -82,6 +97,9 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 	if opts.Count < 0 || opts.Count > MaxConfigMaps {
 		return nil, nil, fmt.Errorf("count %d is not between 1 and %d", opts.Count, MaxConfigMaps)
 	}
+	if opts.Mounted < 0 || opts.Mounted > MaxConfigMaps || (opts.Count > 0 && opts.Mounted > 0 && opts.Count > opts.Mounted) {
+		return nil, nil, fmt.Errorf("mounted %d is not between the count and %d", opts.Mounted, MaxConfigMaps)
+	}
 	entries, err := readEntries(fsys)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +107,7 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 	names := configMapNames(opts.Name, MaxConfigMaps)
 	// The budget of a ConfigMap's keys and values: MaxBytes less the
 	// longest object around an empty data map, and the two map keys.
-	budget := opts.MaxBytes - len(objectJSON(names[len(names)-1], opts.Namespace, nil)) - len(`,"data":{},"binaryData":{}`)
+	budget := opts.MaxBytes - len(objectJSON(names[len(names)-1], opts.Name, opts.Namespace, nil)) - len(`,"data":{},"binaryData":{}`)
 	for _, e := range entries {
 		if e.size > budget {
 			return nil, nil, fmt.Errorf("%s: %d bytes as JSON do not fit a ConfigMap of %d bytes (a file is never split); ship the plugin as an image (%s)",
@@ -100,6 +118,15 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.Mounted > 0 && count > opts.Mounted {
+		return nil, nil, fmt.Errorf("the plugin needs %d ConfigMaps and the workloads mount %d: the files past %s would reach no running pod; "+
+			"render it with --mounted %d or more, apply it, then set %s to the names it prints (a rollout)",
+			count, opts.Mounted, names[opts.Mounted-1], count, AnnotationPluginConfigMaps)
+	}
+	listed := count
+	if opts.Mounted > 0 {
+		listed = opts.Mounted
+	}
 	buckets := make([][]entry, count)
 	for _, e := range entries {
 		b := jumpHash(e.hash, count)
@@ -107,7 +134,7 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 	}
 	var out []byte
 	for i, es := range buckets {
-		obj := objectJSON(names[i], opts.Namespace, es)
+		obj := objectJSON(names[i], opts.Name, opts.Namespace, es)
 		if len(obj) > opts.MaxBytes {
 			// pickCount's arithmetic and this encoding disagree: a bug.
 			return nil, nil, fmt.Errorf("ConfigMap %s would be %d bytes as JSON, over %d", names[i], len(obj), opts.MaxBytes)
@@ -119,7 +146,7 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 		out = append(out, "---\n"...)
 		out = append(out, y...)
 	}
-	return out, names[:count], nil
+	return out, names[:listed], nil
 }
 
 // entry is one plugin file bound for a ConfigMap.
@@ -233,7 +260,7 @@ func configMapNames(name string, n int) []string {
 
 // objectJSON is the ConfigMap's JSON, keys in order as encoding/json and
 // kubectl write them.
-func objectJSON(name, namespace string, es []entry) []byte {
+func objectJSON(name, plugin, namespace string, es []entry) []byte {
 	data, bin := map[string]json.RawMessage{}, map[string]json.RawMessage{}
 	for _, e := range es {
 		if e.binary {
@@ -242,7 +269,7 @@ func objectJSON(name, namespace string, es []entry) []byte {
 			data[e.key] = valueJSON(e)
 		}
 	}
-	meta := map[string]any{"name": name, "labels": map[string]string{"app.kubernetes.io/component": "skills-plugin"}}
+	meta := map[string]any{"name": name, "labels": map[string]string{"app.kubernetes.io/component": "skills-plugin", PluginLabel: plugin}}
 	if namespace != "" {
 		meta["namespace"] = namespace
 	}

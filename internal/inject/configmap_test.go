@@ -221,15 +221,18 @@ func TestBuildConfigMapsErrors(t *testing.T) {
 		opts ConfigMapOptions
 		want string
 	}{
-		"bad name":        {fstest.MapFS{"a": {}}, ConfigMapOptions{Name: "Acme"}, "not a valid object name"},
-		"empty":           {fstest.MapFS{".git/x": {}}, ConfigMapOptions{Name: "a"}, "no files"},
-		"file too large":  {fstest.MapFS{"big": {Data: make([]byte, 2000)}}, ConfigMapOptions{Name: "a", MaxBytes: 1024}, "never split"},
-		"count too small": {plugin(100, 3000), ConfigMapOptions{Name: "a", Count: 1}, "raise the count"},
-		"too many":        {plugin(100, 200_000), ConfigMapOptions{Name: "a"}, AnnotationPluginImage},
-		"bound too large": {plugin(1, 1), ConfigMapOptions{Name: "a", MaxBytes: 2 << 20}, "max bytes"},
-		"count too large": {plugin(1, 1), ConfigMapOptions{Name: "a", Count: MaxConfigMaps + 1}, "count"},
-		"long key":        {fstest.MapFS{strings.Repeat("d/", 130) + "f": {}}, ConfigMapOptions{Name: "a"}, "encoded key"},
-		"not UTF-8 name":  {fstest.MapFS{"skills/\xff": {}}, ConfigMapOptions{Name: "a"}, "could not decode"},
+		"bad name":                    {fstest.MapFS{"a": {}}, ConfigMapOptions{Name: "Acme"}, "not a valid object name"},
+		"empty":                       {fstest.MapFS{".git/x": {}}, ConfigMapOptions{Name: "a"}, "no files"},
+		"file too large":              {fstest.MapFS{"big": {Data: make([]byte, 2000)}}, ConfigMapOptions{Name: "a", MaxBytes: 1024}, "never split"},
+		"count too small":             {plugin(100, 3000), ConfigMapOptions{Name: "a", Count: 1}, "raise the count"},
+		"too many":                    {plugin(100, 200_000), ConfigMapOptions{Name: "a"}, AnnotationPluginImage},
+		"bound too large":             {plugin(1, 1), ConfigMapOptions{Name: "a", MaxBytes: 2 << 20}, "max bytes"},
+		"count too large":             {plugin(1, 1), ConfigMapOptions{Name: "a", Count: MaxConfigMaps + 1}, "count"},
+		"long key":                    {fstest.MapFS{strings.Repeat("d/", 130) + "f": {}}, ConfigMapOptions{Name: "a"}, "encoded key"},
+		"not UTF-8 name":              {fstest.MapFS{"skills/\xff": {}}, ConfigMapOptions{Name: "a"}, "could not decode"},
+		"past the mounted":            {plugin(100, 3000), ConfigMapOptions{Name: "a", Mounted: 1}, "workloads mount 1"},
+		"mounted under count":         {plugin(1, 1), ConfigMapOptions{Name: "a", Count: 3, Mounted: 2}, "mounted 2"},
+		"name too long for its label": {plugin(1, 1), ConfigMapOptions{Name: strings.Repeat("a", 64)}, "63 characters"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -22,6 +22,8 @@
 // It must not read the sidecar's runtime settings for itself beyond
 // validating them with internal/config (the sidecar reads them from the
 // downward API file the mutation mounts), and it must not talk to the
-// Kubernetes API: plugin ConfigMaps are mounted whole and decoded by the
-// sidecar (catalog.LayoutConfigMaps, whose key encoding it writes).
+// Kubernetes API beyond the injector's own certificate Secret and webhook
+// configuration (read, watched, patched, each by name): plugin ConfigMaps
+// are mounted whole and decoded by the sidecar (catalog.LayoutConfigMaps,
+// whose key encoding it writes).
 package inject

@@ -30,8 +30,9 @@ const (
 var ErrNoAPI = errors.New("inject: no Kubernetes API (KUBERNETES_SERVICE_HOST unset)")
 
 // APIClient talks to the Kubernetes API with a bearer token, without
-// client-go: when the injector manages its own certificate, it reads and
-// updates its TLS Secret and its webhook's caBundle. Nothing else.
+// client-go: when the injector manages its own certificate, it reads,
+// watches and updates its TLS Secret and its webhook's caBundle. Nothing
+// else.
 type APIClient struct {
 	// Server is the API server's base URL, e.g. https://10.0.0.1:443.
 	Server string
@@ -105,40 +106,21 @@ func IsConflict(err error) bool {
 // do sends one request with the bearer token and decodes a 2xx JSON answer
 // into out (when not nil).
 func (a *APIClient) do(ctx context.Context, method, path, contentType string, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.Server+path, rd)
+	req, err := a.newRequest(ctx, method, path, contentType, body)
 	if err != nil {
 		return err
-	}
-	if a.TokenFile != "" {
-		tok, err := os.ReadFile(a.TokenFile)
-		if err != nil {
-			return fmt.Errorf("read service account token: %w", err)
-		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	}
-	req.Header.Set("Accept", "application/json")
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := a.Client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readAPIError(resp)
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBytes))
 	if err != nil {
 		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var st struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(data, &st)
-		return &APIError{Code: resp.StatusCode, Message: st.Message}
 	}
 	if out == nil {
 		return nil
@@ -147,6 +129,41 @@ func (a *APIClient) do(ctx context.Context, method, path, contentType string, bo
 		return fmt.Errorf("decode %s: %w", path, err)
 	}
 	return nil
+}
+
+// newRequest builds a request to the API server with the bearer token.
+func (a *APIClient) newRequest(ctx context.Context, method, path, contentType string, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.Server+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if a.TokenFile != "" {
+		tok, err := os.ReadFile(a.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read service account token: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
+	req.Header.Set("Accept", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	return req, nil
+}
+
+// readAPIError turns an answer other than 2xx into an *APIError with the
+// Status message the API server sent.
+func readAPIError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxAPIBytes))
+	var st struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(data, &st)
+	return &APIError{Code: resp.StatusCode, Message: st.Message}
 }
 
 // Secret reads one Secret.
@@ -176,11 +193,19 @@ func (a *APIClient) UpdateSecretData(ctx context.Context, namespace, name, resou
 }
 
 func secretPath(namespace, name string) string {
-	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/secrets/" + url.PathEscape(name)
+	return secretsPath(namespace) + "/" + url.PathEscape(name)
 }
 
 func webhookConfigPath(name string) string {
-	return "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/" + url.PathEscape(name)
+	return webhookConfigsPath + "/" + url.PathEscape(name)
+}
+
+// webhookConfigsPath is the collection of MutatingWebhookConfigurations.
+const webhookConfigsPath = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+
+// secretsPath is the collection of a namespace's Secrets.
+func secretsPath(namespace string) string {
+	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/secrets"
 }
 
 // WebhookCABundle returns the caBundle of the webhook named webhook in the

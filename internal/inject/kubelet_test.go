@@ -54,26 +54,21 @@ type pod struct {
 // would, reading everything from the injected manifests.
 func injectAndMount(t *testing.T, cms []byte, names []string) (pod, map[string]*corev1.ConfigMap) {
 	t.Helper()
-	in := append(append([]byte{}, cms...), "---\n"+fmt.Sprintf(kubeletDeployment, strings.Join(names, ","))...)
-	out, _, err := InjectManifests(in, Options{Image: "img:1", NativeSidecar: true})
-	if err != nil {
-		t.Fatal(err)
+	spec, byName := injectDeployment(t, cms, names)
+	p := layOut(t, spec)
+	if len(p.mounts) != len(names) {
+		t.Fatalf("mounts %v, want one per ConfigMap %v", p.mounts, names)
 	}
-	objs, err := manifestcheck.Decode(out)
-	if err != nil {
-		t.Fatal(err)
+	for name := range p.mounts {
+		p.sync(t, byName[name])
 	}
-	byName := map[string]*corev1.ConfigMap{}
-	var dep *appsv1.Deployment
-	for _, o := range objs {
-		switch v := o.Value.(type) {
-		case *corev1.ConfigMap:
-			byName[v.Name] = v
-		case *appsv1.Deployment:
-			dep = v
-		}
-	}
-	spec := dep.Spec.Template.Spec
+	return p, byName
+}
+
+// layOut is the sidecar's file system in an injected pod: the plugin
+// folder, its layout and where each ConfigMap volume is mounted.
+func layOut(t *testing.T, spec corev1.PodSpec) pod {
+	t.Helper()
 	p := pod{root: t.TempDir(), mounts: map[string]string{}}
 	sidecar := spec.InitContainers[0]
 	for _, a := range sidecar.Args {
@@ -94,13 +89,36 @@ func injectAndMount(t *testing.T, cms []byte, names []string) (pod, map[string]*
 			}
 		}
 	}
-	if len(p.mounts) != len(names) {
-		t.Fatalf("mounts %v, want one per ConfigMap %v", p.mounts, names)
+	return p
+}
+
+// injectDeployment runs inject -f over the ConfigMaps and a Deployment
+// naming them and returns the injected pod spec and the ConfigMaps by name.
+func injectDeployment(t *testing.T, cms []byte, names []string) (corev1.PodSpec, map[string]*corev1.ConfigMap) {
+	t.Helper()
+	in := append(append([]byte{}, cms...), "---\n"+fmt.Sprintf(kubeletDeployment, strings.Join(names, ","))...)
+	out, _, err := InjectManifests(in, Options{Image: "img:1", NativeSidecar: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name := range p.mounts {
-		p.sync(t, byName[name])
+	objs, err := manifestcheck.Decode(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return p, byName
+	byName := map[string]*corev1.ConfigMap{}
+	var dep *appsv1.Deployment
+	for _, o := range objs {
+		switch v := o.Value.(type) {
+		case *corev1.ConfigMap:
+			byName[v.Name] = v
+		case *appsv1.Deployment:
+			dep = v
+		}
+	}
+	if dep == nil {
+		t.Fatal("inject -f returned no Deployment")
+	}
+	return dep.Spec.Template.Spec, byName
 }
 
 // sync is the kubelet's sync of one ConfigMap volume: an atomic "..data"

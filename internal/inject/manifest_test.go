@@ -97,21 +97,28 @@ func TestInjectErrors(t *testing.T) {
 		"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {skills__x__SKILL.md: x}\n" +
 		"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a2}\ndata: {skills__x__SKILL.md: y}\n"
 	const pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n%s\nspec:\n  containers: [{name: c, image: i, ports: [{containerPort: 3000}]}]\n"
+	// What a case adds to the pod's spec.
+	specs := map[string]string{
+		"host network":          "  hostNetwork: true\n",
+		"port named skills-mcp": "  initContainers: [{name: x, image: i, ports: [{name: skills-mcp, containerPort: 9}]}]\n",
+	}
 	for name, tc := range map[string]struct {
 		annotations string
 		want        []string
 	}{
-		"bad inject":         {`    skills-sidecar.io/inject: "yes"`, []string{"document 0 (Pod p)", "skills-sidecar.io/inject", `"yes"`}},
-		"undecodable key":    {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-configmaps: raw", []string{"ConfigMap raw key a_b", "lone _"}},
-		"path in two":        {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-configmaps: a,a2", []string{`"skills/x/SKILL.md" is ConfigMap a key skills__x__SKILL.md and ConfigMap a2 key skills__x__SKILL.md`}},
-		"unknown key":        {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/log-levle: debug", []string{"skills-sidecar.io/log-levle: unknown key"}},
-		"two problems":       {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/port: \"0\"\n    skills-sidecar.io/upstream-path: mcp", []string{"skills-sidecar.io/port", "skills-sidecar.io/upstream-path"}},
-		"injector-owned key": {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/listen: \":1\"", []string{"skills-sidecar.io/listen: set by the injector; use skills-sidecar.io/port"}},
-		"stdio, no command":  {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/upstream-stdio: c", []string{"document 0 (Pod p)", "skills-sidecar.io/upstream-stdio", "c has no command", "set the container's command"}},
+		"host network":          {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i", []string{"document 0 (Pod p)", "spec.hostNetwork", "host-network"}},
+		"port named skills-mcp": {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i", []string{"document 0 (Pod p)", `container x already has a port named "skills-mcp"`}},
+		"bad inject":            {`    skills-sidecar.io/inject: "yes"`, []string{"document 0 (Pod p)", "skills-sidecar.io/inject", `"yes"`}},
+		"undecodable key":       {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-configmaps: raw", []string{"ConfigMap raw key a_b", "lone _"}},
+		"path in two":           {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-configmaps: a,a2", []string{`"skills/x/SKILL.md" is ConfigMap a key skills__x__SKILL.md and ConfigMap a2 key skills__x__SKILL.md`}},
+		"unknown key":           {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/log-levle: debug", []string{"skills-sidecar.io/log-levle: unknown key"}},
+		"two problems":          {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/port: \"0\"\n    skills-sidecar.io/upstream-path: mcp", []string{"skills-sidecar.io/port", "skills-sidecar.io/upstream-path"}},
+		"injector-owned key":    {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/listen: \":1\"", []string{"skills-sidecar.io/listen: set by the injector; use skills-sidecar.io/port"}},
+		"stdio, no command":     {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/upstream-stdio: c", []string{"document 0 (Pod p)", "skills-sidecar.io/upstream-stdio", "c has no command", "set the container's command"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			in := strings.Replace(pod, "%s", tc.annotations, 1) + configMaps
+			in := strings.Replace(pod, "%s", tc.annotations, 1) + specs[name] + configMaps
 			var stdout, stderr bytes.Buffer
 			code := RunInject(context.Background(), []string{"-f", "-"}, testHost, strings.NewReader(in), &stdout, &stderr)
 			if code != ExitFail || stdout.Len() != 0 {

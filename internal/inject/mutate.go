@@ -294,7 +294,7 @@ func hasVolume(spec corev1.PodSpec, name string) bool {
 
 // pluginVolumes builds the plugin's volumes and the sidecar's mounts of
 // them. Each ConfigMap is its own volume, mounted whole (no items[]) at
-// PluginMountPath/NAME, and the sidecar decodes the keys
+// PluginMountPath/NAME, all but the first optional, and the sidecar decodes the keys
 // (catalog.LayoutConfigMaps): a key added, removed or moved is then served
 // after the kubelet's next sync of that volume, where an items[] list
 // would need a rollout for a new key and stop the volume's updates for a
@@ -316,9 +316,15 @@ func pluginVolumes(s settings) ([]corev1.Volume, []corev1.VolumeMount) {
 	var mounts []corev1.VolumeMount
 	for i, name := range s.pluginCMs {
 		v := configMapVolume(i)
-		vols = append(vols, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}},
-		}})
+		src := &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}
+		if i > 0 {
+			// inject configmap always writes the first; the others may be
+			// spares not written yet (--mounted), or pruned after the
+			// plugin shrank: a missing one is an empty folder, not a pod
+			// held in ContainerCreating or a stale copy of moved files.
+			src.Optional = ptr(true)
+		}
+		vols = append(vols, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{ConfigMap: src}})
 		mounts = append(mounts, corev1.VolumeMount{Name: v, MountPath: PluginMountPath + "/" + name, ReadOnly: true})
 	}
 	return vols, mounts

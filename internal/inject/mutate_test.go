@@ -259,6 +259,19 @@ func TestMutateErrors(t *testing.T) {
 	metricsName := testPod(optIn(AnnotationPortTakeover, MetricsPortName))
 	metricsName.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: 3000}}
 	res := func(v string) corev1.Pod { return testPod(optIn(AnnotationResources, v), 3000) }
+	// Found by a platform engineer's trial: each was injected silently.
+	hostNet := testPod(optIn(), 3000)
+	hostNet.Spec.HostNetwork = true
+	named := func(name string, extra ...string) corev1.Pod {
+		p := testPod(optIn(extra...), 3000)
+		p.Spec.Containers[0].Ports[0].Name = name
+		return p
+	}
+	initNamed := testPod(optIn(), 3000)
+	initNamed.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: "i", Ports: []corev1.ContainerPort{{Name: MCPPortName, ContainerPort: 9000}}}}
+	takeoverAndMCP := testPod(optIn(AnnotationPortTakeover, "http"), 3000)
+	takeoverAndMCP.Spec.Containers = append(takeoverAndMCP.Spec.Containers, corev1.Container{Name: "other", Image: "i", Ports: []corev1.ContainerPort{{Name: "http2", ContainerPort: 9000}}})
+	takeoverAndMCP.Spec.Containers[1].Ports[0].Name = MetricsPortName
 	for name, tc := range map[string]struct {
 		pod  corev1.Pod
 		want []string
@@ -310,14 +323,19 @@ func TestMutateErrors(t *testing.T) {
 		"bad qualified name":  {res(`{"limits":{"a/b/c":"1"}}`), []string{AnnotationResources, "a/b/c"}},
 		// Found in the review of the second resource checks, with the API
 		// server's own validation (k8s.io/kubernetes v1.36.3) as the judge.
-		"quota-only requests. name": {res(`{"requests":{"requests.nvidia.com/gpu":"1"},"limits":{"requests.nvidia.com/gpu":"1"}}`), []string{AnnotationResources, "requests.nvidia.com/gpu"}},
-		"hugepages not whole pages": {res(`{"requests":{"memory":"64Mi","hugepages-2Mi":"3Mi"},"limits":{"memory":"64Mi","hugepages-2Mi":"3Mi"}}`), []string{AnnotationResources, "pages"}},
-		"hugepages without a size":  {res(`{"limits":{"memory":"64Mi","hugepages-huge":"2Mi"}}`), []string{AnnotationResources, "hugepages-huge"}},
-		"claim twice":               {claimedPod(`{"claims":[{"name":"gpu"},{"name":"gpu"}]}`), []string{AnnotationResources, "twice"}},
-		"claim and its request":     {claimedPod(`{"claims":[{"name":"gpu","request":"a"},{"name":"gpu"}]}`), []string{AnnotationResources, "twice"}},
-		"claim request twice":       {claimedPod(`{"claims":[{"name":"gpu","request":"a"},{"name":"gpu","request":"a"}]}`), []string{AnnotationResources, "twice"}},
-		"claim request not a label": {claimedPod(`{"claims":[{"name":"gpu","request":"Bad_Request"}]}`), []string{AnnotationResources, "DNS label"}},
-		"claim the pod lacks":       {res(`{"claims":[{"name":"gpu"}]}`), []string{AnnotationResources, `"gpu"`, "resourceClaims"}},
+		"quota-only requests. name":      {res(`{"requests":{"requests.nvidia.com/gpu":"1"},"limits":{"requests.nvidia.com/gpu":"1"}}`), []string{AnnotationResources, "requests.nvidia.com/gpu"}},
+		"hugepages not whole pages":      {res(`{"requests":{"memory":"64Mi","hugepages-2Mi":"3Mi"},"limits":{"memory":"64Mi","hugepages-2Mi":"3Mi"}}`), []string{AnnotationResources, "pages"}},
+		"hugepages without a size":       {res(`{"limits":{"memory":"64Mi","hugepages-huge":"2Mi"}}`), []string{AnnotationResources, "hugepages-huge"}},
+		"claim twice":                    {claimedPod(`{"claims":[{"name":"gpu"},{"name":"gpu"}]}`), []string{AnnotationResources, "twice"}},
+		"claim and its request":          {claimedPod(`{"claims":[{"name":"gpu","request":"a"},{"name":"gpu"}]}`), []string{AnnotationResources, "twice"}},
+		"claim request twice":            {claimedPod(`{"claims":[{"name":"gpu","request":"a"},{"name":"gpu","request":"a"}]}`), []string{AnnotationResources, "twice"}},
+		"claim request not a label":      {claimedPod(`{"claims":[{"name":"gpu","request":"Bad_Request"}]}`), []string{AnnotationResources, "DNS label"}},
+		"claim the pod lacks":            {res(`{"claims":[{"name":"gpu"}]}`), []string{AnnotationResources, `"gpu"`, "resourceClaims"}},
+		"host network":                   {hostNet, []string{"spec.hostNetwork", "does not inject host-network pods", AnnotationInject}},
+		"app port named skills-mcp":      {named(MCPPortName), []string{"container server", `"skills-mcp"`, "sidecar's MCP port", "rename"}},
+		"app port named metrics":         {named(MetricsPortName), []string{"container server", `"skills-metrics"`, "sidecar's metrics port"}},
+		"init port named skills-mcp":     {initNamed, []string{"container proxy", `"skills-mcp"`}},
+		"metrics name beside a takeover": {takeoverAndMCP, []string{"container other", `"skills-metrics"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -393,31 +411,37 @@ func TestMutateAdmitsValidForms(t *testing.T) {
 	claimed.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
 	res := func(v string) corev1.Pod { return testPod(optIn(AnnotationResources, v), 3000) }
 	m := config.AnnotationPrefix + "metrics-listen"
+	metricsNamedOff := testPod(optIn(m, ""), 3000)
+	metricsNamedOff.Spec.Containers[0].Ports[0].Name = MetricsPortName
+	takeoverMCP := testPod(optIn(AnnotationPortTakeover, MCPPortName), 3000)
+	takeoverMCP.Spec.Containers[0].Ports[0].Name = MCPPortName
 	for name, pod := range map[string]corev1.Pod{
-		"os linux":                  linux,
-		"metrics [::]":              testPod(optIn(m, "[::]:7001"), 3000),
-		"metrics 0.0.0.0":           testPod(optIn(m, "0.0.0.0:7001"), 3000),
-		"metrics port only":         testPod(optIn(m, ":7001"), 3000),
-		"metrics off":               testPod(optIn(m, ""), 3000),
-		"path %2F":                  testPod(optIn(AnnotationUpstreamPath, "/a%2Fb/mcp"), 3000),
-		"path %41 and unicode":      testPod(optIn(AnnotationUpstreamPath, "/%41é/mcp"), 3000),
-		"path with ;,=@:":           testPod(optIn(AnnotationUpstreamPath, "/v1;x=1,y@z:mcp"), 3000),
-		"res zero":                  res(`{"requests":{"cpu":"0","memory":"0"}}`),
-		"res ephemeral":             res(`{"requests":{"ephemeral-storage":"1Gi"},"limits":{"ephemeral-storage":"2Gi"}}`),
-		"res hugepages":             res(`{"requests":{"memory":"64Mi","hugepages-2Mi":"100Mi"},"limits":{"memory":"64Mi","hugepages-2Mi":"100Mi"}}`),
-		"res hugepages limit only":  res(`{"limits":{"memory":"64Mi","hugepages-1Gi":"1Gi"}}`),
-		"res extended limit only":   res(`{"limits":{"example.com/foo":"1"}}`),
-		"res extended equal":        res(`{"requests":{"example.com/foo":"2"},"limits":{"example.com/foo":"2"}}`),
-		"res cpu only limit":        res(`{"limits":{"cpu":"500m"}}`),
-		"res req 1 lim 1000m":       res(`{"requests":{"cpu":"1"},"limits":{"cpu":"1000m"}}`),
-		"res yaml":                  res("requests:\n  cpu: 10m\nlimits:\n  memory: 1Gi\n"),
-		"res empty":                 res(`{}`),
-		"res claim the pod has":     claimed,
-		"res claim two requests":    claimedPod(`{"claims":[{"name":"gpu","request":"one"},{"name":"gpu","request":"two"}]}`),
-		"res vendor .kubernetes.io": res(`{"limits":{"gpu.kubernetes.ionos.com/gpu":"1"}}`),
-		"res kubernetes.io native":  res(`{"limits":{"kubernetes.io/foo":"1500m"}}`),
-		"res nvidia":                res(`{"limits":{"nvidia.com/gpu":"1","nvidia.com/mig-1g.5gb":"1"}}`),
-		"res hugepages zero":        res(`{"limits":{"memory":"64Mi","hugepages-2Mi":"0"}}`),
+		"app port skills-metrics, metrics off": metricsNamedOff,
+		"takeover of a port named skills-mcp":  takeoverMCP,
+		"os linux":                             linux,
+		"metrics [::]":                         testPod(optIn(m, "[::]:7001"), 3000),
+		"metrics 0.0.0.0":                      testPod(optIn(m, "0.0.0.0:7001"), 3000),
+		"metrics port only":                    testPod(optIn(m, ":7001"), 3000),
+		"metrics off":                          testPod(optIn(m, ""), 3000),
+		"path %2F":                             testPod(optIn(AnnotationUpstreamPath, "/a%2Fb/mcp"), 3000),
+		"path %41 and unicode":                 testPod(optIn(AnnotationUpstreamPath, "/%41é/mcp"), 3000),
+		"path with ;,=@:":                      testPod(optIn(AnnotationUpstreamPath, "/v1;x=1,y@z:mcp"), 3000),
+		"res zero":                             res(`{"requests":{"cpu":"0","memory":"0"}}`),
+		"res ephemeral":                        res(`{"requests":{"ephemeral-storage":"1Gi"},"limits":{"ephemeral-storage":"2Gi"}}`),
+		"res hugepages":                        res(`{"requests":{"memory":"64Mi","hugepages-2Mi":"100Mi"},"limits":{"memory":"64Mi","hugepages-2Mi":"100Mi"}}`),
+		"res hugepages limit only":             res(`{"limits":{"memory":"64Mi","hugepages-1Gi":"1Gi"}}`),
+		"res extended limit only":              res(`{"limits":{"example.com/foo":"1"}}`),
+		"res extended equal":                   res(`{"requests":{"example.com/foo":"2"},"limits":{"example.com/foo":"2"}}`),
+		"res cpu only limit":                   res(`{"limits":{"cpu":"500m"}}`),
+		"res req 1 lim 1000m":                  res(`{"requests":{"cpu":"1"},"limits":{"cpu":"1000m"}}`),
+		"res yaml":                             res("requests:\n  cpu: 10m\nlimits:\n  memory: 1Gi\n"),
+		"res empty":                            res(`{}`),
+		"res claim the pod has":                claimed,
+		"res claim two requests":               claimedPod(`{"claims":[{"name":"gpu","request":"one"},{"name":"gpu","request":"two"}]}`),
+		"res vendor .kubernetes.io":            res(`{"limits":{"gpu.kubernetes.ionos.com/gpu":"1"}}`),
+		"res kubernetes.io native":             res(`{"limits":{"kubernetes.io/foo":"1500m"}}`),
+		"res nvidia":                           res(`{"limits":{"nvidia.com/gpu":"1","nvidia.com/mig-1g.5gb":"1"}}`),
+		"res hugepages zero":                   res(`{"limits":{"memory":"64Mi","hugepages-2Mi":"0"}}`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -56,6 +56,7 @@ func TestWebhookFixtures(t *testing.T) {
 		"update":           {wantAllowed: true},
 		"malformed":        {deny: true, wantMessage: `annotation skills-sidecar.io/port: "eighty" is not a port number`},
 		"malformed-allows": {wantAllowed: true, wantMessage: `annotation skills-sidecar.io/port: "eighty"`},
+		"hostnetwork":      {deny: true, wantMessage: "spec.hostNetwork is true"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -6,17 +6,15 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
-// Wire constants of the 2026-07-28 era (SEP-2575).
+// Wire constants of the 2026-07-28 era (package wire owns them).
 const (
-	ModernVersion  = rewrite.ModernVersion
-	metaProtocol   = rewrite.MetaProtocolVersion
-	metaClientCaps = "io.modelcontextprotocol/clientCapabilities"
-	metaServerInfo = "io.modelcontextprotocol/serverInfo"
-	headerProtocol = "Mcp-Protocol-Version" // canonical, so Header.Get need not allocate to canonicalise it
-	headerMethod   = "Mcp-Method"
-	headerName     = "Mcp-Name"
+	ModernVersion  = wire.ModernVersion
+	metaProtocol   = wire.MetaProtocolVersion
+	metaClientCaps = wire.MetaClientCapabilities
+	metaServerInfo = wire.MetaServerInfo
 )
 
 // era is what the request's own fields say about its protocol era.
@@ -25,60 +23,20 @@ type era struct {
 	version string
 }
 
-// checkEra applies the per-request checks of the modern wire: a request is
-// modern when its params carry _meta with a protocol version, or its
-// MCP-Protocol-Version header names 2026-07-28 or later. A modern request
-// must carry both _meta fields (else -32602, HTTP 400), a supported version
-// (else -32022, HTTP 400), and headers that agree with the body (else
-// -32020, HTTP 400). A header that is absent is not checked: the body is
-// authoritative and some clients do not send the optional ones.
-func checkEra(h http.Header, msg rewrite.Message, nameParam string) (era, *reply.Error) {
-	metaVersion, hasVersion := metaString(msg.Params, metaProtocol)
-	_, hasCaps := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps})
-	hv := h.Get(headerProtocol)
-	if !hasVersion && !hasCaps && hv < ModernVersion {
-		return era{}, nil // legacy: the session carries the era
+// checkEra applies the per-request checks of the modern wire (package
+// wire: a request that claims the modern era by any sign is checked by
+// wire.CheckRequest: both _meta fields, the routing headers present and
+// agreeing with the body, Mcp-Name decoded, the one version). A request
+// that claims nothing is legacy: its session carries the era.
+func checkEra(h http.Header, msg rewrite.Message) (era, *reply.Error) {
+	if !wire.ClaimsModern(h, msg.Params) {
+		return era{}, nil
 	}
-	if !hasVersion || !hasCaps {
-		return era{}, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidParams,
-			Message: "modern request must carry _meta " + metaProtocol + " and " + metaClientCaps}
+	v, err := wire.CheckRequest(h, msg)
+	if err != nil {
+		return era{}, err
 	}
-	if metaVersion != ModernVersion {
-		return era{}, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeUnsupportedVersion,
-			Message: "unsupported protocol version " + metaVersion,
-			Data:    map[string]any{"supported": []string{ModernVersion}, "requested": metaVersion}}
-	}
-	if hv != "" && hv != metaVersion {
-		return era{}, mismatch(headerProtocol, hv, metaVersion)
-	}
-	if m := h.Get(headerMethod); m != "" && m != msg.Method {
-		return era{}, mismatch(headerMethod, m, msg.Method)
-	}
-	if nameParam != "" {
-		if n := h.Get(headerName); n != "" {
-			if want, _ := paramString(msg.Params, nameParam); n != want {
-				return era{}, mismatch(headerName, n, want)
-			}
-		}
-	}
-	return era{modern: true, version: metaVersion}, nil
-}
-
-// claimsModern reports whether a request claims the modern era by any of
-// the signs checkEra reads (it may still be refused by checkEra).
-func claimsModern(h http.Header, msg rewrite.Message) bool {
-	if _, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaProtocol}); ok {
-		return true
-	}
-	if _, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps}); ok {
-		return true
-	}
-	return h.Get(headerProtocol) >= ModernVersion
-}
-
-func mismatch(header, got, want string) *reply.Error {
-	return &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeHeaderMismatch,
-		Message: header + " header " + quote(got) + " does not match the request body's " + quote(want)}
+	return era{modern: true, version: v}, nil
 }
 
 func quote(s string) string {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // pluginWithAgent is pluginPDF plus an agent that names upstream tools.
@@ -183,4 +186,36 @@ func TestResultFields(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestModernNonASCIIName: a 2026-07-28 client reading a skill file whose
+// path has non-ASCII letters sends Mcp-Name in the spec's base64 form
+// (=?base64?…?=); the sidecar decodes it before comparing (it answered
+// -32020 before package wire decoded it), and still refuses a name that
+// decodes to another file, or a sentinel that is not base64 of UTF-8.
+func TestModernNonASCIIName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := pluginPDF()
+	files["skills/pdf-processing/reference/données-é.md"] = "# Données\n"
+	writeFiles(t, dir, files)
+	w := newWatcher(t, dir)
+	up := newUpstream(t, upstreamConfig{stateless: true, tools: []*mcp.Tool{alphaTool()}})
+	c := &caller{t: t, endpoint: newSidecar(t, up.url, w.Snapshot, nil), modern: true}
+	uri := "skill://pdf-processing/reference/données-é.md"
+	read := map[string]any{"uri": uri}
+	if got := c.call("resources/read", read); got.Status != http.StatusOK || !strings.Contains(string(got.Body), "# Données") {
+		t.Errorf("resources/read of %s with Mcp-Name %s = %d %s, want the file", uri, wire.EncodeHeaderValue(uri), got.Status, got.Body)
+	}
+	for name, header := range map[string]string{
+		"another file, encoded": wire.EncodeHeaderValue("skill://pdf-processing/reference/données-è.md"),
+		"not base64 of UTF-8":   "=?base64?/w==?=",
+	} {
+		c.callWith("resources/read", read, setHeaderEdit("Mcp-Name", header)).
+			failed(t, "resources/read Mcp-Name "+name, http.StatusBadRequest, -32020)
+	}
+}
+
+func setHeaderEdit(k, v string) func(http.Header, map[string]any) {
+	return func(h http.Header, _ map[string]any) { h.Set(k, v) }
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Defaults for Options fields left zero.
@@ -116,7 +117,6 @@ func (h *Handler) current() *view {
 // the sidecar owns the request, which the proxy writes.
 func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply, bool) {
 	v := h.current()
-	nameParam := ""
 	var uri string // of a resources/* read, parsed once for routing and answer
 	switch msg.Method {
 	case "skills/list", "skills/get", "agents/list", "agents/get":
@@ -125,7 +125,6 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		if !h.ownsURI(v, uri) || h.upstreamServes(r, msg, v, uri) {
 			return reply.Reply{}, false
 		}
-		nameParam = "uri"
 	case "resources/directory/read":
 		uri, _ = paramString(msg.Params, "uri")
 		if !h.ownsURI(v, uri) {
@@ -144,10 +143,10 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 	default:
 		return reply.Reply{}, false
 	}
-	if h.opts.Serves != nil && !h.opts.Serves(claimsModern(r.Header, msg)) {
+	if h.opts.Serves != nil && !h.opts.Serves(wire.ClaimsModern(r.Header, msg.Params)) {
 		return reply.Reply{}, false
 	}
-	e, eerr := checkEra(r.Header, msg, nameParam) // pure; its error is given after the gate's
+	e, eerr := checkEra(r.Header, msg) // pure; its error is given after the gate's
 	if h.opts.Gate != nil {
 		// The discovery a listing of a new context needs starts before
 		// the gate is asked, and gives its verdict (discovery.go, "Early
@@ -274,7 +273,8 @@ func cursorParam(msg rewrite.Message, kind string) (last string, has bool, err *
 }
 
 // listPage encodes `"key":[entries…]` for the page after the cursor, and
-// nextCursor when more follow.
+// nextCursor when more follow. A nil entry is left out (a skill the overlay
+// withholds); the page still ends where it would have.
 func listPage(b []byte, key string, keys []string, entries []json.RawMessage, last string, has bool, size int, kind string) []byte {
 	from, to, more := page(keys, last, has, size)
 	n := 64 + len(key)
@@ -285,10 +285,15 @@ func listPage(b []byte, key string, keys []string, entries []json.RawMessage, la
 	b = append(b, '"')
 	b = append(b, key...)
 	b = append(b, `":[`...)
+	first := true
 	for i := from; i < to; i++ {
-		if i > from {
+		if entries[i] == nil {
+			continue
+		}
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		b = append(b, entries[i]...)
 	}
 	b = append(b, ']')
@@ -307,7 +312,7 @@ func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Reques
 	entries := v.skillEntries
 	if h.opts.Overlay != nil {
 		from, to, _ := page(v.skillURIs, last, has, h.opts.PageSize)
-		served, changed, oerr := h.opts.Overlay.entries(r, msg, v, from, to, h.catalogOutlivesUpstream())
+		served, changed, _, oerr := h.opts.Overlay.entries(r, msg, v, from, to, h.catalogOutlivesUpstream())
 		if oerr != nil {
 			return nil, oerr
 		}
@@ -360,9 +365,13 @@ func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request
 	}
 	entry := v.skillEntries[i]
 	if h.opts.Overlay != nil {
-		served, _, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1, h.catalogOutlivesUpstream())
+		served, _, withheld, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1, h.catalogOutlivesUpstream())
 		if oerr != nil {
 			return nil, oerr
+		}
+		if served[0] == nil {
+			// Not published, as skills/list leaves it out (servedFrontmatter).
+			return nil, invalidParams("skill not found: " + quote(uri) + " is not published: the upstream's SKILL.md has " + withheld[0])
 		}
 		entry = served[0]
 	}

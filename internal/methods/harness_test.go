@@ -23,6 +23,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Wire constants the tests spell out themselves rather than borrow from the
@@ -299,10 +300,8 @@ func (c *caller) callWith(method string, params map[string]any, edit func(h http
 		p["_meta"] = map[string]any{metaVersionKey: modernVersion, metaCapsKey: map[string]any{}}
 		h.Set("MCP-Protocol-Version", modernVersion)
 		h.Set("Mcp-Method", method)
-		if method == "resources/read" {
-			if uri, ok := p["uri"].(string); ok {
-				h.Set("Mcp-Name", uri)
-			}
+		if uri, ok := p[wire.NameParam(method)].(string); ok {
+			h.Set("Mcp-Name", wire.EncodeHeaderValue(uri)) // as a conformant client writes it
 		}
 	} else {
 		h.Set("MCP-Protocol-Version", legacyVersion)

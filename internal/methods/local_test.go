@@ -16,6 +16,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // localRequest builds the *http.Request and parsed message ServeLocal gets
@@ -44,6 +45,9 @@ func localRequest(t testing.TB, modern bool, method string, params map[string]an
 	if modern {
 		r.Header.Set("MCP-Protocol-Version", modernVersion)
 		r.Header.Set("Mcp-Method", method)
+		if n, ok := params[wire.NameParam(method)].(string); ok {
+			r.Header.Set("Mcp-Name", wire.EncodeHeaderValue(n)) // required with a target (2026-07-28)
+		}
 	}
 	return r, msg
 }

@@ -43,6 +43,9 @@ type served struct {
 	digest      string
 	size        int64
 	frontmatter json.RawMessage // SKILL.md only
+	// withheld, for a SKILL.md, is why its skill is not published: its
+	// frontmatter has no reading every host shares (servedFrontmatter).
+	withheld string
 }
 
 // authContext caches the verdicts of one authorization context for one
@@ -80,6 +83,13 @@ type Overlay struct {
 	Witness func(r *http.Request, status int, answer rewrite.Message, err error, decides bool) bool
 
 	overlayCounters
+	// FrontmatterPortability is what happens to a skill whose served
+	// SKILL.md has a plain scalar YAML 1.1 hosts read differently
+	// (catalog.Ambiguity): catalog.PortabilitySkip ("" means skip)
+	// withholds it, catalog.PortabilityWarn publishes it. The plugin
+	// folder's copy is judged by the catalog under the same setting. Set it
+	// before serving.
+	FrontmatterPortability string
 	// FileReads bounds the reads of upstream-served files one request
 	// runs at once; 0 means DefaultFileReads. Set it before serving.
 	FileReads int
@@ -454,17 +464,18 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (se
 	if m.Kind != rewrite.KindResponse {
 		return served{}, nil // not found, not supported, or failed: the sidecar serves its own
 	}
-	s, err := servedOf(uri, m.Result)
+	s, err := servedOf(uri, m.Result, o.FrontmatterPortability)
 	o.Metrics.HashedBytes(s.size)
 	return s, err
 }
 
 // servedOf digests the bytes a resources/read result serves: the UTF-8
-// bytes of text, or the decoded bytes of blob (SEP-2640). result comes from
+// bytes of text, or the decoded bytes of blob (SEP-2640), and reads a
+// SKILL.md's frontmatter under portability (servedFrontmatter). result comes from
 // a message already checked to be JSON, so it is walked by offsets: a blob
 // is decoded in small chunks into the hash, with no copy of its bytes, and
 // plain text is hashed where it lies.
-func servedOf(uri string, result json.RawMessage) (served, error) {
+func servedOf(uri string, result json.RawMessage, portability string) (served, error) {
 	raw, _ := rewrite.GetKey(result, []string{"contents"})
 	c, ok := rewrite.FirstElement(raw)
 	if !ok {
@@ -498,13 +509,32 @@ func servedOf(uri string, result json.RawMessage) (served, error) {
 	}
 	s := served{upstream: true, digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), size: size}
 	if strings.HasSuffix(uri, "/SKILL.md") {
-		fm, _, err := catalog.ParseFrontmatter(text)
+		fm, withheld, err := servedFrontmatter(text, portability)
 		if err != nil {
 			return served{}, fmt.Errorf("upstream SKILL.md %s: %w", uri, err)
 		}
-		s.frontmatter = fm
+		s.frontmatter, s.withheld = fm, withheld
 	}
 	return s, nil
+}
+
+// servedFrontmatter reads the frontmatter of a SKILL.md the upstream serves
+// by the rules the catalog applies to the plugin folder's: one with a plain
+// scalar YAML 1.1 hosts read differently (catalog.Ambiguity) is withheld,
+// with the catalog's reason, unless portability is catalog.PortabilityWarn.
+// A withheld skill is left out of skills/list and skills/get, as the
+// catalog skips such a skill of its own: a host that verifies the install
+// with PyYAML would refuse it (docs/frontmatter.md). Its files' digests and
+// sizes are still the served bytes'.
+func servedFrontmatter(text []byte, portability string) (fm json.RawMessage, withheld string, err error) {
+	fm, _, amb, err := catalog.ParseFrontmatterAmbiguities(text)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(amb) > 0 && portability != catalog.PortabilityWarn {
+		return nil, catalog.AmbiguityReason(amb), nil
+	}
+	return fm, "", nil
 }
 
 // hashChunk is how much base64 hashBase64 decodes at a time: a multiple of
@@ -552,8 +582,10 @@ func hashBase64(w io.Writer, enc []byte, plain bool) (int64, error) {
 
 // entries returns the encoded entries of skills in v from index from to to,
 // with the upstream's verdicts applied for this caller; changed tells
-// whether any differs from the catalog's own.
-func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int, unknownOK bool) (_ []json.RawMessage, changed bool, _ error) {
+// whether any differs from the catalog's own. The entry of a skill whose
+// served SKILL.md is withheld (servedFrontmatter) is nil, and withheld
+// holds the reason at the same index.
+func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int, unknownOK bool) (_ []json.RawMessage, changed bool, withheld []string, _ error) {
 	out := v.skillEntries[from:to:to]
 	// The files of the whole page are resolved together, so the reads of
 	// the ones the upstream serves run side by side, not skill by skill.
@@ -571,7 +603,7 @@ func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from
 		o.dropIfEmpty(key, c) // a refused caller leaves no entry behind
 	}
 	if err != nil || over == nil {
-		return out, false, err
+		return out, false, nil, err
 	}
 	copied := false
 	for i, sk := range skills {
@@ -581,9 +613,16 @@ func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from
 		if !copied {
 			out, copied = append([]json.RawMessage(nil), out...), true
 		}
+		if why := over[sk.URI].withheld; why != "" {
+			if withheld == nil {
+				withheld = make([]string, len(out))
+			}
+			out[i], withheld[i] = nil, why
+			continue
+		}
 		out[i] = encodeSkillServed(sk, over)
 	}
-	return out, copied, nil
+	return out, copied, withheld, nil
 }
 
 // servesAny reports whether over has a verdict for any of files.

@@ -38,6 +38,10 @@ type overlayConfig struct {
 	ttl    time.Duration    // NewOverlay's ttl (--upstream-files-ttl); 0 means its default
 	shared bool             // NewOverlay's shared (--upstream-files-shared)
 	now    func() time.Time // the overlay's clock; nil keeps the real one
+	// skillMD is the plugin folder's notes/SKILL.md; "" means crlfSkill.
+	skillMD string
+	// portability is --frontmatter-portability; "" keeps its default.
+	portability string
 }
 
 // overlayEnv is a sidecar with the overlay on, in front of an upstream that
@@ -83,12 +87,16 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"SKILL.md": crlfSkill, "local.txt": "only on disk\r\n", "logo.bin": "disk bytes"} {
+	skillMD := cfg.skillMD
+	if skillMD == "" {
+		skillMD = crlfSkill
+	}
+	for name, body := range map[string]string{"SKILL.md": skillMD, "local.txt": "only on disk\r\n", "logo.bin": "disk bytes"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	snap, err := catalog.Load(root, catalog.Options{})
+	snap, err := catalog.Load(root, catalog.Options{FrontmatterPortability: cfg.portability})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +129,9 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 		c.AuthGate, c.UpstreamFiles, c.UpstreamFilesShared = "none", "auto", cfg.shared
 		if cfg.ttl > 0 {
 			c.UpstreamFilesTTL = cfg.ttl
+		}
+		if cfg.portability != "" {
+			c.FrontmatterPortability = cfg.portability
 		}
 	}})
 	e.ov, e.reg, e.url = side.Overlay, side.Registry, side.URL

@@ -168,7 +168,7 @@ func (h *Handler) prefetch(r *http.Request, msg rewrite.Message, modern bool) {
 			<-o.prefetches
 		}()
 		from, to, _ := page(v.skillURIs, "", false, h.opts.PageSize)
-		_, _, _ = o.entries(detached, msg, v, from, to, unknownOK) // a failure leaves no entry behind
+		_, _, _, _ = o.entries(detached, msg, v, from, to, unknownOK) // a failure leaves no entry behind
 	}()
 }
 

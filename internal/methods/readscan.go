@@ -10,8 +10,6 @@ import (
 	"math/bits"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 )
 
 // readScan learns the digest of a forwarded resources/read while its reply
@@ -36,6 +34,9 @@ type readScan struct {
 	wantURI string
 	wantID  []byte
 	skill   bool // collect the text of SKILL.md for its frontmatter
+	// portability is the overlay's FrontmatterPortability
+	// (servedFrontmatter).
+	portability string
 
 	failed bool
 	done   bool // the top-level value ended
@@ -137,7 +138,7 @@ func newReadScan(uri string, id []byte) *readScan {
 
 // reset makes s ready for the next message.
 func (s *readScan) reset() {
-	*s = readScan{wantURI: s.wantURI, wantID: s.wantID, skill: s.skill, h: s.h, stack: s.stack[:0],
+	*s = readScan{wantURI: s.wantURI, wantID: s.wantID, skill: s.skill, portability: s.portability, h: s.h, stack: s.stack[:0],
 		raw: s.raw[:0], text: s.text[:0], stage: s.stage[:0], next: roleTop}
 }
 
@@ -741,12 +742,12 @@ func (s *readScan) endContent() {
 	s.stage = s.stage[:0]
 	s.found = served{upstream: true, digest: "sha256:" + hex.EncodeToString(s.h.Sum(nil)), size: s.size}
 	if s.skill {
-		fm, _, err := catalog.ParseFrontmatter(s.text)
+		fm, withheld, err := servedFrontmatter(s.text, s.portability)
 		if err != nil {
 			s.fail()
 			return
 		}
-		s.found.frontmatter = fm
+		s.found.frontmatter, s.found.withheld = fm, withheld
 	}
 }
 

@@ -33,7 +33,9 @@ type readWatch struct {
 }
 
 func (o *Overlay) watchRead(r *http.Request, snap *catalog.Snapshot, uri string, id []byte) *readWatch {
-	return &readWatch{o: o, r: r, snap: snap, uri: uri, scan: newReadScan(uri, bytes.Clone(id))}
+	scan := newReadScan(uri, bytes.Clone(id))
+	scan.portability = o.FrontmatterPortability
+	return &readWatch{o: o, r: r, snap: snap, uri: uri, scan: scan}
 }
 
 // Write implements rewrite.Observer.

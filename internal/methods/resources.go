@@ -35,7 +35,7 @@ func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []b
 	if len(v.resURIs) == 0 {
 		return nil
 	}
-	e, _ := checkEra(r.Header, msg, "")
+	e, _ := checkEra(r.Header, msg)
 	return func(reply []byte) []byte { return h.appendResources(r, msg, v, e, reply) }
 }
 

@@ -21,7 +21,7 @@ func TestServedOfBigBlobMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	s, err := servedOf("skill://s/big.bin", result)
+	s, err := servedOf("skill://s/big.bin", result, "")
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func FuzzServedOf(f *testing.F) {
 		if !json.Valid(in) {
 			return // servedOf is only given results of messages checked to be JSON
 		}
-		got, err := servedOf("skill://s/f.bin", in)
+		got, err := servedOf("skill://s/f.bin", in, "")
 		// Maps, not structs: member names are matched exactly, as the
 		// protocol spells them (a struct would also take "Contents").
 		var res map[string]json.RawMessage
@@ -119,7 +119,7 @@ func TestServedOfChunkBoundaries(t *testing.T) {
 			Contents []struct{ Blob []byte }
 		}
 		wantErr := json.Unmarshal(in, &want)
-		got, err := servedOf("u", in)
+		got, err := servedOf("u", in, "")
 		if (err != nil) != (wantErr != nil) {
 			t.Errorf("%s: servedOf error = %v, encoding/json error = %v", name, err, wantErr)
 			continue
@@ -149,7 +149,7 @@ func BenchmarkServedOf(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if _, err := servedOf("u", in); err != nil {
+				if _, err := servedOf("u", in, ""); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -29,7 +29,7 @@ func (h *Handler) ownsSubscription(r *http.Request, msg rewrite.Message, v *view
 	if h.opts.Subscriptions == nil || !h.ownsURI(v, uri) {
 		return false
 	}
-	e, _ := checkEra(r.Header, msg, "")
+	e, _ := checkEra(r.Header, msg)
 	return !e.modern
 }
 

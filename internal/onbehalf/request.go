@@ -11,20 +11,25 @@ import (
 	"net/http"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // forwardedHeaders are the caller's headers, besides its credentials, that
 // travel with a request made on its behalf: its session and era, and the
 // trace it is part of. (Its network identity is set by SetForwarded.)
-var forwardedHeaders = [...]string{"Mcp-Session-Id", "Mcp-Protocol-Version", traceParent, traceState}
+var forwardedHeaders = [...]string{"Mcp-Session-Id", wire.HeaderProtocolVersion, traceParent, traceState}
 
 const traceParent, traceState = "Traceparent", "Tracestate"
 
-// Modern reports whether msg is a request of the 2026-07-28 wire: its
-// _meta carries a protocol version. Any other _meta (a legacy
-// progressToken) does not make it one.
+// Modern reports whether a request made for the caller of msg goes on
+// the 2026-07-28 wire: msg's _meta carries a protocol version, which the
+// request copies. It is narrower than wire.ClaimsModern on purpose: a
+// request that claims the modern era without that _meta is refused by
+// the era check, and what is sent for it meanwhile (the gate's probe) is
+// a legacy request its _meta could not make modern. Any other _meta (a
+// legacy progressToken) does not make it one.
 func Modern(msg rewrite.Message) bool {
-	_, ok := rewrite.GetString(msg.Params, "_meta", rewrite.MetaProtocolVersion)
+	_, ok := rewrite.GetString(msg.Params, "_meta", wire.MetaProtocolVersion)
 	return ok
 }
 
@@ -62,28 +67,23 @@ func (u *Upstream) newRequest(r *http.Request, caller rewrite.Message, purpose, 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if modern {
-		if req.Header.Get("Mcp-Protocol-Version") == "" {
-			v, _ := rewrite.GetString(caller.Params, "_meta", rewrite.MetaProtocolVersion)
-			req.Header.Set("Mcp-Protocol-Version", v)
+		if req.Header.Get(wire.HeaderProtocolVersion) == "" {
+			v, _ := rewrite.GetString(caller.Params, "_meta", wire.MetaProtocolVersion)
+			req.Header.Set(wire.HeaderProtocolVersion, v)
 		}
-		req.Header.Set("Mcp-Method", method)
+		req.Header.Set(wire.HeaderMethod, method)
 		if n, ok := nameOf(method, params); ok {
-			req.Header.Set("Mcp-Name", n)
+			req.Header.Set(wire.HeaderName, wire.EncodeHeaderValue(n))
 		}
 	}
 	return req, id, nil
 }
 
-// nameOf is the Mcp-Name of a request: params.uri of resources/read,
-// params.name of tools/call and prompts/get.
+// nameOf is the Mcp-Name of a request, before encoding: the param
+// wire.NameParam names.
 func nameOf(method string, params map[string]json.RawMessage) (string, bool) {
-	key := ""
-	switch method {
-	case "resources/read":
-		key = "uri"
-	case "tools/call", "prompts/get":
-		key = "name"
-	default:
+	key := wire.NameParam(method)
+	if key == "" {
 		return "", false
 	}
 	var s string

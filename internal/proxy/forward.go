@@ -163,7 +163,20 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *
 		return // nobody is listening
 	}
 	e := upstreamError(err)
-	if errors.Is(err, errTooLarge) {
+	var own *reply.Error
+	switch {
+	case errors.As(err, &own):
+		// A transport below (the era bridge) refused the request, or
+		// failed on the caller's behalf, and said what the caller gets: a
+		// fixed message; the cause (addresses, the upstream's words), when
+		// there is one, is only logged. A refusal wraps none: the
+		// caller's mistake or a limit is no failure of the sidecar's.
+		e = own
+		if errors.Unwrap(err) == nil {
+			writeError(w, pl.id, e)
+			return
+		}
+	case errors.Is(err, errTooLarge):
 		e = &reply.Error{Status: http.StatusBadGateway, Code: reply.CodeInternalError, Message: err.Error(),
 			Data: map[string]string{"reason": "upstream_message_too_large"}}
 	}

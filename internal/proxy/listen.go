@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -43,9 +44,10 @@ type listenPlan struct {
 	honoured rewrite.ListenFilter // the part of the filter the sidecar honours
 }
 
-// planListen returns the plan of a subscriptions/listen request msg, or nil
-// when the sidecar honours none of its filter (then it is relayed as any
-// other request).
+// planListen returns the plan of a subscriptions/listen request msg. When
+// the sidecar honours none of its filter the plan's honoured is empty: a
+// stream in reply is relayed only to put the acknowledgement first
+// (preAck), and any other reply as any other request's.
 func (p *Proxy) planListen(msg rewrite.Message) *listenPlan {
 	if p.opts.Notify == nil || msg.Method != rewrite.MethodListen || len(msg.ID) == 0 {
 		return nil
@@ -59,9 +61,6 @@ func (p *Proxy) planListen(msg rewrite.Message) *listenPlan {
 		if p.opts.OwnsURI != nil && p.opts.OwnsURI(u) {
 			h.ResourceSubscriptions = append(h.ResourceSubscriptions, u)
 		}
-	}
-	if !h.Any() {
-		return nil
 	}
 	return &listenPlan{honoured: h}
 }
@@ -80,8 +79,40 @@ func sseData(msg []byte) []byte {
 	return b
 }
 
-// relayListen relays the upstream's reply to a listen request the sidecar
-// honours part of.
+// ownsListenReply reports whether relayListen relays resp, the reply to
+// the listen planned as pl: any reply when the sidecar honours part of the
+// filter, only a stream otherwise.
+func ownsListenReply(pl *listenPlan, resp *http.Response, mt string) bool {
+	return pl != nil && (pl.honoured.Any() || resp.StatusCode == http.StatusOK && mt == "text/event-stream")
+}
+
+// listenSink is what relayListen writes a stream to: the notify.Stream that
+// also inserts the sidecar's notifications, or, for a listen the sidecar
+// honours nothing of, the client's writer alone (passThrough).
+type listenSink interface {
+	io.Writer
+	Flush()
+	Close()
+	MarkAcked()
+}
+
+// passThrough is a listenSink with no notifications of the sidecar's.
+type passThrough struct {
+	w     io.Writer
+	flush func()
+}
+
+func (t passThrough) Write(b []byte) (int, error) { return t.w.Write(b) }
+func (t passThrough) Flush() {
+	if t.flush != nil {
+		t.flush()
+	}
+}
+func (passThrough) Close()     {}
+func (passThrough) MarkAcked() {}
+
+// relayListen relays the upstream's reply to a listen request
+// (ownsListenReply).
 func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, resp *http.Response, mt string) {
 	defer resp.Body.Close()
 	switch {
@@ -108,9 +139,16 @@ func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, re
 		flush = f.Flush
 		f.Flush()
 	}
-	var s *notify.Stream
-	if resp.StatusCode == http.StatusOK && mt == "text/event-stream" {
-		s = p.opts.Notify.Open(listenFilter(pl), w, flush)
+	ours := pl.listen.honoured.Any()
+	var s listenSink
+	switch {
+	case resp.StatusCode != http.StatusOK || mt != "text/event-stream":
+	case !ours:
+		s = passThrough{w: w, flush: flush}
+	default:
+		if ns := p.opts.Notify.Open(listenFilter(pl), w, flush); ns != nil {
+			s = ns
+		}
 	}
 	if s == nil {
 		// Not a stream, or past the hub's bounds: the upstream's bytes alone.
@@ -121,10 +159,11 @@ func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, re
 	}
 	rd := rewrite.NewReader(resp.Body, p.opts.MaxEventBytes)
 	acked, upstreamHonours := false, false
+	early := preAck{max: p.opts.MaxEventBytes}
 	for {
 		ev, err := rd.Next()
 		if err != nil {
-			if len(ev.Raw) > 0 {
+			if early.release(s) == nil && len(ev.Raw) > 0 {
 				_, _ = s.Write(ev.Raw)
 			}
 			s.Close()
@@ -136,22 +175,42 @@ func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, re
 		out := ev.Raw
 		if len(ev.Data) > 0 {
 			switch id, isReply := rewrite.ReplyID(ev.Data); {
-			case !acked && rewrite.IsMethodNotFound(ev.Data, pl.id):
+			case !acked && ours && rewrite.IsMethodNotFound(ev.Data, pl.id):
 				// The upstream has no listen: the sidecar's stream alone.
-				if s.WriteEvent(sseData(rewrite.Acknowledgement(pl.id, pl.listen.honoured))) == nil {
+				s := s.(*notify.Stream)
+				if s.WriteEvent(sseData(rewrite.Acknowledgement(pl.id, pl.listen.honoured))) == nil && early.release(s) == nil {
 					p.holdListen(w, r, s, sseData(rewrite.ListenResult(pl.id)))
 				}
 				return
 			case !acked:
-				if merged, up, err := rewrite.MergeAcknowledgement(ev.Data, pl.listen.honoured); err == nil {
-					acked, upstreamHonours = true, up
-					out = rewrite.Reframe(ev, merged)
-					s.MarkAcked()
+				merged, up, err := rewrite.MergeAcknowledgement(ev.Data, pl.listen.honoured)
+				if err != nil {
+					if !isReply && early.hold(ev, pl.id) {
+						continue // until the acknowledgement has gone first
+					}
+					if early.release(s) != nil {
+						s.Close()
+						return
+					}
+					break
 				}
+				acked, upstreamHonours = true, up
+				s.MarkAcked()
+				early.keepOwn()
+				ack := ev.Raw // nothing merged: the upstream's bytes
+				if ours {
+					ack = rewrite.Reframe(ev, merged)
+				}
+				if _, err := s.Write(ack); err != nil || early.release(s) != nil {
+					s.Close()
+					return
+				}
+				s.Flush()
+				continue
 			case isReply && bytes.Equal(id, pl.id):
 				// The upstream ended its part of the subscription.
-				if !upstreamHonours {
-					p.holdListen(w, r, s, out)
+				if !upstreamHonours && ours {
+					p.holdListen(w, r, s.(*notify.Stream), out)
 					return
 				}
 				s.Close()
@@ -168,6 +227,95 @@ func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, re
 		}
 		s.Flush()
 	}
+}
+
+// preAck holds the upstream's notifications that reach a listen stream
+// before its acknowledgement. The stream's first message must be the
+// acknowledgement, and every notification on it carries the listen's
+// subscriptionId (2026-07-28 basic/patterns/subscriptions); but an upstream
+// can send one first. go-sdk v1.8.0 does, two ways, when its tools change
+// as the listen opens: it registers the listen before it writes the
+// acknowledgement, so a list_changed of the subscription can precede it;
+// and a stateless session not yet known to be modern gets the legacy
+// broadcast, a list_changed without a subscriptionId, on the same stream.
+// Once the acknowledgement has gone, the held notifications of this
+// subscription follow it in their order (a client that listed before it
+// listened loses no change), and those without its subscriptionId are
+// dropped: they belong to no subscription of the client's, and it lists
+// after the acknowledgement anyway. Events without data (comments, a
+// priming event) and messages that are not notifications pass in place.
+// At most max bytes are held; past that, or when the upstream answers the
+// listen without acknowledging it, everything held is written as it came.
+type preAck struct {
+	events []rewrite.Event
+	ours   []bool // the event carries the listen's subscriptionId
+	size   int
+	max    int
+	off    bool // holding is over
+}
+
+// hold keeps ev, a message before the acknowledgement of the listen whose
+// raw id is id, and reports whether it did: only a notification is held.
+func (h *preAck) hold(ev rewrite.Event, id []byte) bool {
+	if h.off || h.size+len(ev.Raw) > h.max {
+		return false
+	}
+	m, err := rewrite.ParseMessage(ev.Data)
+	if err != nil || m.Kind != rewrite.KindNotification {
+		return false
+	}
+	sub, _ := rewrite.GetKey(m.Params, []string{"_meta", rewrite.MetaSubscriptionID})
+	h.events = append(h.events, ev)
+	h.ours = append(h.ours, sub != nil && sameID(sub, id))
+	h.size += len(ev.Raw)
+	return true
+}
+
+// keepOwn drops the held notifications without the listen's
+// subscriptionId, as its acknowledgement is about to be written.
+func (h *preAck) keepOwn() {
+	kept := h.events[:0]
+	for i, ev := range h.events {
+		if h.ours[i] {
+			kept = append(kept, ev)
+		}
+	}
+	h.events, h.ours = kept, nil
+}
+
+// release writes what is held to s, each event without a BOM or
+// line-ending prefix (rewrite.Event.Body), as it now stands elsewhere
+// than it came, and holds nothing from then on.
+func (h *preAck) release(s listenSink) error {
+	h.off = true
+	for _, ev := range h.events {
+		if _, err := s.Write(ev.Body()); err != nil {
+			return err
+		}
+	}
+	if len(h.events) > 0 {
+		s.Flush()
+	}
+	h.events, h.ours = nil, nil
+	return nil
+}
+
+// sameID reports whether two raw JSON-RPC ids (a string or a number) are
+// the same JSON value however each is spelled: an upstream may re-encode
+// the id it echoes (go-sdk does).
+func sameID(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	switch x.(type) {
+	case string, float64:
+		return x == y // both comparable; a string never equals a number
+	}
+	return false
 }
 
 // serveListenAlone answers a listen the upstream does not support with the

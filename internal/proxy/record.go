@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Messages of the per-request log line, one per request. Operators and the
@@ -78,22 +78,17 @@ const (
 	eraUnknown = "unknown" // refused before its body said, and no header did
 )
 
-// era says which protocol era a request belongs to, by the rule of the
-// 2026-07-28 specification's dual-era servers: a request whose params carry
-// _meta with a protocol version is modern, and so is one whose
+// era says which protocol era a request belongs to, by the one rule
+// (wire.ClaimsModern): a request whose params carry _meta with a protocol
+// version or client capabilities is modern, and so is one whose
 // MCP-Protocol-Version header names 2026-07-28 or later; anything else that
 // says which version it speaks (a lower header, a JSON-RPC body without
 // that _meta, a GET stream or a DELETE, which only sessions have) is
 // legacy. It reads only what serve kept in the plan, and is worked out only
 // for a line that is logged.
 func (pl *plan) era() string {
-	if pl.params != nil {
-		if _, ok := rewrite.GetKey(pl.params, []string{"_meta", rewrite.MetaProtocolVersion}); ok {
-			return eraModern
-		}
-	}
 	switch {
-	case pl.version >= rewrite.ModernVersion:
+	case wire.ClaimsModernVersion(pl.version, pl.params):
 		return eraModern
 	case pl.version != "", pl.parsed(), pl.method == http.MethodGet, pl.method == http.MethodDelete:
 		return eraLegacy

@@ -139,7 +139,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		resp.Body.Close()
 		return
 	}
-	if pl.listen != nil {
+	if ownsListenReply(pl.listen, resp, mt) {
 		p.relayListen(w, r, pl, resp, mt)
 		return
 	}

@@ -20,15 +20,6 @@ var ErrInvalidRequest = errors.New("rewrite: not a JSON-RPC message")
 // ErrTooDeep reports JSON nested deeper than a caller's limit.
 var ErrTooDeep = errors.New("rewrite: JSON nested too deep")
 
-// The 2026-07-28 wire (SEP-2575), which the proxy and the extension
-// methods both recognise: its protocol version (versions are dates, so any
-// later one is modern too), and the _meta key a modern request carries it
-// under.
-const (
-	ModernVersion       = "2026-07-28"
-	MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
-)
-
 // Kind is what a JSON-RPC message is. The zero Kind is KindInvalid.
 type Kind int
 

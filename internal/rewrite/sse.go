@@ -220,6 +220,12 @@ func (r *Reader) fill() bool {
 	return false
 }
 
+// Body is Raw without what precedes the event's own lines: the stream's
+// BOM, or the "\n" that completes the bare "\r" ending the event before.
+// It is what to write when the event is moved out of its place in the
+// stream (a BOM past the start would spoil the line it lands on).
+func (ev Event) Body() []byte { return ev.Raw[ev.prefix:] }
+
 // event builds the Event read into r.ev.
 func (r *Reader) event(prefix int) Event {
 	var raw []byte

@@ -185,14 +185,17 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		count := func(v *atomic.Int64) func(int) {
 			return func(n int) { v.Store(int64(n)); s.Metrics.BridgeSessions(int(held.Load() + minted.Load())) }
 		}
-		bt := &bridge.Transport{Next: direct, Eras: s.Eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: count(&held)}
+		bt := &bridge.Transport{Next: direct, Eras: s.Eras.Current, Credentials: cfg.AuthHeaderList(), OnSessions: count(&held),
+			Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		bt.Start(ctx)
 		// In front of it, the legacy front: legacy clients of a modern-only
 		// upstream.
 		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted),
 			Keys: keys.Keys, Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		front.Start(ctx)
-		transport, bridged = front, true
+		// Only a one-sided upstream's requests reach the bridge: a
+		// dual-era upstream's go straight to the hop.
+		transport, bridged = &bridge.Route{Eras: s.Eras.Current, Direct: direct, Bridged: front}, true
 	}
 	serves := func(modern bool) bool { return s.Eras.Current().Serves(modern, bridged) }
 	client := &http.Client{Transport: transport}
@@ -200,6 +203,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	if cfg.UpstreamFiles == "auto" {
 		s.Overlay = methods.NewOverlay(forCaller, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
 		s.Overlay.Metrics = s.Metrics
+		s.Overlay.FrontmatterPortability = cfg.FrontmatterPortability
 	}
 	mo := methods.Options{
 		Overlay:          s.Overlay,

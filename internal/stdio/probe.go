@@ -8,13 +8,14 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // The probe's requests: a 2026-07-28 server/discover, and a legacy
 // initialize for a server that does not answer it.
 const (
 	probeDiscover = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"` + rewrite.ModernVersion + `","io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/protocolVersion":"` + wire.ModernVersion + `","io.modelcontextprotocol/clientCapabilities":{},` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"skills-sidecar-stdio-probe","version":"1"}}}}`
 	probeInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
 		`"capabilities":{},"clientInfo":{"name":"skills-sidecar-stdio-probe","version":"1"}}}`

@@ -59,6 +59,14 @@ chart's appVersion (never latest); a digest (sha256:...) is joined with "@".
 {{- end -}}
 {{- end -}}
 
+{{/*
+The webhook's name: the release's, so that two releases' webhooks, the API
+server's messages about them and the alerts on its metrics are told apart.
+*/}}
+{{- define "skills-sidecar.webhookName" -}}
+{{- printf "%s.inject.skills-sidecar.io" (include "skills-sidecar.fullname" .) -}}
+{{- end -}}
+
 {{/* The Secret holding the injector's serving certificate. */}}
 {{- define "skills-sidecar.tlsSecret" -}}
 {{- printf "%s-tls" (include "skills-sidecar.fullname" .) -}}

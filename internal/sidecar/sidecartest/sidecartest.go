@@ -90,8 +90,10 @@ func Start(t TB, upstream string, o Options) *Sidecar {
 }
 
 // client bounds every request of Post, far above what a passing test
-// takes, so a hung reply fails the test rather than stalling it.
-var client = &http.Client{Timeout: 30 * time.Second}
+// takes, so a hung reply fails the test rather than stalling it. It is a
+// hang guard, not a speed check: a 16 MiB read under -race on a loaded
+// two-core machine has taken over 30 s.
+var client = &http.Client{Timeout: 3 * time.Minute}
 
 // Post sends body to u as an MCP client POSTs a JSON-RPC message
 // (Content-Type application/json, Accept of both reply kinds), with the
