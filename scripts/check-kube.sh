@@ -20,6 +20,10 @@
 #   - a spare plugin ConfigMap (not written yet) mounted optional;
 #   - admission calls (dry-run Pod creations) polled through both upgrades
 #     and several certificate rotations (short lifetimes): none may fail;
+#   - a Deployment with skills-sidecar.io/upstream-stdio: the stored Pod runs
+#     the sidecar in the server's container, with its command after "--";
+#     the same Pod admitted under Pod Security "restricted"; one without a
+#     command refused with the reason;
 #   - namespace opt-in by label (second upgrade);
 #   - the helm test Pod admitted with the sidecar (it is created only when
 #     helm test runs, after the webhook exists); the injected image is the
@@ -209,6 +213,34 @@ not_injected() {
     ([.spec.initContainers[]?, .spec.containers[] | select(.name == "skills-sidecar")] | length == 0)' "$1" >/dev/null
 }
 
+# stdio_pod_json name: a Pod whose container runs a stdio MCP server
+# (skills-sidecar.io/upstream-stdio), every container's securityContext
+# within Pod Security "restricted".
+stdio_pod_json() {
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","annotations":{"skills-sidecar.io/inject":"true","skills-sidecar.io/plugin-configmaps":"acme-plugin","skills-sidecar.io/upstream-stdio":"server"}},"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"server","image":"example/node:22","command":["npx","-y","@modelcontextprotocol/server-everything"],"args":["stdio"],"securityContext":{"runAsUser":1000,"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}' "$1"
+}
+stdio_deployment_json() { # name
+  local tmpl
+  tmpl=$(stdio_pod_json x | jq -c --arg app "$1" '{metadata: (.metadata | del(.name) | .labels = {app: $app}), spec}')
+  jq -cn --arg name "$1" --argjson tmpl "$tmpl" \
+    '{apiVersion:"apps/v1",kind:"Deployment",metadata:{name:$name},spec:{replicas:1,selector:{matchLabels:{app:$name}},template:$tmpl}}'
+}
+# is_stdio_injected file: no sidecar container; the install init container
+# in the injector's image; the server's container runs the installed binary
+# with serve, "--", then its own command and args, with the sidecar's port,
+# probes and plugin mount.
+is_stdio_injected() {
+  jq -e --arg img "$want_image" '
+    ((.metadata.annotations["skills-sidecar.io/status"] | fromjson | .image) == $img) and
+    ([.spec.initContainers[]?, .spec.containers[] | select(.name == "skills-sidecar")] | length == 0) and
+    ([.spec.initContainers[]? | select(.name == "skills-sidecar-install" and .image == $img
+        and .args == ["install-self", "/etc/skills-sidecar/bin"])] | length == 1) and
+    (.spec.containers[0] | .command == ["/etc/skills-sidecar/bin/skills-sidecar"] and .args[0] == "serve"
+        and .args[(.args | index("--")) + 1:] == ["npx", "-y", "@modelcontextprotocol/server-everything", "stdio"]
+        and any(.ports[]; .name == "skills-mcp") and .readinessProbe.httpGet.path == "/readyz"
+        and any(.volumeMounts[]; .mountPath == "/etc/skills-sidecar/plugin/acme-plugin"))' "$1" >/dev/null
+}
+
 # dry_create ns name annotate: a Pod creation that goes through admission
 # but is not stored; the API server's answer in $work/last.json.
 dry_create() {
@@ -374,6 +406,28 @@ check "a Pod with a malformed inject value is rejected, the message naming the a
   test "$code" = 400 -a -n "$(jq -r .message "$work/last.json" | grep 'skills-sidecar.io/inject')"
 check "the injector's metrics count the calls by result" \
   grep -q 'skills_sidecar_injector_admissions_total{result="denied"} 1' <(curl -sS -m 5 "http://127.0.0.1:$inj_metrics/metrics")
+
+echo "## a stdio MCP server (skills-sidecar.io/upstream-stdio)"
+k POST /apis/apps/v1/namespaces/shop/deployments -H 'Content-Type: application/json' -d "$(stdio_deployment_json stdio)" >/dev/null
+if wait_for 150 controller_pod shop stdio; then
+  check "shop: the controller's Pod of the stdio Deployment runs the sidecar in the server's container (stored by the API server)" \
+    is_stdio_injected "$work/pod-shop-stdio.json"
+else
+  bad "shop: no Pod for Deployment stdio"; tail -5 "$work/controller-manager.log"
+fi
+mkns strict pod-security.kubernetes.io/enforce=restricted
+wait_for 150 default_sa strict || bad "no default ServiceAccount in strict"
+code=$(kcode POST "/api/v1/namespaces/strict/pods?dryRun=All" -H 'Content-Type: application/json' -d "$(stdio_pod_json s)")
+check "a stdio Pod is admitted, injected, in a namespace enforcing Pod Security restricted ($code)" \
+  is_stdio_injected "$work/last.json"
+code=$(kcode POST "/api/v1/namespaces/strict/pods?dryRun=All" -H 'Content-Type: application/json' \
+  -d "$(stdio_pod_json loose | jq -c 'del(.spec.containers[0].securityContext)')")
+check "(the namespace does enforce it: the same Pod with a server container outside restricted is forbidden, $code)" \
+  test "$code" = 403 -a -n "$(jq -r .message "$work/last.json" | grep 'restricted')"
+code=$(kcode POST "/api/v1/namespaces/shop/pods?dryRun=All" -H 'Content-Type: application/json' \
+  -d "$(stdio_pod_json nocmd | jq -c 'del(.spec.containers[0].command)')")
+check "a stdio Pod whose container sets no command is rejected, the message saying to set one" \
+  test "$code" = 400 -a -n "$(jq -r .message "$work/last.json" | grep 'upstream-stdio.*no command.*set the container.s command')"
 
 check "the injector gets a service account token (it manages its own certificate)" \
   jq -e '.spec.template.spec.automountServiceAccountToken == true' <(k GET "/apis/apps/v1/namespaces/$ns/deployments/$cfg")

@@ -56,6 +56,8 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return inject.RunWebhook(ctx, args, inject.Host{Getenv: getenvFrom(environ), Version: version}, stdout, stderr)
 	case "session-keys":
 		return sessionkeys.RunCLI(args, stdin, stdout, stderr)
+	case "install-self":
+		return runInstallSelf(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
@@ -71,7 +73,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 }
 
 // commands are the subcommands run dispatches.
-var commands = []string{"serve", "lint", "verify", "inject", "webhook", "session-keys", "version", "help"}
+var commands = []string{"serve", "lint", "verify", "inject", "webhook", "session-keys", "install-self", "version", "help"}
 
 func suggestCommand(cmd string) string {
 	if s := config.Suggest(cmd, commands); s != "" {
@@ -92,6 +94,8 @@ const usage = `Usage:
                                                  serve the injection as a mutating admission webhook
   skills-sidecar session-keys new|add|promote|drop
                                                  make a session key, or rotate a keys file (stdin)
+  skills-sidecar install-self DIR                copy this binary to DIR (the injector's init
+                                                 container for a stdio server, docs/stdio.md)
   skills-sidecar version                         print the version
 
 Run "skills-sidecar serve -h" for serve's flags alone, "skills-sidecar COMMAND -h"

@@ -10,4 +10,4 @@ func IsInjectorKey(name string) bool { return slices.Contains(injectorKeys, name
 // injectorKeys are the annotation names (without the prefix) the injector
 // reads.
 var injectorKeys = []string{"inject", "status", "image", "resources", "upstream-port", "upstream-path",
-	"port", "port-takeover", "plugin-configmaps", "plugin-image"}
+	"port", "port-takeover", "plugin-configmaps", "plugin-image", "upstream-stdio"}

@@ -75,6 +75,17 @@ const (
 	// the ImageVolume feature), for plugins larger than a ConfigMap's 1 MiB.
 	// Exclusive with AnnotationPluginConfigMaps.
 	AnnotationPluginImage = config.AnnotationPrefix + "plugin-image"
+	// AnnotationUpstreamStdio names a container of the pod whose command
+	// is a stdio MCP server: the injector adds no sidecar container but
+	// runs the sidecar in that container, with the container's command and
+	// args after "--" (docs/stdio.md). An init container copies the
+	// sidecar's binary into a shared emptyDir (StdioBinVolume); the
+	// container gets the sidecar's ports, probes and mounts. The container
+	// must set command. Exclusive with AnnotationUpstreamPort,
+	// AnnotationUpstreamPath, AnnotationPortTakeover and
+	// AnnotationResources. Default: none (the sidecar is a container of
+	// its own and dials the upstream's port).
+	AnnotationUpstreamStdio = config.AnnotationPrefix + "upstream-stdio"
 )
 
 // Status is what AnnotationStatus records on an injected pod, as JSON:
@@ -109,6 +120,7 @@ func InjectorAnnotations() []AnnotationDoc {
 		{AnnotationPortTakeover, "Opt-in: the name of the app's container port your Service targets (e.g. `http`); the sidecar's MCP port takes the name, the app's port is renamed `" + AppPortName + "` and its probes that used the name get the number, so the Service needs no change. The upstream defaults to that port.", "(no takeover)"},
 		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder; all but the first are mounted optional (spares for a growing plugin, or pruned after it shrank).", "(none)"},
 		{AnnotationPluginImage, "OCI image whose file system is the plugin folder (image volume, Kubernetes 1.33+).", "(none)"},
+		{AnnotationUpstreamStdio, "Name of the container whose `command` and `args` are a stdio MCP server: the sidecar runs in that container, as `serve … -- COMMAND ARGS`, and no sidecar container is added (docs/stdio.md). The container must set `command`.", "(none: a sidecar container dials the upstream port)"},
 	}
 }
 
@@ -125,8 +137,9 @@ type settings struct {
 	upstreamPort int32
 	upstreamPath string
 	port         int32
-	metricsPort  int32     // 0: the metrics listener is disabled, no probes
-	takeover     *takeover // nil: the sidecar's port is MCPPortName
+	metricsPort  int32        // 0: the metrics listener is disabled, no probes
+	takeover     *takeover    // nil: the sidecar's port is MCPPortName
+	stdio        *stdioTarget // nil: a sidecar container dials upstreamPort
 	pluginCMs    []string
 	pluginImage  string // "" with no pluginCMs: the pod brings PluginVolume
 	runtime      []byte // the runtime annotations as the sidecar reads them (runtimeFile)
@@ -141,9 +154,8 @@ var injectorOwnedRuntimeKeys = map[string]string{
 	"plugin-dir":       AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
 	"plugin-layout":    AnnotationPluginConfigMaps + " or " + AnnotationPluginImage,
 	"annotations-file": "(nothing: the injector mounts the downward API file)",
-	// The injected sidecar dials the app's port; a stdio server must run
-	// inside the sidecar's own container instead (docs/stdio.md).
-	"upstream-command": "skills-sidecar serve -- CMD as the server container's command (docs/stdio.md)",
+	// AnnotationUpstreamStdio writes the server's command after "--".
+	"upstream-command": AnnotationUpstreamStdio + " with the server's container name (docs/stdio.md)",
 }
 
 // wantsInjection reports whether the pod opted in; a malformed value is an
@@ -222,17 +234,24 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 		}
 		s.takeover = t
 	}
-	up, err := upstreamPort(ann, spec)
-	if _, set := ann[AnnotationUpstreamPort]; !set && s.takeover != nil {
-		up, err = s.takeover.number, nil // the port the Service meant
+	if v, ok := ann[AnnotationUpstreamStdio]; ok {
+		t, err := resolveStdio(v, ann, spec)
+		errs = append(errs, err...)
+		s.stdio = t
+	} else {
+		up, err := upstreamPort(ann, spec)
+		if _, set := ann[AnnotationUpstreamPort]; !set && s.takeover != nil {
+			up, err = s.takeover.number, nil // the port the Service meant
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.upstreamPort = up
 	}
-	if err != nil {
-		errs = append(errs, err)
-	}
-	s.upstreamPort = up
 	if err := s.resolvePlugin(ann, spec); err != nil {
 		errs = append(errs, err)
 	}
+	var err error
 	s.runtime, s.metricsPort, err = runtimeKeys(ann)
 	if err != nil {
 		errs = append(errs, err)
@@ -525,7 +544,7 @@ func checkPorts(s settings, spec *corev1.PodSpec) []error {
 			}
 		}
 	}
-	if s.port == s.upstreamPort {
+	if s.stdio == nil && s.port == s.upstreamPort {
 		errs = append(errs, fmt.Errorf("annotation %s: %d is the upstream's port; pick another", AnnotationPort, s.port))
 	} else if who, ok := taken[s.port]; ok {
 		errs = append(errs, fmt.Errorf("annotation %s: %d is already declared by %s; pick another", AnnotationPort, s.port, who))
@@ -557,7 +576,7 @@ func checkPorts(s settings, spec *corev1.PodSpec) []error {
 			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is the sidecar's MCP port", config.AnnotationPrefix, s.metricsPort))
 		} else if who, ok := taken[s.metricsPort]; ok {
 			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is already declared by %s; set another, e.g. \":17091\"", config.AnnotationPrefix, s.metricsPort, who))
-		} else if s.metricsPort == s.upstreamPort {
+		} else if s.stdio == nil && s.metricsPort == s.upstreamPort {
 			// An upstream given by number need not be declared.
 			errs = append(errs, fmt.Errorf("annotation %smetrics-listen: port %d is the upstream's port; set another, e.g. \":17091\"", config.AnnotationPrefix, s.metricsPort))
 		}

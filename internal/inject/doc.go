@@ -11,10 +11,13 @@
 // injected gets no patch, so a second pass changes nothing; a bad annotation
 // value leaves the pod as it was and is reported naming the annotation. The
 // mutation only adds (containers, volumes, one status annotation), so fields
-// it does not know survive both edges; the one exception is the opt-in port
-// takeover, which renames the app's port and rewrites the probes that named
-// it (JSON patch "replace"). inject -f also warns about Services in its
-// input that reach an injected app's own port.
+// it does not know survive both edges; the exceptions are opt-in: the port
+// takeover renames the app's port and rewrites the probes that named it
+// (JSON patch "replace"), and a stdio server's container
+// (AnnotationUpstreamStdio) gets the sidecar as its command, its old
+// command and args after "--", and the sidecar's probes in place of its
+// own. inject -f also warns about Services in its input that reach an
+// injected app's own port.
 //
 // It must not read the sidecar's runtime settings for itself beyond
 // validating them with internal/config (the sidecar reads them from the

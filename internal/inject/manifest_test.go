@@ -114,6 +114,7 @@ func TestInjectErrors(t *testing.T) {
 		"unknown key":           {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/log-levle: debug", []string{"skills-sidecar.io/log-levle: unknown key"}},
 		"two problems":          {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/port: \"0\"\n    skills-sidecar.io/upstream-path: mcp", []string{"skills-sidecar.io/port", "skills-sidecar.io/upstream-path"}},
 		"injector-owned key":    {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/listen: \":1\"", []string{"skills-sidecar.io/listen: set by the injector; use skills-sidecar.io/port"}},
+		"stdio, no command":     {"    skills-sidecar.io/inject: \"true\"\n    skills-sidecar.io/plugin-image: i\n    skills-sidecar.io/upstream-stdio: c", []string{"document 0 (Pod p)", "skills-sidecar.io/upstream-stdio", "c has no command", "set the container's command"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

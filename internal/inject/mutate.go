@@ -1,8 +1,10 @@
 package inject
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -138,17 +140,27 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	c := container(s, opts, mounts)
 	// The sidecar's own loader judges what it will start with: the
 	// container's arguments and the pod's runtime annotations together,
-	// so nothing admitted here crash-loops there.
-	if _, _, err := config.Load(config.Sources{Annotations: s.runtime, Args: c.Args[1:]}); err != nil {
+	// so nothing admitted here crash-loops there. A stdio server's argv
+	// after "--" becomes the key upstream-command.
+	args := c.Args[1:]
+	if s.stdio != nil {
+		argv, _ := json.Marshal(s.stdio.argv) // strings: cannot fail
+		args = append(slices.Clone(args), "--upstream-command="+string(argv))
+	}
+	if _, _, err := config.Load(config.Sources{Annotations: s.runtime, Args: args}); err != nil {
 		return nil, "", fmt.Errorf("the sidecar would not start with what these annotations make: %w", err)
 	}
 
 	if s.takeover != nil {
 		patch = append(patch, takeoverOps(s.takeover, spec)...)
 	}
-	if opts.NativeSidecar {
+	switch {
+	case s.stdio != nil:
+		patch = append(patch, stdioOps(s.stdio, spec, c)...)
+		vols = append(vols, stdioBinVolume())
+	case opts.NativeSidecar:
 		patch = appendOps(patch, "/spec/initContainers", len(spec.InitContainers), c)
-	} else {
+	default:
 		patch = appendOps(patch, "/spec/containers", len(spec.Containers), c)
 	}
 	patch = appendOps(patch, "/spec/volumes", len(spec.Volumes), vols...)
@@ -199,15 +211,9 @@ func container(s settings, opts Options, plugin []corev1.VolumeMount) corev1.Con
 		Name:            ContainerName,
 		Image:           s.image,
 		ImagePullPolicy: opts.ImagePullPolicy,
-		Args: []string{
-			"serve",
-			"--listen=:" + strconv.Itoa(int(s.port)),
-			"--upstream=http://127.0.0.1:" + strconv.Itoa(int(s.upstreamPort)) + s.upstreamPath,
-			"--plugin-dir=" + PluginMountPath,
-			"--plugin-layout=" + layout,
-		},
-		Ports:     []corev1.ContainerPort{{Name: mcpPortName(s), ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
-		Resources: s.resources,
+		Args:            sidecarArgs(s, layout),
+		Ports:           []corev1.ContainerPort{{Name: mcpPortName(s), ContainerPort: s.port, Protocol: corev1.ProtocolTCP}},
+		Resources:       s.resources,
 		VolumeMounts: append(plugin, corev1.VolumeMount{Name: PodInfoVolume, MountPath: PodInfoMountPath, ReadOnly: true},
 			corev1.VolumeMount{Name: SessionKeysVolume, MountPath: SessionKeysMountPath, ReadOnly: true}),
 		SecurityContext: &corev1.SecurityContext{
@@ -220,7 +226,7 @@ func container(s settings, opts Options, plugin []corev1.VolumeMount) corev1.Con
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 	}
-	if opts.NativeSidecar {
+	if opts.NativeSidecar && s.stdio == nil {
 		c.RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
 	}
 	if s.metricsPort != 0 {
@@ -240,6 +246,16 @@ func container(s settings, opts Options, plugin []corev1.VolumeMount) corev1.Con
 		c.ReadinessProbe = probe("/readyz", 5, 2)
 	}
 	return c
+}
+
+// sidecarArgs are the sidecar's command line: serve and its flags. A
+// stdio upstream's command follows them after "--" (stdioOps).
+func sidecarArgs(s settings, layout string) []string {
+	args := []string{"serve", "--listen=:" + strconv.Itoa(int(s.port))}
+	if s.stdio == nil {
+		args = append(args, "--upstream=http://127.0.0.1:"+strconv.Itoa(int(s.upstreamPort))+s.upstreamPath)
+	}
+	return append(args, "--plugin-dir="+PluginMountPath, "--plugin-layout="+layout)
 }
 
 // mcpPortName is the sidecar's MCP port name: the app's old one under

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	yamlv3 "gopkg.in/yaml.v3"
+	"sigs.k8s.io/yaml"
 )
 
 // ErrPatch is wrapped by ApplyPatch's errors.
@@ -131,13 +132,31 @@ func toNode(value any) (*yamlv3.Node, error) {
 }
 
 // blockStyle clears the flow and quoting styles JSON input leaves; the
-// encoder quotes a string again where a plain scalar would change its type.
+// encoder quotes a string again where a plain scalar would change its type
+// in YAML 1.2. A string that a YAML 1.1 reader (sigs.k8s.io/yaml, as
+// kubectl and the API machinery read manifests) would take for another
+// type, such as y, no, on or 0755, is quoted: a container's args
+// copied into a patch must read back as the same strings.
 func blockStyle(n *yamlv3.Node) {
 	n.Style = 0
+	if n.Kind == yamlv3.ScalarNode && n.Tag == "!!str" && !strings.Contains(n.Value, "\n") && !readsBackAsString(n.Value) {
+		n.Style = yamlv3.SingleQuotedStyle // the emitter turns to double quotes where it must
+	}
 	if n.Kind == yamlv3.MappingNode && len(n.Content) == 0 {
 		n.Style = yamlv3.FlowStyle // {} reads better than an empty block
 	}
 	for _, c := range n.Content {
 		blockStyle(c)
 	}
+}
+
+// readsBackAsString reports whether s, written as a plain scalar, is read
+// back as the string s by a YAML 1.1 reader.
+func readsBackAsString(s string) bool {
+	var v any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		return false
+	}
+	str, ok := v.(string)
+	return ok && str == s
 }
