@@ -29,7 +29,8 @@
 # TypeScript SDK validates);
 # e2e-transparency.sh (the conformance suites active, pending, draft and
 # active at 2025-06-18 and 2025-03-26, directly and through the sidecar, in
-# front of server-everything, both go-sdk demo upstreams and the modern
+# front of server-everything (and of its stdio mode, run by the sidecar,
+# against its own HTTP mode), both go-sdk demo upstreams and the modern
 # upstream, compared check by check against test/e2e/transparency-allow.txt).
 # e2e-transparency.sh --bridged (each scenario passing on the
 # legacy wire in front of server-everything and the stateful go-sdk demo

@@ -9,7 +9,7 @@
 # of differences and "transparency: N passed, N failed" (checks); exits 1
 # when a check failed or a suite run timed out, 2 on a setup error.
 #
-# Usage: scripts/e2e-transparency.sh [--out DIR] [--upstreams "everything go-legacy go-stateless modern"]
+# Usage: scripts/e2e-transparency.sh [--out DIR] [--upstreams "everything everything-stdio go-legacy go-stateless modern"]
 #        scripts/e2e-transparency.sh --bridged [--out DIR] [--upstreams "everything go-legacy"]
 #        scripts/e2e-transparency.sh --reverse [--out DIR] [--upstreams modern-only]
 #
@@ -131,7 +131,7 @@ stop_suites() {
 }
 
 main() {
-  local out='' upstreams=(everything go-legacy go-stateless modern) bridged=no upstreams_set=no
+  local out='' upstreams=(everything everything-stdio go-legacy go-stateless modern) bridged=no upstreams_set=no
   while (($#)); do
     case $1 in
       --bridged) bridged=yes ;;
