@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"context"
@@ -342,7 +342,7 @@ func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key s
 	for page := range maxDiscoveryPages {
 		params := map[string]json.RawMessage{}
 		if cursor != "" {
-			params["cursor"] = mustJSON(cursor)
+			params["cursor"] = quoted(cursor)
 		}
 		o.ListingPages.Add(1)
 		m, status, err := o.up.CallStatus(r, caller, method, params)
@@ -377,8 +377,8 @@ func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key s
 
 // readBounded reads files from the upstream, at most fileReads at a time,
 // and returns each verdict (or error) in files' order.
-func (o *Overlay) readBounded(r *http.Request, caller rewrite.Message, files []*catalog.File) ([]served, []error) {
-	out, errs := make([]served, len(files)), make([]error, len(files))
+func (o *Overlay) readBounded(r *http.Request, caller rewrite.Message, files []*catalog.File) ([]Served, []error) {
+	out, errs := make([]Served, len(files)), make([]error, len(files))
 	n := o.FileReads
 	if n <= 0 {
 		n = DefaultFileReads
@@ -431,9 +431,9 @@ type overlayCounters struct {
 // flight like admissions); and when the first page is neither a result
 // nor a refusal, the probe follows it instead of running beside it.
 
-// early is a discovery started before the gate's verdict. The nil value
+// Early is a discovery started before the gate's verdict. The nil value
 // started nothing.
-type early struct {
+type Early struct {
 	o      *Overlay
 	c      *authContext
 	d      *discovery
@@ -442,7 +442,7 @@ type early struct {
 	exited chan struct{}
 }
 
-// startDiscovery starts the discovery of r's context in the background
+// StartDiscovery starts the discovery of r's context in the background
 // when none is learned or running, and returns it; nil when there is
 // nothing to start. Beside it go the reads of the files of the caller's
 // page (files, asked only then) that the last discovery of any context found served
@@ -455,7 +455,7 @@ type early struct {
 // (and may have admitted this caller) rather than beside it; with
 // upstream-files-shared the discovery may be another caller's, and it
 // returns nil, nil.
-func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files func() []*catalog.File) (*early, <-chan struct{}) {
+func (o *Overlay) StartDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files func() []*catalog.File) (*Early, <-chan struct{}) {
 	if o.resourcesCap.Load() == capNone || (unknownOK && o.now().UnixNano() < o.downUntil.Load()) {
 		return nil, nil
 	}
@@ -479,7 +479,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 	d.guesses = o.guess(c, files())
 	c.disc = d
 	c.mu.Unlock()
-	e := &early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
+	e := &Early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
 	go func() {
 		defer close(e.exited)
 		o.runDiscovery(c, d, r.WithContext(ctx), caller)
@@ -487,13 +487,13 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 	return e, nil
 }
 
-// listed waits until the early discovery's first resources/list page has
+// Listed waits until the early discovery's first resources/list page has
 // its answer (the gate may have its verdict from it: Overlay.Witness), the
 // discovery ended, or the caller left. It reports whether the gate
 // admitted the caller on that page (then the gate need not be asked), and
 // returns the upstream's refusal of it, if it refused it: the caller's
 // answer, since the page needs the listing whatever a probe would say.
-func (e *early) listed(ctx context.Context) (bool, *onbehalf.Refusal) {
+func (e *Early) Listed(ctx context.Context) (bool, *onbehalf.Refusal) {
 	if e == nil {
 		return false, nil
 	}
@@ -515,10 +515,10 @@ func isRefusal(err error) bool {
 	return errors.As(err, &ref)
 }
 
-// withdraw forgets a discovery the gate's refusal made pointless: its calls
+// Withdraw forgets a discovery the gate's refusal made pointless: its calls
 // are cancelled and waited for, it is no longer the context's, and the
 // context is dropped when nothing else was learned in it.
-func (e *early) withdraw() {
+func (e *Early) Withdraw() {
 	if e == nil {
 		return
 	}
@@ -536,20 +536,20 @@ func (e *early) withdraw() {
 // discovery, with that discovery (servedSetOf).
 type ownKey struct{}
 
-// own returns r marked as the request that started e's discovery, once the
+// Own returns r marked as the request that started e's discovery, once the
 // gate has admitted it; r itself when e started nothing.
-func (e *early) own(r *http.Request) *http.Request {
+func (e *Early) Own(r *http.Request) *http.Request {
 	if e == nil {
 		return r
 	}
 	return r.WithContext(context.WithValue(r.Context(), ownKey{}, e.d))
 }
 
-// end is called when the request that started the discovery has its
+// End is called when the request that started the discovery has its
 // answer: a discovery its answer did not wait for (an error found before
 // the listing was needed) is cancelled, and its goroutine is gone when end
 // returns, so none outlives its request.
-func (e *early) end() {
+func (e *Early) End() {
 	if e == nil {
 		return
 	}
@@ -582,7 +582,7 @@ type guesses struct {
 	files []*catalog.File
 	done  chan struct{} // closed when every read has its result
 
-	out  []served // by files' index, once done
+	out  []Served // by files' index, once done
 	errs []error
 }
 
