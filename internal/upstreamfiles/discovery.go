@@ -12,6 +12,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"golang.org/x/sync/errgroup"
 )
 
 // Discovery: which catalog URIs the upstream serves is learned from the
@@ -208,11 +209,10 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 	defer close(d.done)
 	defer d.markListed()
 	defer func() { d.abandoned = d.err != nil && r.Context().Err() != nil }()
-	select {
-	case o.slots <- struct{}{}:
-		defer func() { <-o.slots }()
-	case <-r.Context().Done():
-		d.err = r.Context().Err()
+	if err := o.slots.Acquire(r.Context(), 1); err != nil {
+		d.err = err
+	} else {
+		defer o.slots.Release(1)
 	}
 	if d.err != nil {
 		d.guesses.skip()
@@ -389,17 +389,15 @@ func (o *Overlay) readBounded(r *http.Request, caller rewrite.Message, files []*
 		}
 		return out, errs
 	}
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(n)
 	for i, f := range files {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			out[i], errs[i] = o.probe(r, caller, f.URI)
-		}()
+			return nil // each file's error is its own, in errs
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return out, errs
 }
 

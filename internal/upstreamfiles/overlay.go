@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"golang.org/x/sync/semaphore"
 )
 
 // Upstream-served skill files (docs/design.md, decision 2). When the upstream
@@ -95,7 +96,7 @@ type Overlay struct {
 	FileReads int
 	// slots bounds the discoveries in flight (DefaultMaxDiscoveries);
 	// prefetches the prefetches running (prefetch.go).
-	slots      chan struct{}
+	slots      *semaphore.Weighted
 	prefetches chan struct{}
 	// resourcesCap is what the upstream declared of resources (capUnknown,
 	// capResources, capNone).
@@ -132,7 +133,7 @@ func NewOverlay(up *onbehalf.Upstream, ttl time.Duration, shared bool) *Overlay 
 		ttl = 60 * time.Second
 	}
 	return &Overlay{up: up, ttl: ttl, shared: shared, now: time.Now, contexts: map[string]*authContext{},
-		slots: make(chan struct{}, DefaultMaxDiscoveries), prefetches: make(chan struct{}, maxPrefetches)}
+		slots: semaphore.NewWeighted(DefaultMaxDiscoveries), prefetches: make(chan struct{}, maxPrefetches)}
 }
 
 // Invalidate forgets every verdict and digest learned, so the next listing
