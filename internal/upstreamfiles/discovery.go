@@ -375,22 +375,18 @@ func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key s
 	return nil // past the bound: what was listed so far (see maxDiscoveryPages)
 }
 
-// readBounded reads files from the upstream, at most fileReads at a time,
-// and returns each verdict (or error) in files' order.
+// readBounded reads files from the upstream, at most DefaultFileReads at
+// a time, and returns each verdict (or error) in files' order.
 func (o *Overlay) readBounded(r *http.Request, caller rewrite.Message, files []*catalog.File) ([]Served, []error) {
 	out, errs := make([]Served, len(files)), make([]error, len(files))
-	n := o.FileReads
-	if n <= 0 {
-		n = DefaultFileReads
-	}
-	if len(files) == 1 || n == 1 {
+	if len(files) == 1 {
 		for i, f := range files {
 			out[i], errs[i] = o.probe(r, caller, f.URI)
 		}
 		return out, errs
 	}
 	var g errgroup.Group
-	g.SetLimit(n)
+	g.SetLimit(DefaultFileReads)
 	for i, f := range files {
 		g.Go(func() error {
 			out[i], errs[i] = o.probe(r, caller, f.URI)
@@ -605,9 +601,9 @@ func (o *Overlay) guess(c *authContext, files []*catalog.File) *guesses {
 	return &guesses{gen: o.changes.Load(), files: mine, done: make(chan struct{})}
 }
 
-// start runs the guessed reads in the background, at most FileReads at
-// once; the channel it returns (closed at once for none) is closed when
-// they have their results.
+// start runs the guessed reads in the background, at most
+// DefaultFileReads at once; the channel it returns (closed at once for
+// none) is closed when they have their results.
 func (g *guesses) start(o *Overlay, r *http.Request, caller rewrite.Message) <-chan struct{} {
 	if g == nil {
 		return closed

@@ -91,9 +91,6 @@ type Overlay struct {
 	// folder's copy is judged by the catalog under the same setting. Set it
 	// before serving.
 	FrontmatterPortability string
-	// FileReads bounds the reads of upstream-served files one request
-	// runs at once; 0 means DefaultFileReads. Set it before serving.
-	FileReads int
 	// slots bounds the discoveries in flight (DefaultMaxDiscoveries);
 	// prefetches the prefetches running (prefetch.go).
 	slots      *semaphore.Weighted
