@@ -76,7 +76,7 @@ func path(g map[string][]string, from, to string) []string {
 
 // belowProxy are the packages the proxy's answers and verdicts come from:
 // they return values, and the proxy alone writes replies (docs/design.md, decision 11).
-var belowProxy = []string{"internal/methods", "internal/authgate", "internal/onbehalf", "internal/reply", "internal/notify", "internal/bridge", "internal/rewrite", "internal/catalog", "internal/metrics", "internal/hop", "internal/stdio", "internal/caller", "internal/wire"}
+var belowProxy = []string{"internal/methods", "internal/upstreamfiles", "internal/authgate", "internal/onbehalf", "internal/reply", "internal/notify", "internal/bridge", "internal/rewrite", "internal/catalog", "internal/metrics", "internal/hop", "internal/stdio", "internal/caller", "internal/wire"}
 
 // importViolations lists what breaks the import rules in g: a package
 // below the proxy that reaches it, and cmd building the proxy itself
@@ -95,6 +95,11 @@ func importViolations(g map[string][]string) []string {
 				bad = append(bad, p+" imports "+q)
 			}
 		}
+	}
+	// The upstream-served files give verdicts; the entries they change are
+	// methods' to encode, so the arrow runs from methods to them only.
+	if chain := path(g, module+"/internal/upstreamfiles", module+"/internal/methods"); chain != nil {
+		bad = append(bad, strings.Join(chain, " -> "))
 	}
 	for _, q := range g[module+"/cmd/skills-sidecar"] {
 		for _, part := range []string{"/internal/proxy", "/internal/methods", "/internal/authgate", "/internal/onbehalf"} {
@@ -124,9 +129,22 @@ func TestImportGraphCanFail(t *testing.T) {
 	ob := module + "/internal/onbehalf"
 	g[ob] = append(g[ob], module+"/internal/proxy")
 	bad := importViolations(g)
-	want := module + "/internal/methods -> " + ob + " -> " + module + "/internal/proxy"
-	if !slices.Contains(bad, want) {
-		t.Errorf("violations with onbehalf -> proxy = %q, want %q among them", bad, want)
+	from, to := module+"/internal/methods -> ", ob+" -> "+module+"/internal/proxy"
+	if !slices.ContainsFunc(bad, func(v string) bool { return strings.HasPrefix(v, from) && strings.HasSuffix(v, to) }) {
+		t.Errorf("violations with onbehalf -> proxy = %q, want %q...%q among them", bad, from, to)
+	}
+}
+
+// TestImportGraphCanFailUpstreamFiles: with an edge from upstreamfiles to
+// methods added, the check reports it.
+func TestImportGraphCanFailUpstreamFiles(t *testing.T) {
+	t.Parallel()
+	g := importGraph(t)
+	uf := module + "/internal/upstreamfiles"
+	g[uf] = append(g[uf], module+"/internal/methods")
+	want := uf + " -> " + module + "/internal/methods"
+	if bad := importViolations(g); !slices.Contains(bad, want) {
+		t.Errorf("violations with upstreamfiles -> methods = %q, want %q among them", bad, want)
 	}
 }
 
@@ -136,7 +154,7 @@ func TestImportGraphCanFail(t *testing.T) {
 // behalf has one builder, with one header list.
 func TestOneBuilderOfCallsForACaller(t *testing.T) {
 	t.Parallel()
-	for _, dir := range []string{"internal/methods", "internal/authgate", "internal/catalog", "internal/rewrite", "internal/reply"} {
+	for _, dir := range []string{"internal/methods", "internal/upstreamfiles", "internal/authgate", "internal/catalog", "internal/rewrite", "internal/reply"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {

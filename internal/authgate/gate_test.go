@@ -59,7 +59,7 @@ func bearer(h http.Handler, users map[string]string) http.Handler {
 // gate on with its default headers and no upstream-files overlay.
 type sidecarOptions struct {
 	gateOff     bool
-	overlay     bool     // methods.NewOverlay, as --upstream-files auto does
+	overlay     bool     // upstreamfiles.NewOverlay, as --upstream-files auto does
 	pageSize    int      // 0: the default
 	authHeaders []string // --auth-headers: the gate's and the calls on a caller's behalf; nil: the defaults
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 // lfSkill is what the upstream serves for skill://notes/SKILL.md: the
@@ -89,7 +89,7 @@ func deadUpstreamSidecar(t *testing.T, addr string, gated bool, clock *steppedCl
 			c.AuthGate = "upstream"
 		}
 	}})
-	methods.SetOverlayClock(side.Overlay, clock.now)
+	upstreamfiles.SetOverlayClock(side.Overlay, clock.now)
 	return side.URL
 }
 

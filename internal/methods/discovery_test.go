@@ -20,8 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 // upstreamCounter is handler middleware in front of a go-sdk upstream: it
@@ -373,8 +373,8 @@ func TestDiscoveryJunkCookiesBounded(t *testing.T) {
 	if lists != callers || templates != callers || reads != 0 {
 		t.Errorf("%d new callers caused %d resources/list, %d templates/list, %d reads; want %d, %d, 0", callers, lists, templates, reads, callers, callers)
 	}
-	if maxLists > methods.DefaultMaxDiscoveries {
-		t.Errorf("%d resources/list were in flight at once, want at most %d", maxLists, methods.DefaultMaxDiscoveries)
+	if maxLists > upstreamfiles.DefaultMaxDiscoveries {
+		t.Errorf("%d resources/list were in flight at once, want at most %d", maxLists, upstreamfiles.DefaultMaxDiscoveries)
 	}
 	t.Logf("at most %d discoveries in flight for %d concurrent new callers", maxLists, callers)
 }
@@ -438,8 +438,8 @@ func TestDiscoverySharedByConcurrentCallers(t *testing.T) {
 	if lists != 1 || templates != 1 || reads != len(names) {
 		t.Errorf("%d concurrent requests of one context caused %d resources/list, %d templates/list, %d reads; want 1, 1, %d", callers, lists, templates, reads, len(names))
 	}
-	if maxReads > methods.DefaultFileReads {
-		t.Errorf("%d reads were in flight at once, want at most %d", maxReads, methods.DefaultFileReads)
+	if maxReads > upstreamfiles.DefaultFileReads {
+		t.Errorf("%d reads were in flight at once, want at most %d", maxReads, upstreamfiles.DefaultFileReads)
 	}
 	t.Logf("reads in flight at once: at most %d", maxReads)
 }

@@ -12,13 +12,11 @@
 // tools/list as its resources are, and prompts/get and tools/call of
 // exactly those names (every other one is the upstream's, untouched).
 //
-// It also owns learning which catalog files the upstream serves itself
-// (overlay.go, discovery.go): from the upstream's own resources/list and
-// resources/templates/list (URI templates matched by uritemplate.go), taken
-// on the caller's behalf, and the digests of those files' served bytes,
-// learned by reads of its own or from a forwarded read as it passes
-// (readwatch.go, readscan.go: published only when every client would take
-// the same reply, replyid.go).
+// Which catalog files the upstream serves itself, and what it serves for
+// them, is package upstreamfiles' (Options.Overlay): this package asks it
+// for verdicts and applies them to its own entries (servedentries.go,
+// stated.go) and sees the handshakes that may start a prefetch
+// (prefetch.go).
 //
 // It also owns the per-request era checks of the 2026-07-28 wire for those
 // methods (docs/protocol.md §1). It never forwards anything itself and writes

@@ -17,7 +17,7 @@ import (
 )
 
 // The fault tests of the early discovery: a new caller's gate probe and
-// discovery run side by side (discovery.go, "Early discovery"), so each of
+// discovery run side by side (internal/upstreamfiles/discovery.go, "Early discovery"), so each of
 // them may fail while the other succeeds, the upstream may hang up on
 // either, and the caller may leave while they run.
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 // Faults of the guessed reads, found by review: a guessed result must not
@@ -305,10 +305,10 @@ func TestUnvouchedGuessesNotKept(t *testing.T) {
 			c.AuthGate, c.UpstreamFiles, c.UpstreamFilesShared = "upstream", "auto", shared
 		}})
 		var offset atomic.Int64 // the overlay's clock, stepped past the TTL below
-		methods.SetOverlayClock(sc.Overlay, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+		upstreamfiles.SetOverlayClock(sc.Overlay, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 		setHint(t, sc.URL)
 		offset.Store(int64(time.Hour)) // first's context expires; the hint stays
-		before, verdicts := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay)
+		before, verdicts := upstreamfiles.Contexts(sc.Overlay), upstreamfiles.Verdicts(sc.Overlay)
 		if shared {
 			before = 0 // the one shared context has expired: a new one is made
 		}
@@ -335,7 +335,7 @@ func TestUnvouchedGuessesNotKept(t *testing.T) {
 			t.Fatalf("shared %v: the refused caller got HTTP %d %s, want the probe's 401", shared, r.Status, r.Body)
 		}
 		noDiscoveryLeft(t, "after the refusal")
-		if c, v := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay); c > before || !shared && v > verdicts {
+		if c, v := upstreamfiles.Contexts(sc.Overlay), upstreamfiles.Verdicts(sc.Overlay); c > before || !shared && v > verdicts {
 			t.Errorf("shared %v: %d contexts and %d verdicts after a refused caller, want at most %d and %d", shared, c, v, before, verdicts)
 		}
 		g.setEdit(nil)
@@ -397,7 +397,7 @@ func TestUnvouchedPrefetchKeepsNothing(t *testing.T) {
 		upURL, g := startGuessUpstream(t, snap, []string{"a", "b"})
 		sc := sidecartest.Start(t, upURL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }})
 		setHint(t, sc.URL)
-		before, verdicts := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay)
+		before, verdicts := upstreamfiles.Contexts(sc.Overlay), upstreamfiles.Verdicts(sc.Overlay)
 		g.setEdit(func(m rewrite.Message, w http.ResponseWriter, r *http.Request) bool {
 			if r.Header.Get("Authorization") != "Bearer unvouched" {
 				return false
@@ -418,12 +418,12 @@ func TestUnvouchedPrefetchKeepsNothing(t *testing.T) {
 			return true
 		})
 		discoverAs(t, sc.URL, "unvouched", true)
-		waitFor(t, "the prefetch to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
+		waitFor(t, "the prefetch to end", func() bool { return upstreamfiles.Prefetches(sc.Overlay) == 0 })
 		// The guessed reads go out beside the listings, before their answer.
 		if n := g.get("resources/read Bearer unvouched"); n > 2 {
 			t.Errorf("%s: the prefetch of a caller no listing admitted sent %d reads, want at most the 2 guessed beside its listings", listing.name, n)
 		}
-		if c, v := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay); c != before || v != verdicts {
+		if c, v := upstreamfiles.Contexts(sc.Overlay), upstreamfiles.Verdicts(sc.Overlay); c != before || v != verdicts {
 			t.Errorf("%s: %d contexts and %d verdicts after the prefetch, want %d and %d", listing.name, c, v, before, verdicts)
 		}
 		lists := g.get("resources/list Bearer unvouched")
@@ -434,7 +434,7 @@ func TestUnvouchedPrefetchKeepsNothing(t *testing.T) {
 			t.Errorf("%s: the caller's page ran %d discoveries, want 1 of its own: the prefetch's was kept", listing.name, n)
 		}
 		noDiscoveryLeft(t, "after the refusal")
-		if c, v := methods.Contexts(sc.Overlay), methods.Verdicts(sc.Overlay); c != before || v != verdicts {
+		if c, v := upstreamfiles.Contexts(sc.Overlay), upstreamfiles.Verdicts(sc.Overlay); c != before || v != verdicts {
 			t.Errorf("%s: %d contexts and %d verdicts after the refused page, want %d and %d", listing.name, c, v, before, verdicts)
 		}
 	}
@@ -509,7 +509,7 @@ func TestWaitersDoNotRepeatAFailedRead(t *testing.T) {
 	for range 7 {
 		pages = append(pages, pageInBackground(sc.URL, "same"))
 	}
-	waitFor(t, "seven pages waiting on the first read", func() bool { return methods.ReadWaiters(sc.Overlay) == 7 })
+	waitFor(t, "seven pages waiting on the first read", func() bool { return upstreamfiles.ReadWaiters(sc.Overlay) == 7 })
 	close(release)
 	for i, p := range pages {
 		if pg := <-p; pg.err == nil {
@@ -561,7 +561,7 @@ func TestWaiterOfAnotherSessionReadsAgain(t *testing.T) {
 	dead := in("dead")
 	arrives(t, held, "the dead session's read never reached the upstream")
 	live := in("live")
-	waitFor(t, "the live session's page waiting on that read", func() bool { return methods.ReadWaiters(sc.Overlay) == 1 })
+	waitFor(t, "the live session's page waiting on that read", func() bool { return upstreamfiles.ReadWaiters(sc.Overlay) == 1 })
 	close(release)
 	<-dead
 	pl := <-live

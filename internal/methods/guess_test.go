@@ -17,12 +17,12 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
-// The guessed reads (discovery.go, "Guessed reads"): a new context's first
+// The guessed reads (internal/upstreamfiles/discovery.go, "Guessed reads"): a new context's first
 // page reads the files the last discovery found served beside its own
 // listings, and uses a result only when its own listings say the file is
 // served.
@@ -282,7 +282,7 @@ func TestWrongGuessNotUsed(t *testing.T) {
 	if n := g.get("resources/read Bearer other " + uri); n != 1 {
 		t.Errorf("the other caller's pages read %s %d times, want 1 (the guess, on its first page)", uri, n)
 	}
-	if n := methods.Verdicts(sc.Overlay); n != 1 {
+	if n := upstreamfiles.Verdicts(sc.Overlay); n != 1 {
 		t.Errorf("%d file verdicts cached, want 1 (the lister's): a wrong guess is dropped unused", n)
 	}
 }
@@ -476,7 +476,7 @@ func TestReadUnderWayNotGuessed(t *testing.T) {
 		t.Fatal(err) // a complete discovery: the hint now serves the file
 	}
 	second := pageInBackground(sc.URL, "cut")
-	waitFor(t, "the second page waiting on the first page's read", func() bool { return methods.ReadWaiters(sc.Overlay) == 1 })
+	waitFor(t, "the second page waiting on the first page's read", func() bool { return upstreamfiles.ReadWaiters(sc.Overlay) == 1 })
 	free()
 	for i, p := range []<-chan page{first, second} {
 		pg := <-p

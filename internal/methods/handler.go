@@ -11,6 +11,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
@@ -45,7 +46,7 @@ type Options struct {
 	// Overlay, when set, lets the upstream's own bytes win for the catalog
 	// URIs it serves itself; nil serves every catalog file from the plugin
 	// folder.
-	Overlay *Overlay
+	Overlay *upstreamfiles.Overlay
 	// Subscriptions, when set, records a legacy session's
 	// resources/subscribe and resources/unsubscribe of the skill URIs the
 	// sidecar serves itself (subscribe.go), so that a change of one sends
@@ -166,12 +167,12 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 	e, eerr := checkEra(r.Header, msg) // pure; its error is given after the gate's
 	if h.opts.Gate != nil {
 		// The discovery a listing of a new context needs starts before
-		// the gate is asked, and gives its verdict (discovery.go, "Early
+		// the gate is asked, and gives its verdict (internal/upstreamfiles/discovery.go, "Early
 		// discovery").
-		var pre *early
+		var pre *upstreamfiles.Early
 		var running <-chan struct{}
 		if eerr == nil && h.opts.Overlay != nil && v.snap != nil && (msg.Method == "skills/list" || msg.Method == "skills/get") {
-			pre, running = h.opts.Overlay.startDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), func() []*catalog.File { return h.pageFiles(v, msg) })
+			pre, running = h.opts.Overlay.StartDiscovery(r, msg, v.snap, h.catalogOutlivesUpstream(), func() []*catalog.File { return h.pageFiles(v, msg) })
 		}
 		if running != nil {
 			// The context's discovery is another request's: its first
@@ -185,20 +186,20 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 		// the gate has counted and cached that verdict, so it is not
 		// asked again). The upstream's refusal of that page is the
 		// answer.
-		admitted, ref := pre.listed(r.Context())
+		admitted, ref := pre.Listed(r.Context())
 		if ref != nil {
-			pre.withdraw()
+			pre.Withdraw()
 			return reply.Reply{Err: ref}, true
 		}
 		if !admitted {
 			if err := h.opts.Gate.Admit(r, msg); err != nil {
-				pre.withdraw()
+				pre.Withdraw()
 				return reply.Reply{Err: err}, true
 			}
 		}
 		if pre != nil {
-			defer pre.end()
-			r = pre.own(r)
+			defer pre.End()
+			r = pre.Own(r)
 		}
 	}
 	if eerr != nil {
@@ -335,7 +336,7 @@ func (h *Handler) skillsList(v *view, e era, msg rewrite.Message, r *http.Reques
 	entries := v.skillEntries
 	if h.opts.Overlay != nil {
 		from, to, _ := page(v.skillURIs, last, has, h.opts.PageSize)
-		served, changed, _, oerr := h.opts.Overlay.entries(r, msg, v, from, to, h.catalogOutlivesUpstream())
+		served, changed, _, oerr := h.overlayEntries(r, msg, v, from, to, h.catalogOutlivesUpstream())
 		if oerr != nil {
 			return nil, oerr
 		}
@@ -388,7 +389,7 @@ func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request
 	}
 	entry := v.skillEntries[i]
 	if h.opts.Overlay != nil {
-		served, _, withheld, oerr := h.opts.Overlay.entries(r, msg, v, i, i+1, h.catalogOutlivesUpstream())
+		served, _, withheld, oerr := h.overlayEntries(r, msg, v, i, i+1, h.catalogOutlivesUpstream())
 		if oerr != nil {
 			return nil, oerr
 		}
@@ -463,7 +464,7 @@ func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, r *http.Req
 
 // upstreamServes reports whether a read of catalog URI uri must go to the
 // upstream because the upstream serves that URI itself for this caller, as
-// its listings say (discovery.go). It reads nothing: the forwarded read is
+// its listings say (internal/upstreamfiles/discovery.go). It reads nothing: the forwarded read is
 // hashed on its way to the caller (EditReply).
 func (h *Handler) upstreamServes(r *http.Request, msg rewrite.Message, v *view, uri string) bool {
 	if h.opts.Overlay == nil || v.snap == nil {
@@ -472,7 +473,7 @@ func (h *Handler) upstreamServes(r *http.Request, msg rewrite.Message, v *view, 
 	if _, ok := v.snap.File(uri); !ok {
 		return false
 	}
-	up, err := h.opts.Overlay.servesURI(r, msg, v.snap, uri, h.catalogOutlivesUpstream())
+	up, err := h.opts.Overlay.ServesURI(r, msg, v.snap, uri, h.catalogOutlivesUpstream())
 	if err != nil {
 		return true // let the upstream answer the caller itself
 	}

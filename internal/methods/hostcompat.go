@@ -304,7 +304,7 @@ func (h *Handler) promptsListLocal(v *view, e era, msg rewrite.Message, r *http.
 func (h *Handler) served(r *http.Request, msg rewrite.Message, v *view, f *catalog.File) (json.RawMessage, error) {
 	var result []byte
 	if h.upstreamServes(r, msg, v, f.URI) {
-		m, err := h.opts.Overlay.up.Call(r, msg, "resources/read", map[string]json.RawMessage{"uri": mustJSON(f.URI)})
+		m, err := h.opts.Overlay.Upstream().Call(r, msg, "resources/read", map[string]json.RawMessage{"uri": mustJSON(f.URI)})
 		if err != nil {
 			return nil, err
 		}

@@ -25,9 +25,9 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 const crlfSkill = "---\r\nname: notes\r\ndescription: Take notes.\r\nmetadata:\r\n  b: \"2\"\r\n  a: \"1\"\r\n---\r\n# Notes\r\n\r\nWrite them down.\r\n"
@@ -48,7 +48,7 @@ type overlayConfig struct {
 // records the reads reaching it.
 type overlayEnv struct {
 	url string
-	ov  *methods.Overlay
+	ov  *upstreamfiles.Overlay
 	reg *prometheus.Registry // the sidecar's metrics
 
 	mu    sync.Mutex
@@ -136,7 +136,7 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 	}})
 	e.ov, e.reg, e.url = side.Overlay, side.Registry, side.URL
 	if cfg.now != nil {
-		methods.SetOverlayClock(e.ov, cfg.now)
+		upstreamfiles.SetOverlayClock(e.ov, cfg.now)
 	}
 	return e
 }

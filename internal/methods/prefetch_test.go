@@ -10,9 +10,9 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 // The prefetch at the handshake (prefetch.go): a 2026-07-28 client that
@@ -194,7 +194,7 @@ func TestPrefetchFloodBounded(t *testing.T) {
 // with the prefetch's timeout. (Not parallel: it shortens the prefetch's
 // bound for the process.)
 func TestPrefetchOutOfTimeIsNoAnswer(t *testing.T) {
-	defer methods.SetPrefetchTimeout(200 * time.Millisecond)()
+	defer upstreamfiles.SetPrefetchTimeout(200 * time.Millisecond)()
 	snap := discoveryPlugin(t, []string{"a"}, 0)
 	upURL, g := startGuessUpstream(t, snap, []string{"a"}) // it declares resources
 	side := guessSidecar(t, upURL, snap, true)
@@ -254,12 +254,12 @@ func TestPrefetchesBounded(t *testing.T) {
 		}()
 	}
 	wg.Wait() // every handshake has been answered; the listings are held
-	if p := methods.Prefetches(sc.Overlay); p > 16 || p == 0 {
+	if p := upstreamfiles.Prefetches(sc.Overlay); p > 16 || p == 0 {
 		t.Errorf("%d prefetches running for %d handshakes, want between 1 and 16", p, n)
 	}
 	close(release)
-	waitFor(t, "the prefetches to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
-	if c := methods.Contexts(sc.Overlay); c != 0 {
+	waitFor(t, "the prefetches to end", func() bool { return upstreamfiles.Prefetches(sc.Overlay) == 0 })
+	if c := upstreamfiles.Contexts(sc.Overlay); c != 0 {
 		t.Errorf("%d authorization contexts left by refused handshakes, want 0", c)
 	}
 }
@@ -305,14 +305,14 @@ func TestPrefetchCountsNoVerdict(t *testing.T) {
 	if st := discoverAs(t, sc.URL, "no", true); st != http.StatusUnauthorized {
 		t.Fatalf("refused handshake: HTTP %d", st)
 	}
-	waitFor(t, "the refused prefetch to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
+	waitFor(t, "the refused prefetch to end", func() bool { return upstreamfiles.Prefetches(sc.Overlay) == 0 })
 	if by, _ := verdicts(t, sc); by["refused"] != 0 {
 		t.Errorf("a forwarded handshake's refused prefetch counted %v refusals, want 0", by["refused"])
 	}
 	if st := discoverAs(t, sc.URL, "yes", true); st != http.StatusOK {
 		t.Fatalf("handshake: HTTP %d", st)
 	}
-	waitFor(t, "the prefetch to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
+	waitFor(t, "the prefetch to end", func() bool { return upstreamfiles.Prefetches(sc.Overlay) == 0 })
 	if _, err := callAs(sc.URL, map[string]string{"Authorization": "Bearer yes"}, "skills/list", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -338,8 +338,8 @@ func TestRefusedCallersLeaveNoContexts(t *testing.T) {
 			_, _ = callAs(sc.URL, map[string]string{"Authorization": "Bearer junk", "Cookie": junkCookie()}, "resources/read", map[string]any{"uri": "skill://a/SKILL.md"})
 		}
 		_ = discoverAs(t, sc.URL, "junk", true)
-		waitFor(t, "the prefetches to end", func() bool { return methods.Prefetches(sc.Overlay) == 0 })
-		if c := methods.Contexts(sc.Overlay); c != 0 {
+		waitFor(t, "the prefetches to end", func() bool { return upstreamfiles.Prefetches(sc.Overlay) == 0 })
+		if c := upstreamfiles.Contexts(sc.Overlay); c != 0 {
 			t.Errorf("gate %v: %d authorization contexts left by refused callers, want 0", gate, c)
 		}
 	}

@@ -21,7 +21,7 @@ func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []b
 	if (msg.Method == "initialize" || msg.Method == "server/discover") && h.opts.Overlay != nil {
 		h.handshake(r, msg) // a client about to list skills (prefetch.go)
 		// The upstream's capabilities, as it declares them: without
-		// resources, the overlay asks it nothing (discovery.go).
+		// resources, the overlay asks it nothing (internal/upstreamfiles/discovery.go).
 		return func(reply []byte) []byte {
 			h.opts.Overlay.ObserveHandshake(reply)
 			h.handshakeAnswered(r, msg, reply)
@@ -110,7 +110,7 @@ func (h *Handler) resourcesPage(uris []string, entries []json.RawMessage, e era,
 // ObserveReply implements proxy.Observing: a forwarded resources/read of a
 // catalog URI (one the upstream serves itself) is hashed while it passes
 // to the caller, and what it serves is published once it ended whole
-// (readwatch.go). Any other request is not watched.
+// (internal/upstreamfiles/readwatch.go). Any other request is not watched.
 func (h *Handler) ObserveReply(r *http.Request, msg rewrite.Message) rewrite.Observer {
 	if msg.Method != "resources/read" || h.opts.Overlay == nil {
 		return nil
@@ -123,5 +123,5 @@ func (h *Handler) ObserveReply(r *http.Request, msg rewrite.Message) rewrite.Obs
 	if _, ok := v.snap.File(uri); !ok {
 		return nil
 	}
-	return h.opts.Overlay.watchRead(r, v.snap, uri, msg.ID)
+	return h.opts.Overlay.WatchRead(r, v.snap, uri, msg.ID)
 }

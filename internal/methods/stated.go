@@ -7,6 +7,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 // The sidecar states a skill file's size in three places: its skills/list
@@ -36,15 +37,15 @@ func (h *Handler) ownResources(r *http.Request, caller rewrite.Message, v *view,
 	if o == nil || v.snap == nil {
 		return dropListed(v, nil, onPage)
 	}
-	c, set := o.servedFor(r, caller, v.snap, h.catalogOutlivesUpstream())
-	if set == nil {
+	l := o.ListingFor(r, caller, v.snap, h.catalogOutlivesUpstream())
+	if l == nil {
 		return dropListed(v, nil, onPage)
 	}
-	uris, entries := dropListed(v, set, onPage)
+	uris, entries := dropListed(v, l, onPage)
 	from, to, _ := page(uris, last, has, h.opts.PageSize)
 	var files []*catalog.File
 	for _, u := range uris[from:to] {
-		if set.serves(u) {
+		if l.Serves(u) {
 			f, _ := v.snap.File(u)
 			files = append(files, f)
 		}
@@ -52,14 +53,14 @@ func (h *Handler) ownResources(r *http.Request, caller rewrite.Message, v *view,
 	if len(files) == 0 {
 		return uris, entries
 	}
-	return uris, h.statedEntries(r, caller, v, c, uris, entries, files)
+	return uris, statedEntries(v, l, uris, entries, files)
 }
 
 // dropListed is the catalog's resources without the URIs the upstream
 // lists (set, when known) and those in onPage; the view's own slices when
 // none is left out.
-func dropListed(v *view, set *servedSet, onPage map[string]bool) ([]string, []json.RawMessage) {
-	if len(onPage) == 0 && (set == nil || len(set.uris) == 0) {
+func dropListed(v *view, l *upstreamfiles.Listing, onPage map[string]bool) ([]string, []json.RawMessage) {
+	if len(onPage) == 0 && (l == nil || !l.ListsAny()) {
 		return v.resURIs, v.resEntries
 	}
 	uris := make([]string, 0, len(v.resURIs))
@@ -68,10 +69,8 @@ func dropListed(v *view, set *servedSet, onPage map[string]bool) ([]string, []js
 		if onPage[u] {
 			continue
 		}
-		if set != nil {
-			if _, listed := set.uris[u]; listed {
-				continue
-			}
+		if l != nil && l.Lists(u) {
+			continue
 		}
 		uris, entries = append(uris, u), append(entries, v.resEntries[i])
 	}
@@ -80,12 +79,12 @@ func dropListed(v *view, set *servedSet, onPage map[string]bool) ([]string, []js
 
 // statedEntries replaces, in a copy of entries, the entry of each of files
 // (served by the upstream) with its served size, or none when unknown.
-func (h *Handler) statedEntries(r *http.Request, caller rewrite.Message, v *view, c *authContext, uris []string, entries []json.RawMessage, files []*catalog.File) []json.RawMessage {
-	over, _ := h.opts.Overlay.resolveIn(c, r, caller, files, h.catalogOutlivesUpstream())
+func statedEntries(v *view, l *upstreamfiles.Listing, uris []string, entries []json.RawMessage, files []*catalog.File) []json.RawMessage {
+	over := l.Resolve(files)
 	out := append([]json.RawMessage(nil), entries...)
 	for _, f := range files {
 		i := indexOf(uris, f.URI)
-		if e, ok := statedEntry(v.snap, c, over, f); ok {
+		if e, ok := statedEntry(v.snap, l, over, f); ok {
 			out[i] = e
 		}
 	}
@@ -96,35 +95,14 @@ func (h *Handler) statedEntries(r *http.Request, caller rewrite.Message, v *view
 // listings: its served size (over), the plugin's file when the upstream
 // answered not found (c's verdict), else no size; false: the catalog's own
 // entry stands.
-func statedEntry(snap *catalog.Snapshot, c *authContext, over map[string]served, f *catalog.File) (json.RawMessage, bool) {
+func statedEntry(snap *catalog.Snapshot, l *upstreamfiles.Listing, over map[string]upstreamfiles.Served, f *catalog.File) (json.RawMessage, bool) {
 	if s, ok := over[f.URI]; ok {
-		return encodeResourceSized(snap, f, &s.size), true
+		return encodeResourceSized(snap, f, &s.Size), true
 	}
-	if s, ok := c.lookup(f.URI); ok && !s.upstream {
+	if s, ok := l.Verdict(f.URI); ok && !s.Upstream {
 		return nil, false
 	}
 	return encodeResourceSized(snap, f, nil), true
-}
-
-// servedFor returns r's caller's context and what the upstream serves for
-// it (its discovery, run or awaited); a nil set when that is unknown (the
-// upstream unreachable, the caller refused): the catalog's own entries
-// then stand, as skills/list's do.
-func (o *Overlay) servedFor(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool) (*authContext, *servedSet) {
-	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
-		return nil, nil
-	}
-	key := o.authKey(r)
-	c := o.contextAt(key, snap)
-	set, _, err := o.servedSetOf(c, r, caller, nil)
-	if err != nil {
-		o.dropIfEmpty(key, c)
-		if unknownOK {
-			_ = o.unknown(err, unknownOK)
-		}
-		return nil, nil
-	}
-	return c, set
 }
 
 // encodeResourceSized is encodeResource with size in place of the
@@ -162,8 +140,8 @@ func (h *Handler) statedDirEntries(r *http.Request, caller rewrite.Message, v *v
 	if o == nil || v.snap == nil {
 		return entries
 	}
-	c, set := o.servedFor(r, caller, v.snap, h.catalogOutlivesUpstream())
-	if set == nil {
+	l := o.ListingFor(r, caller, v.snap, h.catalogOutlivesUpstream())
+	if l == nil {
 		return entries
 	}
 	from, to, _ := page(names, last, has, h.opts.PageSize)
@@ -171,7 +149,7 @@ func (h *Handler) statedDirEntries(r *http.Request, caller rewrite.Message, v *v
 	var at []int
 	for i := from; i < to; i++ {
 		de := d.Entries[i]
-		if de.IsDir || !set.serves(de.URI) {
+		if de.IsDir || !l.Serves(de.URI) {
 			continue
 		}
 		if f, ok := v.snap.File(de.URI); ok {
@@ -181,14 +159,14 @@ func (h *Handler) statedDirEntries(r *http.Request, caller rewrite.Message, v *v
 	if len(files) == 0 {
 		return entries
 	}
-	over, _ := o.resolveIn(c, r, caller, files, h.catalogOutlivesUpstream())
+	over := l.Resolve(files)
 	out := append([]json.RawMessage(nil), entries...)
 	for k, f := range files {
 		de := d.Entries[at[k]]
 		if s, ok := over[f.URI]; ok {
-			de.Size = s.size
+			de.Size = s.Size
 			out[at[k]] = encodeDirEntry(de)
-		} else if s, ok := c.lookup(f.URI); !ok || s.upstream {
+		} else if s, ok := l.Verdict(f.URI); !ok || s.Upstream {
 			out[at[k]] = encodeDirEntryUnsized(de)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 // TestTapReadsAsClientsDo: a raw upstream crafts the SSE reply to a
@@ -218,8 +218,8 @@ func specRead(t *testing.T, body, id string, isJSON bool) (string, bool) {
 		if _, isReq := msg["method"]; isReq {
 			continue
 		}
-		n, ok := methods.IDNumber(msg["id"])
-		if want, _ := methods.IDNumber([]byte(id)); !ok || n != want {
+		n, ok := upstreamfiles.IDNumber(msg["id"])
+		if want, _ := upstreamfiles.IDNumber([]byte(id)); !ok || n != want {
 			continue
 		}
 		var res struct {

@@ -55,7 +55,8 @@ func (u *UpstreamTools) Tools(r *http.Request, msg rewrite.Message) (map[string]
 	if u.Now != nil {
 		now = u.Now
 	}
-	key := callerKey(r, slices.Concat(u.Upstream.CredentialHeaders(), []string{"Mcp-Session-Id", "Mcp-Protocol-Version"})...)
+	k := onbehalf.CallerKey(r, slices.Concat(u.Upstream.CredentialHeaders(), []string{"Mcp-Session-Id", "Mcp-Protocol-Version"})...)
+	key := string(k[:])
 	u.mu.Lock()
 	e, ok := u.cache[key]
 	u.mu.Unlock()

@@ -228,7 +228,7 @@ func NewTransport(dial, header time.Duration, credentials []string) http.RoundTr
 // transport keeps dialled ahead (hop.Transport.Spares). A new caller's first
 // skills/list page sends its discovery's two listings at once on the
 // caller's behalf, and beside them the guessed reads of the files the page
-// shows that the upstream serves (at most methods.DefaultFileReads at
+// shows that the upstream serves (at most upstreamfiles.DefaultFileReads at
 // once); with the pool partitioned by credentials each of them needs a
 // connection no other caller used. Eight cover the listings and six reads.
 // The cost is eight idle loopback sockets and their 2 KiB read buffers; a

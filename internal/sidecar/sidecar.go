@@ -37,6 +37,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sessionkeys"
 	"github.com/skills-sidecar/skills-sidecar/internal/stdio"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 // Options are what the sidecar is built from besides its Config.
@@ -74,7 +75,7 @@ type Sidecar struct {
 	// Gate is nil with --auth-gate none.
 	Gate *authgate.Gate
 	// Overlay is nil unless --upstream-files auto.
-	Overlay *methods.Overlay
+	Overlay *upstreamfiles.Overlay
 	// Eras learns which protocol eras the upstream speaks (readiness
 	// shows them).
 	Eras *bridge.Detector
@@ -201,7 +202,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	client := &http.Client{Transport: transport}
 	forCaller := &onbehalf.Upstream{URL: up, Client: client, Credentials: cfg.AuthHeaderList()}
 	if cfg.UpstreamFiles == "auto" {
-		s.Overlay = methods.NewOverlay(forCaller, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
+		s.Overlay = upstreamfiles.NewOverlay(forCaller, cfg.UpstreamFilesTTL, cfg.UpstreamFilesShared)
 		s.Overlay.Metrics = s.Metrics
 		s.Overlay.FrontmatterPortability = cfg.FrontmatterPortability
 	}

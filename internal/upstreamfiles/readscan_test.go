@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"bytes"
@@ -78,7 +78,7 @@ func referenceRead(msg []byte, uri string, id []byte) (digest string, size int, 
 
 // scanPieces feeds msg to a readScan in pieces of size n (all of it when
 // n <= 0).
-func scanPieces(msg []byte, uri string, id []byte, n int) (scanOutcome, served) {
+func scanPieces(msg []byte, uri string, id []byte, n int) (scanOutcome, Served) {
 	s := newReadScan(uri, id)
 	if n <= 0 {
 		n = len(msg) + 1
@@ -212,8 +212,8 @@ func TestReadScan(t *testing.T) {
 				if got != tc.want {
 					t.Fatalf("in pieces of %d: outcome %d, want %d", n, got, tc.want)
 				}
-				if got == scanServed && s.digest != ref {
-					t.Fatalf("in pieces of %d: digest %s, want %s", n, s.digest, ref)
+				if got == scanServed && s.Digest != ref {
+					t.Fatalf("in pieces of %d: digest %s, want %s", n, s.Digest, ref)
 				}
 			}
 		})
@@ -227,8 +227,8 @@ func TestReadScanFrontmatter(t *testing.T) {
 	msg := `{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"skill://a/SKILL.md","mimeType":"text/markdown","text":"---\nname: a\ndescription: \"Served \u00e9\"\n---\nbody"}]}}`
 	for _, n := range []int{0, 1, 5} {
 		got, s := scanPieces([]byte(msg), "skill://a/SKILL.md", []byte("1"), n)
-		if got != scanServed || string(s.frontmatter) != `{"name":"a","description":"Served é"}` {
-			t.Fatalf("in pieces of %d: %d, frontmatter %s", n, got, s.frontmatter)
+		if got != scanServed || string(s.Frontmatter) != `{"name":"a","description":"Served é"}` {
+			t.Fatalf("in pieces of %d: %d, frontmatter %s", n, got, s.Frontmatter)
 		}
 	}
 	got, _ := scanPieces([]byte(strings.Replace(msg, `---\n`, ``, 1)), "skill://a/SKILL.md", []byte("1"), 0)
@@ -247,8 +247,8 @@ func TestReadScanReuse(t *testing.T) {
 		t.Fatalf("notification: %d", got)
 	}
 	s.Write([]byte(specText2026))
-	if got, sv := s.End(); got != scanServed || sv.digest != sha(specMain) {
-		t.Fatalf("reply after a notification: %d %s", got, sv.digest)
+	if got, sv := s.End(); got != scanServed || sv.Digest != sha(specMain) {
+		t.Fatalf("reply after a notification: %d %s", got, sv.Digest)
 	}
 }
 
@@ -273,10 +273,10 @@ func FuzzReadScan(f *testing.F) {
 			}
 			d, n, ok := referenceRead(msg, uri, []byte(id))
 			if !ok {
-				t.Fatalf("readScan read %s from %q (uri %q, id %s); encoding/json reads no digest", s.digest, msg, uri, id)
+				t.Fatalf("readScan read %s from %q (uri %q, id %s); encoding/json reads no digest", s.Digest, msg, uri, id)
 			}
-			if d != s.digest || int64(n) != s.size {
-				t.Fatalf("readScan read %s %d from %q; encoding/json %s %d", s.digest, s.size, msg, d, n)
+			if d != s.Digest || int64(n) != s.Size {
+				t.Fatalf("readScan read %s %d from %q; encoding/json %s %d", s.Digest, s.Size, msg, d, n)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"golang.org/x/sync/semaphore"
 )
 
 // Upstream-served skill files (docs/design.md, decision 2). When the upstream
@@ -37,15 +38,15 @@ import (
 // served, and nothing is stored, so the verdict is learned once the
 // upstream answers again.
 
-// served is what one URI looks like to one authorization context.
-type served struct {
-	upstream    bool // the upstream serves this URI; its bytes are below
-	digest      string
-	size        int64
-	frontmatter json.RawMessage // SKILL.md only
+// Served is what one URI looks like to one authorization context.
+type Served struct {
+	Upstream    bool // the upstream serves this URI; its bytes are below
+	Digest      string
+	Size        int64
+	Frontmatter json.RawMessage // SKILL.md only
 	// withheld, for a SKILL.md, is why its skill is not published: its
 	// frontmatter has no reading every host shares (servedFrontmatter).
-	withheld string
+	Withheld string
 }
 
 // authContext caches the verdicts of one authorization context for one
@@ -54,7 +55,7 @@ type authContext struct {
 	snap    *catalog.Snapshot
 	expires time.Time
 	mu      sync.Mutex
-	files   map[string]served
+	files   map[string]Served
 	disc    *discovery            // the served set, learned or being learned
 	reading map[string]*readClaim // files being read, by the request that claimed each
 }
@@ -90,12 +91,9 @@ type Overlay struct {
 	// folder's copy is judged by the catalog under the same setting. Set it
 	// before serving.
 	FrontmatterPortability string
-	// FileReads bounds the reads of upstream-served files one request
-	// runs at once; 0 means DefaultFileReads. Set it before serving.
-	FileReads int
 	// slots bounds the discoveries in flight (DefaultMaxDiscoveries);
 	// prefetches the prefetches running (prefetch.go).
-	slots      chan struct{}
+	slots      *semaphore.Weighted
 	prefetches chan struct{}
 	// resourcesCap is what the upstream declared of resources (capUnknown,
 	// capResources, capNone).
@@ -132,7 +130,7 @@ func NewOverlay(up *onbehalf.Upstream, ttl time.Duration, shared bool) *Overlay 
 		ttl = 60 * time.Second
 	}
 	return &Overlay{up: up, ttl: ttl, shared: shared, now: time.Now, contexts: map[string]*authContext{},
-		slots: make(chan struct{}, DefaultMaxDiscoveries), prefetches: make(chan struct{}, maxPrefetches)}
+		slots: semaphore.NewWeighted(DefaultMaxDiscoveries), prefetches: make(chan struct{}, maxPrefetches)}
 }
 
 // Invalidate forgets every verdict and digest learned, so the next listing
@@ -199,7 +197,7 @@ func (o *Overlay) contextAt(key string, snap *catalog.Snapshot) *authContext {
 		if len(o.contexts) >= maxContexts {
 			clear(o.contexts)
 		}
-		c = &authContext{snap: snap, expires: now.Add(o.ttl), files: map[string]served{}}
+		c = &authContext{snap: snap, expires: now.Add(o.ttl), files: map[string]Served{}}
 		o.contexts[key] = c
 	}
 	return c
@@ -222,14 +220,14 @@ func (c *authContext) knows(uri string) bool {
 	return ok
 }
 
-func (c *authContext) lookup(uri string) (served, bool) {
+func (c *authContext) lookup(uri string) (Served, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.files[uri]
 	return s, ok
 }
 
-func (c *authContext) store(uri string, s served) {
+func (c *authContext) store(uri string, s Served) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.files[uri] = s
@@ -246,7 +244,7 @@ const unreachableBackoff = time.Second
 // serves whose digest is not cached are read, a few at a time
 // (readBounded), and a file another request of the context is reading is
 // waited for, not read twice, unless that read leaves no verdict.
-func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File, unknownOK bool) (map[string]served, error) {
+func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Message, files []*catalog.File, unknownOK bool) (map[string]Served, error) {
 	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
 		return nil, nil // verdicts unknown: the plugin folder's files, not remembered
 	}
@@ -257,11 +255,11 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 	if !vouched && prefetching(r) {
 		return nil, errUnvouched
 	}
-	var out map[string]served
-	add := func(uri string, s served) {
-		if s.upstream {
+	var out map[string]Served
+	add := func(uri string, s Served) {
+		if s.Upstream {
 			if out == nil {
-				out = map[string]served{}
+				out = map[string]Served{}
 			}
 			out[uri] = s
 		}
@@ -323,7 +321,7 @@ func (o *Overlay) resolveIn(c *authContext, r *http.Request, caller rewrite.Mess
 // readClaimed reads the files claimed for r (claim), stores what it may
 // keep as c's verdicts and ends each claim, telling its waiters whether to
 // read the file again (readClaim.again) or share its failure.
-func (o *Overlay) readClaimed(c *authContext, r *http.Request, caller rewrite.Message, mine []*catalog.File) ([]served, []error) {
+func (o *Overlay) readClaimed(c *authContext, r *http.Request, caller rewrite.Message, mine []*catalog.File) ([]Served, []error) {
 	if len(mine) == 0 {
 		return nil, nil
 	}
@@ -387,7 +385,7 @@ type awaited struct {
 // read (mine), marked in c.reading until it closes that read. The files are
 // matched against set's templates before c's lock is taken: a large page
 // matched against many templates holds up nobody else of the context.
-func (c *authContext) claim(set *servedSet, files []*catalog.File, add func(string, served)) (mine []*catalog.File, theirs []awaited) {
+func (c *authContext) claim(set *servedSet, files []*catalog.File, add func(string, Served)) (mine []*catalog.File, theirs []awaited) {
 	var upstream []*catalog.File
 	for _, f := range files {
 		if set.serves(f.URI) {
@@ -429,10 +427,10 @@ func (o *Overlay) unknown(err error, unknownOK bool) error {
 	return err
 }
 
-// servesURI reports whether the upstream serves uri itself for the caller
+// ServesURI reports whether the upstream serves uri itself for the caller
 // of r, by its listings and any verdict already learned, without reading
 // it: a forwarded read learns its bytes (readWatch).
-func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, uri string, unknownOK bool) (bool, error) {
+func (o *Overlay) ServesURI(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, uri string, unknownOK bool) (bool, error) {
 	if unknownOK && o.now().UnixNano() < o.downUntil.Load() {
 		return false, nil
 	}
@@ -447,7 +445,7 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 		return false, nil
 	}
 	if s, ok := c.lookup(uri); ok {
-		return s.upstream, nil // listed, but read as not found: the plugin's
+		return s.Upstream, nil // listed, but read as not found: the plugin's
 	}
 	return true, nil
 }
@@ -455,17 +453,17 @@ func (o *Overlay) servesURI(r *http.Request, caller rewrite.Message, snap *catal
 // probe asks the upstream for uri. A not-found answer (or an upstream
 // without resources) means the sidecar serves it; a refusal of the caller
 // is returned as the error so it reaches the caller unchanged.
-func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (served, error) {
+func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (Served, error) {
 	o.Metrics.DigestRefresh()
-	m, err := o.up.Call(r, caller, "resources/read", map[string]json.RawMessage{"uri": mustJSON(uri)})
+	m, err := o.up.Call(r, caller, "resources/read", map[string]json.RawMessage{"uri": quoted(uri)})
 	if err != nil {
-		return served{}, err
+		return Served{}, err
 	}
 	if m.Kind != rewrite.KindResponse {
-		return served{}, nil // not found, not supported, or failed: the sidecar serves its own
+		return Served{}, nil // not found, not supported, or failed: the sidecar serves its own
 	}
 	s, err := servedOf(uri, m.Result, o.FrontmatterPortability)
-	o.Metrics.HashedBytes(s.size)
+	o.Metrics.HashedBytes(s.Size)
 	return s, err
 }
 
@@ -475,25 +473,25 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (se
 // a message already checked to be JSON, so it is walked by offsets: a blob
 // is decoded in small chunks into the hash, with no copy of its bytes, and
 // plain text is hashed where it lies.
-func servedOf(uri string, result json.RawMessage, portability string) (served, error) {
+func servedOf(uri string, result json.RawMessage, portability string) (Served, error) {
 	raw, _ := rewrite.GetKey(result, []string{"contents"})
 	c, ok := rewrite.FirstElement(raw)
 	if !ok {
-		return served{}, fmt.Errorf("upstream resources/read %s: no contents", uri)
+		return Served{}, fmt.Errorf("upstream resources/read %s: no contents", uri)
 	}
 	h := sha256.New()
 	var size int64
 	var text []byte
 	if t, ok := rewrite.GetKey(c, []string{"text"}); ok {
 		if text, ok = rewrite.StringBytes(t); !ok {
-			return served{}, fmt.Errorf("upstream resources/read %s: text is not a string", uri)
+			return Served{}, fmt.Errorf("upstream resources/read %s: text is not a string", uri)
 		}
 		h.Write(text)
 		size = int64(len(text))
 	} else if b, ok := rewrite.GetKey(c, []string{"blob"}); ok {
 		enc, ok := rewrite.StringBytes(b)
 		if !ok {
-			return served{}, fmt.Errorf("upstream resources/read %s: blob is not a string", uri)
+			return Served{}, fmt.Errorf("upstream resources/read %s: blob is not a string", uri)
 		}
 		// A literal with no escapes decodes to its own bytes; every escape
 		// shortens it (invalid UTF-8 lengthens it, but is no base64
@@ -501,19 +499,19 @@ func servedOf(uri string, result json.RawMessage, portability string) (served, e
 		// hashBase64 need not look for them.
 		n, err := hashBase64(h, enc, len(enc) == len(b)-2)
 		if err != nil {
-			return served{}, fmt.Errorf("upstream resources/read %s: blob: %w", uri, err)
+			return Served{}, fmt.Errorf("upstream resources/read %s: blob: %w", uri, err)
 		}
 		size = n
 	} else {
-		return served{}, fmt.Errorf("upstream resources/read %s: neither text nor blob", uri)
+		return Served{}, fmt.Errorf("upstream resources/read %s: neither text nor blob", uri)
 	}
-	s := served{upstream: true, digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), size: size}
+	s := Served{Upstream: true, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Size: size}
 	if strings.HasSuffix(uri, "/SKILL.md") {
 		fm, withheld, err := servedFrontmatter(text, portability)
 		if err != nil {
-			return served{}, fmt.Errorf("upstream SKILL.md %s: %w", uri, err)
+			return Served{}, fmt.Errorf("upstream SKILL.md %s: %w", uri, err)
 		}
-		s.frontmatter, s.withheld = fm, withheld
+		s.Frontmatter, s.Withheld = fm, withheld
 	}
 	return s, nil
 }
@@ -580,74 +578,8 @@ func hashBase64(w io.Writer, enc []byte, plain bool) (int64, error) {
 	return total, nil
 }
 
-// entries returns the encoded entries of skills in v from index from to to,
-// with the upstream's verdicts applied for this caller; changed tells
-// whether any differs from the catalog's own. The entry of a skill whose
-// served SKILL.md is withheld (servedFrontmatter) is nil, and withheld
-// holds the reason at the same index.
-func (o *Overlay) entries(r *http.Request, caller rewrite.Message, v *view, from, to int, unknownOK bool) (_ []json.RawMessage, changed bool, withheld []string, _ error) {
-	out := v.skillEntries[from:to:to]
-	// The files of the whole page are resolved together, so the reads of
-	// the ones the upstream serves run side by side, not skill by skill.
-	skills := make([]*catalog.Skill, 0, to-from)
-	var files []*catalog.File
-	for i := from; i < to; i++ {
-		sk, _ := v.snap.Skill(v.skillURIs[i])
-		skills = append(skills, sk)
-		files = append(files, sk.Files...)
-	}
-	key := o.authKey(r)
-	c := o.contextAt(key, v.snap)
-	over, err := o.resolveIn(c, r, caller, files, unknownOK)
-	if err != nil {
-		o.dropIfEmpty(key, c) // a refused caller leaves no entry behind
-	}
-	if err != nil || over == nil {
-		return out, false, nil, err
-	}
-	copied := false
-	for i, sk := range skills {
-		if !servesAny(over, sk.Files) {
-			continue
-		}
-		if !copied {
-			out, copied = append([]json.RawMessage(nil), out...), true
-		}
-		if why := over[sk.URI].withheld; why != "" {
-			if withheld == nil {
-				withheld = make([]string, len(out))
-			}
-			out[i], withheld[i] = nil, why
-			continue
-		}
-		out[i] = encodeSkillServed(sk, over)
-	}
-	return out, copied, withheld, nil
-}
-
-// servesAny reports whether over has a verdict for any of files.
-func servesAny(over map[string]served, files []*catalog.File) bool {
-	for _, f := range files {
-		if _, ok := over[f.URI]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// encodeSkillServed is encodeSkill with the upstream's bytes winning for the
-// files it serves.
-func encodeSkillServed(sk *catalog.Skill, over map[string]served) []byte {
-	e := skillEntry{URI: sk.URI, Frontmatter: sk.Frontmatter, Resources: make([]fileRef, 0, len(sk.Files))}
-	for _, f := range sk.Files {
-		ref := fileRef{URI: f.URI, Digest: f.Digest, Size: f.Size}
-		if s, ok := over[f.URI]; ok {
-			ref.Digest, ref.Size = s.digest, s.size
-			if f.URI == sk.URI && s.frontmatter != nil {
-				e.Frontmatter = s.frontmatter
-			}
-		}
-		e.Resources = append(e.Resources, ref)
-	}
-	return mustJSON(e)
+// quoted is s as a JSON string.
+func quoted(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
 }

@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"encoding/base64"
@@ -45,8 +45,8 @@ func BenchmarkReadScan(b *testing.B) {
 					s.Write(p[:k])
 					p = p[k:]
 				}
-				if out, got := s.End(); out != scanServed || got.size != int64(c.decoded) {
-					b.Fatalf("outcome %d, size %d; want served, %d", out, got.size, c.decoded)
+				if out, got := s.End(); out != scanServed || got.Size != int64(c.decoded) {
+					b.Fatalf("outcome %d, size %d; want served, %d", out, got.Size, c.decoded)
 				}
 			}
 			b.ReportMetric(float64(c.decoded)*float64(b.N)/b.Elapsed().Seconds()/1e6, "decoded-MB/s")

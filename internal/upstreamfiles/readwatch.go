@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"bytes"
@@ -28,11 +28,14 @@ type readWatch struct {
 	spoiled  bool
 	answers  int
 	outcome  scanOutcome
-	verdict  served
+	verdict  Served
 	finished bool
 }
 
-func (o *Overlay) watchRead(r *http.Request, snap *catalog.Snapshot, uri string, id []byte) *readWatch {
+// WatchRead returns the observer of a forwarded resources/read of uri
+// (in snap, for r's caller, the request's id id): what the read served is
+// published once its reply ended whole.
+func (o *Overlay) WatchRead(r *http.Request, snap *catalog.Snapshot, uri string, id []byte) rewrite.Observer {
 	scan := newReadScan(uri, bytes.Clone(id))
 	scan.portability = o.FrontmatterPortability
 	return &readWatch{o: o, r: r, snap: snap, uri: uri, scan: scan}
@@ -83,11 +86,11 @@ func (w *readWatch) Done(clean bool) {
 		// Listed, but not found for this caller (either era's code): the
 		// plugin's file from the next request on, as a read of the
 		// overlay's own would find. A refusal stores nothing.
-		w.o.context(w.r, w.snap).store(w.uri, served{})
+		w.o.context(w.r, w.snap).store(w.uri, Served{})
 	case scanServed:
-		w.o.Metrics.HashedBytes(w.verdict.size)
+		w.o.Metrics.HashedBytes(w.verdict.Size)
 		c := w.o.context(w.r, w.snap)
-		if old, ok := c.lookup(w.uri); ok && (old.digest != w.verdict.digest || old.size != w.verdict.size) {
+		if old, ok := c.lookup(w.uri); ok && (old.Digest != w.verdict.Digest || old.Size != w.verdict.Size) {
 			w.o.Metrics.DigestMismatch()
 		}
 		c.store(w.uri, w.verdict)

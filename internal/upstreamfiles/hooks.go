@@ -1,6 +1,11 @@
-package methods
+package upstreamfiles
 
 import "time"
+
+// Test hooks. The overlay's behaviour is tested through a whole sidecar,
+// from package methods' tests (which drive skills/list and resources/read
+// against a real upstream); those tests steer and observe the overlay
+// through these functions. Nothing else calls them.
 
 // SetOverlayClock replaces the clock o checks its TTL against, so a test
 // can step past the TTL instead of sleeping through it. Call it before o

@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"regexp"

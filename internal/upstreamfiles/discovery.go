@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"golang.org/x/sync/errgroup"
 )
 
 // Discovery: which catalog URIs the upstream serves is learned from the
@@ -208,11 +209,10 @@ func (o *Overlay) runDiscovery(c *authContext, d *discovery, r *http.Request, ca
 	defer close(d.done)
 	defer d.markListed()
 	defer func() { d.abandoned = d.err != nil && r.Context().Err() != nil }()
-	select {
-	case o.slots <- struct{}{}:
-		defer func() { <-o.slots }()
-	case <-r.Context().Done():
-		d.err = r.Context().Err()
+	if err := o.slots.Acquire(r.Context(), 1); err != nil {
+		d.err = err
+	} else {
+		defer o.slots.Release(1)
 	}
 	if d.err != nil {
 		d.guesses.skip()
@@ -342,7 +342,7 @@ func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key s
 	for page := range maxDiscoveryPages {
 		params := map[string]json.RawMessage{}
 		if cursor != "" {
-			params["cursor"] = mustJSON(cursor)
+			params["cursor"] = quoted(cursor)
 		}
 		o.ListingPages.Add(1)
 		m, status, err := o.up.CallStatus(r, caller, method, params)
@@ -375,31 +375,25 @@ func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key s
 	return nil // past the bound: what was listed so far (see maxDiscoveryPages)
 }
 
-// readBounded reads files from the upstream, at most fileReads at a time,
-// and returns each verdict (or error) in files' order.
-func (o *Overlay) readBounded(r *http.Request, caller rewrite.Message, files []*catalog.File) ([]served, []error) {
-	out, errs := make([]served, len(files)), make([]error, len(files))
-	n := o.FileReads
-	if n <= 0 {
-		n = DefaultFileReads
-	}
-	if len(files) == 1 || n == 1 {
+// readBounded reads files from the upstream, at most DefaultFileReads at
+// a time, and returns each verdict (or error) in files' order.
+func (o *Overlay) readBounded(r *http.Request, caller rewrite.Message, files []*catalog.File) ([]Served, []error) {
+	out, errs := make([]Served, len(files)), make([]error, len(files))
+	if len(files) == 1 {
 		for i, f := range files {
 			out[i], errs[i] = o.probe(r, caller, f.URI)
 		}
 		return out, errs
 	}
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(DefaultFileReads)
 	for i, f := range files {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			out[i], errs[i] = o.probe(r, caller, f.URI)
-		}()
+			return nil // each file's error is its own, in errs
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return out, errs
 }
 
@@ -431,9 +425,9 @@ type overlayCounters struct {
 // flight like admissions); and when the first page is neither a result
 // nor a refusal, the probe follows it instead of running beside it.
 
-// early is a discovery started before the gate's verdict. The nil value
+// Early is a discovery started before the gate's verdict. The nil value
 // started nothing.
-type early struct {
+type Early struct {
 	o      *Overlay
 	c      *authContext
 	d      *discovery
@@ -442,7 +436,7 @@ type early struct {
 	exited chan struct{}
 }
 
-// startDiscovery starts the discovery of r's context in the background
+// StartDiscovery starts the discovery of r's context in the background
 // when none is learned or running, and returns it; nil when there is
 // nothing to start. Beside it go the reads of the files of the caller's
 // page (files, asked only then) that the last discovery of any context found served
@@ -455,7 +449,7 @@ type early struct {
 // (and may have admitted this caller) rather than beside it; with
 // upstream-files-shared the discovery may be another caller's, and it
 // returns nil, nil.
-func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files func() []*catalog.File) (*early, <-chan struct{}) {
+func (o *Overlay) StartDiscovery(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, unknownOK bool, files func() []*catalog.File) (*Early, <-chan struct{}) {
 	if o.resourcesCap.Load() == capNone || (unknownOK && o.now().UnixNano() < o.downUntil.Load()) {
 		return nil, nil
 	}
@@ -479,7 +473,7 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 	d.guesses = o.guess(c, files())
 	c.disc = d
 	c.mu.Unlock()
-	e := &early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
+	e := &Early{o: o, c: c, d: d, key: key, cancel: cancel, exited: make(chan struct{})}
 	go func() {
 		defer close(e.exited)
 		o.runDiscovery(c, d, r.WithContext(ctx), caller)
@@ -487,13 +481,13 @@ func (o *Overlay) startDiscovery(r *http.Request, caller rewrite.Message, snap *
 	return e, nil
 }
 
-// listed waits until the early discovery's first resources/list page has
+// Listed waits until the early discovery's first resources/list page has
 // its answer (the gate may have its verdict from it: Overlay.Witness), the
 // discovery ended, or the caller left. It reports whether the gate
 // admitted the caller on that page (then the gate need not be asked), and
 // returns the upstream's refusal of it, if it refused it: the caller's
 // answer, since the page needs the listing whatever a probe would say.
-func (e *early) listed(ctx context.Context) (bool, *onbehalf.Refusal) {
+func (e *Early) Listed(ctx context.Context) (bool, *onbehalf.Refusal) {
 	if e == nil {
 		return false, nil
 	}
@@ -515,10 +509,10 @@ func isRefusal(err error) bool {
 	return errors.As(err, &ref)
 }
 
-// withdraw forgets a discovery the gate's refusal made pointless: its calls
+// Withdraw forgets a discovery the gate's refusal made pointless: its calls
 // are cancelled and waited for, it is no longer the context's, and the
 // context is dropped when nothing else was learned in it.
-func (e *early) withdraw() {
+func (e *Early) Withdraw() {
 	if e == nil {
 		return
 	}
@@ -536,20 +530,20 @@ func (e *early) withdraw() {
 // discovery, with that discovery (servedSetOf).
 type ownKey struct{}
 
-// own returns r marked as the request that started e's discovery, once the
+// Own returns r marked as the request that started e's discovery, once the
 // gate has admitted it; r itself when e started nothing.
-func (e *early) own(r *http.Request) *http.Request {
+func (e *Early) Own(r *http.Request) *http.Request {
 	if e == nil {
 		return r
 	}
 	return r.WithContext(context.WithValue(r.Context(), ownKey{}, e.d))
 }
 
-// end is called when the request that started the discovery has its
+// End is called when the request that started the discovery has its
 // answer: a discovery its answer did not wait for (an error found before
 // the listing was needed) is cancelled, and its goroutine is gone when end
 // returns, so none outlives its request.
-func (e *early) end() {
+func (e *Early) End() {
 	if e == nil {
 		return
 	}
@@ -582,7 +576,7 @@ type guesses struct {
 	files []*catalog.File
 	done  chan struct{} // closed when every read has its result
 
-	out  []served // by files' index, once done
+	out  []Served // by files' index, once done
 	errs []error
 }
 
@@ -607,9 +601,9 @@ func (o *Overlay) guess(c *authContext, files []*catalog.File) *guesses {
 	return &guesses{gen: o.changes.Load(), files: mine, done: make(chan struct{})}
 }
 
-// start runs the guessed reads in the background, at most FileReads at
-// once; the channel it returns (closed at once for none) is closed when
-// they have their results.
+// start runs the guessed reads in the background, at most
+// DefaultFileReads at once; the channel it returns (closed at once for
+// none) is closed when they have their results.
 func (g *guesses) start(o *Overlay, r *http.Request, caller rewrite.Message) <-chan struct{} {
 	if g == nil {
 		return closed

@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ type readScan struct {
 	elBody  bool // text or blob seen
 	b64     b64Stream
 	matched bool
-	found   served
+	found   Served
 }
 
 // textStage is the size of readScan.stage: decoded text reaches SHA-256 in
@@ -740,14 +740,14 @@ func (s *readScan) endContent() {
 	s.matched = true
 	s.h.Write(s.stage)
 	s.stage = s.stage[:0]
-	s.found = served{upstream: true, digest: "sha256:" + hex.EncodeToString(s.h.Sum(nil)), size: s.size}
+	s.found = Served{Upstream: true, Digest: "sha256:" + hex.EncodeToString(s.h.Sum(nil)), Size: s.size}
 	if s.skill {
 		fm, withheld, err := servedFrontmatter(s.text, s.portability)
 		if err != nil {
 			s.fail()
 			return
 		}
-		s.found.frontmatter, s.found.withheld = fm, withheld
+		s.found.Frontmatter, s.found.Withheld = fm, withheld
 	}
 }
 
@@ -764,30 +764,30 @@ const (
 
 // End judges the message fed so far as a whole and returns what it is and,
 // for scanServed, what it serves. s is then ready for the next message.
-func (s *readScan) End() (scanOutcome, served) {
+func (s *readScan) End() (scanOutcome, Served) {
 	defer s.reset()
 	if s.failed || !s.done || string(s.jsonrpc) != `"2.0"` {
-		return scanInvalid, served{}
+		return scanInvalid, Served{}
 	}
 	if s.id == nil || !mayAnswer(s.wantID, s.id) {
-		return scanOther, served{}
+		return scanOther, Served{}
 	}
 	if s.hasMethod {
 		if s.hasResult || s.hasError {
-			return scanInvalid, served{} // a request to one reader, perhaps the reply to another
+			return scanInvalid, Served{} // a request to one reader, perhaps the reply to another
 		}
-		return scanOther, served{} // a server request that reuses the id
+		return scanOther, Served{} // a server request that reuses the id
 	}
 	switch {
 	case s.hasResult == s.hasError:
-		return scanInvalid, served{}
+		return scanInvalid, Served{}
 	case s.hasError:
 		if c := string(s.code); c == "-32002" || c == "-32602" {
-			return scanNotFound, served{}
+			return scanNotFound, Served{}
 		}
-		return scanRefused, served{}
+		return scanRefused, Served{}
 	case !s.matched:
-		return scanInvalid, served{}
+		return scanInvalid, Served{}
 	}
 	return scanServed, s.found
 }

@@ -1,4 +1,4 @@
-package methods
+package upstreamfiles
 
 import (
 	"crypto/sha256"
@@ -27,8 +27,8 @@ func TestServedOfBigBlobMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(blob)
-	if want := "sha256:" + hex.EncodeToString(sum[:]); s.digest != want || s.size != int64(len(blob)) {
-		t.Fatalf("servedOf = %s %d, want %s %d", s.digest, s.size, want, len(blob))
+	if want := "sha256:" + hex.EncodeToString(sum[:]); s.Digest != want || s.Size != int64(len(blob)) {
+		t.Fatalf("servedOf = %s %d, want %s %d", s.Digest, s.Size, want, len(blob))
 	}
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("hashing a %d-byte blob (%d-byte reply) allocated %d bytes", len(blob), len(result), allocated)
@@ -88,8 +88,8 @@ func FuzzServedOf(f *testing.F) {
 			return
 		}
 		sum := sha256.Sum256(want)
-		if d := "sha256:" + hex.EncodeToString(sum[:]); got.digest != d || got.size != int64(len(want)) {
-			t.Fatalf("servedOf(%q) = %s %d, want %s %d (%q)", in, got.digest, got.size, d, len(want), want)
+		if d := "sha256:" + hex.EncodeToString(sum[:]); got.Digest != d || got.Size != int64(len(want)) {
+			t.Fatalf("servedOf(%q) = %s %d, want %s %d (%q)", in, got.Digest, got.Size, d, len(want), want)
 		}
 	})
 }
@@ -128,8 +128,8 @@ func TestServedOfChunkBoundaries(t *testing.T) {
 			continue
 		}
 		sum := sha256.Sum256(want.Contents[0].Blob)
-		if d := "sha256:" + hex.EncodeToString(sum[:]); got.digest != d || got.size != int64(len(want.Contents[0].Blob)) {
-			t.Errorf("%s: servedOf = %s %d, want %s %d", name, got.digest, got.size, d, len(want.Contents[0].Blob))
+		if d := "sha256:" + hex.EncodeToString(sum[:]); got.Digest != d || got.Size != int64(len(want.Contents[0].Blob)) {
+			t.Errorf("%s: servedOf = %s %d, want %s %d", name, got.Digest, got.Size, d, len(want.Contents[0].Blob))
 		}
 	}
 }
