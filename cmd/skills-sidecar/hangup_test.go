@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestHangupReloads: SIGHUP makes the sidecar reload its plugin folder at
@@ -22,7 +24,7 @@ func TestHangupReloads(t *testing.T) {
 	signal.Notify(keep, syscall.SIGHUP)
 	defer signal.Stop(keep)
 	root := filepath.Join(t.TempDir(), "plugin")
-	writeTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes.\n---\n# Notes\n"})
+	sidecartest.WriteTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes.\n---\n# Notes\n"})
 	addr, maddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var errOut syncBuffer

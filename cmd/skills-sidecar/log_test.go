@@ -101,20 +101,6 @@ func startSidecar(t *testing.T, args ...string) (string, func() string) {
 	return "http://" + addr + "/mcp", stop
 }
 
-// mcpPost sends one JSON-RPC body with hdr (sidecartest.Post) and returns
-// the reply's status, headers and body.
-func mcpPost(t *testing.T, u, body string, hdr map[string]string) (int, http.Header, string) {
-	t.Helper()
-	h := http.Header{}
-	for k, v := range hdr {
-		h.Set(k, v)
-	}
-	resp, b := sidecartest.Post(t, u, body, h)
-	return resp.StatusCode, resp.Header, string(b)
-}
-
-const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-
 // logLine is one log line decoded: level, message and fields.
 type logLine struct {
 	level, msg string
@@ -174,7 +160,7 @@ func TestRequestLineFormats(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			u, stop := startSidecar(t, "--upstream", up, "--log-format", format, "--log-level", "debug")
-			if status, _, body := mcpPost(t, u, initBody, map[string]string{"Authorization": "Bearer " + testToken}); status != http.StatusOK {
+			if status, _, body := sidecartest.Call(t, u, sidecartest.Initialize, map[string]string{"Authorization": "Bearer " + testToken}); status != http.StatusOK {
 				t.Fatalf("initialize = %d %s, want 200", status, body)
 			}
 			var got []logLine
@@ -261,20 +247,20 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 			_ = cs.Close()
 
 			// A legacy session by hand, so its minted id is known.
-			status, h, body := mcpPost(t, u, initBody, creds)
+			status, h, body := sidecartest.Call(t, u, sidecartest.Initialize, creds)
 			sid := h.Get("Mcp-Session-Id")
 			if status != http.StatusOK || sid == "" {
 				t.Fatalf("initialize = %d (session %q) %s; want 200 and a session", status, sid, body)
 			}
 			secrets = append(secrets, sid)
 			sess := with("Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-11-25")
-			mcpPost(t, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sess)
+			sidecartest.Call(t, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sess)
 			for _, req := range []string{
 				`{"jsonrpc":"2.0","id":2,"method":"skills/list"}`,
 				`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"skill://incident-summary/SKILL.md"}}`,
 				`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
 			} {
-				if status, _, body := mcpPost(t, u, req, sess); status != http.StatusOK {
+				if status, _, body := sidecartest.Call(t, u, req, sess); status != http.StatusOK {
 					t.Errorf("%s = %d %s, want 200", req, status, body)
 				} else if strings.Contains(req, "resources/read") && !strings.Contains(body, skillBody) {
 					t.Errorf("resources/read of the skill lacks its body: %s", body)
@@ -283,15 +269,15 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 			// Refused by the auth gate: a wrong token, with a session id
 			// the client made up.
 			wrong := map[string]string{"Authorization": "Bearer wrong-" + testToken, "Cookie": "sid=" + testCookie, "Mcp-Session-Id": testSession}
-			if status, _, _ := mcpPost(t, u, `{"jsonrpc":"2.0","id":5,"method":"skills/list"}`, wrong); status != http.StatusUnauthorized {
+			if status, _, _ := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":5,"method":"skills/list"}`, wrong); status != http.StatusUnauthorized {
 				t.Errorf("skills/list with a wrong token = %d, want 401", status)
 			}
 			// Forwarded with a session the upstream does not know.
-			if status, _, _ := mcpPost(t, u, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`, with("Mcp-Session-Id", testSession)); status != http.StatusNotFound {
+			if status, _, _ := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`, with("Mcp-Session-Id", testSession)); status != http.StatusNotFound {
 				t.Errorf("tools/list in an unknown session = %d, want 404", status)
 			}
 			// A failure: the upstream breaks off the exchange.
-			if status, _, _ := mcpPost(t, u, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, with("Mcp-Session-Id", sid, "X-Test-Fail", "1")); status != http.StatusBadGateway {
+			if status, _, _ := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, with("Mcp-Session-Id", sid, "X-Test-Fail", "1")); status != http.StatusBadGateway {
 				t.Errorf("tools/list the upstream breaks off = %d, want 502", status)
 			}
 

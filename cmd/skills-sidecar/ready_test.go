@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 func status(u string) int {
@@ -197,7 +198,7 @@ func TestReadinessWaitsForEraProbe(t *testing.T) {
 			release := make(chan struct{})
 			let := sync.OnceFunc(func() { close(release) })
 			legacy := demo.Handler(nil)
-			up := upstreamServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			up := sidecartest.Upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, _ := io.ReadAll(r.Body)
 				r.Body = io.NopCloser(strings.NewReader(string(b)))
 				if strings.Contains(string(b), `"server/discover"`) {
