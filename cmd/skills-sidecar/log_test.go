@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,47 +57,17 @@ func authUpstream(t *testing.T) string {
 	return srv.URL + "/mcp"
 }
 
-// startSidecar runs the binary's run with args (plus a listen address and
-// no annotations file or metrics listener) and returns its MCP URL and a
-// stop function that cancels it, waits for it to drain and exit, and
-// returns everything it logged.
+// startSidecar runs the binary's run with args (startRun, no metrics
+// listener) and returns its MCP URL and a function that stops it (see
+// serving.stop) and returns everything it logged.
 func startSidecar(t *testing.T, args ...string) (string, func() string) {
 	t.Helper()
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, append([]string{"--listen", addr, "--metrics-listen", "", "--annotations-file", ""}, args...), nil, nil, &out, &errOut)
-	}()
-	stopped := false
-	stop := func() string {
+	s := startRun(t, false, args...)
+	return s.url, func() string {
 		t.Helper()
-		if !stopped {
-			stopped = true
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("run did not return after cancellation")
-			}
-		}
-		return errOut.String()
+		s.stop(t)
+		return s.errOut.String()
 	}
-	t.Cleanup(func() { stop() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sidecar never listened; stderr %s", errOut.String())
-		}
-	}
-	return "http://" + addr + "/mcp", stop
 }
 
 // logLine is one log line decoded: level, message and fields.

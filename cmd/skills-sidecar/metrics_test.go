@@ -223,23 +223,10 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // long-lived so that what the test counts does not depend on its speed.
 func startScraped(t *testing.T, upstreamURL, root string) (endpoint, metricsAddr string, log *syncBuffer) {
 	t.Helper()
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-			"--upstream", upstreamURL, "--plugin-dir", root, "--log-format", "json",
-			"--poll-interval", "100ms", "--auth-cache-ttl", "10m", "--upstream-files-ttl", "10m"}, nil, nil, &out, &errOut)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
-		}
-	})
-	eventually(t, "/healthz", 200, func() int { return status("http://" + maddr + "/healthz") })
-	return "http://" + addr + "/mcp", maddr, &errOut
+	s := startRun(t, true, "--upstream", upstreamURL, "--plugin-dir", root, "--log-format", "json",
+		"--poll-interval", "100ms", "--auth-cache-ttl", "10m", "--upstream-files-ttl", "10m")
+	eventually(t, "/healthz", 200, func() int { return status("http://" + s.maddr + "/healthz") })
+	return s.url, s.maddr, s.errOut
 }
 
 // scrapeSettled scrapes between two readings of the log that agree on the
