@@ -9,8 +9,8 @@
 # PyYAML, must run and pass there); every fuzz target for
 # FUZZTIME each (default 5000x: a count, not a duration, so a loaded
 # machine cannot turn the fuzz deadline into a false failure); the Kubernetes packaging (scripts/check-k8s.sh);
-# promtool on a real scrape (scripts/check-metrics.sh); a 20-second soak run
-# (test/soak); the end-to-end suite
+# promtool on a real scrape (scripts/check-metrics.sh); TestSoakShort and a
+# 20-second soak run (test/soak); the end-to-end suite
 # (scripts/e2e-all.sh; TestAgreesWithInspector skips in the unit stage, where
 # VERIFY_E2E_TOOLS is unset, and runs in e2e: scripts/e2e-verify-agreement.sh);
 # the benchmark harness in its short mode and scripts/bench-wrk.sh once (so
@@ -47,6 +47,7 @@ stage() {
 static_checks() {
   go mod download || return 1
   go vet ./... || return 1
+  go vet -tags soak ./test/soak || return 1
   local unformatted files
   mapfile -t files < <(git ls-files '*.go')
   unformatted=$(gofmt -l "${files[@]}")
@@ -72,6 +73,22 @@ fuzz() {
   return $rc
 }
 
+# soak runs TestSoakShort (test/soak/short_test.go, behind the build tag
+# soak so the unit stage's go test ./... leaves it out and it runs once), and
+# fails unless the test ran and passed; then a 20-second soak.
+soak() {
+  local log rc=0
+  log=$(mktemp)
+  go test -race -count=1 -tags soak -run '^TestSoakShort$' -v ./test/soak >"$log" 2>&1 || rc=1
+  if ((rc != 0)) || ! grep -q '^--- PASS: TestSoakShort ' "$log"; then
+    cat "$log"; rm -f "$log"
+    echo "TestSoakShort did not run and pass"
+    return 1
+  fi
+  rm -f "$log"
+  go run ./test/soak -duration 20s -warmup 2s
+}
+
 stage static static_checks
 stage unit go test -race -count=1 -timeout 15m ./...
 stage pyyaml scripts/check-pyyaml.sh
@@ -86,7 +103,7 @@ if [[ ${SKIP_KUBE:-} != 1 ]]; then
 fi
 stage metrics scripts/check-metrics.sh
 if [[ ${SKIP_SOAK:-} != 1 ]]; then
-  stage soak go run ./test/soak -duration 20s -warmup 2s
+  stage soak soak
 fi
 if [[ ${SKIP_E2E:-} != 1 ]]; then
   # shellcheck disable=SC2086

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -81,21 +80,10 @@ func TestDeadUpstreamByAuthGate(t *testing.T) {
 	for _, gate := range []string{"none", "upstream"} {
 		t.Run(gate, func(t *testing.T) {
 			t.Parallel()
-			upAddr, addr, maddr := freeAddr(t), freeAddr(t), freeAddr(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			var out, errOut syncBuffer
-			done := make(chan int, 1)
-			go func() {
-				done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-					"--upstream", "http://" + upAddr + "/mcp", "--plugin-dir", "../../examples/plugin", "--auth-gate", gate,
-					"--dial-timeout", "1s"}, nil, nil, &out, &errOut)
-			}()
-			defer func() {
-				cancel()
-				if code := <-done; code != 0 {
-					t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
-				}
-			}()
+			upAddr := freeAddr(t)
+			s := startRun(t, true, "--upstream", "http://"+upAddr+"/mcp", "--plugin-dir", "../../examples/plugin", "--auth-gate", gate,
+				"--dial-timeout", "1s")
+			addr, maddr := s.addr, s.maddr
 			eventually(t, "/readyz with the upstream's port closed", 503, func() int { c, _ := readyzBody(t, maddr); return c })
 			_, body := readyzBody(t, maddr)
 			if want := "auth-gate " + gate + ":"; !strings.Contains(body, "upstream unreachable") || !strings.Contains(body, want) {
@@ -146,24 +134,14 @@ func TestDeadUpstreamByAuthGate(t *testing.T) {
 // dials a closed port.
 func TestGatedUpstreamDiesFailsClosed(t *testing.T) {
 	t.Parallel()
-	upAddr, addr := freeAddr(t), freeAddr(t)
+	upAddr := freeAddr(t)
 	ln, err := net.Listen("tcp", upAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: demo.Handler(&mcp.StreamableHTTPOptions{Stateless: true})}
 	go func() { _ = srv.Serve(ln) }()
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", "", "--annotations-file", "",
-			"--upstream", "http://" + upAddr + "/mcp", "--plugin-dir", "../../examples/plugin", "--auth-gate", "upstream"}, nil, nil, &out, &errOut)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	addr := startRun(t, false, "--upstream", "http://"+upAddr+"/mcp", "--plugin-dir", "../../examples/plugin", "--auth-gate", "upstream").addr
 	eventually(t, "skills/list with the upstream up", 200, func() int {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -9,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestHangupReloads: SIGHUP makes the sidecar reload its plugin folder at
@@ -22,19 +23,11 @@ func TestHangupReloads(t *testing.T) {
 	signal.Notify(keep, syscall.SIGHUP)
 	defer signal.Stop(keep)
 	root := filepath.Join(t.TempDir(), "plugin")
-	writeTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes.\n---\n# Notes\n"})
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-			"--upstream", "http://127.0.0.1:1/mcp", "--auth-gate", "none", "--plugin-dir", root,
-			"--poll-interval", "1h", "--log-format", "json"}, nil, nil, &syncBuffer{}, &errOut)
-	}()
-	defer func() { cancel(); <-done }()
+	sidecartest.WriteTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes.\n---\n# Notes\n"})
+	errOut := startRun(t, true, "--upstream", "http://127.0.0.1:1/mcp", "--auth-gate", "none", "--plugin-dir", root,
+		"--poll-interval", "1h", "--log-format", "json").errOut
 	manual := func() bool { return strings.Contains(errOut.String(), `"msg":"plugin loaded","trigger":"manual"`) }
-	waitLog(t, "the initial load", &errOut, func(loaded, _ int, _ float64) bool { return loaded >= 1 })
+	waitLog(t, "the initial load", errOut, func(loaded, _ int, _ float64) bool { return loaded >= 1 })
 	if manual() {
 		t.Fatal("a manual reload before any SIGHUP")
 	}

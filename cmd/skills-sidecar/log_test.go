@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,62 +57,18 @@ func authUpstream(t *testing.T) string {
 	return srv.URL + "/mcp"
 }
 
-// startSidecar runs the binary's run with args (plus a listen address and
-// no annotations file or metrics listener) and returns its MCP URL and a
-// stop function that cancels it, waits for it to drain and exit, and
-// returns everything it logged.
+// startSidecar runs the binary's run with args (startRun, no metrics
+// listener) and returns its MCP URL and a function that stops it (see
+// serving.stop) and returns everything it logged.
 func startSidecar(t *testing.T, args ...string) (string, func() string) {
 	t.Helper()
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, append([]string{"--listen", addr, "--metrics-listen", "", "--annotations-file", ""}, args...), nil, nil, &out, &errOut)
-	}()
-	stopped := false
-	stop := func() string {
+	s := startRun(t, false, args...)
+	return s.url, func() string {
 		t.Helper()
-		if !stopped {
-			stopped = true
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("run did not return after cancellation")
-			}
-		}
-		return errOut.String()
+		s.stop(t)
+		return s.errOut.String()
 	}
-	t.Cleanup(func() { stop() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sidecar never listened; stderr %s", errOut.String())
-		}
-	}
-	return "http://" + addr + "/mcp", stop
 }
-
-// mcpPost sends one JSON-RPC body with hdr (sidecartest.Post) and returns
-// the reply's status, headers and body.
-func mcpPost(t *testing.T, u, body string, hdr map[string]string) (int, http.Header, string) {
-	t.Helper()
-	h := http.Header{}
-	for k, v := range hdr {
-		h.Set(k, v)
-	}
-	resp, b := sidecartest.Post(t, u, body, h)
-	return resp.StatusCode, resp.Header, string(b)
-}
-
-const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 // logLine is one log line decoded: level, message and fields.
 type logLine struct {
@@ -174,7 +129,7 @@ func TestRequestLineFormats(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			u, stop := startSidecar(t, "--upstream", up, "--log-format", format, "--log-level", "debug")
-			if status, _, body := mcpPost(t, u, initBody, map[string]string{"Authorization": "Bearer " + testToken}); status != http.StatusOK {
+			if status, _, body := sidecartest.Call(t, u, sidecartest.Initialize, map[string]string{"Authorization": "Bearer " + testToken}); status != http.StatusOK {
 				t.Fatalf("initialize = %d %s, want 200", status, body)
 			}
 			var got []logLine
@@ -261,20 +216,20 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 			_ = cs.Close()
 
 			// A legacy session by hand, so its minted id is known.
-			status, h, body := mcpPost(t, u, initBody, creds)
+			status, h, body := sidecartest.Call(t, u, sidecartest.Initialize, creds)
 			sid := h.Get("Mcp-Session-Id")
 			if status != http.StatusOK || sid == "" {
 				t.Fatalf("initialize = %d (session %q) %s; want 200 and a session", status, sid, body)
 			}
 			secrets = append(secrets, sid)
 			sess := with("Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-11-25")
-			mcpPost(t, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sess)
+			sidecartest.Call(t, u, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sess)
 			for _, req := range []string{
 				`{"jsonrpc":"2.0","id":2,"method":"skills/list"}`,
 				`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"skill://incident-summary/SKILL.md"}}`,
 				`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
 			} {
-				if status, _, body := mcpPost(t, u, req, sess); status != http.StatusOK {
+				if status, _, body := sidecartest.Call(t, u, req, sess); status != http.StatusOK {
 					t.Errorf("%s = %d %s, want 200", req, status, body)
 				} else if strings.Contains(req, "resources/read") && !strings.Contains(body, skillBody) {
 					t.Errorf("resources/read of the skill lacks its body: %s", body)
@@ -283,15 +238,15 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 			// Refused by the auth gate: a wrong token, with a session id
 			// the client made up.
 			wrong := map[string]string{"Authorization": "Bearer wrong-" + testToken, "Cookie": "sid=" + testCookie, "Mcp-Session-Id": testSession}
-			if status, _, _ := mcpPost(t, u, `{"jsonrpc":"2.0","id":5,"method":"skills/list"}`, wrong); status != http.StatusUnauthorized {
+			if status, _, _ := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":5,"method":"skills/list"}`, wrong); status != http.StatusUnauthorized {
 				t.Errorf("skills/list with a wrong token = %d, want 401", status)
 			}
 			// Forwarded with a session the upstream does not know.
-			if status, _, _ := mcpPost(t, u, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`, with("Mcp-Session-Id", testSession)); status != http.StatusNotFound {
+			if status, _, _ := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`, with("Mcp-Session-Id", testSession)); status != http.StatusNotFound {
 				t.Errorf("tools/list in an unknown session = %d, want 404", status)
 			}
 			// A failure: the upstream breaks off the exchange.
-			if status, _, _ := mcpPost(t, u, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, with("Mcp-Session-Id", sid, "X-Test-Fail", "1")); status != http.StatusBadGateway {
+			if status, _, _ := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, with("Mcp-Session-Id", sid, "X-Test-Fail", "1")); status != http.StatusBadGateway {
 				t.Errorf("tools/list the upstream breaks off = %d, want 502", status)
 			}
 

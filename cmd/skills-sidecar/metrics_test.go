@@ -23,6 +23,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // The wire constants of the modern era, spelled out here rather than
@@ -68,20 +69,6 @@ func scrapeUpstream(t *testing.T, skillText *atomic.Value) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
-}
-
-// writeTree writes files (slash paths relative to dir) into dir.
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // mcpCall posts one modern-era request with a bearer token and returns the
@@ -151,39 +138,6 @@ type series struct {
 	want   float64
 }
 
-// sample returns the value of the series of name whose label set is exactly
-// labels, and whether the family and the series exist.
-func sample(mfs map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	mf, ok := mfs[name]
-	if !ok {
-		return 0, false
-	}
-	for _, m := range mf.GetMetric() {
-		if len(m.GetLabel()) != len(labels) {
-			continue
-		}
-		match := true
-		for _, l := range m.GetLabel() {
-			if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
-				match = false
-				break
-			}
-		}
-		if !match {
-			continue
-		}
-		switch mf.GetType() {
-		case dto.MetricType_COUNTER:
-			return m.GetCounter().GetValue(), true
-		case dto.MetricType_GAUGE:
-			return m.GetGauge().GetValue(), true
-		case dto.MetricType_HISTOGRAM:
-			return float64(m.GetHistogram().GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
-
 // labelSets lists a family's series as "k=v,…" strings, for failure messages.
 func labelSets(mfs map[string]*dto.MetricFamily, name string) []string {
 	var out []string
@@ -216,7 +170,7 @@ func seriesName(name string, labels map[string]string) string {
 func checkSeries(t *testing.T, mfs map[string]*dto.MetricFamily, want []series) {
 	t.Helper()
 	for _, s := range want {
-		got, ok := sample(mfs, s.name, s.labels)
+		got, ok := sidecartest.Sample(mfs, s.name, s.labels)
 		if !ok {
 			t.Errorf("scrape has no %s; the family's series: %q", seriesName(s.name, s.labels), labelSets(mfs, s.name))
 			continue
@@ -269,23 +223,10 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // long-lived so that what the test counts does not depend on its speed.
 func startScraped(t *testing.T, upstreamURL, root string) (endpoint, metricsAddr string, log *syncBuffer) {
 	t.Helper()
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-			"--upstream", upstreamURL, "--plugin-dir", root, "--log-format", "json",
-			"--poll-interval", "100ms", "--auth-cache-ttl", "10m", "--upstream-files-ttl", "10m"}, nil, nil, &out, &errOut)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
-		}
-	})
-	eventually(t, "/healthz", 200, func() int { return status("http://" + maddr + "/healthz") })
-	return "http://" + addr + "/mcp", maddr, &errOut
+	s := startRun(t, true, "--upstream", upstreamURL, "--plugin-dir", root, "--log-format", "json",
+		"--poll-interval", "100ms", "--auth-cache-ttl", "10m", "--upstream-files-ttl", "10m")
+	eventually(t, "/healthz", 200, func() int { return status("http://" + s.maddr + "/healthz") })
+	return s.url, s.maddr, s.errOut
 }
 
 // scrapeSettled scrapes between two readings of the log that agree on the
@@ -438,7 +379,7 @@ func TestScrapeAfterTraffic(t *testing.T) {
 
 	base := t.TempDir()
 	root := filepath.Join(base, "plugin")
-	writeTree(t, root, map[string]string{
+	sidecartest.WriteTree(t, root, map[string]string{
 		"skills/notes/SKILL.md":  "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n",
 		"skills/notes/extra.txt": "only on disk\n",
 		"skills/broken/SKILL.md": "---\nname: broken\n---\n# Broken\n", // skipped: no description
@@ -477,7 +418,7 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	if n := len(mfs["skills_sidecar_catalog_problems"].GetMetric()); n != 1 {
 		t.Errorf("catalog_problems has %d series, want 1: %q", n, labelSets(mfs, "skills_sidecar_catalog_problems"))
 	}
-	firstReload, _ := sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
+	firstReload, _ := sidecartest.Sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
 	if lo, hi := unixSeconds(started)-1e-3, unixSeconds(time.Now()); firstReload < lo || firstReload > hi {
 		t.Errorf("catalog_last_reload_timestamp_seconds = %f, want between the start of run (%f) and now (%f)", firstReload, lo, hi)
 	}
@@ -493,7 +434,7 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	// Phase 2: the folder is rewritten (broken gets its description, a
 	// second agent names a skill nobody serves), then made unreadable and
 	// restored.
-	writeTree(t, root, map[string]string{
+	sidecartest.WriteTree(t, root, map[string]string{
 		"skills/broken/SKILL.md": "---\nname: broken\ndescription: Fixed.\n---\n# Broken\n",
 		"agents/other.md":        "---\nname: other\ndescription: Other.\nskills: [ghost]\n---\nHelp.\n",
 	})
@@ -518,7 +459,7 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	if n := len(mfs["skills_sidecar_catalog_problems"].GetMetric()); n != 1 {
 		t.Errorf("catalog_problems after the rewrite has %d series, want 1 (the fixed skill's gone): %q", n, labelSets(mfs, "skills_sidecar_catalog_problems"))
 	}
-	last, _ := sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
+	last, _ := sidecartest.Sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
 	if lo, hi := unixSeconds(restored)-1e-3, unixSeconds(time.Now()); last < lo || last > hi {
 		t.Errorf("catalog_last_reload_timestamp_seconds after the restore = %f, want between the restore (%f) and now (%f)", last, lo, hi)
 	}
@@ -530,14 +471,14 @@ func TestScrapeAfterTraffic(t *testing.T) {
 
 	// Phase 3: an update breaks a skill that was served and removes an
 	// agent. The reload succeeds; the dropped counter is what moves.
-	writeTree(t, root, map[string]string{"skills/broken/SKILL.md": "---\nname: broken\n---\n# Broken again\n"})
+	sidecartest.WriteTree(t, root, map[string]string{"skills/broken/SKILL.md": "---\nname: broken\n---\n# Broken again\n"})
 	if err := os.Remove(filepath.Join(root, "agents", "scribe.md")); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		mfs = scrape(t, maddr)
-		s, _ := sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"})
-		a, _ := sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"})
+		s, _ := sidecartest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"})
+		a, _ := sidecartest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"})
 		if s == 1 && a == 1 {
 			break
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 func status(u string) int {
@@ -71,15 +71,8 @@ func TestReadinessFollowsUpstreamAndShutdown(t *testing.T) {
 	}
 	up := startUpstream()
 
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-			"--upstream", "http://" + upAddr + "/slow", "--drain-timeout", "5s"}, nil, nil, &out, &errOut)
-	}()
+	sc := startRun(t, true, "--upstream", "http://"+upAddr+"/slow", "--drain-timeout", "5s")
+	addr, maddr := sc.addr, sc.maddr
 	readyz := func() int { return status("http://" + maddr + "/readyz") }
 	eventually(t, "/readyz with the upstream up", 200, readyz)
 
@@ -101,28 +94,19 @@ func TestReadinessFollowsUpstreamAndShutdown(t *testing.T) {
 		inflight <- resp.StatusCode
 	}()
 	<-arrived
-	cancel()
+	sc.cancel()
 	eventually(t, "/readyz while draining", 503, readyz)
 	close(releaseSlow)
 	if code := <-inflight; code != http.StatusOK {
 		t.Errorf("the request in flight at SIGTERM ended with status %d, want 200", code)
 	}
-	if code := <-done; code != 0 {
-		t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
-	}
+	sc.stop(t) // it must exit 0
 }
 
 // TestHeaderLimit: a header block over --max-header-bytes gets 431.
 func TestHeaderLimit(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", "", "--annotations-file", "", "--max-header-bytes", "1024"}, nil, nil, &out, &errOut)
-	}()
-	defer func() { cancel(); <-done }()
+	addr := startRun(t, false, "--max-header-bytes", "1024").addr
 	send := func(size int) int {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		req.Header.Set("X-Big", strings.Repeat("a", size))
@@ -152,18 +136,11 @@ func TestShutdownDelayKeepsServing(t *testing.T) {
 	t.Parallel()
 	up := httptest.NewServer(demo.Handler(nil))
 	defer up.Close()
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-			"--upstream", up.URL, "--auth-gate", "none", "--shutdown-delay", "3s"}, nil, nil, &out, &errOut)
-	}()
+	sc := startRun(t, true, "--upstream", up.URL, "--auth-gate", "none", "--shutdown-delay", "3s")
+	addr, maddr := sc.addr, sc.maddr
 	readyz := func() int { return status("http://" + maddr + "/readyz") }
 	eventually(t, "/readyz with the upstream up", 200, readyz)
-	cancel()
+	sc.cancel()
 	eventually(t, "/readyz once signalled", 503, readyz)
 	// A new connection, as a client not yet told the pod is going away.
 	tr := &http.Transport{DisableKeepAlives: true}
@@ -180,9 +157,7 @@ func TestShutdownDelayKeepsServing(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("a request during the shutdown delay got %d, want 200", resp.StatusCode)
 	}
-	if code := <-done; code != 0 {
-		t.Errorf("run = %d, want 0; stderr %s", code, errOut.String())
-	}
+	sc.stop(t) // it must exit 0
 }
 
 // TestReadinessWaitsForEraProbe: with era-bridge auto the pod is not ready
@@ -197,7 +172,7 @@ func TestReadinessWaitsForEraProbe(t *testing.T) {
 			release := make(chan struct{})
 			let := sync.OnceFunc(func() { close(release) })
 			legacy := demo.Handler(nil)
-			up := upstreamServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			up := sidecartest.Upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, _ := io.ReadAll(r.Body)
 				r.Body = io.NopCloser(strings.NewReader(string(b)))
 				if strings.Contains(string(b), `"server/discover"`) {
@@ -209,15 +184,8 @@ func TestReadinessWaitsForEraProbe(t *testing.T) {
 				}
 				legacy.ServeHTTP(w, r)
 			}))
-			addr, maddr := freeAddr(t), freeAddr(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			var out, errOut syncBuffer
-			done := make(chan int, 1)
-			go func() {
-				done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-					"--upstream", up.URL + "/mcp", "--era-bridge", bridge}, nil, nil, &out, &errOut)
-			}()
-			t.Cleanup(func() { let(); cancel(); <-done })
+			maddr := startRun(t, true, "--upstream", up.URL+"/mcp", "--era-bridge", bridge).maddr
+			t.Cleanup(let) // before the sidecar stops: cleanups run last first
 			readyz := func() int { return status("http://" + maddr + "/readyz") }
 			if bridge == "off" {
 				eventually(t, "/readyz with the era probe held, era-bridge off", 200, readyz)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 func TestRunCommands(t *testing.T) {
@@ -94,6 +96,66 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// serving is the binary's run serving in this process, as main runs it.
+type serving struct {
+	url, addr string // the MCP endpoint and its listener's address
+	maddr     string // the metrics listener's address; "" when off
+	out       *syncBuffer
+	errOut    *syncBuffer // the log
+	cancel    context.CancelFunc
+	done      chan int
+	once      sync.Once
+	code      int
+}
+
+// startRun runs the binary's run with --listen on a free address,
+// --metrics-listen on another (off unless metrics), no annotations file,
+// then args, and waits until the MCP listener accepts. Every test of the
+// command line that serves starts it here. When the test ends it stops
+// (see stop).
+func startRun(t *testing.T, metrics bool, args ...string) *serving {
+	t.Helper()
+	s := &serving{addr: freeAddr(t), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan int, 1)}
+	if metrics {
+		s.maddr = freeAddr(t)
+	}
+	s.url = "http://" + s.addr + "/mcp"
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		s.done <- run(ctx, append([]string{"--listen", s.addr, "--metrics-listen", s.maddr, "--annotations-file", ""}, args...),
+			nil, nil, s.out, s.errOut)
+	}()
+	t.Cleanup(func() { s.stop(t) })
+	sidecartest.WaitFor(t, time.Minute, func() bool {
+		c, err := net.Dial("tcp", s.addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, "the sidecar to listen on "+s.addr)
+	return s
+}
+
+// stop cancels run (SIGTERM in main), waits for it to drain and return,
+// fails the test unless it returned 0, and returns what it returned; later
+// calls return the same. The wait is a hang guard.
+func (s *serving) stop(t *testing.T) int {
+	t.Helper()
+	s.once.Do(func() {
+		s.cancel()
+		select {
+		case s.code = <-s.done:
+		case <-time.After(time.Minute):
+			t.Fatal("run did not return within a minute of cancellation")
+		}
+		if s.code != 0 {
+			t.Errorf("run = %d, want 0; stderr %s", s.code, s.errOut.String())
+		}
+	})
+	return s.code
+}
+
 // freeAddr is an address nothing listens on, for a server started later
 // (childproc.FreeAddr: below the ephemeral range, so nothing else takes it
 // meanwhile).
@@ -110,14 +172,8 @@ func freeAddr(t *testing.T) string {
 // checks that cancellation (SIGTERM in main) drains and exits 0.
 func TestServeDemoAndDrain(t *testing.T) {
 	t.Parallel()
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", ""}, nil, nil, &out, &errOut)
-	}()
-	mcpURL := "http://" + addr + "/mcp"
+	s := startRun(t, true)
+	mcpURL, maddr, out, errOut := s.url, s.maddr, s.out, s.errOut
 	var resp *http.Response
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -130,7 +186,6 @@ func TestServeDemoAndDrain(t *testing.T) {
 		}
 	}
 	if err != nil {
-		cancel()
 		t.Fatalf("sidecar never answered: %v; stderr %s", err, errOut.String())
 	}
 	body, _ := io.ReadAll(resp.Body)
@@ -157,13 +212,5 @@ func TestServeDemoAndDrain(t *testing.T) {
 	if !ready {
 		t.Errorf("/readyz never 200 within 10 s: last %s", last)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("run after cancel = %d, want 0; stderr %s", code, errOut.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after cancellation")
-	}
+	s.stop(t)
 }

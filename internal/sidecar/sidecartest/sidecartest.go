@@ -1,6 +1,6 @@
 // Package sidecartest starts the sidecar for tests exactly as the binary
 // assembles it (package sidecar), in front of a test upstream on loopback,
-// and owns the one POST helper the integration tests share. Only tests
+// and owns the helpers the integration tests share: one POST, one WaitFor. Only tests
 // import it.
 package sidecartest
 
@@ -10,10 +10,13 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
@@ -131,15 +134,112 @@ func Header(kv ...string) http.Header {
 	return h
 }
 
-// WaitEras waits (at most ten seconds, then fails the test) until the
-// sidecar has learned the upstream's protocol eras: until then the era
-// bridge passes modern requests on untranslated, as it does for an upstream
-// it cannot probe, so a test of the bridged behaviour waits first.
+// WaitEras waits (see WaitFor) until the sidecar has learned the
+// upstream's protocol eras: until then the era bridge passes modern
+// requests on untranslated, as it does for an upstream it cannot probe, so
+// a test of the bridged behaviour waits first.
 func (s *Sidecar) WaitEras(t TB) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !s.Eras.Current().Known; time.Sleep(10 * time.Millisecond) {
+	WaitFor(t, time.Minute, func() bool { return s.Eras.Current().Known }, "the sidecar to learn the upstream's eras")
+}
+
+// WaitFor polls cond every 20 ms until it holds, and fails the test if it
+// still does not after timeout; what names the awaited state in the
+// failure. The timeout is a hang guard, not a speed check: give one far
+// above what a passing run takes on a loaded machine.
+func WaitFor(t TB, timeout time.Duration, cond func() bool, what string) {
+	t.Helper()
+	for end := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatal("the sidecar did not learn the upstream's eras in 10s")
+			t.Fatalf("waited %s for %s", timeout, what)
 		}
 	}
+}
+
+// Initialize is a legacy-era initialize request (protocol 2025-11-25).
+const Initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// Call sends one JSON-RPC body with the headers of hdr (see Post) and
+// returns the reply's status, headers and body.
+func Call(t TB, u, body string, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
+	h := http.Header{}
+	for k, v := range hdr {
+		h.Set(k, v)
+	}
+	resp, b := Post(t, u, body, h)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// Upstream serves h at /mcp on loopback until the test ends.
+func Upstream(t TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// WriteTree writes files (slash paths relative to dir, to contents) under
+// dir, making the folders they need.
+func WriteTree(t TB, dir string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Gather reads every family of reg.
+func Gather(t TB, reg prometheus.Gatherer) map[string]*dto.MetricFamily {
+	t.Helper()
+	list, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs := make(map[string]*dto.MetricFamily, len(list))
+	for _, mf := range list {
+		mfs[mf.GetName()] = mf
+	}
+	return mfs
+}
+
+// Sample returns the value of the series of name whose label set is exactly
+// labels (a histogram's sample count), and whether the family and the
+// series exist.
+func Sample(mfs map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	mf, ok := mfs[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		if len(m.GetLabel()) != len(labels) {
+			continue
+		}
+		match := true
+		for _, l := range m.GetLabel() {
+			if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		switch mf.GetType() {
+		case dto.MetricType_COUNTER:
+			return m.GetCounter().GetValue(), true
+		case dto.MetricType_GAUGE:
+			return m.GetGauge().GetValue(), true
+		case dto.MetricType_HISTOGRAM:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		}
+	}
+	return 0, false
 }

@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestEraMatrix is the era client matrix: a go-sdk v1.8.0 client
@@ -34,7 +35,7 @@ func TestEraMatrix(t *testing.T) {
 	for _, up := range upstreams {
 		t.Run(up.name, func(t *testing.T) {
 			t.Parallel()
-			u, _ := startEraSidecar(t, upstreamServer(t, up.h), up.eras)
+			u, _ := startEraSidecar(t, sidecartest.Upstream(t, up.h), up.eras, "auto")
 			for _, version := range []string{"2025-11-25", "2026-07-28"} {
 				t.Run(version, func(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // notesSkill is the SKILL.md the notify upstream serves itself.
@@ -56,7 +58,7 @@ func publishedNotesDigest(t *testing.T, endpoint string, cs *mcp.ClientSession) 
 	t.Helper()
 	params := map[string]any{"uri": notesSkill}
 	hdr := map[string]string{"MCP-Protocol-Version": cs.InitializeResult().ProtocolVersion}
-	if v := cs.InitializeResult().ProtocolVersion; v == scrapeVersion {
+	if v := cs.InitializeResult().ProtocolVersion; v == modernVersion {
 		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": v, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
 		hdr["Mcp-Method"] = "skills/get"
 	} else {
@@ -66,7 +68,7 @@ func publishedNotesDigest(t *testing.T, endpoint string, cs *mcp.ClientSession) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, _, reply := mcpPost(t, endpoint, string(body), hdr)
+	status, _, reply := sidecartest.Call(t, endpoint, string(body), hdr)
 	// An SSE reply carries the response as the data of one event.
 	for _, line := range strings.Split(reply, "\n") {
 		if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
@@ -139,20 +141,16 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 			text.Store(oldText)
 			s, upstreamURL := notifyUpstream(t, &text, tt.stateless)
 			root := filepath.Join(t.TempDir(), "plugin")
-			writeTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes (on disk)\n"})
+			sidecartest.WriteTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Take notes.\n---\n# Notes (on disk)\n"})
 			// The TTL outlasts the test: only the notification can refresh.
-			endpoint, _ := startSidecar(t, "--upstream", upstreamURL, "--plugin-dir", root, "--upstream-files-ttl", "1h")
+			endpoint := startFolder(t, upstreamURL, root, func(c *config.Config) { c.UpstreamFilesTTL = time.Hour })
 
 			if !tt.stateless && tt.version == "" {
 				// Bridged only once the sidecar learned the upstream's eras.
-				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-					if _, _, b := mcpPost(t, endpoint, modernDiscover, modernHeaders("server/discover")); strings.Contains(b, `"2026-07-28"`) {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatal("the sidecar never bridged server/discover")
-					}
-				}
+				sidecartest.WaitFor(t, time.Minute, func() bool {
+					_, _, b := sidecartest.Call(t, endpoint, modernDiscover, modernHeaders("server/discover"))
+					return strings.Contains(b, `"2026-07-28"`)
+				}, "the sidecar to bridge server/discover")
 			}
 			got := make(chan string, 64)
 			report := func(what string) {
@@ -171,7 +169,7 @@ func TestResourceNotificationsRefreshDigests(t *testing.T) {
 				t.Fatalf("connect through the sidecar: %v", err)
 			}
 			t.Cleanup(func() { _ = cs.Close() })
-			if modern := cs.InitializeResult().ProtocolVersion == scrapeVersion; modern != (tt.version == "") {
+			if modern := cs.InitializeResult().ProtocolVersion == modernVersion; modern != (tt.version == "") {
 				t.Fatalf("negotiated %s, want the modern wire: %v", cs.InitializeResult().ProtocolVersion, !modern)
 			}
 			if tt.notify == "updated" {

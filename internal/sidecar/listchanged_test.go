@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // sseEvent is one event as the SSE spec's parser sees it (WHATWG HTML
@@ -25,6 +27,24 @@ type sseEvent struct {
 	id    string
 	hasID bool
 	data  string
+}
+
+// startFolder starts the sidecar (sidecartest.Start) in front of upstream,
+// serving the plugin folder root, with the configuration edit makes, and
+// returns its MCP URL.
+func startFolder(t *testing.T, upstream, root string, edit func(*config.Config)) string {
+	t.Helper()
+	return sidecartest.Start(t, upstream, sidecartest.Options{Config: func(c *config.Config) {
+		c.PluginDir = root
+		edit(c)
+	}}).URL
+}
+
+// polled is the configuration of most tests here: no auth gate, and the
+// plugin folder fingerprinted every 200 ms besides its file events.
+func polled(c *config.Config) {
+	c.AuthGate = "none"
+	c.PollInterval = 200 * time.Millisecond
 }
 
 // sseEvents reads events from an SSE body ("\n" line ends, as go-sdk
@@ -68,7 +88,7 @@ func kubeletPlugin(t *testing.T, root string, files map[string]string) (swap fun
 	write := func(files map[string]string) string {
 		n++
 		dir := fmt.Sprintf("..2026_01_01_00_00_%02d.%d", n, n)
-		writeTree(t, filepath.Join(root, dir), files)
+		sidecartest.WriteTree(t, filepath.Join(root, dir), files)
 		return dir
 	}
 	first := write(files)
@@ -142,13 +162,13 @@ func serveChurning(t *testing.T, s *mcp.Server, h http.Handler) string {
 // legacySession opens a legacy session with raw requests and returns its id.
 func legacySession(t *testing.T, endpoint string) string {
 	t.Helper()
-	status, hdr, body := mcpPost(t, endpoint, initBody, nil)
+	status, hdr, body := sidecartest.Call(t, endpoint, sidecartest.Initialize, nil)
 	sid := hdr.Get("Mcp-Session-Id")
 	if status != http.StatusOK || sid == "" {
 		t.Fatalf("initialize = HTTP %d %q, session %q", status, body, sid)
 	}
 	h := map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-	if status, _, body := mcpPost(t, endpoint, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); status != http.StatusAccepted {
+	if status, _, body := sidecartest.Call(t, endpoint, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); status != http.StatusAccepted {
 		t.Fatalf("notifications/initialized = HTTP %d %q", status, body)
 	}
 	return sid
@@ -261,7 +281,7 @@ func TestPluginChangeNotifiesLegacyStreams(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "plugin")
 			v1, v2 := notesPlugin()
 			swap := kubeletPlugin(t, root, v1)
-			endpoint, _ := startSidecar(t, "--upstream", churnUpstream(t, refuse), "--plugin-dir", root, "--poll-interval", "200ms", "--auth-gate", "none")
+			endpoint := startFolder(t, churnUpstream(t, refuse), root, polled)
 
 			// A go-sdk client holds its own GET stream (session A) ...
 			var aChanged atomic.Int32
@@ -325,14 +345,13 @@ func TestPluginChangeNotifiesLegacyStreams(t *testing.T) {
 			if n := sidecarNotices(t, events, 500*time.Millisecond, &upstream); len(n) > 0 {
 				t.Fatalf("a duplicate after the change: %q", n)
 			}
-			for deadline := time.Now().Add(2 * time.Second); aChanged.Load() == 0 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
+			sidecartest.WaitFor(t, time.Minute, func() bool { return aChanged.Load() > 0 },
+				"the go-sdk client's ResourceListChangedHandler to run")
 			if n := aChanged.Load(); n != 1 {
 				t.Errorf("the go-sdk client's ResourceListChangedHandler ran %d times, want 1", n)
 			}
 			// A re-list shows the change.
-			status, _, body := mcpPost(t, endpoint, `{"jsonrpc":"2.0","id":5,"method":"skills/list"}`,
+			status, _, body := sidecartest.Call(t, endpoint, `{"jsonrpc":"2.0","id":5,"method":"skills/list"}`,
 				map[string]string{"Mcp-Session-Id": cs.ID(), "MCP-Protocol-Version": "2025-11-25"})
 			if status != http.StatusOK || !strings.Contains(body, "skill://review/SKILL.md") {
 				t.Errorf("skills/list after the notification = HTTP %d %s, want the new skill", status, body)

@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // legacyHeaders are the headers of a legacy request in session sid.
@@ -28,13 +29,13 @@ func legacyHeaders(sid string, kv ...string) map[string]string {
 // (internal/modernonly).
 func TestLegacyClientModernOnlyUpstream(t *testing.T) {
 	t.Parallel()
-	up := upstreamServer(t, modernonly.Handler(modernonly.NewServer()))
+	up := sidecartest.Upstream(t, modernonly.Handler(modernonly.NewServer()))
 	// The peer refuses the legacy handshake itself: without the bridge a
 	// legacy client cannot talk to it.
-	if code, _, body := mcpPost(t, up.URL+"/mcp", initBody, nil); code != http.StatusBadRequest || !strings.Contains(body, "-32020") || !strings.Contains(body, modernonly.Version) {
+	if code, _, body := sidecartest.Call(t, up.URL+"/mcp", sidecartest.Initialize, nil); code != http.StatusBadRequest || !strings.Contains(body, "-32020") || !strings.Contains(body, modernonly.Version) {
 		t.Fatalf("peer's own answer to initialize: %d %s; want 400, -32020 naming %s", code, body, modernonly.Version)
 	}
-	u, _ := startEraSidecar(t, up, "modern")
+	u, _ := startEraSidecar(t, up, "modern", "auto")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, nil)
@@ -77,32 +78,32 @@ func TestLegacyClientModernOnlyUpstream(t *testing.T) {
 	}
 
 	// A missing resource: the modern -32602 is the legacy -32002.
-	_, _, body := mcpPost(t, u, `{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"demo://nope"}}`, legacyHeaders(sid))
+	_, _, body := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"demo://nope"}}`, legacyHeaders(sid))
 	if !strings.Contains(body, `"code":-32002`) {
 		t.Errorf("resources/read of a missing resource: %s, want -32002", body)
 	}
 	// The sidecar's own methods, on the legacy wire, in the session.
-	_, _, body = mcpPost(t, u, `{"jsonrpc":"2.0","id":10,"method":"skills/list"}`, legacyHeaders(sid))
+	_, _, body = sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":10,"method":"skills/list"}`, legacyHeaders(sid))
 	if !strings.Contains(body, `"skills":[`) || !strings.Contains(body, "incident-summary") {
 		t.Errorf("skills/list through the front: %s", body)
 	}
-	_, _, body = mcpPost(t, u, `{"jsonrpc":"2.0","id":11,"method":"agents/list"}`, legacyHeaders(sid))
+	_, _, body = sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":11,"method":"agents/list"}`, legacyHeaders(sid))
 	if !strings.Contains(body, "billing-triage") {
 		t.Errorf("agents/list through the front: %s", body)
 	}
 
 	// Another caller's credentials with this session id: unknown.
-	code, _, body := mcpPost(t, u, `{"jsonrpc":"2.0","id":12,"method":"tools/list"}`, legacyHeaders(sid, "Authorization", "Bearer someone-else"))
+	code, _, body := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":12,"method":"tools/list"}`, legacyHeaders(sid, "Authorization", "Bearer someone-else"))
 	if code != http.StatusNotFound || strings.Contains(body, `"tools"`) {
 		t.Errorf("stolen session id with other credentials: %d %s; want 404 and no tools", code, body)
 	}
-	code, _, _ = mcpPost(t, u, `{"jsonrpc":"2.0","id":13,"method":"tools/list"}`, legacyHeaders("made-up-id"))
+	code, _, _ = sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":13,"method":"tools/list"}`, legacyHeaders("made-up-id"))
 	if code != http.StatusNotFound {
 		t.Errorf("a session id never minted: %d, want 404", code)
 	}
 
 	// A modern client in front of the same upstream passes through.
-	_, _, body = mcpPost(t, u, modernDiscover, modernHeaders("server/discover"))
+	_, _, body = sidecartest.Call(t, u, modernDiscover, modernHeaders("server/discover"))
 	if !strings.Contains(body, `"supportedVersions":["2026-07-28"]`) || !strings.Contains(body, "io.modelcontextprotocol/skills") {
 		t.Errorf("modern server/discover: %s", body)
 	}
@@ -118,7 +119,7 @@ func TestLegacyClientModernOnlyUpstream(t *testing.T) {
 	if resp.StatusCode/100 != 2 {
 		t.Errorf("DELETE: %d", resp.StatusCode)
 	}
-	if code, _, _ := mcpPost(t, u, `{"jsonrpc":"2.0","id":14,"method":"tools/list"}`, legacyHeaders(sid)); code != http.StatusNotFound {
+	if code, _, _ := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":14,"method":"tools/list"}`, legacyHeaders(sid)); code != http.StatusNotFound {
 		t.Errorf("tools/list after DELETE: %d, want 404", code)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestBridgedInputRequiredThroughSidecar: a 2026-07-28 client calls, through the whole
@@ -24,12 +25,12 @@ func TestBridgedInputRequiredThroughSidecar(t *testing.T) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sampled: " + res.Content.(*mcp.TextContent).Text}}}, nil
 	})
-	up := upstreamServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	u, _ := startEraSidecar(t, up, "legacy")
+	up := sidecartest.Upstream(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	u, _ := startEraSidecar(t, up, "legacy", "auto")
 
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
 	h := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sample"}
-	_, _, body := mcpPost(t, u, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","arguments":{},`+meta+`}}`, h)
+	_, _, body := sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","arguments":{},`+meta+`}}`, h)
 	var first struct {
 		Result struct {
 			ResultType    string                     `json:"resultType"`
@@ -45,7 +46,7 @@ func TestBridgedInputRequiredThroughSidecar(t *testing.T) {
 		key = k
 	}
 	resp := `{"` + key + `":{"role":"assistant","content":{"type":"text","text":"Paris"},"model":"m"}}`
-	_, _, body = mcpPost(t, u, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample","arguments":{},"inputResponses":`+resp+`,"requestState":"`+first.Result.RequestState+`",`+meta+`}}`, h)
+	_, _, body = sidecartest.Call(t, u, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample","arguments":{},"inputResponses":`+resp+`,"requestState":"`+first.Result.RequestState+`",`+meta+`}}`, h)
 	if !strings.Contains(body, "sampled: Paris") {
 		t.Fatalf("retry with inputResponses through the sidecar: %q, want the tool's result \"sampled: Paris\"", body)
 	}

@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // modernChurnUpstream is a go-sdk upstream on the 2026-07-28 wire
@@ -72,7 +74,7 @@ func openListen(t *testing.T, ctx context.Context, endpoint, id, filter string) 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", scrapeVersion)
+	req.Header.Set("MCP-Protocol-Version", modernVersion)
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	return eventsOf(t, req, "subscriptions/listen")
 }
@@ -158,7 +160,7 @@ func TestPluginChangeNotifiesListenStreams(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "plugin")
 			v1, v2 := notesPlugin()
 			swap := kubeletPlugin(t, root, v1)
-			endpoint, _ := startSidecar(t, "--upstream", modernChurnUpstream(t, refuse), "--plugin-dir", root, "--poll-interval", "200ms", "--auth-gate", "none")
+			endpoint := startFolder(t, modernChurnUpstream(t, refuse), root, polled)
 
 			const subA = `"listen-A"`
 			a := openListen(t, ctx, endpoint, subA, `{"toolsListChanged":true,"resourcesListChanged":true,"agentsListChanged":true}`)
@@ -245,8 +247,8 @@ func TestPluginChangeNotifiesListenStreams(t *testing.T) {
 					t.Errorf("the agents-only listen got %q, want agents/list_changed once", n)
 				}
 			}
-			status, _, body := mcpPost(t, endpoint, `{"jsonrpc":"2.0","id":5,"method":"skills/list","params":{`+modernMeta+`}}`,
-				map[string]string{"MCP-Protocol-Version": scrapeVersion, "Mcp-Method": "skills/list"})
+			status, _, body := sidecartest.Call(t, endpoint, `{"jsonrpc":"2.0","id":5,"method":"skills/list","params":{`+modernMeta+`}}`,
+				map[string]string{"MCP-Protocol-Version": modernVersion, "Mcp-Method": "skills/list"})
 			if status != http.StatusOK || !strings.Contains(body, "skill://review/SKILL.md") {
 				t.Errorf("skills/list after the notification = HTTP %d %s, want the new skill", status, body)
 			}
@@ -317,7 +319,7 @@ func TestListenAcknowledgementComesFirst(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "plugin")
 			v1, _ := notesPlugin()
 			kubeletPlugin(t, root, v1)
-			endpoint, _ := startSidecar(t, "--upstream", earlyNoticeUpstream(t, tc.bom), "--plugin-dir", root, "--auth-gate", "none")
+			endpoint := startFolder(t, earlyNoticeUpstream(t, tc.bom), root, func(c *config.Config) { c.AuthGate = "none" })
 			const sub = `"early"`
 			events := openListen(t, ctx, endpoint, sub, tc.filter)
 			ack := listenAck(t, events, sub)
@@ -325,11 +327,12 @@ func TestListenAcknowledgementComesFirst(t *testing.T) {
 				t.Errorf("acknowledgement %v, want the upstream's toolsListChanged, and the sidecar's resourcesListChanged only when asked", ack)
 			}
 			var upstream int
-			for deadline := time.Now().Add(10 * time.Second); upstream < 2 && time.Now().Before(deadline); {
+			sidecartest.WaitFor(t, time.Minute, func() bool {
 				if n := listenNotices(t, events, 100*time.Millisecond, sub, &upstream); len(n) > 0 {
 					t.Fatalf("the sidecar sent %q with nothing changed", n)
 				}
-			}
+				return upstream >= 2
+			}, "the upstream's 2 tools/list_changed on the stream")
 			if upstream != 2 {
 				t.Errorf("the stream carried %d of the upstream's 2 tools/list_changed, want both", upstream)
 			}

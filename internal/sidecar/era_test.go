@@ -1,20 +1,25 @@
-package main
+package sidecar_test
 
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skills-sidecar/skills-sidecar/examples"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 const (
+	// modernVersion is the protocol version of the modern era.
+	modernVersion   = "2026-07-28"
 	modernMeta      = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	modernDiscover  = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`
 	modernSkillList = `{"jsonrpc":"2.0","id":2,"method":"skills/list","params":{` + modernMeta + `}}`
@@ -24,45 +29,18 @@ var modernHeaders = func(method string) map[string]string {
 	return map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method}
 }
 
-// startEraSidecar runs the sidecar in front of h with extra args, with a
-// metrics listener, and waits until /readyz names the eras it learned.
-func startEraSidecar(t *testing.T, h *httptest.Server, wantEras string, args ...string) (mcpURL, maddr string) {
+// startEraSidecar starts the sidecar (sidecartest.Start) in front of h
+// with the example plugin, no auth gate and era-bridge eraBridge, and waits
+// until it has learned the eras wantEras of the upstream.
+func startEraSidecar(t *testing.T, h *httptest.Server, wantEras, eraBridge string) (mcpURL string, reg *prometheus.Registry) {
 	t.Helper()
-	addr, maddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, append([]string{"--listen", addr, "--metrics-listen", maddr, "--annotations-file", "",
-			"--upstream", h.URL + "/mcp", "--plugin-dir", "../../examples/plugin", "--auth-gate", "none"}, args...), nil, nil, &out, &errOut)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("run = %d; stderr %s", code, errOut.String())
-		}
-	})
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, body := readyzBody(t, maddr); strings.Contains(body, "upstream eras: "+wantEras+" ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			_, body := readyzBody(t, maddr)
-			t.Fatalf("/readyz never named eras %q: %q; stderr %s", wantEras, body, errOut.String())
-		}
-	}
-	return "http://" + addr + "/mcp", maddr
-}
-
-func upstreamServer(t *testing.T, h interface {
-	ServeHTTP(w http.ResponseWriter, r *http.Request)
-}) *httptest.Server {
-	t.Helper()
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	s := httptest.NewServer(mux)
-	t.Cleanup(s.Close)
-	return s
+	s := sidecartest.Start(t, h.URL+"/mcp", sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
+		c.AuthGate = "none"
+		c.EraBridge = eraBridge
+	}})
+	sidecartest.WaitFor(t, time.Minute, func() bool { e := s.Eras.Current(); return e.Known && e.Label() == wantEras },
+		"the sidecar to learn the upstream's eras "+wantEras)
+	return s.URL, s.Registry
 }
 
 // TestNoBridgeDeclaresOnlyUpstreamEras: with era-bridge off, in front of a
@@ -76,31 +54,31 @@ func TestNoBridgeDeclaresOnlyUpstreamEras(t *testing.T) {
 	t.Run("legacy", func(t *testing.T) {
 		t.Parallel()
 		// Pinned off: this test's subject is the sidecar without the bridge.
-		u, maddr := startEraSidecar(t, upstreamServer(t, demo.Handler(nil)), "legacy", "--era-bridge", "off")
-		_, _, body := mcpPost(t, u, modernDiscover, modernHeaders("server/discover"))
+		u, reg := startEraSidecar(t, sidecartest.Upstream(t, demo.Handler(nil)), "legacy", "off")
+		_, _, body := sidecartest.Call(t, u, modernDiscover, modernHeaders("server/discover"))
 		if strings.Contains(body, "io.modelcontextprotocol/skills") {
 			t.Errorf("legacy-only upstream's server/discover got the declaration: %s", body)
 		}
-		_, _, body = mcpPost(t, u, modernSkillList, modernHeaders("skills/list"))
+		_, _, body = sidecartest.Call(t, u, modernSkillList, modernHeaders("skills/list"))
 		if !strings.Contains(body, `"error"`) || strings.Contains(body, `"skills":`) {
 			t.Errorf("modern skills/list in front of a legacy-only upstream: %s, want the upstream's own refusal", body)
 		}
-		_, _, body = mcpPost(t, u, initBody, nil)
+		_, _, body = sidecartest.Call(t, u, sidecartest.Initialize, nil)
 		if !strings.Contains(body, "io.modelcontextprotocol/skills") {
 			t.Errorf("initialize lacks the declaration: %s", body)
 		}
-		if v, ok := sample(scrape(t, maddr), "skills_sidecar_upstream_era", map[string]string{"era": "legacy"}); !ok || v != 1 {
+		if v, ok := sidecartest.Sample(sidecartest.Gather(t, reg), "skills_sidecar_upstream_era", map[string]string{"era": "legacy"}); !ok || v != 1 {
 			t.Errorf("upstream_era{era=legacy} = %v (%v), want 1", v, ok)
 		}
 	})
 	t.Run("dual", func(t *testing.T) {
 		t.Parallel()
-		u, _ := startEraSidecar(t, upstreamServer(t, demo.Handler(&mcp.StreamableHTTPOptions{Stateless: true})), "dual", "--era-bridge", "off")
-		_, _, body := mcpPost(t, u, modernDiscover, modernHeaders("server/discover"))
+		u, _ := startEraSidecar(t, sidecartest.Upstream(t, demo.Handler(&mcp.StreamableHTTPOptions{Stateless: true})), "dual", "off")
+		_, _, body := sidecartest.Call(t, u, modernDiscover, modernHeaders("server/discover"))
 		if !strings.Contains(body, "io.modelcontextprotocol/skills") {
 			t.Errorf("dual upstream's server/discover lacks the declaration: %s", body)
 		}
-		_, _, body = mcpPost(t, u, modernSkillList, modernHeaders("skills/list"))
+		_, _, body = sidecartest.Call(t, u, modernSkillList, modernHeaders("skills/list"))
 		if !strings.Contains(body, `"skills"`) || strings.Contains(body, `"error"`) {
 			t.Errorf("modern skills/list in front of a dual upstream: %s", body)
 		}
@@ -115,8 +93,8 @@ func TestNoBridgeDeclaresOnlyUpstreamEras(t *testing.T) {
 // through; subscriptions/listen is acknowledged with its subscription id.
 func TestBridgeModernClientLegacyUpstream(t *testing.T) {
 	t.Parallel()
-	up := upstreamServer(t, demo.Handler(nil))
-	u, maddr := startEraSidecar(t, up, "legacy")
+	up := sidecartest.Upstream(t, demo.Handler(nil))
+	u, reg := startEraSidecar(t, up, "legacy", "auto")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "modern", Version: "1"}, nil)
@@ -142,11 +120,11 @@ func TestBridgeModernClientLegacyUpstream(t *testing.T) {
 	if b, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(b), `"sum":5`) {
 		t.Errorf("add(2,3) = %s, want sum 5", b)
 	}
-	if v, _ := sample(scrape(t, maddr), "skills_sidecar_bridge_sessions", map[string]string{}); v < 1 {
+	if v, _ := sidecartest.Sample(sidecartest.Gather(t, reg), "skills_sidecar_bridge_sessions", map[string]string{}); v < 1 {
 		t.Errorf("bridge_sessions = %v, want at least 1: the calls did not go over a held session", v)
 	}
 
-	_, _, body := mcpPost(t, u, initBody, nil)
+	_, _, body := sidecartest.Call(t, u, sidecartest.Initialize, nil)
 	if !strings.Contains(body, `"protocolVersion":"2025-11-25"`) || !strings.Contains(body, "io.modelcontextprotocol/skills") {
 		t.Errorf("legacy initialize through the bridge: %s", body)
 	}

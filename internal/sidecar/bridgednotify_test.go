@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestBridgedModernClientGetsChangeNotifications: a default go-sdk client
@@ -22,8 +24,7 @@ func TestBridgedModernClientGetsChangeNotifications(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "plugin")
 	v1, v2 := notesPlugin()
 	swap := kubeletPlugin(t, root, v1)
-	endpoint, _ := startSidecar(t, "--upstream", churnUpstream(t, false), "--plugin-dir", root,
-		"--poll-interval", "200ms", "--auth-gate", "none", "--era-bridge", "auto")
+	endpoint := startFolder(t, churnUpstream(t, false), root, func(c *config.Config) { polled(c); c.EraBridge = "auto" })
 	var changed, tools atomic.Int32
 	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed.Add(1) },
@@ -34,35 +35,29 @@ func TestBridgedModernClientGetsChangeNotifications(t *testing.T) {
 	// The bridge learns the upstream's eras at start; until it has, a
 	// client negotiates the legacy era. Connect until it gets the modern one.
 	var cs *mcp.ClientSession
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	sidecartest.WaitFor(t, time.Minute, func() bool {
 		s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: 1}, nil)
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
-		if s.InitializeResult().ProtocolVersion == scrapeVersion {
+		if s.InitializeResult().ProtocolVersion == modernVersion {
 			cs = s
-			break
+			return true
 		}
 		s.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("the client never negotiated %s through the bridge", scrapeVersion)
-		}
-	}
+		return false
+	}, "the client to negotiate "+modernVersion+" through the bridge")
 	defer cs.Close()
 	// The client opens its listen stream after connecting: the plugin
 	// changes once the upstream's own notices arrive on it.
-	for deadline := time.Now().Add(10 * time.Second); tools.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no tools/list_changed from the churning upstream reached the client: its listen stream never opened")
-		}
-	}
+	sidecartest.WaitFor(t, time.Minute, func() bool { return tools.Load() > 0 },
+		"a tools/list_changed from the churning upstream to reach the client (its listen stream to open)")
 	if n := changed.Load(); n != 0 {
 		t.Fatalf("%d list_changed before any change", n)
 	}
 	swap(v2)
-	for deadline := time.Now().Add(3 * time.Second); changed.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	sidecartest.WaitFor(t, time.Minute, func() bool { return changed.Load() > 0 },
+		"the bridged modern client's ResourceListChangedHandler to run")
 	time.Sleep(500 * time.Millisecond) // room for a duplicate to show
 	if n := changed.Load(); n != 1 {
 		t.Errorf("the bridged modern client's ResourceListChangedHandler ran %d times after one change, want 1", n)

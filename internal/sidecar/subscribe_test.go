@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // updatedURIs reads events for d and returns params.uri of every
@@ -60,7 +61,7 @@ func TestSubscribedSkillFileUpdates(t *testing.T) {
 		"agents/triage.md":       "---\nname: triage\ndescription: Sorts.\n---\nSort.\n",
 	}
 	swap := kubeletPlugin(t, root, v1)
-	endpoint, _ := startSidecar(t, "--upstream", churnUpstream(t, false), "--plugin-dir", root, "--poll-interval", "200ms", "--auth-gate", "none")
+	endpoint := startFolder(t, churnUpstream(t, false), root, polled)
 
 	// Session A: a go-sdk client subscribed to ref.md.
 	var mu sync.Mutex
@@ -85,7 +86,7 @@ func TestSubscribedSkillFileUpdates(t *testing.T) {
 	// Session B: raw, subscribed to review/SKILL.md, holding its GET stream.
 	sidB := legacySession(t, endpoint)
 	hB := map[string]string{"Mcp-Session-Id": sidB, "MCP-Protocol-Version": "2025-11-25"}
-	status, _, body := mcpPost(t, endpoint, `{"jsonrpc":"2.0","id":7,"method":"resources/subscribe","params":{"uri":"`+review+`"}}`, hB)
+	status, _, body := sidecartest.Call(t, endpoint, `{"jsonrpc":"2.0","id":7,"method":"resources/subscribe","params":{"uri":"`+review+`"}}`, hB)
 	var reply struct {
 		ID     int             `json:"id"`
 		Result json.RawMessage `json:"result"`
