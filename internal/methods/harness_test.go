@@ -10,8 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -44,15 +42,7 @@ var pngBytes = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0x0d
 // writeFiles writes files (slash paths relative to dir) into dir.
 func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sidecartest.WriteTree(t, dir, files)
 }
 
 // skillMD returns a conforming SKILL.md for a skill named name.
