@@ -189,7 +189,7 @@ func TestNothingPointsOutside(t *testing.T) {
 func TestOutsideRefsCanFail(t *testing.T) {
 	t.Parallel()
 	// Spelled in pieces so that this file does not match itself.
-	text := "// see PROTOCOL" + ".md §1\n// as iss" + "ue 17 asked\n# ../sha" + "red/notes.md\nlink: \"../../shared/glossary.md\"\n// fine: docs/protocol.md\n"
+	text := "// see PROTOCOL" + ".md §1\n// as iss" + "ue 17 asked\n# ../sha" + "red/notes.md\nlink: \"../../sha" + "red/glossary.md\"\n// fine: docs/protocol.md\n"
 	got := outsideRefs("x.go", text)
 	if len(got) != 3 || !strings.HasPrefix(got[0], "x.go:1:") || !strings.HasPrefix(got[1], "x.go:2:") || !strings.HasPrefix(got[2], "x.go:3:") {
 		t.Errorf("outsideRefs = %q, want lines 1, 2 and 3 only", got)

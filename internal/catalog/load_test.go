@@ -336,16 +336,16 @@ func TestSymlinksAndSpecialFiles(t *testing.T) {
 	writeFiles(t, outside, map[string]string{"secret.txt": "secret"})
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"shared/glossary.md":   "# Glossary\n",
-		"shared/tables/a.csv":  "a,b\n",
+		"common/glossary.md":   "# Glossary\n",
+		"common/tables/a.csv":  "a,b\n",
 		"skills/s/SKILL.md":    "---\nname: s\ndescription: Links.\n---\n",
 		"skills/s/regular.txt": "regular",
 		"agents/real.md":       "---\nname: real\ndescription: Linked agent.\n---\n",
 		"skills/t/skill.txt":   "---\nname: t\ndescription: Linked SKILL.md.\n---\n",
 	})
 	links := map[string]string{
-		"skills/s/glossary.md":      "../../shared/glossary.md", // inside: followed
-		"skills/s/tables":           "../../shared/tables",      // directory inside: followed
+		"skills/s/glossary.md":      "../../common/glossary.md", // inside: followed
+		"skills/s/tables":           "../../common/tables",      // directory inside: followed
 		"skills/s/escape.txt":       "../../../" + filepath.Base(outside) + "/secret.txt",
 		"skills/s/absolute.txt":     filepath.Join(outside, "secret.txt"),
 		"skills/s/dangling.txt":     "nowhere.txt",
