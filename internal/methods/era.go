@@ -43,10 +43,6 @@ func quote(s string) string {
 	return string(rewrite.AppendString(nil, s))
 }
 
-func metaString(params json.RawMessage, key string) (string, bool) {
-	return rewrite.GetString(params, "_meta", key)
-}
-
 // paramString returns params[key] when it is a string; ok is false when the
 // key is absent or not a string.
 func paramString(params json.RawMessage, key string) (string, bool) {
