@@ -118,8 +118,9 @@ type Transport struct {
 type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
-	key    string // the pool key: host:port, and the partition's hash
-	addr   string // host:port
+	peek   *peeker // alive's peek, made once at dial
+	key    string  // the pool key: host:port, and the partition's hash
+	addr   string  // host:port
 	reused bool
 
 	pooled bool        // in Transport.idle
@@ -369,7 +370,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 		if c == nil {
 			break
 		}
-		if c.br.Buffered() == 0 && alive(c.nc) {
+		if c.br.Buffered() == 0 && c.peek.alive() {
 			c.reused = true
 			return c, nil
 		}
@@ -385,7 +386,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 		if c == nil {
 			break
 		}
-		if c.br.Buffered() == 0 && alive(c.nc) {
+		if c.br.Buffered() == 0 && c.peek.alive() {
 			c.key = key // from now on the connection is key's, like one it dialled
 			c.reused = true
 			return c, nil
@@ -402,7 +403,7 @@ func (t *Transport) dialConn(ctx context.Context, addr, key string) (*conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("hop: %w", err)
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), key: key, addr: addr}, nil
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), peek: newPeeker(nc), key: key, addr: addr}, nil
 }
 
 // dial connects to addr within DialTimeout.

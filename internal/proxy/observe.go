@@ -78,19 +78,17 @@ func (w *statusWriter) Flush() {
 // Unwrap returns the wrapped writer, for http.ResponseController.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// timedTransport records the upstream's time to response headers.
-type timedTransport struct {
-	rt http.RoundTripper
-	m  *metrics.Metrics
-}
-
-func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if t.m == nil {
-		return t.rt.RoundTrip(r)
+// roundTrip sends out to the upstream and records the upstream's time to
+// response headers under the method pl names. The plan is passed, not
+// carried in out's context: a context value costs an allocation per
+// request, and nothing below the proxy needs the plan.
+func (p *Proxy) roundTrip(out *http.Request, pl *plan) (*http.Response, error) {
+	if p.opts.Metrics == nil {
+		return p.opts.Transport.RoundTrip(out)
 	}
 	start := time.Now()
-	resp, err := t.rt.RoundTrip(r)
-	t.m.UpstreamResponse(planFrom(r.Context()).method, time.Since(start))
+	resp, err := p.opts.Transport.RoundTrip(out)
+	p.opts.Metrics.UpstreamResponse(pl.method, time.Since(start))
 	return resp, err
 }
 
@@ -106,18 +104,23 @@ func (b *countedBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
+// copyBuffer is the size of the relay's pooled copy buffers.
+const copyBuffer = 32 << 10
+
 // bufferPool recycles the relay's 32 KiB copy buffers across requests instead
-// of allocating one per response.
+// of allocating one per response. It pools the arrays themselves: putting
+// back a pointer to a slice header would cost an allocation per Put.
 type bufferPool struct{ p sync.Pool }
 
 func newBufferPool() *bufferPool {
-	return &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+	return &bufferPool{p: sync.Pool{New: func() any { return new([copyBuffer]byte) }}}
 }
 
-func (bp *bufferPool) Get() []byte { return *(bp.p.Get().(*[]byte)) }
+func (bp *bufferPool) Get() []byte { return bp.p.Get().(*[copyBuffer]byte)[:] }
 
+// Put takes back a buffer Get returned (any other slice is dropped).
 func (bp *bufferPool) Put(b []byte) {
-	if cap(b) == 32<<10 {
-		bp.p.Put(&b)
+	if cap(b) == copyBuffer {
+		bp.p.Put((*[copyBuffer]byte)(b[:copyBuffer]))
 	}
 }

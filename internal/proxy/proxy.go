@@ -140,10 +140,9 @@ type Options struct {
 
 // Proxy is the sidecar's MCP handler. Create it with New.
 type Proxy struct {
-	opts      Options
-	transport http.RoundTripper // Options.Transport, timed
-	buffers   *bufferPool
-	log       *zap.Logger
+	opts    Options
+	buffers *bufferPool
+	log     *zap.Logger
 
 	// streams is canceled by EndStreams; standalone GET streams end on it.
 	streams    context.Context
@@ -185,7 +184,6 @@ func New(opts Options) (*Proxy, error) {
 	if p.log == nil {
 		p.log = zap.NewNop()
 	}
-	p.transport = timedTransport{rt: opts.Transport, m: opts.Metrics}
 	p.buffers = newBufferPool()
 	return p, nil
 }
@@ -432,8 +430,8 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
-	body := &stallReader{r: r.Body, rc: http.NewResponseController(w), timeout: timeout}
-	b, err := io.ReadAll(http.MaxBytesReader(w, body, max))
+	body := &stallReader{r: r.Body, rc: *http.NewResponseController(w), timeout: timeout}
+	b, err := readAll(http.MaxBytesReader(w, body, max), r.ContentLength)
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	if !(errors.As(err, &ne) && ne.Timeout()) {
@@ -454,12 +452,36 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	return b, nil
 }
 
+// readAll reads r to its end like io.ReadAll, into one buffer of the
+// declared length when there is one (size >= 0), where io.ReadAll would
+// start small and grow. The buffer has a byte to spare, so that the end of
+// the body is seen without growing it; a body longer than declared (which
+// net/http does not let through) still reads whole.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
 // stallReader reads a request body with a read deadline renewed before
 // every read. Where the connection takes no deadline (HTTP/2, a test
 // recorder) it reads without one.
 type stallReader struct {
 	r       io.ReadCloser
-	rc      *http.ResponseController
+	rc      http.ResponseController // by value: one allocation less per request
 	timeout time.Duration
 	set     bool
 }
@@ -542,20 +564,6 @@ func (pl *plan) isHandshakeID(id json.RawMessage) bool {
 		}
 	}
 	return false
-}
-
-type planKey struct{}
-
-func withPlan(ctx context.Context, pl *plan) context.Context {
-	return context.WithValue(ctx, planKey{}, pl)
-}
-
-func planFrom(ctx context.Context) *plan {
-	pl, _ := ctx.Value(planKey{}).(*plan)
-	if pl == nil {
-		return &plan{}
-	}
-	return pl
 }
 
 // edits reports whether the reply needs the response path's attention.

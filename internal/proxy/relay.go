@@ -108,7 +108,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	// The client's own request rides along, so that whoever keeps a
 	// table for callers below (the era bridge) knows whose place it is
 	// (package caller).
-	ctx := caller.WithRequest(withPlan(r.Context(), pl), r)
+	ctx := caller.WithRequest(r.Context(), r)
 	var detach *detachable
 	if pl.kind == kindGet {
 		// A standalone GET stream may outlive this handler (see detach.go):
@@ -118,7 +118,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		ctx = detach.ctx
 	}
 	out := p.outbound(ctx, r, pl, body)
-	resp, err := p.transport.RoundTrip(out)
+	resp, err := p.roundTrip(out, pl)
 	if err != nil {
 		p.handleUpstreamError(w, out, pl, err)
 		return
