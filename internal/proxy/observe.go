@@ -23,16 +23,40 @@ type statusWriter struct {
 	sent   bool          // a body byte was written or the head flushed: the client may have had something
 	send   time.Duration // the send timeout; 0: none
 	noDL   bool          // the writer takes no deadline (HTTP/2 handled elsewhere, a test recorder)
+	set    time.Time     // when the deadline was last moved; zero: not yet
 }
 
-// renew moves the write deadline to the send timeout from now.
+// renew moves the write deadline to the send timeout from now, unless it
+// was moved within the last lazyDelay of it.
 func (w *statusWriter) renew() {
 	if w.send <= 0 || w.noDL {
 		return
 	}
-	if http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.send)) != nil {
+	now := time.Now()
+	if !renewDue(w.set, now, w.send) {
+		return
+	}
+	if http.NewResponseController(w.ResponseWriter).SetWriteDeadline(now.Add(w.send)) != nil {
 		w.noDL = true
 	}
+	w.set = now
+}
+
+// lazyDelay is how recently a deadline of timeout may have been set for a
+// renewal to leave it as it is: a sixteenth of the timeout, at most 300 ms
+// (nginx's timers are as lazy: NGX_TIMER_LAZY_DELAY). Each move costs a
+// lock and a timer update in the runtime's poller, and a forwarded reply
+// asked for three within a millisecond (before net/http writes, at the
+// write, after the handler); lazily, it pays one. A write then gets at
+// least fifteen sixteenths of the timeout, never less than timeout - 300 ms.
+func lazyDelay(timeout time.Duration) time.Duration {
+	return min(timeout/16, 300*time.Millisecond)
+}
+
+// renewDue reports whether a deadline of timeout last set at last (zero:
+// never) is to be moved at now.
+func renewDue(last, now time.Time, timeout time.Duration) bool {
+	return last.IsZero() || now.Sub(last) >= lazyDelay(timeout)
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -280,12 +280,14 @@ const (
 
 // serve handles one request and returns its route.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
+	var bodyDeadline time.Time // when the body's read deadline was set; zero: not
 	if r.Method == http.MethodPost && r.ContentLength != 0 {
 		// The body's first read is bounded from here, and so is a refusal
 		// sent before the body is read: net/http then reads (to discard)
 		// up to 256 KiB of it, which a stalled client would make wait for
 		// ever. readBody renews the deadline per read and clears it.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.opts.ClientBodyTimeout))
+		bodyDeadline = time.Now()
+		_ = http.NewResponseController(w).SetReadDeadline(bodyDeadline.Add(p.opts.ClientBodyTimeout))
 	}
 	if !hostAllowed(r.Host, p.loopbackListener(r), p.opts.AllowedHosts) {
 		writeError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
@@ -316,7 +318,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeUpstream
 	}
 	pl.method = "invalid" // until the body proves otherwise
-	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout)
+	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout, bodyDeadline)
 	if err != nil {
 		writeError(w, nil, err)
 		return routeLocal
@@ -425,12 +427,13 @@ func isHandshake(method string) bool {
 // readBody reads the whole request body up to max bytes, each read within
 // timeout of the one before (client_body_timeout). A client that stalls
 // longer gets 408 and loses its connection, as nginx answers, since the
-// rest of its body can no longer be told from a next request.
-func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, *reply.Error) {
+// rest of its body can no longer be told from a next request. set is when
+// the caller last set the read deadline (zero: it did not).
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration, set time.Time) ([]byte, *reply.Error) {
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
-	body := &stallReader{r: r.Body, rc: *http.NewResponseController(w), timeout: timeout}
+	body := &stallReader{r: r.Body, rc: *http.NewResponseController(w), timeout: timeout, at: set, set: !set.IsZero()}
 	b, err := readAll(http.MaxBytesReader(w, body, max), r.ContentLength)
 	var mbe *http.MaxBytesError
 	var ne net.Error
@@ -483,12 +486,16 @@ type stallReader struct {
 	r       io.ReadCloser
 	rc      http.ResponseController // by value: one allocation less per request
 	timeout time.Duration
-	set     bool
+	set     bool      // a deadline was set, to be cleared by done
+	at      time.Time // when it was last moved; renewed lazily (lazyDelay)
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
-	if s.rc.SetReadDeadline(time.Now().Add(s.timeout)) == nil {
-		s.set = true
+	if now := time.Now(); renewDue(s.at, now, s.timeout) {
+		if s.rc.SetReadDeadline(now.Add(s.timeout)) == nil {
+			s.set = true
+		}
+		s.at = now
 	}
 	return s.r.Read(p)
 }
