@@ -141,6 +141,7 @@ type Options struct {
 // Proxy is the sidecar's MCP handler. Create it with New.
 type Proxy struct {
 	opts    Options
+	target  *url.URL // every upstream request's URL: Upstream's, shared, never modified
 	buffers *bufferPool
 	log     *zap.Logger
 
@@ -179,7 +180,9 @@ func New(opts Options) (*Proxy, error) {
 	if opts.Transport == nil {
 		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, onbehalf.DefaultCredentials())
 	}
-	p := &Proxy{opts: opts, log: opts.Logger}
+	u := opts.Upstream
+	p := &Proxy{opts: opts, log: opts.Logger,
+		target: &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}}
 	p.streams, p.endStreams = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = zap.NewNop()
