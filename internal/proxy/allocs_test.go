@@ -1,18 +1,8 @@
 package proxy_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // maxForwardAllocs bounds the heap allocations the sidecar adds to one
@@ -27,35 +17,14 @@ const maxForwardAllocs = 78
 // bounds the difference. Counts, not times: nothing here depends on how
 // fast the machine is.
 func TestForwardAllocations(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`)
-	}))
-	defer up.Close()
-	u, _ := url.Parse(up.URL + "/mcp")
-	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(), Metrics: metrics.New(prometheus.NewRegistry(), "allocs")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	side := httptest.NewServer(p)
-	defer side.Close()
+	up, _, side := forwardRig(t)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer client.CloseIdleConnections()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
 	call := func(target string) func() {
 		return func() {
-			req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("status %d", resp.StatusCode)
+			if status := postOnce(t, client, target, body); status != http.StatusOK {
+				t.Fatalf("status %d", status)
 			}
 		}
 	}
