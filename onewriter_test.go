@@ -29,7 +29,7 @@ var ownWritingAllowed = map[string]string{
 	"internal/methods/hostcompat.go:appendCompat":   "a response hook: the upstream's own reply (its id) edited in the proxy's hook path, its method-not-found made the sidecar's page",
 	"internal/methods/resources.go:appendResources": "a response hook: the upstream's own reply (its id) edited in the proxy's hook path, its method-not-found made the sidecar's page",
 	"internal/upstreamfiles/readscan.go:":           "a parser's table of the members of a JSON-RPC message, which builds nothing",
-	"internal/stdio/":                               "the stdio adapter stands in for the upstream's HTTP server in front of a process: the process's replies and events are the upstream's; its own refusals are still to become values (issue 29, item 3, left for a change of its own)",
+	"internal/stdio/":                               "the stdio adapter stands in for the upstream's HTTP server in front of a process: the process's replies and events are the upstream's; its own refusals are still to become values, as the bridge's did (left for a change of its own)",
 }
 
 // ownWriting lists, as "path:function: what", the places in src (a Go
