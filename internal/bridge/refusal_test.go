@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
@@ -60,5 +62,33 @@ func TestSessionRefusalPassedOn(t *testing.T) {
 				t.Errorf("body %s: want %d with the caller's id 1", body, c.code)
 			}
 		})
+	}
+}
+
+// TestSessionInitializeOnlyItsAnswer: a reply to the held session's
+// initialize that carries another id (the fixed id the bridge once sent,
+// a stray answer) opens no session: the caller gets 502
+// bridge_session_failed, and the session's initialize carried a fresh id
+// of its own.
+func TestSessionInitializeOnlyItsAnswer(t *testing.T) {
+	var sent atomic.Value
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(b), `"initialize"`) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		sent.Store(string(b))
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		fmt.Fprint(w, `{"jsonrpc":"2.0","id":"skills-sidecar-bridge","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"up","version":"1"}}}`)
+	})
+	bt, u := newBridge(t, h, 4)
+	code, body := call(t, bt, u, "", "{}", "tools/list")
+	if code != http.StatusBadGateway || !strings.Contains(body, "bridge_session_failed") {
+		t.Errorf("client got %d %s, want 502 bridge_session_failed", code, body)
+	}
+	if s, _ := sent.Load().(string); !strings.Contains(s, `"id":"skills-sidecar/session/`) {
+		t.Errorf("the initialize sent %s, want a fresh id of onbehalf's", s)
 	}
 }

@@ -241,7 +241,7 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	}
 	honoured := filter.Honoured(s.init.Capabilities)
 	for _, uri := range honoured.ResourceSubscriptions {
-		b := marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge-subscribe", "method": "resources/subscribe",
+		b := marshal(map[string]any{"jsonrpc": "2.0", "id": upstreamID(), "method": "resources/subscribe",
 			"params": map[string]string{"uri": uri}})
 		if r, err := t.postOn(req.Context(), s, b); err == nil {
 			drain(r)

@@ -308,13 +308,10 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		info = bridgeClientInfo
 	}
 	s.version = t.Eras().LegacyVersion("2025-11-25")
-	// The caller's capabilities and clientInfo go as it spelled them.
-	body := marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge", "method": "initialize",
-		"params": map[string]any{"protocolVersion": s.version, "capabilities": caps, "clientInfo": info}})
 	s.url, s.creds = req.URL.String(), onbehalf.CallerHeaders(req.Header, t.Credentials)
-	// The initialize carries the caller's headers only: no session yet,
-	// and the version is what it negotiates.
-	resp, err := t.do(onbehalf.Held{URL: s.url, Caller: s.creds}.Post(ctx, body))
+	// The caller's capabilities and clientInfo go as it spelled them.
+	r, id, err := s.held().Initialize(ctx, s.version, caps, info)
+	resp, err := t.do(r, err)
 	if err != nil {
 		s.err = err
 		return
@@ -322,10 +319,9 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		// Any refusal (401 with an OAuth JSON body, a JSON-RPC error at
-		// 4xx, text) goes to the caller as the upstream sent it, so its
-		// status and WWW-Authenticate start the client's auth flow.
-		// Only its WWW-Authenticate goes with it: nothing else of the
-		// held session's reply is the caller's.
+		// 4xx, text) is the caller's, with its status and
+		// WWW-Authenticate, so the client's auth flow starts; nothing
+		// else of the held session's reply is the caller's.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		h := http.Header{}
 		if v, ok := resp.Header["Www-Authenticate"]; ok {
@@ -334,17 +330,14 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		s.deny = &onbehalf.Refusal{Status: resp.StatusCode, Header: h, Body: b}
 		return
 	}
-	raw, err := readUntilReply(resp, t.maxBytes())
-	if err != nil {
-		s.err = err
+	// Only the reply carrying the initialize's own id answers it.
+	m, err := onbehalf.ReadReply(resp.Header.Get("Content-Type"), resp.Body, id, t.maxBytes())
+	switch {
+	case err != nil:
+		s.err = fmt.Errorf("upstream initialize reply: %w", err)
 		return
-	}
-	m, err := replyMessage(resp.Header.Get("Content-Type"), raw)
-	if err != nil || m.Kind != rewrite.KindResponse {
+	case m.Kind != rewrite.KindResponse:
 		s.err = fmt.Errorf("upstream refused initialize: %s", bytes.TrimSpace(m.Error))
-		if err != nil {
-			s.err = errors.New("upstream initialize reply unreadable")
-		}
 		return
 	}
 	if err := json.Unmarshal(m.Result, &s.init); err != nil {
@@ -355,7 +348,7 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		s.version = s.init.ProtocolVersion
 	}
 	s.id = resp.Header.Get("Mcp-Session-Id")
-	if r, err := t.postOn(ctx, s, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err == nil {
+	if r, err := t.do(s.held().Initialized(ctx)); err == nil {
 		drain(r)
 	}
 }

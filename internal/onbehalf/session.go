@@ -3,7 +3,11 @@ package onbehalf
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // Held is a session the sidecar holds on the upstream for its callers (the
@@ -37,6 +41,34 @@ func (s Held) Header() http.Header {
 	}
 	return h
 }
+
+// Initialize is the legacy initialize that opens s for its caller: the
+// caller's capabilities and clientInfo as it spelled them (encoded JSON,
+// passed as they are), protocolVersion version, and none of s's session
+// headers (it has none yet). It is returned with its id, fresh (NewID):
+// only a reply carrying it answers the initialize (ReadReply).
+func (s Held) Initialize(ctx context.Context, version string, caps, info json.RawMessage) (*http.Request, json.RawMessage, error) {
+	id := NewID("session")
+	body := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	body = rewrite.AppendString(append(body, `,"method":"initialize","params":{"protocolVersion":`...), version)
+	body = append(append(body, `,"capabilities":`...), caps...)
+	body = append(append(append(body, `,"clientInfo":`...), info...), "}}"...)
+	if !json.Valid(body) {
+		return nil, nil, errInvalidParams
+	}
+	opening := Held{URL: s.URL, Caller: s.Caller}
+	req, err := opening.Post(ctx, body)
+	return req, id, err
+}
+
+// Initialized is the notifications/initialized that completes s's
+// opening, on s (its id and version known now).
+func (s Held) Initialized(ctx context.Context) (*http.Request, error) {
+	return s.Post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+}
+
+// errInvalidParams: what a caller gave to go in a request is not JSON.
+var errInvalidParams = errors.New("onbehalf: the caller's capabilities or clientInfo are not JSON")
 
 // Post is the POST of body, one JSON-RPC message (the session's
 // initialize, notifications/initialized, an answer to a server's request,

@@ -2,6 +2,8 @@ package onbehalf
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"testing"
 )
@@ -46,5 +48,32 @@ func TestHeld(t *testing.T) {
 	}
 	if len(caller) != 2 {
 		t.Errorf("the caller's headers were changed: %v", caller)
+	}
+}
+
+// TestHeldInitialize: the session's initialize carries the caller's
+// capabilities and clientInfo as spelled (no HTML escaping), a fresh id
+// each time, the caller's headers and none of the session's; what is not
+// JSON is refused rather than sent.
+func TestHeldInitialize(t *testing.T) {
+	s := Held{URL: "http://127.0.0.1:1/mcp", Caller: http.Header{"Authorization": {"Bearer a"}}, ID: "old", Version: "2025-06-18"}
+	caps, info := json.RawMessage(`{"x":{"a":"<&>"}}`), json.RawMessage(`{"name":"c","version":"1"}`)
+	req, id, err := s.Initialize(context.Background(), "2025-11-25", caps, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(req.Body)
+	want := `{"jsonrpc":"2.0","id":` + string(id) + `,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"x":{"a":"<&>"}},"clientInfo":{"name":"c","version":"1"}}}`
+	if string(b) != want {
+		t.Errorf("body %s\nwant %s", b, want)
+	}
+	if req.Header.Get("Authorization") != "Bearer a" || req.Header.Get("Mcp-Session-Id") != "" || req.Header.Get("Mcp-Protocol-Version") != "" {
+		t.Errorf("headers %v", req.Header)
+	}
+	if _, again, _ := s.Initialize(context.Background(), "2025-11-25", caps, info); string(again) == string(id) {
+		t.Errorf("two initializes with one id %s", id)
+	}
+	if _, _, err := s.Initialize(context.Background(), "2025-11-25", json.RawMessage(`{`), info); err == nil {
+		t.Error("capabilities that are not JSON were sent")
 	}
 }
