@@ -29,7 +29,8 @@ var ownWritingAllowed = map[string]string{
 	"internal/methods/hostcompat.go:appendCompat":   "a response hook: the upstream's own reply (its id) edited in the proxy's hook path, its method-not-found made the sidecar's page",
 	"internal/methods/resources.go:appendResources": "a response hook: the upstream's own reply (its id) edited in the proxy's hook path, its method-not-found made the sidecar's page",
 	"internal/upstreamfiles/readscan.go:":           "a parser's table of the members of a JSON-RPC message, which builds nothing",
-	"internal/stdio/":                               "the stdio adapter stands in for the upstream's HTTP server in front of a process: the process's replies and events are the upstream's; its own refusals are still to become values, as the bridge's did (left for a change of its own)",
+	"internal/stdio/exchange.go:respond":            "the stdio adapter stands in for the upstream's HTTP server in front of a process: the process's replies are the upstream's; its own (encoded by package reply) are still returned in a response rather than as values, as the bridge's were (left for a change of its own)",
+	"internal/stdio/exchange.go:stream":             "the stdio adapter's reply stream of the process's messages (the upstream's), framed by package reply",
 }
 
 // ownWriting lists, as "path:function: what", the places in src (a Go

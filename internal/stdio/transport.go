@@ -399,11 +399,7 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 // refused is a table's refusal as a reply: its status, Retry-After and
 // JSON-RPC error with the caller's id.
 func refused(req *http.Request, id json.RawMessage, e *reply.Error) *http.Response {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": e.Code, "message": e.Message, "data": e.Data}})
+	body := reply.ErrorMessage(id, e)
 	var h http.Header
 	if e.RetryAfter > 0 {
 		h = http.Header{"Retry-After": {strconv.Itoa(e.RetryAfter)}}
