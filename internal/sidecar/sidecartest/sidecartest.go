@@ -1,7 +1,8 @@
 // Package sidecartest starts the sidecar for tests exactly as the binary
 // assembles it (package sidecar), in front of a test upstream on loopback,
-// and owns the helpers the integration tests share: one POST, one WaitFor. Only tests
-// import it.
+// and owns the helpers the integration tests share: one POST, one WaitFor,
+// one caller of either era (client.go). Only tests import it; it must not
+// hold assertions of one package's behaviour.
 package sidecartest
 
 import (
@@ -30,7 +31,9 @@ type TB interface {
 	Helper()
 	Fatal(args ...any)
 	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
 	Cleanup(func())
+	TempDir() string
 }
 
 // Options say how Start builds the sidecar beyond the defaults.

@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"bytes"
@@ -314,7 +314,7 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 				if answered {
 					uri, _ := rewrite.GetString(m.Params, "uri")
 					w.Header().Set("Content-Type", "application/json")
-					_, _ = w.Write(mustMarshal(t, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
+					_, _ = w.Write(sidecartest.MustMarshal(t, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
 						"contents": []map[string]any{{"uri": uri, "mimeType": "text/markdown", "text": lfServed(snap, uri)}}}}))
 				}
 				if reads.Add(1) == 2 {
@@ -348,7 +348,7 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 			t.Errorf("answered %v: the refused caller's page sent %d guessed reads, want 2", answered, refused)
 		}
 		g.setEdit(nil)
-		listAs(t, side, "refused").ok(t, "the admitted caller", nil)
+		listAs(t, side, "refused").OK(t, "the admitted caller", nil)
 		if n := g.get("resources/read Bearer refused") - refused; n != 2 {
 			t.Errorf("answered %v: the admitted caller's page read %d files, want 2: something of the refused page was kept", answered, n)
 		}

@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"io"
@@ -417,15 +417,15 @@ func TestLegacyPrefetchAtInitialized(t *testing.T) {
 
 	sid := handshake("skills", true)
 	waitFor(t, "the prefetch's read", func() bool { return g.get("resources/read Bearer skills "+uri) == 1 })
-	c := &caller{t: t, endpoint: side, token: "skills"}
-	r := c.callWith("skills/list", nil, func(h http.Header, _ map[string]any) {
+	c := &sidecartest.Caller{T: t, Endpoint: side, Token: "skills"}
+	r := c.CallWith("skills/list", nil, func(h http.Header, _ map[string]any) {
 		h.Set("Mcp-Session-Id", sid)
 		h.Set("MCP-Protocol-Version", "2025-11-25")
 	})
 	var res struct {
 		Skills []entry `json:"skills"`
 	}
-	r.ok(t, "the legacy client's first skills/list", &res)
+	r.OK(t, "the legacy client's first skills/list", &res)
 	found := false
 	for _, e := range res.Skills {
 		if e.URI == uri {
