@@ -17,6 +17,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // richTools are upstream tools with every field go-sdk can carry, so that
@@ -109,8 +110,8 @@ func agentsSetup(t *testing.T, ctx context.Context, ec eraCase, edit func(*confi
 	dir := t.TempDir()
 	sidecartest.WriteTree(t, dir, pluginAgents())
 	w := newWatcher(t, dir)
-	up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools()})
-	return dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, edit), ""), dialEra(t, ctx, ec, up.url, ""), w.Snapshot()
+	up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 2, Tools: richTools()})
+	return dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, edit), ""), dialEra(t, ctx, ec, up.URL, ""), w.Snapshot()
 }
 
 func TestAgentsList(t *testing.T) {
@@ -401,8 +402,8 @@ func TestAgentsGetRefusedCaller(t *testing.T) {
 		dir := t.TempDir()
 		sidecartest.WriteTree(t, dir, pluginAgents())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools(), token: "s3cret"})
-		side := newSidecar(t, up.url, w.Snapshot, nil)
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 2, Tools: richTools(), Token: "s3cret"})
+		side := newSidecar(t, up.URL, w.Snapshot, nil)
 		good := dialEra(t, ctx, ec, side, "s3cret")
 
 		var d agentDetail
@@ -451,8 +452,8 @@ func TestAgentsDeclaredDespiteBadSkills(t *testing.T) {
 		if n := w.Snapshot().Skipped(); n < 4 {
 			t.Fatalf("%d items skipped, want the bad SKILL.md files skipped: %+v", n, w.Snapshot().Problems())
 		}
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
 		ext := c.CS.InitializeResult().Capabilities.Extensions
 		for _, id := range []string{rewrite.SkillsExtensionID, rewrite.AgentsExtensionID} {
 			if _, ok := ext[id]; !ok {
@@ -482,8 +483,8 @@ func TestAgentsEmptyRosterDeclared(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	up := newUpstream(t, upstreamConfig{stateless: true})
-	c := dialVersion(t, ctx, newSidecar(t, up.url, nil, nil), "", "")
+	up := testupstream.Start(t, testupstream.Config{Stateless: true})
+	c := dialVersion(t, ctx, newSidecar(t, up.URL, nil, nil), "", "")
 	if _, ok := c.CS.InitializeResult().Capabilities.Extensions[rewrite.AgentsExtensionID]; !ok {
 		t.Errorf("agents extension not declared with an empty roster")
 	}

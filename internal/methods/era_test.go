@@ -13,6 +13,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
@@ -53,8 +54,8 @@ func TestModernChecks(t *testing.T) {
 	dir := t.TempDir()
 	sidecartest.WriteTree(t, dir, pluginWithAgent())
 	w := newWatcher(t, dir)
-	up := newUpstream(t, upstreamConfig{stateless: true, tools: []*mcp.Tool{alphaTool()}})
-	c := &sidecartest.Caller{T: t, Endpoint: newSidecar(t, up.url, w.Snapshot, nil), Modern: true}
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, Tools: []*mcp.Tool{alphaTool()}})
+	c := &sidecartest.Caller{T: t, Endpoint: newSidecar(t, up.URL, w.Snapshot, nil), Modern: true}
 	delMeta := func(key string) func(http.Header, map[string]any) {
 		return func(_ http.Header, req map[string]any) {
 			delete(req["params"].(map[string]any)["_meta"].(map[string]any), key)
@@ -154,8 +155,8 @@ func TestResultFields(t *testing.T) {
 				dir := t.TempDir()
 				sidecartest.WriteTree(t, dir, pluginWithAgent())
 				w := newWatcher(t, dir)
-				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, tools: []*mcp.Tool{alphaTool()}})
-				c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, cfg.edit), "")
+				up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, Tools: []*mcp.Tool{alphaTool()}})
+				c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, cfg.edit), "")
 				// The build's version, as sidecartest gives it to the assembly.
 				wantInfo := `{"name":"skills-sidecar","version":"test"}`
 				for _, call := range localCalls() {
@@ -201,8 +202,8 @@ func TestModernNonASCIIName(t *testing.T) {
 	files["skills/pdf-processing/reference/données-é.md"] = "# Données\n"
 	sidecartest.WriteTree(t, dir, files)
 	w := newWatcher(t, dir)
-	up := newUpstream(t, upstreamConfig{stateless: true, tools: []*mcp.Tool{alphaTool()}})
-	c := &sidecartest.Caller{T: t, Endpoint: newSidecar(t, up.url, w.Snapshot, nil), Modern: true}
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, Tools: []*mcp.Tool{alphaTool()}})
+	c := &sidecartest.Caller{T: t, Endpoint: newSidecar(t, up.URL, w.Snapshot, nil), Modern: true}
 	uri := "skill://pdf-processing/reference/données-é.md"
 	read := map[string]any{"uri": uri}
 	if got := c.Call("resources/read", read); got.Status != http.StatusOK || !strings.Contains(string(got.Body), "# Données") {

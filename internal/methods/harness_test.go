@@ -1,16 +1,10 @@
 package methods_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +13,6 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
@@ -47,114 +40,6 @@ func newWatcher(t testing.TB, dir string) *catalog.Watcher {
 		t.Fatalf("NewWatcher(%s) = %v", dir, err)
 	}
 	return w
-}
-
-// upstreamConfig says how to build a go-sdk upstream.
-type upstreamConfig struct {
-	stateless bool
-	// pageSize is ServerOptions.PageSize; 0 means go-sdk's default.
-	pageSize int
-	// tools are added with a handler that echoes their name.
-	tools []*mcp.Tool
-	// resources adds this many test://res/NN text resources.
-	resources int
-	// token, when set, makes every request without "Bearer <token>" a 401.
-	token string
-	// noResourcesMethod answers resources/list with -32601.
-	noResourcesMethod bool
-	// notFound are more methods answered with -32601.
-	notFound []string
-	// ttlMs is the ttlMs of the upstream's cacheable results.
-	ttlMs int
-	// prompts are added with a handler whose one message is the text
-	// "upstream " and the prompt's name.
-	prompts []*mcp.Prompt
-	// files are resources the upstream serves itself, text by URI.
-	files map[string]string
-}
-
-// upstream is a running go-sdk server that records what reached it.
-type upstream struct {
-	url string
-	mu  sync.Mutex
-	got []string // "method uri" of every request that reached the upstream
-}
-
-// seen returns "method uri" for every request the upstream received.
-func (u *upstream) seen() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]string(nil), u.got...)
-}
-
-func newUpstream(t testing.TB, cfg upstreamConfig) *upstream {
-	t.Helper()
-	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{PageSize: cfg.pageSize,
-		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = cfg.ttlMs }})
-	for _, tool := range cfg.tools {
-		s.AddTool(tool, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.Name}}}, nil
-		})
-	}
-	for i := range cfg.resources {
-		uri := fmt.Sprintf("test://res/%02d", i)
-		s.AddResource(&mcp.Resource{URI: uri, Name: fmt.Sprintf("res-%02d", i), MIMEType: "text/plain"},
-			func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "upstream " + r.Params.URI}}}, nil
-			})
-	}
-	for _, p := range cfg.prompts {
-		s.AddPrompt(p, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "upstream " + req.Params.Name}}}}, nil
-		})
-	}
-	for uri, text := range cfg.files {
-		s.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"},
-			func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: text}}}, nil
-			})
-	}
-	if cfg.noResourcesMethod {
-		cfg.notFound = append(cfg.notFound, "resources/list")
-	}
-	if len(cfg.notFound) > 0 {
-		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if slices.Contains(cfg.notFound, method) {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
-				}
-				return next(ctx, method, req)
-			}
-		})
-	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: cfg.stateless})
-	u := &upstream{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			if m, err := rewrite.ParseMessage(body); err == nil && m.Kind == rewrite.KindRequest {
-				var p struct {
-					URI string `json:"uri"`
-				}
-				_ = json.Unmarshal(m.Params, &p)
-				u.mu.Lock()
-				u.got = append(u.got, m.Method+" "+p.URI)
-				u.mu.Unlock()
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		if cfg.token != "" && r.Header.Get("Authorization") != "Bearer "+cfg.token {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="upstream", resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"error":"invalid_token"}`)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	u.url = srv.URL
-	return u
 }
 
 // newSidecar starts the sidecar as the binary assembles it (package

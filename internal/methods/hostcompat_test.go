@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // compatPlugin has two skills of the same name under different paths (two
@@ -35,17 +36,17 @@ func compatPlugin() map[string]string {
 // compatUpstream has tools and prompts of its own; one of each uses a name
 // the sidecar derives (skill_read, skill_a__refunds), so the upstream's
 // must win.
-func compatUpstream(t *testing.T, ec eraCase, token string) *upstream {
-	return newUpstream(t, upstreamConfig{stateless: ec.stateless, token: token,
-		tools:   []*mcp.Tool{alphaTool(), {Name: "skill_read", InputSchema: &jsonschema.Schema{Type: "object"}}},
-		prompts: []*mcp.Prompt{{Name: "greet", Description: "Says hello."}, {Name: "skill_a__refunds", Description: "The upstream's own."}}})
+func compatUpstream(t *testing.T, ec eraCase, token string) *testupstream.Upstream {
+	return testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, Token: token,
+		Tools:   []*mcp.Tool{alphaTool(), {Name: "skill_read", InputSchema: &jsonschema.Schema{Type: "object"}}},
+		Prompts: []*mcp.Prompt{{Name: "greet", Description: "Says hello."}, {Name: "skill_a__refunds", Description: "The upstream's own."}}})
 }
 
-func compatSidecar(t *testing.T, up *upstream, edit func(*config.Config)) string {
+func compatSidecar(t *testing.T, up *testupstream.Upstream, edit func(*config.Config)) string {
 	dir := t.TempDir()
 	sidecartest.WriteTree(t, dir, compatPlugin())
 	w := newWatcher(t, dir)
-	return newSidecar(t, up.url, w.Snapshot, func(c *config.Config) {
+	return newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) {
 		c.HostCompat = "prompts,tools"
 		if edit != nil {
 			edit(c)
@@ -95,7 +96,7 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 		up := compatUpstream(t, ec, "tok")
 		side := compatSidecar(t, up, func(c *config.Config) { c.AuthGate = "upstream" })
 		via := dialEra(t, ctx, ec, side, "tok")
-		direct := dialEra(t, ctx, ec, up.url, "tok")
+		direct := dialEra(t, ctx, ec, up.URL, "tok")
 
 		// Merged tools/list: the upstream's two byte for byte, then the
 		// loading tool; the reading tool's name is the upstream's.
@@ -282,9 +283,9 @@ func TestHostCompatOff(t *testing.T) {
 		up := compatUpstream(t, ec, "")
 		dir := t.TempDir()
 		sidecartest.WriteTree(t, dir, compatPlugin())
-		side := newSidecar(t, up.url, newWatcher(t, dir).Snapshot, nil)
+		side := newSidecar(t, up.URL, newWatcher(t, dir).Snapshot, nil)
 		via := dialEra(t, ctx, ec, side, "")
-		direct := dialEra(t, ctx, ec, up.url, "")
+		direct := dialEra(t, ctx, ec, up.URL, "")
 		for _, m := range []struct {
 			method string
 			params map[string]any
@@ -333,10 +334,10 @@ func TestHostCompatUpstreamFiles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	served := "---\r\nname: docs\r\ndescription: Writing docs.\r\n---\r\n# docs, as the upstream serves it\r\n"
-	up := newUpstream(t, upstreamConfig{files: map[string]string{"skill://docs/SKILL.md": served}})
+	up := testupstream.Start(t, testupstream.Config{Files: map[string]string{"skill://docs/SKILL.md": served}})
 	dir := t.TempDir()
 	sidecartest.WriteTree(t, dir, compatPlugin())
-	side := newSidecar(t, up.url, newWatcher(t, dir).Snapshot, func(c *config.Config) {
+	side := newSidecar(t, up.URL, newWatcher(t, dir).Snapshot, func(c *config.Config) {
 		c.HostCompat, c.UpstreamFiles = "prompts,tools", "auto"
 	})
 	via := dialEra(t, ctx, eras()[0], side, "")
@@ -367,7 +368,7 @@ func TestHostCompatListChanged(t *testing.T) {
 		up := compatUpstream(t, ec, "")
 		dir := t.TempDir()
 		sidecartest.WriteTree(t, dir, compatPlugin())
-		side := sidecartest.Start(t, up.url, sidecartest.Options{Config: func(c *config.Config) {
+		side := sidecartest.Start(t, up.URL, sidecartest.Options{Config: func(c *config.Config) {
 			c.AuthGate, c.UpstreamFiles, c.PluginDir, c.HostCompat = "none", "off", dir, "prompts,tools"
 		}})
 		prompts, tools := make(chan struct{}, 64), make(chan struct{}, 64)
@@ -411,7 +412,7 @@ func TestHostCompatModernCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ec := eras()[1]
-	up := newUpstream(t, upstreamConfig{stateless: true, ttlMs: 60000, tools: []*mcp.Tool{alphaTool()}, prompts: []*mcp.Prompt{{Name: "greet"}}})
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, TTLMs: 60000, Tools: []*mcp.Tool{alphaTool()}, Prompts: []*mcp.Prompt{{Name: "greet"}}})
 	for _, tt := range []struct {
 		ttl   int64
 		scope string
@@ -423,7 +424,7 @@ func TestHostCompatModernCache(t *testing.T) {
 	} {
 		side := compatSidecar(t, up, func(c *config.Config) { c.CacheTTLMs, c.CacheScope = tt.ttl, tt.scope })
 		via := dialEra(t, ctx, ec, side, "")
-		direct := dialEra(t, ctx, ec, up.url, "")
+		direct := dialEra(t, ctx, ec, up.URL, "")
 		for _, m := range []string{"tools/list", "prompts/list"} {
 			var got, theirs struct {
 				TTL   *int64 `json:"ttlMs"`
@@ -448,7 +449,7 @@ func TestHostCompatModernCache(t *testing.T) {
 func TestHostCompatBareUpstream(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, notFound: []string{"tools/list", "prompts/list"}})
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, NotFound: []string{"tools/list", "prompts/list"}})
 		side := compatSidecar(t, up, nil)
 		via := dialEra(t, ctx, ec, side, "")
 		caps := via.CS.InitializeResult().Capabilities
@@ -486,7 +487,7 @@ func TestHostCompatAgents(t *testing.T) {
 		files["agents/helper.md"] = "---\nname: helper\ndescription: Helps.\ntools: [alpha, skill_load]\n---\nHelp <well> & \"quickly\".\n"
 		files["agents/quiet.md"] = "---\nname: quiet\ndescription: Says nothing.\n---\n"
 		sidecartest.WriteTree(t, dir, files)
-		side := newSidecar(t, up.url, newWatcher(t, dir).Snapshot, func(c *config.Config) { c.HostCompat = "prompts,tools" })
+		side := newSidecar(t, up.URL, newWatcher(t, dir).Snapshot, func(c *config.Config) { c.HostCompat = "prompts,tools" })
 		via := dialEra(t, ctx, ec, side, "")
 		e := via.Call("agents/get", map[string]any{"name": "helper"}).Failed(t, "agents/get helper", http.StatusOK, -32603)
 		if !strings.Contains(string(e.Data), "skill_load") || strings.Contains(string(e.Data), "alpha") {
@@ -517,8 +518,8 @@ func TestHostCompatAgents(t *testing.T) {
 func TestHostCompatPaging(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 1,
-			prompts: []*mcp.Prompt{{Name: "skill_a__refunds"}, {Name: "zeta"}}})
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 1,
+			Prompts: []*mcp.Prompt{{Name: "skill_a__refunds"}, {Name: "zeta"}}})
 		side := compatSidecar(t, up, func(c *config.Config) { c.PageSize = 1 })
 		via := dialEra(t, ctx, ec, side, "")
 		var got []string

@@ -17,6 +17,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
@@ -235,7 +236,7 @@ func BenchmarkGoSDKResourcesList1000(b *testing.B) {
 		s.AddResource(&mcp.Resource{URI: uri, Name: fmt.Sprintf("res-%04d", i), Description: "Generated resource.", MIMEType: "text/markdown", Size: 123},
 			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil })
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	newReq := func() *http.Request {
 		r, _ := localRequest(b, true, "resources/list", nil)
 		return r

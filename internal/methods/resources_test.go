@@ -13,6 +13,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // listAll follows resources/list through a go-sdk client page by page.
@@ -66,9 +67,9 @@ func TestResourcesListComposed(t *testing.T) {
 		dir := t.TempDir()
 		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, resources: 5})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
-		direct := dialEra(t, ctx, ec, up.url, "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 2, Resources: 5})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
+		direct := dialEra(t, ctx, ec, up.URL, "")
 
 		want, upstreamPages := listAll(t, ctx, direct.CS)
 		if upstreamPages != 3 || len(want) != 5 {
@@ -120,10 +121,10 @@ func TestResourcesListWithoutUpstreamResources(t *testing.T) {
 				dir := t.TempDir()
 				sidecartest.WriteTree(t, dir, pluginPDF())
 				w := newWatcher(t, dir)
-				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, noResourcesMethod: noMethod,
-					tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
-				c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 4 }), "")
-				direct := dialEra(t, ctx, ec, up.url, "")
+				up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, NoResourcesMethod: noMethod,
+					Tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
+				c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 4 }), "")
+				direct := dialEra(t, ctx, ec, up.URL, "")
 				if direct.CS.InitializeResult().Capabilities.Resources != nil {
 					t.Fatalf("the upstream declares resources; the test needs one that does not")
 				}

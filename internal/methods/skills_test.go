@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // listedSkill is a SEP-2640 skill entry as a client decodes it.
@@ -223,8 +224,8 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 			if got := len(w.Snapshot().Skills()); got != 1000 {
 				t.Fatalf("loaded %d skills, want 1000 (problems: %v)", got, w.Snapshot().Problems())
 			}
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 100 }), "")
+			up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+			c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 100 }), "")
 
 			var pages [][]listedSkill
 			params := map[string]any{}
@@ -318,8 +319,8 @@ func TestSkillsListInvalidCursor(t *testing.T) {
 		}
 		sidecartest.WriteTree(t, dir, files)
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 2 }), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 2 }), "")
 		var first skillsPage
 		c.Call("skills/list", nil).OK(t, "skills/list", &first)
 		if first.NextCursor == "" {
@@ -367,8 +368,8 @@ func TestSkillsGetErrors(t *testing.T) {
 		dir := t.TempDir()
 		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
 		c.Call("skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}).OK(t, "skills/get of a served skill", nil)
 		tests := []struct {
 			name, uri string
@@ -466,8 +467,8 @@ func TestResourcesReadServedBytes(t *testing.T) {
 		dir := t.TempDir()
 		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, resources: 2})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, Resources: 2})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
 
 		var pg struct {
 			Skills []listedSkill `json:"skills"`
@@ -547,7 +548,7 @@ func TestResourcesReadServedBytes(t *testing.T) {
 		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "upstream test://res/01" {
 			t.Errorf("ReadResource(test://res/01) through the sidecar = %v, %v", res, err)
 		}
-		for _, s := range up.seen() {
+		for _, s := range up.Seen() {
 			if strings.Contains(s, "skill://") {
 				t.Errorf("upstream received %q; the sidecar serves skill files itself", s)
 			}
@@ -562,8 +563,8 @@ func TestResourcesReadUnknownSkillURI(t *testing.T) {
 		dir := t.TempDir()
 		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
 		for _, uri := range []string{"skill://nope/SKILL.md", "skill://pdf-processing/reference", "skill://pdf-processing/missing.md", "skill://PDF-processing/SKILL.md"} {
 			e := c.Call("resources/read", map[string]any{"uri": uri}).Failed(t, "resources/read "+uri, http.StatusOK, wantCode[ec.name])
 			if e != nil && !strings.Contains(e.Message, uri) {
@@ -596,8 +597,8 @@ func TestDirectoryRead(t *testing.T) {
 		dir := t.TempDir()
 		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
 
 		readAll := func(uri string) []dirEntry {
 			t.Helper()
@@ -665,7 +666,7 @@ func TestDirectoryRead(t *testing.T) {
 			t.Errorf("directory read of a non-skill URI = HTTP %d %s, want the upstream's refusal of the method", r.Status, r.Body)
 		}
 		var forwarded, local int
-		for _, s := range up.seen() {
+		for _, s := range up.Seen() {
 			switch {
 			case s == "resources/directory/read file:///srv/data":
 				forwarded++
@@ -674,7 +675,7 @@ func TestDirectoryRead(t *testing.T) {
 			}
 		}
 		if forwarded != 1 || local != 0 {
-			t.Errorf("upstream saw %d forwarded and %d skill directory reads (%q), want 1 and 0", forwarded, local, up.seen())
+			t.Errorf("upstream saw %d forwarded and %d skill directory reads (%q), want 1 and 0", forwarded, local, up.Seen())
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // overlaySidecarFor serves snap in front of upstream with the overlay on
@@ -41,8 +42,7 @@ func TestForwardedReadOfLargestSkillFile(t *testing.T) {
 	s.AddResource(&mcp.Resource{URI: sidecartest.BigFileURI, Name: "data"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "application/octet-stream", Blob: data}}}, nil
 	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	t.Cleanup(up.Close)
+	up := testupstream.Serve(t, s, &mcp.StreamableHTTPOptions{Stateless: true})
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	res := modernCall(t, side, "resources/read", map[string]any{"uri": sidecartest.BigFileURI})

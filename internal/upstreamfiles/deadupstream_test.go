@@ -16,6 +16,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -51,7 +52,7 @@ func startNotesUpstream(t *testing.T, addr string) {
 	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
 	})
-	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	srv := httptest.NewUnstartedServer(testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true}))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -237,8 +237,7 @@ func TestDiscoveryTemplateServedFiles(t *testing.T) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: lfServed(snap, r.Params.URI)}}}, nil
 		})
 	c := &upstreamCounter{}
-	up := httptest.NewServer(c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})))
-	t.Cleanup(up.Close)
+	up := testupstream.ServeHandler(t, c.wrap(testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})))
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	res, err := callAs(side, nil, "skills/list", nil)
@@ -296,8 +295,7 @@ func TestDiscoveryAsksNothingWithoutResources(t *testing.T) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
 	c := &upstreamCounter{}
-	up := httptest.NewServer(c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
-	t.Cleanup(up.Close)
+	up := testupstream.ServeHandler(t, c.wrap(testupstream.Handler(s, nil)))
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -345,8 +343,7 @@ func TestDiscoveryJunkCookiesBounded(t *testing.T) {
 		return &mcp.ReadResourceResult{}, nil
 	})
 	c := &upstreamCounter{delay: 20 * time.Millisecond}
-	up := httptest.NewServer(c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})))
-	t.Cleanup(up.Close)
+	up := testupstream.ServeHandler(t, c.wrap(testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})))
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	const callers = 64
@@ -398,8 +395,7 @@ func TestDiscoverySharedByConcurrentCallers(t *testing.T) {
 		})
 	}
 	c := &upstreamCounter{delay: 20 * time.Millisecond}
-	up := httptest.NewServer(c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})))
-	t.Cleanup(up.Close)
+	up := testupstream.ServeHandler(t, c.wrap(testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})))
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	const callers = 32

@@ -2,8 +2,6 @@ package upstreamfiles_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // TestNoCatalogForwardsSkillURIs: a sidecar with no skills claims no
@@ -22,8 +21,7 @@ func TestNoCatalogForwardsSkillURIs(t *testing.T) {
 	s.AddResource(&mcp.Resource{URI: "skill://own/SKILL.md", Name: "own"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: "---\nname: own\ndescription: d\n---\n"}}}, nil
 	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	defer up.Close()
+	up := testupstream.Serve(t, s, &mcp.StreamableHTTPOptions{Stateless: true})
 	for _, snap := range []func() *catalog.Snapshot{nil, func() *catalog.Snapshot { return nil }} {
 		side := sidecartest.Start(t, up.URL, sidecartest.Options{Snapshot: snap})
 		got := readBytes(t, side.URL, "skill://own/SKILL.md")

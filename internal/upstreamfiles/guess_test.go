@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -66,7 +67,7 @@ func startGuessUpstreamWith(t testing.TB, snap *catalog.Snapshot, served []strin
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: lfServed(snap, uri)}}}, nil
 		})
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	g := &guessUpstream{count: map[string]int{}}
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

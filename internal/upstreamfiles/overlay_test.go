@@ -27,6 +27,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -109,7 +110,7 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2, 0xff}}}}, nil
 	})
 	e := &overlayEnv{}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if m, err := rewrite.ParseMessage(body); err == nil && m.Kind == rewrite.KindRequest && m.Method == "resources/read" {
