@@ -84,13 +84,7 @@ func discoveryGoroutines() int {
 // short grace is only for the scheduler).
 func noDiscoveryLeft(t *testing.T, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for discoveryGoroutines() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d goroutines of a discovery still running", what, discoveryGoroutines())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sidecartest.WaitFor(t, time.Minute, func() bool { return discoveryGoroutines() == 0 }, what+": the goroutines of every discovery to end")
 }
 
 // refuse401 answers like an upstream refusing a caller without valid

@@ -54,16 +54,11 @@ func sendDiscover(side, name, value string, declares bool) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// waitFor polls cond for up to 10 s (the prefetch runs in the background).
+// waitFor waits (sidecartest.WaitFor, a minute's hang guard) until cond
+// holds: the prefetch runs in the background.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	sidecartest.WaitFor(t, time.Minute, cond, what)
 }
 
 // TestPrefetchAtHandshake: with the gate on, a client declaring the
