@@ -108,13 +108,7 @@ func rawModern(t *testing.T, u, method string, params map[string]any) (int, stru
 		h.Set("Mcp-Name", uri)
 	}
 	resp, b := sidecartest.Post(t, u, string(body), h)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(b), "\n") {
-			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
-				b = []byte(d)
-			}
-		}
-	}
+	b = messageOf(resp.Header, b)
 	var m struct {
 		Result json.RawMessage       `json:"result"`
 		Error  *sidecartest.RPCError `json:"error"`

@@ -180,13 +180,7 @@ func callAs(u string, hdr map[string]string, method string, params map[string]an
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(b), "\n") {
-			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
-				b = []byte(d)
-			}
-		}
-	}
+	b = messageOf(resp.Header, b)
 	var m struct {
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
@@ -195,6 +189,19 @@ func callAs(u string, hdr map[string]string, method string, params map[string]an
 		return nil, fmt.Errorf("%s: HTTP %d %s", method, resp.StatusCode, b)
 	}
 	return m.Result, nil
+}
+
+// messageOf is the JSON-RPC message of a reply to a request with id 1:
+// the body, or of an SSE body the data of the event that carries id 1.
+func messageOf(h http.Header, b []byte) []byte {
+	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
+				b = []byte(d)
+			}
+		}
+	}
+	return b
 }
 
 // skillsOf decodes a skills/list result into its entries by URI.
