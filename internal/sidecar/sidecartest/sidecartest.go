@@ -23,6 +23,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // TB is the part of testing.TB the helpers use (production code may not
@@ -174,14 +175,13 @@ func Call(t TB, u, body string, hdr map[string]string) (int, http.Header, string
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-// Upstream serves h at /mcp on loopback until the test ends.
+// Upstream serves h at /mcp (only) on loopback until the test ends (see
+// package testupstream for building h).
 func Upstream(t TB, h http.Handler) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	s := httptest.NewServer(mux)
-	t.Cleanup(s.Close)
-	return s
+	return testupstream.ServeHandler(t, mux)
 }
 
 // WriteTree writes files (slash paths relative to dir, to contents) under
