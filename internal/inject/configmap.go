@@ -38,9 +38,9 @@ const (
 	MaxConfigMaps = 64
 	// DefaultConfigMaps is ConfigMapOptions.Count's default: four names in
 	// the annotation on every render, so a plugin may grow to about four
-	// times a ConfigMap's bound (near 1 MiB of files by default) with no
-	// file moving and no rollout, at the price of four small objects and
-	// four volumes for a small plugin.
+	// times a ConfigMap's bound (about 900 KiB of small files by default)
+	// with no file moving and no rollout, at the price of four small
+	// objects and four volumes for a small plugin.
 	DefaultConfigMaps = 4
 )
 
@@ -209,9 +209,9 @@ func tooFew(entries []entry, names []string, count, over, size, budget int) erro
 		return fmt.Errorf("the plugin does not fit %d ConfigMaps; ship it as an image (%s)", MaxConfigMaps, AnnotationPluginImage)
 	}
 	return fmt.Errorf("ConfigMap %s would hold %d bytes, over %d: the plugin needs %d ConfigMaps, more than the %d it is rendered into (--mounted, default %d). "+
-		"If workloads mount those %d already, first set %s to %q and roll them out (the ConfigMaps not written yet are mounted optional), "+
-		"then apply the plugin rendered with --mounted %d: files move only into the new ConfigMaps. If none does yet, render it with --mounted %d",
-		names[over], size, budget, need, count, DefaultConfigMaps, count, AnnotationPluginConfigMaps, strings.Join(names[:need], ","), need, need)
+		"Workloads that mount the current names: first set %s to %q and roll them out (the ConfigMaps not written yet are mounted optional), "+
+		"then apply the plugin rendered with --mounted %d: files move only into the new ConfigMaps. No workload yet: render it with --mounted %d",
+		names[over], size, budget, need, count, DefaultConfigMaps, AnnotationPluginConfigMaps, strings.Join(names[:need], ","), need, need)
 }
 
 // overfull returns the first bucket over budget with n buckets and its
