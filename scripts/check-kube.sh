@@ -13,7 +13,8 @@
 # First, the commands of docs/kubernetes.md's "Put the plugin into
 # ConfigMaps" as written (kubectl apply --prune), for a plugin that grows
 # and shrinks: the same four ConfigMaps, no file moved, a pod's mounts read
-# whole by lint --layout configmaps after every single volume update.
+# whole by lint --layout configmaps after every single volume update; and
+# those of "Inject statically with inject -f".
 #
 # For the chart (helm install, two helm upgrades, helm uninstall) and then
 # for the kustomize base (server-side apply, delete):
@@ -429,6 +430,35 @@ prune_two() {
   jq -en --argjson m "$(plugin_cms)" '($m | keys) == ["acme-plugin", "acme-plugin-1"]'
 }
 check "after a lower --mounted, the docs' kubectl apply --prune deletes the ConfigMaps no longer written" prune_two
+# "Inject statically with inject -f" as written, in the default namespace,
+# deployment.yaml naming the four ConfigMaps the command prints.
+awk '/^## Inject statically with `inject -f`/{s=1; next} s && /^```sh/{c=1; next} c && /^```/{exit} c' docs/kubernetes.md >"$work/docs-static.sh"
+cat >"$work/docsrun/deployment.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: static-mcp}
+spec:
+  selector: {matchLabels: {app: static-mcp}}
+  template:
+    metadata:
+      labels: {app: static-mcp}
+      annotations:
+        skills-sidecar.io/inject: "true"
+        skills-sidecar.io/plugin-configmaps: acme-plugin,acme-plugin-1,acme-plugin-2,acme-plugin-3
+    spec:
+      containers:
+        - {name: server, image: example/mcp:1, ports: [{containerPort: 3000}]}
+EOF
+static_stored() {
+  run_docs "$work/docs-static.sh" || return 1
+  k GET /apis/apps/v1/namespaces/default/deployments/static-mcp | jq -e '.spec.template.spec |
+    ([.initContainers[]? | select(.name == "skills-sidecar")] | length == 1) and
+    ([.volumes[] | select(.configMap != null) | .configMap.name] == ["acme-plugin", "acme-plugin-1", "acme-plugin-2", "acme-plugin-3"])' &&
+    [[ $(k GET "/api/v1/namespaces/default/configmaps?labelSelector=skills-sidecar.io%2Fplugin%3Dacme-plugin" | jq '.items | length') == 4 ]]
+}
+check "the commands of \"Inject statically with inject -f\" run as written: the Deployment stored with the sidecar and four plugin volumes" static_stored
+k DELETE /apis/apps/v1/namespaces/default/deployments/static-mcp >/dev/null
+k DELETE "/api/v1/namespaces/default/configmaps?labelSelector=skills-sidecar.io%2Fplugin%3Dacme-plugin" >/dev/null
 # The rest of this script makes its own one-key acme-plugin.
 k DELETE "/api/v1/namespaces/shop/configmaps?labelSelector=skills-sidecar.io%2Fplugin%3Dacme-plugin" >/dev/null
 
