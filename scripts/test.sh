@@ -121,7 +121,7 @@ bench_short() {
   go run ./bench/cmd/skillsbench -short -strict -q
   # The measurement outside the harness, once through each hop, so it cannot
   # rot either: it fails if a hop cannot start or answers a call wrong.
-  DURATION=1s ROUNDS=1 CONNS=1 scripts/bench-wrk.sh
+  DURATION=1s ROUNDS=1 CONNS=1 STRACE_DURATION=1s BENCHTIME=300x scripts/bench-wrk.sh
 }
 if [[ ${SKIP_BENCH:-} != 1 ]]; then
   stage bench bench_short
