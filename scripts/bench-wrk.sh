@@ -24,6 +24,14 @@
 # (Debian's strace, installed if missing) for all system calls per request;
 # and, unless GOBENCH=0, internal/proxy's BenchmarkForward with -benchmem.
 #
+# Unless SEALED=0, the sealed-session path runs in the same rounds (era
+# "sealed"): a modern-only upstream (skillsbench modernonly-upstream), the
+# sidecar in front of it serving one legacy session it minted (the state
+# sealed in the Mcp-Session-Id), and nginx passing 2026-07-28 calls to the
+# same upstream as the plain-hop reference. Unless STDIO=0, the stdio path
+# (the sidecar's `serve -- CMD` against supergateway 4.0.0) follows, by the
+# harness's stdio scenario with the same DURATION and ROUNDS.
+#
 # It prints each hop's medians with their range over the rounds, the ratios
 # to nginx round by round, and the forwarding-cost targets with PASS, MISS or
 # WITHIN-SPREAD (a median that misses by less than the spread). A reply
@@ -43,6 +51,8 @@ sse_events=${SSE_EVENTS:-50}
 strace_on=${STRACE:-1}
 strace_duration=${STRACE_DURATION:-2s}
 gobench_on=${GOBENCH:-1}
+sealed_on=${SEALED:-1}
+stdio_on=${STDIO:-1}
 
 # apt_need PKG installs a Debian package whose command is missing.
 apt_need() {
@@ -65,16 +75,18 @@ go build -o "$work/skillsbench" ./bench/cmd/skillsbench
 sb=$work/skillsbench
 
 # start TARGET CMD... runs CMD (which listens on ${port[TARGET]}) with its
-# output in TARGET's log, and adds TARGET to the targets. ${mallocs_url[T]}
-# is where T serves go_memstats_mallocs_total, if it does.
+# output in TARGET's log, and adds TARGET to the targets (those of the
+# sealed-session path, named sealed-*, to sealed_targets).
+# ${mallocs_url[T]} is where T serves go_memstats_mallocs_total, if it does.
 declare -A port pid mallocs_url
 targets=()
+sealed_targets=()
 start() {
   local t=$1
   shift
   e2e_spawn "$work/$t.log" "$@"
   pid[$t]=$E2E_LAST_PID
-  targets+=("$t")
+  if [[ $t == sealed-* ]]; then sealed_targets+=("$t"); else targets+=("$t"); fi
 }
 # stats_port T picks a second port on which T serves its allocation
 # counter, in $stats.
@@ -112,25 +124,47 @@ stats_port sidecar
 start sidecar "$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar]}" --metrics-listen "$stats" \
   --annotations-file "" --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn
 
-for t in "${targets[@]}"; do
+# The sealed-session path: a modern-only upstream (it refuses legacy
+# requests), the sidecar in front of it serving legacy callers in sessions
+# it mints, sealed in their ids, and nginx passing the 2026-07-28 calls the
+# sidecar sends it, as the plain-hop reference for the same upstream.
+if [[ $sealed_on == 1 ]]; then
+  free_port "port[sealed-direct]"
+  stats_port sealed-direct
+  start sealed-direct "$sb" modernonly-upstream -listen "127.0.0.1:${port[sealed-direct]}" -stats-listen "$stats"
+  if [[ -n $nginx_bin ]]; then
+    free_port "port[sealed-nginx]"
+    mkdir "$work/sealed-nginx"
+    "$sb" nginx-config -prefix "$work/sealed-nginx" -listen "127.0.0.1:${port[sealed-nginx]}" \
+      -upstream "127.0.0.1:${port[sealed-direct]}" >"$work/sealed-nginx/nginx.conf"
+    start sealed-nginx "$nginx_bin" -p "$work/sealed-nginx" -c "$work/sealed-nginx/nginx.conf" -e "$work/sealed-nginx/error.log"
+  fi
+  free_port "port[sealed-sidecar]"
+  stats_port sealed-sidecar
+  start sealed-sidecar "$work/skills-sidecar" --listen "127.0.0.1:${port[sealed-sidecar]}" --metrics-listen "$stats" \
+    --annotations-file "" --session-keys-file "" --upstream "http://127.0.0.1:${port[sealed-direct]}/mcp" --log-level warn
+fi
+
+for t in "${targets[@]}" "${sealed_targets[@]}"; do
   e2e_wait_http "http://127.0.0.1:${port[$t]}/mcp" "${pid[$t]}" 10 "$work/$t.log" || exit 1
 done
 
-# lua ERA KIND writes the wrk script of one era's tools/call: KIND "call"
-# calls echo with a JSON reply; "sse" calls progress for SSE_EVENTS events
-# on an SSE reply and counts them. Legacy: protocol 2025-11-25, no session
-# (the upstream is stateless); modern: 2026-07-28 with its _meta and
-# Mcp-Method/Mcp-Name headers.
+# lua VERSION KIND [SESSION] writes a wrk script of tools/call. VERSION is
+# legacy (2025-11-25, no session unless SESSION is given) or modern
+# (2026-07-28 with its _meta and Mcp-Method/Mcp-Name headers). KIND "call"
+# calls echo with a JSON reply (ECHO_ARGS its arguments); "sse" calls
+# progress for SSE_EVENTS events on an SSE reply and counts them.
 lua() {
-  local era=$1 kind=$2 version=2025-11-25 meta='' tool=echo args='{"text":"hi"}' stream=''
+  local era=$1 kind=$2 session=${3:-} version=2025-11-25 meta='' tool=echo args=${ECHO_ARGS:-'{"text":"hi"}'} extra=''
   if [[ $era == modern ]]; then
     version=2026-07-28
     meta='"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}'
   fi
   if [[ $kind == sse ]]; then
-    tool=progress args="{\"n\":$sse_events}" stream='wrk.headers["Bench-Stream"] = "1"'
+    tool=progress args="{\"n\":$sse_events}" extra='wrk.headers["Bench-Stream"] = "1"'
     meta="\"progressToken\":\"p\"${meta:+,$meta}"
   fi
+  [[ -n $session ]] && extra="wrk.headers[\"Mcp-Session-Id\"] = \"$session\""
   cat <<LUA
 wrk.method = "POST"
 wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"$tool","arguments":$args,"_meta":{$meta}}}'
@@ -139,7 +173,7 @@ wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["MCP-Protocol-Version"] = "$version"
 wrk.headers["Mcp-Method"] = "tools/call"
 wrk.headers["Mcp-Name"] = "$tool"
-$stream
+$extra
 local want = $([[ $kind == sse ]] && echo "$sse_events" || echo 0)
 
 local threads = {}
@@ -164,10 +198,33 @@ done = function(summary, latency, requests)
 end
 LUA
 }
+# script[KIND-ERA-TARGET] is the wrk script each run uses.
+declare -A script
 for era in "${eras[@]}"; do
   lua "$era" call >"$work/call-$era.lua"
   lua "$era" sse >"$work/sse-$era.lua"
+  for t in "${targets[@]}"; do
+    script[call-$era-$t]=$work/call-$era.lua
+    script[sse-$era-$t]=$work/sse-$era.lua
+  done
 done
+if [[ $sealed_on == 1 ]]; then
+  # One legacy session, minted by the sidecar: its initialize, then
+  # notifications/initialized, then every call carries the sealed id.
+  sid=$(curl -s -m 10 -D - -o /dev/null -X POST "http://127.0.0.1:${port[sealed-sidecar]}/mcp" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-11-25' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench-wrk","version":"1"}}}' |
+    tr -d '\r' | awk -F': ' 'tolower($1) == "mcp-session-id" { print $2 }')
+  [[ -n $sid ]] || { echo "the sidecar minted no session for a legacy caller of the modern-only upstream" >&2 && exit 1; }
+  curl -s -m 10 -o /dev/null -X POST "http://127.0.0.1:${port[sealed-sidecar]}/mcp" -H "Mcp-Session-Id: $sid" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-11-25' \
+    -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  ECHO_ARGS='{"message":"hi"}' lua legacy call "$sid" >"$work/call-sealed-sidecar.lua"
+  ECHO_ARGS='{"message":"hi"}' lua modern call >"$work/call-sealed-modern.lua"
+  script[call-sealed-sealed-sidecar]=$work/call-sealed-sidecar.lua
+  script[call-sealed-sealed-direct]=$work/call-sealed-modern.lua
+  script[call-sealed-sealed-nginx]=$work/call-sealed-modern.lua
+fi
 
 # counters T prints "cpu_us=N syscalls=N" of T's processes, and "mallocs=N"
 # when T counts its allocations.
@@ -192,18 +249,19 @@ delta() {
   echo "${out[*]}"
 }
 
-# measure KIND ERA CONNS TARGET ROUND DURATION runs wrk once and appends the
-# record to the results.
+# measure KIND ERA CONNS TARGET ROUND DURATION runs wrk once with TARGET's
+# script and appends the record to the results (a sealed-* target under
+# its plain name).
 results=$work/results
 measure() {
   local kind=$1 era=$2 c=$3 t=$4 r=$5 d=$6 threads=2 before after line
   ((c < 2)) && threads=1
   echo "== $kind $era c=$c round $r/$rounds: $t (wrk -t$threads -c$c -d$d)" >&2
   before=$(counters "$t")
-  line=$(wrk -t"$threads" -c"$c" -d"$d" -s "$work/$kind-$era.lua" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
+  line=$(wrk -t"$threads" -c"$c" -d"$d" -s "${script[$kind-$era-$t]}" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
   after=$(counters "$t")
   echo "$line" >&2
-  echo "$kind era=$era c=$c target=$t round=$r ${line#RESULT } $(delta "$before" "$after")" >>"$results"
+  echo "$kind era=$era c=$c target=${t#sealed-} round=$r ${line#RESULT } $(delta "$before" "$after")" >>"$results"
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -211,6 +269,7 @@ for ((r = 1; r <= rounds; r++)); do
     for era in "${eras[@]}"; do
       for t in "${targets[@]}"; do measure call "$era" "$c" "$t" "$r" "$duration"; done
     done
+    for t in "${sealed_targets[@]}"; do measure call sealed "$c" "$t" "$r" "$duration"; done
   done
   for c in "${sse_conns[@]}"; do
     for era in "${eras[@]}"; do
@@ -235,7 +294,7 @@ if [[ $strace_on == 1 ]]; then
       spid=$!
       sleep 0.5 # attached
       echo "== strace $era c=$c: $t (wrk -t$threads -c$c -d$strace_duration)" >&2
-      line=$(wrk -t"$threads" -c"$c" -d"$strace_duration" -s "$work/call-$era.lua" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
+      line=$(wrk -t"$threads" -c"$c" -d"$strace_duration" -s "${script[call-$era-$t]}" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
       kill -INT "$spid"
       wait "$spid" || true
       requests=${line#*requests=}
@@ -257,6 +316,19 @@ if [[ $gobench_on == 1 ]]; then
 fi
 
 "$sb" wrk report "$results"
+
+# The stdio path: the sidecar serving a stdio server (`serve -- CMD`)
+# against supergateway, one legacy session (so one server process) per
+# client, which wrk's fixed request cannot drive; the harness's stdio
+# scenario measures it with the same duration and rounds. Supergateway
+# comes from scripts/install-e2e-tools.sh; without it its rows say so.
+if [[ $stdio_on == 1 ]]; then
+  echo
+  echo "### The stdio path (skillsbench -scenarios stdio -duration $duration -repeats $rounds)"
+  echo
+  "$sb" -q -scenarios stdio -sidecar "$work/skills-sidecar" -duration "$duration" -warmup 500ms -repeats "$rounds" ||
+    echo "the stdio scenario failed (exit $?)" >&2
+fi
 # A target that could not answer a request right fails the run.
 awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^(errors|wrong)=[1-9]/) bad = 1 } END { exit bad }' "$results" || {
   echo "some replies failed: see the errors and wrong columns" >&2

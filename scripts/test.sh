@@ -121,7 +121,8 @@ bench_short() {
   go run ./bench/cmd/skillsbench -short -strict -q
   # The measurement outside the harness, once through each hop, so it cannot
   # rot either: it fails if a hop cannot start or answers a call wrong.
-  DURATION=1s ROUNDS=1 CONNS=1 STRACE_DURATION=1s BENCHTIME=300x scripts/bench-wrk.sh
+  # (STDIO=0: the harness run above has just measured the stdio path.)
+  DURATION=1s ROUNDS=1 CONNS=1 STRACE_DURATION=1s BENCHTIME=300x STDIO=0 scripts/bench-wrk.sh
 }
 if [[ ${SKIP_BENCH:-} != 1 ]]; then
   stage bench bench_short

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 )
 
 // StreamHeader asks the wrk upstream for an SSE reply; without it the
@@ -36,4 +37,12 @@ func NewWrkUpstream() http.Handler {
 // ServeWrkUpstream serves NewWrkUpstream until ctx ends.
 func ServeWrkUpstream(ctx context.Context, o ServeOptions) error {
 	return serve(ctx, o, NewWrkUpstream())
+}
+
+// ServeModernOnlyUpstream serves a modern-only upstream (package
+// modernonly: 2026-07-28 only, legacy requests refused) until ctx ends,
+// for the sealed-session path of scripts/bench-wrk.sh: the sidecar in front
+// of it mints sealed session ids for legacy callers.
+func ServeModernOnlyUpstream(ctx context.Context, o ServeOptions) error {
+	return serve(ctx, o, modernonly.Handler(modernonly.NewServer()))
 }

@@ -8,7 +8,8 @@
 //
 // The subcommands `upstream`, `firstpage-upstream` and `bareproxy` are the
 // harness's own servers; `wrk-upstream` is the upstream scripts/bench-wrk.sh
-// measures against and `wrk` the helpers it reads /proc, strace's summary
+// measures against (`modernonly-upstream` the modern-only one of its
+// sealed-session path) and `wrk` the helpers it reads /proc, strace's summary
 // and go test's output with and prints its tables with; it starts them itself, and `stdio-upstream` serves
 // the echo tool over stdin and stdout for the stdio scenario. `loopproxy` is a minimal relay without net/http's
 // server that scripts/bench-wrk.sh measures as a floor. `nginx-config` prints the nginx configuration the
@@ -42,7 +43,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "upstream" || args[0] == "wrk-upstream" || args[0] == "bareproxy" || args[0] == "loopproxy" || args[0] == "firstpage-upstream") {
+	if len(args) > 0 && (args[0] == "upstream" || args[0] == "wrk-upstream" || args[0] == "modernonly-upstream" || args[0] == "bareproxy" || args[0] == "loopproxy" || args[0] == "firstpage-upstream") {
 		return serve(ctx, args[0], args[1:], stderr)
 	}
 	if len(args) > 0 && args[0] == harness.StdioUpstreamCommand {
@@ -222,6 +223,8 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 		err = harness.ServeUpstream(ctx, o)
 	case "wrk-upstream":
 		err = harness.ServeWrkUpstream(ctx, o)
+	case "modernonly-upstream":
+		err = harness.ServeModernOnlyUpstream(ctx, o)
 	case "bareproxy":
 		err = harness.ServeBareProxy(ctx, o)
 	case "firstpage-upstream":
