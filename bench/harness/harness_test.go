@@ -135,6 +135,7 @@ func TestNginxConfig(t *testing.T) {
 	for _, want := range []string{
 		"listen 127.0.0.1:1;", "server 127.0.0.1:2;", "keepalive 256;", "proxy_http_version 1.1;",
 		`proxy_set_header Connection "";`, "proxy_buffering off;", "pid PREFIX/nginx.pid;", "daemon off;",
+		"worker_processes 1;",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("NginxConfig lacks %q:\n%s", want, conf)

@@ -172,7 +172,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	// era-bridge auto every other request goes through the bridge, which
 	// passes it through untouched unless the upstream lacks its era.
 	var warnOnce sync.Once
-	s.Eras = &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: o.Logger,
+	s.Eras = &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: o.Logger, Once: argv != nil,
 		OnChange: func(e bridge.Eras) {
 			if keys != nil && e.Known && e.Modern && !e.Legacy && !keys.FromFile() {
 				warnOnce.Do(func() { warnProcessKey(o.Logger, keys.Path()) })

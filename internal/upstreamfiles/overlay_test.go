@@ -43,6 +43,8 @@ type overlayConfig struct {
 	skillMD string
 	// portability is --frontmatter-portability; "" keeps its default.
 	portability string
+	// hostCompat is --host-compat; "" keeps it off.
+	hostCompat string
 }
 
 // overlayEnv is a sidecar with the overlay on, in front of an upstream that
@@ -134,6 +136,7 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 		if cfg.portability != "" {
 			c.FrontmatterPortability = cfg.portability
 		}
+		c.HostCompat = cfg.hostCompat
 	}})
 	e.ov, e.reg, e.url = side.Overlay, side.Registry, side.URL
 	if cfg.now != nil {
@@ -160,6 +163,9 @@ func modernCallAs(t *testing.T, u, auth, method string, params map[string]any) j
 	h := sidecartest.Header("MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method)
 	if uri, ok := params["uri"].(string); ok {
 		h.Set("Mcp-Name", uri)
+	}
+	if name, ok := params["name"].(string); ok { // tools/call, prompts/get
+		h.Set("Mcp-Name", name)
 	}
 	if auth != "" {
 		h.Set("Authorization", auth)
