@@ -5,7 +5,7 @@
 // (package methods) and the auth gate return these values; package proxy
 // alone turns them into wire replies, always with the id of the caller's
 // request, so no answer can carry another id (docs/design.md, decision 11). It holds
-// types only: no I/O, no encoding.
+// types only: it must not encode or write a reply, nor do I/O.
 package reply
 
 import "io"
