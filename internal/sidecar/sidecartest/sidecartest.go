@@ -24,6 +24,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar"
 	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 // TB is the part of testing.TB the helpers use (production code may not
@@ -153,11 +154,7 @@ func (s *Sidecar) WaitEras(t TB) {
 // above what a passing run takes on a loaded machine.
 func WaitFor(t TB, timeout time.Duration, cond func() bool, what string) {
 	t.Helper()
-	for end := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("waited %s for %s", timeout, what)
-		}
-	}
+	testwait.For(t, timeout, cond, what)
 }
 
 // Initialize is a legacy-era initialize request (protocol 2025-11-25).
