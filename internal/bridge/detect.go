@@ -31,6 +31,10 @@ type Detector struct {
 	Interval time.Duration
 	// RetryInterval is the probe period while unknown; 0 means 2s.
 	RetryInterval time.Duration
+	// Once stops the probes once the eras are known. For a stdio upstream:
+	// the command the sidecar runs does not turn into another server while
+	// it runs, and each legacy probe costs it a process start.
+	Once bool
 	// Logger gets one line each time the eras change; nil logs nothing.
 	Logger *zap.Logger
 	// OnChange, when set, is called with the new eras each time they change.
@@ -75,7 +79,7 @@ func (d *Detector) Set(e Eras) {
 	}
 }
 
-// Run probes until ctx ends.
+// Run probes until ctx ends (with Once, until the eras are known).
 func (d *Detector) Run(ctx context.Context) {
 	interval, retry := d.Interval, d.RetryInterval
 	if interval <= 0 {
@@ -96,6 +100,9 @@ func (d *Detector) Run(ctx context.Context) {
 		// never reached it (the upstream not up yet) does not count.
 		if !errors.As(err, new(noAnswer)) {
 			d.probed.Store(true)
+		}
+		if d.Once && d.Current().Known {
+			return
 		}
 		select {
 		case <-ctx.Done():

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // heldStreamServer is a legacy (2025-11-25) server written from the spec
@@ -142,7 +144,7 @@ func TestSessionIdleOnceReplyRead(t *testing.T) {
 }
 
 func mcpHandler(s *mcp.Server) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	return testupstream.Handler(s, nil)
 }
 
 // A session handed to a caller by holder.get must not be evicted before

@@ -10,7 +10,7 @@
 // values as JSON-RPC messages and SSE events, which the proxy writes and
 // the bridge puts on a stream already under way: no other package builds
 // a reply or frames an event of the sidecar's own (onewriter_test.go at
-// the repository's root). It does no I/O.
+// the repository's root). It must not write a reply nor do I/O.
 package reply
 
 import "io"
