@@ -76,7 +76,7 @@ func path(g map[string][]string, from, to string) []string {
 
 // belowProxy are the packages the proxy's answers and verdicts come from:
 // they return values, and the proxy alone writes replies (docs/design.md, decision 11).
-var belowProxy = []string{"internal/methods", "internal/upstreamfiles", "internal/authgate", "internal/onbehalf", "internal/reply", "internal/notify", "internal/bridge", "internal/rewrite", "internal/catalog", "internal/metrics", "internal/hop", "internal/stdio", "internal/caller", "internal/wire"}
+var belowProxy = []string{"internal/methods", "internal/upstreamfiles", "internal/authgate", "internal/onbehalf", "internal/reply", "internal/notify", "internal/bridge", "internal/rewrite", "internal/catalog", "internal/metrics", "internal/hop", "internal/stdio", "internal/caller", "internal/wire", "internal/idmap"}
 
 // testOnly are the packages only tests import: the helpers that start the
 // sidecar and its upstreams, and the test peers.

@@ -508,7 +508,7 @@ func TestStrayAnswerDropped(t *testing.T) {
 		if strings.Contains(string(b), `"initialize"`) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Mcp-Session-Id", "s1")
-			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"skills-sidecar-bridge","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`)
+			fmt.Fprint(w, initReply(b, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}`))
 			return
 		}
 		var in struct{ ID json.RawMessage }

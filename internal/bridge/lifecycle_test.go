@@ -279,7 +279,7 @@ func TestNoCancelForCompletedCalls(t *testing.T) {
 	t.Cleanup(counting.Close)
 	bt := mrtrBridge(t, counting, 0)
 	target, _ := url.Parse(counting.URL)
-	front := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: bt, FlushInterval: -1})
+	front := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: writer{bt}, FlushInterval: -1})
 	t.Cleanup(front.Close)
 	client := &http.Client{}
 	post := func(id, tool, caps, extra string) string {
@@ -381,7 +381,7 @@ func TestAnsweredCallEndsBehindAProxy(t *testing.T) {
 	defer close(up.done)
 	bt, u := newBridge(t, up, 1)
 	target, _ := url.Parse(u)
-	front := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: bt, FlushInterval: -1})
+	front := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: writer{bt}, FlushInterval: -1})
 	t.Cleanup(front.Close)
 	body := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"x","arguments":{},` + fmt.Sprintf(testMeta, "{}") + `}}`
 	req, _ := http.NewRequest(http.MethodPost, front.URL, strings.NewReader(body))
