@@ -1,27 +1,67 @@
 #!/usr/bin/env bash
-# bench-wrk.sh measures tools/call with a general-purpose HTTP load generator
-# (wrk, Debian's package), outside the Go harness, against the stateless
-# go-sdk demo upstream directly and through four hops in front of it: a
-# default httputil.ReverseProxy (skillsbench bareproxy); a minimal Go relay
-# without net/http's server (skillsbench loopproxy: the floor for a hop in a
-# Go process, not a usable proxy); nginx as a plain hop (the harness's own
-# configuration, skipped when nginx is not installed); and the sidecar.
+# bench-wrk.sh measures forwarding with a general-purpose HTTP load generator
+# (wrk, Debian's package), outside the Go harness, against a stateless go-sdk
+# upstream directly and through four hops in front of it: a default
+# httputil.ReverseProxy (skillsbench bareproxy); a minimal Go relay without
+# net/http's server (skillsbench loopproxy: the floor for a hop in a Go
+# process, not a usable proxy); nginx as a plain hop with one worker (the
+# harness's own configuration, skipped when nginx is not installed); and the
+# sidecar. The upstream (skillsbench wrk-upstream) is the demo server as
+# `demo-upstream --stateless --json` serves it, plus a `progress` tool whose
+# reply streams N events over SSE.
 #
-# For each concurrency in CONNS (default "1 32") it runs every target for
-# DURATION (default 5s), ROUNDS times (default 3) interleaved, and prints the
-# median throughput and latency of each target and, per hop, the throughput
-# ratio to direct and the p50 it adds over direct. A reply counts only if it
-# is HTTP 200 and holds a JSON-RPC result. Loopback only; every process it
-# starts is stopped by pid. Numbers are printed, never asserted; the script
-# exits non-zero only when a target cannot start or answers a request wrong.
+# Interleaved, ROUNDS times (default 3), for each concurrency in CONNS
+# (default "1 32") and each era in ERAS (default "legacy modern": a
+# 2025-11-25 tools/call without a session, and a 2026-07-28 one), it runs
+# every target for DURATION (default 5s) and records wrk's counts and what
+# the target's processes spent over the run, from /proc: user+system CPU
+# (/proc/PID/stat; nginx: master and workers) and read/write-family system
+# calls (syscr+syscw of /proc/PID/io), and the heap allocations of the Go
+# targets that count them. Then, per era, a progress call streaming
+# SSE_EVENTS events (default 50) at SSE_CONNS (default "1"), for the CPU per
+# relayed event. Then, unless STRACE=0, an untimed pass of STRACE_DURATION
+# (default 2s) per target at the largest concurrency under `strace -c -f`
+# (Debian's strace, installed if missing) for all system calls per request;
+# and, unless GOBENCH=0, internal/proxy's BenchmarkForward with -benchmem.
+#
+# Unless SEALED=0, the sealed-session path runs in the same rounds (era
+# "sealed"): a modern-only upstream (skillsbench modernonly-upstream), the
+# sidecar in front of it serving one legacy session it minted (the state
+# sealed in the Mcp-Session-Id), and nginx passing 2026-07-28 calls to the
+# same upstream as the plain-hop reference. Unless STDIO=0, the stdio path
+# (the sidecar's `serve -- CMD` against supergateway 4.0.0) follows, by the
+# harness's stdio scenario with the same DURATION and ROUNDS.
+#
+# It prints each hop's medians with their range over the rounds, the ratios
+# to nginx round by round, and the forwarding-cost targets with PASS, MISS or
+# WITHIN-SPREAD (a median that misses by less than the spread). A reply
+# counts only if it is HTTP 200 and holds a JSON-RPC result (and, streamed,
+# all its events). Loopback only; every process it starts is stopped by pid.
+# Numbers are printed, never asserted; the script exits non-zero only when a
+# target cannot start or answers a request wrong. docs/performance.md says
+# how to read the output.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 duration=${DURATION:-5s}
 read -r -a conns_list <<<"${CONNS:-1 32}"
+read -r -a eras <<<"${ERAS:-legacy modern}"
+read -r -a sse_conns <<<"${SSE_CONNS:-1}"
 rounds=${ROUNDS:-3}
-if ! command -v wrk >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null 2>&1 ||
-    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null; }
+sse_events=${SSE_EVENTS:-50}
+strace_on=${STRACE:-1}
+strace_duration=${STRACE_DURATION:-2s}
+gobench_on=${GOBENCH:-1}
+sealed_on=${SEALED:-1}
+stdio_on=${STDIO:-1}
+
+# apt_need PKG installs a Debian package whose command is missing.
+apt_need() {
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$1" >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$1" >/dev/null; }
+}
+command -v wrk >/dev/null || apt_need wrk
+if [[ $strace_on == 1 ]] && ! command -v strace >/dev/null; then
+  apt_need strace || { echo "strace could not be installed: no strace pass" >&2 && strace_on=0; }
 fi
 
 # shellcheck source=scripts/e2e-lib.sh
@@ -30,115 +70,267 @@ E2E_NAME=bench-wrk
 work=$(mktemp -d)
 trap 'e2e_cleanup; rm -rf "$work"' EXIT
 
-go build -o "$work/demo-upstream" ./cmd/demo-upstream
 go build -o "$work/skills-sidecar" ./cmd/skills-sidecar
 go build -o "$work/skillsbench" ./bench/cmd/skillsbench
+sb=$work/skillsbench
 
 # start TARGET CMD... runs CMD (which listens on ${port[TARGET]}) with its
-# output in TARGET's log, and adds TARGET to the targets.
-declare -A port pid
+# output in TARGET's log, and adds TARGET to the targets (those of the
+# sealed-session path, named sealed-*, to sealed_targets).
+# ${mallocs_url[T]} is where T serves go_memstats_mallocs_total, if it does.
+declare -A port pid mallocs_url
 targets=()
+sealed_targets=()
 start() {
   local t=$1
   shift
   e2e_spawn "$work/$t.log" "$@"
   pid[$t]=$E2E_LAST_PID
-  targets+=("$t")
+  if [[ $t == sealed-* ]]; then sealed_targets+=("$t"); else targets+=("$t"); fi
+}
+# stats_port T picks a second port on which T serves its allocation
+# counter, in $stats.
+stats_port() {
+  local p
+  free_port p
+  mallocs_url[$1]="http://127.0.0.1:$p/metrics"
+  stats=127.0.0.1:$p
 }
 
 free_port "port[direct]"
-start direct "$work/demo-upstream" --listen "127.0.0.1:${port[direct]}" --stateless --json
+stats_port direct
+start direct "$sb" wrk-upstream -listen "127.0.0.1:${port[direct]}" -stats-listen "$stats"
 free_port "port[bare]"
-start bare "$work/skillsbench" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}"
+stats_port bare
+start bare "$sb" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}" -stats-listen "$stats"
 free_port "port[loop]"
-start loop "$work/skillsbench" loopproxy -listen "127.0.0.1:${port[loop]}" -upstream "http://127.0.0.1:${port[direct]}"
+start loop "$sb" loopproxy -listen "127.0.0.1:${port[loop]}" -upstream "http://127.0.0.1:${port[direct]}"
 
 nginx_bin=$(command -v nginx || true)
 [[ -z $nginx_bin && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx
 if [[ -n $nginx_bin ]]; then
   free_port "port[nginx]"
   mkdir "$work/nginx"
-  "$work/skillsbench" nginx-config -prefix "$work/nginx" -listen "127.0.0.1:${port[nginx]}" \
+  "$sb" nginx-config -prefix "$work/nginx" -listen "127.0.0.1:${port[nginx]}" \
     -upstream "127.0.0.1:${port[direct]}" >"$work/nginx/nginx.conf"
+  grep -q '^worker_processes 1;' "$work/nginx/nginx.conf" || { echo "nginx config without worker_processes 1" >&2 && exit 1; }
   start nginx "$nginx_bin" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log"
 else
   echo "nginx not installed (apt-get install -y nginx-light): its rows are skipped" >&2
 fi
 
 free_port "port[sidecar]"
-start sidecar "$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar]}" --metrics-listen "" --annotations-file "" \
-  --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn
+stats_port sidecar
+start sidecar "$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar]}" --metrics-listen "$stats" \
+  --annotations-file "" --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn
 
-for t in "${targets[@]}"; do
+# The sealed-session path: a modern-only upstream (it refuses legacy
+# requests), the sidecar in front of it serving legacy callers in sessions
+# it mints, sealed in their ids, and nginx passing the 2026-07-28 calls the
+# sidecar sends it, as the plain-hop reference for the same upstream.
+if [[ $sealed_on == 1 ]]; then
+  free_port "port[sealed-direct]"
+  stats_port sealed-direct
+  start sealed-direct "$sb" modernonly-upstream -listen "127.0.0.1:${port[sealed-direct]}" -stats-listen "$stats"
+  if [[ -n $nginx_bin ]]; then
+    free_port "port[sealed-nginx]"
+    mkdir "$work/sealed-nginx"
+    "$sb" nginx-config -prefix "$work/sealed-nginx" -listen "127.0.0.1:${port[sealed-nginx]}" \
+      -upstream "127.0.0.1:${port[sealed-direct]}" >"$work/sealed-nginx/nginx.conf"
+    start sealed-nginx "$nginx_bin" -p "$work/sealed-nginx" -c "$work/sealed-nginx/nginx.conf" -e "$work/sealed-nginx/error.log"
+  fi
+  free_port "port[sealed-sidecar]"
+  stats_port sealed-sidecar
+  start sealed-sidecar "$work/skills-sidecar" --listen "127.0.0.1:${port[sealed-sidecar]}" --metrics-listen "$stats" \
+    --annotations-file "" --session-keys-file "" --upstream "http://127.0.0.1:${port[sealed-direct]}/mcp" --log-level warn
+fi
+
+for t in "${targets[@]}" "${sealed_targets[@]}"; do
   e2e_wait_http "http://127.0.0.1:${port[$t]}/mcp" "${pid[$t]}" 10 "$work/$t.log" || exit 1
 done
 
-cat >"$work/call.lua" <<'LUA'
+# lua VERSION KIND [SESSION] writes a wrk script of tools/call. VERSION is
+# legacy (2025-11-25, no session unless SESSION is given) or modern
+# (2026-07-28 with its _meta and Mcp-Method/Mcp-Name headers). KIND "call"
+# calls echo with a JSON reply (ECHO_ARGS its arguments); "sse" calls
+# progress for SSE_EVENTS events on an SSE reply and counts them.
+lua() {
+  local era=$1 kind=$2 session=${3:-} version=2025-11-25 meta='' tool=echo args=${ECHO_ARGS:-'{"text":"hi"}'} extra=''
+  if [[ $era == modern ]]; then
+    version=2026-07-28
+    meta='"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}'
+  fi
+  if [[ $kind == sse ]]; then
+    tool=progress args="{\"n\":$sse_events}" extra='wrk.headers["Bench-Stream"] = "1"'
+    meta="\"progressToken\":\"p\"${meta:+,$meta}"
+  fi
+  [[ -n $session ]] && extra="wrk.headers[\"Mcp-Session-Id\"] = \"$session\""
+  cat <<LUA
 wrk.method = "POST"
-wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"$tool","arguments":$args,"_meta":{$meta}}}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
+wrk.headers["MCP-Protocol-Version"] = "$version"
 wrk.headers["Mcp-Method"] = "tools/call"
-wrk.headers["Mcp-Name"] = "echo"
+wrk.headers["Mcp-Name"] = "$tool"
+$extra
+local want = $([[ $kind == sse ]] && echo "$sse_events" || echo 0)
 
 local threads = {}
 setup = function(thread) table.insert(threads, thread) end
-init = function() bad = 0 end
+init = function() bad = 0; events = 0 end
 response = function(status, headers, body)
-  if status ~= 200 or not string.find(body, '"result"', 1, true) then bad = bad + 1 end
+  local n, pos = 0, 1
+  while true do
+    local s, e = string.find(body, "notifications/progress", pos, true)
+    if not s then break end
+    n, pos = n + 1, e + 1
+  end
+  events = events + n
+  if status ~= 200 or not string.find(body, '"result"', 1, true) or n ~= want then bad = bad + 1 end
 end
 done = function(summary, latency, requests)
-  local wrong = 0
-  for _, t in ipairs(threads) do wrong = wrong + t:get("bad") end
-  io.write(string.format("RESULT rps=%.0f p50_us=%d p99_us=%d errors=%d wrong=%d\n",
-    summary.requests / (summary.duration / 1e6), latency:percentile(50), latency:percentile(99),
+  local wrong, ev = 0, 0
+  for _, t in ipairs(threads) do wrong = wrong + t:get("bad"); ev = ev + t:get("events") end
+  io.write(string.format("RESULT requests=%d events=%d seconds=%.3f p50_us=%d p99_us=%d errors=%d wrong=%d\n",
+    summary.requests, ev, summary.duration / 1e6, latency:percentile(50), latency:percentile(99),
     summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, wrong))
 end
 LUA
+}
+# script[KIND-ERA-TARGET] is the wrk script each run uses.
+declare -A script
+for era in "${eras[@]}"; do
+  lua "$era" call >"$work/call-$era.lua"
+  lua "$era" sse >"$work/sse-$era.lua"
+  for t in "${targets[@]}"; do
+    script[call-$era-$t]=$work/call-$era.lua
+    script[sse-$era-$t]=$work/sse-$era.lua
+  done
+done
+if [[ $sealed_on == 1 ]]; then
+  # One legacy session, minted by the sidecar: its initialize, then
+  # notifications/initialized, then every call carries the sealed id.
+  sid=$(curl -s -m 10 -D - -o /dev/null -X POST "http://127.0.0.1:${port[sealed-sidecar]}/mcp" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-11-25' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench-wrk","version":"1"}}}' |
+    tr -d '\r' | awk -F': ' 'tolower($1) == "mcp-session-id" { print $2 }')
+  [[ -n $sid ]] || { echo "the sidecar minted no session for a legacy caller of the modern-only upstream" >&2 && exit 1; }
+  curl -s -m 10 -o /dev/null -X POST "http://127.0.0.1:${port[sealed-sidecar]}/mcp" -H "Mcp-Session-Id: $sid" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-11-25' \
+    -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  ECHO_ARGS='{"message":"hi"}' lua legacy call "$sid" >"$work/call-sealed-sidecar.lua"
+  ECHO_ARGS='{"message":"hi"}' lua modern call >"$work/call-sealed-modern.lua"
+  script[call-sealed-sealed-sidecar]=$work/call-sealed-sidecar.lua
+  script[call-sealed-sealed-direct]=$work/call-sealed-modern.lua
+  script[call-sealed-sealed-nginx]=$work/call-sealed-modern.lua
+fi
 
-# results: one line per run, "conns target rps p50 p99 errors wrong".
+# counters T prints "cpu_us=N syscalls=N" of T's processes, and "mallocs=N"
+# when T counts its allocations.
+counters() {
+  local m=''
+  "$sb" wrk proc "${pid[$1]}" | tr '\n' ' '
+  if [[ -n ${mallocs_url[$1]:-} ]]; then
+    m=$(curl -s -m 5 "${mallocs_url[$1]}" | awk '$1 == "go_memstats_mallocs_total" { printf "%.0f", $2 }')
+    [[ -n $m ]] && printf 'mallocs=%s' "$m"
+  fi
+  echo
+}
+
+# delta BEFORE AFTER prints each key=value of AFTER less the one in BEFORE.
+delta() {
+  local -A b=()
+  local kv out=()
+  for kv in $1; do b[${kv%%=*}]=${kv#*=}; done
+  for kv in $2; do
+    [[ -n ${b[${kv%%=*}]:-} ]] && out+=("${kv%%=*}=$((${kv#*=} - ${b[${kv%%=*}]}))")
+  done
+  echo "${out[*]}"
+}
+
+# measure KIND ERA CONNS TARGET ROUND DURATION runs wrk once with TARGET's
+# script and appends the record to the results (a sealed-* target under
+# its plain name).
 results=$work/results
-for c in "${conns_list[@]}"; do
-  threads=2
+measure() {
+  local kind=$1 era=$2 c=$3 t=$4 r=$5 d=$6 threads=2 before after line
   ((c < 2)) && threads=1
-  for ((r = 1; r <= rounds; r++)); do
-    for t in "${targets[@]}"; do
-      echo "== c=$c round $r/$rounds: $t (wrk -t$threads -c$c -d$duration)" >&2
-      line=$(wrk -t"$threads" -c"$c" -d"$duration" -s "$work/call.lua" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
-      echo "$line" >&2
-      echo "$c $t $line" | sed 's/RESULT //; s/[a-z0-9_]*=//g' >>"$results"
+  echo "== $kind $era c=$c round $r/$rounds: $t (wrk -t$threads -c$c -d$d)" >&2
+  before=$(counters "$t")
+  line=$(wrk -t"$threads" -c"$c" -d"$d" -s "${script[$kind-$era-$t]}" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
+  after=$(counters "$t")
+  echo "$line" >&2
+  echo "$kind era=$era c=$c target=${t#sealed-} round=$r ${line#RESULT } $(delta "$before" "$after")" >>"$results"
+}
+
+for ((r = 1; r <= rounds; r++)); do
+  for c in "${conns_list[@]}"; do
+    for era in "${eras[@]}"; do
+      for t in "${targets[@]}"; do measure call "$era" "$c" "$t" "$r" "$duration"; done
+    done
+    for t in "${sealed_targets[@]}"; do measure call sealed "$c" "$t" "$r" "$duration"; done
+  done
+  for c in "${sse_conns[@]}"; do
+    for era in "${eras[@]}"; do
+      for t in "${targets[@]}"; do measure sse "$era" "$c" "$t" "$r" "$duration"; done
     done
   done
 done
 
-# Medians per (conns, target), then the ratios to direct.
-awk -v order="${targets[*]}" '
-function median(list,    n, a, i, j, x) {
-  n = split(list, a, " ")
-  for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
-  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+# The strace pass: all system calls of each target's processes (threads
+# and nginx's workers followed) while wrk runs, outside the timed rounds as
+# strace slows what it traces. Bounded by STRACE_DURATION per target.
+if [[ $strace_on == 1 ]]; then
+  c=${conns_list[-1]}
+  threads=2
+  ((c < 2)) && threads=1
+  for era in "${eras[@]}"; do
+    for t in "${targets[@]}"; do
+      pids=(-p "${pid[$t]}")
+      while read -r child; do pids+=(-p "$child"); done < <(pgrep -P "${pid[$t]}" || true)
+      out=$work/strace-$t-$era.txt
+      strace -c -f -o "$out" "${pids[@]}" 2>/dev/null &
+      spid=$!
+      sleep 0.5 # attached
+      echo "== strace $era c=$c: $t (wrk -t$threads -c$c -d$strace_duration)" >&2
+      line=$(wrk -t"$threads" -c"$c" -d"$strace_duration" -s "${script[call-$era-$t]}" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
+      kill -INT "$spid"
+      wait "$spid" || true
+      requests=${line#*requests=}
+      echo "strace era=$era c=$c target=$t requests=${requests%% *} $("$sb" wrk strace "$out")" >>"$results"
+    done
+  done
+fi
+
+# The Go benchmark: allocations per forwarded call, client, hop and
+# upstream in one process (the sidecar's own is its row less direct's).
+if [[ $gobench_on == 1 ]]; then
+  echo "== go test -bench BenchmarkForward/tools-call -benchmem ./internal/proxy" >&2
+  if out=$(go test -run '^$' -bench 'BenchmarkForward/tools-call' -benchmem -benchtime "${BENCHTIME:-3000x}" ./internal/proxy 2>&1); then
+    "$sb" wrk gobench <<<"$out" >>"$results" || echo "no allocs/op in the benchmark's output" >&2
+  else
+    echo "BenchmarkForward failed; its output:" >&2
+    echo "$out" >&2
+  fi
+fi
+
+"$sb" wrk report "$results"
+
+# The stdio path: the sidecar serving a stdio server (`serve -- CMD`)
+# against supergateway, one legacy session (so one server process) per
+# client, which wrk's fixed request cannot drive; the harness's stdio
+# scenario measures it with the same duration and rounds. Supergateway
+# comes from scripts/install-e2e-tools.sh; without it its rows say so.
+if [[ $stdio_on == 1 ]]; then
+  echo
+  echo "### The stdio path (skillsbench -scenarios stdio -duration $duration -repeats $rounds)"
+  echo
+  "$sb" -q -scenarios stdio -sidecar "$work/skills-sidecar" -duration "$duration" -warmup 500ms -repeats "$rounds" ||
+    echo "the stdio scenario failed (exit $?)" >&2
+fi
+# A target that could not answer a request right fails the run.
+awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^(errors|wrong)=[1-9]/) bad = 1 } END { exit bad }' "$results" || {
+  echo "some replies failed: see the errors and wrong columns" >&2
+  exit 1
 }
-{
-  k = $1 SUBSEP $2; seen[$1] = 1
-  rps[k] = rps[k] " " $3; p50[k] = p50[k] " " $4; p99[k] = p99[k] " " $5
-  errs[k] += $6; wrong[k] += $7; bad += $6 + $7
-}
-END {
-  nt = split(order, ts, " ")
-  print "| conns | target | req/s | p50 µs | p99 µs | errors | wrong replies | /direct | +p50 µs |"
-  print "|--:|---|--:|--:|--:|--:|--:|--:|--:|"
-  for (c in seen) cs[++nc] = c + 0
-  for (i = 2; i <= nc; i++) { x = cs[i]; for (j = i - 1; j >= 1 && cs[j] > x; j--) cs[j + 1] = cs[j]; cs[j + 1] = x }
-  for (i = 1; i <= nc; i++) {
-    c = cs[i]; d = c SUBSEP "direct"
-    for (t = 1; t <= nt; t++) {
-      k = c SUBSEP ts[t]
-      r = median(rps[k]); l = median(p50[k])
-      ratio = "–"; added = "–"
-      if (ts[t] != "direct") { ratio = sprintf("%.2f×", r / median(rps[d])); added = sprintf("%d", l - median(p50[d])) }
-      printf "| %d | %s | %.0f | %d | %d | %d | %d | %s | %s |\n", c, ts[t], r, l, median(p99[k]), errs[k], wrong[k], ratio, added
-    }
-  }
-  exit bad > 0
-}' "$results"

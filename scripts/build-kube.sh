@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # build-kube.sh builds the control plane scripts/check-kube.sh runs:
-# kube-apiserver and kube-controller-manager from the k8s.io/kubernetes Go
-# module, and etcd from go.etcd.io/etcd/server/v3, all through the Go module
-# proxy, into $TOOLS_DIR/kube-$KUBE_VERSION/ (default .tools/). A second run
-# finds the binaries there and builds nothing.
+# kube-apiserver and kube-controller-manager (and kubectl, for the commands
+# docs/kubernetes.md shows) from the k8s.io/kubernetes Go module, and etcd
+# from go.etcd.io/etcd/server/v3, all through the Go module proxy, into
+# $TOOLS_DIR/kube-$KUBE_VERSION/ (default .tools/). A second run finds the
+# binaries there and builds nothing.
 #
 # k8s.io/kubernetes is not made to be required by another module: its go.mod
 # requires every staging module (k8s.io/api, k8s.io/client-go, ...) at
@@ -26,7 +27,7 @@ tools=${TOOLS_DIR:-.tools}
 out=$tools/kube-$kube_version
 staging_version=v0.${kube_version#v1.}
 
-if [[ -x $out/kube-apiserver && -x $out/kube-controller-manager && -x $out/etcd ]]; then
+if [[ -x $out/kube-apiserver && -x $out/kube-controller-manager && -x $out/kubectl && -x $out/etcd ]]; then
   echo "control plane $kube_version, etcd $etcd_version: cached in $out"
   exit 0
 fi
@@ -54,8 +55,8 @@ if [[ ! -x $out/etcd ]]; then
   )
 fi
 
-if [[ ! -x $out/kube-apiserver || ! -x $out/kube-controller-manager ]]; then
-  echo "## building kube-apiserver and kube-controller-manager $kube_version"
+if [[ ! -x $out/kube-apiserver || ! -x $out/kube-controller-manager || ! -x $out/kubectl ]]; then
+  echo "## building kube-apiserver, kube-controller-manager and kubectl $kube_version"
   gomod=$(go mod download -json "k8s.io/kubernetes@$kube_version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
   [[ -f $gomod ]] || { echo "build-kube: no go.mod for k8s.io/kubernetes@$kube_version" >&2; exit 1; }
   # The staging modules: the k8s.io/* modules its go.mod replaces by a path
@@ -74,7 +75,7 @@ if [[ ! -x $out/kube-apiserver || ! -x $out/kube-controller-manager ]]; then
     for m in "${staging[@]}"; do echo "	$m => $m $staging_version"; done
     echo ")"
   } >"$work/go.mod"
-  printf '//go:build tools\n\npackage controlplane\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n)\n' >"$work/tools.go"
+  printf '//go:build tools\n\npackage controlplane\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$work/tools.go"
   (
     cd "$work"
     go mod tidy >/dev/null
@@ -86,6 +87,7 @@ if [[ ! -x $out/kube-apiserver || ! -x $out/kube-controller-manager ]]; then
     ldflags="-s -w -X $ver.gitVersion=$kube_version -X $ver.gitMajor=1 -X $ver.gitMinor=$minor -X $ver.gitTreeState=clean"
     go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
     go build -trimpath -ldflags "$ldflags" -o "$out/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+    go build -trimpath -ldflags "$ldflags" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl
   )
 fi
 echo "control plane $kube_version, etcd $etcd_version: built into $out"

@@ -10,6 +10,12 @@
 # to (webhook.url), and reaches the API server with a token of the
 # ServiceAccount the chart created: the chart's RBAC is what it gets.
 #
+# First, the commands of docs/kubernetes.md's "Put the plugin into
+# ConfigMaps" as written (kubectl apply --prune), for a plugin that grows
+# and shrinks: the same four ConfigMaps, no file moved, a pod's mounts read
+# whole by lint --layout configmaps after every single volume update; and
+# those of "Inject statically with inject -f".
+#
 # For the chart (helm install, two helm upgrades, helm uninstall) and then
 # for the kustomize base (server-side apply, delete):
 #   - what the API server stored: matchConditions (CEL), the namespace
@@ -328,6 +334,134 @@ poll_clean() {
 }
 rotations() { grep -c '"certificate Secret updated"' "$work/injector.log"; }
 
+# ---- 0. plugin ConfigMaps, as docs/kubernetes.md says -----------------------
+
+# The commands of "Put the plugin into ConfigMaps", taken from the page and
+# run as written (kubectl and this build on PATH, ./acme-plugin a plugin of
+# skills s0, s1, ... each a SKILL.md and a notes.txt); then again, without
+# the line run "once", after the plugin grew past one ConfigMap's worth and
+# after it shrank back. After each apply the plugin's ConfigMaps are read
+# back from the API server and written into a running pod's mounts one at a
+# time, as the kubelet updates the volumes, and lint --layout configmaps
+# reads the mounts after each: nothing skipped, every skill of the plugin
+# before and after the render whole.
+echo "## plugin ConfigMaps: the commands of docs/kubernetes.md, a plugin growing and shrinking"
+mkdir -p "$work/bin" "$work/docsrun" "$work/mounts"
+ln -sf "$work/skills-sidecar" "$work/bin/skills-sidecar"
+ln -sf "$(cd "$bin" && pwd)/kubectl" "$work/bin/kubectl"
+awk '/^## Put the plugin into ConfigMaps/{s=1; next} s && /^```sh/{c=1; next} c && /^```/{exit} c' docs/kubernetes.md >"$work/docs-plugin.sh"
+grep -v '# once' "$work/docs-plugin.sh" >"$work/docs-plugin-again.sh"
+plugin_dir() { # n: ./acme-plugin holds skills s0..s<n-1>, each notes.txt 4000 bytes
+  rm -rf "$work/docsrun/acme-plugin"
+  local i
+  for ((i = 0; i < $1; i++)); do
+    mkdir -p "$work/docsrun/acme-plugin/skills/s$i"
+    printf -- '---\nname: s%s\ndescription: Skill %s.\n---\nBody.\n' "$i" "$i" >"$work/docsrun/acme-plugin/skills/s$i/SKILL.md"
+    head -c 4000 /dev/zero | tr '\0' n >"$work/docsrun/acme-plugin/skills/s$i/notes.txt"
+  done
+}
+run_docs() { # script: run in docsrun with bash -e, as a reader pastes it
+  (cd "$work/docsrun" && PATH=$work/bin:$PATH bash -euo pipefail "$1") >"$work/docs.out" 2>"$work/docs.err" ||
+    { cat "$work/docs.out" "$work/docs.err"; return 1; }
+}
+plugin_cms() { # the plugin's ConfigMaps in shop: {name: [keys]}
+  k GET "/api/v1/namespaces/shop/configmaps?labelSelector=skills-sidecar.io%2Fplugin%3Dacme-plugin" |
+    jq -c '[.items[] | {(.metadata.name): ((.data // {}) | keys)}] | add // {}'
+}
+four='["acme-plugin","acme-plugin-1","acme-plugin-2","acme-plugin-3"]'
+mount_sync() { # name: the kubelet's update of that ConfigMap's volume (a missing one: empty)
+  local d=$work/mounts/$1 key
+  rm -rf "$d.new"
+  mkdir -p "$d.new"
+  if [[ $(kcode GET "/api/v1/namespaces/shop/configmaps/$1") == 200 ]]; then
+    while read -r key; do
+      jq -j --arg k "$key" '.data[$k]' "$work/last.json" >"$d.new/$key"
+    done < <(jq -r '(.data // {}) | keys[]' "$work/last.json")
+  fi
+  rm -rf "$d"
+  mv "$d.new" "$d"
+}
+whole() { # n: lint reads the mounts, nothing skipped, skills s0..s<n-1> each with both files
+  "$work/skills-sidecar" lint --layout configmaps --format json "$work/mounts" >"$work/lint.json" || { cat "$work/lint.json"; return 1; }
+  jq -e --argjson n "$1" '[.skills[] | select(.files == 2) | .uri] as $got |
+    all(range($n); ("skill://s\(.)/SKILL.md") as $u | $got | index($u) != null)' "$work/lint.json"
+}
+sync_each() { # common: each volume in name order, the common skills whole after each
+  local name bad_at=
+  for name in acme-plugin acme-plugin-1 acme-plugin-2 acme-plugin-3; do
+    mount_sync "$name"
+    whole "$1" >/dev/null || bad_at+=" $name (a file missing: $(jq -c '[.skills[] | select(.files != 2) | .uri][:3]' "$work/lint.json"))"
+  done
+  [[ -z $bad_at ]] || { echo "not whole after syncing$bad_at"; return 1; }
+}
+stayed() { # before after: every key of before is in the same ConfigMap after
+  jq -en --argjson b "$1" --argjson a "$2" '[$b | to_entries[] | .key as $cm | .value[] | . as $k | select(($a[$cm] // []) | index($k) == null)] | length == 0'
+}
+same_four() { # before after: the four ConfigMaps after, every key of before where it was
+  jq -en --argjson m "$2" --argjson want "$four" '($m | keys) == $want' && stayed "$1" "$2"
+}
+plugin_dir 20
+check "the commands of \"Put the plugin into ConfigMaps\" run as written" run_docs "$work/docs-plugin.sh"
+check "inject configmap's default names four ConfigMaps" \
+  grep -q 'skills-sidecar.io/plugin-configmaps: "acme-plugin,acme-plugin-1,acme-plugin-2,acme-plugin-3"' "$work/docs.err"
+first=$(plugin_cms)
+check "four ConfigMaps applied, labelled for --prune" same_four "$first" "$first"
+for name in acme-plugin acme-plugin-1 acme-plugin-2 acme-plugin-3; do mount_sync "$name"; done
+check "a pod's mounts of them read whole by lint --layout configmaps" whole 20
+plugin_dir 80 # 320 KB: past what one ConfigMap holds
+check "the plugin grown to 80 skills: the same commands run again" run_docs "$work/docs-plugin-again.sh"
+grown=$(plugin_cms)
+check "grown: the same four names, no file moved to another ConfigMap" same_four "$first" "$grown"
+check "grown: synced volume by volume, the 20 skills stay whole throughout" sync_each 20
+check "grown: all 80 served" whole 80
+plugin_dir 20
+check "the plugin shrunk back to 20 skills: the same commands run again" run_docs "$work/docs-plugin-again.sh"
+shrunk=$(plugin_cms)
+check "shrunk: the same four ConfigMaps, the 20 skills' files where they were" same_four "$first" "$shrunk"
+check "shrunk: synced volume by volume, the 20 skills stay whole throughout" sync_each 20
+check "shrunk: the 60 removed skills are gone" jq -e '.skills | length == 20' "$work/lint.json"
+plugin_dir 80
+"$work/skills-sidecar" inject configmap --name acme-plugin --namespace shop --mounted 1 "$work/docsrun/acme-plugin" >/dev/null 2>"$work/refused.err"
+check "a plugin that outgrows --mounted is refused, naming the count that fits" grep -qE 'render it with --mounted [2-9]' "$work/refused.err"
+plugin_dir 20
+prune_two() {
+  (cd "$work/docsrun" && PATH=$work/bin:$PATH skills-sidecar inject configmap --name acme-plugin --namespace shop --mounted 2 ./acme-plugin >plugin.yaml 2>/dev/null &&
+    PATH=$work/bin:$PATH bash -euo pipefail <(grep '^kubectl apply' "$work/docs-plugin.sh")) >"$work/docs.out" 2>&1 || { cat "$work/docs.out"; return 1; }
+  jq -en --argjson m "$(plugin_cms)" '($m | keys) == ["acme-plugin", "acme-plugin-1"]'
+}
+check "after a lower --mounted, the docs' kubectl apply --prune deletes the ConfigMaps no longer written" prune_two
+# "Inject statically with inject -f" as written, in the default namespace,
+# deployment.yaml naming the four ConfigMaps the command prints.
+awk '/^## Inject statically with `inject -f`/{s=1; next} s && /^```sh/{c=1; next} c && /^```/{exit} c' docs/kubernetes.md >"$work/docs-static.sh"
+cat >"$work/docsrun/deployment.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: static-mcp}
+spec:
+  selector: {matchLabels: {app: static-mcp}}
+  template:
+    metadata:
+      labels: {app: static-mcp}
+      annotations:
+        skills-sidecar.io/inject: "true"
+        skills-sidecar.io/plugin-configmaps: acme-plugin,acme-plugin-1,acme-plugin-2,acme-plugin-3
+    spec:
+      containers:
+        - {name: server, image: example/mcp:1, ports: [{containerPort: 3000}]}
+EOF
+static_stored() {
+  run_docs "$work/docs-static.sh" || return 1
+  k GET /apis/apps/v1/namespaces/default/deployments/static-mcp | jq -e '.spec.template.spec |
+    ([.initContainers[]? | select(.name == "skills-sidecar")] | length == 1) and
+    ([.volumes[] | select(.configMap != null) | .configMap.name] == ["acme-plugin", "acme-plugin-1", "acme-plugin-2", "acme-plugin-3"])' &&
+    [[ $(k GET "/api/v1/namespaces/default/configmaps?labelSelector=skills-sidecar.io%2Fplugin%3Dacme-plugin" | jq '.items | length') == 4 ]]
+}
+check "the commands of \"Inject statically with inject -f\" run as written: the Deployment stored with the sidecar and four plugin volumes" static_stored
+k DELETE /apis/apps/v1/namespaces/default/deployments/static-mcp >/dev/null
+k DELETE "/api/v1/namespaces/default/configmaps?labelSelector=skills-sidecar.io%2Fplugin%3Dacme-plugin" >/dev/null
+# The rest of this script makes its own one-key acme-plugin.
+k DELETE "/api/v1/namespaces/shop/configmaps?labelSelector=skills-sidecar.io%2Fplugin%3Dacme-plugin" >/dev/null
+
 # ---- 1. the chart ----------------------------------------------------------
 
 echo "## helm: install"
@@ -388,8 +522,8 @@ for n in shop lab; do
     bad "$n: no Pod for Deployment plain"
   fi
 done
-# A spare ConfigMap (named by inject configmap --mounted, not written yet)
-# is mounted optional: the API server takes the pod, the kubelet would
+# A plugin ConfigMap named in the annotation but not created yet (before
+# the first apply of a larger --mounted) is mounted optional: the API server takes the pod, the kubelet would
 # mount an empty folder.
 code=$(kcode POST "/api/v1/namespaces/shop/pods?dryRun=All" -H 'Content-Type: application/json' \
   -d "$(pod_json spare true | jq -c '.metadata.annotations["skills-sidecar.io/plugin-configmaps"] = "acme-plugin,acme-plugin-1"')")

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 func TestCallBody(t *testing.T) {
@@ -133,6 +135,7 @@ func TestNginxConfig(t *testing.T) {
 	for _, want := range []string{
 		"listen 127.0.0.1:1;", "server 127.0.0.1:2;", "keepalive 256;", "proxy_http_version 1.1;",
 		`proxy_set_header Connection "";`, "proxy_buffering off;", "pid PREFIX/nginx.pid;", "daemon off;",
+		"worker_processes 1;",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("NginxConfig lacks %q:\n%s", want, conf)
@@ -233,8 +236,7 @@ func TestPagedListing(t *testing.T) {
 		minBytes  int
 	}{
 		"upstream": {h: NewUpstream(), wantPages: 1, minBytes: 200 << 10},
-		"paged": {h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return small },
-			&mcp.StreamableHTTPOptions{Stateless: true}), wantPages: 4, minBytes: 100},
+		"paged":    {h: testupstream.Handler(small, &mcp.StreamableHTTPOptions{Stateless: true}), wantPages: 4, minBytes: 100},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

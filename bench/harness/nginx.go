@@ -20,8 +20,9 @@ func FindNginx() string {
 	return ""
 }
 
-// NginxConfig returns an nginx.conf for a plain hop: one loopback listener
-// forwarding every path to upstream over kept-alive HTTP/1.1 connections,
+// NginxConfig returns an nginx.conf for a plain hop: one worker process
+// (a hop's CPU is then one process's, as the sidecar's is), one loopback
+// listener forwarding every path to upstream over kept-alive HTTP/1.1 connections,
 // with response buffering off so SSE passes event by event. Everything nginx
 // writes goes under prefix. The upstream's own address goes in Host, as
 // go-sdk on loopback refuses a foreign one. When the harness runs as root
@@ -33,7 +34,7 @@ func NginxConfig(prefix, listen, upstream string) string {
 		b.WriteString("user root;\n")
 	}
 	fmt.Fprintf(&b, `daemon off;
-worker_processes auto;
+worker_processes 1;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;
 events { worker_connections 8192; }

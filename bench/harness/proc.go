@@ -3,7 +3,9 @@ package harness
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -59,17 +61,10 @@ func readOne(pid int) (rssKiB int64, cpu time.Duration, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("read stat of %d: %w", pid, err)
 	}
-	// Fields after the command name, which is in parentheses and may hold
-	// spaces: state is field 3, utime 14, stime 15.
-	i := bytes.LastIndexByte(stat, ')')
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("parse stat of %d: %d fields", pid, len(f))
+	cpu, err = ParseStatCPU(stat)
+	if err != nil {
+		return 0, 0, fmt.Errorf("stat of %d: %w", pid, err)
 	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	cpu = time.Duration(ut+st) * time.Second / clockTicks
-
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, fmt.Errorf("read status of %d: %w", pid, err)
@@ -80,6 +75,111 @@ func readOne(pid int) (rssKiB int64, cpu time.Duration, err error) {
 		}
 	}
 	return rssKiB, cpu, nil
+}
+
+// maxProcFile bounds the /proc file the parsers below accept: a stat line
+// is about 300 bytes and an io file about 200.
+const maxProcFile = 4096
+
+// ParseStatCPU returns user plus system time (utime + stime, all threads)
+// from the bytes of /proc/PID/stat. The fields after the command name,
+// which is in parentheses and may hold spaces and parentheses, are counted
+// from its last ')': state is field 3, utime 14, stime 15.
+func ParseStatCPU(stat []byte) (time.Duration, error) {
+	if len(stat) > maxProcFile {
+		return 0, fmt.Errorf("stat of %d bytes, more than %d", len(stat), maxProcFile)
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || bytes.IndexByte(stat, '(') < 0 {
+		return 0, errors.New("no command name in parentheses")
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt64/int64(time.Second)/2 {
+			return 0, fmt.Errorf("utime or stime %q is not a tick count", s)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// ParseIOSyscalls returns syscr + syscw from the bytes of /proc/PID/io: the
+// read- and write-family system calls (read, readv, pread, recvfrom,
+// write, writev, sendto, sendfile, …) of the whole process. It counts no
+// other system call: no epoll_wait, futex, accept or close.
+func ParseIOSyscalls(io []byte) (int64, error) {
+	if len(io) > maxProcFile {
+		return 0, fmt.Errorf("io of %d bytes, more than %d", len(io), maxProcFile)
+	}
+	var sum int64
+	seen := 0
+	for line := range strings.SplitSeq(string(io), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "syscr" && k != "syscw") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt64/2 {
+			return 0, fmt.Errorf("%s %q is not a count", k, strings.TrimSpace(v))
+		}
+		sum += n
+		seen++
+	}
+	if seen != 2 {
+		return 0, fmt.Errorf("want syscr and syscw once each, found %d of them", seen)
+	}
+	return sum, nil
+}
+
+// Counters are a process tree's cumulative CPU and read/write-family
+// system calls.
+type Counters struct {
+	CPU      time.Duration
+	Syscalls int64
+}
+
+// ReadCounters sums Counters over pid and its direct children (nginx's
+// workers under its master). A child that exits while it is read is left
+// out; pid itself must be readable.
+func ReadCounters(pid int) (Counters, error) {
+	var c Counters
+	for i, id := range append([]int{pid}, children(pid)...) {
+		one, err := readCounters(id)
+		if err != nil {
+			if i == 0 {
+				return Counters{}, err
+			}
+			continue
+		}
+		c.CPU += one.CPU
+		c.Syscalls += one.Syscalls
+	}
+	return c, nil
+}
+
+func readCounters(pid int) (Counters, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Counters{}, fmt.Errorf("read stat of %d: %w", pid, err)
+	}
+	cpu, err := ParseStatCPU(stat)
+	if err != nil {
+		return Counters{}, fmt.Errorf("stat of %d: %w", pid, err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return Counters{}, fmt.Errorf("read io of %d: %w", pid, err)
+	}
+	n, err := ParseIOSyscalls(b)
+	if err != nil {
+		return Counters{}, fmt.Errorf("io of %d: %w", pid, err)
+	}
+	return Counters{CPU: cpu, Syscalls: n}, nil
 }
 
 // children lists the direct children of pid by scanning /proc.

@@ -93,6 +93,21 @@ func addEcho(srv *mcp.Server) {
 
 func addTools(srv *mcp.Server) {
 	addEcho(srv)
+	addProgress(srv)
+	desc := strings.Repeat("A filler tool that makes tools/list as large as a skills/list. ", 3)
+	for i := range ListedTools {
+		srv.AddTool(&mcp.Tool{
+			Name:        fmt.Sprintf("t%04d", i),
+			Description: desc,
+			InputSchema: map[string]any{"type": "object"},
+		}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	}
+}
+
+// addProgress adds the progress tool the SSE scenarios call.
+func addProgress(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "progress", Description: "Sends n progress notifications; each message is the UnixNano time it was written."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
 			tok := req.Params.GetProgressToken()
@@ -112,16 +127,6 @@ func addTools(srv *mcp.Server) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 		})
-	desc := strings.Repeat("A filler tool that makes tools/list as large as a skills/list. ", 3)
-	for i := range ListedTools {
-		srv.AddTool(&mcp.Tool{
-			Name:        fmt.Sprintf("t%04d", i),
-			Description: desc,
-			InputSchema: map[string]any{"type": "object"},
-		}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{}, nil
-		})
-	}
 }
 
 func addResources(srv *mcp.Server) {

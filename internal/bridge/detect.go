@@ -31,6 +31,10 @@ type Detector struct {
 	Interval time.Duration
 	// RetryInterval is the probe period while unknown; 0 means 2s.
 	RetryInterval time.Duration
+	// Once stops the probes once the eras are known. For a stdio upstream:
+	// the command the sidecar runs does not turn into another server while
+	// it runs, and each legacy probe costs it a process start.
+	Once bool
 	// Logger gets one line each time the eras change; nil logs nothing.
 	Logger *zap.Logger
 	// OnChange, when set, is called with the new eras each time they change.
@@ -75,7 +79,7 @@ func (d *Detector) Set(e Eras) {
 	}
 }
 
-// Run probes until ctx ends.
+// Run probes until ctx ends (with Once, until the eras are known).
 func (d *Detector) Run(ctx context.Context) {
 	interval, retry := d.Interval, d.RetryInterval
 	if interval <= 0 {
@@ -96,6 +100,9 @@ func (d *Detector) Run(ctx context.Context) {
 		// never reached it (the upstream not up yet) does not count.
 		if !errors.As(err, new(noAnswer)) {
 			d.probed.Store(true)
+		}
+		if d.Once && d.Current().Known {
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -165,7 +172,11 @@ func (d *Detector) client() *http.Client {
 }
 
 // post sends one probe and returns the reply's media type, body and
-// session id. Any HTTP status is an answer: the body decides.
+// session id. Any HTTP status is an answer: the body decides. The probes
+// are the sidecar's own, made for no caller (at start and on a timer,
+// with no caller's credentials, identity or trace), so they are built
+// here and not by package onbehalf, the builder of requests made for a
+// caller (onebuilder_test.go at the repository's root allows them).
 func (d *Detector) post(ctx context.Context, h http.Header, body string) (string, []byte, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

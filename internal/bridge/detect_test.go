@@ -148,3 +148,48 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.next.RoundTrip(r)
 }
+
+// TestDetectorOnce: with Once (a stdio upstream) Run returns once the
+// eras are known, so a legacy-only stdio server is not started again for
+// an initialize probe every Interval; without it the probes go on.
+func TestDetectorOnce(t *testing.T) {
+	srv := httptest.NewServer(demo.Handler(nil)) // stateful go-sdk: legacy only, so each probe ends with an initialize
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	start := func(once bool) (*Detector, *atomic.Int32, context.CancelFunc, <-chan struct{}) {
+		var probes atomic.Int32
+		d := &Detector{URL: u, Interval: 2 * time.Millisecond, Once: once,
+			Client: &http.Client{Transport: countingTransport{&probes, srv.Client().Transport}}}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { d.Run(ctx); close(done) }()
+		return d, &probes, cancel, done
+	}
+	// Without Once the probes go on: a discover, an initialize and its
+	// DELETE each time, well past the first.
+	d, probes, cancel, done := start(false)
+	for probes.Load() < 30 {
+		select {
+		case <-done:
+			t.Fatalf("without Once Run returned after %d requests", probes.Load())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	<-done
+	// With Once, Run returns on its own after the first probe, and that
+	// probe's requests are all there are.
+	d, probes, cancel, done = start(true)
+	defer cancel()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatalf("with Once Run still probing after %d requests", probes.Load())
+	}
+	if e := d.Current(); !e.Known || !e.Legacy {
+		t.Fatalf("with Once: eras %+v, want the stateful demo's legacy era", e)
+	}
+	if n := probes.Load(); n > 3 {
+		t.Errorf("with Once: %d probe requests, want one probe's (discover, initialize, DELETE)", n)
+	}
+}

@@ -112,6 +112,11 @@ func parseAgent(file string, data []byte, ix skillIndex) (*Agent, []issue, *issu
 	return a, warnings, nil
 }
 
+// FrontmatterReason is the Problem reason for a file whose frontmatter
+// ParseFrontmatterAmbiguities refused with err. The overlay (package
+// upstreamfiles) gives the same reason for a SKILL.md the upstream serves.
+func FrontmatterReason(err error) string { return frontmatterIssue(err).reason }
+
 // frontmatterIssue turns a ParseFrontmatter error into a skip reason.
 func frontmatterIssue(err error) *issue {
 	switch {

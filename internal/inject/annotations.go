@@ -118,7 +118,7 @@ func InjectorAnnotations() []AnnotationDoc {
 		{AnnotationUpstreamPath, "Path of the MCP endpoint on the upstream.", "`/mcp`"},
 		{AnnotationPort, "Sidecar MCP port (container port `skills-mcp`); point your Service's targetPort at it.", "injector `--port` (`17080`)"},
 		{AnnotationPortTakeover, "Opt-in: the name of the app's container port your Service targets (e.g. `http`); the sidecar's MCP port takes the name, the app's port is renamed `" + AppPortName + "` and its probes that used the name get the number, so the Service needs no change. The upstream defaults to that port.", "(no takeover)"},
-		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder; all but the first are mounted optional (spares for a growing plugin, or pruned after it shrank).", "(none)"},
+		{AnnotationPluginConfigMaps, "Comma-separated ConfigMaps (keys written by `skills-sidecar inject configmap`) that make up the plugin folder; all but the first are mounted optional (one not created yet, or pruned after a lower `--mounted`, is an empty folder).", "(none)"},
 		{AnnotationPluginImage, "OCI image whose file system is the plugin folder (image volume, Kubernetes 1.33+).", "(none)"},
 		{AnnotationUpstreamStdio, "Name of the container whose `command` and `args` are a stdio MCP server: the sidecar runs in that container, as `serve … -- COMMAND ARGS`, and no sidecar container is added (docs/stdio.md). The container must set `command`.", "(none: a sidecar container dials the upstream port)"},
 	}

@@ -86,13 +86,15 @@ On any error nothing is written and each problem is reported (exit 1). A
 Service in the input that reaches an injected app's own port, bypassing the
 sidecar, gets a warning.
 
-inject configmap writes the ConfigMap(s) holding the plugin folder DIR and
-prints the annotation value to stderr. Each file's ConfigMap is a hash of
-its path: pin --configmaps N to keep every file where it is as the plugin
-grows. With --mounted N the annotation names N ConfigMaps, the spare ones
-not written yet (mounted optional), so a growing plugin reaches running
-pods; each ConfigMap is labelled skills-sidecar.io/plugin=NAME for
-kubectl apply --prune.
+inject configmap writes the ConfigMaps holding the plugin folder DIR and
+prints the annotation value to stderr. It writes --mounted N ConfigMaps
+(default 4), every one on every render (an empty one too), each file in
+the one its path hashes to: as long as N stays the same the annotation is
+the same and no file moves, so a plugin that grows or shrinks reaches
+running pods with no rollout. A plugin that no longer fits N is refused
+with the N that fits and what to do. Each ConfigMap is labelled
+skills-sidecar.io/plugin=NAME for kubectl apply --prune (after N was
+lowered).
 
 Flags:
 `
@@ -202,8 +204,8 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Name, "name", "", "`name` of the (first) ConfigMap")
 	fs.StringVar(&o.Namespace, "namespace", "", "`namespace` of the ConfigMaps (default: none written)")
 	fs.IntVar(&o.MaxBytes, "max-bytes", 0, "bound on one ConfigMap object's JSON in `bytes` (default 240 KiB, for kubectl apply's 256 KiB annotation limit; up to 1000 KiB with kubectl apply --server-side)")
-	fs.IntVar(&o.Count, "configmaps", 0, "spread the files over exactly `N` ConfigMaps (default: the fewest that fit; pin it to keep files in place)")
-	fs.IntVar(&o.Mounted, "mounted", 0, "the `N` ConfigMaps workloads mount (the annotation lists N names; those not written are spares, mounted optional): growth into a spare needs no rollout, past N it is an error (default: as many as are written)")
+	fs.IntVar(&o.Count, "mounted", 0, fmt.Sprintf("the `N` ConfigMaps written and named in the annotation, which workloads mount; keep it the same on every render (default %d)", DefaultConfigMaps))
+	count := fs.Int("configmaps", 0, "the same as --mounted (its older name)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -213,6 +215,13 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 || o.Name == "" {
 		fmt.Fprintln(stderr, "inject configmap: want --name NAME and one plugin folder")
 		return ExitUsage
+	}
+	if *count != 0 && o.Count != 0 && *count != o.Count {
+		fmt.Fprintf(stderr, "inject configmap: --configmaps %d and --mounted %d: they are one setting, pass one\n", *count, o.Count)
+		return ExitUsage
+	}
+	if o.Count == 0 {
+		o.Count = *count
 	}
 	out, names, err := BuildConfigMaps(os.DirFS(fs.Arg(0)), o)
 	if err != nil {
@@ -224,14 +233,12 @@ func runConfigMap(args []string, stdout, stderr io.Writer) int {
 		return ExitFail
 	}
 	fmt.Fprintf(stderr, "annotate the pod template with:\n  %s: %q\n", AnnotationPluginConfigMaps, strings.Join(names, ","))
-	if o.Mounted == 0 {
-		fmt.Fprintf(stderr, "pass --mounted %d (or more) from now on: the names then stay the same as the plugin grows into spare ConfigMaps, and a render that needs more says so\n", max(2*len(names), 2))
-	}
+	fmt.Fprintf(stderr, "every render with --mounted %d writes these %d names, each file in the same one: a plugin that grows or shrinks needs no rollout\n", len(names), len(names))
 	ns := ""
 	if o.Namespace != "" {
 		ns = " -n " + o.Namespace
 	}
-	fmt.Fprintf(stderr, "apply with: kubectl apply%s --prune -l %s=%s --prune-allowlist=core/v1/ConfigMap -f FILE (deletes the ConfigMaps a shrinking plugin no longer writes)\n", ns, PluginLabel, o.Name)
+	fmt.Fprintf(stderr, "apply with: kubectl apply%s --prune -l %s=%s --prune-allowlist=core/v1/ConfigMap -f FILE (deletes the plugin's ConfigMaps a render no longer writes, after a lower --mounted)\n", ns, PluginLabel, o.Name)
 	return ExitOK
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestRunInjectConfigMap(t *testing.T) {
 	if _, err := manifestcheck.Decode(stdout.Bytes()); err != nil || !strings.Contains(stdout.String(), "skills__hello__SKILL.md") {
 		t.Errorf("output = %s, %v", stdout.String(), err)
 	}
-	if !strings.Contains(stderr.String(), `skills-sidecar.io/plugin-configmaps: "demo"`) {
+	if !strings.Contains(stderr.String(), `skills-sidecar.io/plugin-configmaps: "demo,demo-1,demo-2,demo-3"`) {
 		t.Errorf("stderr lacks the annotation: %s", stderr.String())
 	}
 }
@@ -86,9 +87,10 @@ func TestRunWebhookServes(t *testing.T) {
 	}
 }
 
-// TestRunInjectConfigMapCount: --configmaps pins the count and the
-// annotation names every ConfigMap; an automatic count above one comes
-// with the advice to pin it.
+// TestRunInjectConfigMapCount: by default four ConfigMaps are written and
+// named, the same names on every render; --mounted (or its older name
+// --configmaps) sets the count; a plugin that needs more is refused with
+// the count that fits and the order of the steps.
 func TestRunInjectConfigMapCount(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -101,40 +103,32 @@ func TestRunInjectConfigMapCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var stdout, stderr bytes.Buffer
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "5", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := RunInject(context.Background(), append([]string{"configmap", "--name", "p"}, append(args, dir)...), testHost, nil, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
 	}
-	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2,p-3,p-4"`) || !strings.Contains(stderr.String(), "pass --mounted 10") {
-		t.Errorf("pinned count: stderr = %s", stderr.String())
+	code, out, msg := run()
+	if code != ExitOK || !strings.Contains(msg, `plugin-configmaps: "p,p-1,p-2,p-3"`) || strings.Count(out, "kind: ConfigMap") != 4 ||
+		!strings.Contains(msg, "every render with --mounted 4 writes these 4 names") ||
+		!strings.Contains(msg, "kubectl apply --prune -l skills-sidecar.io/plugin=p --prune-allowlist=core/v1/ConfigMap") {
+		t.Errorf("default: exit %d, %d ConfigMaps, stderr = %s", code, strings.Count(out, "kind: ConfigMap"), msg)
 	}
-	stdout.Reset()
-	stderr.Reset()
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	for _, flag := range []string{"--mounted", "--configmaps"} {
+		if code, out, msg := run(flag, "5"); code != ExitOK || !strings.Contains(msg, `plugin-configmaps: "p,p-1,p-2,p-3,p-4"`) || strings.Count(out, "kind: ConfigMap") != 5 {
+			t.Errorf("%s 5: exit %d, %d ConfigMaps, stderr = %s", flag, code, strings.Count(out, "kind: ConfigMap"), msg)
+		}
 	}
-	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2"`) || !strings.Contains(stderr.String(), "pass --mounted 6") ||
-		!strings.Contains(stderr.String(), "kubectl apply --prune -l skills-sidecar.io/plugin=p --prune-allowlist=core/v1/ConfigMap") {
-		t.Errorf("automatic count of three: stderr lacks the annotation, the advice to mount spares or the prune command: %s", stderr.String())
-	}
-	// Three written, four mounted: the spare is named, not written.
-	stdout.Reset()
-	stderr.Reset()
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--mounted", "4", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), `plugin-configmaps: "p,p-1,p-2,p-3"`) || strings.Contains(stderr.String(), "pass --mounted") ||
-		strings.Count(stdout.String(), "kind: ConfigMap") != 3 {
-		t.Errorf("--mounted 4: %d ConfigMaps written, stderr = %s", strings.Count(stdout.String(), "kind: ConfigMap"), stderr.String())
+	if code, _, msg := run("--mounted", "5", "--configmaps", "4"); code != ExitUsage || !strings.Contains(msg, "one setting") {
+		t.Errorf("--mounted 5 --configmaps 4: exit %d, stderr = %s", code, msg)
 	}
 	// Growing past what the workloads mount is an error that says what to do.
-	stderr.Reset()
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--mounted", "2", dir}, testHost, nil, &stdout, &stderr); code != ExitFail ||
-		!strings.Contains(stderr.String(), "needs 3 ConfigMaps and the workloads mount 2") || !strings.Contains(stderr.String(), "--mounted 3") {
-		t.Errorf("--mounted 2 for 3: exit %d, stderr = %s", code, stderr.String())
+	if code, out, msg := run("--mounted", "2"); code != ExitFail || out != "" || !strings.Contains(msg, "more than the 2 it is rendered into") ||
+		!strings.Contains(msg, `first set skills-sidecar.io/plugin-configmaps to "p,p-1,p-2`) || !regexp.MustCompile(`render it with --mounted [3-9]\b`).MatchString(msg) {
+		t.Errorf("--mounted 2 for 600 KB: exit %d, stderr = %s", code, msg)
 	}
-	if code := RunInject(context.Background(), []string{"configmap", "--name", "p", "--configmaps", "1", dir}, testHost, nil, &stdout, &stderr); code != ExitFail {
-		t.Errorf("600 KB in one pinned ConfigMap: exit %d, want %d", code, ExitFail)
+	if code, _, _ := run("--configmaps", "1"); code != ExitFail {
+		t.Errorf("600 KB in one ConfigMap: exit %d, want %d", code, ExitFail)
 	}
 }
 

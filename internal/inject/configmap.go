@@ -36,6 +36,12 @@ const (
 	// split into; a larger plugin belongs in an image
 	// (AnnotationPluginImage).
 	MaxConfigMaps = 64
+	// DefaultConfigMaps is ConfigMapOptions.Count's default: four names in
+	// the annotation on every render, so a plugin may grow to about four
+	// times a ConfigMap's bound (about 900 KiB of small files by default)
+	// with no file moving and no rollout, at the price of four small
+	// objects and four volumes for a small plugin.
+	DefaultConfigMaps = 4
 )
 
 // ConfigMapOptions say how BuildConfigMaps names and sizes its ConfigMaps.
@@ -47,17 +53,13 @@ type ConfigMapOptions struct {
 	// MaxBytes bounds the JSON encoding of one ConfigMap object; 0 means
 	// DefaultConfigMapBytes.
 	MaxBytes int
-	// Count is the number of ConfigMaps to spread the files over; 0 picks
-	// the smallest count (at most MaxConfigMaps) at which every one fits.
-	// Pinning it keeps every file in its ConfigMap whatever else changes.
+	// Count is the number of ConfigMaps, all written (an empty one too)
+	// and all named in the annotation; 0 means DefaultConfigMaps. Each
+	// file's ConfigMap is a hash of its path into Count, so while Count
+	// stays the same no file ever moves, whatever the plugin gains or
+	// loses; a plugin whose files no longer fit Count is an error that
+	// names the count that fits.
 	Count int
-	// Mounted is the number of ConfigMaps the workloads mount: the names
-	// the annotation lists, of which only the first Count (or the fewest
-	// that fit) are written; the injector mounts all but the first
-	// optional, so the spare ones may be missing. A plugin that grows
-	// into a spare is served without a rollout; one that needs more than
-	// Mounted is an error. 0 means as many as are written.
-	Mounted int
 }
 
 // PluginLabel is the label every ConfigMap of a plugin carries, its value
@@ -77,9 +79,10 @@ const PluginLabel = "skills-sidecar.io/plugin"
 // jump consistent hash (Lamping and Veach, 2014) of the path's SHA-256 into
 // Count buckets. So a file growing, shrinking, appearing or going away
 // moves no other file to another ConfigMap (a split by size in path order
-// would move every file after it); with Count pinned nothing ever moves,
-// and when the automatic count grows by one, files move only into the new
-// ConfigMap. A file is never split, so a plugin whose file or bucket does
+// would move every file after it), and as every one of the Count
+// ConfigMaps is written on every render, a file that goes away leaves no
+// stale copy behind. Raising the count moves files only into the new
+// ConfigMaps. A file is never split, so a plugin whose file or bucket does
 // not fit MaxBytes is refused with the reason.
 func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error) {
 	if !isDNSSubdomain(opts.Name) || len(opts.Name) > 240 {
@@ -94,11 +97,11 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 	if opts.MaxBytes < 1<<10 || opts.MaxBytes > MaxConfigMapBytes {
 		return nil, nil, fmt.Errorf("max bytes %d is not between 1 KiB and %d", opts.MaxBytes, MaxConfigMapBytes)
 	}
-	if opts.Count < 0 || opts.Count > MaxConfigMaps {
-		return nil, nil, fmt.Errorf("count %d is not between 1 and %d", opts.Count, MaxConfigMaps)
+	if opts.Count == 0 {
+		opts.Count = DefaultConfigMaps
 	}
-	if opts.Mounted < 0 || opts.Mounted > MaxConfigMaps || (opts.Count > 0 && opts.Mounted > 0 && opts.Count > opts.Mounted) {
-		return nil, nil, fmt.Errorf("mounted %d is not between the count and %d", opts.Mounted, MaxConfigMaps)
+	if opts.Count < 1 || opts.Count > MaxConfigMaps {
+		return nil, nil, fmt.Errorf("count %d is not between 1 and %d", opts.Count, MaxConfigMaps)
 	}
 	entries, err := readEntries(fsys)
 	if err != nil {
@@ -114,18 +117,9 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 				e.path, e.size, opts.MaxBytes, AnnotationPluginImage)
 		}
 	}
-	count, err := pickCount(entries, opts.Count, budget)
-	if err != nil {
-		return nil, nil, err
-	}
-	if opts.Mounted > 0 && count > opts.Mounted {
-		return nil, nil, fmt.Errorf("the plugin needs %d ConfigMaps and the workloads mount %d: the files past %s would reach no running pod; "+
-			"render it with --mounted %d or more, apply it, then set %s to the names it prints (a rollout)",
-			count, opts.Mounted, names[opts.Mounted-1], count, AnnotationPluginConfigMaps)
-	}
-	listed := count
-	if opts.Mounted > 0 {
-		listed = opts.Mounted
+	count := opts.Count
+	if over, size := overfull(entries, count, budget); over >= 0 {
+		return nil, nil, tooFew(entries, names, count, over, size, budget)
 	}
 	buckets := make([][]entry, count)
 	for _, e := range entries {
@@ -136,7 +130,7 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 	for i, es := range buckets {
 		obj := objectJSON(names[i], opts.Name, opts.Namespace, es)
 		if len(obj) > opts.MaxBytes {
-			// pickCount's arithmetic and this encoding disagree: a bug.
+			// overfull's arithmetic and this encoding disagree: a bug.
 			return nil, nil, fmt.Errorf("ConfigMap %s would be %d bytes as JSON, over %d", names[i], len(obj), opts.MaxBytes)
 		}
 		y, err := yaml.JSONToYAML(obj)
@@ -146,7 +140,7 @@ func BuildConfigMaps(fsys fs.FS, opts ConfigMapOptions) ([]byte, []string, error
 		out = append(out, "---\n"...)
 		out = append(out, y...)
 	}
-	return out, names[:listed], nil
+	return out, names[:count], nil
 }
 
 // entry is one plugin file bound for a ConfigMap.
@@ -201,22 +195,23 @@ func valueJSON(e entry) []byte {
 	return v
 }
 
-// pickCount returns count when it is set and every bucket fits, or else the
-// smallest count that fits.
-func pickCount(entries []entry, count, budget int) (int, error) {
-	if count > 0 {
-		if over, size := overfull(entries, count, budget); over >= 0 {
-			return 0, fmt.Errorf("ConfigMap %d of %d would hold %d bytes, over %d; raise the count (a higher one moves about one file in count+1 into each new ConfigMap)",
-				over, count, size, budget)
-		}
-		return count, nil
-	}
-	for n := 1; n <= MaxConfigMaps; n++ {
-		if over, _ := overfull(entries, n, budget); over < 0 {
-			return n, nil
+// tooFew is the error for a plugin that does not fit count ConfigMaps
+// (ConfigMap over holds size bytes): it names the fewest that fit and
+// the order that keeps running pods whole.
+func tooFew(entries []entry, names []string, count, over, size, budget int) error {
+	need := 0
+	for n := count + 1; n <= MaxConfigMaps && need == 0; n++ {
+		if o, _ := overfull(entries, n, budget); o < 0 {
+			need = n
 		}
 	}
-	return 0, fmt.Errorf("the plugin does not fit %d ConfigMaps; ship it as an image (%s)", MaxConfigMaps, AnnotationPluginImage)
+	if need == 0 {
+		return fmt.Errorf("the plugin does not fit %d ConfigMaps; ship it as an image (%s)", MaxConfigMaps, AnnotationPluginImage)
+	}
+	return fmt.Errorf("ConfigMap %s would hold %d bytes, over %d: the plugin needs %d ConfigMaps, more than the %d it is rendered into (--mounted, default %d). "+
+		"Workloads that mount the current names: first set %s to %q and roll them out (the ConfigMaps not written yet are mounted optional), "+
+		"then apply the plugin rendered with --mounted %d: files move only into the new ConfigMaps. No workload yet: render it with --mounted %d",
+		names[over], size, budget, need, count, DefaultConfigMaps, AnnotationPluginConfigMaps, strings.Join(names[:need], ","), need, need)
 }
 
 // overfull returns the first bucket over budget with n buckets and its

@@ -3,7 +3,6 @@ package inject
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -114,10 +113,10 @@ func assignment(t *testing.T, fsys fstest.MapFS, opts ConfigMapOptions) map[stri
 // mounted it.
 func TestBuildConfigMapsStable(t *testing.T) {
 	t.Parallel()
-	base := plugin(150, 3000) // about 450 KB: two or three ConfigMaps
+	base := plugin(150, 3000) // about 450 KB: two ConfigMaps' worth
 	for name, opts := range map[string]ConfigMapOptions{
 		"pinned count": {Name: "p", Count: 5},
-		"automatic":    {Name: "p"},
+		"default":      {Name: "p"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -127,9 +126,6 @@ func TestBuildConfigMapsStable(t *testing.T) {
 			delete(grown, "skills/s07/file107.md")
 			grown["skills/s01/new.md"] = &fstest.MapFile{Data: []byte("new")}
 			after := assignment(t, grown, opts)
-			if n, m := len(slices.Compact(slices.Sorted(maps.Values(before)))), len(slices.Compact(slices.Sorted(maps.Values(after)))); n != m {
-				t.Fatalf("count %d -> %d; the test wants a growth that keeps it", n, m)
-			}
 			for p, cm := range before {
 				if now, ok := after[p]; ok && now != cm {
 					t.Errorf("%s moved from %s to %s", p, cm, now)
@@ -142,34 +138,88 @@ func TestBuildConfigMapsStable(t *testing.T) {
 	}
 }
 
-// TestBuildConfigMapsCountGrows: when the plugin outgrows its count, a file
-// moves only into the new ConfigMap, never between two existing ones.
+// TestBuildConfigMapsGrowthMovesNothing: rendered with the defaults, a
+// plugin that grows from what one ConfigMap holds to what needs two keeps
+// the annotation's names and every existing file in its ConfigMap, and
+// every render writes every named ConfigMap (so a file that goes away
+// leaves no copy behind).
+func TestBuildConfigMapsGrowthMovesNothing(t *testing.T) {
+	t.Parallel()
+	small := plugin(20, 3000) // 60 KB
+	out, names, err := BuildConfigMaps(small, ConfigMapOptions{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"p", "p-1", "p-2", "p-3"}; !slices.Equal(names, want) {
+		t.Errorf("names %v, want the default %v", names, want)
+	}
+	_, before, _ := decodeConfigMaps(t, out)
+	grown := plugin(20, 3000)
+	for i := 0; ; i++ { // add files until they need a second ConfigMap
+		total := 0
+		for _, f := range grown {
+			total += len(f.Data)
+		}
+		if total > DefaultConfigMapBytes {
+			break
+		}
+		grown[fmt.Sprintf("skills/new/f%03d.md", i)] = &fstest.MapFile{Data: []byte(strings.Repeat("g", 3000))}
+	}
+	out, again, err := BuildConfigMaps(grown, ConfigMapOptions{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again, names) {
+		t.Errorf("names %v after growing, want %v", again, names)
+	}
+	cms, after, _ := decodeConfigMaps(t, out)
+	for p, cm := range before {
+		if after[p] != cm {
+			t.Errorf("%s moved from %s to %s", p, cm, after[p])
+		}
+	}
+	if len(cms) != len(names) {
+		t.Errorf("%d ConfigMaps written, want every one of %v", len(cms), names)
+	}
+	one, _, err := BuildConfigMaps(fstest.MapFS{"a": {Data: []byte("a")}}, ConfigMapOptions{Name: "p"})
+	if n := strings.Count(string(one), "kind: ConfigMap"); err != nil || n != 4 {
+		t.Errorf("one file: %d ConfigMaps written (%v), want 4, three of them empty", n, err)
+	}
+}
+
+// TestBuildConfigMapsCountGrows: raising the count (what the error for a
+// plugin that outgrew it asks for) moves a file only into a new
+// ConfigMap, never between two existing ones.
 func TestBuildConfigMapsCountGrows(t *testing.T) {
 	t.Parallel()
 	before := assignment(t, plugin(100, 3000), ConfigMapOptions{Name: "p"})
-	after := assignment(t, plugin(100, 6000), ConfigMapOptions{Name: "p"})
-	counts := func(m map[string]string) int {
-		seen := map[string]bool{}
-		for _, cm := range m {
-			seen[cm] = true
-		}
-		return len(seen)
-	}
-	n, m := counts(before), counts(after)
-	if m <= n {
-		t.Fatalf("count %d -> %d; the test wants the plugin to outgrow its count", n, m)
-	}
+	after := assignment(t, plugin(100, 3000), ConfigMapOptions{Name: "p", Count: 7})
 	moved := 0
 	for p, cm := range before {
 		if after[p] != cm {
 			moved++
 			var i int
-			if _, err := fmt.Sscanf(after[p], "p-%d", &i); err != nil || i < n {
+			if _, err := fmt.Sscanf(after[p], "p-%d", &i); err != nil || i < DefaultConfigMaps {
 				t.Errorf("%s moved from %s to %s, an existing ConfigMap", p, cm, after[p])
 			}
 		}
 	}
-	t.Logf("count %d -> %d moved %d of %d files", n, m, moved, len(before))
+	if moved == 0 {
+		t.Error("no file moved into the new ConfigMaps")
+	}
+	t.Logf("count %d -> 7 moved %d of %d files", DefaultConfigMaps, moved, len(before))
+}
+
+// fewest is the smallest count at which BuildConfigMaps takes fsys.
+func fewest(t *testing.T, fsys fstest.MapFS, opts ConfigMapOptions) ConfigMapOptions {
+	t.Helper()
+	for opts.Count = 1; opts.Count <= MaxConfigMaps; opts.Count++ {
+		if _, _, err := BuildConfigMaps(fsys, opts); err == nil {
+			return opts
+		}
+	}
+	t.Fatalf("%d files do not fit %d ConfigMaps", len(fsys), MaxConfigMaps)
+	return opts
 }
 
 // TestBuildConfigMapsFitLastApplied checks every ConfigMap against the API
@@ -205,11 +255,11 @@ func TestBuildConfigMapsFitLastApplied(t *testing.T) {
 		}
 		return fmt.Errorf("%v", errs)
 	}
-	if err := lastApplied(t, ConfigMapOptions{Name: "p"}); err.Error() != "[]" {
+	if err := lastApplied(t, fewest(t, fsys, ConfigMapOptions{Name: "p"})); err.Error() != "[]" {
 		t.Errorf("default bound: %v", err)
 	}
 	// The judge can fail: the old 900 KiB bound does not fit.
-	if err := lastApplied(t, ConfigMapOptions{Name: "p", MaxBytes: 900 << 10}); err.Error() == "[]" {
+	if err := lastApplied(t, fewest(t, fsys, ConfigMapOptions{Name: "p", MaxBytes: 900 << 10})); err.Error() == "[]" {
 		t.Error("900 KiB ConfigMaps passed the annotation size check")
 	}
 }
@@ -224,14 +274,13 @@ func TestBuildConfigMapsErrors(t *testing.T) {
 		"bad name":                    {fstest.MapFS{"a": {}}, ConfigMapOptions{Name: "Acme"}, "not a valid object name"},
 		"empty":                       {fstest.MapFS{".git/x": {}}, ConfigMapOptions{Name: "a"}, "no files"},
 		"file too large":              {fstest.MapFS{"big": {Data: make([]byte, 2000)}}, ConfigMapOptions{Name: "a", MaxBytes: 1024}, "never split"},
-		"count too small":             {plugin(100, 3000), ConfigMapOptions{Name: "a", Count: 1}, "raise the count"},
+		"count too small":             {plugin(100, 3000), ConfigMapOptions{Name: "a", Count: 1}, "render it with --mounted 2"},
+		"default too small":           {plugin(400, 3000), ConfigMapOptions{Name: "a"}, "more than the 4 it is rendered into"},
 		"too many":                    {plugin(100, 200_000), ConfigMapOptions{Name: "a"}, AnnotationPluginImage},
 		"bound too large":             {plugin(1, 1), ConfigMapOptions{Name: "a", MaxBytes: 2 << 20}, "max bytes"},
 		"count too large":             {plugin(1, 1), ConfigMapOptions{Name: "a", Count: MaxConfigMaps + 1}, "count"},
 		"long key":                    {fstest.MapFS{strings.Repeat("d/", 130) + "f": {}}, ConfigMapOptions{Name: "a"}, "encoded key"},
 		"not UTF-8 name":              {fstest.MapFS{"skills/\xff": {}}, ConfigMapOptions{Name: "a"}, "could not decode"},
-		"past the mounted":            {plugin(100, 3000), ConfigMapOptions{Name: "a", Mounted: 1}, "workloads mount 1"},
-		"mounted under count":         {plugin(1, 1), ConfigMapOptions{Name: "a", Count: 3, Mounted: 2}, "mounted 2"},
 		"name too long for its label": {plugin(1, 1), ConfigMapOptions{Name: strings.Repeat("a", 64)}, "63 characters"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,8 +1,13 @@
 package inject
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +17,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/kubeletvolume"
+	"github.com/skills-sidecar/skills-sidecar/internal/lint"
 )
 
 // growingPlugin is a plugin of skills s00..s(n-1), each a SKILL.md and a
@@ -25,35 +31,32 @@ func growingPlugin(n, size int) fstest.MapFS {
 	return fsys
 }
 
-// TestKubeletGrowAndShrink: a plugin rendered with --mounted 3 grows from
-// one ConfigMap to two and shrinks back (the ConfigMap it no longer writes
-// pruned), under a pod injected once; the kubelet updates the volumes one
-// by one, in either order. After every single volume update the sidecar's
-// reader (the one lint --layout configmaps uses) loads the mounts without
-// an error, and once all are updated it serves every file of the plugin.
+// TestKubeletGrowAndShrink: a plugin rendered with the default command
+// line (`inject configmap --name acme DIR`, no --mounted) grows past what
+// one ConfigMap holds and shrinks back, each time rendered again the same
+// way, under a pod injected once with the first render's annotation; the
+// kubelet updates the volumes one by one, in either order. After every
+// single volume update `lint --layout configmaps` reads the mounts with
+// nothing skipped and every skill the plugin had before and after the
+// render whole (a file moved between ConfigMaps would be missing from one
+// of them for a while), and once all are updated it serves the new plugin.
 func TestKubeletGrowAndShrink(t *testing.T) {
 	t.Parallel()
-	small, large := growingPlugin(20, 4000), growingPlugin(80, 4000) // one ConfigMap, two
-	opts := ConfigMapOptions{Name: "acme", Mounted: 3}
+	small, large := growingPlugin(20, 4000), growingPlugin(80, 4000) // one ConfigMap's worth, two
 	for _, order := range []string{"in name order", "in reverse order"} {
 		t.Run(order, func(t *testing.T) {
 			t.Parallel()
-			out, names, err := BuildConfigMaps(small, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			out, names := renderDefault(t, small)
 			p := mountSpares(t, out, names)
 			p.wantServed(t, small)
+			prev := small
 			for _, step := range []struct {
 				name   string
 				plugin fstest.MapFS
 			}{{"grow", large}, {"shrink", small}} {
-				out, again, err := BuildConfigMaps(step.plugin, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
+				out, again := renderDefault(t, step.plugin)
 				if !slices.Equal(again, names) {
-					t.Fatalf("%s: the annotation changed from %v to %v; want the mounted names kept", step.name, names, again)
+					t.Errorf("%s: the annotation changed from %v to %v; running pods mount the first", step.name, names, again)
 				}
 				written := configMapsByName(t, out)
 				order := slices.Clone(names)
@@ -62,15 +65,32 @@ func TestKubeletGrowAndShrink(t *testing.T) {
 				}
 				for _, name := range order {
 					p.syncOptional(t, name, written[name]) // a ConfigMap not written: pruned, an empty volume
-					p.wantLoads(t, step.name+" after syncing "+name)
+					p.wantWhole(t, step.name+" after syncing "+name, prev, step.plugin)
 				}
 				p.wantServed(t, step.plugin)
-				if step.name == "grow" && len(written) != 2 {
-					t.Fatalf("grow wrote %d ConfigMaps; the test wants two", len(written))
-				}
+				prev = step.plugin
 			}
 		})
 	}
+}
+
+// renderDefault runs `inject configmap --name acme DIR` over the plugin and
+// returns the ConfigMaps written and the annotation it prints.
+func renderDefault(t *testing.T, plugin fstest.MapFS) ([]byte, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, plugin); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := RunInject(context.Background(), []string{"configmap", "--name", "acme", dir}, testHost, nil, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("inject configmap: exit %d: %s", code, stderr.String())
+	}
+	m := regexp.MustCompile(`plugin-configmaps: "([^"]*)"`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("inject configmap printed no annotation: %s", stderr.String())
+	}
+	return stdout.Bytes(), strings.Split(m[1], ",")
 }
 
 // mountSpares injects a Deployment naming names and mounts its ConfigMap
@@ -129,11 +149,54 @@ func (p pod) load(t *testing.T) (*catalog.Snapshot, error) {
 	return catalog.LoadFS(os.DirFS(p.pluginAt), catalog.Options{Layout: catalog.LayoutConfigMaps})
 }
 
-func (p pod) wantLoads(t *testing.T, when string) {
+// lint runs `lint --layout configmaps --format json` over the pod's plugin
+// folder and returns its report; nothing skipped, or the test fails.
+func (p pod) lint(t *testing.T, when string) lintReport {
 	t.Helper()
-	if _, err := p.load(t); err != nil {
-		t.Fatalf("%s: the mounts do not load: %v", when, err)
+	var stdout, stderr bytes.Buffer
+	code := lint.Run(context.Background(), []string{"--layout", "configmaps", "--format", "json", p.pluginAt}, &stdout, &stderr)
+	var r lintReport
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || code != lint.ExitOK {
+		t.Fatalf("%s: lint --layout configmaps: exit %d, %v: %s%s", when, code, err, stdout.String(), stderr.String())
 	}
+	return r
+}
+
+// lintReport is what the test reads of lint's JSON report.
+type lintReport struct {
+	Skills []struct {
+		URI   string `json:"uri"`
+		Files int    `json:"files"`
+	} `json:"skills"`
+}
+
+// wantWhole: lint reads the mounts, and every skill of both plugins is
+// served whole (the plugins here do not change a file's bytes).
+func (p pod) wantWhole(t *testing.T, when string, before, after fstest.MapFS) {
+	t.Helper()
+	files := map[string]int{}
+	for _, sk := range p.lint(t, when).Skills {
+		files[sk.URI] = sk.Files
+	}
+	for name := range before {
+		if _, both := after[name]; !both || !strings.HasSuffix(name, "/SKILL.md") {
+			continue
+		}
+		uri := "skill://" + strings.TrimPrefix(name, "skills/")
+		if want := filesUnder(before, path.Dir(name)); files[uri] != want {
+			t.Errorf("%s: %s served with %d files, want %d: a file is in no mounted volume", when, uri, files[uri], want)
+		}
+	}
+}
+
+func filesUnder(fsys fstest.MapFS, dir string) int {
+	n := 0
+	for name := range fsys {
+		if strings.HasPrefix(name, dir+"/") {
+			n++
+		}
+	}
+	return n
 }
 
 // wantServed: the mounts serve exactly the plugin's skill files.

@@ -318,10 +318,11 @@ func pluginVolumes(s settings) ([]corev1.Volume, []corev1.VolumeMount) {
 		v := configMapVolume(i)
 		src := &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}
 		if i > 0 {
-			// inject configmap always writes the first; the others may be
-			// spares not written yet (--mounted), or pruned after the
-			// plugin shrank: a missing one is an empty folder, not a pod
-			// held in ContainerCreating or a stale copy of moved files.
+			// inject configmap writes every one it names, but the others
+			// may not exist yet (named before their first apply, to grow
+			// --mounted), or be pruned after --mounted was lowered: a
+			// missing one is an empty folder, not a pod held in
+			// ContainerCreating or a stale copy of moved files.
 			src.Optional = ptr(true)
 		}
 		vols = append(vols, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{ConfigMap: src}})

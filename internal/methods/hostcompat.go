@@ -311,6 +311,11 @@ func (h *Handler) served(r *http.Request, msg rewrite.Message, v *view, f *catal
 		if m.Kind != rewrite.KindResponse {
 			return nil, errors.New("the upstream could not read " + f.URI)
 		}
+		// The caller takes these bytes: the digests it is told next are
+		// theirs, as after a forwarded read.
+		if err := h.opts.Overlay.LearnRead(r, v.snap, f.URI, m.Result); err != nil {
+			return nil, err
+		}
 		result = m.Result
 	} else {
 		var buf bytes.Buffer

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 )
 
 // The relay is the proxy's own forwarding loop, in place of
@@ -130,6 +131,13 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	}
 	out := p.outbound(ctx, r, pl, body)
 	resp, err := p.roundTrip(out, pl)
+	var answer *reply.Answer
+	if err != nil && errors.As(err, &answer) {
+		// A transport below (the era bridge) answered in the upstream's
+		// place: its value becomes the reply here, with the caller's id,
+		// and goes on as the upstream's would (the response hooks too).
+		resp, err = answer.Response(out, pl.id), nil
+	}
 	if err != nil {
 		p.handleUpstreamError(w, out, pl, err)
 		return

@@ -6,6 +6,10 @@
 // way production runs them. cmd/skills-sidecar and every integration test
 // (through package sidecartest) build the sidecar here; what stays in cmd
 // is flags, listeners, signals and shutdown.
+//
+// It must not hold behaviour of its own: it wires the parts, each of which
+// owns what it does (and whose behaviour tests live with it), and it
+// decides nothing about a request, reads no flag and binds no listener.
 package sidecar
 
 import (
@@ -168,7 +172,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	// era-bridge auto every other request goes through the bridge, which
 	// passes it through untouched unless the upstream lacks its era.
 	var warnOnce sync.Once
-	s.Eras = &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: o.Logger,
+	s.Eras = &bridge.Detector{URL: up, Client: &http.Client{Transport: direct}, Logger: o.Logger, Once: argv != nil,
 		OnChange: func(e bridge.Eras) {
 			if keys != nil && e.Known && e.Modern && !e.Legacy && !keys.FromFile() {
 				warnOnce.Do(func() { warnProcessKey(o.Logger, keys.Path()) })

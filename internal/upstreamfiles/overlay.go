@@ -83,7 +83,6 @@ type Overlay struct {
 	// serving.
 	Witness func(r *http.Request, status int, answer rewrite.Message, err error, decides bool) bool
 
-	overlayCounters
 	// FrontmatterPortability is what happens to a skill whose served
 	// SKILL.md has a plain scalar YAML 1.1 hosts read differently
 	// (catalog.Ambiguity): catalog.PortabilitySkip ("" means skip)
@@ -507,32 +506,29 @@ func servedOf(uri string, result json.RawMessage, portability string) (Served, e
 	}
 	s := Served{Upstream: true, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Size: size}
 	if strings.HasSuffix(uri, "/SKILL.md") {
-		fm, withheld, err := servedFrontmatter(text, portability)
-		if err != nil {
-			return Served{}, fmt.Errorf("upstream SKILL.md %s: %w", uri, err)
-		}
-		s.Frontmatter, s.Withheld = fm, withheld
+		s.Frontmatter, s.Withheld = servedFrontmatter(text, portability)
 	}
 	return s, nil
 }
 
 // servedFrontmatter reads the frontmatter of a SKILL.md the upstream serves
-// by the rules the catalog applies to the plugin folder's: one with a plain
-// scalar YAML 1.1 hosts read differently (catalog.Ambiguity) is withheld,
-// with the catalog's reason, unless portability is catalog.PortabilityWarn.
-// A withheld skill is left out of skills/list and skills/get, as the
-// catalog skips such a skill of its own: a host that verifies the install
-// with PyYAML would refuse it (docs/frontmatter.md). Its files' digests and
-// sizes are still the served bytes'.
-func servedFrontmatter(text []byte, portability string) (fm json.RawMessage, withheld string, err error) {
+// by the rules the catalog applies to the plugin folder's: one that does
+// not parse is withheld, and so is one with a plain scalar YAML 1.1 hosts
+// read differently (catalog.Ambiguity) unless portability is
+// catalog.PortabilityWarn, each with the catalog's reason. A withheld skill
+// is left out of skills/list and skills/get, as the catalog skips such a
+// skill of its own (a host could not install it, or would read it
+// differently: docs/frontmatter.md); the rest of the page is served. Its
+// files' digests and sizes are still the served bytes'.
+func servedFrontmatter(text []byte, portability string) (fm json.RawMessage, withheld string) {
 	fm, _, amb, err := catalog.ParseFrontmatterAmbiguities(text)
 	if err != nil {
-		return nil, "", err
+		return nil, catalog.FrontmatterReason(err)
 	}
 	if len(amb) > 0 && portability != catalog.PortabilityWarn {
-		return nil, catalog.AmbiguityReason(amb), nil
+		return nil, catalog.AmbiguityReason(amb)
 	}
-	return fm, "", nil
+	return fm, ""
 }
 
 // hashChunk is how much base64 hashBase64 decodes at a time: a multiple of

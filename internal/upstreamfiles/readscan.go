@@ -742,12 +742,7 @@ func (s *readScan) endContent() {
 	s.stage = s.stage[:0]
 	s.found = Served{Upstream: true, Digest: "sha256:" + hex.EncodeToString(s.h.Sum(nil)), Size: s.size}
 	if s.skill {
-		fm, withheld, err := servedFrontmatter(s.text, s.portability)
-		if err != nil {
-			s.fail()
-			return
-		}
-		s.found.Frontmatter, s.found.Withheld = fm, withheld
+		s.found.Frontmatter, s.found.Withheld = servedFrontmatter(s.text, s.portability)
 	}
 }
 

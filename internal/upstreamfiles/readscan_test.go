@@ -221,7 +221,7 @@ func TestReadScan(t *testing.T) {
 }
 
 // TestReadScanFrontmatter: a SKILL.md's frontmatter is parsed from the
-// text served, escapes decoded.
+// text served, escapes decoded; one that does not parse withholds the skill.
 func TestReadScanFrontmatter(t *testing.T) {
 	t.Parallel()
 	msg := `{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"skill://a/SKILL.md","mimeType":"text/markdown","text":"---\nname: a\ndescription: \"Served \u00e9\"\n---\nbody"}]}}`
@@ -231,9 +231,11 @@ func TestReadScanFrontmatter(t *testing.T) {
 			t.Fatalf("in pieces of %d: %d, frontmatter %s", n, got, s.Frontmatter)
 		}
 	}
-	got, _ := scanPieces([]byte(strings.Replace(msg, `---\n`, ``, 1)), "skill://a/SKILL.md", []byte("1"), 0)
-	if got != scanInvalid {
-		t.Fatalf("a SKILL.md without frontmatter: %d, want invalid", got)
+	// One without frontmatter is served bytes all the same: its digest is
+	// known and its skill withheld, with the catalog's reason.
+	got, s := scanPieces([]byte(strings.Replace(msg, `---\n`, ``, 1)), "skill://a/SKILL.md", []byte("1"), 0)
+	if got != scanServed || s.Frontmatter != nil || !strings.Contains(s.Withheld, "no YAML frontmatter") {
+		t.Fatalf("a SKILL.md without frontmatter: %d, frontmatter %s, withheld %q; want served, withheld for having no frontmatter", got, s.Frontmatter, s.Withheld)
 	}
 }
 

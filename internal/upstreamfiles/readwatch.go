@@ -2,6 +2,7 @@ package upstreamfiles
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
@@ -89,10 +90,33 @@ func (w *readWatch) Done(clean bool) {
 		w.o.context(w.r, w.snap).store(w.uri, Served{})
 	case scanServed:
 		w.o.Metrics.HashedBytes(w.verdict.Size)
-		c := w.o.context(w.r, w.snap)
-		if old, ok := c.lookup(w.uri); ok && (old.Digest != w.verdict.Digest || old.Size != w.verdict.Size) {
-			w.o.Metrics.DigestMismatch()
-		}
-		c.store(w.uri, w.verdict)
+		w.o.learn(w.r, w.snap, w.uri, w.verdict)
 	}
+}
+
+// LearnRead publishes what a resources/read of uri that the sidecar made
+// itself on r's caller's behalf served (the host-compat prompt and loading
+// tool read a SKILL.md the upstream serves this way): result is the
+// reply's result member, already checked to be JSON. The bytes a caller
+// takes that way count as a forwarded read's do, so the digests published
+// next are theirs. A result with no usable contents is an error and
+// publishes nothing.
+func (o *Overlay) LearnRead(r *http.Request, snap *catalog.Snapshot, uri string, result json.RawMessage) error {
+	s, err := servedOf(uri, result, o.FrontmatterPortability)
+	if err != nil {
+		return err
+	}
+	o.Metrics.HashedBytes(s.Size)
+	o.learn(r, snap, uri, s)
+	return nil
+}
+
+// learn stores verdict, what uri served r's caller, counting a digest or
+// size that differs from what the caller was told.
+func (o *Overlay) learn(r *http.Request, snap *catalog.Snapshot, uri string, verdict Served) {
+	c := o.context(r, snap)
+	if old, ok := c.lookup(uri); ok && (old.Digest != verdict.Digest || old.Size != verdict.Size) {
+		o.Metrics.DigestMismatch()
+	}
+	c.store(uri, verdict)
 }

@@ -7,7 +7,10 @@
 //	go run ./bench/cmd/skillsbench [-short] [-json FILE] [-scenarios a,b] [-repeats N] [-duration D]
 //
 // The subcommands `upstream`, `firstpage-upstream` and `bareproxy` are the
-// harness's own servers; it starts them itself, and `stdio-upstream` serves
+// harness's own servers; `wrk-upstream` is the upstream scripts/bench-wrk.sh
+// measures against (`modernonly-upstream` the modern-only one of its
+// sealed-session path) and `wrk` the helpers it reads /proc, strace's summary
+// and go test's output with and prints its tables with; it starts them itself, and `stdio-upstream` serves
 // the echo tool over stdin and stdout for the stdio scenario. `loopproxy` is a minimal relay without net/http's
 // server that scripts/bench-wrk.sh measures as a floor. `nginx-config` prints the nginx configuration the
 // harness runs nginx with, for measurements made outside it
@@ -40,7 +43,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "upstream" || args[0] == "bareproxy" || args[0] == "loopproxy" || args[0] == "firstpage-upstream") {
+	if len(args) > 0 && (args[0] == "upstream" || args[0] == "wrk-upstream" || args[0] == "modernonly-upstream" || args[0] == "bareproxy" || args[0] == "loopproxy" || args[0] == "firstpage-upstream") {
 		return serve(ctx, args[0], args[1:], stderr)
 	}
 	if len(args) > 0 && args[0] == harness.StdioUpstreamCommand {
@@ -49,6 +52,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	}
+	if len(args) > 0 && args[0] == "wrk" {
+		return wrkTool(args[1:], os.Stdin, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "nginx-config" {
 		return nginxConfig(args[1:], stdout, stderr)
@@ -215,6 +221,10 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 	switch sub {
 	case "upstream":
 		err = harness.ServeUpstream(ctx, o)
+	case "wrk-upstream":
+		err = harness.ServeWrkUpstream(ctx, o)
+	case "modernonly-upstream":
+		err = harness.ServeModernOnlyUpstream(ctx, o)
 	case "bareproxy":
 		err = harness.ServeBareProxy(ctx, o)
 	case "firstpage-upstream":

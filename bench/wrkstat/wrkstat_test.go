@@ -1,0 +1,264 @@
+package wrkstat
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// results is what the script writes for two rounds of legacy c=32 against
+// nginx and the sidecar, one SSE round, a strace pass and a benchmark.
+const results = `
+call era=legacy c=32 target=nginx round=1 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=6000
+call era=legacy c=32 target=sidecar round=1 requests=2700 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=540000 syscalls=21600 mallocs=243000
+call era=legacy c=32 target=nginx round=2 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=6000
+call era=legacy c=32 target=sidecar round=2 requests=3000 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=420000 syscalls=21000 mallocs=240000
+sse era=modern c=1 target=nginx round=1 requests=100 events=5000 seconds=3 p50_us=900 p99_us=2000 errors=0 wrong=0 cpu_us=10000 syscalls=1000
+sse era=modern c=1 target=sidecar round=1 requests=100 events=5000 seconds=3 p50_us=900 p99_us=2000 errors=0 wrong=0 cpu_us=11000 syscalls=1500 mallocs=20000
+strace era=legacy c=32 target=nginx requests=1000 calls=6000 top=writev:2000,recvfrom:2000
+strace era=legacy c=32 target=sidecar requests=1000 calls=7500 top=read:4000
+gobench name=BenchmarkForward/tools-call/direct allocs=88
+gobench name=BenchmarkForward/tools-call/sidecar allocs=110
+`
+
+func TestParseRecords(t *testing.T) {
+	t.Parallel()
+	rec, err := ParseRecords(strings.NewReader(results))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Runs) != 6 || len(rec.Straces) != 2 || len(rec.Benches) != 2 {
+		t.Fatalf("got %d runs, %d straces, %d benches", len(rec.Runs), len(rec.Straces), len(rec.Benches))
+	}
+	want := Run{Kind: KindCall, Era: "legacy", Target: "sidecar", Conns: 32, Round: 1, Requests: 2700, Events: 2700,
+		Seconds: 3, P50: 9500, P99: 31000, CPU: 540000, Syscalls: 21600, Mallocs: 243000}
+	if d := cmp.Diff(want, rec.Runs[1]); d != "" {
+		t.Errorf("run (-want +got):\n%s", d)
+	}
+	if rec.Runs[0].Mallocs != -1 {
+		t.Errorf("nginx mallocs %v, want -1 (none)", rec.Runs[0].Mallocs)
+	}
+	if rec.Runs[4].Events != 5000 {
+		t.Errorf("sse events %v", rec.Runs[4].Events)
+	}
+}
+
+func TestParseRecordsRefusesBrokenLines(t *testing.T) {
+	t.Parallel()
+	good := "call era=legacy c=1 target=nginx round=1 requests=1 seconds=1 p50_us=1 p99_us=1 errors=0 wrong=0 cpu_us=1 syscalls=1"
+	for name, line := range map[string]string{
+		"unknown kind":     "walk era=legacy",
+		"not key=value":    good + " oops",
+		"empty key":        good + " =3",
+		"duplicate":        good + " c=2",
+		"missing field":    strings.Replace(good, " cpu_us=1", "", 1),
+		"missing target":   strings.Replace(good, "target=nginx", "target=", 1),
+		"negative":         strings.Replace(good, "syscalls=1", "syscalls=-1", 1),
+		"not a number":     strings.Replace(good, "requests=1", "requests=many", 1),
+		"NaN":              strings.Replace(good, "requests=1", "requests=NaN", 1),
+		"huge":             strings.Replace(good, "requests=1", "requests=1e300", 1),
+		"zero seconds":     strings.Replace(good, "seconds=1", "seconds=0", 1),
+		"fractional round": strings.Replace(good, "round=1", "round=1.5", 1),
+		"sse no events":    strings.Replace(good, "call ", "sse ", 1),
+		"line too long":    good + " x=" + strings.Repeat("9", MaxLine),
+		"strace no calls":  "strace era=legacy c=1 target=nginx requests=3",
+		"gobench no name":  "gobench allocs=3",
+	} {
+		if _, err := ParseRecords(strings.NewReader(good + "\n" + line + "\n")); err == nil {
+			t.Errorf("%s: no error for %q", name, line)
+		}
+	}
+	if _, err := ParseRecords(strings.NewReader(good)); err != nil {
+		t.Errorf("the good line itself: %v", err)
+	}
+}
+
+const straceOut = `strace: Process 15221 attached with 7 threads
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ------------------
+ 44.48    0.002222          25        87         1 futex
+ 28.53    0.001425          14        99           nanosleep
+  0.58    0.000029           1        22        11 read
+  0.00    0.000000           0         1           rt_sigreturn
+------ ----------- ----------- --------- --------- ------------------
+100.00    0.004995          14       209        12 total
+`
+
+func TestParseStrace(t *testing.T) {
+	t.Parallel()
+	rows, total, err := ParseStrace([]byte(straceOut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SyscallCount{{"futex", 87}, {"nanosleep", 99}, {"read", 22}, {"rt_sigreturn", 1}}
+	if d := cmp.Diff(want, rows); d != "" || total != 209 {
+		t.Errorf("total %d, rows (-want +got):\n%s", total, d)
+	}
+	for name, bad := range map[string]string{
+		"empty":           "",
+		"no total":        strings.Split(straceOut, "------ ----------- ----------- --------- --------- ------------------\n100")[0],
+		"total disagrees": strings.Replace(straceOut, "209", "210", 1),
+		"two totals":      straceOut + "100.00    0.004995          14       209        12 total\n",
+		"line too long":   straceOut + strings.Repeat(" ", MaxLine+1),
+	} {
+		if _, _, err := ParseStrace([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+const goTestOut = `goos: linux
+goarch: amd64
+pkg: github.com/skills-sidecar/skills-sidecar/internal/proxy
+BenchmarkForward/tools-call/direct-2         	    3000	     88123 ns/op	    7012 B/op	      88 allocs/op
+BenchmarkForward/tools-call/sidecar-2        	    3000	    203456 ns/op	   15003 B/op	     179 allocs/op
+BenchmarkOther-2        	    3000	    203456 ns/op
+PASS
+`
+
+func TestParseGoBench(t *testing.T) {
+	t.Parallel()
+	got, err := ParseGoBench([]byte(goTestOut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []GoBench{{"BenchmarkForward/tools-call/direct", 88}, {"BenchmarkForward/tools-call/sidecar", 179}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if n, ok := benchHopAllocs(got); !ok || n != 91 {
+		t.Errorf("hop allocs %v %v, want 91", n, ok)
+	}
+	if _, err := ParseGoBench([]byte("PASS\nBenchmarkOther-2   3000   203456 ns/op\n")); err == nil {
+		t.Error("output without allocs/op (no -benchmem): no error")
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s      Spread
+		target float64
+		atMost bool
+		want   string
+	}{
+		{Spread{Median: 1.4, Min: 1.3, Max: 1.6, N: 3}, 1.5, true, Pass},
+		{Spread{Median: 1.5, Min: 1.5, Max: 1.5, N: 3}, 1.5, true, Pass},
+		{Spread{Median: 1.6, Min: 1.3, Max: 1.7, N: 3}, 1.5, true, WithinSpread},
+		{Spread{Median: 2.0, Min: 1.9, Max: 2.1, N: 3}, 1.5, true, Miss},
+		{Spread{Median: 0.95, Min: 0.9, Max: 1.05, N: 3}, 1, false, WithinSpread},
+		{Spread{Median: 0.8, Min: 0.79, Max: 0.81, N: 3}, 1, false, Miss},
+		{Spread{Median: 1.1, Min: 1.0, Max: 1.2, N: 3}, 1, false, Pass},
+		{Spread{}, 1, false, NotMeasured},
+	} {
+		if got := Verdict(c.s, c.target, c.atMost); got != c.want {
+			t.Errorf("Verdict(%+v, %v, %v) = %s, want %s", c.s, c.target, c.atMost, got, c.want)
+		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	t.Parallel()
+	rec, err := ParseRecords(strings.NewReader(results))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := Write(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		// CPU/request: sidecar 200 and 140 µs against nginx's 100: 2.0× and 1.4×.
+		"| call | legacy | 32 | sidecar | 950 (900–1000) | – | 9500 (9500–9500) | 31000 (31000–31000) | 170.0 (140.0–200.0) | 7.50 (7.00–8.00) | 85.0 (80.0–90.0) | 0 | 0 |",
+		"| CPU per forwarded tools/call, legacy c=32, sidecar÷nginx | 1.70× (1.40–2.00) | ≤ 1.5× | WITHIN-SPREAD |",
+		"| throughput, legacy c=32, sidecar÷nginx | 0.95× (0.90–1.00) | ≥ 1× | WITHIN-SPREAD |",
+		"| read/write syscalls per request (/proc/PID/io), legacy c=32, sidecar−nginx | 5.50 (5.00–6.00) | ≤ +2 | MISS |",
+		"| all syscalls per request (strace -c), legacy c=32, sidecar−nginx | 1.50 (1 round) | ≤ +2 | PASS |",
+		"| heap allocations per forwarded request (sidecar's go_memstats_mallocs_total), legacy c=32 | 85.0 (80.0–90.0) | ≤ 25 | MISS |",
+		"| heap allocations per forwarded request (BenchmarkForward tools-call, sidecar − direct) | 22 (1 round) | ≤ 25 | PASS |",
+		"| SSE: CPU per relayed event, modern c=1, sidecar÷nginx | 1.10× (1 round) | ≤ 1.2× | PASS |",
+		"| legacy | 32 | nginx | 1000 | 6.00 | writev 2.00, recvfrom 2.00 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks\n%s\nin\n%s", want, out)
+		}
+	}
+}
+
+// TestWriteWithoutNginx: with nginx not installed the target rows say so
+// instead of dividing by nothing.
+func TestWriteWithoutNginx(t *testing.T) {
+	t.Parallel()
+	var kept []string
+	for l := range strings.SplitSeq(results, "\n") {
+		if !strings.Contains(l, "target=nginx") {
+			kept = append(kept, l)
+		}
+	}
+	rec, err := ParseRecords(strings.NewReader(strings.Join(kept, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := Write(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| CPU per forwarded tools/call, legacy c=32, sidecar÷nginx | – | ≤ 1.5× | NOT MEASURED |"; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, b.String())
+	}
+}
+
+func FuzzParseRecords(f *testing.F) {
+	f.Add(results)
+	f.Add("call era=x c=1 target=t round=1 requests=0 seconds=1 p50_us=0 p99_us=0 errors=0 wrong=0 cpu_us=0 syscalls=0")
+	f.Fuzz(func(t *testing.T, s string) {
+		rec, err := ParseRecords(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		var b strings.Builder
+		if err := Write(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "NaN") || strings.Contains(b.String(), "Inf") {
+			t.Errorf("NaN or Inf in the output of %q:\n%s", s, b.String())
+		}
+	})
+}
+
+func FuzzParseStrace(f *testing.F) {
+	f.Add([]byte(straceOut))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rows, total, err := ParseStrace(b)
+		if err != nil {
+			return
+		}
+		var sum int64
+		for _, r := range rows {
+			if r.Calls < 0 || r.Name == "" {
+				t.Errorf("row %+v", r)
+			}
+			sum += r.Calls
+		}
+		if sum != total {
+			t.Errorf("rows sum to %d, total %d", sum, total)
+		}
+	})
+}
+
+func FuzzParseGoBench(f *testing.F) {
+	f.Add([]byte(goTestOut))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		bs, err := ParseGoBench(b)
+		if err == nil && len(bs) == 0 {
+			t.Error("no error and no benchmark")
+		}
+		for _, x := range bs {
+			if x.Allocs < 0 || !strings.HasPrefix(x.Name, "Benchmark") {
+				t.Errorf("bench %+v", x)
+			}
+		}
+	})
+}
