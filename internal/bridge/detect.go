@@ -31,9 +31,12 @@ type Detector struct {
 	Interval time.Duration
 	// RetryInterval is the probe period while unknown; 0 means 2s.
 	RetryInterval time.Duration
-	// Once stops the probes once the eras are known. For a stdio upstream:
-	// the command the sidecar runs does not turn into another server while
-	// it runs, and each legacy probe costs it a process start.
+	// Once stops the probes after the first settled one: both wires
+	// answered (a failed initialize counts only when the server answered
+	// it below HTTP 500), or a discover that lists a legacy version. For a
+	// stdio upstream: the command the sidecar runs does not turn into
+	// another server while it runs, and each legacy probe costs it a
+	// process start.
 	Once bool
 	// Logger gets one line each time the eras change; nil logs nothing.
 	Logger *zap.Logger
@@ -79,7 +82,7 @@ func (d *Detector) Set(e Eras) {
 	}
 }
 
-// Run probes until ctx ends (with Once, until the eras are known).
+// Run probes until ctx ends (with Once, until a probe settled them).
 func (d *Detector) Run(ctx context.Context) {
 	interval, retry := d.Interval, d.RetryInterval
 	if interval <= 0 {
@@ -90,7 +93,7 @@ func (d *Detector) Run(ctx context.Context) {
 	}
 	for {
 		wait := interval
-		e, err := d.Probe(ctx)
+		e, settled, err := d.probe(ctx)
 		if err == nil {
 			d.Set(e)
 		} else if !d.Current().Known {
@@ -101,7 +104,7 @@ func (d *Detector) Run(ctx context.Context) {
 		if !errors.As(err, new(noAnswer)) {
 			d.probed.Store(true)
 		}
-		if d.Once && d.Current().Known {
+		if d.Once && settled {
 			return
 		}
 		select {
@@ -121,40 +124,51 @@ const probeClientInfo = `{"name":"skills-sidecar-era-probe","version":"1"}`
 // dual-era server may list only its modern version there. The probe's
 // legacy session is ended with DELETE.
 func (d *Detector) Probe(ctx context.Context) (Eras, error) {
+	e, _, err := d.probe(ctx)
+	return e, err
+}
+
+// probe is Probe, also telling whether its answer is settled: the discover
+// listed a legacy version, or the initialize got an answer below HTTP 500
+// (a result, or the server's own refusal of the legacy wire). A modern
+// answer whose initialize failed in transit or with 5xx (a stdio server
+// whose process could not start) is not: it may yet be dual.
+func (d *Detector) probe(ctx context.Context) (Eras, bool, error) {
 	discover := `{"jsonrpc":"2.0","id":"skills-sidecar-era-probe","method":"server/discover","params":{"_meta":{` +
 		`"io.modelcontextprotocol/protocolVersion":"` + ModernVersion + `","io.modelcontextprotocol/clientCapabilities":{},` +
 		`"io.modelcontextprotocol/clientInfo":` + probeClientInfo + `}}}`
 	h := http.Header{"Mcp-Protocol-Version": {ModernVersion}, "Mcp-Method": {"server/discover"}}
-	ct, body, _, err := d.post(ctx, h, discover)
+	ct, body, _, _, err := d.post(ctx, h, discover)
 	if err != nil {
-		return Eras{}, err
+		return Eras{}, false, err
 	}
 	modern, derr := FromDiscover(ct, body)
 	if derr == nil && modern.Legacy {
-		return modern, nil
+		return modern, true, nil
 	}
 	initialize := `{"jsonrpc":"2.0","id":"skills-sidecar-era-probe","method":"initialize","params":{` +
 		`"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":` + probeClientInfo + `}}`
-	ct, body, sid, err := d.post(ctx, http.Header{}, initialize)
+	ct, body, sid, status, err := d.post(ctx, http.Header{}, initialize)
 	if err != nil {
 		if derr == nil {
-			return modern, nil
+			return modern, false, nil
 		}
-		return Eras{}, err
+		return Eras{}, false, err
 	}
 	if sid != "" {
 		d.endSession(ctx, sid)
 	}
+	settled := status < http.StatusInternalServerError
 	legacy, lerr := FromInitialize(ct, body)
 	switch {
 	case derr == nil && lerr == nil:
-		return Merge(modern, legacy), nil
+		return Merge(modern, legacy), true, nil
 	case derr == nil:
-		return modern, nil
+		return modern, settled, nil
 	case lerr == nil:
-		return legacy, nil
+		return legacy, true, nil
 	}
-	return Eras{}, lerr
+	return Eras{}, false, lerr
 }
 
 // noAnswer is a probe that got no HTTP answer: the upstream was not
@@ -171,32 +185,32 @@ func (d *Detector) client() *http.Client {
 	return d.Client
 }
 
-// post sends one probe and returns the reply's media type, body and
-// session id. Any HTTP status is an answer: the body decides. The probes
+// post sends one probe and returns the reply's media type, body, session
+// id and HTTP status. Any HTTP status is an answer: the body decides. The probes
 // are the sidecar's own, made for no caller (at start and on a timer,
 // with no caller's credentials, identity or trace), so they are built
 // here and not by package onbehalf, the builder of requests made for a
 // caller (onebuilder_test.go at the repository's root allows them).
-func (d *Detector) post(ctx context.Context, h http.Header, body string) (string, []byte, string, error) {
+func (d *Detector) post(ctx context.Context, h http.Header, body string) (ct string, b []byte, sid string, status int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL.String(), bytes.NewReader([]byte(body)))
 	if err != nil {
-		return "", nil, "", err
+		return "", nil, "", 0, err
 	}
 	req.Header = h
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := d.client().Do(req)
 	if err != nil {
-		return "", nil, "", noAnswer{err}
+		return "", nil, "", 0, noAnswer{err}
 	}
 	defer resp.Body.Close()
-	b, err := readUntilReply(resp, maxProbeReply)
+	b, err = readUntilReply(resp, maxProbeReply)
 	if err != nil {
-		return "", nil, "", err
+		return "", nil, "", 0, err
 	}
-	return resp.Header.Get("Content-Type"), b, resp.Header.Get("Mcp-Session-Id"), nil
+	return resp.Header.Get("Content-Type"), b, resp.Header.Get("Mcp-Session-Id"), resp.StatusCode, nil
 }
 
 func (d *Detector) endSession(ctx context.Context, sid string) {

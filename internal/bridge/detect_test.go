@@ -193,3 +193,57 @@ func TestDetectorOnce(t *testing.T) {
 		t.Errorf("with Once: %d probe requests, want one probe's (discover, initialize, DELETE)", n)
 	}
 }
+
+// TestDetectorOnceWaitsForASettledProbe: with Once, a probe whose
+// discover found only 2026-07-28 and whose initialize failed with 5xx (a
+// stdio server whose process could not start yet) does not end the
+// probes: the next one learns that the server is dual, and only then Run
+// returns. A modern-only server, whose initialize the server itself
+// refuses below 500, settles at once.
+func TestDetectorOnceWaitsForASettledProbe(t *testing.T) {
+	var inits atomic.Int32
+	dual := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodDelete:
+		case strings.Contains(string(b), `"server/discover"`):
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar-era-probe","result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}}`)
+		case inits.Add(1) == 1:
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "no process could start")
+		default:
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar-era-probe","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"d","version":"1"}}}`)
+		}
+	})
+	for _, c := range []struct {
+		name      string
+		h         http.Handler
+		want      string
+		minProbes int32
+	}{
+		{"dual, first initialize 503", dual, "dual", 2},
+		{"modern only", modernOnly(), "modern", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(c.h)
+			defer srv.Close()
+			u, _ := url.Parse(srv.URL)
+			d := &Detector{URL: u, Client: srv.Client(), Once: true, Interval: 2 * time.Millisecond, RetryInterval: 2 * time.Millisecond}
+			done := make(chan struct{})
+			go func() { d.Run(context.Background()); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(time.Minute): // a hang guard only
+				t.Fatalf("Run still probing; eras %+v", d.Current())
+			}
+			if got := d.Current().Label(); got != c.want {
+				t.Errorf("eras %s when Run returned, want %s", got, c.want)
+			}
+			if c.minProbes > 0 && inits.Load() < c.minProbes {
+				t.Errorf("%d initialize probes, want at least %d", inits.Load(), c.minProbes)
+			}
+		})
+	}
+}
