@@ -458,16 +458,24 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	return b, nil
 }
 
+// readAllUpfront is the most readAll sets aside before the body's bytes
+// arrive: a declared length is only a claim, and a client that sends the
+// head of a 4 MiB body and then one byte a minute must not hold 4 MiB
+// per connection. Common messages are far smaller, so they still take one
+// buffer; a larger body grows it as its bytes come.
+const readAllUpfront = 64 << 10
+
 // readAll reads r to its end like io.ReadAll, into one buffer of the
-// declared length when there is one (size >= 0), where io.ReadAll would
-// start small and grow. The buffer has a byte to spare, so that the end of
-// the body is seen without growing it; a body longer than declared (which
-// net/http does not let through) still reads whole.
+// declared length when there is one (size >= 0) and it is at most
+// readAllUpfront, where io.ReadAll would start small and grow. The buffer
+// has a byte to spare, so that the end of the body is seen without
+// growing it; a body longer than declared (which net/http does not let
+// through) still reads whole.
 func readAll(r io.Reader, size int64) ([]byte, error) {
 	if size < 0 {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, size+1)
+	b := make([]byte, 0, min(size, readAllUpfront)+1)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
