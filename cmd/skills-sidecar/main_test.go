@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/stdioserver"
@@ -16,8 +17,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMain) == "1" {
 		main()
 	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		goDefaultProcs = runtime.GOMAXPROCS(0)
+	}
 	os.Exit(m.Run())
 }
 
 // asMain in the environment makes the test binary run main.
 const asMain = "SIDECAR_TEST_RUN_MAIN"
+
+// goDefaultProcs is the GOMAXPROCS Go picks by itself here, or 0 when the
+// test's environment set one.
+var goDefaultProcs int

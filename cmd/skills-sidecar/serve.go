@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -103,12 +104,15 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLe
 var ownsProcess bool
 
 // procsFor is the GOMAXPROCS serve sets for --max-procs n, or 0 to leave
-// the runtime's own: a GOMAXPROCS in the environment, which the runtime
-// has read already, wins, and n 0 asks for Go's default.
+// the runtime's own: a GOMAXPROCS in the environment that the runtime
+// took (a number above 0: it ignores any other value) wins, and n 0 asks
+// for Go's default.
 func procsFor(n int, environ []string) int {
 	for _, kv := range environ {
-		if strings.HasPrefix(kv, "GOMAXPROCS=") {
-			return 0
+		if v, ok := strings.CutPrefix(kv, "GOMAXPROCS="); ok {
+			if p, err := strconv.Atoi(v); err == nil && p > 0 {
+				return 0
+			}
 		}
 	}
 	return n

@@ -395,7 +395,7 @@ func (h *Handler) skillsGet(v *view, e era, msg rewrite.Message, r *http.Request
 		}
 		if served[0] == nil {
 			// Not published, as skills/list leaves it out (servedFrontmatter).
-			return nil, invalidParams("skill not found: " + quote(uri) + " is not published: the upstream's SKILL.md has " + withheld[0])
+			return nil, invalidParams("skill not found: " + quote(uri) + " is not published; the upstream's SKILL.md: " + withheld[0])
 		}
 		entry = served[0]
 	}
