@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -70,4 +72,64 @@ func benchHop(b *testing.B, client *http.Client, name, url, body string) {
 			resp.Body.Close()
 		}
 	})
+}
+
+// BenchmarkRelaySSE measures a tools/call whose reply streams sseEvents
+// progress notifications and then its result over SSE, each event flushed
+// by the upstream as go-sdk does, relayed by the sidecar's proxy with the
+// wrappers the sidecar puts on a streamed reply (metrics, the
+// resource-change watcher), against the upstream direct. It reports the
+// cost per relayed event: ns/event and allocs/event.
+func BenchmarkRelaySSE(b *testing.B) {
+	const sseEvents = 50
+	events := make([]string, sseEvents+1)
+	for i := range sseEvents {
+		events[i] = "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":` +
+			strconv.Itoa(i+1) + `,"total":50,"message":"1764662400000000000"}}` + "\n\n"
+	}
+	events[sseEvents] = "event: message\ndata: " + `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}` + "\n\n"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for _, e := range events {
+			_, _ = io.WriteString(w, e)
+			f.Flush()
+		}
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL + "/mcp")
+	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(),
+		Metrics:            metrics.New(prometheus.NewRegistry(), "bench"),
+		OnResourcesChanged: func(*http.Request, string, string) {}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	defer side.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"n":50},"_meta":{"progressToken":1}}}`
+	for _, target := range []struct{ name, url string }{{"direct", up.URL}, {"sidecar", side.URL}} {
+		b.Run(target.name, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 32<<10)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, target.url, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.CopyBuffer(io.Discard, resp.Body, buf)
+				resp.Body.Close()
+			}
+			runtime.ReadMemStats(&after)
+			n := float64(b.N) * float64(len(events))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/event")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/event")
+		})
+	}
 }
