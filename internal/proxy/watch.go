@@ -14,6 +14,9 @@ const (
 	ResourceUpdated      = "notifications/resources/updated"
 )
 
+// resourcesPrefix is what the two notifications' names begin with.
+var resourcesPrefix = []byte("notifications/resources/")
+
 // maxWatchedEvent bounds the bytes of one SSE event the watcher keeps to
 // parse. A resource-change notification is a few hundred bytes; a longer
 // event (a reply, a skill file) is passed through without being kept.
@@ -123,8 +126,15 @@ func (b *watchBody) endLine() {
 }
 
 // dispatch parses one event's data as a JSON-RPC message (or batch) and
-// fires for each resource-change notification in it.
+// fires for each resource-change notification in it. An event that cannot
+// hold one is not parsed: without a backslash, JSON can only spell the two
+// methods as they are, so data holding neither their common prefix nor a
+// backslash (the progress notifications and replies a stream mostly
+// carries) is passed over for the cost of a scan.
 func (b *watchBody) dispatch(data []byte) {
+	if !bytes.Contains(data, resourcesPrefix) && bytes.IndexByte(data, '\\') < 0 {
+		return
+	}
 	msgs, _, err := rewrite.ParseBody(data)
 	if err != nil {
 		return

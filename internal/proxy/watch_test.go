@@ -46,6 +46,10 @@ func TestWatchBodyParsesNotifications(t *testing.T) {
 		{"data split over lines", "data: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"notifications/resources/list_changed\"}\n\n", []fired{{ResourcesListChanged, ""}}},
 		{"batch", "data: [{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}]\n\n", []fired{{ResourcesListChanged, ""}}},
 		{"unterminated event", strings.TrimSuffix(listChanged, "\n"), nil},
+		// JSON may escape any character of the name: such an event is
+		// parsed too, not passed over for want of the name's bytes.
+		{"name with escaped slashes", "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications\\/resources\\/list_changed\"}\n\n", []fired{{ResourcesListChanged, ""}}},
+		{"name with a unicode escape", "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications\\u002fresources/updated\",\"params\":{\"uri\":\"u\"}}\n\n", []fired{{ResourceUpdated, "u"}}},
 		{"after an event too long to keep", "data: \"" + strings.Repeat("x", maxWatchedEvent) + "\"\n\n" + listChanged, []fired{{ResourcesListChanged, ""}}},
 	}
 	for _, tt := range tests {
@@ -124,6 +128,7 @@ func FuzzWatchBody(f *testing.F) {
 	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"u\"}}\r\n\r\n"), uint8(3))
 	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n"), uint8(1))
 	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"notifications/resources/updated\"}}\n\n"), uint8(2))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications\\/resources\\u002Fupdated\"}\n\n"), uint8(0))
 	f.Fuzz(func(t *testing.T, stream []byte, split uint8) {
 		var r io.Reader = strings.NewReader(string(stream))
 		if split > 0 {
@@ -146,4 +151,16 @@ func FuzzWatchBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkWatchEvent: the watcher's cost for one progress notification,
+// the event a long tool call's stream mostly carries.
+func BenchmarkWatchEvent(b *testing.B) {
+	ev := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"tok-1\",\"progress\":3,\"total\":50,\"message\":\"1764660000000000000\"}}\n\n")
+	w := &watchBody{ReadCloser: io.NopCloser(strings.NewReader("")), fire: func(string, string) {}}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ev)))
+	for b.Loop() {
+		w.scan(ev)
+	}
 }
