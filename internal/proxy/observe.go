@@ -106,6 +106,9 @@ func (b *countedBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
+// Buffered passes on what the body holds (copyBody's flush policy).
+func (b *countedBody) Buffered() int { return buffered(b.ReadCloser) }
+
 // bufferPool recycles the relay's 32 KiB copy buffers across requests instead
 // of allocating one per response.
 type bufferPool struct{ p sync.Pool }
