@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --tags --exact-match 2>/dev/null)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w $(if $(VERSION),-X main.version=$(VERSION)) -X main.commit=$(COMMIT)
 
-.PHONY: build run test unit fuzz e2e bench soak lint clean
+.PHONY: build run test unit fuzz e2e bench soak attack lint clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/skills-sidecar ./cmd/skills-sidecar
@@ -33,6 +33,9 @@ bench:
 
 soak:
 	$(GO) run ./test/soak -json soak-results.json
+
+attack:
+	$(GO) run ./test/attack
 
 lint:
 	$(GO) vet ./...

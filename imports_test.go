@@ -76,7 +76,11 @@ func path(g map[string][]string, from, to string) []string {
 
 // belowProxy are the packages the proxy's answers and verdicts come from:
 // they return values, and the proxy alone writes replies (docs/design.md, decision 11).
-var belowProxy = []string{"internal/methods", "internal/upstreamfiles", "internal/authgate", "internal/onbehalf", "internal/reply", "internal/notify", "internal/bridge", "internal/rewrite", "internal/catalog", "internal/metrics", "internal/hop", "internal/stdio", "internal/caller", "internal/wire"}
+var belowProxy = []string{"internal/methods", "internal/upstreamfiles", "internal/authgate", "internal/onbehalf", "internal/reply", "internal/notify", "internal/bridge", "internal/rewrite", "internal/catalog", "internal/metrics", "internal/hop", "internal/stdio", "internal/caller", "internal/wire", "internal/idmap"}
+
+// testOnly are the packages only tests import: the helpers that start the
+// sidecar and its upstreams, and the test peers.
+var testOnly = []string{"internal/sidecar/sidecartest", "internal/testupstream", "internal/faultserver", "internal/stdioserver", "internal/kubeletvolume", "internal/testwait"}
 
 // importViolations lists what breaks the import rules in g: a package
 // below the proxy that reaches it, and cmd building the proxy itself
@@ -100,6 +104,15 @@ func importViolations(g map[string][]string) []string {
 	// methods' to encode, so the arrow runs from methods to them only.
 	if chain := path(g, module+"/internal/upstreamfiles", module+"/internal/methods"); chain != nil {
 		bad = append(bad, strings.Join(chain, " -> "))
+	}
+	// The tests' helpers and peers are built as ordinary packages (a
+	// _test.go file cannot be imported) but belong to the tests alone.
+	for p, imports := range g {
+		for _, q := range imports {
+			if slices.Contains(testOnly, strings.TrimPrefix(q, module+"/")) && !slices.Contains(testOnly, strings.TrimPrefix(p, module+"/")) {
+				bad = append(bad, p+" imports "+q+", which only tests may")
+			}
+		}
 	}
 	for _, q := range g[module+"/cmd/skills-sidecar"] {
 		for _, part := range []string{"/internal/proxy", "/internal/methods", "/internal/authgate", "/internal/onbehalf"} {
@@ -168,5 +181,18 @@ func TestOneBuilderOfCallsForACaller(t *testing.T) {
 				t.Errorf("%s builds an HTTP request; requests on a caller's behalf belong to internal/onbehalf", f)
 			}
 		}
+	}
+}
+
+// TestImportGraphCanFailTestOnly: with an edge from methods to
+// testupstream added, the check reports it.
+func TestImportGraphCanFailTestOnly(t *testing.T) {
+	t.Parallel()
+	g := importGraph(t)
+	m := module + "/internal/methods"
+	g[m] = append(g[m], module+"/internal/testupstream")
+	want := m + " imports " + module + "/internal/testupstream, which only tests may"
+	if bad := importViolations(g); !slices.Contains(bad, want) {
+		t.Errorf("violations with methods -> testupstream = %q, want %q among them", bad, want)
 	}
 }

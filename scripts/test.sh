@@ -9,8 +9,9 @@
 # PyYAML, must run and pass there); every fuzz target for
 # FUZZTIME each (default 5000x: a count, not a duration, so a loaded
 # machine cannot turn the fuzz deadline into a false failure); the Kubernetes packaging (scripts/check-k8s.sh);
-# promtool on a real scrape (scripts/check-metrics.sh); TestSoakShort and a
-# 20-second soak run (test/soak); the end-to-end suite
+# promtool on a real scrape (scripts/check-metrics.sh); TestSoakShort, a
+# 20-second soak run (test/soak) and the era bridge's attacks against a
+# sidecar process (test/attack, about 100 s); the end-to-end suite
 # (scripts/e2e-all.sh; TestAgreesWithInspector skips in the unit stage, where
 # VERIFY_E2E_TOOLS is unset, and runs in e2e: scripts/e2e-verify-agreement.sh);
 # the benchmark harness in its short mode and scripts/bench-wrk.sh once (so
@@ -75,7 +76,9 @@ fuzz() {
 
 # soak runs TestSoakShort (test/soak/short_test.go, behind the build tag
 # soak so the unit stage's go test ./... leaves it out and it runs once), and
-# fails unless the test ran and passed; then a 20-second soak.
+# fails unless the test ran and passed; then a 20-second soak; then the
+# era bridge's attacks of one caller, whose descriptors must come back once
+# the attacker has gone (test/attack; memory printed, not judged).
 soak() {
   local log rc=0
   log=$(mktemp)
@@ -86,7 +89,8 @@ soak() {
     return 1
   fi
   rm -f "$log"
-  go run ./test/soak -duration 20s -warmup 2s
+  go run ./test/soak -duration 20s -warmup 2s || return 1
+  go run ./test/attack
 }
 
 stage static static_checks

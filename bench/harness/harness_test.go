@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 func TestCallBody(t *testing.T) {
@@ -234,8 +236,7 @@ func TestPagedListing(t *testing.T) {
 		minBytes  int
 	}{
 		"upstream": {h: NewUpstream(), wantPages: 1, minBytes: 200 << 10},
-		"paged": {h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return small },
-			&mcp.StreamableHTTPOptions{Stateless: true}), wantPages: 4, minBytes: 100},
+		"paged":    {h: testupstream.Handler(small, &mcp.StreamableHTTPOptions{Stateless: true}), wantPages: 4, minBytes: 100},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -64,7 +64,9 @@ func TestDemoListensOnLoopbackOnly(t *testing.T) {
 
 // startDemo runs the demo with listen :port and metrics :mport and returns
 // its stop function once it answers on 127.0.0.1:port, or nil when it
-// exited first (a port taken).
+// exited first (a port taken). It is not startRun, which listens on the
+// addresses it picks, with a host, and fails the test when run exits
+// early: here the addresses have no host, and an early exit is a retry.
 func startDemo(t *testing.T, port, mport string) func() {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,20 +75,24 @@ func startDemo(t *testing.T, port, mport string) func() {
 	go func() {
 		done <- run(ctx, []string{"--listen", ":" + port, "--metrics-listen", ":" + mport, "--annotations-file", ""}, nil, nil, &out, &errOut)
 	}()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	t.Cleanup(cancel)
+	exited := false
+	waitFor(t, "the demo to listen on 127.0.0.1:"+port+" or exit", func() bool {
 		select {
 		case <-done:
-			cancel()
-			return nil
+			exited = true
+			return true
 		default:
 		}
-		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
 			c.Close()
-			return func() { cancel(); <-done }
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("the demo never listened on 127.0.0.1:%s; stderr %s", port, errOut.String())
-		}
+		return err == nil
+	}, func() string { return "stderr " + errOut.String() })
+	if exited {
+		cancel()
+		return nil
 	}
+	return func() { cancel(); <-done }
 }

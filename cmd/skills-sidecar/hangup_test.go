@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
@@ -33,12 +32,13 @@ func TestHangupReloads(t *testing.T) {
 	}
 	// The sidecar registers its handler just after the initial load, so
 	// the signal is repeated until a reload shows.
-	for deadline := time.Now().Add(10 * time.Second); !manual(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no manual reload within 10s of SIGHUPs; log:\n%s", errOut.String())
+	waitFor(t, "a manual reload after SIGHUPs", func() bool {
+		if manual() {
+			return true
 		}
 		if err := syscall.Kill(syscall.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return false
+	}, func() string { return "log:\n" + errOut.String() })
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // Secrets a client sends; none may reach the log.
@@ -41,7 +43,7 @@ func authUpstream(t *testing.T) string {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	h := testupstream.Handler(s, nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testToken {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="http://`+r.Host+`/.well-known/oauth-protected-resource"`)
@@ -312,15 +314,11 @@ func TestLogLevelFollowsAnnotations(t *testing.T) {
 		log.Debug(mark)
 		return strings.Contains(buf.String(), `"msg":"`+mark+`"`)
 	}
-	// until waits at most 5s for debugShows to report want.
+	// until waits (waitFor) for debugShows to report want.
 	until := func(want bool, what string) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if debugShows() == want {
-				return
-			}
-		}
-		t.Fatalf("%s: debug lines shown = %v after 5s, want %v; log:\n%s", what, !want, want, buf.String())
+		waitFor(t, fmt.Sprintf("debug lines shown = %v %s", want, what), func() bool { return debugShows() == want },
+			func() string { return "log:\n" + buf.String() })
 	}
 
 	// Several ticks at info: still no debug.
@@ -342,9 +340,6 @@ func TestLogLevelFollowsAnnotations(t *testing.T) {
 	// leaves would drop an info line.
 	write("info")
 	const raised = `"msg":"log level changed by annotation","log_level":"info","from":"warn"`
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), raised); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no line saying the level went from warn to info after 5s:\n%s", buf.String())
-		}
-	}
+	waitFor(t, "a line saying the level went from warn to info", func() bool { return strings.Contains(buf.String(), raised) },
+		func() string { return "log:\n" + buf.String() })
 }

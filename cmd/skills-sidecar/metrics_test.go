@@ -23,7 +23,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // The wire constants of the modern era, spelled out here rather than
@@ -50,7 +52,7 @@ func scrapeUpstream(t *testing.T, skillText *atomic.Value) string {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo"}}}, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Header.Get("Authorization") {
 		case "Bearer " + goodToken:
@@ -203,15 +205,10 @@ func reloadLogs(t *testing.T, log string) (loaded, failed int, lastSkills float6
 	return loaded, failed, lastSkills
 }
 
-// waitLog polls the log until cond holds or 20s pass.
+// waitLog waits (waitFor) until the log shows what cond asks for.
 func waitLog(t *testing.T, what string, errOut *syncBuffer, cond func(loaded, failed int, skills float64) bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond(reloadLogs(t, errOut.String())) {
-			return
-		}
-	}
-	t.Fatalf("waiting for %s: log\n%s", what, errOut.String())
+	waitFor(t, what, func() bool { return cond(reloadLogs(t, errOut.String())) }, func() string { return "log\n" + errOut.String() })
 }
 
 // unixSeconds is t as the float a timestamp gauge holds.
@@ -233,17 +230,14 @@ func startScraped(t *testing.T, upstreamURL, root string) (endpoint, metricsAddr
 // reloads logged, so that no reload lands between the count and the scrape.
 func scrapeSettled(t *testing.T, metricsAddr string, log *syncBuffer) (mfs map[string]*dto.MetricFamily, loaded, failed int) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	waitFor(t, "the watcher to stop reloading", func() bool {
 		l1, f1, _ := reloadLogs(t, log.String())
 		mfs = scrape(t, metricsAddr)
 		l2, f2, _ := reloadLogs(t, log.String())
-		if l1 == l2 && f1 == f2 {
-			return mfs, l2, f2
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the watcher never stopped reloading")
-		}
-	}
+		loaded, failed = l2, f2
+		return l1 == l2 && f1 == f2
+	}, nil)
+	return mfs, loaded, failed
 }
 
 // unchecked returns the skills_sidecar_* families of mfs that want does not
@@ -475,17 +469,15 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "agents", "scribe.md")); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	var s, a float64
+	waitFor(t, "catalog_dropped_total to count the broken skill and the removed agent", func() bool {
 		mfs = scrape(t, maddr)
-		s, _ := sidecartest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"})
-		a, _ := sidecartest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"})
-		if s == 1 && a == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("catalog_dropped_total = %v skills, %v agents after breaking one of each, want 1 and 1; log:\n%s", s, a, errOut.String())
-		}
-	}
+		s, _ = sidecartest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"})
+		a, _ = sidecartest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"})
+		return s == 1 && a == 1
+	}, func() string {
+		return fmt.Sprintf("catalog_dropped_total = %v skills, %v agents after breaking one of each, want 1 and 1; log:\n%s", s, a, errOut.String())
+	})
 	if !strings.Contains(errOut.String(), `"msg":"plugin reload stopped serving items","skills":["skill://broken/SKILL.md"]`) {
 		t.Errorf("no warn line naming the dropped skill:\n%s", errOut.String())
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,16 +25,27 @@ func status(u string) int {
 	return r.StatusCode
 }
 
-// eventually polls f until it returns want or 10s pass.
+// eventually waits (waitFor) until f returns want.
 func eventually(t *testing.T, what string, want int, f func() int) {
 	t.Helper()
 	got := 0
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if got = f(); got == want {
-			return
+	waitFor(t, fmt.Sprintf("%s to be %d", what, want), func() bool { got = f(); return got == want },
+		func() string { return fmt.Sprintf("%s = %d, want %d", what, got, want) })
+}
+
+// waitFor is sidecartest.WaitFor with its hang guard (a minute); when the
+// wait fails, it also logs detail() as it is then (the last value, the log
+// so far), when detail is not nil.
+func waitFor(t *testing.T, what string, cond func() bool, detail func() string) {
+	t.Helper()
+	waited := false
+	defer func() {
+		if !waited && detail != nil {
+			t.Logf("while waiting for %s: %s", what, detail())
 		}
-	}
-	t.Fatalf("%s = %d, want %d", what, got, want)
+	}()
+	sidecartest.WaitFor(t, time.Minute, cond, what)
+	waited = true
 }
 
 // TestReadinessFollowsUpstreamAndShutdown: /readyz is 200 with the upstream

@@ -115,6 +115,13 @@ type serving struct {
 // (see stop).
 func startRun(t *testing.T, metrics bool, args ...string) *serving {
 	t.Helper()
+	return startRunEnv(t, nil, metrics, args...)
+}
+
+// startRunEnv is startRun with environ as run's environment (a stdio
+// upstream's).
+func startRunEnv(t *testing.T, environ []string, metrics bool, args ...string) *serving {
+	t.Helper()
 	s := &serving{addr: freeAddr(t), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan int, 1)}
 	if metrics {
 		s.maddr = freeAddr(t)
@@ -124,7 +131,7 @@ func startRun(t *testing.T, metrics bool, args ...string) *serving {
 	s.cancel = cancel
 	go func() {
 		s.done <- run(ctx, append([]string{"--listen", s.addr, "--metrics-listen", s.maddr, "--annotations-file", ""}, args...),
-			nil, nil, s.out, s.errOut)
+			environ, nil, s.out, s.errOut)
 	}()
 	t.Cleanup(func() { s.stop(t) })
 	sidecartest.WaitFor(t, time.Minute, func() bool {
@@ -176,18 +183,13 @@ func TestServeDemoAndDrain(t *testing.T) {
 	mcpURL, maddr, out, errOut := s.url, s.maddr, s.out, s.errOut
 	var resp *http.Response
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	waitFor(t, "the sidecar to answer", func() bool {
 		req, _ := http.NewRequest(http.MethodPost, mcpURL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		resp, err = http.DefaultClient.Do(req)
-		if err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("sidecar never answered: %v; stderr %s", err, errOut.String())
-	}
+		return err == nil
+	}, func() string { return fmt.Sprintf("last error %v; stderr %s", err, errOut.String()) })
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(body), "io.modelcontextprotocol/skills") {
@@ -198,19 +200,6 @@ func TestServeDemoAndDrain(t *testing.T) {
 	}
 	// Readiness also waits for the era detector's first answered probe,
 	// which runs beside the first request: polled, not read once.
-	ready, last := false, ""
-	for deadline := time.Now().Add(10 * time.Second); !ready && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		r, err := http.Get("http://" + maddr + "/readyz")
-		if err != nil {
-			last = err.Error()
-			continue
-		}
-		b, _ := io.ReadAll(r.Body)
-		r.Body.Close()
-		ready, last = r.StatusCode == http.StatusOK, fmt.Sprintf("HTTP %d %s", r.StatusCode, b)
-	}
-	if !ready {
-		t.Errorf("/readyz never 200 within 10 s: last %s", last)
-	}
+	waitReady(t, "http://"+maddr+"/readyz", errOut)
 	s.stop(t)
 }

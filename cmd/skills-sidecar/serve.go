@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -97,8 +98,27 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLe
 	return level, zap.New(core), nil
 }
 
+// ownsProcess is set by main: run may change what belongs to the whole
+// process (GOMAXPROCS) only in the binary, not in a test that calls it.
+var ownsProcess bool
+
+// procsFor is the GOMAXPROCS serve sets for --max-procs n, or 0 to leave
+// the runtime's own: a GOMAXPROCS in the environment, which the runtime
+// has read already, wins, and n 0 asks for Go's default.
+func procsFor(n int, environ []string) int {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			return 0
+		}
+	}
+	return n
+}
+
 // serve runs the sidecar until ctx is done, then drains.
 func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Writer, environ []string) error {
+	if n := procsFor(cfg.MaxProcs, environ); n > 0 && ownsProcess {
+		runtime.GOMAXPROCS(n)
+	}
 	var plugin fs.FS
 	if cfg.Upstream == "" && cfg.UpstreamCommand == "" {
 		stop, err := startDemoUpstream(ctx, &cfg, log)
@@ -193,7 +213,7 @@ func announce(cfg config.Config, log *zap.Logger, addr net.Addr, stdout io.Write
 	if argv, _ := cfg.UpstreamArgv(); argv != nil {
 		upstream = zap.String("upstream-command", argv[0]) // only the program: arguments may hold secrets
 	}
-	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), upstream, zap.String("version", version))
+	log.Info("skills-sidecar listening", zap.String("mcp", mcpURL), upstream, zap.String("version", version), zap.Int("processors", runtime.GOMAXPROCS(0)))
 	if demo {
 		what := "the demo"
 		if argv, _ := cfg.UpstreamArgv(); argv != nil {

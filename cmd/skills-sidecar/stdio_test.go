@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,7 +28,7 @@ func TestServeStdioUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	sv := serveStdio(t, argv, env)
-	addr, maddr, out, errOut := sv.addr, sv.maddr, &sv.out, &sv.errOut
+	addr, maddr, out, errOut := sv.addr, sv.maddr, sv.out, sv.errOut
 	waitReady(t, "http://"+maddr+"/readyz", errOut)
 	mcpURL := "http://" + addr + "/mcp"
 	resp, body := post(t, mcpURL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -67,56 +66,28 @@ func TestServeStdioUpstream(t *testing.T) {
 	}
 }
 
-// stdioServe is `serve -- CMD` running in the test.
-type stdioServe struct {
-	addr, maddr string
-	out, errOut syncBuffer
-	cancel      func()
-	done        chan int
-}
-
-// serveStdio runs serve on free loopback ports with argv as its stdio
+// serveStdio runs serve (startRunEnv, metrics on) with argv as its stdio
 // upstream and env as its environment.
-func serveStdio(t *testing.T, argv, env []string) *stdioServe {
+func serveStdio(t *testing.T, argv, env []string) *serving {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	sv := &stdioServe{addr: freeAddr(t), maddr: freeAddr(t), cancel: cancel, done: make(chan int, 1)}
-	args := append([]string{"serve", "--listen", sv.addr, "--metrics-listen", sv.maddr, "--annotations-file", "", "--drain-timeout", "2s", "--"}, argv...)
-	go func() { sv.done <- run(ctx, args, env, nil, &sv.out, &sv.errOut) }()
-	return sv
+	return startRunEnv(t, env, true, append([]string{"--drain-timeout", "2s", "--"}, argv...)...)
 }
 
-// stop cancels serve (SIGTERM in main) and returns its exit code.
-func (sv *stdioServe) stop(t *testing.T) int {
-	t.Helper()
-	sv.cancel()
-	select {
-	case code := <-sv.done:
-		return code
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after cancellation")
-		return -1
-	}
-}
-
+// waitReady waits (waitFor) until u, a /readyz, answers 200.
 func waitReady(t *testing.T, u string, errOut *syncBuffer) {
 	t.Helper()
 	last := ""
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	waitFor(t, u+" to be 200", func() bool {
 		r, err := http.Get(u)
 		if err != nil {
 			last = err.Error()
-			continue
+			return false
 		}
 		b, _ := io.ReadAll(r.Body)
 		r.Body.Close()
-		if r.StatusCode == http.StatusOK {
-			return
-		}
 		last = fmt.Sprintf("HTTP %d %s", r.StatusCode, b)
-	}
-	t.Fatalf("/readyz never 200: last %s; stderr %s", last, errOut.String())
+		return r.StatusCode == http.StatusOK
+	}, func() string { return "last " + last + "; stderr " + errOut.String() })
 }
 
 func post(t *testing.T, u, sid, body string) (*http.Response, string) {
@@ -166,13 +137,12 @@ func TestStdioNotReadyUntilHandshake(t *testing.T) {
 		t.Fatal(err)
 	}
 	sv := serveStdio(t, argv, env)
-	defer sv.stop(t)
-	maddr, errOut := sv.maddr, &sv.errOut
+	maddr, errOut := sv.maddr, sv.errOut
 	seen := 0
-	for deadline := time.Now().Add(20 * time.Second); seen < 5 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	waitFor(t, "/readyz to answer five times", func() bool {
 		r, err := http.Get("http://" + maddr + "/readyz")
 		if err != nil {
-			continue // not listening yet
+			return false // not listening yet
 		}
 		b, _ := io.ReadAll(r.Body)
 		r.Body.Close()
@@ -180,8 +150,6 @@ func TestStdioNotReadyUntilHandshake(t *testing.T) {
 			t.Fatalf("/readyz in front of a mute server = %d %s, want 503 naming the handshake", r.StatusCode, b)
 		}
 		seen++
-	}
-	if seen < 5 {
-		t.Fatalf("/readyz answered %d times in 20s; stderr %s", seen, errOut.String())
-	}
+		return seen >= 5
+	}, func() string { return fmt.Sprintf("/readyz answered %d times; stderr %s", seen, errOut.String()) })
 }

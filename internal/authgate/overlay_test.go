@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // The gate under --upstream-files auto (the default): the upstream serves one
@@ -34,7 +36,7 @@ func skillsUpstream(stateless bool) http.Handler {
 			}
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: upstreamSkill}}}, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	return bearer(h, map[string]string{"alice-token": "alice", "bob-token": "bob"})
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // liveSessions wraps a legacy go-sdk server and tracks the sessions alive
@@ -94,7 +96,7 @@ func slowServer(started chan<- struct{}, release <-chan struct{}) *mcp.Server {
 // call must never be two legacy sessions alive on the upstream at once.
 func TestListenCountsTowardMaxSessions(t *testing.T) {
 	s := slowServer(make(chan struct{}, 1), nil)
-	live := &liveSessions{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), live: map[string]bool{}}
+	live := &liveSessions{next: testupstream.Handler(s, nil), live: map[string]bool{}}
 	bt, u := newBridge(t, live, 1)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -126,7 +128,7 @@ func TestListenCountsTowardMaxSessions(t *testing.T) {
 func TestEvictionSparesCallsInFlight(t *testing.T) {
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	s := slowServer(started, release)
-	live := &liveSessions{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), live: map[string]bool{}}
+	live := &liveSessions{next: testupstream.Handler(s, nil), live: map[string]bool{}}
 	bt, u := newBridge(t, live, 1)
 
 	done := make(chan string, 1)
@@ -191,7 +193,7 @@ func TestSameIDsOnASharedSession(t *testing.T) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo " + a.Text}}}, nil, nil
 	})
-	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 0)
+	bt, u := newBridge(t, testupstream.Handler(s, nil), 0)
 	// Open the session first so both calls go on the one session.
 	if code, body := call(t, bt, u, "Bearer same", "{}", "tools/list"); code != 200 {
 		t.Fatalf("tools/list: %d %s", code, body)
@@ -239,7 +241,7 @@ func cancellableServer() (s *mcp.Server, started, cancelled chan struct{}) {
 // in review: nothing told the legacy server).
 func TestClosedStreamCancelsLegacyCall(t *testing.T) {
 	s, started, cancelled := cancellableServer()
-	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 0)
+	bt, u := newBridge(t, testupstream.Handler(s, nil), 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{},` + fmt.Sprintf(testMeta, "{}") + `}}`
 	req := modernPost(ctx, u, "tools/call", body)
@@ -263,7 +265,7 @@ func TestClosedStreamCancelsLegacyCall(t *testing.T) {
 // CallTool by its context, as its docs say.
 func TestGoSDKCancelReachesLegacyServer(t *testing.T) {
 	s, started, cancelled := cancellableServer()
-	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	inner := testupstream.Handler(s, nil)
 	bt, u := newBridge(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		t.Logf("upstream got %s %.160s", r.Method, b)
@@ -294,7 +296,7 @@ func TestGoSDKCancelReachesLegacyServer(t *testing.T) {
 // subscriptions/listen stream until the idle timeout, 5 min).
 func TestListenEvictsIdleSessions(t *testing.T) {
 	s := slowServer(make(chan struct{}, 1), nil)
-	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 2)
+	bt, u := newBridge(t, testupstream.Handler(s, nil), 2)
 	for _, caps := range []string{`{}`, `{"x":{}}`} { // caller B, two capability sets, then idle
 		if code, body := call(t, bt, u, "Bearer b", caps, "tools/list"); code != 200 {
 			t.Fatalf("tools/list: %d %s", code, body)
@@ -464,7 +466,7 @@ func TestListenEndsWhenItsSessionIsGone(t *testing.T) {
 
 func listenEnds(t *testing.T, status int, want string) {
 	s := slowServer(make(chan struct{}, 1), nil)
-	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	inner := testupstream.Handler(s, nil)
 	bt, u := newBridge(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			http.Error(w, "no stream", status)
@@ -506,7 +508,7 @@ func TestStrayAnswerDropped(t *testing.T) {
 		if strings.Contains(string(b), `"initialize"`) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Mcp-Session-Id", "s1")
-			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"skills-sidecar-bridge","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}}`)
+			fmt.Fprint(w, initReply(b, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"up","version":"1"}}`))
 			return
 		}
 		var in struct{ ID json.RawMessage }
@@ -531,7 +533,7 @@ func TestStrayAnswerDropped(t *testing.T) {
 // capabilities it claims, and another caller still gets one.
 func TestListensPerCaller(t *testing.T) {
 	s := slowServer(make(chan struct{}, 1), nil)
-	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 0)
+	bt, u := newBridge(t, testupstream.Handler(s, nil), 0)
 	listen := func(auth string, i int) *http.Response {
 		caps := fmt.Sprintf(`{"x%d":{}}`, i) // a new capability set each time
 		body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, caps) + `}}`
@@ -565,7 +567,7 @@ func TestListensPerCaller(t *testing.T) {
 // each (a share of 2 is 1), and another caller's call still gets a session.
 func TestListensLeaveRoomForCalls(t *testing.T) {
 	s := slowServer(make(chan struct{}, 1), nil)
-	bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 4)
+	bt, u := newBridge(t, testupstream.Handler(s, nil), 4)
 	listen := func(auth, forwarded string) int {
 		body := `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + fmt.Sprintf(testMeta, "{}") + `}}`
 		req := modernPost(t.Context(), u, "subscriptions/listen", body)

@@ -3,10 +3,10 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 )
 
 // The life of a request the bridge forwards on a held session. Its
@@ -22,7 +22,7 @@ import (
 // notification, naming the request by the id the bridge gave it.
 //
 // Each request on a held session goes with an id of the bridge's own
-// (upstreamID): callers of one authorization context and capability set
+// (upstreamID, minted by package idmap as the stdio adapter's are): callers of one authorization context and capability set
 // share a session, and each numbers its requests itself, so two in flight
 // may carry the same id, which a legacy session refuses (ids are unique
 // per session there). The reply gets the client's id back.
@@ -119,13 +119,12 @@ func (c *callCtx) end() {
 	c.cancel()
 }
 
-// upstreamIDs numbers the requests the bridge sends on held sessions.
-var upstreamIDs atomic.Uint64
+// upstreamIDs mints the ids of the requests the bridge sends on held
+// sessions (package idmap).
+var upstreamIDs = idmap.NewMinter("bridge")
 
 // upstreamID is a fresh id for a request on a held session.
-func upstreamID() json.RawMessage {
-	return json.RawMessage(strconv.Quote("skills-sidecar-bridge-" + strconv.FormatUint(upstreamIDs.Add(1), 10)))
-}
+func upstreamID() json.RawMessage { return upstreamIDs.Next() }
 
 // cancelUpstream tells s's legacy server that the client of its request id
 // left: notifications/cancelled (2025-11-25 basic/utilities/cancellation).
@@ -135,9 +134,7 @@ func (t *Transport) cancelUpstream(s *session, id json.RawMessage) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	body := append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...),
-		`,"reason":"the client closed its stream"}}`...)
-	if resp, err := t.postOn(ctx, s, body); err == nil {
+	if resp, err := t.postOn(ctx, s, idmap.Cancelled(id, "the client closed its stream")); err == nil {
 		drain(resp)
 	}
 }

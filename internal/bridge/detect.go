@@ -172,7 +172,11 @@ func (d *Detector) client() *http.Client {
 }
 
 // post sends one probe and returns the reply's media type, body and
-// session id. Any HTTP status is an answer: the body decides.
+// session id. Any HTTP status is an answer: the body decides. The probes
+// are the sidecar's own, made for no caller (at start and on a timer,
+// with no caller's credentials, identity or trace), so they are built
+// here and not by package onbehalf, the builder of requests made for a
+// caller (onebuilder_test.go at the repository's root allows them).
 func (d *Detector) post(ctx context.Context, h http.Header, body string) (string, []byte, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -34,11 +34,14 @@
 // front's sessions, streams and subscriptions) gives one caller at most
 // its share (package caller). Nothing of a held session reaches a modern
 // caller (seal: its Mcp-Session-Id, Access-Control-* and event ids). The
-// bridge writes no refusal or failure of its own: RoundTrip returns it
-// as an error carrying the reply (failure.go), which the proxy writes
-// with the caller's id and logs; only events on a stream already under
-// way are written here. route.go keeps the bridge off the path of an
-// upstream that speaks both eras.
+// bridge writes no reply of its own: its answers (server/discover from
+// the held session, input_required, the front's initialize and pings, a
+// stream it serves) are package reply's Answer values and its refusals
+// and failures errors carrying a *reply.Error (failure.go), all returned
+// as RoundTrip's error, which the proxy writes with the caller's id (and
+// logs); the events of a stream already under way are encoded by package
+// reply. route.go keeps the bridge off the path of an upstream that
+// speaks both eras.
 //
 // legacyfront.go is the other direction: while the upstream speaks only
 // 2026-07-28, a LegacyFront (in front of the Transport) answers a legacy

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
@@ -54,3 +55,12 @@ func (f *failure) As(target any) bool {
 
 // badGateway is the status of every failure of the upstream's.
 const badGateway = http.StatusBadGateway
+
+// answered is the bridge's own answer of result to a request, returned as
+// RoundTrip's error (a *reply.Answer) for the proxy, the one writer, to
+// write with the caller's id, as a refusal is.
+func answered(result json.RawMessage) error { return &reply.Answer{Result: result} }
+
+// emptyResult is the result of a request that returns nothing (ping,
+// logging/setLevel, resources/subscribe).
+var emptyResult = json.RawMessage("{}")

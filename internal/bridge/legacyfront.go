@@ -302,8 +302,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, unknownSession()
 		}
 		f.revoke(req, s)
-		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Request: req, Header: http.Header{}, Body: http.NoBody}, nil
+		return nil, &reply.Answer{Status: http.StatusNoContent}
 	case http.MethodPost:
 	default:
 		return f.Next.RoundTrip(req)
@@ -338,12 +337,11 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		// notifications/initialized, cancelled, roots/list_changed, and
 		// responses: the modern wire has no client notifications over
 		// HTTP (closing a request's stream cancels it: above).
-		return &http.Response{StatusCode: http.StatusAccepted, Status: "202 Accepted", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Request: req, Header: http.Header{}, Body: http.NoBody}, nil
+		return nil, &reply.Answer{Status: http.StatusAccepted}
 	}
 	switch msg.Method {
 	case "ping":
-		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
+		return nil, answered(emptyResult)
 	case "logging/setLevel":
 		level, ok := rewrite.GetString(msg.Params, "level")
 		if !ok {
@@ -356,7 +354,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		l.mu.Lock()
 		l.logLevel = level
 		l.mu.Unlock()
-		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
+		return nil, answered(emptyResult)
 	case "resources/subscribe", "resources/unsubscribe":
 		uri, ok := rewrite.GetString(msg.Params, "uri")
 		if !ok {
@@ -373,7 +371,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if r := f.subscribe(l, uri, msg.Method == "resources/subscribe"); r != nil {
 			return nil, &failure{reply: r.Reply()}
 		}
-		return jsonResponse(req, http.StatusOK, response(msg.ID, struct{}{})), nil
+		return nil, answered(emptyResult)
 	}
 	return f.forward(req, s, msg)
 }
@@ -458,35 +456,25 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	var ref *onbehalf.Refusal
 	switch {
 	case errors.As(err, &ref):
-		return passRefusal(req, ref, msg.ID), nil
+		return nil, ref
 	case err != nil:
 		return nil, failed(badGateway, "era bridge: the upstream's server/discover failed", "bridge_discover_failed", err)
 	case m.Kind == rewrite.KindError:
-		// The upstream's own error, with the caller's id, renumbered.
-		out, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": msg.ID, "error": m.Error})
-		out, _ = LegacyReply("server/discover", out)
-		return jsonResponse(req, http.StatusOK, out), nil
+		// The upstream's own error, renumbered, answers the caller (the
+		// proxy gives it the caller's id).
+		return nil, &reply.Answer{ErrorObject: LegacyError("server/discover", m.Error)}
 	}
-	out, err := InitializeFromDiscover(msg.ID, m.Result, version)
+	out, err := InitializeFromDiscover(m.Result, version)
 	if err != nil {
 		return nil, failed(badGateway, "era bridge: the upstream's server/discover result is unreadable", "bridge_discover_failed", err)
 	}
-	resp := jsonResponse(req, http.StatusOK, out)
-	resp.Header.Set("Mcp-Session-Id", sid)
-	return resp, nil
+	return nil, &reply.Answer{Result: out, Header: http.Header{"Mcp-Session-Id": {sid}}}
 }
 
 func mustMeta(caps, info json.RawMessage) json.RawMessage {
 	v, _ := json.Marshal(ModernVersion)
 	b, _ := json.Marshal(map[string]json.RawMessage{metaProtocol: v, metaClientCaps: caps, metaClientInfo: info})
 	return b
-}
-
-// passRefusal carries the upstream's refusal of the caller (401 with its
-// WWW-Authenticate, 403, …) back as it came, a JSON-RPC error with the
-// caller's id.
-func passRefusal(req *http.Request, ref *onbehalf.Refusal, id json.RawMessage) *http.Response {
-	return (&refusal{status: ref.Status, header: ref.Header, body: ref.Body}).response(req, id)
 }
 
 // mint seals a new session for the caller of req into its id; it fails
@@ -862,9 +850,7 @@ func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response
 		}
 		pw.Close()
 	}()
-	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Request: req, Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
-		Body: pr, ContentLength: -1}, nil
+	return nil, &reply.Answer{Events: pr}
 }
 
 // listenOnce holds one subscriptions/listen for s and relays its

@@ -241,14 +241,14 @@ func TestLegacyReply(t *testing.T) {
 		"result untouched, extras and escapes kept": {"tools/list", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"private","x":"a\u0026b"}}`,
 			`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"private","x":"a\u0026b"}}`},
 		"input_required refused": {"tools/call", `{"jsonrpc":"2.0","id":"a","result":{"resultType":"input_required","inputRequests":{}}}`,
-			`{"error":{"code":-32603,"data":{"reason":"input_required_not_bridged"},"message":"the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients"},"id":"a","jsonrpc":"2.0"}`},
+			`{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients","data":{"reason":"input_required_not_bridged"}}}`},
 		"resource not found": {"resources/read", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Resource not found","data":{"uri":"x://y"}}}`,
-			`{"error":{"code":-32002,"data":{"uri":"x://y"},"message":"Resource not found"},"id":2,"jsonrpc":"2.0"}`},
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32002,"data":{"uri":"x://y"},"message":"Resource not found"}}`},
 		"invalid params elsewhere kept": {"tools/call", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"not found"}}`,
 			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"not found"}}`},
-		"header mismatch":     {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32020,"message":"m"}}`, `{"error":{"code":-32001,"message":"m"},"id":3,"jsonrpc":"2.0"}`},
-		"missing capability":  {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32021,"message":"m"}}`, `{"error":{"code":-32003,"message":"m"},"id":3,"jsonrpc":"2.0"}`},
-		"unsupported version": {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32022,"message":"m"}}`, `{"error":{"code":-32004,"message":"m"},"id":3,"jsonrpc":"2.0"}`},
+		"header mismatch":     {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32020,"message":"m"}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"m"}}`},
+		"missing capability":  {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32021,"message":"m"}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32003,"message":"m"}}`},
+		"unsupported version": {"tools/list", `{"jsonrpc":"2.0","id":3,"error":{"code":-32022,"message":"m"}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32004,"message":"m"}}`},
 		"not json":            {"tools/list", `nope`, `nope`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -281,7 +281,7 @@ func FuzzLegacyShapes(f *testing.F) {
 	f.Add([]byte(`{"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"n"}}}`), []byte(`{"_meta":null}`))
 	f.Fuzz(func(t *testing.T, reply, params []byte) {
 		LegacyReply("resources/read", reply)
-		_, _ = InitializeFromDiscover([]byte("1"), reply, "2025-11-25")
+		_, _ = InitializeFromDiscover(reply, "2025-11-25")
 		if p, err := ModernParams(params, []byte("{}"), []byte(`{"name":"c","version":"1"}`), "info"); err == nil {
 			if v, _ := rewriteGetVersion(p); v != ModernVersion {
 				t.Fatalf("ModernParams(%q) = %s: no protocolVersion", params, p)

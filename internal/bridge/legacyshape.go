@@ -38,7 +38,7 @@ var frontServerInfo = json.RawMessage(`{"name":"skills-sidecar-era-bridge","vers
 // its capabilities, instructions and serverInfo (which 2026-07-28 carries
 // in _meta), and version, the negotiated legacy protocol version. The
 // cache fields and resultType of the discover result have no place in it.
-func InitializeFromDiscover(id json.RawMessage, discover json.RawMessage, version string) ([]byte, error) {
+func InitializeFromDiscover(discover json.RawMessage, version string) (json.RawMessage, error) {
 	var d struct {
 		Capabilities json.RawMessage            `json:"capabilities"`
 		Instructions *string                    `json:"instructions"`
@@ -64,7 +64,7 @@ func InitializeFromDiscover(id json.RawMessage, discover json.RawMessage, versio
 	if d.Instructions != nil {
 		result["instructions"], _ = json.Marshal(*d.Instructions)
 	}
-	return response(id, result), nil
+	return marshal(result), nil
 }
 
 // ModernParams returns a legacy request's params with the per-request
@@ -137,26 +137,37 @@ func LegacyReply(method string, body []byte) ([]byte, bool) {
 		if rt, _ := rewrite.GetString(m.Result, "resultType"); rt != "input_required" {
 			return body, false
 		}
-		return ErrorReply(m.ID, reply.CodeInternalError, "the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients",
-			map[string]string{"reason": "input_required_not_bridged"}), true
+		return reply.ErrorMessage(m.ID, &reply.Error{Code: reply.CodeInternalError, Message: "the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients",
+			Data: map[string]string{"reason": "input_required_not_bridged"}}), true
 	case rewrite.KindError:
-		var e map[string]json.RawMessage
-		if json.Unmarshal(m.Error, &e) != nil {
+		e := LegacyError(method, m.Error)
+		if bytes.Equal(e, m.Error) {
 			return body, false
 		}
-		var code int
-		if json.Unmarshal(e["code"], &code) != nil {
-			return body, false
-		}
-		to := legacyCode(method, code, e)
-		if to == code {
-			return body, false
-		}
-		e["code"], _ = json.Marshal(to)
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": e})
-		return b, true
+		return reply.ErrorObjectMessage(m.ID, e), true
 	}
 	return body, false
+}
+
+// LegacyError is the error object obj of a modern reply to method with
+// its code renumbered for the legacy wire (LegacyReply), or obj itself
+// when nothing changes.
+func LegacyError(method string, obj json.RawMessage) json.RawMessage {
+	var e map[string]json.RawMessage
+	if json.Unmarshal(obj, &e) != nil {
+		return obj
+	}
+	var code int
+	if json.Unmarshal(e["code"], &code) != nil {
+		return obj
+	}
+	to := legacyCode(method, code, e)
+	if to == code {
+		return obj
+	}
+	e["code"], _ = json.Marshal(to)
+	b, _ := json.Marshal(e)
+	return b
 }
 
 func legacyCode(method string, code int, e map[string]json.RawMessage) int {

@@ -296,9 +296,8 @@ func inputKey(id json.RawMessage) string {
 
 // inputRequired is the InputRequiredResult carrying the asked requests,
 // each {"method", "params"} with the server's params as it sent them.
-func inputRequired(id json.RawMessage, token string, asks []asked) []byte {
-	out := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
-	out = append(out, `,"result":{"resultType":"input_required","inputRequests":{`...)
+func inputRequired(token string, asks []asked) json.RawMessage {
+	out := []byte(`{"resultType":"input_required","inputRequests":{`)
 	for i, a := range asks {
 		if i > 0 {
 			out = append(out, ',')
@@ -311,7 +310,7 @@ func inputRequired(id json.RawMessage, token string, asks []asked) []byte {
 		out = append(out, '}')
 	}
 	out = append(append(out, `},"requestState":`...), marshal(token)...)
-	return append(out, "}}"...)
+	return append(out, '}')
 }
 
 // answerUpstream posts a JSON-RPC response (result or error) to a server
@@ -342,7 +341,7 @@ func (e *statusError) Error() string { return "upstream answered " + strconv.Ito
 // stream is closed.
 func (t *Transport) release(c *upcall, why string) {
 	for _, a := range c.asked {
-		_ = t.answerUpstream(c.s, ErrorReply(a.id, reply.CodeInternalError, why, nil))
+		_ = t.answerUpstream(c.s, reply.ErrorMessage(a.id, &reply.Error{Code: reply.CodeInternalError, Message: why}))
 	}
 	c.close()
 }
@@ -356,21 +355,21 @@ func (t *Transport) release(c *upcall, why string) {
 func (t *Transport) serverRequest(c *upcall, clientID json.RawMessage, m rewrite.Message) (event []byte, end, pending bool) {
 	switch {
 	case m.Method == "ping":
-		_ = t.answerUpstream(c.s, append(append([]byte(`{"jsonrpc":"2.0","id":`), m.ID...), `,"result":{}}`...))
+		_ = t.answerUpstream(c.s, reply.ResultMessage(m.ID, emptyResult))
 		return nil, false, false
 	case !slices.Contains(inputMethods, m.Method):
-		_ = t.answerUpstream(c.s, ErrorReply(m.ID, reply.CodeMethodNotFound, "the client does not offer "+m.Method, nil))
+		_ = t.answerUpstream(c.s, reply.ErrorMessage(m.ID, &reply.Error{Code: reply.CodeMethodNotFound, Message: "the client does not offer " + m.Method}))
 		return nil, false, false
 	case !slices.Contains(mrtrMethods, c.method):
 		t.release(&upcall{s: c.s, body: c.body, asked: []asked{{id: m.ID}}}, "the client cannot answer "+m.Method+" inside "+c.method)
-		return ErrorReply(clientID, reply.CodeInternalError,
-			"the server asked the client for "+m.Method+" inside "+c.method+", which the 2026-07-28 wire cannot carry (input_required is defined for tools/call, prompts/get and resources/read only)",
-			map[string]string{"reason": "server_request_not_bridged", "method": m.Method}), true, false
+		return reply.ErrorMessage(clientID, &reply.Error{Code: reply.CodeInternalError,
+			Message: "the server asked the client for " + m.Method + " inside " + c.method + ", which the 2026-07-28 wire cannot carry (input_required is defined for tools/call, prompts/get and resources/read only)",
+			Data:    map[string]string{"reason": "server_request_not_bridged", "method": m.Method}}), true, false
 	}
 	if need := requiredCapability(m.Method, m.Params, c.caps); need != nil {
 		t.release(&upcall{s: c.s, body: c.body, asked: []asked{{id: m.ID}}}, "the client did not declare the capability "+m.Method+" needs")
-		return ErrorReply(clientID, reply.CodeMissingClientCapability, "the server requires a client capability for "+m.Method+" that the request's clientCapabilities lack",
-			map[string]json.RawMessage{"requiredCapabilities": need}), true, false
+		return reply.ErrorMessage(clientID, &reply.Error{Code: reply.CodeMissingClientCapability, Message: "the server requires a client capability for " + m.Method + " that the request's clientCapabilities lack",
+			Data: map[string]json.RawMessage{"requiredCapabilities": need}}), true, false
 	}
 	c.asked = []asked{{key: inputKey(m.ID), id: m.ID, method: m.Method, params: m.Params}}
 	c.s.touch(time.Now())
@@ -386,9 +385,9 @@ func (t *Transport) serverRequest(c *upcall, clientID json.RawMessage, m rewrite
 		// event, at the status the stream has (no 429 or Retry-After).
 		t.release(c, "too many calls wait for their clients")
 		e := err.(*caller.Refusal).Reply()
-		return ErrorReply(clientID, e.Code, e.Message, e.Data), true, false
+		return reply.ErrorMessage(clientID, e), true, false
 	}
-	return inputRequired(clientID, token, c.asked), true, true
+	return reply.ResultMessage(clientID, inputRequired(token, c.asked)), true, true
 }
 
 // resume continues the pending call a retry names with its requestState:
@@ -416,12 +415,12 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 			missing = append(missing, a)
 			continue
 		}
-		answers[i] = append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), a.id...), `,"result":`...), v...), '}')
+		answers[i] = reply.ResultMessage(a.id, v)
 	}
 	if len(missing) > 0 {
 		// The spec: ask again for what is missing rather than fail.
 		t.pending.put(state, c)
-		return jsonResponse(req, http.StatusOK, inputRequired(msg.ID, state, missing)), nil
+		return nil, answered(inputRequired(state, missing))
 	}
 	t.pending.forget(state, c) // taken for good: the call goes on, or ends, here
 	for _, b := range answers {
@@ -434,9 +433,7 @@ func (t *Transport) resume(req *http.Request, msg rewrite.Message, key string, s
 	c.call.follow(req.Context()) // the retry's client leaving now cancels the call
 	pr, pw := io.Pipe()
 	go t.pumpReply(nil, pw, c, msg.ID)
-	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Request: req, Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
-		Body: pr, ContentLength: -1}, nil
+	return nil, &reply.Answer{Events: pr}
 }
 
 // withID returns the upstream's body with the client's id when the two

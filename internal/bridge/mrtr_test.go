@@ -16,6 +16,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // mrtrUpstream is a legacy-only go-sdk server whose tools ask the client:
@@ -54,9 +55,7 @@ func mrtrUpstream(t *testing.T, errs chan<- error) *httptest.Server {
 		}
 		return text(fmt.Sprintf("%s %v %d roots %s", el.Action, el.Content["name"], len(roots.Roots), roots.Roots[0].URI)), nil
 	})
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(srv.Close)
-	return srv
+	return testupstream.Serve(t, s, nil)
 }
 
 func mrtrBridge(t *testing.T, srv *httptest.Server, timeout time.Duration) *Transport {

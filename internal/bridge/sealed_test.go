@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // TestSealedFromHeldSession: nothing of the legacy session the bridge
@@ -15,8 +17,7 @@ import (
 // its streams (a go-sdk server with an event store numbers every event).
 func TestSealedFromHeldSession(t *testing.T) {
 	s := slowServer(make(chan struct{}, 1), make(chan struct{}))
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
 	cors := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 		w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id")

@@ -36,7 +36,7 @@ type session struct {
 
 	ready chan struct{} // closed when opened (or failed)
 	err   error
-	deny  *refusal // the upstream's refusal of initialize, passed on
+	deny  *onbehalf.Refusal // the upstream's refusal of initialize, passed on
 
 	mu   sync.Mutex
 	used time.Time

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // Attack tests of the per-caller shares (docs/security.md): one caller,
@@ -75,7 +75,7 @@ func TestShareOfHeldSessions(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			started, release := make(chan struct{}, 8), make(chan struct{})
 			s := slowServer(started, release)
-			bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 8)
+			bt, u := newBridge(t, testupstream.Handler(s, nil), 8)
 			defer close(release)
 			share := bt.h.sessions.Share() // 2 of 8
 			for i := range share {
@@ -117,7 +117,7 @@ func TestShareOfListens(t *testing.T) {
 	for _, a := range attackers {
 		t.Run(a.name, func(t *testing.T) {
 			s := slowServer(make(chan struct{}, 1), nil)
-			bt, u := newBridge(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), 16)
+			bt, u := newBridge(t, testupstream.Handler(s, nil), 16)
 			listen := func(w who, i int) *http.Response {
 				resp, err := roundTrip(bt, sharedPost(t.Context(), u, w, "subscriptions/listen", fmt.Sprintf(`{"x%d":{}}`, i), `"notifications":{"toolsListChanged":true},`))
 				if err != nil {

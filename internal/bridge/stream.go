@@ -47,8 +47,11 @@ func (t *Transport) translate(resp *http.Response, c *upcall, msg rewrite.Messag
 			if p.err == nil {
 				if m, perr := rewrite.ParseMessage(p.ev.Data); perr == nil && m.Kind == rewrite.KindError && bytes.Equal(m.ID, c.id) {
 					c.close() // c.body is resp.Body
-					out := withID(ModernReply(msg.Method, p.ev.Data, s.init.ServerInfo, t.scope()), c.id, msg.ID)
-					return jsonResponse(resp.Request, replyStatus(out, http.StatusOK), out), nil
+					// The upstream's error, translated, answers the caller
+					// (the proxy gives it the caller's id).
+					out := ModernReply(msg.Method, p.ev.Data, s.init.ServerInfo, t.scope())
+					e, _ := rewrite.GetKey(out, []string{"error"})
+					return nil, &reply.Answer{Status: replyStatus(out, http.StatusOK), ErrorObject: e}
 				}
 			}
 			first = &p
@@ -76,9 +79,9 @@ func (t *Transport) translate(resp *http.Response, c *upcall, msg rewrite.Messag
 				text = http.StatusText(resp.StatusCode)
 			}
 			if !slices.Contains(modernMethods, msg.Method) {
-				return jsonResponse(resp.Request, http.StatusNotFound, ErrorReply(msg.ID, reply.CodeMethodNotFound, text, nil)), nil
+				return nil, refuse(http.StatusNotFound, reply.CodeMethodNotFound, text, nil)
 			}
-			return jsonResponse(resp.Request, resp.StatusCode, ErrorReply(msg.ID, reply.CodeInvalidRequest, "the upstream refused the request: "+text, nil)), nil
+			return nil, refuse(resp.StatusCode, reply.CodeInvalidRequest, "the upstream refused the request: "+text, nil)
 		}
 		return passBody(resp, c.call), nil
 	}
@@ -109,16 +112,12 @@ func peek(r *rewrite.Reader) peeked {
 	}
 }
 
+// writeEvent writes data, one JSON-RPC message, to w as an SSE event
+// framed by package reply, the one framing of the events the sidecar
+// writes itself.
 func writeEvent(w io.Writer, data []byte) error {
-	_, err := w.Write(eventBytes(data))
+	_, err := w.Write(reply.Event(data))
 	return err
-}
-
-// eventBytes frames data (one JSON-RPC message; the lines of a
-// multi-line one each a data line) as an SSE message event without an id.
-func eventBytes(data []byte) []byte {
-	out := append([]byte("event: message\ndata: "), bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: "))...)
-	return append(out, '\n', '\n')
 }
 
 // pumpReply copies c's legacy SSE reply to pw as the reply to the
@@ -158,8 +157,8 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 				if c.resumed {
 					// The upstream ended the call it had kept open for the
 					// client's input without a reply.
-					_ = writeEvent(pw, ErrorReply(clientID, reply.CodeInternalError, "the upstream ended the call before its reply",
-						map[string]string{"reason": "upstream_ended_call"}))
+					_ = writeEvent(pw, reply.ErrorMessage(clientID, &reply.Error{Code: reply.CodeInternalError, Message: "the upstream ended the call before its reply",
+						Data: map[string]string{"reason": "upstream_ended_call"}}))
 				}
 			}
 			done(false, err)
@@ -181,7 +180,7 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 			// The held session's event ids are not the caller's: its
 			// stream could not be resumed with them, and they would tell
 			// one caller of a shared session about the others' events.
-			out = eventBytes(ev.Data)
+			out = reply.Event(ev.Data)
 		}
 		switch {
 		case perr != nil:
@@ -194,7 +193,7 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 			if b := withID(ModernReply(c.method, ev.Data, c.s.init.ServerInfo, t.scope()), c.id, clientID); !bytes.Equal(b, ev.Data) {
 				out = rewrite.Reframe(ev, b)
 				if ev.HasID {
-					out = eventBytes(b)
+					out = reply.Event(b)
 				}
 			}
 			_, err := pw.Write(out)
@@ -237,14 +236,14 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	// MaxSessions, making room by closing idle ones) but never evicted or
 	// expired: it ends with its stream.
 	s := t.h.pin(t.Callers.Of(req), func(s *session) { t.open(req, s, msg, caps) })
-	if r, err := sessionFailure(req, s, msg.ID); r != nil || err != nil {
-		return r, err
+	if err := sessionFailure(s); err != nil {
+		return nil, err
 	}
 	honoured := filter.Honoured(s.init.Capabilities)
 	for _, uri := range honoured.ResourceSubscriptions {
-		b := marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge-subscribe", "method": "resources/subscribe",
+		b := marshal(map[string]any{"jsonrpc": "2.0", "id": upstreamID(), "method": "resources/subscribe",
 			"params": map[string]string{"uri": uri}})
-		if r, err := t.post(req.Context(), req, t.sessionHeaders(req, s), b); err == nil {
+		if r, err := t.postOn(req.Context(), s, b); err == nil {
 			drain(r)
 		}
 	}
@@ -261,14 +260,7 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 		if writeEvent(pw, Acknowledged(msg.ID, honoured)) != nil {
 			return
 		}
-		get, err := http.NewRequestWithContext(req.Context(), http.MethodGet, req.URL.String(), nil)
-		if err != nil {
-			cerr = err
-			return
-		}
-		get.Header = t.sessionHeaders(req, s)
-		get.Header.Set("Accept", "text/event-stream")
-		resp, err := t.Next.RoundTrip(get)
+		resp, err := t.do(s.held().Listen(req.Context()))
 		if err != nil {
 			cerr = err
 			return
@@ -289,8 +281,8 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 			// Any other refusal would refuse a new listen alike: the
 			// listen is answered with an error, so a client does not
 			// reconnect in a loop.
-			_ = writeEvent(pw, ErrorReply(msg.ID, reply.CodeInternalError, "the upstream refused the listen's stream: HTTP "+strconv.Itoa(resp.StatusCode),
-				map[string]string{"reason": "upstream_refused_stream"}))
+			_ = writeEvent(pw, reply.ErrorMessage(msg.ID, &reply.Error{Code: reply.CodeInternalError, Message: "the upstream refused the listen's stream: HTTP " + strconv.Itoa(resp.StatusCode),
+				Data: map[string]string{"reason": "upstream_refused_stream"}}))
 			return
 		}
 		r := rewrite.NewReader(resp.Body, t.maxBytes())
@@ -315,7 +307,5 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 			}
 		}
 	}()
-	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Request: req, Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
-		Body: pr, ContentLength: -1}, nil
+	return nil, &reply.Answer{Events: pr}
 }

@@ -146,10 +146,6 @@ func marshal(v any) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-func response(id json.RawMessage, result any) []byte {
-	return marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-}
-
 // initResult is what the bridge keeps of an initialize result.
 type initResult struct {
 	ProtocolVersion string          `json:"protocolVersion"`
@@ -158,11 +154,11 @@ type initResult struct {
 	Instructions    json.RawMessage `json:"instructions"` // a string, as the server spelled it
 }
 
-// Discover builds the server/discover reply (2026-07-28 DiscoverResult) of
-// a legacy server from its initialize result: supportedVersions is
+// Discover builds the server/discover result (2026-07-28 DiscoverResult)
+// of a legacy server from its initialize result: supportedVersions is
 // 2026-07-28 (which the bridge speaks for it) then the legacy versions it
 // named; capabilities, instructions and serverInfo are its own bytes.
-func Discover(id json.RawMessage, init initResult, legacyVersions []string, scope string) []byte {
+func Discover(init initResult, legacyVersions []string, scope string) json.RawMessage {
 	versions := []string{ModernVersion}
 	for _, v := range legacyVersions {
 		if v < ModernVersion && !slices.Contains(versions, v) {
@@ -176,18 +172,19 @@ func Discover(id json.RawMessage, init initResult, legacyVersions []string, scop
 	if len(caps) == 0 || caps[0] != '{' {
 		caps = json.RawMessage("{}")
 	}
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	out := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
-	out = append(append(out, `,"result":{"capabilities":`...), caps...)
+	out := append([]byte(`{"capabilities":`), caps...)
 	out = append(append(out, `,"supportedVersions":`...), marshal(versions)...)
 	if in := bytes.TrimSpace(init.Instructions); len(in) > 0 && in[0] == '"' {
 		out = append(append(out, `,"instructions":`...), in...)
 	}
-	out = append(out, "}}"...)
-	if done, err := completeResult(out, []string{"result"}, true, init.ServerInfo, scope); err == nil {
-		return done
+	out = append(out, '}')
+	// completeResult edits a result at a path: the result is held under
+	// one key for it.
+	held := append(append([]byte(`{"r":`), out...), '}')
+	if done, err := completeResult(held, []string{"r"}, true, init.ServerInfo, scope); err == nil {
+		if r, ok := rewrite.GetKey(done, []string{"r"}); ok {
+			return r
+		}
 	}
 	return out
 }
@@ -282,16 +279,4 @@ func ListenNotification(msg []byte, subID json.RawMessage, f Filter) ([]byte, bo
 		return nil, false
 	}
 	return out, true
-}
-
-// ErrorReply is a JSON-RPC error response.
-func ErrorReply(id json.RawMessage, code int, message string, data any) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	e := map[string]any{"code": code, "message": message}
-	if data != nil {
-		e["data"] = data
-	}
-	return marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
 }

@@ -74,12 +74,12 @@ func TestModernReply(t *testing.T) {
 func TestDiscover(t *testing.T) {
 	init := initResult{ProtocolVersion: "2025-06-18", Capabilities: json.RawMessage(`{"tools":{"listChanged":true}}`),
 		ServerInfo: json.RawMessage(`{"name":"up","version":"2"}`), Instructions: json.RawMessage(`"use add"`)}
-	got := decode(t, Discover(json.RawMessage(`"d"`), init, []string{"2025-11-25", "2026-07-28", "2025-06-18"}, "private"))
-	want := map[string]any{"jsonrpc": "2.0", "id": "d", "result": map[string]any{
+	got := decode(t, Discover(init, []string{"2025-11-25", "2026-07-28", "2025-06-18"}, "private"))
+	want := map[string]any{
 		"resultType": "complete", "supportedVersions": []any{"2026-07-28", "2025-11-25", "2025-06-18"},
 		"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}, "instructions": "use add",
 		"ttlMs": 0.0, "cacheScope": "private",
-		"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "up", "version": "2"}}}}
+		"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "up", "version": "2"}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}

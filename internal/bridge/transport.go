@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -230,11 +229,11 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	who := t.Callers.Of(req)
 	s := t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
 	defer func() { s.release() }() // the session this request ends on (sessions.go: get)
-	if r, err := sessionFailure(req, s, msg.ID); r != nil || err != nil {
-		return r, err
+	if err := sessionFailure(s); err != nil {
+		return nil, err
 	}
 	if msg.Method == "server/discover" && msg.Kind == rewrite.KindRequest {
-		return jsonResponse(req, http.StatusOK, Discover(msg.ID, s.init, t.Eras().Versions, t.scope())), nil
+		return nil, answered(Discover(s.init, t.Eras().Versions, t.scope()))
 	}
 	if state, ok := rewrite.GetString(msg.Params, "requestState"); ok && msg.Kind == rewrite.KindRequest && slices.Contains(mrtrMethods, msg.Method) {
 		return t.resume(req, msg, key, state)
@@ -259,8 +258,8 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		t.h.drop(s)
 		s.release()
 		s = t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
-		if r, err := sessionFailure(req, s, msg.ID); r != nil || err != nil {
-			return r, err
+		if err := sessionFailure(s); err != nil {
+			return nil, err
 		}
 		resp, cc, err = t.send(req, s, legacy, upID)
 	}
@@ -274,51 +273,24 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	return t.translate(resp, &upcall{body: resp.Body, s: s, key: key, who: who, method: msg.Method, id: upID, caps: caps, logs: logs, call: cc}, msg)
 }
 
-// sessionFailure is the reply for a session that could not be opened: the
-// upstream's own refusal (401 with its WWW-Authenticate, …) or a caller's
-// refusal (429 over its share, 503 with the table full and every session
-// that could make room busy); or, when the upstream could not be asked or
-// its answer was unreadable, a failure (502 bridge_session_failed, the
-// cause for the log only).
-func sessionFailure(req *http.Request, s *session, id json.RawMessage) (*http.Response, error) {
+// sessionFailure is the error for a session that could not be opened:
+// the upstream's own refusal (401 with its WWW-Authenticate, …, an
+// *onbehalf.Refusal the proxy passes on with the caller's id) or a
+// caller's refusal (429 over its share, 503 with the table full and every
+// session that could make room busy); or, when the upstream could not be
+// asked or its answer was unreadable, a failure (502
+// bridge_session_failed, the cause for the log only).
+func sessionFailure(s *session) error {
 	var full *caller.Refusal
 	switch {
 	case errors.As(s.err, &full):
-		return nil, &failure{reply: full.Reply()}
+		return &failure{reply: full.Reply()}
 	case s.deny != nil:
-		return s.deny.response(req, id), nil
+		return s.deny
 	case s.err != nil:
-		return nil, failed(badGateway, "era bridge: cannot open a legacy session", "bridge_session_failed", s.err)
+		return failed(badGateway, "era bridge: cannot open a legacy session", "bridge_session_failed", s.err)
 	}
-	return nil, nil
-}
-
-// refusal is the upstream's refusal of a session's initialize.
-type refusal struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// response is the refusal for the caller of req, whose request id is id: a
-// JSON-RPC error in the body is given the caller's id (it answered the
-// bridge's own initialize, not the caller); any other body is passed as is.
-func (r *refusal) response(req *http.Request, id json.RawMessage) *http.Response {
-	body := r.body
-	if m, err := rewrite.ParseMessage(body); err == nil && m.Kind == rewrite.KindError && id != nil {
-		if out, err := rewrite.SetKey(body, []string{"id"}, id); err == nil {
-			body = out
-		}
-	}
-	h := http.Header{}
-	for _, k := range []string{"Content-Type", "Www-Authenticate"} {
-		if v, ok := r.header[k]; ok {
-			h[k] = v
-		}
-	}
-	return &http.Response{StatusCode: r.status, Status: strconv.Itoa(r.status) + " " + http.StatusText(r.status),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Request: req,
-		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}
+	return nil
 }
 
 // bridgeClientInfo names the sidecar when the caller sent no clientInfo.
@@ -336,12 +308,10 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		info = bridgeClientInfo
 	}
 	s.version = t.Eras().LegacyVersion("2025-11-25")
+	s.url, s.creds = req.URL.String(), onbehalf.CallerHeaders(req.Header, t.Credentials)
 	// The caller's capabilities and clientInfo go as it spelled them.
-	body := marshal(map[string]any{"jsonrpc": "2.0", "id": "skills-sidecar-bridge", "method": "initialize",
-		"params": map[string]any{"protocolVersion": s.version, "capabilities": caps, "clientInfo": info}})
-	h := t.callerHeaders(req)
-	s.url, s.creds = req.URL.String(), h.Clone()
-	resp, err := t.post(ctx, req, h, body)
+	r, id, err := s.held().Initialize(ctx, s.version, caps, info)
+	resp, err := t.do(r, err)
 	if err != nil {
 		s.err = err
 		return
@@ -349,23 +319,25 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		// Any refusal (401 with an OAuth JSON body, a JSON-RPC error at
-		// 4xx, text) goes to the caller as the upstream sent it, so its
-		// status and WWW-Authenticate start the client's auth flow.
+		// 4xx, text) is the caller's, with its status and
+		// WWW-Authenticate, so the client's auth flow starts; nothing
+		// else of the held session's reply is the caller's.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		s.deny = &refusal{status: resp.StatusCode, header: resp.Header.Clone(), body: b}
-		return
-	}
-	raw, err := readUntilReply(resp, t.maxBytes())
-	if err != nil {
-		s.err = err
-		return
-	}
-	m, err := replyMessage(resp.Header.Get("Content-Type"), raw)
-	if err != nil || m.Kind != rewrite.KindResponse {
-		s.err = fmt.Errorf("upstream refused initialize: %s", bytes.TrimSpace(m.Error))
-		if err != nil {
-			s.err = errors.New("upstream initialize reply unreadable")
+		h := http.Header{}
+		if v, ok := resp.Header["Www-Authenticate"]; ok {
+			h["Www-Authenticate"] = v
 		}
+		s.deny = &onbehalf.Refusal{Status: resp.StatusCode, Header: h, Body: b}
+		return
+	}
+	// Only the reply carrying the initialize's own id answers it.
+	m, err := onbehalf.ReadReply(resp.Header.Get("Content-Type"), resp.Body, id, t.maxBytes())
+	switch {
+	case err != nil:
+		s.err = fmt.Errorf("upstream initialize reply: %w", err)
+		return
+	case m.Kind != rewrite.KindResponse:
+		s.err = fmt.Errorf("upstream refused initialize: %s", bytes.TrimSpace(m.Error))
 		return
 	}
 	if err := json.Unmarshal(m.Result, &s.init); err != nil {
@@ -376,60 +348,31 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		s.version = s.init.ProtocolVersion
 	}
 	s.id = resp.Header.Get("Mcp-Session-Id")
-	h = t.sessionHeaders(req, s)
-	if r, err := t.post(ctx, req, h, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err == nil {
+	if r, err := t.do(s.held().Initialized(ctx)); err == nil {
 		drain(r)
 	}
 }
 
-// callerHeaders are the headers of the caller that go with what the bridge
-// sends on its behalf (onbehalf.CallerHeaders: credentials, trace, user
-// agent, network identity).
-func (t *Transport) callerHeaders(req *http.Request) http.Header {
-	return onbehalf.CallerHeaders(req.Header, t.Credentials)
+// held is s as package onbehalf builds the requests on it: where it
+// lives, the headers of the caller it was opened for (its credentials,
+// trace, user agent, network identity), its id and version.
+func (s *session) held() onbehalf.Held {
+	return onbehalf.Held{URL: s.url, Caller: s.creds, ID: s.id, Version: s.version}
 }
 
-func (t *Transport) sessionHeaders(req *http.Request, s *session) http.Header {
-	h := t.callerHeaders(req)
-	if s.id != "" {
-		h.Set("Mcp-Session-Id", s.id)
-	}
-	h.Set("Mcp-Protocol-Version", s.version)
-	return h
-}
-
-// post sends body to the upstream (the caller's URL) with h.
-func (t *Transport) post(ctx context.Context, req *http.Request, h http.Header, body []byte) (*http.Response, error) {
-	return t.postTo(ctx, req.URL.String(), h, body)
-}
-
-// postOn sends body on the held session s, with the credentials it was
+// postOn sends body on the held session s, with the caller headers it was
 // opened with (not any one caller's: the bridge's own messages on it).
 func (t *Transport) postOn(ctx context.Context, s *session, body []byte) (*http.Response, error) {
-	return t.postTo(ctx, s.url, s.headers(), body)
+	return t.do(s.held().Post(ctx, body))
 }
 
-// headers are what the bridge's own messages on s carry: the credentials
-// it was opened with, its Mcp-Session-Id and protocol version.
-func (s *session) headers() http.Header {
-	h := s.creds.Clone()
-	if s.id != "" {
-		h.Set("Mcp-Session-Id", s.id)
-	}
-	h.Set("Mcp-Protocol-Version", s.version)
-	return h
-}
-
-// postTo sends body to the upstream endpoint url with h.
-func (t *Transport) postTo(ctx context.Context, url string, h http.Header, body []byte) (*http.Response, error) {
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// do sends req, built by package onbehalf (the one builder of requests
+// made for callers), to the upstream.
+func (t *Transport) do(req *http.Request, err error) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.Header = h
-	out.Header.Set("Content-Type", "application/json")
-	out.Header.Set("Accept", "application/json, text/event-stream")
-	return t.Next.RoundTrip(out)
+	return t.Next.RoundTrip(req)
 }
 
 // send forwards the caller's request, made legacy (and given the upstream
@@ -490,12 +433,7 @@ func (t *Transport) endSession(s *session) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.url, nil)
-	if err != nil {
-		return
-	}
-	req.Header = s.headers()
-	if resp, err := t.Next.RoundTrip(req); err == nil {
+	if resp, err := t.do(s.held().End(ctx)); err == nil {
 		drain(resp)
 	}
 }
@@ -503,13 +441,4 @@ func (t *Transport) endSession(s *session) {
 func drain(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-}
-
-// jsonResponse is a reply the bridge makes itself.
-func jsonResponse(req *http.Request, status int, body []byte) *http.Response {
-	return &http.Response{StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
-		Header:        http.Header{"Content-Type": {"application/json"}, "Content-Length": {strconv.Itoa(len(body))}},
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body))}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 const testMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":%s}`
@@ -226,8 +227,8 @@ func BenchmarkHeldSessionMemory(b *testing.B) {
 		w.Header().Set("Mcp-Session-Id", fmt.Sprintf("session-%026d", next))
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"skills-sidecar-bridge","result":{"protocolVersion":"2025-11-25",`+
-			`"capabilities":{"tools":{"listChanged":true},"resources":{"listChanged":true},"logging":{}},"serverInfo":{"name":"up","version":"1.0.0"}}}`)
+		_, _ = io.WriteString(w, initReply(body, `{"protocolVersion":"2025-11-25",`+
+			`"capabilities":{"tools":{"listChanged":true},"resources":{"listChanged":true},"logging":{}},"serverInfo":{"name":"up","version":"1.0.0"}}`))
 	}))
 	defer srv.Close()
 	const n = 2000
@@ -307,7 +308,7 @@ func TestUnknownMethodIs404(t *testing.T) {
 		if strings.Contains(string(b), `"initialize"`) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Mcp-Session-Id", "s1")
-			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"skills-sidecar-bridge","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"up","version":"1"}}}`)
+			fmt.Fprint(w, initReply(b, `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"up","version":"1"}}`))
 			return
 		}
 		if !strings.Contains(string(b), `"id"`) {
@@ -328,4 +329,11 @@ func TestUnknownMethodIs404(t *testing.T) {
 	if code, body := call(t, bt, u, "", "{}", "tools/list"); code != 200 || strings.Contains(body, "id: ") || !strings.Contains(body, ": keep-alive") || !strings.Contains(body, `"code":-32601`) {
 		t.Errorf("SSE upstream, tools/list: %d %q, want the stream kept, without the held session's event ids", code, body)
 	}
+}
+
+// initReply is a legacy server's answer to the initialize in body, with
+// result and the initialize's own id.
+func initReply(body []byte, result string) string {
+	m, _ := rewrite.ParseMessage(body)
+	return `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + result + `}`
 }

@@ -18,6 +18,6 @@
 //
 // The package holds no global state and does no I/O: a Resolver is a
 // value built from the config, a Table counts places under its own lock,
-// and the metrics are injected. It writes no reply: a Refusal is an error
-// value whose Reply the proxy (or a transport's one writer) sends.
+// and the metrics are injected. It must not write a reply: a Refusal is an
+// error value whose Reply the proxy (or a transport's one writer) sends.
 package caller

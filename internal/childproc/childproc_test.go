@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 func TestStartOutputStop(t *testing.T) {
@@ -19,8 +21,7 @@ func TestStartOutputStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop(time.Second)
-	for deadline := time.Now().Add(10 * time.Second); lines.Load() < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-	}
+	testwait.For(t, time.Minute, func() bool { return lines.Load() >= 2 }, "the two lines")
 	if got := p.Output(); got != "hello\nsecond" {
 		t.Errorf("Output() = %q, want the two lines, env applied", got)
 	}

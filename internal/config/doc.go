@@ -8,6 +8,6 @@
 // are errors in every source, and Validate reports every problem at once,
 // each naming the key the user typed.
 //
-// The package does no I/O beyond reading the annotations file it is given a
-// path to; it logs nothing.
+// The package must not do I/O beyond reading the annotations file it is
+// given a path to, nor log.
 package config

@@ -2,7 +2,6 @@ package demo_test
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // TestSkillFiles: the upstream lists every SKILL.md, offers one template
@@ -42,7 +42,7 @@ func TestSkillFiles(t *testing.T) {
 		if err != nil || n != 4 {
 			t.Fatalf("SkillFiles = %d, %v; want the 2 SKILL.md and 2 examples", n, err)
 		}
-		srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+		srv := httptest.NewServer(testupstream.Handler(s, nil))
 		ctx := context.Background()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
 		if err != nil {

@@ -1,7 +1,8 @@
 // Package flagargs owns how the subcommands read a command line: flags may
 // come before or after the positional arguments (`lint DIR --format json`),
 // which the flag package alone stops parsing at, and "--" ends the flags.
-// It parses only; the callers own their flags, messages and exit codes.
+// It parses only: it must not print, exit or define a flag; the callers own
+// their flags, messages and exit codes.
 package flagargs
 
 import "flag"

@@ -3,8 +3,8 @@
 // equal to what the code generates (the configuration, metrics and
 // annotation tables), so documentation cannot drift from the code.
 //
-// It reads and writes only the document it is given; it generates nothing
-// itself.
+// It must not read or write any file but the document it is given, nor
+// generate anything itself: the tables come from their owners.
 package gendoc
 
 import (

@@ -13,25 +13,50 @@ import (
 // costs one system call and catches an upstream that closed (or restarted)
 // while the connection sat idle, which net/http learns from the read
 // goroutine this package does without.
-func alive(nc net.Conn) bool {
+func alive(nc net.Conn) bool { return newPeeker(nc).alive() }
+
+// peeker does alive's peek on one connection. A connection keeps its
+// peeker for life, so a reuse allocates nothing: the raw connection and
+// the callback are made once, at dial.
+type peeker struct {
+	rc   syscall.RawConn // nil: the connection has no descriptor to peek at
+	bad  bool            // the descriptor could not be had: never alive
+	read func(fd uintptr) bool
+	buf  [1]byte
+	err  error
+}
+
+func newPeeker(nc net.Conn) *peeker {
+	pk := &peeker{}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return true
+		return pk
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		pk.bad = true
+		return pk
 	}
-	var buf [1]byte
-	var perr error
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, perr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	pk.rc = rc
+	pk.read = func(fd uintptr) bool {
+		_, _, pk.err = syscall.Recvfrom(int(fd), pk.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		return true
-	})
-	if err != nil {
+	}
+	return pk
+}
+
+func (pk *peeker) alive() bool {
+	switch {
+	case pk.bad:
+		return false
+	case pk.rc == nil:
+		return true
+	}
+	pk.err = nil
+	if err := pk.rc.Read(pk.read); err != nil {
 		return false
 	}
-	switch {
+	switch perr := pk.err; {
 	case errors.Is(perr, syscall.EAGAIN) || errors.Is(perr, syscall.EWOULDBLOCK):
 		return true // nothing to read: open and quiet
 	case perr != nil:

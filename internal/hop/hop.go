@@ -43,6 +43,12 @@
 // not counted in MaxIdle, so it never evicts a pooled connection; there are
 // at most Spares per address. A pooled reuse never touches the spares.
 //
+// A plain request (write.go: a body of known length up to 64 KiB, no
+// trailers, no field net/http's writer would alter) is written by this
+// package, head and body in one write from a pooled buffer, as nginx sends
+// a buffered request; anything else goes through net/http's request
+// writer, which streams its body.
+//
 // The Transport speaks plain http:// only; anything else (https, protocol
 // upgrades) goes to its Fallback.
 package hop
@@ -118,8 +124,9 @@ type Transport struct {
 type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
-	key    string // the pool key: host:port, and the partition's hash
-	addr   string // host:port
+	peek   *peeker // alive's peek, made once at dial
+	key    string  // the pool key: host:port, and the partition's hash
+	addr   string  // host:port
 	reused bool
 
 	pooled bool        // in Transport.idle
@@ -133,10 +140,6 @@ type conn struct {
 // a few hundred bytes (longer header lines are read in pieces), and a read
 // larger than the buffer bypasses it.
 const readBuffer = 2 << 10
-
-// writers recycles request write buffers: a connection needs one only while
-// it writes, not while it waits or streams.
-var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
 
 // RoundTrip implements http.RoundTripper. A request on a reused connection
 // that fails before the upstream could have acted on it (nothing written,
@@ -171,7 +174,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		retry := attempt == 0 && c.reused && ctx.Err() == nil && rewindable(req) &&
+		retry := attempt == 0 && c.reused && ctx.Err() == nil && rewindable(req) && !errors.Is(err, errBodyLength) &&
 			(!wrote || (replayable(req) && errors.Is(err, io.EOF)))
 		if !retry {
 			closeBody(req)
@@ -203,31 +206,11 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		return nil, wrote, err
 	}
 
-	out := req
-	if req.GetBody != nil && req.ContentLength > 0 {
-		// The body is in memory (that is what GetBody says): hand net/http
-		// the rewindable copy, which it recognises, so headers and body go
-		// out in one segment instead of two (a wrapped body makes it flush
-		// the headers first, in case the body is slow to come).
-		if b, err := req.GetBody(); err == nil {
-			out = req.WithContext(ctx)
-			out.Body = b
-			closeBody(req)
-		}
-	}
-	cw := &countingWriter{w: c.nc}
-	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(cw)
-	err := out.Write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	bw.Reset(nil)
-	writers.Put(bw)
+	n, err := writeRequest(c.nc, req)
 	if err != nil {
 		werr := fmt.Errorf("hop: write request: %w", err)
-		if cw.n == 0 || ctx.Err() != nil {
-			return fail(cw.n > 0, werr)
+		if n == 0 || ctx.Err() != nil {
+			return fail(n > 0, werr)
 		}
 		// The upstream stopped taking the request part-way. It may have
 		// answered first (a 401 or 413 before reading a large body, then
@@ -369,7 +352,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 		if c == nil {
 			break
 		}
-		if c.br.Buffered() == 0 && alive(c.nc) {
+		if c.br.Buffered() == 0 && c.peek.alive() {
 			c.reused = true
 			return c, nil
 		}
@@ -385,7 +368,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 		if c == nil {
 			break
 		}
-		if c.br.Buffered() == 0 && alive(c.nc) {
+		if c.br.Buffered() == 0 && c.peek.alive() {
 			c.key = key // from now on the connection is key's, like one it dialled
 			c.reused = true
 			return c, nil
@@ -402,7 +385,7 @@ func (t *Transport) dialConn(ctx context.Context, addr, key string) (*conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("hop: %w", err)
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), key: key, addr: addr}, nil
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), peek: newPeeker(nc), key: key, addr: addr}, nil
 }
 
 // dial connects to addr within DialTimeout.
@@ -628,15 +611,4 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (cw *countingWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.n += int64(n)
-	return n, err
 }

@@ -96,7 +96,7 @@ func (t *Transport) fill(ctx context.Context, addr string, s *spareSet) {
 			}
 			return
 		}
-		c := &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), addr: addr, spare: true, since: time.Now()}
+		c := &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), peek: newPeeker(nc), addr: addr, spare: true, since: time.Now()}
 		c.timer = time.AfterFunc(timeout, func() { t.expire(c) })
 		s.conns = append(s.conns, c)
 		if len(s.conns) >= t.Spares {

@@ -6,8 +6,8 @@
 // "KEY -> ..data/KEY" link is added for each new key, links of keys no
 // longer present are removed, then the previous timestamped folder.
 //
-// It is test tooling: it owns nothing the sidecar runs, and nothing outside
-// tests imports it.
+// It is test tooling: it owns nothing the sidecar runs, and nothing but
+// tests may import it.
 package kubeletvolume
 
 import (

@@ -16,6 +16,8 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // richTools are upstream tools with every field go-sdk can carry, so that
@@ -75,7 +77,7 @@ type agentDetail struct {
 
 // upstreamTools returns the upstream's own tools/list entries for this
 // caller, every page followed, as the raw objects it sent.
-func upstreamTools(t *testing.T, c *caller) (map[string]json.RawMessage, int) {
+func upstreamTools(t *testing.T, c *sidecartest.Caller) (map[string]json.RawMessage, int) {
 	t.Helper()
 	out := map[string]json.RawMessage{}
 	params := map[string]any{}
@@ -84,7 +86,7 @@ func upstreamTools(t *testing.T, c *caller) (map[string]json.RawMessage, int) {
 			Tools      []json.RawMessage `json:"tools"`
 			NextCursor string            `json:"nextCursor"`
 		}
-		c.call("tools/list", params).ok(t, "direct tools/list", &pg)
+		c.Call("tools/list", params).OK(t, "direct tools/list", &pg)
 		for _, raw := range pg.Tools {
 			var n struct {
 				Name string `json:"name"`
@@ -103,13 +105,13 @@ func upstreamTools(t *testing.T, c *caller) (map[string]json.RawMessage, int) {
 	return nil, 0
 }
 
-func agentsSetup(t *testing.T, ctx context.Context, ec eraCase, edit func(*config.Config)) (side, direct *caller, snap *catalog.Snapshot) {
+func agentsSetup(t *testing.T, ctx context.Context, ec eraCase, edit func(*config.Config)) (side, direct *sidecartest.Caller, snap *catalog.Snapshot) {
 	t.Helper()
 	dir := t.TempDir()
-	writeFiles(t, dir, pluginAgents())
+	sidecartest.WriteTree(t, dir, pluginAgents())
 	w := newWatcher(t, dir)
-	up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools()})
-	return dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, edit), ""), dialEra(t, ctx, ec, up.url, ""), w.Snapshot()
+	up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 2, Tools: richTools()})
+	return dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, edit), ""), dialEra(t, ctx, ec, up.URL, ""), w.Snapshot()
 }
 
 func TestAgentsList(t *testing.T) {
@@ -124,7 +126,7 @@ func TestAgentsList(t *testing.T) {
 				Agents     []agentCard `json:"agents"`
 				NextCursor string      `json:"nextCursor"`
 			}
-			c.call("agents/list", params).ok(t, "agents/list", &pg)
+			c.Call("agents/list", params).OK(t, "agents/list", &pg)
 			if len(pg.Agents) > 2 {
 				t.Errorf("agents/list page of %d, page size 2", len(pg.Agents))
 			}
@@ -148,7 +150,7 @@ func TestAgentsList(t *testing.T) {
 			t.Errorf("agents/list took %d pages, want 3", pages+1)
 		}
 		for _, cursor := range []any{"nope", 7, "a1:***", "s1:cmV2aWV3ZXI"} {
-			c.call("agents/list", map[string]any{"cursor": cursor}).failed(t, "agents/list cursor", http.StatusOK, -32602)
+			c.Call("agents/list", map[string]any{"cursor": cursor}).Failed(t, "agents/list cursor", http.StatusOK, -32602)
 		}
 	})
 }
@@ -175,7 +177,7 @@ func TestAgentsGetTools(t *testing.T) {
 		}
 		for _, tt := range tests {
 			var got agentDetail
-			c.call("agents/get", map[string]any{"name": tt.agent}).ok(t, "agents/get "+tt.agent, &got)
+			c.Call("agents/get", map[string]any{"name": tt.agent}).OK(t, "agents/get "+tt.agent, &got)
 			if len(got.Tools) != len(tt.tools) {
 				t.Fatalf("agents/get(%s) has %d tools, want %d", tt.agent, len(got.Tools), len(tt.tools))
 			}
@@ -197,7 +199,7 @@ func TestAgentsGetFields(t *testing.T) {
 		c, _, _ := agentsSetup(t, ctx, ec, nil)
 		get := func(name string) agentDetail {
 			var d agentDetail
-			c.call("agents/get", map[string]any{"name": name}).ok(t, "agents/get "+name, &d)
+			c.Call("agents/get", map[string]any{"name": name}).OK(t, "agents/get "+name, &d)
 			return d
 		}
 		str := func(s string) *string { return &s }
@@ -239,7 +241,7 @@ func TestAgentsGetErrors(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		c, _, _ := agentsSetup(t, ctx, ec, nil)
-		reason := func(e *rpcErr) (string, []string) {
+		reason := func(e *sidecartest.RPCError) (string, []string) {
 			var d struct {
 				Reason  string   `json:"reason"`
 				Missing []string `json:"missing"`
@@ -249,11 +251,11 @@ func TestAgentsGetErrors(t *testing.T) {
 			}
 			return d.Reason, d.Missing
 		}
-		e := c.call("agents/get", map[string]any{"name": "builder"}).failed(t, "agents/get builder", http.StatusOK, -32603)
+		e := c.Call("agents/get", map[string]any{"name": "builder"}).Failed(t, "agents/get builder", http.StatusOK, -32603)
 		if r, missing := reason(e); r != "invalid_agent_definition" || !slices.Equal(missing, []string{"Read", "Bash"}) {
 			t.Errorf("agents/get builder data = %s, want reason invalid_agent_definition and missing [Read Bash]", e.Data)
 		}
-		e = c.call("agents/get", map[string]any{"name": "nobody"}).failed(t, "agents/get nobody", http.StatusOK, -32602)
+		e = c.Call("agents/get", map[string]any{"name": "nobody"}).Failed(t, "agents/get nobody", http.StatusOK, -32602)
 		if r, _ := reason(e); r != "agent_not_found" {
 			t.Errorf("agents/get nobody data = %s, want reason agent_not_found", e.Data)
 		}
@@ -270,21 +272,9 @@ func TestAgentsGetErrors(t *testing.T) {
 		// A name that is not a string (missing and empty names have their
 		// own test).
 		for _, params := range []map[string]any{{"name": 42}, {"name": nil}, {"name": []any{"reviewer"}}, {"name": map[string]any{}}} {
-			c.call("agents/get", params).failed(t, "agents/get with params "+string(mustMarshal(t, params)), http.StatusOK, -32602)
+			c.Call("agents/get", params).Failed(t, "agents/get with params "+string(sidecartest.MustMarshal(t, params)), http.StatusOK, -32602)
 		}
 	})
-}
-
-// errReason returns data.reason of a JSON-RPC error ("" when e is nil or
-// has none).
-func errReason(e *rpcErr) string {
-	var d struct {
-		Reason string `json:"reason"`
-	}
-	if e != nil {
-		_ = json.Unmarshal(e.Data, &d)
-	}
-	return d.Reason
 }
 
 // TestAgentsCP1252FileSkipped: an agent file saved in cp1252 (not UTF-8)
@@ -312,8 +302,8 @@ func TestAgentsCP1252FileSkipped(t *testing.T) {
 		if n := len(snap.Agents()); n != others {
 			t.Errorf("%d agents loaded, want the %d other agent files", n, others)
 		}
-		e := c.call("agents/get", map[string]any{"name": "windows"}).failed(t, "agents/get windows", http.StatusOK, -32602)
-		if r := errReason(e); r != "agent_not_found" {
+		e := c.Call("agents/get", map[string]any{"name": "windows"}).Failed(t, "agents/get windows", http.StatusOK, -32602)
+		if r := e.Reason(); r != "agent_not_found" {
 			t.Errorf("agents/get windows data = %s, want reason agent_not_found", e.Data)
 		}
 	})
@@ -334,8 +324,8 @@ func TestAgentsGetWithoutName(t *testing.T) {
 			{name: "empty name", params: map[string]any{"name": ""}},
 		}
 		for _, tt := range tests {
-			e := c.call("agents/get", tt.params).failed(t, "agents/get with "+tt.name, http.StatusOK, -32602)
-			if r := errReason(e); r == "agent_not_found" {
+			e := c.Call("agents/get", tt.params).Failed(t, "agents/get with "+tt.name, http.StatusOK, -32602)
+			if r := e.Reason(); r == "agent_not_found" {
 				t.Errorf("agents/get with %s: data %s, want an invalid-params reason, not agent_not_found", tt.name, e.Data)
 			}
 		}
@@ -350,7 +340,7 @@ func TestAgentsGetBareStringSkills(t *testing.T) {
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		c, _, _ := agentsSetup(t, ctx, ec, nil)
 		var an agentDetail
-		c.call("agents/get", map[string]any{"name": "analyst"}).ok(t, "agents/get analyst", &an)
+		c.Call("agents/get", map[string]any{"name": "analyst"}).OK(t, "agents/get analyst", &an)
 		m := an.Meta[metaAgentKey]
 		if m.Skills == nil || len(m.Skills) != 0 {
 			t.Errorf("analyst (skills: pdf-processing, a bare string) _meta skills = %v, want an empty mapping", m.Skills)
@@ -369,14 +359,14 @@ func TestAgentsGetCRLF(t *testing.T) {
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		c, _, _ := agentsSetup(t, ctx, ec, nil)
 		var cr agentDetail
-		c.call("agents/get", map[string]any{"name": "crlf-agent"}).ok(t, "agents/get crlf-agent", &cr)
+		c.Call("agents/get", map[string]any{"name": "crlf-agent"}).OK(t, "agents/get crlf-agent", &cr)
 		if cr.Agent != "crlf-agent" {
 			t.Errorf("crlf-agent agent = %q, want its name", cr.Agent)
 		}
 		var page struct {
 			Agents []agentCard `json:"agents"`
 		}
-		c.call("agents/list", map[string]any{}).ok(t, "agents/list", &page)
+		c.Call("agents/list", map[string]any{}).OK(t, "agents/list", &page)
 		for _, a := range page.Agents {
 			if a.Name == "crlf-agent" && a.Description != "Written on Windows." {
 				t.Errorf("crlf-agent description = %q, want %q", a.Description, "Written on Windows.")
@@ -384,18 +374,9 @@ func TestAgentsGetCRLF(t *testing.T) {
 		}
 		want := "Line one.\nLine two.\n\nLine four."
 		if cr.Instructions == nil || *cr.Instructions != want {
-			t.Errorf("crlf-agent instructions = %s, want %q", mustMarshal(t, cr.Instructions), want)
+			t.Errorf("crlf-agent instructions = %s, want %q", sidecartest.MustMarshal(t, cr.Instructions), want)
 		}
 	})
-}
-
-func mustMarshal(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func TestAgentsGetDropUnknownTools(t *testing.T) {
@@ -404,7 +385,7 @@ func TestAgentsGetDropUnknownTools(t *testing.T) {
 		c, direct, _ := agentsSetup(t, ctx, ec, func(c *config.Config) { c.DropUnknownTools = true })
 		byName, _ := upstreamTools(t, direct)
 		var got agentDetail
-		c.call("agents/get", map[string]any{"name": "builder"}).ok(t, "agents/get builder", &got)
+		c.Call("agents/get", map[string]any{"name": "builder"}).OK(t, "agents/get builder", &got)
 		if len(got.Tools) != 1 || !bytes.Equal(got.Tools[0], byName["alpha"]) {
 			t.Errorf("agents/get builder with DropUnknownTools: tools %s, want only the upstream's alpha", got.Tools)
 		}
@@ -419,21 +400,21 @@ func TestAgentsGetRefusedCaller(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		dir := t.TempDir()
-		writeFiles(t, dir, pluginAgents())
+		sidecartest.WriteTree(t, dir, pluginAgents())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, tools: richTools(), token: "s3cret"})
-		side := newSidecar(t, up.url, w.Snapshot, nil)
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 2, Tools: richTools(), Token: "s3cret"})
+		side := newSidecar(t, up.URL, w.Snapshot, nil)
 		good := dialEra(t, ctx, ec, side, "s3cret")
 
 		var d agentDetail
-		good.call("agents/get", map[string]any{"name": "reviewer"}).ok(t, "agents/get with the token", &d)
+		good.Call("agents/get", map[string]any{"name": "reviewer"}).OK(t, "agents/get with the token", &d)
 		if len(d.Tools) != 3 {
 			t.Errorf("agents/get with the token: %d tools, want 3", len(d.Tools))
 		}
 		for _, token := range []string{"", "wrong"} {
 			bad := *good
-			bad.t, bad.token = t, token
-			r := bad.call("agents/get", map[string]any{"name": "reviewer"})
+			bad.T, bad.Token = t, token
+			r := bad.Call("agents/get", map[string]any{"name": "reviewer"})
 			if r.Status != http.StatusUnauthorized {
 				t.Errorf("agents/get with token %q = HTTP %d %s, want 401", token, r.Status, r.Body)
 			}
@@ -456,7 +437,7 @@ func TestAgentsDeclaredDespiteBadSkills(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		dir := t.TempDir()
-		writeFiles(t, dir, map[string]string{
+		sidecartest.WriteTree(t, dir, map[string]string{
 			"skills/mismatch/SKILL.md":    skillMD("other-name", "Name differs from its folder."),
 			"skills/no-front/SKILL.md":    "# no frontmatter\n",
 			"skills/bad-yaml/SKILL.md":    "---\nname: [unclosed\n---\n",
@@ -471,9 +452,9 @@ func TestAgentsDeclaredDespiteBadSkills(t *testing.T) {
 		if n := w.Snapshot().Skipped(); n < 4 {
 			t.Fatalf("%d items skipped, want the bad SKILL.md files skipped: %+v", n, w.Snapshot().Problems())
 		}
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
-		ext := c.cs.InitializeResult().Capabilities.Extensions
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
+		ext := c.CS.InitializeResult().Capabilities.Extensions
 		for _, id := range []string{rewrite.SkillsExtensionID, rewrite.AgentsExtensionID} {
 			if _, ok := ext[id]; !ok {
 				t.Errorf("capabilities.extensions through the sidecar lack %s: %v", id, ext)
@@ -482,14 +463,14 @@ func TestAgentsDeclaredDespiteBadSkills(t *testing.T) {
 		var pg struct {
 			Agents []agentCard `json:"agents"`
 		}
-		c.call("agents/list", nil).ok(t, "agents/list", &pg)
+		c.Call("agents/list", nil).OK(t, "agents/list", &pg)
 		if len(pg.Agents) != 1 || pg.Agents[0].Name != "helper" {
 			t.Errorf("agents/list = %+v, want helper", pg.Agents)
 		}
 		var sk struct {
 			Skills []listedSkill `json:"skills"`
 		}
-		c.call("skills/list", nil).ok(t, "skills/list", &sk)
+		c.Call("skills/list", nil).OK(t, "skills/list", &sk)
 		if len(sk.Skills) != 1 || sk.Skills[0].URI != "skill://fine/SKILL.md" {
 			t.Errorf("skills/list = %+v, want only the good skill", sk.Skills)
 		}
@@ -502,15 +483,15 @@ func TestAgentsEmptyRosterDeclared(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	up := newUpstream(t, upstreamConfig{stateless: true})
-	c := dialVersion(t, ctx, newSidecar(t, up.url, nil, nil), "", "")
-	if _, ok := c.cs.InitializeResult().Capabilities.Extensions[rewrite.AgentsExtensionID]; !ok {
+	up := testupstream.Start(t, testupstream.Config{Stateless: true})
+	c := dialVersion(t, ctx, newSidecar(t, up.URL, nil, nil), "", "")
+	if _, ok := c.CS.InitializeResult().Capabilities.Extensions[rewrite.AgentsExtensionID]; !ok {
 		t.Errorf("agents extension not declared with an empty roster")
 	}
 	var pg struct {
 		Agents []agentCard `json:"agents"`
 	}
-	c.call("agents/list", nil).ok(t, "agents/list", &pg)
+	c.Call("agents/list", nil).OK(t, "agents/list", &pg)
 	if pg.Agents == nil || len(pg.Agents) != 0 {
 		t.Errorf("agents/list with no plugin = %v, want []", pg.Agents)
 	}

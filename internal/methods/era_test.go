@@ -12,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
@@ -50,10 +52,10 @@ func alphaTool() *mcp.Tool {
 func TestModernChecks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, pluginWithAgent())
+	sidecartest.WriteTree(t, dir, pluginWithAgent())
 	w := newWatcher(t, dir)
-	up := newUpstream(t, upstreamConfig{stateless: true, tools: []*mcp.Tool{alphaTool()}})
-	c := &caller{t: t, endpoint: newSidecar(t, up.url, w.Snapshot, nil), modern: true}
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, Tools: []*mcp.Tool{alphaTool()}})
+	c := &sidecartest.Caller{T: t, Endpoint: newSidecar(t, up.URL, w.Snapshot, nil), Modern: true}
 	delMeta := func(key string) func(http.Header, map[string]any) {
 		return func(_ http.Header, req map[string]any) {
 			delete(req["params"].(map[string]any)["_meta"].(map[string]any), key)
@@ -72,13 +74,13 @@ func TestModernChecks(t *testing.T) {
 		edit         func(http.Header, map[string]any)
 		status, code int
 	}{
-		{"missing _meta protocolVersion", delMeta(metaVersionKey), http.StatusBadRequest, -32602},
-		{"missing _meta clientCapabilities", delMeta(metaCapsKey), http.StatusBadRequest, -32602},
+		{"missing _meta protocolVersion", delMeta(sidecartest.MetaVersionKey), http.StatusBadRequest, -32602},
+		{"missing _meta clientCapabilities", delMeta(sidecartest.MetaCapsKey), http.StatusBadRequest, -32602},
 		{"no _meta, modern header", func(_ http.Header, req map[string]any) { delete(req["params"].(map[string]any), "_meta") }, http.StatusBadRequest, -32602},
 		{"Mcp-Method mismatch", setHeader("Mcp-Method", "tools/list"), http.StatusBadRequest, -32020},
-		{"MCP-Protocol-Version mismatch", setHeader("MCP-Protocol-Version", legacyVersion), http.StatusBadRequest, -32020},
+		{"MCP-Protocol-Version mismatch", setHeader("MCP-Protocol-Version", sidecartest.LegacyVersion), http.StatusBadRequest, -32020},
 		{"unsupported version", func(h http.Header, req map[string]any) {
-			setMeta(metaVersionKey, "2099-01-01")(h, req)
+			setMeta(sidecartest.MetaVersionKey, "2099-01-01")(h, req)
 			h.Set("MCP-Protocol-Version", "2099-01-01")
 		}, http.StatusBadRequest, -32022},
 	}
@@ -87,8 +89,8 @@ func TestModernChecks(t *testing.T) {
 			t.Run(call.method+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				c := *c
-				c.t = t
-				e := c.callWith(call.method, call.params, tt.edit).failed(t, call.method+" "+tt.name, tt.status, tt.code)
+				c.T = t
+				e := c.CallWith(call.method, call.params, tt.edit).Failed(t, call.method+" "+tt.name, tt.status, tt.code)
 				if e == nil || tt.code != -32022 {
 					return
 				}
@@ -99,8 +101,8 @@ func TestModernChecks(t *testing.T) {
 				if err := json.Unmarshal(e.Data, &data); err != nil {
 					t.Fatalf("-32022 data %s: %v", e.Data, err)
 				}
-				if diff := cmp.Diff([]string{modernVersion}, data.Supported); diff != "" || data.Requested != "2099-01-01" {
-					t.Errorf("-32022 data = %s, want supported [%s] and requested 2099-01-01", e.Data, modernVersion)
+				if diff := cmp.Diff([]string{sidecartest.ModernVersion}, data.Supported); diff != "" || data.Requested != "2099-01-01" {
+					t.Errorf("-32022 data = %s, want supported [%s] and requested 2099-01-01", e.Data, sidecartest.ModernVersion)
 				}
 			})
 		}
@@ -109,16 +111,16 @@ func TestModernChecks(t *testing.T) {
 		t.Run(call.method+"/unbroken", func(t *testing.T) {
 			t.Parallel()
 			c := *c
-			c.t = t
-			c.call(call.method, call.params).ok(t, call.method, nil)
+			c.T = t
+			c.Call(call.method, call.params).OK(t, call.method, nil)
 		})
 	}
 	t.Run("resources/read/Mcp-Name mismatch", func(t *testing.T) {
 		t.Parallel()
 		c := *c
-		c.t = t
-		c.callWith("resources/read", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}, setHeader("Mcp-Name", "skill://pdf-processing/a.txt")).
-			failed(t, "resources/read Mcp-Name mismatch", http.StatusBadRequest, -32020)
+		c.T = t
+		c.CallWith("resources/read", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}, setHeader("Mcp-Name", "skill://pdf-processing/a.txt")).
+			Failed(t, "resources/read Mcp-Name mismatch", http.StatusBadRequest, -32020)
 	})
 }
 
@@ -151,16 +153,16 @@ func TestResultFields(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				dir := t.TempDir()
-				writeFiles(t, dir, pluginWithAgent())
+				sidecartest.WriteTree(t, dir, pluginWithAgent())
 				w := newWatcher(t, dir)
-				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, tools: []*mcp.Tool{alphaTool()}})
-				c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, cfg.edit), "")
+				up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, Tools: []*mcp.Tool{alphaTool()}})
+				c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, cfg.edit), "")
 				// The build's version, as sidecartest gives it to the assembly.
 				wantInfo := `{"name":"skills-sidecar","version":"test"}`
 				for _, call := range localCalls() {
 					var got resultFields
-					c.call(call.method, call.params).ok(t, call.method, &got)
-					legacyRead := call.method == "resources/read" && !c.modern
+					c.Call(call.method, call.params).OK(t, call.method, &got)
+					legacyRead := call.method == "resources/read" && !c.Modern
 					cacheable := call.method != "resources/directory/read" && !legacyRead
 					if got.ResultType != "complete" && !legacyRead {
 						t.Errorf("%s resultType = %q, want complete", call.method, got.ResultType)
@@ -175,11 +177,11 @@ func TestResultFields(t *testing.T) {
 					}
 					info, has := got.Meta[metaServerKey]
 					switch {
-					case c.modern && !has:
+					case c.Modern && !has:
 						t.Errorf("%s: modern result has no _meta %s", call.method, metaServerKey)
-					case c.modern && string(info) != wantInfo:
+					case c.Modern && string(info) != wantInfo:
 						t.Errorf("%s: _meta serverInfo = %s, want %s", call.method, info, wantInfo)
-					case !c.modern && has:
+					case !c.Modern && has:
 						t.Errorf("%s: legacy result carries _meta %s", call.method, metaServerKey)
 					}
 				}
@@ -198,21 +200,21 @@ func TestModernNonASCIIName(t *testing.T) {
 	dir := t.TempDir()
 	files := pluginPDF()
 	files["skills/pdf-processing/reference/données-é.md"] = "# Données\n"
-	writeFiles(t, dir, files)
+	sidecartest.WriteTree(t, dir, files)
 	w := newWatcher(t, dir)
-	up := newUpstream(t, upstreamConfig{stateless: true, tools: []*mcp.Tool{alphaTool()}})
-	c := &caller{t: t, endpoint: newSidecar(t, up.url, w.Snapshot, nil), modern: true}
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, Tools: []*mcp.Tool{alphaTool()}})
+	c := &sidecartest.Caller{T: t, Endpoint: newSidecar(t, up.URL, w.Snapshot, nil), Modern: true}
 	uri := "skill://pdf-processing/reference/données-é.md"
 	read := map[string]any{"uri": uri}
-	if got := c.call("resources/read", read); got.Status != http.StatusOK || !strings.Contains(string(got.Body), "# Données") {
+	if got := c.Call("resources/read", read); got.Status != http.StatusOK || !strings.Contains(string(got.Body), "# Données") {
 		t.Errorf("resources/read of %s with Mcp-Name %s = %d %s, want the file", uri, wire.EncodeHeaderValue(uri), got.Status, got.Body)
 	}
 	for name, header := range map[string]string{
 		"another file, encoded": wire.EncodeHeaderValue("skill://pdf-processing/reference/données-è.md"),
 		"not base64 of UTF-8":   "=?base64?/w==?=",
 	} {
-		c.callWith("resources/read", read, setHeaderEdit("Mcp-Name", header)).
-			failed(t, "resources/read Mcp-Name "+name, http.StatusBadRequest, -32020)
+		c.CallWith("resources/read", read, setHeaderEdit("Mcp-Name", header)).
+			Failed(t, "resources/read Mcp-Name "+name, http.StatusBadRequest, -32020)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // draftTool is the tool object of the agents draft's agents/get example,
@@ -70,7 +71,7 @@ func TestAgentsGetDraftExampleBytes(t *testing.T) {
 	}
 	golden = bytes.TrimSpace(golden)
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	sidecartest.WriteTree(t, dir, map[string]string{
 		"agents/workflow-agent.md": "---\nname: workflow-agent\ndescription: Investigates delivery pipelines and approvals\n" +
 			"tools: [list_failed_pipelines]\nmodel: sonnet\n---\nHandle delivery readiness and approval workflows.\n",
 	})
@@ -86,11 +87,11 @@ func TestAgentsGetDraftExampleBytes(t *testing.T) {
 			params := `{"name":"workflow-agent"}`
 			h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
 			if modern {
-				params = `{"name":"workflow-agent","_meta":{"` + metaVersionKey + `":"` + modernVersion + `","` + metaCapsKey + `":{}}}`
-				h.Set("MCP-Protocol-Version", modernVersion)
+				params = `{"name":"workflow-agent","_meta":{"` + sidecartest.MetaVersionKey + `":"` + sidecartest.ModernVersion + `","` + sidecartest.MetaCapsKey + `":{}}}`
+				h.Set("MCP-Protocol-Version", sidecartest.ModernVersion)
 				h.Set("Mcp-Method", "agents/get")
 			} else {
-				h.Set("MCP-Protocol-Version", legacyVersion)
+				h.Set("MCP-Protocol-Version", sidecartest.LegacyVersion)
 			}
 			req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"agents/get","params":`+params+`}`))
 			req.Header = h

@@ -1,17 +1,10 @@
 package methods_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/http/httptest"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,30 +13,18 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
-	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
-	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // Wire constants the tests spell out themselves rather than borrow from the
-// code under test, so that a wrong constant there cannot pass here.
+// code under test (sidecartest holds the versions and the request _meta keys).
 const (
-	legacyVersion  = "2025-11-25"
-	modernVersion  = "2026-07-28"
-	metaVersionKey = "io.modelcontextprotocol/protocolVersion"
-	metaCapsKey    = "io.modelcontextprotocol/clientCapabilities"
-	metaServerKey  = "io.modelcontextprotocol/serverInfo"
-	metaAgentKey   = "io.skills-sidecar/agent"
+	metaServerKey = "io.modelcontextprotocol/serverInfo"
+	metaAgentKey  = "io.skills-sidecar/agent"
 )
 
 // pngBytes is a small PNG-looking blob: not valid UTF-8, so served as blob.
 var pngBytes = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0x0d, 'I', 'H', 'D', 'R', 0xff, 0xfe, 0x80}
-
-// writeFiles writes files (slash paths relative to dir) into dir.
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	sidecartest.WriteTree(t, dir, files)
-}
 
 // skillMD returns a conforming SKILL.md for a skill named name.
 func skillMD(name, description string) string {
@@ -59,114 +40,6 @@ func newWatcher(t testing.TB, dir string) *catalog.Watcher {
 		t.Fatalf("NewWatcher(%s) = %v", dir, err)
 	}
 	return w
-}
-
-// upstreamConfig says how to build a go-sdk upstream.
-type upstreamConfig struct {
-	stateless bool
-	// pageSize is ServerOptions.PageSize; 0 means go-sdk's default.
-	pageSize int
-	// tools are added with a handler that echoes their name.
-	tools []*mcp.Tool
-	// resources adds this many test://res/NN text resources.
-	resources int
-	// token, when set, makes every request without "Bearer <token>" a 401.
-	token string
-	// noResourcesMethod answers resources/list with -32601.
-	noResourcesMethod bool
-	// notFound are more methods answered with -32601.
-	notFound []string
-	// ttlMs is the ttlMs of the upstream's cacheable results.
-	ttlMs int
-	// prompts are added with a handler whose one message is the text
-	// "upstream " and the prompt's name.
-	prompts []*mcp.Prompt
-	// files are resources the upstream serves itself, text by URI.
-	files map[string]string
-}
-
-// upstream is a running go-sdk server that records what reached it.
-type upstream struct {
-	url string
-	mu  sync.Mutex
-	got []string // "method uri" of every request that reached the upstream
-}
-
-// seen returns "method uri" for every request the upstream received.
-func (u *upstream) seen() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]string(nil), u.got...)
-}
-
-func newUpstream(t testing.TB, cfg upstreamConfig) *upstream {
-	t.Helper()
-	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{PageSize: cfg.pageSize,
-		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = cfg.ttlMs }})
-	for _, tool := range cfg.tools {
-		s.AddTool(tool, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.Name}}}, nil
-		})
-	}
-	for i := range cfg.resources {
-		uri := fmt.Sprintf("test://res/%02d", i)
-		s.AddResource(&mcp.Resource{URI: uri, Name: fmt.Sprintf("res-%02d", i), MIMEType: "text/plain"},
-			func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "upstream " + r.Params.URI}}}, nil
-			})
-	}
-	for _, p := range cfg.prompts {
-		s.AddPrompt(p, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "upstream " + req.Params.Name}}}}, nil
-		})
-	}
-	for uri, text := range cfg.files {
-		s.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"},
-			func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: text}}}, nil
-			})
-	}
-	if cfg.noResourcesMethod {
-		cfg.notFound = append(cfg.notFound, "resources/list")
-	}
-	if len(cfg.notFound) > 0 {
-		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if slices.Contains(cfg.notFound, method) {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
-				}
-				return next(ctx, method, req)
-			}
-		})
-	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: cfg.stateless})
-	u := &upstream{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			if m, err := rewrite.ParseMessage(body); err == nil && m.Kind == rewrite.KindRequest {
-				var p struct {
-					URI string `json:"uri"`
-				}
-				_ = json.Unmarshal(m.Params, &p)
-				u.mu.Lock()
-				u.got = append(u.got, m.Method+" "+p.URI)
-				u.mu.Unlock()
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		if cfg.token != "" && r.Header.Get("Authorization") != "Bearer "+cfg.token {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="upstream", resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"error":"invalid_token"}`)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	u.url = srv.URL
-	return u
 }
 
 // newSidecar starts the sidecar as the binary assembles it (package
@@ -199,36 +72,23 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// caller sends raw JSON-RPC POSTs the way a go-sdk v1.8.0 client does in its
-// era: legacy requests carry the session id and version header; modern
-// requests carry _meta protocolVersion and clientCapabilities and the
-// MCP-Protocol-Version, Mcp-Method and (resources/read) Mcp-Name headers.
-type caller struct {
-	t        testing.TB
-	endpoint string
-	modern   bool
-	session  string
-	token    string
-	cs       *mcp.ClientSession
-}
-
 // dialEra connects a go-sdk client to endpoint in ec's era: the legacy
 // case asks for 2025-11-25 (the era bridge would otherwise put a default
 // client, which asks for 2026-07-28, on the modern wire in front of the
 // stateful upstream); the modern case asks for the default and gets
 // 2026-07-28 from the stateless upstream.
-func dialEra(t testing.TB, ctx context.Context, ec eraCase, endpoint, token string) *caller {
+func dialEra(t testing.TB, ctx context.Context, ec eraCase, endpoint, token string) *sidecartest.Caller {
 	t.Helper()
 	c := dialVersion(t, ctx, endpoint, token, ec.version)
-	if want := ec.name == "modern"; c.modern != want {
-		t.Fatalf("Connect(%s) for the %s case negotiated modern=%v", endpoint, ec.name, c.modern)
+	if want := ec.name == "modern"; c.Modern != want {
+		t.Fatalf("Connect(%s) for the %s case negotiated modern=%v", endpoint, ec.name, c.Modern)
 	}
 	return c
 }
 
 // dialVersion connects a go-sdk client asking for version ("" is the
 // SDK's default, 2026-07-28) and returns a caller in the era negotiated.
-func dialVersion(t testing.TB, ctx context.Context, endpoint, token, version string) *caller {
+func dialVersion(t testing.TB, ctx context.Context, endpoint, token, version string) *sidecartest.Caller {
 	t.Helper()
 	hc := &http.Client{Timeout: 20 * time.Second}
 	if token != "" {
@@ -243,11 +103,11 @@ func dialVersion(t testing.TB, ctx context.Context, endpoint, token, version str
 	t.Cleanup(func() { _ = cs.Close() })
 	v := cs.InitializeResult().ProtocolVersion
 	switch v {
-	case legacyVersion, modernVersion:
+	case sidecartest.LegacyVersion, sidecartest.ModernVersion:
 	default:
-		t.Fatalf("negotiated version %q, want %s or %s", v, legacyVersion, modernVersion)
+		t.Fatalf("negotiated version %q, want %s or %s", v, sidecartest.LegacyVersion, sidecartest.ModernVersion)
 	}
-	return &caller{t: t, endpoint: endpoint, modern: v == modernVersion, session: cs.ID(), token: token, cs: cs}
+	return &sidecartest.Caller{T: t, Endpoint: endpoint, Modern: v == sidecartest.ModernVersion, Session: cs.ID(), Token: token, CS: cs}
 }
 
 // eraCase is one era and the upstream that puts a go-sdk client in it.
@@ -258,7 +118,7 @@ type eraCase struct {
 }
 
 func eras() []eraCase {
-	return []eraCase{{name: "legacy", stateless: false, version: legacyVersion}, {name: "modern", stateless: true}}
+	return []eraCase{{name: "legacy", stateless: false, version: sidecartest.LegacyVersion}, {name: "modern", stateless: true}}
 }
 
 // eachEra runs fn as a parallel subtest per era, with a context bounded to
@@ -273,121 +133,6 @@ func eachEra(t *testing.T, fn func(t *testing.T, ctx context.Context, ec eraCase
 			fn(t, ctx, ec)
 		})
 	}
-}
-
-// rpcErr is a JSON-RPC error object.
-type rpcErr struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-}
-
-// reply is one HTTP reply carrying one JSON-RPC response.
-type reply struct {
-	Status int
-	Header http.Header
-	Body   []byte // the JSON-RPC message (the data of the SSE event when streamed)
-	Result json.RawMessage
-	Error  *rpcErr
-}
-
-// call sends method with params in the caller's era and returns the reply.
-func (c *caller) call(method string, params map[string]any) reply {
-	c.t.Helper()
-	return c.callWith(method, params, nil)
-}
-
-// callWith is call with a hook that edits the headers and the decoded
-// request before it is sent (to break one thing on purpose).
-func (c *caller) callWith(method string, params map[string]any, edit func(h http.Header, req map[string]any)) reply {
-	c.t.Helper()
-	p := map[string]any{}
-	for k, v := range params {
-		p[k] = v
-	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	if c.token != "" {
-		h.Set("Authorization", "Bearer "+c.token)
-	}
-	if c.modern {
-		p["_meta"] = map[string]any{metaVersionKey: modernVersion, metaCapsKey: map[string]any{}}
-		h.Set("MCP-Protocol-Version", modernVersion)
-		h.Set("Mcp-Method", method)
-		if uri, ok := p[wire.NameParam(method)].(string); ok {
-			h.Set("Mcp-Name", wire.EncodeHeaderValue(uri)) // as a conformant client writes it
-		}
-	} else {
-		h.Set("MCP-Protocol-Version", legacyVersion)
-		if c.session != "" {
-			h.Set("Mcp-Session-Id", c.session)
-		}
-	}
-	req := map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": p}
-	if edit != nil {
-		edit(h, req)
-	}
-	return post(c.t, c.endpoint, h, req)
-}
-
-func post(t testing.TB, endpoint string, h http.Header, req any) reply {
-	t.Helper()
-	body, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, raw := sidecartest.Post(t, endpoint, string(body), h)
-	rp := reply{Status: resp.StatusCode, Header: resp.Header, Body: raw}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		rp.Body = nil
-		sr := rewrite.NewReader(bytes.NewReader(raw), 0)
-		for {
-			ev, err := sr.Next()
-			if err != nil {
-				break
-			}
-			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) {
-				rp.Body = ev.Data
-				break
-			}
-		}
-	}
-	var msg struct {
-		Result json.RawMessage `json:"result"`
-		Error  *rpcErr         `json:"error"`
-	}
-	if len(rp.Body) > 0 && json.Unmarshal(rp.Body, &msg) == nil {
-		rp.Result, rp.Error = msg.Result, msg.Error
-	}
-	return rp
-}
-
-// ok fails the test unless the reply is a 200 success, and decodes its
-// result into v when v is not nil.
-func (r reply) ok(t testing.TB, what string, v any) {
-	t.Helper()
-	if r.Status != http.StatusOK || r.Error != nil || r.Result == nil {
-		t.Fatalf("%s: HTTP %d, body %s; want HTTP 200 with a result", what, r.Status, r.Body)
-	}
-	if v != nil {
-		if err := json.Unmarshal(r.Result, v); err != nil {
-			t.Fatalf("%s: decode result %s: %v", what, r.Result, err)
-		}
-	}
-}
-
-// failed fails the test unless the reply is a JSON-RPC error with this code
-// carried by this HTTP status.
-func (r reply) failed(t testing.TB, what string, status, code int) *rpcErr {
-	t.Helper()
-	if r.Error == nil {
-		t.Fatalf("%s: HTTP %d, body %s; want error %d", what, r.Status, r.Body, code)
-	}
-	if r.Status != status || r.Error.Code != code {
-		t.Errorf("%s = HTTP %d code %d (%s), want HTTP %d code %d", what, r.Status, r.Error.Code, r.Error.Message, status, code)
-	}
-	return r.Error
 }
 
 // wireCode returns the JSON-RPC code of an error a go-sdk client returned.

@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // compatPlugin has two skills of the same name under different paths (two
@@ -35,17 +36,17 @@ func compatPlugin() map[string]string {
 // compatUpstream has tools and prompts of its own; one of each uses a name
 // the sidecar derives (skill_read, skill_a__refunds), so the upstream's
 // must win.
-func compatUpstream(t *testing.T, ec eraCase, token string) *upstream {
-	return newUpstream(t, upstreamConfig{stateless: ec.stateless, token: token,
-		tools:   []*mcp.Tool{alphaTool(), {Name: "skill_read", InputSchema: &jsonschema.Schema{Type: "object"}}},
-		prompts: []*mcp.Prompt{{Name: "greet", Description: "Says hello."}, {Name: "skill_a__refunds", Description: "The upstream's own."}}})
+func compatUpstream(t *testing.T, ec eraCase, token string) *testupstream.Upstream {
+	return testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, Token: token,
+		Tools:   []*mcp.Tool{alphaTool(), {Name: "skill_read", InputSchema: &jsonschema.Schema{Type: "object"}}},
+		Prompts: []*mcp.Prompt{{Name: "greet", Description: "Says hello."}, {Name: "skill_a__refunds", Description: "The upstream's own."}}})
 }
 
-func compatSidecar(t *testing.T, up *upstream, edit func(*config.Config)) string {
+func compatSidecar(t *testing.T, up *testupstream.Upstream, edit func(*config.Config)) string {
 	dir := t.TempDir()
-	writeFiles(t, dir, compatPlugin())
+	sidecartest.WriteTree(t, dir, compatPlugin())
 	w := newWatcher(t, dir)
-	return newSidecar(t, up.url, w.Snapshot, func(c *config.Config) {
+	return newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) {
 		c.HostCompat = "prompts,tools"
 		if edit != nil {
 			edit(c)
@@ -55,10 +56,10 @@ func compatSidecar(t *testing.T, up *upstream, edit func(*config.Config)) string
 
 // rawList returns a listing's entries by name, each as the bytes on the
 // wire.
-func rawList(t *testing.T, r reply, key string) map[string]json.RawMessage {
+func rawList(t *testing.T, r sidecartest.Reply, key string) map[string]json.RawMessage {
 	t.Helper()
 	var res map[string]json.RawMessage
-	r.ok(t, key+"/list", &res)
+	r.OK(t, key+"/list", &res)
 	var items []json.RawMessage
 	if err := json.Unmarshal(res[key], &items); err != nil {
 		t.Fatalf("%s/list: %s", key, r.Result)
@@ -95,12 +96,12 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 		up := compatUpstream(t, ec, "tok")
 		side := compatSidecar(t, up, func(c *config.Config) { c.AuthGate = "upstream" })
 		via := dialEra(t, ctx, ec, side, "tok")
-		direct := dialEra(t, ctx, ec, up.url, "tok")
+		direct := dialEra(t, ctx, ec, up.URL, "tok")
 
 		// Merged tools/list: the upstream's two byte for byte, then the
 		// loading tool; the reading tool's name is the upstream's.
-		tools := rawList(t, via.call("tools/list", nil), "tools")
-		upTools := rawList(t, direct.call("tools/list", nil), "tools")
+		tools := rawList(t, via.Call("tools/list", nil), "tools")
+		upTools := rawList(t, direct.Call("tools/list", nil), "tools")
 		if got, want := names(tools), []string{"alpha", "skill_load", "skill_read"}; !slices.Equal(got, want) {
 			t.Fatalf("tools/list names = %v, want %v", got, want)
 		}
@@ -109,8 +110,8 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 				t.Errorf("tools/list entry %s = %s, want the upstream's %s", n, tools[n], raw)
 			}
 		}
-		prompts := rawList(t, via.call("prompts/list", nil), "prompts")
-		upPrompts := rawList(t, direct.call("prompts/list", nil), "prompts")
+		prompts := rawList(t, via.Call("prompts/list", nil), "prompts")
+		upPrompts := rawList(t, direct.Call("prompts/list", nil), "prompts")
 		if got, want := names(prompts), []string{"greet", "skill_a__refunds", "skill_b__refunds", "skill_docs"}; !slices.Equal(got, want) {
 			t.Fatalf("prompts/list names = %v, want %v", got, want)
 		}
@@ -120,29 +121,29 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 			}
 		}
 		// The go-sdk client sees the same lists.
-		lt, err := via.cs.ListTools(ctx, nil)
+		lt, err := via.CS.ListTools(ctx, nil)
 		if err != nil || len(lt.Tools) != 3 {
 			t.Fatalf("ListTools = %v, %v; want 3 tools", lt, err)
 		}
 
 		// The colliding names are the upstream's to answer.
-		gp, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_a__refunds"})
+		gp, err := via.CS.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_a__refunds"})
 		if err != nil || len(gp.Messages) != 1 || gp.Messages[0].Content.(*mcp.TextContent).Text != "upstream skill_a__refunds" {
 			t.Errorf("GetPrompt(skill_a__refunds) = %+v, %v; want the upstream's", gp, err)
 		}
-		ct, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "skill_read", Arguments: map[string]any{"uri": "skill://docs/SKILL.md"}})
+		ct, err := via.CS.CallTool(ctx, &mcp.CallToolParams{Name: "skill_read", Arguments: map[string]any{"uri": "skill://docs/SKILL.md"}})
 		if err != nil || ct.IsError || ct.Content[0].(*mcp.TextContent).Text != "skill_read" {
 			t.Errorf("CallTool(skill_read) = %+v, %v; want the upstream's echo", ct, err)
 		}
 
 		// prompts/get of the sidecar's: SKILL.md embedded as resources/read
 		// serves it, byte for byte, and the other file as a link.
-		read := via.call("resources/read", map[string]any{"uri": "skill://docs/SKILL.md"})
+		read := via.Call("resources/read", map[string]any{"uri": "skill://docs/SKILL.md"})
 		var rr struct {
 			Contents []json.RawMessage `json:"contents"`
 		}
-		read.ok(t, "resources/read", &rr)
-		pg := via.call("prompts/get", map[string]any{"name": "skill_docs"})
+		read.OK(t, "resources/read", &rr)
+		pg := via.Call("prompts/get", map[string]any{"name": "skill_docs"})
 		var got struct {
 			Description string `json:"description"`
 			Messages    []struct {
@@ -150,7 +151,7 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 				Content json.RawMessage `json:"content"`
 			} `json:"messages"`
 		}
-		pg.ok(t, "prompts/get", &got)
+		pg.OK(t, "prompts/get", &got)
 		if len(got.Messages) != 2 || got.Description != "Writing docs." {
 			t.Fatalf("prompts/get skill_docs = %s, want SKILL.md and one link", pg.Result)
 		}
@@ -161,11 +162,11 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 		if link := string(got.Messages[1].Content); !strings.Contains(link, `"type":"resource_link"`) || !strings.Contains(link, `"uri":"skill://docs/examples/example.md"`) {
 			t.Errorf("prompts/get second message = %s, want a resource_link to the example", link)
 		}
-		sdkPrompt, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_b__refunds"})
+		sdkPrompt, err := via.CS.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_b__refunds"})
 		if err != nil {
 			t.Fatalf("GetPrompt(skill_b__refunds) = %v", err)
 		}
-		res, err := via.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://b/refunds/SKILL.md"})
+		res, err := via.CS.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://b/refunds/SKILL.md"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +176,7 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 
 		// The loading tool: SKILL.md's text and the files, with structured
 		// output valid against the tool's outputSchema.
-		load, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "docs"}})
+		load, err := via.CS.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "docs"}})
 		if err != nil || load.IsError {
 			t.Fatalf("CallTool(skill_load) = %+v, %v", load, err)
 		}
@@ -184,7 +185,7 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 				Text string `json:"text"`
 			} `json:"contents"`
 		}
-		read.ok(t, "resources/read", &docsRead)
+		read.OK(t, "resources/read", &docsRead)
 		if txt := load.Content[0].(*mcp.TextContent).Text; txt != docsRead.Contents[0].Text {
 			t.Errorf("skill_load text = %q, want %q", txt, docsRead.Contents[0].Text)
 		}
@@ -194,7 +195,7 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 			t.Errorf("skill_load structured = %v", sc)
 		}
 		// A tool failure is a result with isError, not a JSON-RPC error.
-		bad, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "nope"}})
+		bad, err := via.CS.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "nope"}})
 		if err != nil || !bad.IsError {
 			t.Errorf("CallTool(skill_load, nope) = %+v, %v; want isError", bad, err)
 		}
@@ -202,7 +203,7 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 		// No token: the sidecar's prompts and tools are refused as
 		// skills/* are.
 		anon := *via
-		anon.token = ""
+		anon.Token = ""
 		for _, m := range []struct {
 			method string
 			params map[string]any
@@ -211,7 +212,7 @@ func TestHostCompatThroughSidecar(t *testing.T) {
 			{"tools/call", map[string]any{"name": "skill_load", "arguments": map[string]any{"skill": "docs"}}},
 			{"skills/list", nil},
 		} {
-			if r := anon.call(m.method, m.params); r.Status != http.StatusUnauthorized || r.Result != nil {
+			if r := anon.Call(m.method, m.params); r.Status != http.StatusUnauthorized || r.Result != nil {
 				t.Errorf("%s without the token = HTTP %d %s, want 401 and no result", m.method, r.Status, r.Body)
 			}
 		}
@@ -251,7 +252,7 @@ func TestHostCompatReadTool(t *testing.T) {
 	up := compatUpstream(t, eras()[0], "")
 	side := compatSidecar(t, up, func(c *config.Config) { c.HostCompatPrefix = "kb-" })
 	via := dialEra(t, ctx, eras()[0], side, "")
-	lt, err := via.cs.ListTools(ctx, nil)
+	lt, err := via.CS.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,12 +263,12 @@ func TestHostCompatReadTool(t *testing.T) {
 	if want := []string{"alpha", "skill_read", "kb-load", "kb-read"}; !slices.Equal(ns, want) {
 		t.Errorf("tools = %v, want %v", ns, want)
 	}
-	res, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "kb-read", Arguments: map[string]any{"uri": "skill://docs/examples/example.md"}})
+	res, err := via.CS.CallTool(ctx, &mcp.CallToolParams{Name: "kb-read", Arguments: map[string]any{"uri": "skill://docs/examples/example.md"}})
 	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "# An example\n" {
 		t.Fatalf("CallTool(kb-read) = %+v, %v", res, err)
 	}
 	validate(t, lt, "kb-read", res.StructuredContent)
-	res, err = via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "kb-read", Arguments: map[string]any{"uri": "skill://docs/missing.md"}})
+	res, err = via.CS.CallTool(ctx, &mcp.CallToolParams{Name: "kb-read", Arguments: map[string]any{"uri": "skill://docs/missing.md"}})
 	if err != nil || !res.IsError {
 		t.Errorf("CallTool(kb-read, missing) = %+v, %v; want isError", res, err)
 	}
@@ -281,10 +282,10 @@ func TestHostCompatOff(t *testing.T) {
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		up := compatUpstream(t, ec, "")
 		dir := t.TempDir()
-		writeFiles(t, dir, compatPlugin())
-		side := newSidecar(t, up.url, newWatcher(t, dir).Snapshot, nil)
+		sidecartest.WriteTree(t, dir, compatPlugin())
+		side := newSidecar(t, up.URL, newWatcher(t, dir).Snapshot, nil)
 		via := dialEra(t, ctx, ec, side, "")
-		direct := dialEra(t, ctx, ec, up.url, "")
+		direct := dialEra(t, ctx, ec, up.URL, "")
 		for _, m := range []struct {
 			method string
 			params map[string]any
@@ -293,12 +294,12 @@ func TestHostCompatOff(t *testing.T) {
 			{"tools/call", map[string]any{"name": "skill_load", "arguments": map[string]any{"skill": "docs"}}},
 			{"prompts/get", map[string]any{"name": "skill_docs"}},
 		} {
-			a, b := via.call(m.method, m.params), direct.call(m.method, m.params)
+			a, b := via.Call(m.method, m.params), direct.Call(m.method, m.params)
 			if !bytes.Equal(a.Body, b.Body) {
 				t.Errorf("%s through the sidecar = %s\nwant the upstream's %s", m.method, a.Body, b.Body)
 			}
 		}
-		a, b := via.cs.InitializeResult().Capabilities, direct.cs.InitializeResult().Capabilities
+		a, b := via.CS.InitializeResult().Capabilities, direct.CS.InitializeResult().Capabilities
 		if !reflect.DeepEqual(a.Prompts, b.Prompts) || !reflect.DeepEqual(a.Tools, b.Tools) {
 			t.Errorf("prompts, tools capabilities = %+v, %+v; want the upstream's %+v, %+v", a.Prompts, a.Tools, b.Prompts, b.Tools)
 		}
@@ -311,15 +312,15 @@ func TestHostCompatOldClient(t *testing.T) {
 	t.Parallel()
 	up := compatUpstream(t, eraCase{stateless: true}, "")
 	side := compatSidecar(t, up, nil)
-	c := &caller{t: t, endpoint: side}
+	c := &sidecartest.Caller{T: t, Endpoint: side}
 	for _, v := range []string{"2025-03-26", ""} {
-		r := c.callWith("prompts/get", map[string]any{"name": "skill_docs"}, func(h http.Header, _ map[string]any) {
+		r := c.CallWith("prompts/get", map[string]any{"name": "skill_docs"}, func(h http.Header, _ map[string]any) {
 			h.Del("MCP-Protocol-Version")
 			if v != "" {
 				h.Set("MCP-Protocol-Version", v)
 			}
 		})
-		r.ok(t, "prompts/get "+v, nil)
+		r.OK(t, "prompts/get "+v, nil)
 		if s := string(r.Result); strings.Contains(s, "resource_link") || !strings.Contains(s, `"type":"text"`) || !strings.Contains(s, "skill://docs/examples/example.md") {
 			t.Errorf("prompts/get at %q = %s, want the file named in text, no resource_link", v, s)
 		}
@@ -333,25 +334,25 @@ func TestHostCompatUpstreamFiles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	served := "---\r\nname: docs\r\ndescription: Writing docs.\r\n---\r\n# docs, as the upstream serves it\r\n"
-	up := newUpstream(t, upstreamConfig{files: map[string]string{"skill://docs/SKILL.md": served}})
+	up := testupstream.Start(t, testupstream.Config{Files: map[string]string{"skill://docs/SKILL.md": served}})
 	dir := t.TempDir()
-	writeFiles(t, dir, compatPlugin())
-	side := newSidecar(t, up.url, newWatcher(t, dir).Snapshot, func(c *config.Config) {
+	sidecartest.WriteTree(t, dir, compatPlugin())
+	side := newSidecar(t, up.URL, newWatcher(t, dir).Snapshot, func(c *config.Config) {
 		c.HostCompat, c.UpstreamFiles = "prompts,tools", "auto"
 	})
 	via := dialEra(t, ctx, eras()[0], side, "")
-	read, err := via.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://docs/SKILL.md"})
+	read, err := via.CS.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://docs/SKILL.md"})
 	if err != nil || read.Contents[0].Text != served {
 		t.Fatalf("ReadResource = %+v, %v; want the upstream's bytes", read, err)
 	}
-	gp, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_docs"})
+	gp, err := via.CS.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_docs"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if er, ok := gp.Messages[0].Content.(*mcp.EmbeddedResource); !ok || er.Resource.Text != served {
 		t.Errorf("GetPrompt = %+v, want the upstream's bytes", gp.Messages[0].Content)
 	}
-	load, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "docs"}})
+	load, err := via.CS.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "docs"}})
 	if err != nil || load.IsError || load.Content[0].(*mcp.TextContent).Text != served {
 		t.Errorf("CallTool(skill_load) = %+v, %v; want the upstream's bytes", load, err)
 	}
@@ -366,8 +367,8 @@ func TestHostCompatListChanged(t *testing.T) {
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		up := compatUpstream(t, ec, "")
 		dir := t.TempDir()
-		writeFiles(t, dir, compatPlugin())
-		side := sidecartest.Start(t, up.url, sidecartest.Options{Config: func(c *config.Config) {
+		sidecartest.WriteTree(t, dir, compatPlugin())
+		side := sidecartest.Start(t, up.URL, sidecartest.Options{Config: func(c *config.Config) {
 			c.AuthGate, c.UpstreamFiles, c.PluginDir, c.HostCompat = "none", "off", dir, "prompts,tools"
 		}})
 		prompts, tools := make(chan struct{}, 64), make(chan struct{}, 64)
@@ -388,7 +389,7 @@ func TestHostCompatListChanged(t *testing.T) {
 		// The client's stream opens on its own time: a change made before
 		// it is missed, so changes are made until one arrives (bounded).
 		for i := range 50 {
-			writeFiles(t, dir, map[string]string{"skills/new/SKILL.md": skillMD("new", fmt.Sprintf("Change %d.", i))})
+			sidecartest.WriteTree(t, dir, map[string]string{"skills/new/SKILL.md": skillMD("new", fmt.Sprintf("Change %d.", i))})
 			select {
 			case <-prompts:
 				select {
@@ -411,7 +412,7 @@ func TestHostCompatModernCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ec := eras()[1]
-	up := newUpstream(t, upstreamConfig{stateless: true, ttlMs: 60000, tools: []*mcp.Tool{alphaTool()}, prompts: []*mcp.Prompt{{Name: "greet"}}})
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, TTLMs: 60000, Tools: []*mcp.Tool{alphaTool()}, Prompts: []*mcp.Prompt{{Name: "greet"}}})
 	for _, tt := range []struct {
 		ttl   int64
 		scope string
@@ -423,14 +424,14 @@ func TestHostCompatModernCache(t *testing.T) {
 	} {
 		side := compatSidecar(t, up, func(c *config.Config) { c.CacheTTLMs, c.CacheScope = tt.ttl, tt.scope })
 		via := dialEra(t, ctx, ec, side, "")
-		direct := dialEra(t, ctx, ec, up.url, "")
+		direct := dialEra(t, ctx, ec, up.URL, "")
 		for _, m := range []string{"tools/list", "prompts/list"} {
 			var got, theirs struct {
 				TTL   *int64 `json:"ttlMs"`
 				Scope string `json:"cacheScope"`
 			}
-			via.call(m, nil).ok(t, m, &got)
-			direct.call(m, nil).ok(t, m, &theirs)
+			via.Call(m, nil).OK(t, m, &got)
+			direct.Call(m, nil).OK(t, m, &theirs)
 			if theirs.TTL == nil || *theirs.TTL != 60000 || theirs.Scope != "public" {
 				t.Fatalf("the upstream's %s cache fields = %v %q, the test assumes 60000 and public", m, theirs.TTL, theirs.Scope)
 			}
@@ -448,26 +449,26 @@ func TestHostCompatModernCache(t *testing.T) {
 func TestHostCompatBareUpstream(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, notFound: []string{"tools/list", "prompts/list"}})
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, NotFound: []string{"tools/list", "prompts/list"}})
 		side := compatSidecar(t, up, nil)
 		via := dialEra(t, ctx, ec, side, "")
-		caps := via.cs.InitializeResult().Capabilities
+		caps := via.CS.InitializeResult().Capabilities
 		if caps.Tools == nil || caps.Prompts == nil {
 			t.Fatalf("capabilities = %+v, want tools and prompts declared", caps)
 		}
-		lt, err := via.cs.ListTools(ctx, nil)
+		lt, err := via.CS.ListTools(ctx, nil)
 		if err != nil || len(lt.Tools) != 2 {
 			t.Fatalf("ListTools = %+v, %v; want the sidecar's two", lt, err)
 		}
-		lp, err := via.cs.ListPrompts(ctx, nil)
+		lp, err := via.CS.ListPrompts(ctx, nil)
 		if err != nil || len(lp.Prompts) != 3 {
 			t.Fatalf("ListPrompts = %+v, %v; want the sidecar's three", lp, err)
 		}
-		res, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "b/refunds"}})
+		res, err := via.CS.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "b/refunds"}})
 		if err != nil || res.IsError {
 			t.Fatalf("CallTool(skill_load) = %+v, %v", res, err)
 		}
-		if _, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_docs"}); err != nil {
+		if _, err := via.CS.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_docs"}); err != nil {
 			t.Errorf("GetPrompt(skill_docs) = %v", err)
 		}
 	})
@@ -485,14 +486,14 @@ func TestHostCompatAgents(t *testing.T) {
 		files := compatPlugin()
 		files["agents/helper.md"] = "---\nname: helper\ndescription: Helps.\ntools: [alpha, skill_load]\n---\nHelp <well> & \"quickly\".\n"
 		files["agents/quiet.md"] = "---\nname: quiet\ndescription: Says nothing.\n---\n"
-		writeFiles(t, dir, files)
-		side := newSidecar(t, up.url, newWatcher(t, dir).Snapshot, func(c *config.Config) { c.HostCompat = "prompts,tools" })
+		sidecartest.WriteTree(t, dir, files)
+		side := newSidecar(t, up.URL, newWatcher(t, dir).Snapshot, func(c *config.Config) { c.HostCompat = "prompts,tools" })
 		via := dialEra(t, ctx, ec, side, "")
-		e := via.call("agents/get", map[string]any{"name": "helper"}).failed(t, "agents/get helper", http.StatusOK, -32603)
+		e := via.Call("agents/get", map[string]any{"name": "helper"}).Failed(t, "agents/get helper", http.StatusOK, -32603)
 		if !strings.Contains(string(e.Data), "skill_load") || strings.Contains(string(e.Data), "alpha") {
 			t.Errorf("agents/get helper error data = %s, want skill_load (and only it) missing", e.Data)
 		}
-		prompts := rawList(t, via.call("prompts/list", nil), "prompts")
+		prompts := rawList(t, via.Call("prompts/list", nil), "prompts")
 		if _, ok := prompts["skill_agent__quiet"]; ok {
 			t.Errorf("prompts/list has a prompt for an agent without instructions")
 		}
@@ -500,7 +501,7 @@ func TestHostCompatAgents(t *testing.T) {
 		if err := json.Unmarshal(prompts["skill_agent__helper"], &entry); err != nil || entry.Title != "helper" || entry.Description != "Helps." {
 			t.Fatalf("prompts/list entry skill_agent__helper = %s", prompts["skill_agent__helper"])
 		}
-		gp, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_agent__helper"})
+		gp, err := via.CS.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_agent__helper"})
 		if err != nil || len(gp.Messages) != 1 {
 			t.Fatalf("GetPrompt(skill_agent__helper) = %+v, %v", gp, err)
 		}
@@ -517,12 +518,12 @@ func TestHostCompatAgents(t *testing.T) {
 func TestHostCompatPaging(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 1,
-			prompts: []*mcp.Prompt{{Name: "skill_a__refunds"}, {Name: "zeta"}}})
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 1,
+			Prompts: []*mcp.Prompt{{Name: "skill_a__refunds"}, {Name: "zeta"}}})
 		side := compatSidecar(t, up, func(c *config.Config) { c.PageSize = 1 })
 		via := dialEra(t, ctx, ec, side, "")
 		var got []string
-		for p, err := range via.cs.Prompts(ctx, nil) {
+		for p, err := range via.CS.Prompts(ctx, nil) {
 			if err != nil {
 				t.Fatalf("Prompts: %v (so far %v)", err, got)
 			}
@@ -534,7 +535,7 @@ func TestHostCompatPaging(t *testing.T) {
 		}
 		// The two tools are never split across pages.
 		var tools []string
-		for tool, err := range via.cs.Tools(ctx, nil) {
+		for tool, err := range via.CS.Tools(ctx, nil) {
 			if err != nil {
 				t.Fatalf("Tools: %v (so far %v)", err, tools)
 			}
@@ -559,16 +560,16 @@ func TestHostCompatModernOnlyUpstream(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	writeFiles(t, dir, compatPlugin())
+	sidecartest.WriteTree(t, dir, compatPlugin())
 	s := sidecartest.Start(t, srv.URL+"/mcp", sidecartest.Options{Snapshot: newWatcher(t, dir).Snapshot, Config: func(c *config.Config) {
 		c.AuthGate, c.UpstreamFiles, c.HostCompat = "none", "off", "prompts,tools"
 	}})
 	s.WaitEras(t)
 	via := dialEra(t, ctx, eras()[0], s.URL, "")
-	if caps := via.cs.InitializeResult().Capabilities; caps.Prompts == nil || !caps.Prompts.ListChanged {
+	if caps := via.CS.InitializeResult().Capabilities; caps.Prompts == nil || !caps.Prompts.ListChanged {
 		t.Errorf("prompts capability = %+v, want it declared with listChanged", caps.Prompts)
 	}
-	lt, err := via.cs.ListTools(ctx, nil)
+	lt, err := via.CS.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,12 +580,12 @@ func TestHostCompatModernOnlyUpstream(t *testing.T) {
 	if want := []string{"add", "echo", "skill_load", "skill_read"}; !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}
-	res, err := via.cs.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "docs"}})
+	res, err := via.CS.CallTool(ctx, &mcp.CallToolParams{Name: "skill_load", Arguments: map[string]any{"skill": "docs"}})
 	if err != nil || res.IsError {
 		t.Fatalf("CallTool(skill_load) = %+v, %v", res, err)
 	}
 	validate(t, lt, "skill_load", res.StructuredContent)
-	if _, err := via.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_docs"}); err != nil {
+	if _, err := via.CS.GetPrompt(ctx, &mcp.GetPromptParams{Name: "skill_docs"}); err != nil {
 		t.Errorf("GetPrompt(skill_docs) = %v", err)
 	}
 }

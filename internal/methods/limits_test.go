@@ -60,8 +60,8 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 		{"resources/list", map[string]any{}},
 	} {
 		hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
-		rp := post(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-1", "method": tt.method, "params": tt.params})
-		e := rp.failed(t, tt.method, http.StatusBadGateway, jsonrpc.CodeInternalError)
+		rp := sidecartest.PostJSON(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-1", "method": tt.method, "params": tt.params})
+		e := rp.Failed(t, tt.method, http.StatusBadGateway, jsonrpc.CodeInternalError)
 		var data struct {
 			Reason string `json:"reason"`
 		}
@@ -75,7 +75,7 @@ func TestOversizedEditedReplyRefused(t *testing.T) {
 		}
 	}
 	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
-	rp := post(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-2", "method": "resources/read", "params": map[string]any{"uri": readURI}})
+	rp := sidecartest.PostJSON(t, side.URL, hdr, map[string]any{"jsonrpc": "2.0", "id": "big-2", "method": "resources/read", "params": map[string]any{"uri": readURI}})
 	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":"big-2","result":{"contents":[{"uri":%q,"mimeType":"text/markdown","text":%q}]}}`, readURI, pad)
 	if rp.Status != http.StatusOK || string(rp.Body) != want {
 		t.Errorf("resources/read past the parse limit: HTTP %d, %d bytes; want 200 and the upstream's %d bytes", rp.Status, len(rp.Body), len(want))

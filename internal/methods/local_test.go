@@ -16,6 +16,8 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
@@ -28,7 +30,7 @@ func localRequest(t testing.TB, modern bool, method string, params map[string]an
 		p[k] = v
 	}
 	if modern {
-		p["_meta"] = map[string]any{metaVersionKey: modernVersion, metaCapsKey: map[string]any{}}
+		p["_meta"] = map[string]any{sidecartest.MetaVersionKey: sidecartest.ModernVersion, sidecartest.MetaCapsKey: map[string]any{}}
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": p})
 	if err != nil {
@@ -43,7 +45,7 @@ func localRequest(t testing.TB, modern bool, method string, params map[string]an
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	if modern {
-		r.Header.Set("MCP-Protocol-Version", modernVersion)
+		r.Header.Set("MCP-Protocol-Version", sidecartest.ModernVersion)
 		r.Header.Set("Mcp-Method", method)
 		if n, ok := params[wire.NameParam(method)].(string); ok {
 			r.Header.Set("Mcp-Name", wire.EncodeHeaderValue(n)) // required with a target (2026-07-28)
@@ -118,8 +120,8 @@ func (s staticTools) Tools(*http.Request, rewrite.Message) (map[string]json.RawM
 func TestResultsIsolatedBetweenCallers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, pluginAgents())
-	writeFiles(t, dir, pluginPDF())
+	sidecartest.WriteTree(t, dir, pluginAgents())
+	sidecartest.WriteTree(t, dir, pluginPDF())
 	snap, err := catalog.Load(dir, catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +184,7 @@ func load1000(b testing.TB) *catalog.Snapshot {
 	for i := range 1000 {
 		maps.Copy(files, genSkill(genName(i), genFiles(i)))
 	}
-	writeFiles(b, dir, files)
+	sidecartest.WriteTree(b, dir, files)
 	snap, err := catalog.Load(dir, catalog.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -234,7 +236,7 @@ func BenchmarkGoSDKResourcesList1000(b *testing.B) {
 		s.AddResource(&mcp.Resource{URI: uri, Name: fmt.Sprintf("res-%04d", i), Description: "Generated resource.", MIMEType: "text/markdown", Size: 123},
 			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil })
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	newReq := func() *http.Request {
 		r, _ := localRequest(b, true, "resources/list", nil)
 		return r

@@ -12,6 +12,8 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // listAll follows resources/list through a go-sdk client page by page.
@@ -63,17 +65,17 @@ func TestResourcesListComposed(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		dir := t.TempDir()
-		writeFiles(t, dir, pluginPDF())
+		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, pageSize: 2, resources: 5})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
-		direct := dialEra(t, ctx, ec, up.url, "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 2, Resources: 5})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
+		direct := dialEra(t, ctx, ec, up.URL, "")
 
-		want, upstreamPages := listAll(t, ctx, direct.cs)
+		want, upstreamPages := listAll(t, ctx, direct.CS)
 		if upstreamPages != 3 || len(want) != 5 {
 			t.Fatalf("direct upstream listing: %d resources in %d pages, want 5 in 3", len(want), upstreamPages)
 		}
-		got, pages := listAll(t, ctx, c.cs)
+		got, pages := listAll(t, ctx, c.CS)
 		files := sidecarFiles(w.Snapshot())
 		wantURIs := append(uris(want), files...)
 		if diff := cmp.Diff(wantURIs, uris(got)); diff != "" {
@@ -117,19 +119,19 @@ func TestResourcesListWithoutUpstreamResources(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				dir := t.TempDir()
-				writeFiles(t, dir, pluginPDF())
+				sidecartest.WriteTree(t, dir, pluginPDF())
 				w := newWatcher(t, dir)
-				up := newUpstream(t, upstreamConfig{stateless: ec.stateless, noResourcesMethod: noMethod,
-					tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
-				c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 4 }), "")
-				direct := dialEra(t, ctx, ec, up.url, "")
-				if direct.cs.InitializeResult().Capabilities.Resources != nil {
+				up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, NoResourcesMethod: noMethod,
+					Tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
+				c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 4 }), "")
+				direct := dialEra(t, ctx, ec, up.URL, "")
+				if direct.CS.InitializeResult().Capabilities.Resources != nil {
 					t.Fatalf("the upstream declares resources; the test needs one that does not")
 				}
-				if c.cs.InitializeResult().Capabilities.Resources == nil {
+				if c.CS.InitializeResult().Capabilities.Resources == nil {
 					t.Errorf("capabilities.resources missing through the sidecar")
 				}
-				got, _ := listAll(t, ctx, c.cs)
+				got, _ := listAll(t, ctx, c.CS)
 				if diff := cmp.Diff(sidecarFiles(w.Snapshot()), uris(got)); diff != "" {
 					t.Errorf("resources/list (-want +got):\n%s", diff)
 				}

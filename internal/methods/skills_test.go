@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // listedSkill is a SEP-2640 skill entry as a client decodes it.
@@ -217,13 +219,13 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 				want.once[u] = true
 				want.files[u] = genFileURIs(genName(i), n)
 			}
-			writeFiles(t, dir, files)
+			sidecartest.WriteTree(t, dir, files)
 			w := newWatcher(t, dir)
 			if got := len(w.Snapshot().Skills()); got != 1000 {
 				t.Fatalf("loaded %d skills, want 1000 (problems: %v)", got, w.Snapshot().Problems())
 			}
-			up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-			c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 100 }), "")
+			up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+			c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 100 }), "")
 
 			var pages [][]listedSkill
 			params := map[string]any{}
@@ -232,7 +234,7 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 					t.Fatalf("more than 100 pages")
 				}
 				var pg skillsPage
-				c.call("skills/list", params).ok(t, "skills/list", &pg)
+				c.Call("skills/list", params).OK(t, "skills/list", &pg)
 				var decoded []listedSkill
 				for _, raw := range pg.Skills {
 					var e listedSkill
@@ -244,7 +246,7 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 					var got struct {
 						Skill json.RawMessage `json:"skill"`
 					}
-					c.call("skills/get", map[string]any{"uri": e.URI}).ok(t, "skills/get "+e.URI, &got)
+					c.Call("skills/get", map[string]any{"uri": e.URI}).OK(t, "skills/get "+e.URI, &got)
 					if string(got.Skill) != string(raw) {
 						t.Errorf("skills/get(%s) = %s, want the listed entry %s", e.URI, got.Skill, raw)
 					}
@@ -275,7 +277,7 @@ func TestSkillsListPagingAcrossReloads(t *testing.T) {
 					want.once[u] = true
 					want.files[u] = genFileURIs(after, 3)
 				}
-				writeFiles(t, dir, add)
+				sidecartest.WriteTree(t, dir, add)
 				if i >= 2 {
 					removeSkill(t, dir, genName(i-2)) // already served: stays counted once
 				}
@@ -315,18 +317,18 @@ func TestSkillsListInvalidCursor(t *testing.T) {
 		for i := range 5 {
 			maps.Copy(files, genSkill(genName(i), 1))
 		}
-		writeFiles(t, dir, files)
+		sidecartest.WriteTree(t, dir, files)
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 2 }), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 2 }), "")
 		var first skillsPage
-		c.call("skills/list", nil).ok(t, "skills/list", &first)
+		c.Call("skills/list", nil).OK(t, "skills/list", &first)
 		if first.NextCursor == "" {
 			t.Fatalf("first page of 5 with page size 2 has no nextCursor")
 		}
 		for _, cursor := range []any{"garbage", "s1:!!!not-base64", 42, "", first.NextCursor + "x!", otherListingCursor(t, first.NextCursor)} {
-			r := c.call("skills/list", map[string]any{"cursor": cursor})
-			r.failed(t, fmt.Sprintf("skills/list cursor %v", cursor), http.StatusOK, -32602)
+			r := c.Call("skills/list", map[string]any{"cursor": cursor})
+			r.Failed(t, fmt.Sprintf("skills/list cursor %v", cursor), http.StatusOK, -32602)
 		}
 	})
 }
@@ -364,11 +366,11 @@ func TestSkillsGetErrors(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		dir := t.TempDir()
-		writeFiles(t, dir, pluginPDF())
+		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
-		c.call("skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}).ok(t, "skills/get of a served skill", nil)
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
+		c.Call("skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}).OK(t, "skills/get of a served skill", nil)
 		tests := []struct {
 			name, uri string
 		}{
@@ -387,14 +389,14 @@ func TestSkillsGetErrors(t *testing.T) {
 			{"final segment only", "skill://refunds/SKILL.md"},
 		}
 		for _, tt := range tests {
-			r := c.call("skills/get", map[string]any{"uri": tt.uri})
-			e := r.failed(t, "skills/get "+tt.name, http.StatusOK, -32602)
+			r := c.Call("skills/get", map[string]any{"uri": tt.uri})
+			e := r.Failed(t, "skills/get "+tt.name, http.StatusOK, -32602)
 			if e != nil && !strings.Contains(e.Message, tt.uri) {
 				t.Errorf("skills/get %s: message %q does not name the URI %q", tt.name, e.Message, tt.uri)
 			}
 		}
 		for _, params := range []map[string]any{nil, {"uri": 42}, {"uri": nil}} {
-			c.call("skills/get", params).failed(t, fmt.Sprintf("skills/get %v", params), http.StatusOK, -32602)
+			c.Call("skills/get", params).Failed(t, fmt.Sprintf("skills/get %v", params), http.StatusOK, -32602)
 		}
 	})
 }
@@ -463,20 +465,20 @@ func TestResourcesReadServedBytes(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		dir := t.TempDir()
-		writeFiles(t, dir, pluginPDF())
+		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless, resources: 2})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, Resources: 2})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
 
 		var pg struct {
 			Skills []listedSkill `json:"skills"`
 		}
-		c.call("skills/list", nil).ok(t, "skills/list", &pg)
+		c.Call("skills/list", nil).OK(t, "skills/list", &pg)
 		if len(pg.Skills) != 2 {
 			t.Fatalf("skills/list = %d skills, want 2", len(pg.Skills))
 		}
 		viaSDK := func(uri string) ([]byte, error) {
-			res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			res, err := c.CS.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 			if err != nil {
 				return nil, err
 			}
@@ -504,7 +506,7 @@ func TestResourcesReadServedBytes(t *testing.T) {
 					Blob     *string `json:"blob"`
 				} `json:"contents"`
 			}
-			c.call("resources/read", map[string]any{"uri": uri}).ok(t, "resources/read "+uri, &res)
+			c.Call("resources/read", map[string]any{"uri": uri}).OK(t, "resources/read "+uri, &res)
 			if len(res.Contents) != 1 {
 				return nil, fmt.Errorf("%d contents, want 1", len(res.Contents))
 			}
@@ -542,11 +544,11 @@ func TestResourcesReadServedBytes(t *testing.T) {
 		}
 		// The sidecar's files never reach the upstream; the upstream's
 		// own resources still read through.
-		res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://res/01"})
+		res, err := c.CS.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://res/01"})
 		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "upstream test://res/01" {
 			t.Errorf("ReadResource(test://res/01) through the sidecar = %v, %v", res, err)
 		}
-		for _, s := range up.seen() {
+		for _, s := range up.Seen() {
 			if strings.Contains(s, "skill://") {
 				t.Errorf("upstream received %q; the sidecar serves skill files itself", s)
 			}
@@ -559,16 +561,16 @@ func TestResourcesReadUnknownSkillURI(t *testing.T) {
 	wantCode := map[string]int{"legacy": -32002, "modern": -32602}
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		dir := t.TempDir()
-		writeFiles(t, dir, pluginPDF())
+		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, nil), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
 		for _, uri := range []string{"skill://nope/SKILL.md", "skill://pdf-processing/reference", "skill://pdf-processing/missing.md", "skill://PDF-processing/SKILL.md"} {
-			e := c.call("resources/read", map[string]any{"uri": uri}).failed(t, "resources/read "+uri, http.StatusOK, wantCode[ec.name])
+			e := c.Call("resources/read", map[string]any{"uri": uri}).Failed(t, "resources/read "+uri, http.StatusOK, wantCode[ec.name])
 			if e != nil && !strings.Contains(e.Message, uri) {
 				t.Errorf("resources/read(%s) message %q does not name the URI", uri, e.Message)
 			}
-			_, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			_, err := c.CS.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 			if code, ok := wireCode(err); !ok || code != wantCode[ec.name] {
 				t.Errorf("go-sdk ReadResource(%s) = %v, want wire error %d", uri, err, wantCode[ec.name])
 			}
@@ -593,10 +595,10 @@ func TestDirectoryRead(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
 		dir := t.TempDir()
-		writeFiles(t, dir, pluginPDF())
+		sidecartest.WriteTree(t, dir, pluginPDF())
 		w := newWatcher(t, dir)
-		up := newUpstream(t, upstreamConfig{stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.url, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
 
 		readAll := func(uri string) []dirEntry {
 			t.Helper()
@@ -604,7 +606,7 @@ func TestDirectoryRead(t *testing.T) {
 			params := map[string]any{"uri": uri}
 			for range 20 {
 				var pg dirPage
-				c.call("resources/directory/read", params).ok(t, "resources/directory/read "+uri, &pg)
+				c.Call("resources/directory/read", params).OK(t, "resources/directory/read "+uri, &pg)
 				if len(pg.Resources) > 3 {
 					t.Errorf("directory page of %d entries, page size 3", len(pg.Resources))
 				}
@@ -647,24 +649,24 @@ func TestDirectoryRead(t *testing.T) {
 		}
 
 		for _, uri := range []string{root + "/a.txt", root + "/SKILL.md", root + "/", "skill://nope", root + "/missing", "skill://acme/billing"} {
-			e := c.call("resources/directory/read", map[string]any{"uri": uri}).failed(t, "resources/directory/read "+uri, http.StatusOK, -32602)
+			e := c.Call("resources/directory/read", map[string]any{"uri": uri}).Failed(t, "resources/directory/read "+uri, http.StatusOK, -32602)
 			if e != nil && !strings.Contains(e.Message, uri) {
 				t.Errorf("directory read(%s) message %q does not name the URI", uri, e.Message)
 			}
 		}
-		c.call("resources/directory/read", map[string]any{"uri": root, "cursor": "bogus"}).failed(t, "directory read bad cursor", http.StatusOK, -32602)
+		c.Call("resources/directory/read", map[string]any{"uri": root, "cursor": "bogus"}).Failed(t, "directory read bad cursor", http.StatusOK, -32602)
 
 		// A directory outside the skill roots is the upstream's
 		// business: forwarded, and answered by the upstream (a go-sdk
 		// server does not know the method: -32601 on the modern wire, a
 		// plain-text 400 on the legacy one), never by the sidecar's
 		// -32602.
-		r := c.call("resources/directory/read", map[string]any{"uri": "file:///srv/data"})
+		r := c.Call("resources/directory/read", map[string]any{"uri": "file:///srv/data"})
 		if r.Status == http.StatusOK || (r.Error != nil && r.Error.Code == -32602) {
 			t.Errorf("directory read of a non-skill URI = HTTP %d %s, want the upstream's refusal of the method", r.Status, r.Body)
 		}
 		var forwarded, local int
-		for _, s := range up.seen() {
+		for _, s := range up.Seen() {
 			switch {
 			case s == "resources/directory/read file:///srv/data":
 				forwarded++
@@ -673,7 +675,7 @@ func TestDirectoryRead(t *testing.T) {
 			}
 		}
 		if forwarded != 1 || local != 0 {
-			t.Errorf("upstream saw %d forwarded and %d skill directory reads (%q), want 1 and 0", forwarded, local, up.seen())
+			t.Errorf("upstream saw %d forwarded and %d skill directory reads (%q), want 1 and 0", forwarded, local, up.Seen())
 		}
 	})
 }

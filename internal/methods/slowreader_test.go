@@ -112,7 +112,7 @@ func TestSlowReadersShareOneFile(t *testing.T) {
 	// Two skills, each under the 16 MiB limit: a blob, and text that
 	// needs escapes (quotes, <, >, U+2028) and has multi-byte runes that
 	// chunks must not split.
-	writeFiles(t, root, map[string]string{
+	sidecartest.WriteTree(t, root, map[string]string{
 		"skills/big/SKILL.md": "---\nname: big\ndescription: Big.\n---\n", "skills/big/data.bin": string(data),
 		"skills/text/SKILL.md": "---\nname: text\ndescription: Text.\n---\n",
 		"skills/text/notes.md": strings.Repeat("Text that is escaped \"here\" and <there>, é, \u2028.\n", 12<<20/56),
@@ -193,9 +193,9 @@ func TestSlowReadersShareOneFile(t *testing.T) {
 // holds at most the documented 3× its reply per client while they stall,
 // and all of it is released once they go away.
 func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
-	snap, data := bigSkill(t)
+	snap, data := sidecartest.BigSkill(t)
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
-		"contents": []any{map[string]any{"uri": bigFileURI, "blob": base64.StdEncoding.EncodeToString(data)}}}})
+		"contents": []any{map[string]any{"uri": sidecartest.BigFileURI, "blob": base64.StdEncoding.EncodeToString(data)}}}})
 	reply := []byte("event: message\ndata: " + string(msg) + "\n\n")
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -205,7 +205,7 @@ func TestForwardedReadReleasedOnDisconnect(t *testing.T) {
 	t.Cleanup(up.Close)
 	var active atomic.Int32
 	addr := countedSidecar(t, up.URL, snap, "auto", &active)
-	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + bigFileURI + `"}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + sidecartest.BigFileURI + `"}}`
 
 	// Warm: the overlay learns the upstream serves the file, pools fill.
 	c := rawRequest(t, addr, body, false)

@@ -8,6 +8,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestSubscribeBoundaries: which resources/subscribe requests the sidecar
@@ -16,7 +17,7 @@ import (
 func TestSubscribeBoundaries(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, pluginPDF())
+	sidecartest.WriteTree(t, dir, pluginPDF())
 	snap, err := catalog.Load(dir, catalog.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,9 @@
 // request, tool name or URI can grow the number of series.
 //
 // Metrics are built on a registry the caller creates (run, or a test) and
-// passes in; the package registers nothing globally and holds no state of
-// its own. A nil *Metrics is valid everywhere and records nothing.
+// passes in; the package must not register anything globally, hold state of
+// its own, or take a label value from outside its fixed sets. A nil
+// *Metrics is valid everywhere and records nothing.
 package metrics
 
 import (

@@ -20,6 +20,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 // sidecar starts the sidecar as the binary assembles it (no plugin, no
@@ -175,13 +176,7 @@ func TestActiveStreamsGauge(t *testing.T) {
 	close(release)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for value(t, reg, "skills_sidecar_active_streams", nil) != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := value(t, reg, "skills_sidecar_active_streams", nil); got != 0 {
-		t.Errorf("active_streams after the stream ended = %v, want 0", got)
-	}
+	testwait.For(t, time.Minute, func() bool { return value(t, reg, "skills_sidecar_active_streams", nil) == 0 }, "active_streams to be 0 after the stream ended")
 }
 
 // upstreamStatuses are the HTTP statuses the cardinality test's upstream

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 // lockedBuf is a writer the test can read while the stream writes.
@@ -36,13 +37,7 @@ func (l *lockedBuf) String() string {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, time.Minute, cond, "the condition")
 }
 
 // TestBoundary: between is true exactly at the start and after a blank

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -101,6 +102,12 @@ func (u *Upstream) CallStatus(r *http.Request, caller rewrite.Message, method st
 		c = http.DefaultClient
 	}
 	resp, err := c.Do(req)
+	var answer *reply.Answer
+	if err != nil && errors.As(err, &answer) {
+		// A transport below (the era bridge) answered in the upstream's
+		// place (package reply): its answer is read as the upstream's.
+		resp, err = answer.Response(req, id), nil
+	}
 	if err != nil {
 		if cerr := r.Context().Err(); cerr != nil {
 			// The caller left, or its request's own deadline passed: no

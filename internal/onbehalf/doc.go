@@ -7,7 +7,12 @@
 // credentials, [DefaultCredentials] unless configured, its session, era and
 // trace) and its network identity set as a forwarded request's is
 // ([SetForwarded]); each gets a fresh id, and only a reply carrying that id
-// answers it ([ReadReply]). The upstream's refusal of one comes back as a
+// answers it ([ReadReply]). The requests on a session the sidecar holds
+// for its callers (the era bridge's: its initialize, a message on it, the
+// GET that listens, the DELETE that ends it) are built by [Held], with the
+// caller headers it was opened with ([CallerHeaders]). No other package
+// builds a request made for a caller (onebuilder_test.go at the
+// repository's root). The upstream's refusal of one comes back as a
 // [*Refusal] error, which the proxy passes on to the caller with the
 // caller's own id; no reply at all as [ErrUnreachable], unless the caller's
 // own request ended first (its context's error).

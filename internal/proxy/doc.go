@@ -4,7 +4,8 @@
 // connections (relay.go says why not httputil.ReverseProxy), applying the
 // response hooks (declaration splicing), and writing every reply the sidecar
 // gives itself: the answers of package methods and the gate's refusals,
-// returned to it as package reply's values (WriteReply), and every failure
+// returned to it as package reply's values (WriteReply), the era bridge's
+// answers returned by its transport as reply.Answer (relay.go), and every failure
 // as one JSON-RPC error with the HTTP status the spec names, always with the
 // caller's id.
 //

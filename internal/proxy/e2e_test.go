@@ -14,6 +14,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // upstreamMode is one way a go-sdk server can be run behind the sidecar.
@@ -130,7 +131,7 @@ func upstreamHandler(mode upstreamMode) http.Handler {
 		}
 	})
 	opts := mode.opts
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &opts)
+	return testupstream.Handler(s, &opts)
 }
 
 // newSidecar starts the proxy alone (proxy.New, its own constructor) in

@@ -81,24 +81,7 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, err error) {
 // replies: a JSON-RPC error object echoing the request's raw id (null when
 // there is none) with the status of e.
 func writeError(w http.ResponseWriter, id json.RawMessage, e *reply.Error) {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	body := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-			Data    any    `json:"data,omitempty"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id}
-	body.Error.Code, body.Error.Message, body.Error.Data = e.Code, e.Message, e.Data
-	b, err := json.Marshal(body)
-	if err != nil { // only a Data that cannot be encoded; drop it
-		body.Error.Data = nil
-		b, _ = json.Marshal(body)
-	}
+	b := reply.ErrorMessage(id, e)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))

@@ -184,9 +184,16 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *
 	writeError(w, pl.id, e)
 }
 
+// mediaType is ct's media type, lower case, without parameters; "" when
+// ct is empty or malformed.
 func mediaType(ct string) string {
-	if ct == "" {
+	switch ct {
+	case "":
 		return ""
+	case "application/json", "text/event-stream":
+		// What MCP servers send, as is: the parser would allocate a map
+		// per reply to say the same.
+		return ct
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // observedSidecar starts the proxy in front of upstream with a logger that
@@ -68,8 +69,7 @@ func TestRequestLogLine(t *testing.T) {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
-	sdk := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, stateless))
-	t.Cleanup(sdk.Close)
+	sdk := testupstream.Serve(t, s, stateless)
 	stateful := newUpstream(t, upstreamModes()[0])
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -23,16 +23,40 @@ type statusWriter struct {
 	sent   bool          // a body byte was written or the head flushed: the client may have had something
 	send   time.Duration // the send timeout; 0: none
 	noDL   bool          // the writer takes no deadline (HTTP/2 handled elsewhere, a test recorder)
+	set    time.Time     // when the deadline was last moved; zero: not yet
 }
 
-// renew moves the write deadline to the send timeout from now.
+// renew moves the write deadline to the send timeout from now, unless it
+// was moved within the last lazyDelay of it.
 func (w *statusWriter) renew() {
 	if w.send <= 0 || w.noDL {
 		return
 	}
-	if http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.send)) != nil {
+	now := time.Now()
+	if !renewDue(w.set, now, w.send) {
+		return
+	}
+	if http.NewResponseController(w.ResponseWriter).SetWriteDeadline(now.Add(w.send)) != nil {
 		w.noDL = true
 	}
+	w.set = now
+}
+
+// lazyDelay is how recently a deadline of timeout may have been set for a
+// renewal to leave it as it is: a sixteenth of the timeout, at most 300 ms
+// (nginx's timers are as lazy: NGX_TIMER_LAZY_DELAY). Each move costs a
+// lock and a timer update in the runtime's poller, and a forwarded reply
+// asked for three within a millisecond (before net/http writes, at the
+// write, after the handler); lazily, it pays one. A write then gets at
+// least fifteen sixteenths of the timeout, never less than timeout - 300 ms.
+func lazyDelay(timeout time.Duration) time.Duration {
+	return min(timeout/16, 300*time.Millisecond)
+}
+
+// renewDue reports whether a deadline of timeout last set at last (zero:
+// never) is to be moved at now.
+func renewDue(last, now time.Time, timeout time.Duration) bool {
+	return last.IsZero() || now.Sub(last) >= lazyDelay(timeout)
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -78,19 +102,17 @@ func (w *statusWriter) Flush() {
 // Unwrap returns the wrapped writer, for http.ResponseController.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// timedTransport records the upstream's time to response headers.
-type timedTransport struct {
-	rt http.RoundTripper
-	m  *metrics.Metrics
-}
-
-func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if t.m == nil {
-		return t.rt.RoundTrip(r)
+// roundTrip sends out to the upstream and records the upstream's time to
+// response headers under the method pl names. The plan is passed, not
+// carried in out's context: a context value costs an allocation per
+// request, and nothing below the proxy needs the plan.
+func (p *Proxy) roundTrip(out *http.Request, pl *plan) (*http.Response, error) {
+	if p.opts.Metrics == nil {
+		return p.opts.Transport.RoundTrip(out)
 	}
 	start := time.Now()
-	resp, err := t.rt.RoundTrip(r)
-	t.m.UpstreamResponse(planFrom(r.Context()).method, time.Since(start))
+	resp, err := p.opts.Transport.RoundTrip(out)
+	p.opts.Metrics.UpstreamResponse(pl.method, time.Since(start))
 	return resp, err
 }
 
@@ -109,18 +131,23 @@ func (b *countedBody) Close() error {
 // Buffered passes on what the body holds (copyBody's flush policy).
 func (b *countedBody) Buffered() int { return buffered(b.ReadCloser) }
 
+// copyBuffer is the size of the relay's pooled copy buffers.
+const copyBuffer = 32 << 10
+
 // bufferPool recycles the relay's 32 KiB copy buffers across requests instead
-// of allocating one per response.
+// of allocating one per response. It pools the arrays themselves: putting
+// back a pointer to a slice header would cost an allocation per Put.
 type bufferPool struct{ p sync.Pool }
 
 func newBufferPool() *bufferPool {
-	return &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+	return &bufferPool{p: sync.Pool{New: func() any { return new([copyBuffer]byte) }}}
 }
 
-func (bp *bufferPool) Get() []byte { return *(bp.p.Get().(*[]byte)) }
+func (bp *bufferPool) Get() []byte { return bp.p.Get().(*[copyBuffer]byte)[:] }
 
+// Put takes back a buffer Get returned (any other slice is dropped).
 func (bp *bufferPool) Put(b []byte) {
-	if cap(b) == 32<<10 {
-		bp.p.Put(&b)
+	if cap(b) == copyBuffer {
+		bp.p.Put((*[copyBuffer]byte)(b[:copyBuffer]))
 	}
 }

@@ -140,10 +140,10 @@ type Options struct {
 
 // Proxy is the sidecar's MCP handler. Create it with New.
 type Proxy struct {
-	opts      Options
-	transport http.RoundTripper // Options.Transport, timed
-	buffers   *bufferPool
-	log       *zap.Logger
+	opts    Options
+	target  *url.URL // every upstream request's URL: Upstream's, shared, never modified
+	buffers *bufferPool
+	log     *zap.Logger
 
 	// streams is canceled by EndStreams; standalone GET streams end on it.
 	streams    context.Context
@@ -180,12 +180,13 @@ func New(opts Options) (*Proxy, error) {
 	if opts.Transport == nil {
 		opts.Transport = NewTransport(opts.DialTimeout, opts.UpstreamTimeout, onbehalf.DefaultCredentials())
 	}
-	p := &Proxy{opts: opts, log: opts.Logger}
+	u := opts.Upstream
+	p := &Proxy{opts: opts, log: opts.Logger,
+		target: &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}}
 	p.streams, p.endStreams = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = zap.NewNop()
 	}
-	p.transport = timedTransport{rt: opts.Transport, m: opts.Metrics}
 	p.buffers = newBufferPool()
 	return p, nil
 }
@@ -282,12 +283,14 @@ const (
 
 // serve handles one request and returns its route.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
+	var bodyDeadline time.Time // when the body's read deadline was set; zero: not
 	if r.Method == http.MethodPost && r.ContentLength != 0 {
 		// The body's first read is bounded from here, and so is a refusal
 		// sent before the body is read: net/http then reads (to discard)
 		// up to 256 KiB of it, which a stalled client would make wait for
 		// ever. readBody renews the deadline per read and clears it.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.opts.ClientBodyTimeout))
+		bodyDeadline = time.Now()
+		_ = http.NewResponseController(w).SetReadDeadline(bodyDeadline.Add(p.opts.ClientBodyTimeout))
 	}
 	if !hostAllowed(r.Host, p.loopbackListener(r), p.opts.AllowedHosts) {
 		writeError(w, nil, &reply.Error{Status: http.StatusForbidden, Code: reply.CodeInvalidRequest, Message: "host " + strconv.Quote(r.Host) + " is not allowed"})
@@ -318,7 +321,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeUpstream
 	}
 	pl.method = "invalid" // until the body proves otherwise
-	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout)
+	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout, bodyDeadline)
 	if err != nil {
 		writeError(w, nil, err)
 		return routeLocal
@@ -427,13 +430,14 @@ func isHandshake(method string) bool {
 // readBody reads the whole request body up to max bytes, each read within
 // timeout of the one before (client_body_timeout). A client that stalls
 // longer gets 408 and loses its connection, as nginx answers, since the
-// rest of its body can no longer be told from a next request.
-func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, *reply.Error) {
+// rest of its body can no longer be told from a next request. set is when
+// the caller last set the read deadline (zero: it did not).
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration, set time.Time) ([]byte, *reply.Error) {
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
-	body := &stallReader{r: r.Body, rc: http.NewResponseController(w), timeout: timeout}
-	b, err := io.ReadAll(http.MaxBytesReader(w, body, max))
+	body := &stallReader{r: r.Body, rc: *http.NewResponseController(w), timeout: timeout, at: set, set: !set.IsZero()}
+	b, err := readAll(http.MaxBytesReader(w, body, max), r.ContentLength)
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	if !(errors.As(err, &ne) && ne.Timeout()) {
@@ -454,19 +458,47 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	return b, nil
 }
 
+// readAll reads r to its end like io.ReadAll, into one buffer of the
+// declared length when there is one (size >= 0), where io.ReadAll would
+// start small and grow. The buffer has a byte to spare, so that the end of
+// the body is seen without growing it; a body longer than declared (which
+// net/http does not let through) still reads whole.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
 // stallReader reads a request body with a read deadline renewed before
 // every read. Where the connection takes no deadline (HTTP/2, a test
 // recorder) it reads without one.
 type stallReader struct {
 	r       io.ReadCloser
-	rc      *http.ResponseController
+	rc      http.ResponseController // by value: one allocation less per request
 	timeout time.Duration
-	set     bool
+	set     bool      // a deadline was set, to be cleared by done
+	at      time.Time // when it was last moved; renewed lazily (lazyDelay)
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
-	if s.rc.SetReadDeadline(time.Now().Add(s.timeout)) == nil {
-		s.set = true
+	if now := time.Now(); renewDue(s.at, now, s.timeout) {
+		if s.rc.SetReadDeadline(now.Add(s.timeout)) == nil {
+			s.set = true
+		}
+		s.at = now
 	}
 	return s.r.Read(p)
 }
@@ -542,20 +574,6 @@ func (pl *plan) isHandshakeID(id json.RawMessage) bool {
 		}
 	}
 	return false
-}
-
-type planKey struct{}
-
-func withPlan(ctx context.Context, pl *plan) context.Context {
-	return context.WithValue(ctx, planKey{}, pl)
-}
-
-func planFrom(ctx context.Context) *plan {
-	pl, _ := ctx.Value(planKey{}).(*plan)
-	if pl == nil {
-		return &plan{}
-	}
-	return pl
 }
 
 // edits reports whether the reply needs the response path's attention.

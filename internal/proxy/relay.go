@@ -8,12 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
-	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 )
 
 // The relay is the proxy's own forwarding loop, in place of
@@ -60,9 +60,8 @@ func removeHopHeaders(h http.Header) {
 // Mcp-Name, Last-Event-ID, traceparent, …) and X-Forwarded-*. body is the
 // request body already read, or nil to stream r.Body.
 func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []byte) *http.Request {
-	u := p.opts.Upstream
 	out := r.WithContext(ctx)
-	out.URL = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
+	out.URL = p.target
 	out.Host = ""
 	out.RequestURI = ""
 	out.Close = false
@@ -90,9 +89,9 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 
 	switch {
 	case len(body) > 0:
-		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.Body = newMemBody(body)
 		out.ContentLength = int64(len(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.GetBody = func() (io.ReadCloser, error) { return newMemBody(body), nil }
 	case body != nil || r.ContentLength == 0:
 		out.Body, out.GetBody, out.ContentLength = nil, nil, 0
 	default:
@@ -103,12 +102,25 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	return out
 }
 
+// memBody is a request body already in memory, rewindable through
+// GetBody: one allocation where io.NopCloser around a bytes.Reader costs
+// two.
+type memBody struct{ bytes.Reader }
+
+func newMemBody(b []byte) *memBody {
+	m := &memBody{}
+	m.Reset(b)
+	return m
+}
+
+func (*memBody) Close() error { return nil }
+
 // relay forwards r to the upstream and the reply to w.
 func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []byte) {
 	// The client's own request rides along, so that whoever keeps a
 	// table for callers below (the era bridge) knows whose place it is
 	// (package caller).
-	ctx := caller.WithRequest(withPlan(r.Context(), pl), r)
+	ctx := caller.WithRequest(r.Context(), r)
 	var detach *detachable
 	if pl.kind == kindGet {
 		// A standalone GET stream may outlive this handler (see detach.go):
@@ -118,7 +130,14 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		ctx = detach.ctx
 	}
 	out := p.outbound(ctx, r, pl, body)
-	resp, err := p.transport.RoundTrip(out)
+	resp, err := p.roundTrip(out, pl)
+	var answer *reply.Answer
+	if err != nil && errors.As(err, &answer) {
+		// A transport below (the era bridge) answered in the upstream's
+		// place: its value becomes the reply here, with the caller's id,
+		// and goes on as the upstream's would (the response hooks too).
+		resp, err = answer.Response(out, pl.id), nil
+	}
 	if err != nil {
 		p.handleUpstreamError(w, out, pl, err)
 		return

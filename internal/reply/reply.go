@@ -4,8 +4,13 @@
 // the constants below the one set of codes. The sidecar's own methods
 // (package methods) and the auth gate return these values; package proxy
 // alone turns them into wire replies, always with the id of the caller's
-// request, so no answer can carry another id (docs/design.md, decision 11). It holds
-// types only: no I/O, no encoding.
+// request, so no answer can carry another id (docs/design.md, decision 11).
+// A transport below the proxy (the era bridge) returns its own answers as
+// an [Answer], RoundTrip's error. encode.go is the one encoding of these
+// values as JSON-RPC messages and SSE events, which the proxy writes and
+// the bridge puts on a stream already under way: no other package builds
+// a reply or frames an event of the sidecar's own (onewriter_test.go at
+// the repository's root). It must not write a reply nor do I/O.
 package reply
 
 import "io"

@@ -12,9 +12,9 @@
 // It also parses the keys file (one base64 key of KeySize bytes per line,
 // the first sealing, all opening).
 //
-// The package is pure: bytes and values in, bytes and values out. It reads
-// no file, clock, network or logger (the caller passes the time), and its
-// only source of randomness is the nonce crypto/rand gives Seal. It does
-// not decide what a failed Open means on the wire: every failure is an
-// unknown session to the caller.
+// The package is pure: bytes and values in, bytes and values out. It must
+// not read a file, clock, network or logger (the caller passes the time),
+// and its only source of randomness is the nonce crypto/rand gives Seal.
+// It must not decide what a failed Open means on the wire: every failure is
+// an unknown session to the caller.
 package sessionid

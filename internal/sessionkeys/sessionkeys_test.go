@@ -11,6 +11,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/kubeletvolume"
 	"github.com/skills-sidecar/skills-sidecar/internal/sessionid"
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 var (
@@ -41,11 +42,7 @@ func sealsWith(s *Source, k []byte) bool {
 // waitFor polls cond (at most ten seconds, a hang guard).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("not seen in 10s: %s", what)
-		}
-	}
+	testwait.For(t, time.Minute, cond, what)
 }
 
 // TestSecretVolumeUpdates: a keys file in a Secret volume, updated as the

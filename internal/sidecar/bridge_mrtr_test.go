@@ -3,12 +3,12 @@ package sidecar_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // TestBridgedInputRequiredThroughSidecar: a 2026-07-28 client calls, through the whole
@@ -25,7 +25,7 @@ func TestBridgedInputRequiredThroughSidecar(t *testing.T) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sampled: " + res.Content.(*mcp.TextContent).Text}}}, nil
 	})
-	up := sidecartest.Upstream(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	up := sidecartest.Upstream(t, testupstream.Handler(s, nil))
 	u, _ := startEraSidecar(t, up, "legacy", "auto")
 
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`

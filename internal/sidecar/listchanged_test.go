@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // sseEvent is one event as the SSE spec's parser sees it (WHATWG HTML
@@ -119,7 +120,7 @@ func kubeletPlugin(t *testing.T, root string, files map[string]string) (swap fun
 func churnUpstream(t *testing.T, refuseGET bool) string {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
-	h := http.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
+	h := http.Handler(testupstream.Handler(s, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
 	if refuseGET {
 		inner := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // modernChurnUpstream is a go-sdk upstream on the 2026-07-28 wire
@@ -27,7 +28,7 @@ import (
 func modernChurnUpstream(t *testing.T, refuse string) string {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
-	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	inner := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id, ok := listenRequest(r); ok && refuse != "" {
 			if refuse == "404" {
@@ -268,7 +269,7 @@ func TestPluginChangeNotifiesListenStreams(t *testing.T) {
 func earlyNoticeUpstream(t *testing.T, bom bool) string {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{HasTools: true})
-	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	inner := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := listenRequest(r)
 		if !ok {

@@ -86,16 +86,12 @@ func (r *replicas) rotate(t *testing.T, i int, keys ...[]byte) {
 	t.Helper()
 	r.writeKeys(t, i, keys...)
 	want, _ := sessionid.NewKeys(keys[0])
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	sidecartest.WaitFor(t, time.Minute, func() bool {
 		k := r.sidecars[i].SessionKeys.Keys()
 		id, _ := k.Seal(sessionid.State{Version: "v", Expires: time.Now().Add(time.Hour)}, nil)
-		if _, err := want.Open(id, nil, time.Now()); err == nil && k.Len() == len(keys) {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("replica %d did not take the rotated keys in 10s", i)
-		}
-	}
+		_, err := want.Open(id, nil, time.Now())
+		return err == nil && k.Len() == len(keys)
+	}, fmt.Sprintf("replica %d to take the rotated keys", i))
 }
 
 // use runs a round of a legacy session's requests through the front:
@@ -254,11 +250,7 @@ func TestProcessKeyWarning(t *testing.T) {
 			s := sidecartest.Start(t, up.URL+"/mcp", sidecartest.Options{Logger: zap.New(core),
 				Config: func(cfg *config.Config) { cfg.SessionKeysFile = c.file }})
 			// The era gauge is set after the warning is decided.
-			for end := time.Now().Add(10 * time.Second); eraGauge(t, s, "modern") != 1; time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(end) {
-					t.Fatal("the upstream was not learned modern-only in 10s")
-				}
-			}
+			sidecartest.WaitFor(t, time.Minute, func() bool { return eraGauge(t, s, "modern") == 1 }, "the upstream to be learned modern-only")
 			if got := logs.FilterMessageSnippet("a key of this process alone").Len(); got != c.want {
 				t.Errorf("warnings about the process key = %d, want %d (logs: %v)", got, c.want, logs.All())
 			}

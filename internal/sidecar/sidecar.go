@@ -6,6 +6,10 @@
 // way production runs them. cmd/skills-sidecar and every integration test
 // (through package sidecartest) build the sidecar here; what stays in cmd
 // is flags, listeners, signals and shutdown.
+//
+// It must not hold behaviour of its own: it wires the parts, each of which
+// owns what it does (and whose behaviour tests live with it), and it
+// decides nothing about a request, reads no flag and binds no listener.
 package sidecar
 
 import (

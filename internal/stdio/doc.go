@@ -12,7 +12,8 @@
 // these processes is bounded, with a per-caller share. When the server
 // answers server/discover (asked once, in a probe process then ended),
 // 2026-07-28 requests share one long-lived process. On every pipe each
-// request carries an id the Transport minted, and what names it is mapped
+// request carries an id the Transport minted (package idmap, as the era
+// bridge's held sessions do), and what names it is mapped
 // back: the reply, progressToken (minted too on the shared process), the
 // requestId of notifications/cancelled and a listen's subscription id.
 // A message naming no request goes to the POST stream of the one request

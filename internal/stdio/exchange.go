@@ -203,13 +203,10 @@ func acceptsSSE(req *http.Request) bool {
 	return false
 }
 
-// sseEvent frames one message. Events carry no id: the adapter keeps no
-// history, so it offers no Last-Event-ID resumption.
-func sseEvent(m []byte) []byte {
-	out := make([]byte, 0, len(m)+22)
-	out = append(out, "event: message\ndata: "...)
-	return append(append(out, m...), "\n\n"...)
-}
+// sseEvent frames one message as package reply frames every event of
+// the sidecar's own. Events carry no id: the adapter keeps no history, so
+// it offers no Last-Event-ID resumption.
+func sseEvent(m []byte) []byte { return reply.Event(m) }
 
 func notFound(req *http.Request, id json.RawMessage) *http.Response {
 	return respond(req, http.StatusNotFound, nil, errorReply(id, codeSessionNotFound, "Session not found", ""))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -150,9 +151,7 @@ func (p *pipe) cancel(c *call, reason string) bool {
 	if !p.forget(c) {
 		return false
 	}
-	n := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + c.pipeID + `,"reason":`)
-	n = append(rewrite.AppendString(n, reason), "}}"...)
-	_ = p.send(n)
+	_ = p.send(idmap.Cancelled(json.RawMessage(c.pipeID), reason))
 	return true
 }
 

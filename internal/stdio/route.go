@@ -140,7 +140,7 @@ func (p *pipe) deliver(c *call, out []byte) {
 // server-to-client requests outside a call's result (input_required), so
 // ping gets {} and anything else method-not-found.
 func (p *pipe) answer(msg rewrite.Message) {
-	out := []byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{}}`)
+	out := reply.ResultMessage(msg.ID, json.RawMessage("{}"))
 	if msg.Method != "ping" {
 		out = errorReply(msg.ID, reply.CodeMethodNotFound, "the sidecar does not carry server requests from a shared stdio process", "")
 	}
@@ -167,15 +167,12 @@ func (p *pipe) overlong(long *overlong) {
 }
 
 // errorReply is a JSON-RPC error with id (null when nil), message and,
-// when reason is set, data.reason.
+// when reason is set, data.reason, as package reply encodes every error
+// of the sidecar's own.
 func errorReply(id json.RawMessage, code int, message, reason string) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	e := map[string]any{"code": code, "message": message}
+	e := &reply.Error{Code: code, Message: message}
 	if reason != "" {
-		e["data"] = map[string]string{"reason": reason}
+		e.Data = map[string]string{"reason": reason}
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
-	return b
+	return reply.ErrorMessage(id, e)
 }

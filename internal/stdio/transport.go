@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -88,11 +89,10 @@ type Transport struct {
 	// MaxLine is the longest stdout line read; 0 means DefaultMaxLine.
 	MaxLine int
 
-	prefix string
-	seq    atomic.Uint64
-	pids   sync.Map // int: the processes started and not yet waited for
-	stops  sync.WaitGroup
-	live   atomic.Int64
+	ids   *idmap.Minter // the ids requests go to a process with
+	pids  sync.Map      // int: the processes started and not yet waited for
+	stops sync.WaitGroup
+	live  atomic.Int64
 
 	shut      atomic.Bool // Close has begun
 	mu        sync.Mutex
@@ -146,9 +146,7 @@ func (t *Transport) defaults() {
 	if t.Logger == nil {
 		t.Logger = zap.NewNop()
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	t.prefix = hex.EncodeToString(b[:])
+	t.ids = idmap.NewMinter("stdio")
 	if t.Sessions == nil {
 		t.Sessions = caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: t.MaxProcesses})
 	}
@@ -168,9 +166,7 @@ func (t *Transport) Ready() bool { return t.ready.Load() }
 
 // mint returns a fresh id for the pipe, as raw JSON: a string no caller
 // chose, so a reply can be told apart from anything else in a line.
-func (t *Transport) mint() string {
-	return `"skills-sidecar-` + t.prefix + `-` + strconv.FormatUint(t.seq.Add(1), 10) + `"`
-}
+func (t *Transport) mint() string { return string(t.ids.Next()) }
 
 func (t *Transport) event(e string) {
 	if t.Metrics != nil {
@@ -403,11 +399,7 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 // refused is a table's refusal as a reply: its status, Retry-After and
 // JSON-RPC error with the caller's id.
 func refused(req *http.Request, id json.RawMessage, e *reply.Error) *http.Response {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": e.Code, "message": e.Message, "data": e.Data}})
+	body := reply.ErrorMessage(id, e)
 	var h http.Header
 	if e.RetryAfter > 0 {
 		h = http.Header{"Retry-After": {strconv.Itoa(e.RetryAfter)}}

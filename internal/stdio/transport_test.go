@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 // hang bounds every wait of these tests; none is expected to come near it.
@@ -60,11 +62,7 @@ func start(t *testing.T, mode string, set func(*Transport)) (*Transport, *counts
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(hang); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-	}
+	testwait.For(t, hang, cond, what)
 }
 
 // exchange is one HTTP exchange with the Transport: its status, headers

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
@@ -266,7 +265,6 @@ var errListingCut = errors.New("listing ended in a JSON-RPC error")
 // listed is called once the first page of resources/list has its answer,
 // with whether it admitted the caller (Witness) and that page's error.
 func (o *Overlay) discover(r *http.Request, caller rewrite.Message, snap *catalog.Snapshot, listed func(bool, error)) (*servedSet, error) {
-	o.Discoveries.Add(1)
 	set := &servedSet{uris: map[string]struct{}{}}
 	var templates []*uriTemplate
 	var terr error
@@ -344,7 +342,6 @@ func (o *Overlay) listAll(r *http.Request, caller rewrite.Message, method, key s
 		if cursor != "" {
 			params["cursor"] = quoted(cursor)
 		}
-		o.ListingPages.Add(1)
 		m, status, err := o.up.CallStatus(r, caller, method, params)
 		if page == 0 && first != nil {
 			first(status, m, err)
@@ -395,13 +392,6 @@ func (o *Overlay) readBounded(r *http.Request, caller rewrite.Message, files []*
 	}
 	_ = g.Wait()
 	return out, errs
-}
-
-// overlayCounters are what the overlay counts for tests and benchmarks.
-type overlayCounters struct {
-	// Discoveries counts discoveries run; ListingPages the listing
-	// requests they sent.
-	Discoveries, ListingPages atomic.Int64
 }
 
 // Early discovery. A new context's first skills/list (or skills/get) needs

@@ -83,7 +83,6 @@ type Overlay struct {
 	// serving.
 	Witness func(r *http.Request, status int, answer rewrite.Message, err error, decides bool) bool
 
-	overlayCounters
 	// FrontmatterPortability is what happens to a skill whose served
 	// SKILL.md has a plain scalar YAML 1.1 hosts read differently
 	// (catalog.Ambiguity): catalog.PortabilitySkip ("" means skip)

@@ -8,6 +8,6 @@
 // visible ASCII, otherwise =?base64?…?=).
 //
 // The proxy, the sidecar's own methods, the requests made on a caller's
-// behalf and the era bridge all ask it; none keeps a copy. It is pure:
-// values in, values out, no I/O, no clock, no logger.
+// behalf and the era bridge all ask it; none may keep a copy. It is pure
+// and must stay so: values in, values out, no I/O, no clock, no logger.
 package wire

@@ -1,7 +1,8 @@
 // Package sidecartest starts the sidecar for tests exactly as the binary
 // assembles it (package sidecar), in front of a test upstream on loopback,
-// and owns the helpers the integration tests share: one POST, one WaitFor. Only tests
-// import it.
+// and owns the helpers the integration tests share: one POST, one WaitFor,
+// one caller of either era (client.go). Only tests import it; it must not
+// hold assertions of one package's behaviour.
 package sidecartest
 
 import (
@@ -22,6 +23,8 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 // TB is the part of testing.TB the helpers use (production code may not
@@ -30,7 +33,9 @@ type TB interface {
 	Helper()
 	Fatal(args ...any)
 	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
 	Cleanup(func())
+	TempDir() string
 }
 
 // Options say how Start builds the sidecar beyond the defaults.
@@ -149,11 +154,7 @@ func (s *Sidecar) WaitEras(t TB) {
 // above what a passing run takes on a loaded machine.
 func WaitFor(t TB, timeout time.Duration, cond func() bool, what string) {
 	t.Helper()
-	for end := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("waited %s for %s", timeout, what)
-		}
-	}
+	testwait.For(t, timeout, cond, what)
 }
 
 // Initialize is a legacy-era initialize request (protocol 2025-11-25).
@@ -171,14 +172,13 @@ func Call(t TB, u, body string, hdr map[string]string) (int, http.Header, string
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-// Upstream serves h at /mcp on loopback until the test ends.
+// Upstream serves h at /mcp (only) on loopback until the test ends (see
+// package testupstream for building h).
 func Upstream(t TB, h http.Handler) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	s := httptest.NewServer(mux)
-	t.Cleanup(s.Close)
-	return s
+	return testupstream.ServeHandler(t, mux)
 }
 
 // WriteTree writes files (slash paths relative to dir, to contents) under

@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -180,13 +180,7 @@ func callAs(u string, hdr map[string]string, method string, params map[string]an
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(b), "\n") {
-			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
-				b = []byte(d)
-			}
-		}
-	}
+	b = messageOf(resp.Header, b)
 	var m struct {
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
@@ -195,6 +189,19 @@ func callAs(u string, hdr map[string]string, method string, params map[string]an
 		return nil, fmt.Errorf("%s: HTTP %d %s", method, resp.StatusCode, b)
 	}
 	return m.Result, nil
+}
+
+// messageOf is the JSON-RPC message of a reply to a request with id 1:
+// the body, or of an SSE body the data of the event that carries id 1.
+func messageOf(h http.Header, b []byte) []byte {
+	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
+				b = []byte(d)
+			}
+		}
+	}
+	return b
 }
 
 // skillsOf decodes a skills/list result into its entries by URI.
@@ -237,8 +244,7 @@ func TestDiscoveryTemplateServedFiles(t *testing.T) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: lfServed(snap, r.Params.URI)}}}, nil
 		})
 	c := &upstreamCounter{}
-	up := httptest.NewServer(c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})))
-	t.Cleanup(up.Close)
+	up := testupstream.ServeHandler(t, c.wrap(testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})))
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	res, err := callAs(side, nil, "skills/list", nil)
@@ -296,8 +302,7 @@ func TestDiscoveryAsksNothingWithoutResources(t *testing.T) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
 	c := &upstreamCounter{}
-	up := httptest.NewServer(c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
-	t.Cleanup(up.Close)
+	up := testupstream.ServeHandler(t, c.wrap(testupstream.Handler(s, nil)))
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -345,8 +350,7 @@ func TestDiscoveryJunkCookiesBounded(t *testing.T) {
 		return &mcp.ReadResourceResult{}, nil
 	})
 	c := &upstreamCounter{delay: 20 * time.Millisecond}
-	up := httptest.NewServer(c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})))
-	t.Cleanup(up.Close)
+	up := testupstream.ServeHandler(t, c.wrap(testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})))
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	const callers = 64
@@ -398,8 +402,7 @@ func TestDiscoverySharedByConcurrentCallers(t *testing.T) {
 		})
 	}
 	c := &upstreamCounter{delay: 20 * time.Millisecond}
-	up := httptest.NewServer(c.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})))
-	t.Cleanup(up.Close)
+	up := testupstream.ServeHandler(t, c.wrap(testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})))
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
 	const callers = 32

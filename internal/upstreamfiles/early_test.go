@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"context"
@@ -34,10 +34,10 @@ func startFaulty(t *testing.T) (side string, f *guessUpstream) {
 
 // listAs sends a modern skills/list with id 41 and the bearer token, and
 // returns the reply.
-func listAs(t *testing.T, side, token string) reply {
+func listAs(t *testing.T, side, token string) sidecartest.Reply {
 	t.Helper()
-	c := &caller{t: t, endpoint: side, modern: true, token: token}
-	return c.callWith("skills/list", nil, func(_ http.Header, req map[string]any) { req["id"] = 41 })
+	c := &sidecartest.Caller{T: t, Endpoint: side, Modern: true, Token: token}
+	return c.CallWith("skills/list", nil, func(_ http.Header, req map[string]any) { req["id"] = 41 })
 }
 
 // discoversAgain clears f's fault and checks that token's next page runs a
@@ -47,14 +47,14 @@ func discoversAgain(t *testing.T, side string, f *guessUpstream, token, what str
 	t.Helper()
 	f.setFault(nil)
 	before := f.get("resources/list")
-	listAs(t, side, token).ok(t, what, nil)
+	listAs(t, side, token).OK(t, what, nil)
 	if n := f.get("resources/list") - before; n != 1 {
 		t.Errorf("the page %s sent %d resources/list, want 1: the failed discovery was kept", what, n)
 	}
 }
 
 // idOf is the JSON-RPC id a reply carries.
-func idOf(t *testing.T, r reply) string {
+func idOf(t *testing.T, r sidecartest.Reply) string {
 	t.Helper()
 	var m struct {
 		ID json.RawMessage `json:"id"`
@@ -84,13 +84,7 @@ func discoveryGoroutines() int {
 // short grace is only for the scheduler).
 func noDiscoveryLeft(t *testing.T, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for discoveryGoroutines() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d goroutines of a discovery still running", what, discoveryGoroutines())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sidecartest.WaitFor(t, time.Minute, func() bool { return discoveryGoroutines() == 0 }, what+": the goroutines of every discovery to end")
 }
 
 // refuse401 answers like an upstream refusing a caller without valid
@@ -140,11 +134,11 @@ func TestEarlyDiscoveryGateRefuses(t *testing.T) {
 	noDiscoveryLeft(t, "after the refusal")
 
 	f.setFault(nil) // the same credentials are admitted now
-	listAs(t, side, "refused").ok(t, "admitted caller", nil)
+	listAs(t, side, "refused").OK(t, "admitted caller", nil)
 	if n := f.get("resources/list"); n != 2 {
 		t.Errorf("after the refusal the admitted caller's page cost %d resources/list in all, want 2: the refused discovery was reused", n)
 	}
-	listAs(t, side, "refused").ok(t, "warm caller", nil)
+	listAs(t, side, "refused").OK(t, "warm caller", nil)
 	if n := f.get("resources/list"); n != 2 {
 		t.Errorf("a warm page sent resources/list again (%d in all), want the admitted discovery kept", n)
 	}
@@ -160,12 +154,12 @@ func TestEarlyDiscoveryGateRefuses(t *testing.T) {
 // the page it admits uses the discovery already run.
 func TestFirstListingIsTheProbe(t *testing.T) {
 	side, f := startFaulty(t)
-	listAs(t, side, "new").ok(t, "new caller's first page", nil)
+	listAs(t, side, "new").OK(t, "new caller's first page", nil)
 	if l, tl, p := f.get("resources/list"), f.get("resources/templates/list"), f.get("server/discover Bearer new"); l != 1 || tl != 1 || p != 0 {
 		t.Fatalf("a new caller's first page cost %d resources/list, %d resources/templates/list and %d probes, want 1, 1 and 0", l, tl, p)
 	}
-	c := &caller{t: t, endpoint: side, modern: true, token: "new"}
-	c.call("agents/list", nil).ok(t, "the admitted caller's agents/list", nil)
+	c := &sidecartest.Caller{T: t, Endpoint: side, Modern: true, Token: "new"}
+	c.Call("agents/list", nil).OK(t, "the admitted caller's agents/list", nil)
 	if p := f.get("server/discover Bearer new"); p != 0 {
 		t.Errorf("the admitted caller's next request sent %d probes, want the listing's admission cached", p)
 	}
@@ -285,11 +279,11 @@ func TestEarlyDiscoveryCallerLeaves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		body := `{"jsonrpc":"2.0","id":41,"method":"skills/list","params":{"_meta":{"` + metaVersionKey + `":"` + modernVersion + `","` + metaCapsKey + `":{}}}}`
+		body := `{"jsonrpc":"2.0","id":41,"method":"skills/list","params":{"_meta":{"` + sidecartest.MetaVersionKey + `":"` + sidecartest.ModernVersion + `","` + sidecartest.MetaCapsKey + `":{}}}}`
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, side, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", modernVersion)
+		req.Header.Set("MCP-Protocol-Version", sidecartest.ModernVersion)
 		req.Header.Set("Mcp-Method", "skills/list")
 		req.Header.Set("Authorization", "Bearer leaving")
 		resp, err := http.DefaultClient.Do(req)
@@ -314,7 +308,7 @@ func TestEarlyDiscoveryCallerLeaves(t *testing.T) {
 	}
 	noDiscoveryLeft(t, "after the caller left")
 	f.setFault(nil)
-	listAs(t, side, "leaving").ok(t, "the next caller of the context", nil)
+	listAs(t, side, "leaving").OK(t, "the next caller of the context", nil)
 	if n := f.get("resources/list"); n != 2 {
 		t.Errorf("resources/list sent %d times, want 2: the abandoned discovery and a new one", n)
 	}

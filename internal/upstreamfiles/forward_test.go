@@ -1,16 +1,12 @@
-package methods_test
+package upstreamfiles_test
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // TestNoCatalogForwardsSkillURIs: a sidecar with no skills claims no
@@ -18,12 +14,7 @@ import (
 // read through the sidecar as if the sidecar were not there.
 func TestNoCatalogForwardsSkillURIs(t *testing.T) {
 	t.Parallel()
-	s := mcp.NewServer(&mcp.Implementation{Name: "own-skills", Version: "1"}, nil)
-	s.AddResource(&mcp.Resource{URI: "skill://own/SKILL.md", Name: "own"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: "---\nname: own\ndescription: d\n---\n"}}}, nil
-	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	defer up.Close()
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, Files: map[string]string{"skill://own/SKILL.md": "---\nname: own\ndescription: d\n---\n"}})
 	for _, snap := range []func() *catalog.Snapshot{nil, func() *catalog.Snapshot { return nil }} {
 		side := sidecartest.Start(t, up.URL, sidecartest.Options{Snapshot: snap})
 		got := readBytes(t, side.URL, "skill://own/SKILL.md")

@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestForwardedReadFaults: a forwarded read of an upstream-served catalog
@@ -22,13 +24,13 @@ import (
 // published) tells whether one was.
 func TestForwardedReadFaults(t *testing.T) {
 	t.Parallel()
-	snap, _ := bigSkill(t)
+	snap, _ := sidecartest.BigSkill(t)
 	data := bytes.Repeat([]byte("\x00\xfe\x7fskill"), 150000) // about 1 MiB
 	blob := base64.StdEncoding.EncodeToString(data)
 	text := strings.Repeat("line \"quoted\" \\ é\t😀\n", 40000) // escapes everywhere
 	textJSON, _ := json.Marshal(text)
 	result := func(id, body string) string {
-		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"contents":[{"uri":"` + bigFileURI + `","mimeType":"application/octet-stream",` + body + `}]}}`
+		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"contents":[{"uri":"` + sidecartest.BigFileURI + `","mimeType":"application/octet-stream",` + body + `}]}}`
 	}
 	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"reading"}}`
 	for name, tc := range map[string]struct {
@@ -65,7 +67,7 @@ func TestForwardedReadFaults(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				switch req.Method {
 				case "resources/list":
-					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":%q,"name":"data"}]}}`, req.ID, bigFileURI)
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":%q,"name":"data"}]}}`, req.ID, sidecartest.BigFileURI)
 					return
 				case "resources/templates/list":
 					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resourceTemplates":[]}}`, req.ID)
@@ -101,7 +103,7 @@ func TestForwardedReadFaults(t *testing.T) {
 			}))
 			t.Cleanup(up.Close)
 			side, reg := overlaySidecarFor(t, up.URL, snap)
-			req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+bigFileURI+`"}}`))
+			req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+sidecartest.BigFileURI+`"}}`))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			req.Header.Set("Mcp-Session-Id", "s")
@@ -137,7 +139,7 @@ func TestForwardedReadFaults(t *testing.T) {
 				if err := json.Unmarshal(modernCall(t, side, "skills/get", map[string]any{"uri": "skill://big/SKILL.md"}), &e); err != nil {
 					t.Fatal(err)
 				}
-				if d := publishedDigest(t, e.Skill, bigFileURI); d != want {
+				if d := publishedDigest(t, e.Skill, sidecartest.BigFileURI); d != want {
 					t.Errorf("skills/get publishes %s for the file read, want %s", d, want)
 				}
 				if n := counter(t, reg, "skills_sidecar_digest_refreshes_total"); n != probed {

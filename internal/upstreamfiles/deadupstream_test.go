@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -51,7 +52,7 @@ func startNotesUpstream(t *testing.T, addr string) {
 	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
 	})
-	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	srv := httptest.NewUnstartedServer(testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true}))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
@@ -77,7 +78,7 @@ func (c *steppedClock) step(d time.Duration) {
 func deadUpstreamSidecar(t *testing.T, addr string, gated bool, clock *steppedClock) string {
 	t.Helper()
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	sidecartest.WriteTree(t, root, map[string]string{
 		"skills/notes/SKILL.md":  crlfSkill,
 		"skills/notes/local.txt": "only on disk\n",
 		"agents/tooled.md":       "---\nname: tooled\ndescription: Uses echo.\ntools: [echo]\n---\nEcho things.\n",
@@ -96,27 +97,21 @@ func deadUpstreamSidecar(t *testing.T, addr string, gated bool, clock *steppedCl
 // rawModern posts one 2026-07-28 request and returns the HTTP status and the
 // JSON-RPC reply.
 func rawModern(t *testing.T, u, method string, params map[string]any) (int, struct {
-	Result json.RawMessage `json:"result"`
-	Error  *rpcErr         `json:"error"`
+	Result json.RawMessage       `json:"result"`
+	Error  *sidecartest.RPCError `json:"error"`
 }) {
 	t.Helper()
-	params["_meta"] = map[string]any{metaVersionKey: modernVersion, metaCapsKey: map[string]any{}}
+	params["_meta"] = map[string]any{sidecartest.MetaVersionKey: sidecartest.ModernVersion, sidecartest.MetaCapsKey: map[string]any{}}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	h := sidecartest.Header("MCP-Protocol-Version", modernVersion, "Mcp-Method", method)
+	h := sidecartest.Header("MCP-Protocol-Version", sidecartest.ModernVersion, "Mcp-Method", method)
 	if uri, ok := params["uri"].(string); ok && method == "resources/read" {
 		h.Set("Mcp-Name", uri)
 	}
 	resp, b := sidecartest.Post(t, u, string(body), h)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(b), "\n") {
-			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
-				b = []byte(d)
-			}
-		}
-	}
+	b = messageOf(resp.Header, b)
 	var m struct {
-		Result json.RawMessage `json:"result"`
-		Error  *rpcErr         `json:"error"`
+		Result json.RawMessage       `json:"result"`
+		Error  *sidecartest.RPCError `json:"error"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s: HTTP %d, reply %q: %v", method, resp.StatusCode, b, err)
@@ -183,7 +178,7 @@ func TestCatalogOutlivesUpstream(t *testing.T) {
 	ok("resources/read", map[string]any{"uri": "skill://notes/local.txt"})
 
 	st, m := rawModern(t, side, "agents/get", map[string]any{"name": "tooled"})
-	if st != http.StatusBadGateway || m.Error == nil || errReason(m.Error) != "upstream_unreachable" {
+	if st != http.StatusBadGateway || m.Error == nil || m.Error.Reason() != "upstream_unreachable" {
 		t.Errorf("agents/get tooled with the upstream down: HTTP %d, error %+v; want 502 with data.reason upstream_unreachable", st, m.Error)
 	}
 
@@ -222,7 +217,7 @@ func TestGatedDeadUpstreamFailsClosed(t *testing.T) {
 		{"resources/read", map[string]any{"uri": "skill://notes/local.txt"}},
 	} {
 		st, m := rawModern(t, side, c.method, c.params)
-		if st != http.StatusBadGateway || m.Error == nil || errReason(m.Error) != "upstream_unreachable" {
+		if st != http.StatusBadGateway || m.Error == nil || m.Error.Reason() != "upstream_unreachable" {
 			t.Errorf("%s gated, upstream down: HTTP %d, error %+v; want 502 with data.reason upstream_unreachable", c.method, st, m.Error)
 		}
 	}

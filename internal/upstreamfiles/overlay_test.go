@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"bytes"
@@ -27,6 +27,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -111,7 +112,7 @@ func overlayRig(t *testing.T, skillText *atomic.Value, cfg overlayConfig) *overl
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2, 0xff}}}}, nil
 	})
 	e := &overlayEnv{}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if m, err := rewrite.ParseMessage(body); err == nil && m.Kind == rewrite.KindRequest && m.Method == "resources/read" {
@@ -170,13 +171,7 @@ func modernCallAs(t *testing.T, u, auth, method string, params map[string]any) j
 		h.Set("Authorization", auth)
 	}
 	resp, b := sidecartest.Post(t, u, string(body), h)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(b), "\n") {
-			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
-				b = []byte(d)
-			}
-		}
-	}
+	b = messageOf(resp.Header, b)
 	var m struct {
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`

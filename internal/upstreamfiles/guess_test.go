@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -66,7 +67,7 @@ func startGuessUpstreamWith(t testing.TB, snap *catalog.Snapshot, served []strin
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: lfServed(snap, uri)}}}, nil
 		})
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
+	h := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	g := &guessUpstream{count: map[string]int{}}
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -314,7 +315,7 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 				if answered {
 					uri, _ := rewrite.GetString(m.Params, "uri")
 					w.Header().Set("Content-Type", "application/json")
-					_, _ = w.Write(mustMarshal(t, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
+					_, _ = w.Write(sidecartest.MustMarshal(t, map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
 						"contents": []map[string]any{{"uri": uri, "mimeType": "text/markdown", "text": lfServed(snap, uri)}}}}))
 				}
 				if reads.Add(1) == 2 {
@@ -348,7 +349,7 @@ func TestGuessedReadsOfARefusedCaller(t *testing.T) {
 			t.Errorf("answered %v: the refused caller's page sent %d guessed reads, want 2", answered, refused)
 		}
 		g.setEdit(nil)
-		listAs(t, side, "refused").ok(t, "the admitted caller", nil)
+		listAs(t, side, "refused").OK(t, "the admitted caller", nil)
 		if n := g.get("resources/read Bearer refused") - refused; n != 2 {
 			t.Errorf("answered %v: the admitted caller's page read %d files, want 2: something of the refused page was kept", answered, n)
 		}

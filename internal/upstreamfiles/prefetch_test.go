@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"io"
@@ -54,16 +54,11 @@ func sendDiscover(side, name, value string, declares bool) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// waitFor polls cond for up to 10 s (the prefetch runs in the background).
+// waitFor waits (sidecartest.WaitFor, a minute's hang guard) until cond
+// holds: the prefetch runs in the background.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	sidecartest.WaitFor(t, time.Minute, cond, what)
 }
 
 // TestPrefetchAtHandshake: with the gate on, a client declaring the
@@ -417,15 +412,15 @@ func TestLegacyPrefetchAtInitialized(t *testing.T) {
 
 	sid := handshake("skills", true)
 	waitFor(t, "the prefetch's read", func() bool { return g.get("resources/read Bearer skills "+uri) == 1 })
-	c := &caller{t: t, endpoint: side, token: "skills"}
-	r := c.callWith("skills/list", nil, func(h http.Header, _ map[string]any) {
+	c := &sidecartest.Caller{T: t, Endpoint: side, Token: "skills"}
+	r := c.CallWith("skills/list", nil, func(h http.Header, _ map[string]any) {
 		h.Set("Mcp-Session-Id", sid)
 		h.Set("MCP-Protocol-Version", "2025-11-25")
 	})
 	var res struct {
 		Skills []entry `json:"skills"`
 	}
-	r.ok(t, "the legacy client's first skills/list", &res)
+	r.OK(t, "the legacy client's first skills/list", &res)
 	found := false
 	for _, e := range res.Skills {
 		if e.URI == uri {

@@ -2,10 +2,11 @@ package upstreamfiles
 
 import "time"
 
-// Test hooks. The overlay's behaviour is tested through a whole sidecar,
-// from package methods' tests (which drive skills/list and resources/read
-// against a real upstream); those tests steer and observe the overlay
-// through these functions. Nothing else calls them.
+// Test hooks, for this package's external tests (package upstreamfiles_test)
+// only: being in a _test.go file, they are compiled into no build of the
+// sidecar. Those tests drive the overlay through a whole sidecar
+// (skills/list and resources/read against a real upstream) and steer and
+// observe it through these functions.
 
 // SetOverlayClock replaces the clock o checks its TTL against, so a test
 // can step past the TTL instead of sleeping through it. Call it before o

@@ -1,10 +1,8 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // TestOneSizeEverywhere: a plugin written with CRLF line ends, in front of
@@ -73,8 +72,7 @@ func TestOneSizeEverywhere(t *testing.T) {
 // oneSizeCase is TestOneSizeEverywhere with a sidecar of its own, reading
 // each file before the listings or after them.
 func oneSizeCase(t *testing.T, snap *catalog.Snapshot, files map[string]string, lf func(string) string, s *mcp.Server, readsFirst bool) {
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	t.Cleanup(up.Close)
+	up := testupstream.Serve(t, s, &mcp.StreamableHTTPOptions{Stateless: true})
 	side := sidecartest.Start(t, up.URL, sidecartest.Options{Snapshot: func() *catalog.Snapshot { return snap }, Config: func(c *config.Config) {
 		c.AuthGate, c.UpstreamFiles, c.PageSize = "none", "auto", 2
 	}}).URL

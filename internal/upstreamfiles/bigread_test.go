@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -20,36 +18,8 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
-
-// bigFileURI is the file of bigSkill that its upstreams serve themselves.
-const bigFileURI = "skill://big/data.bin"
-
-// bigSkill writes a plugin whose skill big has a placeholder data.bin, and
-// returns its catalog and the 16 MiB (the most SEP-2640 lets a whole skill
-// hold) that an upstream serves for that file.
-func bigSkill(t *testing.T) (*catalog.Snapshot, []byte) {
-	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, "skills", "big")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{"SKILL.md": "---\nname: big\ndescription: Big.\n---\n", "data.bin": "placeholder"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snap, err := catalog.Load(root, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := make([]byte, 16<<20)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	return snap, data
-}
 
 // overlaySidecarFor serves snap in front of upstream with the overlay on
 // and the proxy at its default limits, assembled as the binary does; it
@@ -67,16 +37,15 @@ func overlaySidecarFor(t *testing.T, upstream string, snap *catalog.Snapshot) (s
 // limits and hashed on the way.
 func TestForwardedReadOfLargestSkillFile(t *testing.T) {
 	t.Parallel()
-	snap, data := bigSkill(t)
+	snap, data := sidecartest.BigSkill(t)
 	s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
-	s.AddResource(&mcp.Resource{URI: bigFileURI, Name: "data"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	s.AddResource(&mcp.Resource{URI: sidecartest.BigFileURI, Name: "data"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "application/octet-stream", Blob: data}}}, nil
 	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	t.Cleanup(up.Close)
+	up := testupstream.Serve(t, s, &mcp.StreamableHTTPOptions{Stateless: true})
 	side, _ := overlaySidecarFor(t, up.URL, snap)
 
-	res := modernCall(t, side, "resources/read", map[string]any{"uri": bigFileURI})
+	res := modernCall(t, side, "resources/read", map[string]any{"uri": sidecartest.BigFileURI})
 	var got struct {
 		Contents []struct {
 			Blob []byte `json:"blob"`
@@ -96,9 +65,9 @@ func TestForwardedReadOfLargestSkillFile(t *testing.T) {
 // discards what it reads, so nearly all that is allocated is the
 // sidecar's.
 func TestForwardedBigReadMemory(t *testing.T) {
-	snap, data := bigSkill(t)
+	snap, data := sidecartest.BigSkill(t)
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
-		"contents": []any{map[string]any{"uri": bigFileURI, "blob": base64.StdEncoding.EncodeToString(data)}}}})
+		"contents": []any{map[string]any{"uri": sidecartest.BigFileURI, "blob": base64.StdEncoding.EncodeToString(data)}}}})
 	reply := []byte("event: message\ndata: " + string(msg) + "\n\n")
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -109,7 +78,7 @@ func TestForwardedBigReadMemory(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		if req.Method == "resources/list" { // the overlay's discovery: it serves the file
 			list, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{
-				"resources": []any{map[string]any{"uri": bigFileURI, "name": "data"}}}})
+				"resources": []any{map[string]any{"uri": sidecartest.BigFileURI, "name": "data"}}}})
 			_, _ = w.Write([]byte("event: message\ndata: " + string(list) + "\n\n"))
 			return
 		}
@@ -124,7 +93,7 @@ func TestForwardedBigReadMemory(t *testing.T) {
 	side, reg := overlaySidecarFor(t, up.URL, snap)
 
 	read := func() int64 {
-		req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+bigFileURI+`"}}`))
+		req, _ := http.NewRequest(http.MethodPost, side, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+sidecartest.BigFileURI+`"}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", "s")

@@ -1,4 +1,4 @@
-package methods_test
+package upstreamfiles_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
@@ -28,9 +29,9 @@ import (
 // every client reads alike).
 func TestTapReadsAsClientsDo(t *testing.T) {
 	t.Parallel()
-	snap, _ := bigSkill(t)
+	snap, _ := sidecartest.BigSkill(t)
 	reply := func(id, text string) string {
-		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"contents":[{"uri":"` + bigFileURI + `","mimeType":"text/plain","text":"` + text + `"}]}}`
+		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"contents":[{"uri":"` + sidecartest.BigFileURI + `","mimeType":"text/plain","text":"` + text + `"}]}}`
 	}
 	ev := func(msg string) string { return "data: " + msg + "\n\n" }
 	for name, tc := range map[string]struct {
@@ -101,7 +102,7 @@ func TestTapReadsAsClientsDo(t *testing.T) {
 			if err := json.Unmarshal(modernCall(t, side, "skills/get", map[string]any{"uri": "skill://big/SKILL.md"}), &e); err != nil {
 				t.Fatal(err)
 			}
-			d := publishedDigest(t, e.Skill, bigFileURI)
+			d := publishedDigest(t, e.Skill, sidecartest.BigFileURI)
 			if goOK && goDigest != d || tsOK && tsDigest != d || !goOK && !tsOK {
 				t.Errorf("published %s; go-sdk took %q (%v), the TypeScript reading %q (%v)", d, goDigest, goOK, tsDigest, tsOK)
 			}
@@ -110,7 +111,7 @@ func TestTapReadsAsClientsDo(t *testing.T) {
 }
 
 // craftedUpstream is a legacy streamable HTTP server written from the
-// transport text: it lists bigFileURI, and answers a resources/read with
+// transport text: it lists sidecartest.BigFileURI, and answers a resources/read with
 // what read returns for the raw id and whether the judge client sent it.
 func craftedUpstream(read func(id string, judge bool) (contentType, body string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -133,7 +134,7 @@ func craftedUpstream(read func(id string, judge bool) (contentType, body string)
 			w.Header().Set("Mcp-Session-Id", "crafted")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"resources":{}},"serverInfo":{"name":"crafted","version":"1"}}}`, req.ID)
 		case "resources/list":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":%q,"name":"data"}]}}`, req.ID, bigFileURI)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":%q,"name":"data"}]}}`, req.ID, sidecartest.BigFileURI)
 		case "resources/templates/list":
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resourceTemplates":[]}}`, req.ID)
 		case "resources/read":
@@ -155,7 +156,7 @@ func (judgeHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// goSDKRead reads bigFileURI through the sidecar with a go-sdk client (a
+// goSDKRead reads sidecartest.BigFileURI through the sidecar with a go-sdk client (a
 // legacy session) and returns the digest of the text it took, if any.
 func goSDKRead(t *testing.T, side string) (string, bool) {
 	t.Helper()
@@ -168,7 +169,7 @@ func goSDKRead(t *testing.T, side string) (string, bool) {
 		t.Fatalf("go-sdk connect through the sidecar: %v", err)
 	}
 	defer cs.Close()
-	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: bigFileURI})
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: sidecartest.BigFileURI})
 	if err != nil || len(res.Contents) != 1 {
 		return "", false
 	}
@@ -241,7 +242,7 @@ func specRead(t *testing.T, body, id string, isJSON bool) (string, bool) {
 // reload), as a go-sdk client reads the handshake.
 func TestResourcesListChangedDeclared(t *testing.T) {
 	t.Parallel()
-	snap, _ := bigSkill(t)
+	snap, _ := sidecartest.BigSkill(t)
 	up := httptest.NewServer(craftedUpstream(func(id string, _ bool) (string, string) {
 		return "application/json", `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"unused"}}`
 	}))

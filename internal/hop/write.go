@@ -1,0 +1,239 @@
+package hop
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// maxInline is the largest request body written together with the
+// request's head in one write. A larger body (or one of unknown length)
+// goes through net/http's request writer, which streams it, so that a
+// request costs at most this much memory besides its head however large
+// its body.
+const maxInline = 64 << 10
+
+// defaultUserAgent is the User-Agent net/http's request writer sends when
+// a request names none.
+const defaultUserAgent = "Go-http-client/1.1"
+
+// heads recycles the buffers requests are written from. A buffer grown past
+// what an inline request can need is not kept.
+var heads = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// writers recycles the buffers net/http's writer writes through: a
+// connection needs one only while it writes, not while it waits or streams.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+
+// errNotInline says a request is not one writeInline takes: net/http's
+// writer carries it instead.
+var errNotInline = errors.New("hop: request not written inline")
+
+// errBodyLength says a request's body did not hold ContentLength bytes: the
+// request's fault, found before anything was written, and sending it again
+// would not mend it.
+var errBodyLength = errors.New("hop: request body length differs from its ContentLength")
+
+// writeRequest writes req to w, and reports how many bytes went out. A
+// plain request (see appendInline) leaves as one write, head and body
+// together: net/http's writer flushes the head on its own whenever the
+// body is not a reader it knows to be in memory, and sorts the header's
+// keys on every request. Anything else goes through net/http's writer
+// unchanged.
+func writeRequest(w io.Writer, req *http.Request) (int64, error) {
+	bp := heads.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxInline+8<<10 {
+			*bp = (*bp)[:0]
+			heads.Put(bp)
+		}
+	}()
+	b, err := appendInline((*bp)[:0], req)
+	*bp = b
+	if err == errNotInline {
+		cw := &countingWriter{w: w}
+		bw := writers.Get().(*bufio.Writer)
+		bw.Reset(cw)
+		err = req.Write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		bw.Reset(nil)
+		writers.Put(bw)
+		return cw.n, err
+	}
+	if err != nil {
+		closeBody(req)
+		return 0, err
+	}
+	closeBody(req)
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
+// appendInline appends req as it goes on the wire to b, or returns
+// errNotInline for a request that is not plain: one with trailers or a
+// transfer coding, a body of unknown length or longer than maxInline, or
+// any field net/http's writer would alter or drop (a header name that is
+// not a token, a value with a line break, a control byte or surrounding
+// whitespace, a Host that is not plain ASCII). For a plain request the
+// bytes are those net/http's writer sends, but for the order of the header
+// fields. It reads the body (exactly ContentLength bytes, the body's end
+// checked) and does not close it.
+func appendInline(b []byte, req *http.Request) ([]byte, error) {
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	switch {
+	case req.Trailer != nil, len(req.TransferEncoding) > 0, req.URL == nil:
+		return b, errNotInline
+	case hasBody && (req.ContentLength <= 0 || req.ContentLength > maxInline):
+		return b, errNotInline
+	case !hasBody && req.ContentLength != 0:
+		return b, errNotInline // net/http's writer refuses a length without a body
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	ruri := req.URL.RequestURI()
+	if !plainToken(method) || !plainHost(host) || !plainValue(ruri) || strings.Contains(ruri, " ") {
+		return b, errNotInline
+	}
+	ua := defaultUserAgent
+	if vv, ok := req.Header["User-Agent"]; ok {
+		ua = ""
+		if len(vv) > 0 {
+			ua = vv[0]
+		}
+	}
+	if ua != "" && !plainValue(ua) {
+		return b, errNotInline
+	}
+	for k, vv := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return b, errNotInline
+		}
+		for _, v := range vv {
+			if !plainValue(v) {
+				return b, errNotInline
+			}
+		}
+	}
+
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, ruri...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	if ua != "" {
+		b = append(b, "User-Agent: "...)
+		b = append(b, ua...)
+		b = append(b, "\r\n"...)
+	}
+	if req.Close && !hasCloseToken(req.Header["Connection"]) {
+		b = append(b, "Connection: close\r\n"...)
+	}
+	if hasBody || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		// net/http's rule: a length for every body, and a zero one for a
+		// bodiless POST, PUT or PATCH ("many servers expect" one).
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, max(req.ContentLength, 0), 10)
+		b = append(b, "\r\n"...)
+	}
+	for k, vv := range req.Header {
+		switch k {
+		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+			continue // written above from the request's fields, or not at all
+		}
+		for _, v := range vv {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	b = append(b, "\r\n"...)
+	if !hasBody {
+		return b, nil
+	}
+	head := len(b)
+	b = append(b, make([]byte, req.ContentLength)...)
+	n, err := io.ReadFull(req.Body, b[head:])
+	if err != nil {
+		return b[:head], fmt.Errorf("%w: ContentLength=%d with Body length %d: %w", errBodyLength, req.ContentLength, n, err)
+	}
+	var extra [1]byte
+	if m, _ := req.Body.Read(extra[:]); m > 0 {
+		return b[:head], fmt.Errorf("%w: ContentLength=%d with a longer Body", errBodyLength, req.ContentLength)
+	}
+	return b, nil
+}
+
+// plainToken reports whether s is a non-empty HTTP token.
+func plainToken(s string) bool {
+	return s != "" && httpguts.ValidHeaderFieldName(s)
+}
+
+// plainValue reports whether s goes on the wire as it is: no control byte
+// but tab (so no line break) and no whitespace at either end, which
+// net/http's writer would trim.
+func plainValue(s string) bool {
+	if s != "" && (isSpace(s[0]) || isSpace(s[len(s)-1])) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// plainHost reports whether host is sent as it is: printable ASCII that
+// net/http accepts in a Host field, with no IPv6 zone for it to remove and
+// nothing for it to convert to punycode.
+func plainHost(host string) bool {
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c <= ' ' || c >= 0x7f || c == '%' {
+			return false
+		}
+	}
+	return httpguts.ValidHostHeader(host)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' }
+
+// hasCloseToken reports whether a Connection field's values hold "close".
+func hasCloseToken(values []string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), "close") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// countingWriter counts what net/http's writer got out, for the retry rule.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	return n, err
+}
