@@ -128,6 +128,9 @@ func (b *countedBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
+// Buffered passes on what the body holds (copyBody's flush policy).
+func (b *countedBody) Buffered() int { return buffered(b.ReadCloser) }
+
 // copyBuffer is the size of the relay's pooled copy buffers.
 const copyBuffer = 32 << 10
 

@@ -577,3 +577,56 @@ func headerOf(m map[string]string) http.Header {
 	}
 	return h
 }
+
+// TestBurstIsFlushedBeforeStreamEnds: events the upstream sent together,
+// and one it sent after them, all reach the client while the upstream
+// still holds the stream (the relay writes a burst at once, never waiting
+// for more).
+func TestBurstIsFlushedBeforeStreamEnds(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	ev := func(i int) string {
+		return "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":" + string(rune('0'+i)) + "}}\n\n"
+	}
+	u := rawUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, ev(1)+ev(2)+ev(3))
+		w.(http.Flusher).Flush()
+		_, _ = io.WriteString(w, ev(4))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(initReq) // a POST whose reply the sidecar parses
+		}
+		// A hang guard, not a timing: a relay that held an event back
+		// would wait for the upstream, which waits for the test.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, method, u, body)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(resp.Body)
+		var got string
+		for range 8 { // four events of two lines each
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("%s: after %q: %v", method, got, err)
+			}
+			got += line
+		}
+		if want := ev(1) + ev(2) + ev(3) + ev(4); got != want {
+			t.Errorf("%s: got %q, want %q", method, got, want)
+		}
+		resp.Body.Close()
+	}
+}

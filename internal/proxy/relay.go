@@ -229,6 +229,18 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	}
 }
 
+// buffered is how many bytes src holds that a Read returns without
+// waiting for the upstream: what the body and the wrappers the response
+// hooks put on it report (package hop's body: what has arrived and not been
+// read), 0 for a reader that does not say.
+func buffered(src io.Reader) int {
+	b, ok := src.(interface{ Buffered() int })
+	if !ok {
+		return 0
+	}
+	return b.Buffered()
+}
+
 // bodyArrived reports whether bytes of body are already buffered, for a
 // body from package hop; other bodies are taken not to have any.
 func bodyArrived(body io.Reader) bool {
@@ -260,9 +272,14 @@ func readFull(r io.Reader, buf []byte) (int, error) {
 // until the stream goes quiet again.
 const quietRead = 512
 
-// copyBody copies what is pending and then the rest of src to w, flushing
-// after every read when the reply is streamed. A client that went away ends
-// the copy quietly; an upstream read error is returned.
+// copyBody copies what is pending and then the rest of src to w. A
+// streamed reply is flushed whenever src has nothing more buffered, so no
+// event waits for the next one; what src has buffered (bytes the upstream
+// already sent, several events of a burst) is read first and leaves in one
+// write and one flush, as nginx's unbuffered relay writes what one read
+// brought (up to the pooled buffer's 32 KiB, which also bounds what a slow
+// client holds). A client that went away ends the copy quietly; an
+// upstream read error is returned.
 func copyBody(w http.ResponseWriter, src io.Reader, pending []byte, streamed bool, pool *bufferPool) error {
 	f, _ := w.(http.Flusher)
 	flush := streamed && f != nil
@@ -293,6 +310,19 @@ func copyBody(w http.ResponseWriter, src io.Reader, pending []byte, streamed boo
 	}
 	for {
 		n, err := src.Read(buf)
+		for streamed && err == nil && n > 0 && buffered(src) > 0 {
+			if n == len(buf) {
+				if big != nil {
+					break // full: a slow client holds at most this much
+				}
+				big = pool.Get()
+				copy(big, buf[:n])
+				buf = big
+			}
+			var m int
+			m, err = src.Read(buf[n:])
+			n += m
+		}
 		if n > 0 && !write(buf[:n]) {
 			return nil
 		}

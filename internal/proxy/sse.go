@@ -44,6 +44,11 @@ func (s *sseBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Buffered is what Read returns without reading the upstream: the rest of
+// the event being passed on (copyBody's flush policy). Bytes the event
+// reader holds are not counted: they may be only part of the next event.
+func (s *sseBody) Buffered() int { return len(s.pending) }
+
 func (s *sseBody) stopped() bool {
 	return s.stop != nil && s.stop.Err() != nil
 }
@@ -107,3 +112,6 @@ func (b *stoppableBody) Close() error {
 	b.unwatch()
 	return b.ReadCloser.Close()
 }
+
+// Buffered passes on what the body holds (copyBody's flush policy).
+func (b *stoppableBody) Buffered() int { return buffered(b.ReadCloser) }

@@ -70,6 +70,9 @@ func (t *jsonTap) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Buffered passes on what the body holds (copyBody's flush policy).
+func (t *jsonTap) Buffered() int { return buffered(t.ReadCloser) }
+
 func (t *jsonTap) Close() error {
 	if !t.done {
 		t.done = true
@@ -172,6 +175,9 @@ func (t *sseTap) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Buffered passes on what the body holds (copyBody's flush policy).
+func (t *sseTap) Buffered() int { return buffered(t.ReadCloser) }
 
 func (t *sseTap) Close() error {
 	if !t.done {

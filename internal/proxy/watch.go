@@ -48,6 +48,9 @@ func (b *watchBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Buffered passes on what the body holds (copyBody's flush policy).
+func (b *watchBody) Buffered() int { return buffered(b.ReadCloser) }
+
 // scan feeds a chunk of the stream to the event parser.
 func (b *watchBody) scan(chunk []byte) {
 	nextLF, nextCR := -2, -2 // positions within chunk, -2: not looked for yet
