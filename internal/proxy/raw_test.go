@@ -242,8 +242,11 @@ func TestEventIsFlushedBeforeStreamEnds(t *testing.T) {
 		if method == http.MethodPost {
 			body = strings.NewReader(initReq) // a POST whose reply the sidecar parses
 		}
+		// A relay that held the event back would keep the read waiting
+		// as long as the upstream holds the stream: the client's timeout
+		// turns that into a failure (a hang guard only).
 		req, _ := http.NewRequest(method, u, body)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
