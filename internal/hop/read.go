@@ -128,7 +128,7 @@ func plainFieldLine(line []byte) bool {
 type plainReply struct {
 	http.Response
 	body   lengthBody
-	values [16]string
+	values [8]string
 }
 
 // plainResponse builds the response net/http's reader makes of head, a
