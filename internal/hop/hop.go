@@ -47,7 +47,12 @@
 // trailers, no field net/http's writer would alter) is written by this
 // package, head and body in one write from a pooled buffer, as nginx sends
 // a buffered request; anything else goes through net/http's request
-// writer, which streams its body.
+// writer, which streams its body. A plain reply's head (read.go: HTTP/1.x,
+// CRLF lines, one decimal Content-Length, a status with a body) is parsed
+// by this package too, into the response net/http's reader would make;
+// any other head (chunked, read to the close, 1xx, 204, 304, a reply to
+// HEAD, anything net/http would refuse or read leniently) goes, unread,
+// to http.ReadResponse.
 //
 // The Transport speaks plain http:// only; anything else (https, protocol
 // upgrades) goes to its Fallback.
@@ -246,7 +251,7 @@ func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, er
 		_, err := c.br.Peek(1)
 		var resp *http.Response
 		if err == nil {
-			resp, err = http.ReadResponse(c.br, req)
+			resp, err = readHead(c.br, req)
 		}
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {

@@ -1,0 +1,254 @@
+package hop
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// The response reader replaces http.ReadResponse for plain heads; these
+// tests hold it to what http.ReadResponse does on the same bytes: the same
+// verdict, the same response, the same body, and the same bytes left on
+// the connection after it.
+
+// readOutcome is everything a caller of a response reader sees.
+type readOutcome struct {
+	Refused                 bool
+	Status                  string
+	StatusCode              int
+	Proto                   string
+	ProtoMajor, ProtoMinor  int
+	Header                  http.Header
+	ContentLength           int64
+	Close, NoBody           bool
+	TransferEncoding        []string
+	Trailer                 http.Header
+	Body                    string
+	BodyUnexpectedEOF       bool   // the body ended before its length
+	BodyErr                 string // another error while reading it
+	AfterBody, AfterBodyErr string // a read after the body's end
+	Rest                    string // what is left on the connection
+}
+
+// outcome reads data as one response with read, and its body through to
+// the end, over a buffer the size of a connection's (one byte per read
+// from the connection when trickle is set).
+func outcome(data []byte, method string, trickle bool, read func(*bufio.Reader, *http.Request) (*http.Response, error)) readOutcome {
+	var src io.Reader = bytes.NewReader(data)
+	if trickle {
+		src = iotest.OneByteReader(src)
+	}
+	br := bufio.NewReaderSize(src, readBuffer)
+	req, _ := http.NewRequest(method, "http://up/mcp", nil)
+	resp, err := read(br, req)
+	if err != nil {
+		return readOutcome{Refused: true}
+	}
+	o := readOutcome{
+		Status: resp.Status, StatusCode: resp.StatusCode, Proto: resp.Proto,
+		ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor, Header: resp.Header,
+		ContentLength: resp.ContentLength, Close: resp.Close, NoBody: resp.Body == http.NoBody,
+		TransferEncoding: resp.TransferEncoding, Trailer: resp.Trailer,
+	}
+	body, err := io.ReadAll(resp.Body)
+	o.Body = string(body)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		o.BodyUnexpectedEOF = true
+	} else if err != nil {
+		o.BodyErr = err.Error()
+	}
+	var p [1]byte
+	n, err := resp.Body.Read(p[:])
+	o.AfterBody = string(p[:n])
+	if err != nil {
+		o.AfterBodyErr = err.Error()
+	}
+	rest, _ := io.ReadAll(br)
+	o.Rest = string(rest)
+	return o
+}
+
+// sameAsNetHTTP fails t when readHead and http.ReadResponse differ on data.
+func sameAsNetHTTP(t *testing.T, data []byte, method string, trickle bool) {
+	t.Helper()
+	got := outcome(data, method, trickle, readHead)
+	want := outcome(data, method, trickle, http.ReadResponse)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("on %q (%s):\nhop's reader:   %+v\nhttp.ReadResponse: %+v", data, method, got, want)
+	}
+}
+
+// responseSeeds are heads an upstream sends, plain and not, and heads a
+// lying upstream sends to smuggle a second response past a proxy.
+var responseSeeds = []string{
+	// plain
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+	"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+	"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nDate: Wed, 02 Dec 2026 08:00:00 GMT\r\n\r\n",
+	"HTTP/1.1 404 Not Found\r\ncontent-length: 3\r\nx-multi: a\r\nX-Multi: b\r\n\r\nno!",
+	"HTTP/1.1 200\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 \r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 599 odd \x01 reason\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nContent-Length:   3  \r\nX-Empty:\r\nX-Tab:\ta\tb\t\r\n\r\nabc",
+	"HTTP/1.1 200 OK\r\nContent-Length: 005\r\n\r\nabcde",
+	"HTTP/1.1 200 OK\r\nX-Obs: \x80\xff\r\nContent-Length: 1\r\n\r\nx",
+	// keep-alive and close
+	"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.0 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 2\r\n\r\nok",
+	// body shorter or longer than its length: the rest stays on the connection
+	"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabc",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r",
+	"HTTP/1.1 200 O",
+	// framing left to net/http
+	"HTTP/1.1 200 OK\r\n\r\nuntil close",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nTrailer: X\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nPragma: no-cache\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 204 No Content\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 304 Not Modified\r\nContent-Length: 2\r\n\r\n",
+	"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 101 Switching Protocols\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 099 Low\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 600 High\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 999999999999999999\r\n\r\nok",
+	// smuggling: two lengths, length and chunked, folds, stray CR/LF, NUL, spaces
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nX-A: 1\r\n Content-Length: 40\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\tfolded\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\n Content-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\nok",
+	"HTTP/1.1 200 OK\r\nX-A: a\rContent-Length: 40\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nX-A: a\r\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nX-A: a\x7fb\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length : 40\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent Length: 40\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\n: 40\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nNoColon\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 0x2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: \x002\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\x00\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length\x00: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length\xff: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nConnection:\tclose \r\nContent-Length: 2\r\n\r\nok",
+	// status lines
+	"HTTP/1.1  200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 2000 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 +20 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 20 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1\t200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/2 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"http/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/0.9 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\r\nContent-Length: 2\r\n\r\nok",
+	"\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"",
+}
+
+// manyFields is a head with n header fields (one past the read buffer
+// when n is large).
+func manyFields(n int) string {
+	return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + strings.Repeat("X-F: v\r\n", n) + "\r\nok"
+}
+
+func TestReadHeadAgreesWithNetHTTP(t *testing.T) {
+	seeds := append(responseSeeds, manyFields(20), manyFields(300), manyFields(2000))
+	for _, s := range seeds {
+		for _, method := range []string{"POST", "GET", "HEAD"} {
+			sameAsNetHTTP(t, []byte(s), method, false)
+			sameAsNetHTTP(t, []byte(s), method, true)
+		}
+	}
+}
+
+// The usual replies are parsed here, not handed to net/http's reader.
+func TestUsualHeadsArePlain(t *testing.T) {
+	for _, s := range []string{
+		responseSeeds[0], responseSeeds[1], responseSeeds[2], responseSeeds[3],
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: abc\r\nDate: Wed, 02 Dec 2026 08:00:00 GMT\r\nContent-Length: 74\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		manyFields(20),
+	} {
+		n, v := scanHead([]byte(s))
+		if v != headPlain {
+			t.Errorf("%q: scanHead says %d, want plain", s, v)
+			continue
+		}
+		if plainResponse(bufio.NewReader(strings.NewReader("")), []byte(s[:n]), &http.Request{Method: "POST"}) == nil {
+			t.Errorf("%q: not a plain response", s)
+		}
+	}
+}
+
+// A plain head costs four allocations (the head as a string, the response
+// with its body, the header map and its table), not net/http's reader's
+// twelve: a bound that a reader always falling back would break.
+func TestReadHeadAllocations(t *testing.T) {
+	reply := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: abc\r\nDate: Wed, 02 Dec 2026 08:00:00 GMT\r\nContent-Length: 2\r\n\r\n{}")
+	req, _ := http.NewRequest("POST", "http://up/mcp", nil)
+	src := bytes.NewReader(reply)
+	br := bufio.NewReaderSize(src, readBuffer)
+	p := make([]byte, 8)
+	count := func(read func(*bufio.Reader, *http.Request) (*http.Response, error)) float64 {
+		return testing.AllocsPerRun(100, func() {
+			src.Reset(reply)
+			br.Reset(src)
+			resp, err := read(br, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := resp.Body.Read(p); n != 2 {
+				t.Fatalf("body of %d bytes", n)
+			}
+		})
+	}
+	ours, theirs := count(readHead), count(http.ReadResponse)
+	t.Logf("allocations per response head: hop %.0f, http.ReadResponse %.0f", ours, theirs)
+	if ours > 4 {
+		t.Errorf("%.0f allocations per plain response head, want at most 4 (http.ReadResponse: %.0f)", ours, theirs)
+	}
+}
+
+// FuzzReadResponse holds the reader to http.ReadResponse on arbitrary
+// bytes: the same verdict, response, body, and bytes left after it.
+func FuzzReadResponse(f *testing.F) {
+	for _, s := range responseSeeds {
+		f.Add([]byte(s), false, false)
+	}
+	f.Add([]byte(manyFields(300)), false, true)
+	f.Add([]byte(responseSeeds[0]), true, true)
+	f.Fuzz(func(t *testing.T, data []byte, head, trickle bool) {
+		method := "POST"
+		if head {
+			method = "HEAD"
+		}
+		sameAsNetHTTP(t, data, method, trickle)
+	})
+}
