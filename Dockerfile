@@ -17,14 +17,14 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=0.2.0
+ARG VERSION=0.3.0
 ARG COMMIT=unknown
 ENV CGO_ENABLED=0
 RUN go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" -o /out/skills-sidecar ./cmd/skills-sidecar \
  && go build -trimpath -ldflags "-s -w" -o /out/demo-upstream ./cmd/demo-upstream
 
 FROM scratch
-ARG VERSION=0.2.0
+ARG VERSION=0.3.0
 ARG COMMIT=unknown
 LABEL org.opencontainers.image.title="skills-sidecar" \
       org.opencontainers.image.description="Skills and agents extensions for any MCP server, as a Kubernetes sidecar" \

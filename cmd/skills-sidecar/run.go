@@ -23,7 +23,7 @@ import (
 // revision Go records when it builds inside a git checkout; an image build
 // has no .git, so the Dockerfile stamps it.
 var (
-	version = "0.2.0"
+	version = "0.3.0"
 	commit  = ""
 )
 
