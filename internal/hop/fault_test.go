@@ -1,11 +1,15 @@
 package hop
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +222,60 @@ func TestEarlyAnswerWins(t *testing.T) {
 	}
 	if tr.Idle() != 0 {
 		t.Errorf("a connection the upstream did not read to the end was pooled")
+	}
+}
+
+// TestResponseHeadIsBounded: an upstream that sends more head than
+// MaxResponseHead (here 2 MiB of header lines before a valid body) fails
+// the call with ErrResponseHeadTooLarge, where net/http's reader alone
+// would read every line into memory; a head just inside the bound, sent
+// after an interim 103 on the same connection, is an answer, and the
+// bound does not reach into its body.
+func TestResponseHeadIsBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	line := "X-Filler: " + strings.Repeat("a", 1000) + "\r\n"
+	heads := map[string]string{
+		"/huge": "HTTP/1.1 200 OK\r\n" + strings.Repeat(line, 2<<10),
+		"/near": "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\n" + strings.Repeat(line, (MaxResponseHead-4096)/len(line)),
+	}
+	body := strings.Repeat("b", 3<<20) // longer than the bound: a body is not bounded
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = io.WriteString(c, heads[req.URL.Path]+"Content-Length: "+strconv.Itoa(len(body))+"\r\nConnection: close\r\n\r\n"+body)
+			}()
+		}
+	}()
+	tr := newTransport(t)
+	u := "http://" + ln.Addr().String()
+	req, _ := http.NewRequest(http.MethodGet, u+"/huge", nil)
+	if resp, err := tr.RoundTrip(req); !errors.Is(err, ErrResponseHeadTooLarge) {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		t.Errorf("2 MiB of head: %v, want ErrResponseHeadTooLarge", err)
+	}
+	req, _ = http.NewRequest(http.MethodGet, u+"/near", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("a head inside the bound: %v", err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || err != nil || string(got) != body {
+		t.Errorf("a head inside the bound: %d, %d bytes of body, %v; want 200 and the 3 MiB body", resp.StatusCode, len(got), err)
 	}
 }

@@ -128,6 +128,7 @@ type Transport struct {
 // on it touches br; the pool's fields are guarded by Transport.mu.
 type conn struct {
 	nc     net.Conn
+	lim    *headLimit // under br: bounds a response head
 	br     *bufio.Reader
 	peek   *peeker // alive's peek, made once at dial
 	key    string  // the pool key: host:port, and the partition's hash
@@ -244,6 +245,11 @@ func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, er
 	if t.ResponseHeaderTimeout > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
 	}
+	// What br holds already was read under an earlier bound (or is the
+	// start of this head); the rest of the head may take what is left of
+	// MaxResponseHead. The body reads without a bound.
+	c.lim.n = max(MaxResponseHead-int64(c.br.Buffered()), 0)
+	defer func() { c.lim.n = -1 }()
 	for {
 		// Peek first: ReadResponse turns a hang-up before the first byte
 		// into ErrUnexpectedEOF, and only a clean io.EOF says the upstream
@@ -390,7 +396,49 @@ func (t *Transport) dialConn(ctx context.Context, addr, key string) (*conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("hop: %w", err)
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), peek: newPeeker(nc), key: key, addr: addr}, nil
+	c := newConn(nc, addr)
+	c.key = key
+	return c, nil
+}
+
+// newConn is a connection over nc to addr, its reads bounded by its
+// headLimit (open until a response head is read).
+func newConn(nc net.Conn, addr string) *conn {
+	lim := &headLimit{r: nc, n: -1}
+	return &conn{nc: nc, lim: lim, br: bufio.NewReaderSize(lim, readBuffer), peek: newPeeker(nc), addr: addr}
+}
+
+// MaxResponseHead bounds what an upstream may send before its reply's
+// body (interim replies included), as net/http's Transport bounds it
+// (MaxResponseHeaderBytes); past it the call fails with
+// ErrResponseHeadTooLarge and the connection is dropped. Heads are a few
+// hundred bytes: 1 MiB leaves room for any real one, and an upstream that
+// sends an endless head costs that much, not the sidecar's memory.
+const MaxResponseHead = 1 << 20
+
+// ErrResponseHeadTooLarge is a response head longer than MaxResponseHead.
+var ErrResponseHeadTooLarge = errors.New("hop: response head larger than 1 MiB")
+
+// headLimit passes reads to r, at most n bytes of them while n >= 0
+// (then ErrResponseHeadTooLarge); n < 0 means no bound.
+type headLimit struct {
+	r io.Reader
+	n int64
+}
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return l.r.Read(p)
+	}
+	if l.n == 0 {
+		return 0, ErrResponseHeadTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
 }
 
 // dial connects to addr within DialTimeout.

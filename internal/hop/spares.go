@@ -1,7 +1,6 @@
 package hop
 
 import (
-	"bufio"
 	"context"
 	"time"
 )
@@ -96,7 +95,8 @@ func (t *Transport) fill(ctx context.Context, addr string, s *spareSet) {
 			}
 			return
 		}
-		c := &conn{nc: nc, br: bufio.NewReaderSize(nc, readBuffer), peek: newPeeker(nc), addr: addr, spare: true, since: time.Now()}
+		c := newConn(nc, addr)
+		c.spare, c.since = true, time.Now()
 		c.timer = time.AfterFunc(timeout, func() { t.expire(c) })
 		s.conns = append(s.conns, c)
 		if len(s.conns) >= t.Spares {
