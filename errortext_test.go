@@ -27,14 +27,9 @@ var errorTextAllowed = map[string]string{
 // a method named Error, as "path:function".
 func errorTextCalls(t *testing.T, path string, src any) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, d := range f.Decls {
-		fn, ok := d.(*ast.FuncDecl)
-		if !ok || fn.Body == nil || fn.Name.Name == "Error" {
+	for _, fn := range funcDecls(t, path, src) {
+		if fn.Name.Name == "Error" {
 			continue
 		}
 		ast.Inspect(fn.Body, func(n ast.Node) bool {

@@ -2,8 +2,6 @@ package skillssidecar_test
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,16 +29,8 @@ var ownRequestsAllowed = map[string]string{
 // and http.NewRequestWithContext in src (a Go file at path).
 func requestBuilds(t *testing.T, path string, src any) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, d := range f.Decls {
-		fn, ok := d.(*ast.FuncDecl)
-		if !ok || fn.Body == nil {
-			continue
-		}
+	for _, fn := range funcDecls(t, path, src) {
 		ast.Inspect(fn.Body, func(n ast.Node) bool {
 			c, ok := n.(*ast.CallExpr)
 			if !ok {

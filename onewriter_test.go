@@ -2,7 +2,6 @@ package skillssidecar_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"io/fs"
 	"path/filepath"
@@ -41,16 +40,8 @@ var ownWritingAllowed = map[string]string{
 // or as a composite literal's keys).
 func ownWriting(t *testing.T, path string, src any) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), path, src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, d := range f.Decls {
-		fn, ok := d.(*ast.FuncDecl)
-		if !ok || fn.Body == nil {
-			continue
-		}
+	for _, fn := range funcDecls(t, path, src) {
 		at := filepath.ToSlash(path) + ":" + fn.Name.Name + ": "
 		var jsonrpc, member bool
 		ast.Inspect(fn.Body, func(n ast.Node) bool {
