@@ -278,13 +278,18 @@ e2e_start_sidecar() {
 # e2e_require_nginx sets E2E_NGINX to nginx (Debian's nginx-light),
 # installing it when missing.
 e2e_require_nginx() {
+  e2e_install_nginx || e2e_die "nginx-light could not be installed"
+}
+
+# e2e_install_nginx is e2e_require_nginx for a caller that can go on
+# without nginx: it returns non-zero when nginx-light cannot be installed.
+e2e_install_nginx() {
   E2E_NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-  if ! [[ -x $E2E_NGINX ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null; } ||
-      e2e_die "nginx-light could not be installed"
-    E2E_NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-  fi
+  [[ -x $E2E_NGINX ]] && return 0
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null; } ||
+    return 1
+  E2E_NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 }
 
 # e2e_start_nginx DIR URL HTTP starts nginx in the foreground with its pid,

@@ -117,11 +117,9 @@ fi
 # nginx-light) installed first so the plain-hop baseline has its rows, then
 # scripts/bench-wrk.sh in its shortest form.
 bench_short() {
-  if ! command -v nginx >/dev/null && ! [[ -x /usr/sbin/nginx ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null; } ||
-      echo "nginx-light could not be installed: the nginx rows will say unavailable"
-  fi
+  # shellcheck source=scripts/e2e-lib.sh
+  source scripts/e2e-lib.sh # e2e_install_nginx (defines functions only)
+  e2e_install_nginx || echo "nginx-light could not be installed: the nginx rows will say unavailable"
   go run ./bench/cmd/skillsbench -short -strict -q
   # The measurement outside the harness, once through each hop, so it cannot
   # rot either: it fails if a hop cannot start or answers a call wrong.
