@@ -16,6 +16,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 func probe(t *testing.T, h http.Handler) Eras {
@@ -129,11 +130,7 @@ func TestProbedOnlyOnceAnswered(t *testing.T) {
 	srv := &http.Server{Handler: demo.Handler(nil)}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	for deadline := time.Now().Add(10 * time.Second); !d.Probed(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Probed() still false after the upstream answered")
-		}
-	}
+	testwait.For(t, time.Minute, d.Probed, "Probed() to turn true once the upstream answered")
 	if e := d.Current(); !e.Known || !e.Legacy {
 		t.Errorf("eras %+v once answered, want the stateful demo's legacy era", e)
 	}

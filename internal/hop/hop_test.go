@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 // countingServer is an httptest server that counts the connections it
@@ -465,13 +467,7 @@ func TestConcurrentRoundTrips(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, time.Minute, cond, what)
 }
 
 // TestBuffered: a relay asks whether the body's first bytes came with the

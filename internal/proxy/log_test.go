@@ -20,6 +20,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
 // observedSidecar starts the proxy in front of upstream with a logger that
@@ -48,13 +49,8 @@ func requestLine(t *testing.T, logs *observer.ObservedLogs) []observer.LoggedEnt
 	isLine := func(e observer.LoggedEntry) bool {
 		return e.Message == "request" || e.Message == "request refused" || e.Message == "request failed"
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if logs.Filter(isLine).Len() > 0 {
-			return logs.All()
-		}
-	}
-	t.Fatalf("no request line within 5s; logged %v", logs.All())
-	return nil
+	testwait.For(t, time.Minute, func() bool { return logs.Filter(isLine).Len() > 0 }, "a request line")
+	return logs.All()
 }
 
 // TestRequestLogLine: each request ends in exactly one log line, at the

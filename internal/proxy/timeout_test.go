@@ -19,17 +19,14 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
-// waitUntil polls cond for at most 20s, far above what a passing run
-// takes; the bound only keeps a broken build from hanging.
+// waitUntil polls cond (testwait.For); the bound only keeps a broken
+// build from hanging.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-	}
+	testwait.For(t, time.Minute, cond, what)
 }
 
 // dialSmall connects to the sidecar at u (an http:// URL) with a small
