@@ -408,23 +408,24 @@ func refused(req *http.Request, id json.RawMessage, e *reply.Error) *http.Respon
 }
 
 // idlestLocked returns the session pick accepts with nothing in flight
-// that was least recently used, preferring one without a GET stream; nil
-// when every one has a request in flight. A GET stream alone does not
-// hold a session: many clients open one after initialize and never close
-// it, and its end tells the client to reconnect (then 404: initialize).
+// that was least recently used; nil when every one has a request in
+// flight. A GET stream alone does not hold a session: many clients open
+// one after initialize and never close it, and its end tells the client
+// to reconnect (then 404: initialize). It does not make a session a
+// later victim either: preferring sessions without one made a session
+// just initialized, whose client had not opened its stream yet, the
+// first to go.
 func (t *Transport) idlestLocked(pick func(*session) bool) *session {
 	var best *session
-	bestStream := false
 	for _, s := range t.sessions {
 		if !pick(s) {
 			continue
 		}
-		n, stream := s.p.busy()
-		if n > 0 {
+		if n, _ := s.p.busy(); n > 0 {
 			continue
 		}
-		if best == nil || (bestStream && !stream) || (stream == bestStream && s.used.Load() < best.used.Load()) {
-			best, bestStream = s, stream
+		if best == nil || s.used.Load() < best.used.Load() {
+			best = s
 		}
 	}
 	return best

@@ -518,6 +518,35 @@ func TestGetStreamDoesNotHoldSession(t *testing.T) {
 	}
 }
 
+// TestNewestSessionOutlivesOlderStreams: over its share, the caller's
+// least recently used session makes room, whether or not it has a GET
+// stream: a session just initialized, whose client has not opened its
+// stream yet, is not the one to go (found when a conformance scenario's
+// session got 404 right after its initialize while older sessions of the
+// same address kept their streams).
+func TestNewestSessionOutlivesOlderStreams(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", func(tr *Transport) { tr.MaxProcesses = 8 }) // a share of two
+	a := initialize(t, tr)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://stdio.invalid/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", a)
+	resp, err := tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET = %v, %v", resp, err)
+	}
+	defer resp.Body.Close()
+	b := initialize(t, tr)
+	initialize(t, tr) // over the share: one of a and b makes room
+	if e := do(t, tr, "POST", b, toolCall(1, "pid", nil), nil); e.status != 200 {
+		t.Errorf("the newest session's request after another initialize = %d, want 200 (the older session a, with its stream, makes room)", e.status)
+	}
+	if e := do(t, tr, "POST", a, toolCall(2, "pid", nil), nil); e.status != 404 {
+		t.Errorf("the least recently used session's request = %d, want 404", e.status)
+	}
+}
+
 // TestListensShareProcess: two 2026-07-28 listens with the same id on the
 // shared process each get their own stream, its notifications naming the
 // caller's own id.
