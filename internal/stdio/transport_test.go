@@ -413,21 +413,29 @@ func TestCloseLeavesNothing(t *testing.T) {
 	}
 }
 
-// TestGetStream: a message naming no request, sent while none is in
-// flight, goes on the session's GET stream; a second GET stream is 409.
-func TestGetStream(t *testing.T) {
-	t.Parallel()
-	tr, _ := start(t, "", nil)
-	sid := initialize(t, tr)
+// openGet opens session sid's GET stream on tr, failing t unless it is an
+// SSE stream; the stream ends with the test.
+func openGet(t *testing.T, tr *Transport, sid string) *http.Response {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
+	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://stdio.invalid/mcp", nil)
 	req.Header.Set("Mcp-Session-Id", sid)
 	resp, err := tr.RoundTrip(req)
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("GET = %v, %v", resp, err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// TestGetStream: a message naming no request, sent while none is in
+// flight, goes on the session's GET stream; a second GET stream is 409.
+func TestGetStream(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", nil)
+	sid := initialize(t, tr)
+	resp := openGet(t, tr, sid)
 	if e := do(t, tr, "GET", sid, "", nil); e.status != 409 {
 		t.Errorf("second GET = %d, want 409", e.status)
 	}
@@ -500,15 +508,7 @@ func TestGetStreamDoesNotHoldSession(t *testing.T) {
 	t.Parallel()
 	tr, _ := start(t, "", func(tr *Transport) { tr.MaxProcesses = 4 }) // a share of one
 	a := initialize(t, tr)
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://stdio.invalid/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", a)
-	resp, err := tr.RoundTrip(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET = %v, %v", resp, err)
-	}
-	defer resp.Body.Close()
+	resp := openGet(t, tr, a)
 	initialize(t, tr)
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Errorf("the evicted session's GET stream ended with %v, want a clean end", err)
@@ -528,15 +528,7 @@ func TestNewestSessionOutlivesOlderStreams(t *testing.T) {
 	t.Parallel()
 	tr, _ := start(t, "", func(tr *Transport) { tr.MaxProcesses = 8 }) // a share of two
 	a := initialize(t, tr)
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://stdio.invalid/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", a)
-	resp, err := tr.RoundTrip(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET = %v, %v", resp, err)
-	}
-	defer resp.Body.Close()
+	openGet(t, tr, a) // a's stream stays open
 	b := initialize(t, tr)
 	initialize(t, tr) // over the share: one of a and b makes room
 	if e := do(t, tr, "POST", b, toolCall(1, "pid", nil), nil); e.status != 200 {
