@@ -144,6 +144,9 @@ func parseStatusLine(line string, r *Response) error {
 			return fmt.Errorf("malformed status code in %q", line)
 		}
 	}
+	if line[5] != '1' {
+		return fmt.Errorf("not an HTTP/1 status line %q", line)
+	}
 	r.Proto = line[:8]
 	r.Status, _ = strconv.Atoi(line[9:12])
 	if r.Status < 100 {
@@ -216,6 +219,11 @@ func readBody(br *bufio.Reader, method string, r *Response) error {
 		}
 		if len(r.Get("Content-Length")) > 0 {
 			return errors.New("both transfer-encoding and content-length in a response")
+		}
+		if r.Proto == "HTTP/1.0" {
+			// RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message
+			// makes its framing faulty.
+			return errors.New("transfer-encoding in an HTTP/1.0 response")
 		}
 		r.Chunked = true
 		return readChunked(br, r)
