@@ -59,14 +59,19 @@ func Cases(o Options) []Case {
 
 	// Request smuggling: message framing, RFC 9112 6.1 and 6.3.
 	add("rfc9112-6.3.3/content-length-and-chunked", func(a string) error {
-		// MAY reject, or process by Transfer-Encoding alone; MUST close after.
-		c, r, err := exchange(a, post+"Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"+next, "POST")
+		// MAY reject, or process by Transfer-Encoding alone; MUST close
+		// after. The chunk is a request: a server framing by the
+		// Content-Length (the chunk-size line) answers it.
+		smuggled := "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n"
+		size := fmt.Sprintf("%x\r\n", len(smuggled))
+		c, r, err := exchange(a, post+"Content-Length: "+strconv.Itoa(len(size))+"\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			size+smuggled+"\r\n0\r\n\r\n"+next, "POST")
 		if err != nil {
 			return err
 		}
 		defer c.close()
 		if r.Status != 400 {
-			if err := bodyLen(3)(r); err != nil {
+			if err := bodyLen(len(smuggled))(r); err != nil {
 				return fmt.Errorf("neither 400 nor framed by Transfer-Encoding: %w", err)
 			}
 		}
