@@ -5,6 +5,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 )
@@ -21,7 +22,7 @@ var knownNetHTTP = map[string]string{
 	"rfc9112-6.1/transfer-encoding-in-http10-closes": "net/http ignores Transfer-Encoding in an HTTP/1.0 request, frames it by " +
 		"Content-Length and reads on (here the rest of the chunked body becomes a next request, answered 400); " +
 		"the RFC's MUST is to treat the framing as faulty and close",
-	"limits/head-one-over-max-header-bytes-431": "net/http reads MaxHeaderBytes plus 4096 bytes of slack before it answers 431; " +
+	"rfc6585-5/head-one-over-max-header-bytes-431": "net/http reads MaxHeaderBytes plus 4096 bytes of slack before it answers 431; " +
 		"a limit, not an RFC MUST, held here to the option's value",
 	"rfc9112-3/request-target-too-long-414": "net/http counts the request line in its header limit and answers 431, " +
 		"where the RFC's MUST for a request-target too long to parse is 414",
@@ -67,3 +68,33 @@ func TestNetHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryCaseCitesItsRule: each case's name starts with the RFC section
+// it checks, or net/http/ where the RFC leaves the choice, and no two
+// share a name (the known list is keyed by it).
+func TestEveryCaseCitesItsRule(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Cases(opts) {
+		if !citesRule(c.Name) {
+			t.Errorf("case %q cites no RFC section nor net/http", c.Name)
+		}
+		if seen[c.Name] {
+			t.Errorf("two cases named %q", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	for name := range knownNetHTTP {
+		if !seen[name] {
+			t.Errorf("known departure %q names no case", name)
+		}
+	}
+	for _, bad := range []string{"limits/x", "rfc9112/x", "rfcx-1/x", "nethttp/x"} {
+		if citesRule(bad) {
+			t.Errorf("citesRule takes %q", bad)
+		}
+	}
+}
+
+var ruleName = regexp.MustCompile(`^(rfc(9110|9112|6585)-[0-9]+(\.[0-9]+)*|net/http)/[a-z0-9-]+$`)
+
+func citesRule(name string) bool { return ruleName.MatchString(name) }
