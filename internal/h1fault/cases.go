@@ -435,6 +435,8 @@ func Cases(o Options) []Case {
 	add("net/http/half-closed-client-context-watcher-ends", func(a string) error {
 		// The handler ends (its context or its timer) and what comes back
 		// is its whole reply or nothing; which, the server's choice.
+		// net/http ends the context at once on the half-close (its
+		// background reader sees EOF) and still delivers the reply.
 		id := newWaitID()
 		defer forget(id)
 		rec := record(id)

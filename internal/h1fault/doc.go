@@ -8,9 +8,10 @@
 // server under test must serve for them; ReadResponse is the judge's own
 // strict reader of what a server answers.
 //
-// It is a test peer only: nothing in the sidecar imports it, and it must
-// not import net/http's server or client code paths to judge with (it
-// uses net/http only for the Handler interface it serves through). Every
+// It is a test peer only: nothing in the sidecar imports it. It must not
+// judge with the code it judges: it reads the wire itself, and net/http
+// appears in it only as the Handler interface it serves through (its
+// tests also run net/http's server as the first server judged). Every
 // wait in it is bounded and generous: a case fails on "never", not on
 // "slow". Each case names the RFC section it checks or, where the RFC
 // leaves a choice, the net/http behaviour it holds a server to.
