@@ -16,7 +16,8 @@ import (
 
 // brokenServer is a deliberately faulty HTTP/1.1 server for the suite to
 // catch: it frames a body by Content-Length even beside Transfer-Encoding
-// (and ignores Transfer-Encoding otherwise), checks no Host, has no bound
+// (and ignores Transfer-Encoding otherwise), takes a Content-Length it
+// cannot parse as 0, checks no Host, has no bound
 // on a head and no timeout, and keeps every connection open. It answers
 // every request as /echo does.
 func brokenServer(t *testing.T) string {
@@ -111,6 +112,8 @@ func TestCasesCatchABrokenServer(t *testing.T) {
 	mustFail := []string{
 		"rfc9112-6.3.3/content-length-and-chunked",
 		"rfc9112-6.3.4/transfer-encoding-without-chunked",
+		"rfc9112-7/transfer-coding-name-case-insensitive",
+		"rfc9110-8.6/content-length-overflowing-integers",
 		"rfc9112-7.1/chunk-size-hex-junk",
 		"rfc9112-3.2/http11-without-host",
 		"rfc9112-3.2/two-host-fields",

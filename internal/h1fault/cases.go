@@ -89,6 +89,14 @@ func Cases(o Options) []Case {
 	add("rfc9112-6.3.5/content-length-negative", func(a string) error {
 		return rejected(a, post+"Content-Length: -5\r\n\r\nabcde", 400)
 	})
+	add("rfc9110-8.6/content-length-overflowing-integers", func(a string) error {
+		// MUST anticipate large numerals and not overflow parsing them:
+		// refused (400, or 413 for content too large), never wrapped.
+		return rejected(a, post+"Content-Length: 18446744073709551621\r\n\r\nabcde", 400, 413)
+	})
+	add("rfc9112-7/transfer-coding-name-case-insensitive", func(a string) error {
+		return accepted(a, post+"Transfer-Encoding: Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", bodyLen(3))
+	})
 	add("rfc9112-5.1/content-length-with-ows-is-5", func(a string) error {
 		// OWS around a field value is not part of it.
 		return accepted(a, post+"Content-Length:  5 \r\n\r\nabcde", bodyLen(5))
