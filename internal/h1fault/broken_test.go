@@ -85,8 +85,11 @@ func brokenConn(c net.Conn) {
 				hdr[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
 			}
 		}
-		n, _ := strconv.Atoi(hdr["content-length"])
-		body := make([]byte, max(n, 0))
+		n, err := strconv.Atoi(hdr["content-length"])
+		if err != nil || n < 0 {
+			n = 0 // Atoi's out-of-range answer is its largest int
+		}
+		body := make([]byte, n)
 		if _, err := io.ReadFull(br, body); err != nil {
 			return
 		}
