@@ -1,0 +1,100 @@
+package h1fault
+
+import (
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+)
+
+// opts are the limits the servers under test here run with: small, so the
+// timeout cases end soon.
+var opts = Options{MaxHeaderBytes: 8192, ReadHeaderTimeout: 500 * time.Millisecond, IdleTimeout: time.Second}
+
+// knownNetHTTP are the cases net/http's server fails, each with why. They
+// stay in the suite: the project's own server is judged on them.
+var knownNetHTTP = map[string]string{
+	"rfc9112-6.3.3/content-length-and-chunked": "net/http frames the request by Transfer-Encoding (as allowed) but keeps " +
+		"the connection open and answers the next request; the RFC's MUST is to close after responding",
+	"rfc9112-6.1/transfer-encoding-in-http10-closes": "net/http ignores Transfer-Encoding in an HTTP/1.0 request, frames it by " +
+		"Content-Length and reads on (here the rest of the chunked body becomes a next request, answered 400); " +
+		"the RFC's MUST is to treat the framing as faulty and close",
+	"rfc6585-5/head-one-over-max-header-bytes-431": "net/http reads MaxHeaderBytes plus 4096 bytes of slack before it answers 431; " +
+		"a limit, not an RFC MUST, held here to the option's value",
+	"rfc9112-3/request-target-too-long-414": "net/http counts the request line in its header limit and answers 431, " +
+		"where the RFC's MUST for a request-target too long to parse is 414",
+	"rfc9112-3.2.4/asterisk-form-with-get": "net/http hands GET * to the handler; the RFC's word for an invalid request-line " +
+		"is SHOULD 400, not MUST",
+	"rfc9110-10.1.1/expect-unread-body-final-reply-then-close-or-drain": "net/http answers with Connection: close, then " +
+		"blocks draining up to 256 KiB of the body the client holds back for a 100 that never comes, and does not close " +
+		"(RFC 9112 9.6: a server that sends close MUST initiate closure); with no ReadTimeout it waits for as long as the client does",
+}
+
+// serveNetHTTP starts net/http's server with Handler on loopback.
+func serveNetHTTP(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: Handler(), ReadHeaderTimeout: opts.ReadHeaderTimeout, IdleTimeout: opts.IdleTimeout,
+		MaxHeaderBytes: opts.MaxHeaderBytes, ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String()
+}
+
+// TestNetHTTP runs every case against net/http's server: each passes, or
+// fails as knownNetHTTP says it does (a known case that passes is an
+// error too: the list must say what net/http does).
+func TestNetHTTP(t *testing.T) {
+	addr := serveNetHTTP(t)
+	for _, c := range Cases(opts) {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			err := c.Run(addr)
+			why, known := knownNetHTTP[c.Name]
+			switch {
+			case known && err == nil:
+				t.Errorf("listed as a known departure of net/http (%s) but passes", why)
+			case known:
+				t.Logf("known departure of net/http: %s: %v", why, err)
+			case err != nil:
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestEveryCaseCitesItsRule: each case's name starts with the RFC section
+// it checks, or net/http/ where the RFC leaves the choice, and no two
+// share a name (the known list is keyed by it).
+func TestEveryCaseCitesItsRule(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Cases(opts) {
+		if !citesRule(c.Name) {
+			t.Errorf("case %q cites no RFC section nor net/http", c.Name)
+		}
+		if seen[c.Name] {
+			t.Errorf("two cases named %q", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	for name := range knownNetHTTP {
+		if !seen[name] {
+			t.Errorf("known departure %q names no case", name)
+		}
+	}
+	for _, bad := range []string{"limits/x", "rfc9112/x", "rfcx-1/x", "nethttp/x"} {
+		if citesRule(bad) {
+			t.Errorf("citesRule takes %q", bad)
+		}
+	}
+}
+
+var ruleName = regexp.MustCompile(`^(rfc(9110|9112|6585)-[0-9]+(\.[0-9]+)*|net/http)/[a-z0-9-]+$`)
+
+func citesRule(name string) bool { return ruleName.MatchString(name) }
