@@ -436,26 +436,38 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
-	body := &stallReader{r: r.Body, rc: *http.NewResponseController(w), timeout: timeout, at: set, set: !set.IsZero()}
-	b, err := readAll(http.MaxBytesReader(w, body, max), r.ContentLength)
+	src := r.Body
+	if r.ContentLength < 0 {
+		// A declared length at most max is already enforced by net/http's
+		// body reader; only a body of unknown length needs the limit.
+		src = http.MaxBytesReader(w, src, max)
+	}
+	body := stallReader{r: src, rc: *http.NewResponseController(w), timeout: timeout, at: set, set: !set.IsZero()}
+	b, err := readAll(&body, r.ContentLength)
+	if err == nil {
+		body.done()
+		return b, nil
+	}
+	// The error targets are declared only here: taken by address for
+	// errors.As, they live on the heap, two allocations per request.
 	var mbe *http.MaxBytesError
 	var ne net.Error
-	if !(errors.As(err, &ne) && ne.Timeout()) {
+	timedOut := errors.As(err, &ne) && ne.Timeout()
+	if !timedOut {
 		body.done()
 	}
 	switch {
 	case errors.As(err, &mbe):
 		return nil, tooLarge(max)
-	case errors.As(err, &ne) && ne.Timeout():
+	case timedOut:
 		// The deadline stays passed: net/http would otherwise wait for the
 		// rest of the body to discard it before closing the connection.
 		w.Header().Set("Connection", "close")
 		return nil, &reply.Error{Status: http.StatusRequestTimeout, Code: reply.CodeInvalidRequest,
 			Message: fmt.Sprintf("request body stalled for more than %s", timeout)}
-	case err != nil:
+	default:
 		return nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeParseError, Message: "read request body: " + err.Error()}
 	}
-	return b, nil
 }
 
 // readAllUpfront is the most readAll sets aside before the body's bytes
@@ -470,12 +482,18 @@ const readAllUpfront = 64 << 10
 // readAllUpfront, where io.ReadAll would start small and grow. The buffer
 // has a byte to spare, so that the end of the body is seen without
 // growing it; a body longer than declared (which net/http does not let
-// through) still reads whole.
-func readAll(r io.Reader, size int64) ([]byte, error) {
-	if size < 0 {
-		return io.ReadAll(r)
+// through) still reads whole. Without a declared length it starts at
+// io.ReadAll's 512 bytes and grows as io.ReadAll does.
+//
+// It takes readBody's stallReader itself so that it stays on the stack:
+// behind an io.Reader (io.ReadAll, or a generic function's shape) it
+// would escape, an allocation per request.
+func readAll(r *stallReader, size int64) ([]byte, error) {
+	upfront := int64(512)
+	if size >= 0 {
+		upfront = min(size, readAllUpfront) + 1
 	}
-	b := make([]byte, 0, min(size, readAllUpfront)+1)
+	b := make([]byte, 0, upfront)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
