@@ -247,14 +247,18 @@ func (p *Proxy) EndStreams() {
 // request's method, route and outcome, and logs it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w, send: p.opts.SendTimeout}
+	// The writer and the plan live as long as each other (a detached
+	// stream keeps both): one allocation for the two.
+	ex := &exchange{sw: statusWriter{ResponseWriter: w, send: p.opts.SendTimeout}}
+	sw := &ex.sw
 	// net/http never resets a write deadline it did not set, so the one
 	// left by this connection's previous reply may have passed: renewed
 	// before net/http writes anything of its own (100 Continue).
 	sw.renew()
 	// Header.Get with a canonical key does not allocate; the era is only
 	// worked out from it when the request's line is logged.
-	pl := &plan{method: r.Method, start: start, version: r.Header.Get("Mcp-Protocol-Version")}
+	ex.pl = plan{method: r.Method, start: start, version: r.Header.Get("Mcp-Protocol-Version")}
+	pl := &ex.pl
 	route := routeUpstream
 	defer func() {
 		// A reply cut short mid-body panics with http.ErrAbortHandler; it
@@ -273,6 +277,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// outlives the one set for its last write.
 	sw.renew()
 	p.record(pl, route, sw.status)
+}
+
+// exchange is what ServeHTTP keeps for one request: its writer and its plan.
+type exchange struct {
+	sw statusWriter
+	pl plan
 }
 
 // Routes a request can take, for metrics and logs.

@@ -131,16 +131,11 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	}
 	out := p.outbound(ctx, r, pl, body)
 	resp, err := p.roundTrip(out, pl)
-	var answer *reply.Answer
-	if err != nil && errors.As(err, &answer) {
-		// A transport below (the era bridge) answered in the upstream's
-		// place: its value becomes the reply here, with the caller's id,
-		// and goes on as the upstream's would (the response hooks too).
-		resp, err = answer.Response(out, pl.id), nil
-	}
 	if err != nil {
-		p.handleUpstreamError(w, out, pl, err)
-		return
+		if resp = answered(err, out, pl); resp == nil {
+			p.handleUpstreamError(w, out, pl, err)
+			return
+		}
 	}
 	pl.upstreamStatus = resp.StatusCode
 	// Whether the body's first bytes came with the headers (as go-sdk's
@@ -227,6 +222,19 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 			h.Add(http.TrailerPrefix+k, v)
 		}
 	}
+}
+
+// answered is the reply a transport below (the era bridge) gave in the
+// upstream's place, as err: its value becomes the reply here, with the
+// caller's id, and goes on as the upstream's would (the response hooks
+// too). Nil when err is a failure. Apart from relay so that errors.As's
+// target is only allocated when there is an error to look into.
+func answered(err error, out *http.Request, pl *plan) *http.Response {
+	var answer *reply.Answer
+	if !errors.As(err, &answer) {
+		return nil
+	}
+	return answer.Response(out, pl.id)
 }
 
 // buffered is how many bytes src holds that a Read returns without
