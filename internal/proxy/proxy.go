@@ -143,6 +143,7 @@ type Proxy struct {
 	opts    Options
 	target  *url.URL // every upstream request's URL: Upstream's, shared, never modified
 	buffers *bufferPool
+	headers headerPool // outbound request headers (relay.go)
 	log     *zap.Logger
 
 	// streams is canceled by EndStreams; standalone GET streams end on it.

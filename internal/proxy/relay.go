@@ -10,6 +10,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
@@ -69,7 +70,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	out.Trailer = nil
 	out.TransferEncoding = nil
 
-	h := make(http.Header, len(r.Header)+3)
+	h := p.headers.get(len(r.Header) + 3)
 	for k, vv := range r.Header {
 		h[k] = vv // shared, never modified: Set and Del replace the slice
 	}
@@ -79,7 +80,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	}
 	onbehalf.SetForwarded(h, r)
 	if _, ok := h["User-Agent"]; !ok {
-		h["User-Agent"] = []string{""} // no Go default in its place
+		h["User-Agent"] = noUserAgent // no Go default in its place
 	}
 	if pl.edits() || pl.observe != nil {
 		// A reply the proxy may rewrite or observe must come uncompressed.
@@ -100,6 +101,38 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 		out.Body, out.GetBody = io.NopCloser(r.Body), nil
 	}
 	return out
+}
+
+// noUserAgent is the empty User-Agent an outbound request carries when
+// its client sent none, shared: a header's slice is replaced (Set) or
+// copied as it grows (Add, capacity 1), never written in place.
+var noUserAgent = []string{""}
+
+// headerPool recycles outbound header maps. A request's map is filled
+// from the client's headers and only read below (a transport that must
+// change headers clones them first, as the era bridge does); by the
+// RoundTripper contract it is free again once the reply's body is closed.
+// A map cleared keeps its room, so a refilled one allocates nothing where
+// a new one cost two allocations per request.
+type headerPool struct{ p sync.Pool }
+
+// maxPooledHeaders bounds the maps kept: one grown by a request with an
+// unusual number of headers is left to the collector.
+const maxPooledHeaders = 32
+
+func (hp *headerPool) get(size int) http.Header {
+	if h, ok := hp.p.Get().(http.Header); ok {
+		return h
+	}
+	return make(http.Header, size)
+}
+
+func (hp *headerPool) put(h http.Header) {
+	if len(h) > maxPooledHeaders {
+		return
+	}
+	clear(h)
+	hp.p.Put(h)
 }
 
 // memBody is a request body already in memory, rewindable through
@@ -130,6 +163,12 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		ctx = detach.ctx
 	}
 	out := p.outbound(ctx, r, pl, body)
+	if detach == nil {
+		// Deferred first, so run last: after every close of the reply's
+		// body below. A detached stream's request outlives this handler
+		// and keeps its map.
+		defer p.headers.put(out.Header)
+	}
 	resp, err := p.roundTrip(out, pl)
 	if err != nil {
 		if resp = answered(err, out, pl); resp == nil {
