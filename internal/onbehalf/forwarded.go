@@ -20,12 +20,22 @@ import (
 // behalf), so an upstream that authorises by client address judges all of
 // them alike.
 func SetForwarded(h http.Header, r *http.Request) {
+	SetForwardedIn(h, r, new(Forwarded))
+}
+
+// Forwarded is the room for the values SetForwardedIn sets.
+type Forwarded [3]string
+
+// SetForwardedIn is SetForwarded with the values held in room, which a
+// caller that sets them once per request can keep with the request
+// instead of allocating it: room must not be used again while h is.
+func SetForwardedIn(h http.Header, r *http.Request, room *Forwarded) {
 	delete(h, "Forwarded")
-	// The three values share one backing array: one allocation where a
-	// slice per header cost three. Each header's slice is capped at its
-	// one value, so that an Add to one of them copies, never overwriting
-	// its neighbour.
-	vals := make([]string, 3)
+	// The three values share one backing array: one allocation (or none)
+	// where a slice per header cost three. Each header's slice is capped
+	// at its one value, so that an Add to one of them copies, never
+	// overwriting its neighbour.
+	vals := room[:]
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
 			ip = strings.Join(prior, ", ") + ", " + ip

@@ -341,7 +341,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		writeError(w, nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
 		return routeLocal
 	}
-	msgs, batch, perr := rewrite.ParseBody(body)
+	msgs, batch, perr := rewrite.ParseBodyInto(body, &pl.one)
 	if perr != nil {
 		writeError(w, nil, parseError(perr))
 		return routeLocal
@@ -584,6 +584,13 @@ type plan struct {
 	params         json.RawMessage // a single message's params: its _meta names the era
 	upstreamStatus int             // the upstream's status; 0: it never answered
 	err            error           // why the upstream exchange failed; nil: it did not
+
+	// Room kept with the plan for what the request path would otherwise
+	// allocate apart: the lone message of a body that is no batch, the
+	// outbound request's body and its X-Forwarded-* values.
+	one       [1]rewrite.Message
+	body      memBody
+	forwarded onbehalf.Forwarded
 }
 
 // kind is what a request is, as far as the response path cares: one value

@@ -78,7 +78,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	if hasToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
-	onbehalf.SetForwarded(h, r)
+	onbehalf.SetForwardedIn(h, r, &pl.forwarded)
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = noUserAgent // no Go default in its place
 	}
@@ -90,7 +90,8 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 
 	switch {
 	case len(body) > 0:
-		out.Body = newMemBody(body)
+		pl.body.Reset(body) // with the plan: one allocation less
+		out.Body = &pl.body
 		out.ContentLength = int64(len(body))
 		out.GetBody = func() (io.ReadCloser, error) { return newMemBody(body), nil }
 	case body != nil || r.ContentLength == 0:
