@@ -294,6 +294,15 @@ func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop
 		t.release(c, stop, keep)
 		return resp
 	}
+	b, ok := resp.Body.(*lengthBody)
+	if ok && b.wrap != nil {
+		// A reply read by plainResponse brought room for the wrapper.
+		w := b.wrap
+		b.wrap = nil
+		w.rc, w.t, w.c, w.stop, w.keep = resp.Body, t, c, stop, keep
+		resp.Body = w
+		return resp
+	}
 	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep}
 	return resp
 }
