@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
@@ -587,10 +588,12 @@ type plan struct {
 
 	// Room kept with the plan for what the request path would otherwise
 	// allocate apart: the lone message of a body that is no batch, the
-	// outbound request's body and its X-Forwarded-* values.
+	// outbound request's body and its X-Forwarded-* values, the context
+	// that carries the client's request below (package caller).
 	one       [1]rewrite.Message
 	body      memBody
 	forwarded onbehalf.Forwarded
+	caller    caller.Bound
 }
 
 // kind is what a request is, as far as the response path cares: one value

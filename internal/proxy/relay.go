@@ -154,7 +154,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	// The client's own request rides along, so that whoever keeps a
 	// table for callers below (the era bridge) knows whose place it is
 	// (package caller).
-	ctx := caller.WithRequest(r.Context(), r)
+	ctx := caller.Bind(&pl.caller, r.Context(), r)
 	var detach *detachable
 	if pl.kind == kindGet {
 		// A standalone GET stream may outlive this handler (see detach.go):
