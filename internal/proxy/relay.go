@@ -139,13 +139,27 @@ func (hp *headerPool) put(h http.Header) {
 // memBody is a request body already in memory, rewindable through
 // GetBody: one allocation where io.NopCloser around a bytes.Reader costs
 // two.
-type memBody struct{ bytes.Reader }
+type memBody struct {
+	bytes.Reader
+	b []byte
+}
 
 func newMemBody(b []byte) *memBody {
 	m := &memBody{}
 	m.Reset(b)
 	return m
 }
+
+// Reset makes m read b.
+func (m *memBody) Reset(b []byte) {
+	m.Reader.Reset(b)
+	m.b = b
+}
+
+// Bytes returns what is left to read of m, without reading it, for a
+// transport below that looks at a request's body before sending it on
+// (the era bridge, which would otherwise read a copy): not to be modified.
+func (m *memBody) Bytes() []byte { return m.b[len(m.b)-m.Len():] }
 
 func (*memBody) Close() error { return nil }
 
