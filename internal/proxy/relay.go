@@ -109,10 +109,11 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 // copied as it grows (Add, capacity 1), never written in place.
 var noUserAgent = []string{""}
 
-// headerPool recycles outbound header maps. A request's map is filled
-// from the client's headers and only read below (a transport that must
-// change headers clones them first, as the era bridge does); by the
-// RoundTripper contract it is free again once the reply's body is closed.
+// headerPool recycles outbound header maps. A POST's map is filled from
+// the client's headers and only read below (a transport that must change
+// headers clones them first, as the era bridge does, and keeps a copy of
+// what it keeps); by the RoundTripper contract it is free again once the
+// reply's body is closed.
 // A map cleared keeps its room, so a refilled one allocates nothing where
 // a new one cost two allocations per request.
 type headerPool struct{ p sync.Pool }
@@ -178,15 +179,20 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		ctx = detach.ctx
 	}
 	out := p.outbound(ctx, r, pl, body)
-	if detach == nil {
-		// Deferred first, so run last: after every close of the reply's
-		// body below. A detached stream's request outlives this handler
-		// and keeps its map.
-		defer p.headers.put(out.Header)
-	}
+	// Only a POST's map goes back to the pool, and only after a reply:
+	// deferred first, so run last, after every close of the reply's body
+	// below. A GET stream's request may be read below while the stream
+	// lasts, and a transport that failed may still be reading it.
+	reuse := r.Method == http.MethodPost
+	defer func() {
+		if reuse {
+			p.headers.put(out.Header)
+		}
+	}()
 	resp, err := p.roundTrip(out, pl)
 	if err != nil {
 		if resp = answered(err, out, pl); resp == nil {
+			reuse = false
 			p.handleUpstreamError(w, out, pl, err)
 			return
 		}
