@@ -193,9 +193,14 @@ func seal(h http.Header) {
 }
 
 // requestBody returns the request's body and leaves it readable again.
+// A body that holds its bytes in memory and tells them (the proxy's, see
+// inMemory) is looked at where it lies: neither read nor copied.
 func requestBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil
+	}
+	if m, ok := req.Body.(inMemory); ok {
+		return m.Bytes(), nil
 	}
 	var rc io.ReadCloser = req.Body
 	if req.GetBody != nil {
@@ -210,6 +215,15 @@ func requestBody(req *http.Request) ([]byte, error) {
 	req.Body = io.NopCloser(bytes.NewReader(b))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	return b, nil
+}
+
+// inMemory is a request body whose bytes are in memory: Bytes returns
+// those not yet read, without reading them, for the caller to look at and
+// never to modify. The proxy's relay sends its bodies so, and every POST
+// it forwards to a legacy-only upstream is looked at here.
+type inMemory interface {
+	io.ReadCloser
+	Bytes() []byte
 }
 
 func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Response, error) {

@@ -42,9 +42,33 @@ type inboundKey struct{}
 // so that Of, given any request made under ctx (the proxy's request to the
 // upstream, a transport's own), judges the client's request: its
 // credentials, its TCP peer, its forwarded headers before the proxy
-// appended to them. The proxy calls it once per request.
+// appended to them. The proxy binds its requests with Bind instead.
 func WithRequest(ctx context.Context, r *http.Request) context.Context {
 	return context.WithValue(ctx, inboundKey{}, r)
+}
+
+// Bound is a context carrying the client's request as WithRequest's does,
+// for a caller that keeps it with the request (the proxy's per-request
+// state) instead of allocating one. Its zero value is unusable: see Bind.
+type Bound struct {
+	context.Context
+	r *http.Request
+}
+
+// Bind makes b ctx carrying r, as WithRequest(ctx, r) would, and returns
+// it. b must not be bound again while anything made under it is in use.
+func Bind(b *Bound, ctx context.Context, r *http.Request) context.Context {
+	b.Context, b.r = ctx, r
+	return b
+}
+
+// Value answers inboundKey with the bound request and everything else as
+// the context it was bound to.
+func (b *Bound) Value(key any) any {
+	if _, ok := key.(inboundKey); ok {
+		return b.r
+	}
+	return b.Context.Value(key)
 }
 
 // Of returns the caller of r: of the client's request WithRequest bound

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 // req is a request from peer (host:port) with headers h (name, value, ...).
@@ -119,4 +120,36 @@ func FuzzOf(f *testing.F) {
 			t.Errorf("forwarding headers %q, %q from an untrusted peer changed the caller", xff, fwd)
 		}
 	})
+}
+
+// TestBindIsWithRequest: a context Bind made judges as WithRequest's does,
+// answers every other key as the context it was bound to, and ends with
+// it (so that what waits on it below, context.AfterFunc included, sees
+// the client leave).
+func TestBindIsWithRequest(t *testing.T) {
+	t.Parallel()
+	type key struct{}
+	in := req("192.0.2.1:1", "X-Forwarded-For", "198.51.100.7")
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	var b Bound
+	// An outbound request that by itself names no caller: only the bound
+	// request can make it the client's.
+	out := req("").WithContext(Bind(&b, parent, in))
+	if gateOff.Of(out) != gateOff.Of(in) || gateOff.Of(out) == gateOff.Of(req("")) {
+		t.Error("Of(outbound) under Bind differs from Of(the client's request)")
+	}
+	if v := out.Context().Value(key{}); v != "v" {
+		t.Errorf("another key under Bind: %v, want the parent's value", v)
+	}
+	fired := make(chan struct{})
+	context.AfterFunc(out.Context(), func() { close(fired) })
+	cancel()
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelling the parent did not reach an AfterFunc on the bound context")
+	}
+	if out.Context().Err() == nil {
+		t.Error("the bound context did not end with its parent")
+	}
 }

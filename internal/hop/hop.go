@@ -139,6 +139,14 @@ type conn struct {
 	spare  bool        // in a spareSet: dialled, never used, in no partition
 	since  time.Time   // when it entered the pool
 	timer  *time.Timer // closes it after IdleTimeout in the pool or as a spare
+
+	// closer closes nc: made once, at dial, for every round trip's
+	// AfterFunc, where a closure per request cost an allocation.
+	closer func()
+	// slot is the room of the idle list this connection emptied when it
+	// was taken from the pool (len 0, owned by nobody else), for put to
+	// refill instead of allocating a list of one per round trip.
+	slot []*conn
 }
 
 // readBuffer is a connection's read buffer. A connection keeps it for life,
@@ -202,7 +210,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (*http.Response, bool, error) {
 	// Cancelling the request closes the connection, which unblocks a write
 	// or read in progress; the connection is never reused after that.
-	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
+	stop := context.AfterFunc(ctx, c.closer)
 	fail := func(wrote bool, err error) (*http.Response, bool, error) {
 		stop()
 		c.nc.Close()
@@ -284,6 +292,15 @@ func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop
 	keep := !resp.Close && !req.Close
 	if resp.Body == http.NoBody {
 		t.release(c, stop, keep)
+		return resp
+	}
+	b, ok := resp.Body.(*lengthBody)
+	if ok && b.wrap != nil {
+		// A reply read by plainResponse brought room for the wrapper.
+		w := b.wrap
+		b.wrap = nil
+		w.rc, w.t, w.c, w.stop, w.keep = resp.Body, t, c, stop, keep
+		resp.Body = w
 		return resp
 	}
 	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep}
@@ -405,7 +422,9 @@ func (t *Transport) dialConn(ctx context.Context, addr, key string) (*conn, erro
 // headLimit (open until a response head is read).
 func newConn(nc net.Conn, addr string) *conn {
 	lim := &headLimit{r: nc, n: -1}
-	return &conn{nc: nc, lim: lim, br: bufio.NewReaderSize(lim, readBuffer), peek: newPeeker(nc), addr: addr}
+	c := &conn{nc: nc, lim: lim, br: bufio.NewReaderSize(lim, readBuffer), peek: newPeeker(nc), addr: addr}
+	c.closer = func() { nc.Close() }
+	return c
 }
 
 // MaxResponseHead bounds what an upstream may send before its reply's
@@ -463,6 +482,7 @@ func (t *Transport) pop(key string) *conn {
 	cs[len(cs)-1] = nil
 	if len(cs) == 1 {
 		delete(t.idle, key) // partitions come and go with callers: no empty entries
+		c.slot = cs[:0]
 	} else {
 		t.idle[key] = cs[:len(cs)-1]
 	}
@@ -510,7 +530,12 @@ func (t *Transport) put(c *conn) {
 	if t.idle == nil {
 		t.idle = make(map[string][]*conn)
 	}
-	t.idle[c.key] = append(t.idle[c.key], c)
+	if cs, ok := t.idle[c.key]; ok || c.slot == nil {
+		t.idle[c.key] = append(cs, c)
+	} else {
+		t.idle[c.key] = append(c.slot, c)
+	}
+	c.slot = nil
 	t.n++
 	c.pooled = true
 	c.since = time.Now()

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -505,4 +507,105 @@ func TestBuffered(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
+}
+
+// TestPoolKeepsEveryConnectionOnce drives the idle pool (pop, put, evict,
+// expire) through a long random sequence over a few partitions and checks
+// it against a plain model after every step: each partition's idle list
+// holds exactly the connections put there and not taken since, none twice
+// and none of another partition's. Reused list room (a list emptied by a
+// pop refilled by the next put) must never let one list write over
+// another.
+func TestPoolKeepsEveryConnectionOnce(t *testing.T) {
+	tr := &Transport{MaxIdle: 5, IdleTimeout: time.Hour}
+	defer tr.CloseIdleConnections()
+	keys := []string{"a", "b", "c"}
+	model := map[string][]*conn{}
+	var out []*conn // taken, to be put back
+	rng := rand.New(rand.NewPCG(1, 2))
+	for step := range 5000 {
+		switch op := rng.IntN(4); {
+		case op == 0 || len(out) == 0: // a new connection
+			nc, peer := net.Pipe()
+			defer peer.Close()
+			c := newConn(nc, "upstream")
+			c.key = keys[rng.IntN(len(keys))]
+			out = append(out, c)
+		case op == 1: // a round trip ends: back to the pool
+			i := rng.IntN(len(out))
+			c := out[i]
+			out = append(out[:i], out[i+1:]...)
+			full := tr.n >= 5
+			tr.put(c)
+			model[c.key] = append(model[c.key], c)
+			if full { // the connection idle longest made room
+				var gone *conn
+				for _, k := range keys {
+					for _, x := range model[k] {
+						if !slices.Contains(tr.idle[k], x) {
+							if gone != nil {
+								t.Fatalf("step %d: a full pool dropped two connections for one", step)
+							}
+							gone = x
+						}
+					}
+				}
+				if gone == nil || gone == c {
+					t.Fatalf("step %d: a full pool made no room for the connection put", step)
+				}
+				for _, k := range keys {
+					for _, x := range model[k] {
+						if x.since.Before(gone.since) {
+							t.Fatalf("step %d: a full pool dropped a connection newer than another", step)
+						}
+					}
+				}
+				model[gone.key] = without(model[gone.key], gone)
+			}
+		default: // a request of a partition takes its newest idle connection
+			k := keys[rng.IntN(len(keys))]
+			c := tr.pop(k)
+			want := model[k]
+			if len(want) == 0 {
+				if c != nil {
+					t.Fatalf("step %d: pop(%s) gave a connection of %s from an empty partition", step, k, c.key)
+				}
+				continue
+			}
+			if c != want[len(want)-1] {
+				t.Fatalf("step %d: pop(%s) did not give the newest idle connection of %s", step, k, k)
+			}
+			model[k] = want[:len(want)-1]
+			out = append(out, c)
+		}
+		n := 0
+		for _, k := range keys {
+			got := tr.idle[k]
+			if len(got) != len(model[k]) {
+				t.Fatalf("step %d: partition %s holds %d idle connections, want %d", step, k, len(got), len(model[k]))
+			}
+			for i := range got {
+				if got[i] != model[k][i] {
+					t.Fatalf("step %d: partition %s's idle list differs from what was put at %d", step, k, i)
+				}
+			}
+			if _, ok := tr.idle[k]; ok && len(got) == 0 {
+				t.Fatalf("step %d: partition %s kept an empty idle list", step, k)
+			}
+			n += len(got)
+		}
+		if n != tr.n {
+			t.Fatalf("step %d: the pool counts %d idle connections and holds %d", step, tr.n, n)
+		}
+	}
+}
+
+func without(cs []*conn, c *conn) []*conn {
+	var rest []*conn
+	for _, x := range cs {
+		if x != c {
+			rest = append(rest, x)
+		}
+	}
+	return rest
 }

@@ -123,11 +123,13 @@ func plainFieldLine(line []byte) bool {
 	return true
 }
 
-// plainReply is a response parsed here, held with its body and the first
-// values of its header in one allocation.
+// plainReply is a response parsed here, held with its body, the room for
+// the Transport's wrapper of that body (finish) and the first values of
+// its header in one allocation.
 type plainReply struct {
 	http.Response
 	body   lengthBody
+	wrap   body
 	values [8]string
 }
 
@@ -210,7 +212,7 @@ func plainResponse(br *bufio.Reader, head []byte, req *http.Request) *http.Respo
 	if n == 0 {
 		resp.Body = http.NoBody
 	} else {
-		r.body = lengthBody{br: br, n: n}
+		r.body = lengthBody{br: br, n: n, wrap: &r.wrap}
 		resp.Body = &r.body
 	}
 	return resp
@@ -238,8 +240,9 @@ func plainLength(s string) (int64, bool) {
 // ends before it. Its Close does nothing: the Transport's body wrapper
 // decides what becomes of the connection.
 type lengthBody struct {
-	br *bufio.Reader
-	n  int64
+	br   *bufio.Reader
+	n    int64
+	wrap *body // room for the Transport's wrapper, taken once (finish)
 }
 
 func (b *lengthBody) Read(p []byte) (int, error) {

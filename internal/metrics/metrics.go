@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,8 @@ type Metrics struct {
 	stdioEvents          *prometheus.CounterVec
 	callerRefusals       *prometheus.CounterVec
 	hostCompatCollisions *prometheus.CounterVec
+
+	series series // the per-request children, bound on first use
 }
 
 // New builds the metrics and registers them, with the Go and process
@@ -234,36 +237,87 @@ func (m *Metrics) CallerRefusal(table string, full bool) {
 	m.callerRefusals.WithLabelValues(table, r).Inc()
 }
 
+// methodLabels are the method label's values; "other" stands for the rest.
+var methodLabels = [...]string{
+	"initialize", "server/discover", "ping",
+	"tools/list", "tools/call", "prompts/list", "prompts/get",
+	"resources/list", "resources/read", "resources/templates/list", "resources/directory/read",
+	"resources/subscribe", "resources/unsubscribe", "subscriptions/listen", "completion/complete",
+	"skills/list", "skills/get", "agents/list", "agents/get",
+	"notification", "response", "batch", "invalid", "GET", "DELETE",
+	"other",
+}
+
+// methodIndex is each method label's place in methodLabels; built once, read only.
+var methodIndex = func() map[string]int {
+	ix := make(map[string]int, len(methodLabels))
+	for i, l := range methodLabels {
+		ix[l] = i
+	}
+	return ix
+}()
+
+// methodSlot is MethodLabel and the label's place in methodLabels.
+func methodSlot(method string) (string, int) {
+	if i, ok := methodIndex[method]; ok {
+		return method, i
+	}
+	return "other", len(methodLabels) - 1
+}
+
 // MethodLabel maps a JSON-RPC method (or an HTTP verb for GET and DELETE)
 // to its bounded label value.
 func MethodLabel(method string) string {
-	switch method {
-	case "initialize", "server/discover", "ping",
-		"tools/list", "tools/call", "prompts/list", "prompts/get",
-		"resources/list", "resources/read", "resources/templates/list", "resources/directory/read",
-		"resources/subscribe", "resources/unsubscribe", "subscriptions/listen", "completion/complete",
-		"skills/list", "skills/get", "agents/list", "agents/get",
-		"notification", "response", "batch", "invalid", "GET", "DELETE":
-		return method
+	l, _ := methodSlot(method)
+	return l
+}
+
+// outcomeLabels are OutcomeLabel's values, in the order of outcomeSlot.
+var outcomeLabels = [...]string{"aborted", "2xx", "3xx", "4xx", "5xx"}
+
+// outcomeSlot is the place of status's outcome in outcomeLabels.
+func outcomeSlot(status int) int {
+	switch {
+	case status == 0:
+		return 0
+	case status < 300:
+		return 1
+	case status < 400:
+		return 2
+	case status < 500:
+		return 3
+	default:
+		return 4
 	}
-	return "other"
 }
 
 // OutcomeLabel maps an HTTP status to its class; 0 means the reply was
 // aborted before a status was sent.
 func OutcomeLabel(status int) string {
-	switch {
-	case status == 0:
-		return "aborted"
-	case status < 300:
-		return "2xx"
-	case status < 400:
-		return "3xx"
-	case status < 500:
-		return "4xx"
-	default:
-		return "5xx"
-	}
+	return outcomeLabels[outcomeSlot(status)]
+}
+
+// routeLabels are the routes a request takes (the proxy's); another route
+// is looked up by its labels on every request.
+var routeLabels = [...]string{"local", "upstream"}
+
+// requestSeries are the children of one method, route and outcome.
+type requestSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+// upstreamSeries is the child of one method label.
+type upstreamSeries struct{ duration prometheus.Observer }
+
+// series holds the children of the per-request metrics, bound on first
+// use: a request then costs no hashing of label values and no lock, where
+// WithLabelValues pays both each time. A slot is filled once (two requests
+// may both bind it: prometheus hands both the same child); a series
+// appears in the exposition when first recorded, as before.
+type series struct {
+	requests [len(methodLabels) * len(routeLabels) * len(outcomeLabels)]atomic.Pointer[requestSeries]
+	upstream [len(methodLabels)]atomic.Pointer[upstreamSeries]
 }
 
 // Request records one finished request.
@@ -271,11 +325,27 @@ func (m *Metrics) Request(method, route string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	method, outcome := MethodLabel(method), OutcomeLabel(status)
-	m.requests.WithLabelValues(method, route, outcome).Inc()
-	// Latency by outcome too: a fast 4xx refusal and a slow 2xx
-	// stream are different costs, and mixing them hides both.
-	m.requestDuration.WithLabelValues(method, route, outcome).Observe(d.Seconds())
+	method, mi := methodSlot(method)
+	oi := outcomeSlot(status)
+	ri := slices.Index(routeLabels[:], route)
+	if ri < 0 {
+		m.requests.WithLabelValues(method, route, outcomeLabels[oi]).Inc()
+		m.requestDuration.WithLabelValues(method, route, outcomeLabels[oi]).Observe(d.Seconds())
+		return
+	}
+	slot := &m.series.requests[(mi*len(routeLabels)+ri)*len(outcomeLabels)+oi]
+	s := slot.Load()
+	if s == nil {
+		s = &requestSeries{
+			count: m.requests.WithLabelValues(method, route, outcomeLabels[oi]),
+			// Latency by outcome too: a fast 4xx refusal and a slow 2xx
+			// stream are different costs, and mixing them hides both.
+			duration: m.requestDuration.WithLabelValues(method, route, outcomeLabels[oi]),
+		}
+		slot.Store(s)
+	}
+	s.count.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // UpstreamResponse records the upstream's time to response headers.
@@ -283,7 +353,14 @@ func (m *Metrics) UpstreamResponse(method string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.upstreamResponse.WithLabelValues(MethodLabel(method)).Observe(d.Seconds())
+	method, mi := methodSlot(method)
+	slot := &m.series.upstream[mi]
+	s := slot.Load()
+	if s == nil {
+		s = &upstreamSeries{duration: m.upstreamResponse.WithLabelValues(method)}
+		slot.Store(s)
+	}
+	s.duration.Observe(d.Seconds())
 }
 
 // DeclarationInjected records a spliced declaration; era is "legacy" or "modern".

@@ -20,19 +20,37 @@ import (
 // behalf), so an upstream that authorises by client address judges all of
 // them alike.
 func SetForwarded(h http.Header, r *http.Request) {
+	SetForwardedIn(h, r, new(Forwarded))
+}
+
+// Forwarded is the room for the values SetForwardedIn sets.
+type Forwarded [3]string
+
+// SetForwardedIn is SetForwarded with the values held in room, which a
+// caller that sets them once per request can keep with the request
+// instead of allocating it: room must not be used again while h is.
+func SetForwardedIn(h http.Header, r *http.Request, room *Forwarded) {
 	delete(h, "Forwarded")
+	// The three values share one backing array: one allocation (or none)
+	// where a slice per header cost three. Each header's slice is capped
+	// at its one value, so that an Add to one of them copies, never
+	// overwriting its neighbour.
+	vals := room[:]
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		if prior := r.Header["X-Forwarded-For"]; len(prior) > 0 {
 			ip = strings.Join(prior, ", ") + ", " + ip
 		}
-		h["X-Forwarded-For"] = []string{ip}
+		vals[0] = ip
+		h["X-Forwarded-For"] = vals[0:1:1]
 	} else {
 		delete(h, "X-Forwarded-For")
 	}
-	h["X-Forwarded-Host"] = []string{r.Host}
+	vals[1] = r.Host
+	h["X-Forwarded-Host"] = vals[1:2:2]
 	if r.TLS != nil {
-		h["X-Forwarded-Proto"] = []string{"https"}
+		vals[2] = "https"
 	} else {
-		h["X-Forwarded-Proto"] = []string{"http"}
+		vals[2] = "http"
 	}
+	h["X-Forwarded-Proto"] = vals[2:3:3]
 }

@@ -320,3 +320,73 @@ func TestLegacyUpstreamFallbackThroughSidecar(t *testing.T) {
 		t.Errorf("CallTool after the fallback = %v", err)
 	}
 }
+
+// TestEachRequestCarriesOnlyItsOwnHeaders: the headers the upstream gets
+// are the request's own (RFC 9110 §7.6: a proxy forwards a message's
+// end-to-end fields), never a field of another request through the same
+// sidecar, one after another or at once: the sidecar reuses what it
+// builds requests from.
+func TestEachRequestCarriesOnlyItsOwnHeaders(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		own := r.Header.Get("X-Caller")
+		for k, vv := range r.Header {
+			if strings.HasPrefix(k, "X-Only-") && (k != http.CanonicalHeaderKey("X-Only-"+own) || len(vv) != 1 || vv[0] != own) {
+				t.Errorf("request of caller %q reached the upstream with %s: %q", own, k, vv)
+			}
+		}
+		if r.Header.Get("X-Only-"+own) != own {
+			t.Errorf("request of caller %q reached the upstream without its own header", own)
+		}
+		if own == "quiet" && r.Header.Get("Authorization") != "" {
+			t.Errorf("a request without Authorization reached the upstream with %q", r.Header.Get("Authorization"))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	t.Cleanup(up.Close)
+	side := sidecarWith(t, up.URL, proxy.Options{})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`
+	call := func(caller string, auth bool) {
+		req, err := http.NewRequest(http.MethodPost, side, strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Caller", caller)
+		req.Header.Set("X-Only-"+caller, caller)
+		if auth {
+			req.Header.Set("Authorization", "Bearer "+caller)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("caller %q: status %d", caller, resp.StatusCode)
+		}
+	}
+	// One after another: a request with more headers, then one with fewer.
+	for range 3 {
+		call("loud", true)
+		call("quiet", false)
+	}
+	// At once.
+	done := make(chan struct{})
+	for i := range 16 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 20 {
+				call(fmt.Sprintf("c%d", i), i%2 == 0)
+			}
+		}()
+	}
+	for range 16 {
+		<-done
+	}
+}

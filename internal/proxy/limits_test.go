@@ -1,13 +1,17 @@
 package proxy_test
 
 import (
+	"bufio"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
@@ -171,4 +175,89 @@ func TestOversizedSSEEventEndsStream(t *testing.T) {
 			t.Errorf("after an oversized event: status %d, %v, stream %q; want the initialize reply with the declaration", resp.StatusCode, err, got)
 		}
 	})
+}
+
+// TestChunkedBodyLimit: a request body of undeclared length (chunked,
+// RFC 9112 §7.1) is held to MaxBodyBytes as a declared one is: past the
+// limit the caller gets 413 and the upstream nothing; within it the body
+// reaches the upstream whole. A request pipelined behind the oversized one
+// is either answered on its own (the chunked framing says where the first
+// body ends) or not at all (the connection closed, RFC 9110 §15.5.14):
+// never read out of the first body's bytes.
+func TestChunkedBodyLimit(t *testing.T) {
+	const limit = 256
+	got := make(chan string, 4)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	t.Cleanup(up.Close)
+	uu, _ := url.Parse(up.URL)
+	p, err := proxy.New(proxy.Options{Upstream: uu, MaxBodyBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := httptest.NewServer(p)
+	t.Cleanup(side.Close)
+
+	chunked := func(body string) string {
+		half := len(body) / 2
+		return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			strconv.FormatInt(int64(half), 16) + "\r\n" + body[:half] + "\r\n" +
+			strconv.FormatInt(int64(len(body)-half), 16) + "\r\n" + body[half:] + "\r\n0\r\n\r\n"
+	}
+	small := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`
+	big := padded(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"`, limit+1)
+
+	conn, err := net.DialTimeout("tcp", side.Listener.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, chunked(small)+chunked(big)+chunked(small)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	next := func() (*http.Response, string, error) {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return nil, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, string(b), err
+	}
+
+	resp, _, err := next()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a chunked body within the limit: %v, %v; want 200", resp, err)
+	}
+	if b := <-got; b != small {
+		t.Errorf("the upstream got %q, want %q", b, small)
+	}
+	resp, b, err := next()
+	if err != nil {
+		t.Fatalf("a chunked body past the limit: no reply (%v)", err)
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(b, "-32600") {
+		t.Errorf("a chunked body of %d bytes past a limit of %d: status %d, body %s; want 413 with -32600", len(big), limit, resp.StatusCode, b)
+	}
+	resp, _, err = next()
+	switch {
+	case err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+		// Closed after the 413: the pipelined request is the client's to retry.
+	case err != nil:
+		t.Errorf("after the 413: %v; want the next reply or the connection closed", err)
+	case resp.StatusCode != http.StatusOK:
+		t.Errorf("the request pipelined behind the oversized one: status %d, want 200", resp.StatusCode)
+	}
+	close(got)
+	for b := range got {
+		if b != small {
+			t.Errorf("the upstream got %q (%d bytes), want only the small body", b, len(b))
+		}
+	}
 }

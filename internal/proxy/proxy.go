@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
@@ -143,6 +144,7 @@ type Proxy struct {
 	opts    Options
 	target  *url.URL // every upstream request's URL: Upstream's, shared, never modified
 	buffers *bufferPool
+	headers headerPool // outbound request headers (relay.go)
 	log     *zap.Logger
 
 	// streams is canceled by EndStreams; standalone GET streams end on it.
@@ -247,14 +249,18 @@ func (p *Proxy) EndStreams() {
 // request's method, route and outcome, and logs it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w, send: p.opts.SendTimeout}
+	// The writer and the plan live as long as each other (a detached
+	// stream keeps both): one allocation for the two.
+	ex := &exchange{sw: statusWriter{ResponseWriter: w, send: p.opts.SendTimeout}}
+	sw := &ex.sw
 	// net/http never resets a write deadline it did not set, so the one
 	// left by this connection's previous reply may have passed: renewed
 	// before net/http writes anything of its own (100 Continue).
 	sw.renew()
 	// Header.Get with a canonical key does not allocate; the era is only
 	// worked out from it when the request's line is logged.
-	pl := &plan{method: r.Method, start: start, version: r.Header.Get("Mcp-Protocol-Version")}
+	ex.pl = plan{method: r.Method, start: start, version: r.Header.Get("Mcp-Protocol-Version")}
+	pl := &ex.pl
 	route := routeUpstream
 	defer func() {
 		// A reply cut short mid-body panics with http.ErrAbortHandler; it
@@ -273,6 +279,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// outlives the one set for its last write.
 	sw.renew()
 	p.record(pl, route, sw.status)
+}
+
+// exchange is what ServeHTTP keeps for one request: its writer and its plan.
+type exchange struct {
+	sw statusWriter
+	pl plan
 }
 
 // Routes a request can take, for metrics and logs.
@@ -330,7 +342,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		writeError(w, nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
 		return routeLocal
 	}
-	msgs, batch, perr := rewrite.ParseBody(body)
+	msgs, batch, perr := rewrite.ParseBodyInto(body, &pl.one)
 	if perr != nil {
 		writeError(w, nil, parseError(perr))
 		return routeLocal
@@ -436,26 +448,38 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
 	}
-	body := &stallReader{r: r.Body, rc: *http.NewResponseController(w), timeout: timeout, at: set, set: !set.IsZero()}
-	b, err := readAll(http.MaxBytesReader(w, body, max), r.ContentLength)
+	src := r.Body
+	if r.ContentLength < 0 {
+		// A declared length at most max is already enforced by net/http's
+		// body reader; only a body of unknown length needs the limit.
+		src = http.MaxBytesReader(w, src, max)
+	}
+	body := stallReader{r: src, rc: *http.NewResponseController(w), timeout: timeout, at: set, set: !set.IsZero()}
+	b, err := readAll(&body, r.ContentLength)
+	if err == nil {
+		body.done()
+		return b, nil
+	}
+	// The error targets are declared only here: taken by address for
+	// errors.As, they live on the heap, two allocations per request.
 	var mbe *http.MaxBytesError
 	var ne net.Error
-	if !(errors.As(err, &ne) && ne.Timeout()) {
+	timedOut := errors.As(err, &ne) && ne.Timeout()
+	if !timedOut {
 		body.done()
 	}
 	switch {
 	case errors.As(err, &mbe):
 		return nil, tooLarge(max)
-	case errors.As(err, &ne) && ne.Timeout():
+	case timedOut:
 		// The deadline stays passed: net/http would otherwise wait for the
 		// rest of the body to discard it before closing the connection.
 		w.Header().Set("Connection", "close")
 		return nil, &reply.Error{Status: http.StatusRequestTimeout, Code: reply.CodeInvalidRequest,
 			Message: fmt.Sprintf("request body stalled for more than %s", timeout)}
-	case err != nil:
+	default:
 		return nil, &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeParseError, Message: "read request body: " + err.Error()}
 	}
-	return b, nil
 }
 
 // readAllUpfront is the most readAll sets aside before the body's bytes
@@ -470,12 +494,18 @@ const readAllUpfront = 64 << 10
 // readAllUpfront, where io.ReadAll would start small and grow. The buffer
 // has a byte to spare, so that the end of the body is seen without
 // growing it; a body longer than declared (which net/http does not let
-// through) still reads whole.
-func readAll(r io.Reader, size int64) ([]byte, error) {
-	if size < 0 {
-		return io.ReadAll(r)
+// through) still reads whole. Without a declared length it starts at
+// io.ReadAll's 512 bytes and grows as io.ReadAll does.
+//
+// It takes readBody's stallReader itself so that it stays on the stack:
+// behind an io.Reader (io.ReadAll, or a generic function's shape) it
+// would escape, an allocation per request.
+func readAll(r *stallReader, size int64) ([]byte, error) {
+	upfront := int64(512)
+	if size >= 0 {
+		upfront = min(size, readAllUpfront) + 1
 	}
-	b := make([]byte, 0, min(size, readAllUpfront)+1)
+	b := make([]byte, 0, upfront)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -555,6 +585,15 @@ type plan struct {
 	params         json.RawMessage // a single message's params: its _meta names the era
 	upstreamStatus int             // the upstream's status; 0: it never answered
 	err            error           // why the upstream exchange failed; nil: it did not
+
+	// Room kept with the plan for what the request path would otherwise
+	// allocate apart: the lone message of a body that is no batch, the
+	// outbound request's body and its X-Forwarded-* values, the context
+	// that carries the client's request below (package caller).
+	one       [1]rewrite.Message
+	body      memBody
+	forwarded onbehalf.Forwarded
+	caller    caller.Bound
 }
 
 // kind is what a request is, as far as the response path cares: one value

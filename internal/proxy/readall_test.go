@@ -15,13 +15,13 @@ func TestReadAllWhateverTheDeclaredLength(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`
 	for _, size := range []int64{-1, 0, 1, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 100} {
 		// One byte per read: every growth step is taken.
-		got, err := readAll(iotest.OneByteReader(strings.NewReader(body)), size)
+		got, err := readAll(reading(iotest.OneByteReader(strings.NewReader(body))), size)
 		if err != nil || string(got) != body {
 			t.Errorf("declared %d: got %q, %v; want the body whole", size, got, err)
 		}
 	}
 	boom := errors.New("boom")
-	got, err := readAll(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), 10)
+	got, err := readAll(reading(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom))), 10)
 	if !errors.Is(err, boom) || string(got) != "abc" {
 		t.Errorf("failing reader: got %q, %v; want what came before the error, and the error", got, err)
 	}
@@ -34,7 +34,7 @@ func TestReadAllWhateverTheDeclaredLength(t *testing.T) {
 func TestReadAllSetsAsideOnlyWhatArrives(t *testing.T) {
 	const declared = 4 << 20
 	first := &firstRead{r: strings.NewReader("{")}
-	got, err := readAll(first, declared)
+	got, err := readAll(reading(first), declared)
 	if err != nil || string(got) != "{" {
 		t.Fatalf("got %q, %v", got, err)
 	}
@@ -42,9 +42,15 @@ func TestReadAllSetsAsideOnlyWhatArrives(t *testing.T) {
 		t.Errorf("the first read was offered %d bytes for a body declared %d long that had sent one: want at most %d set aside", first.offered, declared, readAllUpfront+1)
 	}
 	big := strings.Repeat("x", 3*readAllUpfront+7)
-	if got, err := readAll(strings.NewReader(big), int64(len(big))); err != nil || string(got) != big {
+	if got, err := readAll(reading(strings.NewReader(big)), int64(len(big))); err != nil || string(got) != big {
 		t.Errorf("a body of %d bytes, declared: got %d bytes, %v", len(big), len(got), err)
 	}
+}
+
+// reading is r as readBody hands it to readAll, without a connection to
+// set deadlines on.
+func reading(r io.Reader) *stallReader {
+	return &stallReader{r: io.NopCloser(r), timeout: time.Minute}
 }
 
 // firstRead records the size of the buffer its first Read was given.
@@ -99,5 +105,24 @@ func TestDeadlinesRenewLazily(t *testing.T) {
 	}
 	if !renewDue(time.Time{}, t0, time.Minute) {
 		t.Error("a deadline never set is not renewed")
+	}
+}
+
+// A request body in memory tells what is left of it without reading it,
+// and a transport below that looks (the era bridge) leaves it whole.
+func TestMemBodyBytesIsWhatIsLeft(t *testing.T) {
+	m := newMemBody([]byte("abcdef"))
+	if got := string(m.Bytes()); got != "abcdef" {
+		t.Errorf("unread: Bytes = %q, want abcdef", got)
+	}
+	p := make([]byte, 2)
+	if n, _ := m.Read(p); n != 2 {
+		t.Fatalf("read %d bytes, want 2", n)
+	}
+	if got := string(m.Bytes()); got != "cdef" {
+		t.Errorf("after reading 2: Bytes = %q, want cdef", got)
+	}
+	if rest, _ := io.ReadAll(m); string(rest) != "cdef" {
+		t.Errorf("after Bytes the body reads %q, want cdef", rest)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
@@ -69,7 +70,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	out.Trailer = nil
 	out.TransferEncoding = nil
 
-	h := make(http.Header, len(r.Header)+3)
+	h := p.headers.get(len(r.Header) + 3)
 	for k, vv := range r.Header {
 		h[k] = vv // shared, never modified: Set and Del replace the slice
 	}
@@ -77,9 +78,9 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	if hasToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
-	onbehalf.SetForwarded(h, r)
+	onbehalf.SetForwardedIn(h, r, &pl.forwarded)
 	if _, ok := h["User-Agent"]; !ok {
-		h["User-Agent"] = []string{""} // no Go default in its place
+		h["User-Agent"] = noUserAgent // no Go default in its place
 	}
 	if pl.edits() || pl.observe != nil {
 		// A reply the proxy may rewrite or observe must come uncompressed.
@@ -89,7 +90,8 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 
 	switch {
 	case len(body) > 0:
-		out.Body = newMemBody(body)
+		pl.body.Reset(body) // with the plan: one allocation less
+		out.Body = &pl.body
 		out.ContentLength = int64(len(body))
 		out.GetBody = func() (io.ReadCloser, error) { return newMemBody(body), nil }
 	case body != nil || r.ContentLength == 0:
@@ -102,16 +104,63 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	return out
 }
 
+// noUserAgent is the empty User-Agent an outbound request carries when
+// its client sent none, shared: a header's slice is replaced (Set) or
+// copied as it grows (Add, capacity 1), never written in place.
+var noUserAgent = []string{""}
+
+// headerPool recycles outbound header maps. A POST's map is filled from
+// the client's headers and only read below (a transport that must change
+// headers clones them first, as the era bridge does, and keeps a copy of
+// what it keeps); by the RoundTripper contract it is free again once the
+// reply's body is closed.
+// A map cleared keeps its room, so a refilled one allocates nothing where
+// a new one cost two allocations per request.
+type headerPool struct{ p sync.Pool }
+
+// maxPooledHeaders bounds the maps kept: one grown by a request with an
+// unusual number of headers is left to the collector.
+const maxPooledHeaders = 32
+
+func (hp *headerPool) get(size int) http.Header {
+	if h, ok := hp.p.Get().(http.Header); ok {
+		return h
+	}
+	return make(http.Header, size)
+}
+
+func (hp *headerPool) put(h http.Header) {
+	if len(h) > maxPooledHeaders {
+		return
+	}
+	clear(h)
+	hp.p.Put(h)
+}
+
 // memBody is a request body already in memory, rewindable through
 // GetBody: one allocation where io.NopCloser around a bytes.Reader costs
 // two.
-type memBody struct{ bytes.Reader }
+type memBody struct {
+	bytes.Reader
+	b []byte
+}
 
 func newMemBody(b []byte) *memBody {
 	m := &memBody{}
 	m.Reset(b)
 	return m
 }
+
+// Reset makes m read b.
+func (m *memBody) Reset(b []byte) {
+	m.Reader.Reset(b)
+	m.b = b
+}
+
+// Bytes returns what is left to read of m, without reading it, for a
+// transport below that looks at a request's body before sending it on
+// (the era bridge, which would otherwise read a copy): not to be modified.
+func (m *memBody) Bytes() []byte { return m.b[len(m.b)-m.Len():] }
 
 func (*memBody) Close() error { return nil }
 
@@ -120,7 +169,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	// The client's own request rides along, so that whoever keeps a
 	// table for callers below (the era bridge) knows whose place it is
 	// (package caller).
-	ctx := caller.WithRequest(r.Context(), r)
+	ctx := caller.Bind(&pl.caller, r.Context(), r)
 	var detach *detachable
 	if pl.kind == kindGet {
 		// A standalone GET stream may outlive this handler (see detach.go):
@@ -130,17 +179,23 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		ctx = detach.ctx
 	}
 	out := p.outbound(ctx, r, pl, body)
+	// Only a POST's map goes back to the pool, and only after a reply:
+	// deferred first, so run last, after every close of the reply's body
+	// below. A GET stream's request may be read below while the stream
+	// lasts, and a transport that failed may still be reading it.
+	reuse := r.Method == http.MethodPost
+	defer func() {
+		if reuse {
+			p.headers.put(out.Header)
+		}
+	}()
 	resp, err := p.roundTrip(out, pl)
-	var answer *reply.Answer
-	if err != nil && errors.As(err, &answer) {
-		// A transport below (the era bridge) answered in the upstream's
-		// place: its value becomes the reply here, with the caller's id,
-		// and goes on as the upstream's would (the response hooks too).
-		resp, err = answer.Response(out, pl.id), nil
-	}
 	if err != nil {
-		p.handleUpstreamError(w, out, pl, err)
-		return
+		if resp = answered(err, out, pl); resp == nil {
+			reuse = false
+			p.handleUpstreamError(w, out, pl, err)
+			return
+		}
 	}
 	pl.upstreamStatus = resp.StatusCode
 	// Whether the body's first bytes came with the headers (as go-sdk's
@@ -227,6 +282,19 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 			h.Add(http.TrailerPrefix+k, v)
 		}
 	}
+}
+
+// answered is the reply a transport below (the era bridge) gave in the
+// upstream's place, as err: its value becomes the reply here, with the
+// caller's id, and goes on as the upstream's would (the response hooks
+// too). Nil when err is a failure. Apart from relay so that errors.As's
+// target is only allocated when there is an error to look into.
+func answered(err error, out *http.Request, pl *plan) *http.Response {
+	var answer *reply.Answer
+	if !errors.As(err, &answer) {
+		return nil
+	}
+	return answer.Response(out, pl.id)
 }
 
 // buffered is how many bytes src holds that a Read returns without

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"testing"
@@ -85,8 +86,19 @@ func FuzzParseBody(f *testing.F) {
 		f.Add([]byte(tc.in))
 	}
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]`))
+	for _, m := range []string{`"tools/call"`, `"tools\/call"`, `"tools/cal"`, `"tools/calls"`, `"ping"`, `"initialize"`, `"notifications/initialized"`, `""`} {
+		f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":` + m + `}`))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		msgs, batch, err := ParseBody(in)
+		var one [1]Message
+		into, intoBatch, intoErr := ParseBodyInto(in, &one)
+		if !reflect.DeepEqual(into, msgs) || intoBatch != batch || fmt.Sprint(intoErr) != fmt.Sprint(err) {
+			t.Fatalf("ParseBodyInto(%q) = %+v, %v, %v; ParseBody %+v, %v, %v", in, into, intoBatch, intoErr, msgs, batch, err)
+		}
+		if len(into) == 1 && !batch && &into[0] != &one[0] {
+			t.Fatalf("ParseBodyInto(%q) did not use the room it was given", in)
+		}
 		if !json.Valid(in) {
 			if !errors.Is(err, ErrParse) {
 				t.Fatalf("ParseBody(%q) error = %v, want ErrParse", in, err)

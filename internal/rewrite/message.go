@@ -81,13 +81,24 @@ func ParseMessage(b []byte) (Message, error) {
 // batch is ErrInvalidRequest with no messages; bytes that are not JSON are
 // ErrParse.
 func ParseBody(b []byte) (msgs []Message, batch bool, err error) {
+	return ParseBodyInto(b, nil)
+}
+
+// ParseBodyInto is ParseBody with room for a lone message: when b holds
+// one (no batch) msgs is one[:], where ParseBody allocates a slice for it.
+// A nil one is ParseBody.
+func ParseBodyInto(b []byte, one *[1]Message) (msgs []Message, batch bool, err error) {
 	if !valid(b) {
 		return nil, false, fmt.Errorf("parse body: %w", ErrParse)
 	}
 	b = trimWS(b)
 	if b[0] != '[' {
 		m, err := parseValid(b)
-		return []Message{m}, false, err
+		if one == nil {
+			one = new([1]Message)
+		}
+		one[0] = m
+		return one[:], false, err
 	}
 	spans := elements(b)
 	if len(spans) == 0 {
@@ -194,7 +205,7 @@ func classifyCall(msg Message, env envelope) (Message, error) {
 	if env.id != nil {
 		msg.Kind = KindRequest
 	}
-	msg.Method = stringValue(env.method)
+	msg.Method = methodName(env.method)
 	msg.Params = env.params
 	return msg, nil
 }
@@ -246,6 +257,39 @@ func rawStringIs(raw []byte, s string) bool {
 		return string(raw[1:len(raw)-1]) == s
 	}
 	return stringValue(raw) == s
+}
+
+// methodName is stringValue for a message's method: MCP's common methods
+// come back as constants, where decoding allocates a string per message.
+func methodName(raw []byte) string {
+	if len(raw) >= 2 {
+		// A switch on the converted bytes compares without allocating.
+		switch string(raw[1 : len(raw)-1]) {
+		case "tools/call":
+			return "tools/call"
+		case "tools/list":
+			return "tools/list"
+		case "resources/read":
+			return "resources/read"
+		case "resources/list":
+			return "resources/list"
+		case "prompts/get":
+			return "prompts/get"
+		case "prompts/list":
+			return "prompts/list"
+		case "initialize":
+			return "initialize"
+		case "notifications/initialized":
+			return "notifications/initialized"
+		case "ping":
+			return "ping"
+		case "server/discover":
+			return "server/discover"
+		case MethodListen:
+			return MethodListen
+		}
+	}
+	return stringValue(raw)
 }
 
 // stringValue decodes the valid JSON string raw as encoding/json would,
