@@ -12,16 +12,16 @@ import (
 // buffered first, bounded by the Content-Length or the chunked framing
 // (or read by net/http's own body for a head its reader parsed).
 type body struct {
-	c       *conn
-	x       *exchange
-	none    bool          // no body: the request carries http.NoBody
-	src     io.ReadCloser // net/http's body, for a head its reader parsed
-	left    int64         // bytes of a Content-Length body not yet read
-	chunk   *chunked      // the decoder of a chunked body
-	expect  bool          // "100 Continue" is due at the first read
-	sawEOF  bool
-	closed  bool
-	err     error
+	c        *conn
+	x        *exchange
+	none     bool          // no body: the request carries http.NoBody
+	src      io.ReadCloser // net/http's body, for a head its reader parsed
+	left     int64         // bytes of a Content-Length body not yet read
+	chunk    *chunked      // the decoder of a chunked body
+	expect   bool          // "100 Continue" is due at the first read
+	sawEOF   bool
+	closed   bool
+	err      error
 	drainNow bool // the server reads off what the handler left
 }
 
