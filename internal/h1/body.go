@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -12,7 +13,8 @@ import (
 // buffered first, bounded by the Content-Length or the chunked framing
 // (or read by net/http's own body for a head its reader parsed).
 type body struct {
-	c        *conn
+	c        *conn // nil in tests of the framing alone
+	br       *bufio.Reader
 	x        *exchange
 	none     bool          // no body: the request carries http.NoBody
 	src      io.ReadCloser // net/http's body, for a head its reader parsed
@@ -25,8 +27,8 @@ type body struct {
 	drainNow bool // the server reads off what the handler left
 }
 
-func (b *body) init(c *conn, x *exchange) {
-	b.c, b.x = c, x
+func (b *body) init(c *conn, x *exchange, br *bufio.Reader) {
+	b.c, b.x, b.br = c, x, br
 	r := x.req
 	switch {
 	case !x.plain:
@@ -38,7 +40,7 @@ func (b *body) init(c *conn, x *exchange) {
 	case r.ContentLength > 0:
 		b.left = r.ContentLength
 	case r.ContentLength < 0:
-		b.chunk = &chunked{br: c.br}
+		b.chunk = &chunked{br: b.br}
 	default:
 		b.none = true
 	}
@@ -66,7 +68,7 @@ func (b *body) read(p []byte) (int, error) {
 		return 0, nil
 	}
 	c := b.c
-	if c.br.Buffered() == 0 && !b.drainNow {
+	if c != nil && b.br.Buffered() == 0 && !b.drainNow {
 		c.bodyDeadline()
 	}
 	var n int
@@ -83,7 +85,7 @@ func (b *body) read(p []byte) (int, error) {
 		if int64(len(p)) > b.left {
 			p = p[:b.left]
 		}
-		n, err = c.br.Read(p)
+		n, err = b.br.Read(p)
 		b.left -= int64(n)
 		switch {
 		case b.left == 0:
@@ -95,7 +97,9 @@ func (b *body) read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		b.sawEOF = true
-		c.consumed()
+		if c != nil {
+			c.consumed()
+		}
 	case err != nil:
 		b.err = err
 	}
@@ -106,7 +110,7 @@ func (b *body) read(p []byte) (int, error) {
 // fields into the request's Trailer as net/http does, and says io.EOF when
 // the body ended well.
 func (b *body) readTrailer() error {
-	br := b.c.br
+	br := b.br
 	buf, err := br.Peek(2)
 	if bytes.Equal(buf, []byte("\r\n")) {
 		br.Discard(2)

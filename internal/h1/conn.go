@@ -2,17 +2,22 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Connection states, for Shutdown.
@@ -164,12 +169,69 @@ func (c *conn) finish() {
 
 // readRequest reads the next request's head.
 func (c *conn) readRequest() (*exchange, error) {
-	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(c.srv.maxHeaderBytes())+4096, false
-	trim := 0
-	if c.lastMethod != http.MethodPost {
-		trim = 4 // net/http skips up to 4 bytes of CR and LF after a POST only
+	limit := c.srv.maxHeaderBytes() + 4096
+	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit), false
+	x, err := readHead(c.br, c.lastMethod == http.MethodPost, c.waiting)
+	if err == errHeadTooLong && c.br.Size() < limit {
+		// A long head: the buffer grows to hold the whole of it.
+		c.br = grow(c.br, &c.cr, limit)
+		x, err = readHead(c.br, false, c.waiting)
 	}
-	br := c.br
+	if err != nil {
+		if c.cr.hit || err == errHeadTooLong {
+			return nil, errTooLarge
+		}
+		return nil, err
+	}
+	c.cr.limited = false
+	c.state.Store(stateActive)
+	if err := checkRequest(x); err != nil {
+		return nil, err
+	}
+	c.served++
+	c.lastMethod = x.req.Method
+	return x, nil
+}
+
+// grow returns a reader of size over what br holds (taken from it) and
+// then src.
+func grow(br *bufio.Reader, src io.Reader, size int) *bufio.Reader {
+	held, _ := br.Peek(br.Buffered())
+	held = bytes.Clone(held)
+	br.Discard(len(held))
+	return bufio.NewReaderSize(io.MultiReader(bytes.NewReader(held), src), size)
+}
+
+// waiting is told before a read of a head waits on the socket, with what
+// has arrived of the head so far.
+func (c *conn) waiting(have int) {
+	if have == 0 {
+		if c.served > 0 {
+			c.idleDeadline()
+		}
+		return
+	}
+	c.state.Store(stateActive)
+	c.headerDeadline()
+}
+
+// errHeadTooLong is a head that does not fit in the reader's buffer.
+var errHeadTooLong = errors.New("request head longer than the buffer")
+
+// readHead reads a request head from br: a plain one (scanHead) parsed
+// here once it lies whole in the buffer, anything else by
+// http.ReadRequest once it lies whole in the buffer too (so that the Host
+// fields, which that reader drops, can be checked as net/http's server
+// does), or at once if its request line is one that reader refuses. A
+// head that does not fit is errHeadTooLong. afterPost skips up to four
+// bytes of CR and LF before the head, as net/http's server does after a
+// POST. waiting, if not nil, is told before each read that waits for more
+// of the head.
+func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchange, error) {
+	trim := 4
+	if afterPost {
+		trim = 0
+	}
 	for {
 		buf, _ := br.Peek(br.Buffered())
 		for trim < 4 && len(buf) > 0 && (buf[0] == '\r' || buf[0] == '\n') {
@@ -184,54 +246,125 @@ func (c *conn) readRequest() (*exchange, error) {
 				br.Discard(n)
 				x.req = &x.head.req
 				x.plain = true
-				return c.accepted1(x)
+				x.hosts, x.haveHost = x.req.Header["Host"]
+				return x, nil
 			}
 			break
 		}
-		if v == headNotPlain || len(buf) >= br.Size() {
+		if v == headNotPlain {
 			break
 		}
-		if len(buf) == 0 {
-			if c.served > 0 {
-				c.idleDeadline()
-			}
-		} else {
-			c.state.Store(stateActive)
-			c.headerDeadline()
+		if len(buf) >= br.Size() {
+			return nil, errHeadTooLong
+		}
+		if waiting != nil {
+			waiting(len(buf))
 		}
 		if _, err := br.Peek(len(buf) + 1); err != nil {
-			if c.cr.hit {
-				return nil, errTooLarge
-			}
 			if len(buf) == 0 && br.Buffered() == 0 {
 				return nil, err
 			}
 			break // net/http's reader meets the error again and says what it makes of it
 		}
-		trim = max(trim, 1) // only leading bytes are skipped
+		if len(buf) > 0 {
+			trim = 4 // only leading bytes are skipped
+		}
 	}
-	c.state.Store(stateActive)
-	c.headerDeadline()
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		if line, _, ok := bytes.Cut(buf, []byte{'\n'}); ok && !requestLineOK(string(bytes.TrimSuffix(line, []byte{'\r'}))) {
+			break // refused at its first line
+		}
+		if headEnd(buf) >= 0 {
+			break
+		}
+		if len(buf) >= br.Size() {
+			return nil, errHeadTooLong
+		}
+		if waiting != nil {
+			waiting(len(buf))
+		}
+		if _, err := br.Peek(len(buf) + 1); err != nil {
+			break
+		}
+	}
+	buf, _ := br.Peek(br.Buffered())
+	x := &exchange{}
+	x.hosts, x.haveHost = hostFields(buf)
 	req, err := http.ReadRequest(br)
 	if err != nil {
-		if c.cr.hit {
-			return nil, errTooLarge
-		}
 		return nil, err
 	}
-	return c.accepted1(&exchange{req: req})
+	x.req = req
+	return x, nil
 }
 
-// accepted1 completes a request read: the checks net/http's server makes.
-func (c *conn) accepted1(x *exchange) (*exchange, error) {
-	c.cr.limited = false
-	c.state.Store(stateActive)
-	if err := checkRequest(x.req, x.plain); err != nil {
-		return nil, err
+// requestLineOK reports whether http.ReadRequest takes line as a request
+// line: a method that is a token, a target net/url parses (an authority
+// for CONNECT), and an HTTP version.
+func requestLineOK(line string) bool {
+	method, rest, ok1 := strings.Cut(line, " ")
+	target, proto, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || method == "" {
+		return false
 	}
-	c.served++
-	c.lastMethod = x.req.Method
-	return x, nil
+	for i := 0; i < len(method); i++ {
+		if !httpguts.IsTokenRune(rune(method[i])) {
+			return false
+		}
+	}
+	if _, _, ok := http.ParseHTTPVersion(proto); !ok {
+		return false
+	}
+	if method == http.MethodConnect && !strings.HasPrefix(target, "/") {
+		target = "http://" + target
+	}
+	_, err := url.ParseRequestURI(target)
+	return err == nil
+}
+
+// headEnd returns the length of the head at the start of buf (request
+// line and fields up to the empty line, LF or CRLF ended, as net/textproto
+// reads lines), or -1 if it is not whole.
+func headEnd(buf []byte) int {
+	pos := bytes.IndexByte(buf, '\n')
+	if pos < 0 {
+		return -1
+	}
+	pos++
+	for {
+		rest := buf[pos:]
+		switch {
+		case len(rest) >= 1 && rest[0] == '\n':
+			return pos + 1
+		case len(rest) >= 2 && rest[0] == '\r' && rest[1] == '\n':
+			return pos + 2
+		}
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 {
+			return -1
+		}
+		pos += j + 1
+	}
+}
+
+// hostFields returns the Host fields of the head at the start of buf as
+// net/textproto reads them, and whether there is any.
+func hostFields(buf []byte) ([]string, bool) {
+	end := headEnd(buf)
+	if end < 0 {
+		return nil, false
+	}
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(buf[:end])))
+	if _, err := tp.ReadLine(); err != nil {
+		return nil, false
+	}
+	h, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return nil, false
+	}
+	v, ok := h["Host"]
+	return v, ok
 }
 
 // idleDeadline gives a kept-alive connection waiting for its next request
@@ -330,11 +463,13 @@ func (c *conn) closeWriteAndWait() {
 
 // exchange is one request and its reply, in one allocation for a plain head.
 type exchange struct {
-	head  plainHead
-	req   *http.Request
-	plain bool
-	body  body
-	resp  response
+	head     plainHead
+	req      *http.Request
+	plain    bool     // the head was parsed here
+	hosts    []string // its Host fields
+	haveHost bool
+	body     body
+	resp     response
 }
 
 // run serves x and reports whether the connection may carry another
@@ -346,7 +481,7 @@ func (c *conn) run(x *exchange) bool {
 	req.RemoteAddr = c.remote
 	w := &x.resp
 	w.init(c, x)
-	x.body.init(c, x)
+	x.body.init(c, x, c.br)
 	expect := req.Header["Expect"]
 	if len(expect) > 0 && hasToken(expect[0], "100-continue") {
 		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {

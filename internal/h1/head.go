@@ -239,13 +239,13 @@ func (e *refusal) Error() string {
 }
 
 // checkRequest makes the checks net/http's server makes of a request its
-// reader took, and drops the Host field as it does. plain says the head was
-// parsed here, so its field names and values are known good.
-func checkRequest(r *http.Request, plain bool) error {
+// reader took, and drops the Host field as it does. A head parsed here
+// has field names and values known good.
+func checkRequest(x *exchange) error {
+	r, plain, hosts, haveHost := x.req, x.plain, x.hosts, x.haveHost
 	if r.ProtoMajor != 1 {
 		return &refusal{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
 	}
-	hosts, haveHost := r.Header["Host"]
 	if r.ProtoMinor >= 1 && (!haveHost || len(hosts) == 0) && r.Method != http.MethodConnect {
 		return &refusal{http.StatusBadRequest, "missing required Host header"}
 	}

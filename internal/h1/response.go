@@ -94,6 +94,10 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
+	// The snapshot comes first: net/http's holds an invalid Content-Length
+	// it then drops from the handler's header, and so frames the reply
+	// as one of unknown length.
+	w.snapshot()
 	if v := w.header["Content-Length"]; len(v) > 0 && v[0] != "" {
 		n, err := strconv.ParseInt(v[0], 10, 64)
 		if err == nil && n >= 0 {
@@ -103,7 +107,6 @@ func (w *response) WriteHeader(code int) {
 			delete(w.header, "Content-Length")
 		}
 	}
-	w.snapshot()
 }
 
 // logCaller logs format with the handler's function, file and line.
@@ -536,7 +539,7 @@ func (w *response) end() {
 	if w.x.body.expect || (w.expectBody && !w.x.body.sawEOF) {
 		w.closeAfter = true
 	}
-	if w.cl != -1 && w.written != w.cl && w.req.Method != http.MethodHead {
+	if w.cl != -1 && w.written != w.cl && w.req.Method != http.MethodHead && bodyAllowed(w.status) {
 		w.closeAfter = true
 	}
 	if !w.closeAfter && w.req.ContentLength != 0 && !w.x.body.sawEOF {

@@ -142,3 +142,5 @@ func TestKeepAliveRequestsGetLengthDelimitedReplies(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
