@@ -290,7 +290,7 @@ func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchan
 	}
 	buf, _ := br.Peek(br.Buffered())
 	x := &exchange{}
-	x.hosts, x.haveHost = hostFields(buf)
+	headFields(x, buf)
 	req, err := http.ReadRequest(br)
 	if err != nil {
 		return nil, err
@@ -348,23 +348,24 @@ func headEnd(buf []byte) int {
 	}
 }
 
-// hostFields returns the Host fields of the head at the start of buf as
-// net/textproto reads them, and whether there is any.
-func hostFields(buf []byte) ([]string, bool) {
+// headFields reads the head at the start of buf as net/textproto does, for
+// x's Host fields and whether it has both a Content-Length and a
+// Transfer-Encoding.
+func headFields(x *exchange, buf []byte) {
 	end := headEnd(buf)
 	if end < 0 {
-		return nil, false
+		return
 	}
 	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(buf[:end])))
 	if _, err := tp.ReadLine(); err != nil {
-		return nil, false
+		return
 	}
 	h, err := tp.ReadMIMEHeader()
 	if err != nil {
-		return nil, false
+		return
 	}
-	v, ok := h["Host"]
-	return v, ok
+	x.hosts, x.haveHost = h["Host"]
+	x.both = len(h["Content-Length"]) > 0 && len(h["Transfer-Encoding"]) > 0
 }
 
 // idleDeadline gives a kept-alive connection waiting for its next request
@@ -468,6 +469,7 @@ type exchange struct {
 	plain    bool     // the head was parsed here
 	hosts    []string // its Host fields
 	haveHost bool
+	both     bool // it had a Content-Length and a Transfer-Encoding
 	body     body
 	resp     response
 }
@@ -481,6 +483,7 @@ func (c *conn) run(x *exchange) bool {
 	req.RemoteAddr = c.remote
 	w := &x.resp
 	w.init(c, x)
+	w.closeAfter = x.both
 	x.body.init(c, x, c.br)
 	expect := req.Header["Expect"]
 	if len(expect) > 0 && hasToken(expect[0], "100-continue") {
@@ -535,6 +538,9 @@ func (c *conn) run(x *exchange) bool {
 	if c.rdKind == dlHandler {
 		c.rdKind = dlStale
 	}
+	// A request with both a Content-Length and a Transfer-Encoding is
+	// served by the latter, as net/http does, but the connection closes
+	// after it (RFC 9112 section 6.1): it may be a smuggling attempt.
 	closeAfter := w.closeAfter || w.failed != nil || gone || req.Close
 	if w.tooBig {
 		c.closeWriteAndWait()
