@@ -72,6 +72,7 @@ type conn struct {
 	head, pend, out []byte
 	keys            []string
 	sniff           [512]byte
+	clBuf           [20]byte
 
 	timer     *time.Timer
 	watchByte [1]byte

@@ -353,12 +353,13 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 	te := first(w.teVals)
 	hasTE := te != ""
 	conn := first(w.connVals)
-	var setCL, setConn, setTE string
+	var setCL []byte
+	var setConn, setTE string
 	var setType string
 
 	if final && !w.trailers && !hasTE && bodyAllowed(code) && w.clVals == nil && (!isHEAD || plen > 0) {
 		w.cl = int64(plen)
-		setCL = strconv.Itoa(plen)
+		setCL = strconv.AppendInt(c.clBuf[:0], int64(plen), 10)
 	}
 	wants10KeepAlive := req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(req.Header.Get("Connection"), "keep-alive")
 	if wants10KeepAlive && keepAlives && first(w.clVals) != "" && conn == "keep-alive" {
@@ -401,7 +402,7 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 	}
 	if hasCL && hasTE && te != "identity" {
 		c.srv.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", te, w.cl)
-		w.clVals, setCL = nil, ""
+		w.clVals, setCL = nil, nil
 		hasCL = false
 		w.cl = -1
 	}
@@ -426,7 +427,7 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 		w.teVals = nil
 	}
 	if w.chunking {
-		w.clVals, setCL = nil, ""
+		w.clVals, setCL = nil, nil
 	}
 	if w.closeAfter && (!keepAlives || !hasToken(conn, "close")) && !(code == http.StatusSwitchingProtocols && w.header.Get("Upgrade") != "") {
 		w.connVals = nil
@@ -450,7 +451,7 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 		b = appendDate(b)
 		b = append(b, "\r\n"...)
 	}
-	if setCL != "" {
+	if setCL != nil {
 		b = append(b, "Content-Length: "...)
 		b = append(b, setCL...)
 		b = append(b, "\r\n"...)
