@@ -470,3 +470,33 @@ func TestShutdownContextEnds(t *testing.T) {
 		t.Fatalf("Shutdown: %v", err)
 	}
 }
+
+// Deadlines a handler set for one request do not outlive it: the next
+// request on the connection, arriving after they passed, reads its body
+// in parts and gets its reply.
+func TestHandlerDeadlinesEndWithTheRequest(t *testing.T) {
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/first" {
+			rc := http.NewResponseController(w)
+			rc.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+			rc.SetWriteDeadline(time.Now().Add(30 * time.Millisecond))
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			panic(err)
+		}
+		w.Write(b)
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "POST /first HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n1")
+	if _, body := readReply(t, br, "POST"); body != "1" {
+		t.Fatalf("first reply %q", body)
+	}
+	time.Sleep(100 * time.Millisecond)
+	io.WriteString(c, "POST /second HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n2")
+	time.Sleep(60 * time.Millisecond)
+	io.WriteString(c, "2")
+	if _, body := readReply(t, br, "POST"); body != "22" {
+		t.Fatalf("second reply %q", body)
+	}
+}

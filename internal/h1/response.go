@@ -333,6 +333,7 @@ func (w *response) write(b []byte) error {
 	if w.failed != nil {
 		return w.failed
 	}
+	w.c.liftStaleWriteDeadline()
 	if _, err := w.c.rwc.Write(b); err != nil {
 		w.failed = err
 		return err
@@ -591,6 +592,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if c.rdKind != dlHandler {
 		c.noDeadline()
 	}
+	c.liftStaleWriteDeadline()
 	c.srv.trackConn(c, false)
 	return c.rwc, bufio.NewReadWriter(c.br, bufio.NewWriter(c.rwc)), nil
 }
@@ -605,7 +607,7 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets the connection's write deadline until the reply
 // is complete, for http.ResponseController.
 func (w *response) SetWriteDeadline(t time.Time) error {
-	w.c.wdSet = true
+	w.c.wdSet, w.c.wdStale = true, false
 	return w.c.rwc.SetWriteDeadline(t)
 }
 
