@@ -66,7 +66,8 @@ type conn struct {
 	lastMethod string // of the last request, for the tolerance of CRLF after a POST
 	rdKind     int    // what the read deadline in force is
 	rdAt       time.Time
-	wdSet      bool // the handler set a write deadline
+	wdSet      bool // the handler set a write deadline during this request
+	wdStale    bool // one set during an earlier request may still be in force
 
 	// Reply buffers, reused from request to request.
 	head, pend, out []byte
@@ -408,6 +409,15 @@ func (c *conn) bodyDeadline() {
 	}
 }
 
+// liftStaleWriteDeadline lifts a write deadline a handler set for an
+// earlier request.
+func (c *conn) liftStaleWriteDeadline() {
+	if c.wdStale {
+		c.rwc.SetWriteDeadline(time.Time{})
+		c.wdStale = false
+	}
+}
+
 func (c *conn) noDeadline() {
 	if c.rdKind != dlNone {
 		c.rwc.SetReadDeadline(time.Time{})
@@ -419,6 +429,7 @@ func (c *conn) noDeadline() {
 // net/http's server does, and leaves the connection to be closed.
 func (c *conn) refuse(err error) {
 	const errorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+	c.liftStaleWriteDeadline()
 	var rf *refusal
 	switch {
 	case err == errTooLarge:
@@ -533,8 +544,9 @@ func (c *conn) run(x *exchange) bool {
 	}
 	w.end()
 	if c.wdSet {
-		c.rwc.SetWriteDeadline(time.Time{})
-		c.wdSet = false
+		// Lifted lazily, before the next write the handler does not
+		// bound itself: a proxy that sets one per reply pays one move.
+		c.wdStale, c.wdSet = true, false
 	}
 	if c.rdKind == dlHandler {
 		c.rdKind = dlStale
