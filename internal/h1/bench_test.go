@@ -97,3 +97,56 @@ func BenchmarkKeepAlivePOST(b *testing.B) {
 	b.Run("h1", func(b *testing.B) { benchServe(b, true) })
 	b.Run("net-http", func(b *testing.B) { benchServe(b, false) })
 }
+
+// A stream of 50 small events, each flushed, per request: the cost per
+// event of Write and Flush.
+func benchStream(b *testing.B, own bool) {
+	event := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for range 50 {
+			w.Write(event)
+			f.Flush()
+		}
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if own {
+		s := &Server{Handler: h}
+		go s.Serve(l)
+		defer s.Close()
+	} else {
+		s := &http.Server{Handler: h}
+		go s.Serve(l)
+		defer s.Close()
+	}
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	req := []byte("GET /mcp HTTP/1.1\r\nHost: sidecar\r\nAccept: text/event-stream\r\n\r\n")
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Write(req)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*50), "cpu-ns/event")
+}
+
+func BenchmarkStream(b *testing.B) {
+	b.Run("h1", func(b *testing.B) { benchStream(b, true) })
+	b.Run("net-http", func(b *testing.B) { benchStream(b, false) })
+}
