@@ -17,7 +17,7 @@ import (
 // this server and by net/http's. CPU/op is the process's user and system
 // time (client included, the same for both) per request.
 
-var benchBody = []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_files","arguments":{"pattern":"*.go","path":"/work/src","limit":50}}}`)
+var benchBody = []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_files","arguments":{"pattern":"*.go","path":"/srv/repo","limit":50}}}`)
 
 var benchReply = []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"found 12 files: a.go b.go c.go d.go e.go f.go g.go h.go i.go j.go k.go l.go"}]}}`)
 
