@@ -26,6 +26,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/h1"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar"
 )
 
@@ -165,8 +166,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		return err
 	}
 	defer stopOps()
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes,
-		ErrorLog: zap.NewStdLog(log.Named("http"))}
+	srv := mcpServer(cfg, s.Handler(), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	announce(cfg, log, ln.Addr(), stdout, plugin != nil || s.Stdio != nil)
@@ -178,6 +178,24 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	ready.draining.Store(true)
 	drain(cfg, log, srv, s)
 	return nil
+}
+
+// server is what serving the MCP listener needs of an HTTP server: both
+// net/http's and the sidecar's own (internal/h1) have it.
+type server interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// mcpServer is the server of the MCP listener that cfg's http-server names.
+func mcpServer(cfg config.Config, h http.Handler, log *zap.Logger) server {
+	const readHeader, idle = 10 * time.Second, 120 * time.Second
+	errLog := zap.NewStdLog(log.Named("http"))
+	if cfg.HTTPServer == "net/http" {
+		return &http.Server{Handler: h, ReadHeaderTimeout: readHeader, IdleTimeout: idle, MaxHeaderBytes: cfg.MaxHeaderBytes, ErrorLog: errLog}
+	}
+	return &h1.Server{Handler: h, ReadHeaderTimeout: readHeader, IdleTimeout: idle, MaxHeaderBytes: cfg.MaxHeaderBytes, ErrorLog: errLog}
 }
 
 // startDemoUpstream starts the embedded demo upstream and points cfg at it. The
@@ -233,7 +251,7 @@ func announce(cfg config.Config, log *zap.Logger, addr net.Addr, stdout io.Write
 // drain stops serving: after --shutdown-delay (still serving, not ready)
 // it ends the standalone streams and waits up to --drain-timeout for
 // requests and detached streams, then closes what remains.
-func drain(cfg config.Config, log *zap.Logger, srv *http.Server, s *sidecar.Sidecar) {
+func drain(cfg config.Config, log *zap.Logger, srv server, s *sidecar.Sidecar) {
 	if cfg.ShutdownDelay > 0 {
 		log.Info("shutting down: still serving, not ready", zap.Duration("shutdown-delay", cfg.ShutdownDelay))
 		time.Sleep(cfg.ShutdownDelay)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/h1"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar"
 	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
@@ -65,7 +66,9 @@ type Sidecar struct {
 	*sidecar.Sidecar
 	// URL is the MCP endpoint: the server's URL and /mcp.
 	URL string
-	// Server serves it; it is closed when the test ends.
+	// Server gives the URL and listener; it serves them itself only under
+	// http-server net/http (else the sidecar's own server does, as in the
+	// binary). Either closes when the test ends.
 	Server   *httptest.Server
 	Registry *prometheus.Registry
 }
@@ -92,9 +95,32 @@ func Start(t TB, upstream string, o Options) *Sidecar {
 	if o.Wrap != nil {
 		h = o.Wrap(h)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := serve(t, cfg, h)
 	return &Sidecar{Sidecar: s, URL: srv.URL + "/mcp", Server: srv, Registry: reg}
+}
+
+// serve serves h on loopback until the test ends with the server cfg's
+// http-server names, as the binary does. For the sidecar's own the
+// httptest.Server is not started: it lends its listener and URL.
+func serve(t TB, cfg config.Config, h http.Handler) *httptest.Server {
+	if cfg.HTTPServer == "net/http" {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	srv := httptest.NewUnstartedServer(h)
+	own := &h1.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes}
+	srv.URL = "http://" + srv.Listener.Addr().String()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = own.Serve(srv.Listener)
+	}()
+	t.Cleanup(func() {
+		_ = own.Close()
+		<-done
+	})
+	return srv
 }
 
 // client bounds every request of Post, far above what a passing test

@@ -1,0 +1,502 @@
+package h1
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Behaviour net/http's server gave the proxy that a byte-for-byte
+// comparison cannot show: timing, the client going away, the connection's
+// fate. The expectations are RFC 9112's and net/http's documented ones.
+
+func TestExpectContinueSentAtFirstRead(t *testing.T) {
+	_, addr, _ := start(t, echo())
+	c, br := dial(t, addr)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	line, err := br.ReadString('\n')
+	if err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if blank, _ := br.ReadString('\n'); blank != "\r\n" {
+		t.Fatalf("after 100 Continue: %q", blank)
+	}
+	io.WriteString(c, "hello")
+	resp, body := readReply(t, br, "POST")
+	if resp.StatusCode != 200 || body != "hello" {
+		t.Fatalf("status %d, body %q", resp.StatusCode, body)
+	}
+}
+
+func TestExpectContinueUnreadClosesAfterReply(t *testing.T) {
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	resp, _ := readReply(t, br, "POST")
+	if resp.StatusCode != http.StatusForbidden || !resp.Close {
+		t.Fatalf("status %d (want the handler's 403, no 100 first), close %v", resp.StatusCode, resp.Close)
+	}
+	if !closedAfter(t, c, br) {
+		t.Fatal("connection left open with a body the client may still send")
+	}
+}
+
+// writeCounter counts the writes on the connections of a listener.
+type writeCounter struct {
+	net.Listener
+	writes atomic.Int64
+}
+
+func (l *writeCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countedConn{Conn: c, n: &l.writes}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(p)
+}
+
+// serveOn serves s on l until the test ends.
+func serveOn(t *testing.T, s *Server, l net.Listener) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	t.Cleanup(func() {
+		s.Close()
+		<-done
+	})
+}
+
+func TestCompleteReplyIsOneWrite(t *testing.T) {
+	for _, size := range []int{0, 1500, maxBuffered} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc := &writeCounter{Listener: l}
+		body := strings.Repeat("x", size)
+		serveOn(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(body[:size/2]))
+			w.Write([]byte(body[size/2:]))
+		}), ErrorLog: discardLog()}, wc)
+		resp, got := roundTrip(t, l.Addr().String(), "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}", "POST")
+		if got != body || resp.ContentLength != int64(size) {
+			t.Fatalf("size %d: body of %d, length %d", size, len(got), resp.ContentLength)
+		}
+		if n := wc.writes.Load(); n != 1 {
+			t.Errorf("size %d: %d writes for a complete reply, want 1", size, n)
+		}
+	}
+}
+
+func TestFlushSendsHeadAndBufferedBytesAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "event one\n")
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "event two\n")
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
+		t.Fatalf("a streamed reply framed %v", resp.TransferEncoding)
+	}
+	first := make([]byte, len("event one\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "event one\n" {
+		t.Fatalf("first event %q, %v (before the handler went on)", first, err)
+	}
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != "event two\n" {
+		t.Fatalf("rest %q, %v", rest, err)
+	}
+}
+
+// waitCtx is a handler that waits for its request's context to end, or
+// two seconds, and reports which on gone.
+func waitCtx(gone chan<- bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+			gone <- true
+		case <-time.After(2 * time.Second):
+			gone <- false
+		}
+		io.WriteString(w, "late")
+	}
+}
+
+func TestClientGoneCancelsASlowRequest(t *testing.T) {
+	gone := make(chan bool, 1)
+	_, addr, _ := start(t, waitCtx(gone))
+	c, _ := dial(t, addr)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}")
+	time.Sleep(2 * watchDelay)
+	c.Close()
+	if !<-gone {
+		t.Fatal("the request's context was not canceled when the client left")
+	}
+}
+
+func TestClientGoneCancelsAStream(t *testing.T) {
+	gone := make(chan bool, 1)
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			gone <- true
+		case <-time.After(2 * time.Second):
+			gone <- false
+		}
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if !<-gone {
+		t.Fatal("the stream's context was not canceled when the client left")
+	}
+}
+
+// A client that half-closes after its request still gets the reply of a
+// fast handler; a handler still running after the watcher's delay sees
+// its context canceled (as under net/http) and the connection closes
+// after its reply, which is still written.
+func TestHalfClosedClient(t *testing.T) {
+	_, addr, _ := start(t, echo())
+	c, br := dial(t, addr)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}")
+	c.(*net.TCPConn).CloseWrite()
+	resp, body := readReply(t, br, "POST")
+	if resp.StatusCode != 200 || body != "{}" {
+		t.Fatalf("status %d, body %q", resp.StatusCode, body)
+	}
+	if !closedAfter(t, c, br) {
+		t.Fatal("connection not closed after the half-closed client's reply")
+	}
+
+	gone := make(chan bool, 1)
+	_, addr, _ = start(t, waitCtx(gone))
+	c, br = dial(t, addr)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}")
+	c.(*net.TCPConn).CloseWrite()
+	if !<-gone {
+		t.Fatal("a slow handler's context not canceled for a half-closed client")
+	}
+	resp, body = readReply(t, br, "POST")
+	if body != "late" || !closedAfter(t, c, br) {
+		t.Fatalf("reply %q, then open", body)
+	}
+}
+
+// A fast request arms no watcher: its context ends only when the handler
+// returns, and pipelined bytes are not taken from the next request.
+func TestFastRequestNotWatched(t *testing.T) {
+	var canceled atomic.Int64
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Err() != nil {
+			canceled.Add(1)
+		}
+		io.WriteString(w, r.URL.Path)
+	}))
+	c, br := dial(t, addr)
+	for i := range 50 {
+		io.WriteString(c, "GET /"+itoa(i)+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		if _, body := readReply(t, br, "GET"); body != "/"+itoa(i) {
+			t.Fatalf("reply %d: %q", i, body)
+		}
+	}
+	if canceled.Load() != 0 {
+		t.Fatal("a context canceled while its handler ran")
+	}
+}
+
+// A slow request's watcher takes the first byte of a pipelined request;
+// it must reach the next head.
+func TestWatcherKeepsPipelinedByte(t *testing.T) {
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(4 * watchDelay)
+		}
+		io.WriteString(w, r.URL.Path)
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+	time.Sleep(2 * watchDelay)
+	io.WriteString(c, "GET /next HTTP/1.1\r\nHost: a\r\n\r\n")
+	if _, body := readReply(t, br, "GET"); body != "/slow" {
+		t.Fatalf("first reply %q", body)
+	}
+	if _, body := readReply(t, br, "GET"); body != "/next" {
+		t.Fatalf("second reply %q", body)
+	}
+}
+
+func TestSlowlorisHeadTimesOut(t *testing.T) {
+	_, addr, _ := start(t, echo(), func(s *Server) { s.ReadHeaderTimeout = 200 * time.Millisecond })
+	c, br := dial(t, addr)
+	begun := time.Now()
+	for _, part := range []string{"GET / HTTP/1.1\r\n", "Host: a\r\n", "X-1: 1\r\n", "X-2: 2\r\n", "X-3: 3\r\n"} {
+		if _, err := io.WriteString(c, part); err != nil {
+			break
+		}
+		time.Sleep(80 * time.Millisecond)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	b, err := br.ReadByte()
+	if err == nil {
+		t.Fatalf("the server answered (%q) a head that never ended", b)
+	}
+	if !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("connection not closed: %v", err)
+	}
+	if d := time.Since(begun); d > time.Second {
+		t.Fatalf("closed after %v", d)
+	}
+}
+
+func TestIdleConnectionClosed(t *testing.T) {
+	_, addr, _ := start(t, echo(), func(s *Server) { s.IdleTimeout = 200 * time.Millisecond })
+	c, br := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	readReply(t, br, "GET")
+	begun := time.Now()
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("idle connection: %v", err)
+	}
+	if d := time.Since(begun); d < 150*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("idle connection closed after %v", d)
+	}
+}
+
+func TestHeadOverLimitGets431(t *testing.T) {
+	_, addr, _ := start(t, echo())
+	head := "GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("b", 16<<10) + "\r\n\r\n"
+	resp, _ := roundTrip(t, addr, head, "GET")
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	// Under the limit but over the first buffer: served.
+	head = "GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("b", 6<<10) + "\r\n\r\n"
+	if resp, _ := roundTrip(t, addr, head, "GET"); resp.StatusCode != 200 {
+		t.Fatalf("a 6 KiB head: status %d", resp.StatusCode)
+	}
+}
+
+func TestBothLengthAndChunkedClosesAfterReply(t *testing.T) {
+	_, addr, _ := start(t, echo())
+	c, br := dial(t, addr)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, body := readReply(t, br, "POST")
+	if body != "{}" || !resp.Close {
+		t.Fatalf("body %q (want the chunked one), close %v", body, resp.Close)
+	}
+	if !closedAfter(t, c, br) {
+		t.Fatal("connection open after a request with both framings")
+	}
+}
+
+func TestUnreadLargeBodyClosesConnection(t *testing.T) {
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") }))
+	c, br := dial(t, addr)
+	n := maxDiscard + 64<<10
+	go func() {
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "+itoa(n)+"\r\n\r\n")
+		c.Write(make([]byte, n))
+	}()
+	resp, _ := readReply(t, br, "POST")
+	if !resp.Close {
+		t.Fatal("no Connection: close with a large body left unread")
+	}
+}
+
+func TestPanicClosesConnectionAndLogs(t *testing.T) {
+	_, addr, logs := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/abort" {
+			panic(http.ErrAbortHandler)
+		}
+		panic("boom")
+	}))
+	for _, p := range []string{"/boom", "/abort"} {
+		c, br := dial(t, addr)
+		io.WriteString(c, "GET "+p+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		if !closedAfter(t, c, br) {
+			t.Fatalf("%s: connection not closed", p)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	out := logs.String()
+	if !strings.Contains(out, "panic serving") || !strings.Contains(out, "boom") || !strings.Contains(out, "goroutine") {
+		t.Fatalf("log %q lacks the panic and its stack", out)
+	}
+	if strings.Count(out, "panic serving") != 1 {
+		t.Fatalf("http.ErrAbortHandler logged: %q", out)
+	}
+}
+
+func TestSuperfluousWriteHeaderLogged(t *testing.T) {
+	_, addr, logs := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(201)
+		w.WriteHeader(500)
+	}))
+	resp, _ := roundTrip(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", "GET")
+	if resp.StatusCode != 201 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if !strings.Contains(logs.String(), "superfluous response.WriteHeader call from") || !strings.Contains(logs.String(), "behaviour_test.go") {
+		t.Fatalf("log %q", logs.String())
+	}
+}
+
+func TestRequestContextAndAddresses(t *testing.T) {
+	type seen struct {
+		local  net.Addr
+		remote string
+		err    error
+	}
+	got := make(chan seen, 1)
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		rc := http.NewResponseController(w)
+		err := errors.Join(rc.SetReadDeadline(time.Now().Add(time.Second)), rc.SetWriteDeadline(time.Now().Add(time.Second)))
+		got <- seen{la, r.RemoteAddr, err}
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	readReply(t, br, "GET")
+	s := <-got
+	if s.local == nil || s.local.String() != addr || s.remote != c.LocalAddr().String() || s.err != nil {
+		t.Fatalf("local %v (want %s), remote %q (want %s), deadlines %v", s.local, addr, s.remote, c.LocalAddr(), s.err)
+	}
+}
+
+func TestHijackGivesBufferedBytes(t *testing.T) {
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		next, _ := brw.Reader.Peek(brw.Reader.Buffered())
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: "+itoa(len(next))+"\r\nConnection: close\r\n\r\n"+string(next))
+	}))
+	resp, body := roundTrip(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\n", "GET")
+	if resp.StatusCode != 200 || body != "GET /next HTTP/1.1\r\n" {
+		t.Fatalf("status %d, body %q", resp.StatusCode, body)
+	}
+}
+
+func TestShutdownClosesIdleAndWaitsForActive(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(entered)
+			<-release
+		}
+		io.WriteString(w, "done")
+	}))
+	idle, idleBr := dial(t, addr)
+	io.WriteString(idle, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	readReply(t, idleBr, "GET")
+	busy, busyBr := dial(t, addr)
+	io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-entered
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	if !closedAfter(t, idle, idleBr) {
+		t.Fatal("idle connection not closed by Shutdown")
+	}
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) with a request active", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	resp, body := readReply(t, busyBr, "GET")
+	if body != "done" || !resp.Close {
+		t.Fatalf("active request: %q, close %v", body, resp.Close)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := net.Dial("tcp", addr); err == nil {
+		t.Fatal("still accepting after Shutdown")
+	}
+}
+
+func TestShutdownContextEnds(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	entered := make(chan struct{})
+	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+	}))
+	c, _ := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// Deadlines a handler set for one request do not outlive it: the next
+// request on the connection, arriving after they passed, reads its body
+// in parts and gets its reply.
+func TestHandlerDeadlinesEndWithTheRequest(t *testing.T) {
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/first" {
+			rc := http.NewResponseController(w)
+			rc.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+			rc.SetWriteDeadline(time.Now().Add(30 * time.Millisecond))
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			panic(err)
+		}
+		w.Write(b)
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "POST /first HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n1")
+	if _, body := readReply(t, br, "POST"); body != "1" {
+		t.Fatalf("first reply %q", body)
+	}
+	time.Sleep(100 * time.Millisecond)
+	io.WriteString(c, "POST /second HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n2")
+	time.Sleep(60 * time.Millisecond)
+	io.WriteString(c, "2")
+	if _, body := readReply(t, br, "POST"); body != "22" {
+		t.Fatalf("second reply %q", body)
+	}
+}

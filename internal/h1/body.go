@@ -1,0 +1,193 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/textproto"
+)
+
+// body is a request's body as the handler reads it: bytes already
+// buffered first, bounded by the Content-Length or the chunked framing
+// (or read by net/http's own body for a head its reader parsed).
+type body struct {
+	c        *conn // nil in tests of the framing alone
+	br       *bufio.Reader
+	x        *exchange
+	none     bool          // no body: the request carries http.NoBody
+	src      io.ReadCloser // net/http's body, for a head its reader parsed
+	left     int64         // bytes of a Content-Length body not yet read
+	chunk    *chunked      // the decoder of a chunked body
+	expect   bool          // "100 Continue" is due at the first read
+	sawEOF   bool
+	closed   bool
+	err      error
+	drainNow bool // the server reads off what the handler left
+}
+
+func (b *body) init(c *conn, x *exchange, br *bufio.Reader) {
+	b.c, b.x, b.br = c, x, br
+	r := x.req
+	switch {
+	case !x.plain:
+		if r.Body == nil || r.Body == http.NoBody {
+			b.none = true
+			return
+		}
+		b.src = r.Body
+	case r.ContentLength > 0:
+		b.left = r.ContentLength
+	case r.ContentLength < 0:
+		b.chunk = &chunked{br: b.br}
+	default:
+		b.none = true
+	}
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.read(p)
+}
+
+func (b *body) read(p []byte) (int, error) {
+	if b.sawEOF {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.expect {
+		b.expect = false
+		b.x.resp.sendContinue()
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c := b.c
+	if c != nil && b.br.Buffered() == 0 && !b.drainNow {
+		c.bodyDeadline()
+	}
+	var n int
+	var err error
+	switch {
+	case b.src != nil:
+		n, err = b.src.Read(p)
+	case b.chunk != nil:
+		n, err = b.chunk.Read(p)
+		if err == io.EOF {
+			err = b.readTrailer()
+		}
+	default:
+		if int64(len(p)) > b.left {
+			p = p[:b.left]
+		}
+		n, err = b.br.Read(p)
+		b.left -= int64(n)
+		switch {
+		case b.left == 0:
+			err = io.EOF
+		case err == io.EOF:
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	switch {
+	case err == io.EOF:
+		b.sawEOF = true
+		if c != nil {
+			c.consumed()
+		}
+	case err != nil:
+		b.err = err
+	}
+	return n, err
+}
+
+// readTrailer reads what follows a chunked body's last chunk, the trailer
+// fields into the request's Trailer as net/http does, and says io.EOF when
+// the body ended well.
+func (b *body) readTrailer() error {
+	br := b.br
+	buf, err := br.Peek(2)
+	if bytes.Equal(buf, []byte("\r\n")) {
+		br.Discard(2)
+		return io.EOF
+	}
+	if len(buf) < 2 {
+		return errTrailerEOF
+	}
+	if err != nil {
+		return err
+	}
+	if !seeDoubleCRLF(br.Size(), br) {
+		return errors.New("http: suspiciously long trailer after chunked body")
+	}
+	hdr, err := textproto.NewReader(br).ReadMIMEHeader()
+	if err != nil {
+		if err == io.EOF {
+			return errTrailerEOF
+		}
+		return err
+	}
+	r := b.x.req
+	if r.Trailer == nil {
+		r.Trailer = make(http.Header, len(hdr))
+	}
+	for k, vv := range hdr {
+		r.Trailer[k] = vv
+	}
+	return io.EOF
+}
+
+var errTrailerEOF = errors.New("http: unexpected EOF reading trailer")
+
+// seeDoubleCRLF peeks, up to the buffer's size, for the end of a trailer.
+func seeDoubleCRLF(size int, br interface {
+	Peek(int) ([]byte, error)
+	Buffered() int
+}) bool {
+	for peek := 4; peek <= size; peek++ {
+		buf, err := br.Peek(peek)
+		if bytes.HasSuffix(buf, []byte("\r\n\r\n")) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+func (b *body) Close() error {
+	b.closed = true
+	return nil
+}
+
+// drain reads off what the handler left of the body, up to maxDiscard, and
+// reports whether the body then ended well (the connection may carry
+// another request).
+func (b *body) drain() bool {
+	if b.none || b.sawEOF {
+		return true
+	}
+	if b.err != nil {
+		return false
+	}
+	b.c.headerDeadline() // a client that stops sending does not hold the connection
+	b.drainNow = true
+	var buf [4 << 10]byte
+	for total := 0; total <= maxDiscard; {
+		n, err := b.read(buf[:])
+		total += n
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}

@@ -1,0 +1,691 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Connection states, for Shutdown.
+const (
+	stateNew    = iota // accepted, no request yet
+	stateActive        // reading or serving a request
+	stateIdle          // waiting for the next request
+)
+
+// What the read deadline in force was set for; it is moved lazily.
+const (
+	dlNone    = iota // no deadline
+	dlHeader         // ReadHeaderTimeout, for a head
+	dlIdle           // IdleTimeout, between requests (set at rdAt)
+	dlHandler        // the handler's own
+	dlStale          // anything else (a handler's from an earlier request, the watcher's stop)
+)
+
+// watchDelay is how long a request runs before the watcher looks for the
+// client going away (once the body is consumed): fast calls never pay for
+// the read it takes.
+const watchDelay = 25 * time.Millisecond
+
+// maxDiscard is how much of a body a handler left unread the server reads
+// off to keep the connection, as net/http's server.
+const maxDiscard = 256 << 10
+
+// aLongTimeAgo is a deadline in the past, to stop a blocked read at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// errTooLarge is a head over MaxHeaderBytes.
+var errTooLarge = errors.New("http: request too large")
+
+// conn is one client connection and what it reuses from request to request.
+type conn struct {
+	srv      *Server
+	rwc      net.Conn
+	cr       connReader
+	br       *bufio.Reader
+	remote   string
+	base     context.Context
+	state    atomic.Int32
+	accepted time.Time
+
+	served     int    // requests read so far
+	lastMethod string // of the last request, for the tolerance of CRLF after a POST
+	rdKind     int    // what the read deadline in force is
+	rdAt       time.Time
+	wdSet      bool // the handler set a write deadline during this request
+	wdStale    bool // one set during an earlier request may still be in force
+
+	// Reply buffers, reused from request to request.
+	head, pend, out []byte
+	keys            []string
+	sniff           [512]byte
+	clBuf           [20]byte
+
+	timer     *time.Timer
+	watchByte [1]byte
+	watchDone chan struct{}
+
+	mu        sync.Mutex // guards the fields below, shared with the timer and the watcher
+	cur       *exchange  // the request being served, nil between requests
+	bodyDone  bool       // the handler has consumed the request body
+	wantWatch bool       // the request streams or has run for watchDelay
+	watching  bool       // a watcher goroutine is reading
+	stopping  bool       // the watcher is being stopped
+	peerGone  bool       // the watcher saw the client end its side
+	hijacked  bool
+	cancel    context.CancelFunc
+}
+
+func newConn(s *Server, rw net.Conn) *conn {
+	c := &conn{srv: s, rwc: rw, accepted: time.Now(), remote: rw.RemoteAddr().String()}
+	c.cr.c = c
+	c.br = bufio.NewReaderSize(&c.cr, 4<<10)
+	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, rw.LocalAddr())
+	if d := s.ReadHeaderTimeout; d > 0 {
+		rw.SetReadDeadline(c.accepted.Add(d))
+		c.rdKind = dlHeader
+	}
+	return c
+}
+
+// connReader reads the connection for the buffered reader: the byte the
+// watcher took first, and within the limit of a head while one is read.
+type connReader struct {
+	c        *conn
+	limited  bool
+	remain   int64
+	hit      bool // the head's limit was reached
+	stash    byte
+	hasStash bool
+}
+
+func (r *connReader) Read(p []byte) (int, error) {
+	if r.limited {
+		if r.remain <= 0 {
+			r.hit = true
+			return 0, io.EOF
+		}
+		if int64(len(p)) > r.remain {
+			p = p[:r.remain]
+		}
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if r.hasStash {
+		p[0] = r.stash
+		r.hasStash = false
+		r.remain--
+		return 1, nil
+	}
+	n, err := r.c.rwc.Read(p)
+	r.remain -= int64(n)
+	return n, err
+}
+
+func (c *conn) serve() {
+	defer c.finish()
+	for {
+		x, err := c.readRequest()
+		if err != nil {
+			c.refuse(err)
+			return
+		}
+		if !c.run(x) {
+			return
+		}
+		if c.srv.shutting.Load() {
+			return
+		}
+		c.state.Store(stateIdle)
+	}
+}
+
+// finish closes the connection unless a handler took it over.
+func (c *conn) finish() {
+	c.mu.Lock()
+	hijacked := c.hijacked
+	c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if !hijacked {
+		c.rwc.Close()
+		c.srv.trackConn(c, false)
+	}
+}
+
+// readRequest reads the next request's head.
+func (c *conn) readRequest() (*exchange, error) {
+	limit := c.srv.maxHeaderBytes() + 4096
+	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit), false
+	x, err := readHead(c.br, c.lastMethod == http.MethodPost, c.waiting)
+	if err == errHeadTooLong && c.br.Size() < limit {
+		// A long head: the buffer grows to hold the whole of it.
+		c.br = grow(c.br, &c.cr, limit)
+		x, err = readHead(c.br, false, c.waiting)
+	}
+	if err != nil {
+		if c.cr.hit || err == errHeadTooLong {
+			return nil, errTooLarge
+		}
+		return nil, err
+	}
+	c.cr.limited = false
+	c.state.Store(stateActive)
+	if err := checkRequest(x); err != nil {
+		return nil, err
+	}
+	c.served++
+	c.lastMethod = x.req.Method
+	return x, nil
+}
+
+// grow returns a reader of size over what br holds (taken from it) and
+// then src.
+func grow(br *bufio.Reader, src io.Reader, size int) *bufio.Reader {
+	held, _ := br.Peek(br.Buffered())
+	held = bytes.Clone(held)
+	br.Discard(len(held))
+	return bufio.NewReaderSize(io.MultiReader(bytes.NewReader(held), src), size)
+}
+
+// waiting is told before a read of a head waits on the socket, with what
+// has arrived of the head so far.
+func (c *conn) waiting(have int) {
+	if have == 0 {
+		if c.served > 0 {
+			c.idleDeadline()
+		}
+		return
+	}
+	c.state.Store(stateActive)
+	c.headerDeadline()
+}
+
+// errHeadTooLong is a head that does not fit in the reader's buffer.
+var errHeadTooLong = errors.New("request head longer than the buffer")
+
+// readHead reads a request head from br: a plain one (scanHead) parsed
+// here once it lies whole in the buffer, anything else by
+// http.ReadRequest once it lies whole in the buffer too (so that the Host
+// fields, which that reader drops, can be checked as net/http's server
+// does), or at once if its request line is one that reader refuses. A
+// head that does not fit is errHeadTooLong. afterPost skips up to four
+// bytes of CR and LF before the head, as net/http's server does after a
+// POST. waiting, if not nil, is told before each read that waits for more
+// of the head.
+func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchange, error) {
+	trim := 4
+	if afterPost {
+		trim = 0
+	}
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		for trim < 4 && len(buf) > 0 && (buf[0] == '\r' || buf[0] == '\n') {
+			br.Discard(1)
+			buf = buf[1:]
+			trim++
+		}
+		n, v := scanHead(buf)
+		if v == headPlain {
+			x := new(exchange)
+			if parsePlain(&x.head, buf[:n]) {
+				br.Discard(n)
+				x.req = &x.head.req
+				x.plain = true
+				x.hosts, x.haveHost = x.req.Header["Host"]
+				return x, nil
+			}
+			break
+		}
+		if v == headNotPlain {
+			break
+		}
+		if len(buf) >= br.Size() {
+			return nil, errHeadTooLong
+		}
+		if waiting != nil {
+			waiting(len(buf))
+		}
+		if _, err := br.Peek(len(buf) + 1); err != nil {
+			if len(buf) == 0 && br.Buffered() == 0 {
+				return nil, err
+			}
+			break // net/http's reader meets the error again and says what it makes of it
+		}
+		if len(buf) > 0 {
+			trim = 4 // only leading bytes are skipped
+		}
+	}
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		if line, _, ok := bytes.Cut(buf, []byte{'\n'}); ok && !requestLineOK(string(bytes.TrimSuffix(line, []byte{'\r'}))) {
+			break // refused at its first line
+		}
+		if headEnd(buf) >= 0 {
+			break
+		}
+		if len(buf) >= br.Size() {
+			return nil, errHeadTooLong
+		}
+		if waiting != nil {
+			waiting(len(buf))
+		}
+		if _, err := br.Peek(len(buf) + 1); err != nil {
+			break
+		}
+	}
+	buf, _ := br.Peek(br.Buffered())
+	x := &exchange{}
+	headFields(x, buf)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, err
+	}
+	x.req = req
+	return x, nil
+}
+
+// requestLineOK reports whether http.ReadRequest takes line as a request
+// line: a method that is a token, a target net/url parses (an authority
+// for CONNECT), and an HTTP version.
+func requestLineOK(line string) bool {
+	method, rest, ok1 := strings.Cut(line, " ")
+	target, proto, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || method == "" {
+		return false
+	}
+	for i := 0; i < len(method); i++ {
+		if !httpguts.IsTokenRune(rune(method[i])) {
+			return false
+		}
+	}
+	if _, _, ok := http.ParseHTTPVersion(proto); !ok {
+		return false
+	}
+	if method == http.MethodConnect && !strings.HasPrefix(target, "/") {
+		target = "http://" + target
+	}
+	_, err := url.ParseRequestURI(target)
+	return err == nil
+}
+
+// headEnd returns the length of the head at the start of buf (request
+// line and fields up to the empty line, LF or CRLF ended, as net/textproto
+// reads lines), or -1 if it is not whole.
+func headEnd(buf []byte) int {
+	pos := bytes.IndexByte(buf, '\n')
+	if pos < 0 {
+		return -1
+	}
+	pos++
+	for {
+		rest := buf[pos:]
+		switch {
+		case len(rest) >= 1 && rest[0] == '\n':
+			return pos + 1
+		case len(rest) >= 2 && rest[0] == '\r' && rest[1] == '\n':
+			return pos + 2
+		}
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 {
+			return -1
+		}
+		pos += j + 1
+	}
+}
+
+// headFields reads the head at the start of buf as net/textproto does, for
+// x's Host fields and whether it has both a Content-Length and a
+// Transfer-Encoding.
+func headFields(x *exchange, buf []byte) {
+	end := headEnd(buf)
+	if end < 0 {
+		return
+	}
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(buf[:end])))
+	if _, err := tp.ReadLine(); err != nil {
+		return
+	}
+	h, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return
+	}
+	x.hosts, x.haveHost = h["Host"]
+	x.both = len(h["Content-Length"]) > 0 && len(h["Transfer-Encoding"]) > 0
+}
+
+// idleDeadline gives a kept-alive connection waiting for its next request
+// IdleTimeout, moved at most once a second.
+func (c *conn) idleDeadline() {
+	d := c.srv.IdleTimeout
+	if d <= 0 {
+		c.noDeadline()
+		return
+	}
+	now := time.Now()
+	if c.rdKind == dlIdle && now.Sub(c.rdAt) < time.Second {
+		return
+	}
+	c.rwc.SetReadDeadline(now.Add(d))
+	c.rdKind, c.rdAt = dlIdle, now
+}
+
+// headerDeadline gives a head that did not come whole ReadHeaderTimeout
+// from now, unless one is in force.
+func (c *conn) headerDeadline() {
+	if c.rdKind == dlHeader {
+		return
+	}
+	d := c.srv.ReadHeaderTimeout
+	if d <= 0 {
+		c.noDeadline()
+		return
+	}
+	c.rwc.SetReadDeadline(time.Now().Add(d))
+	c.rdKind = dlHeader
+}
+
+// bodyDeadline lifts a deadline the server set before a body read waits
+// on the socket; a handler's own stays.
+func (c *conn) bodyDeadline() {
+	if c.rdKind != dlHandler {
+		c.noDeadline()
+	}
+}
+
+// liftStaleWriteDeadline lifts a write deadline a handler set for an
+// earlier request.
+func (c *conn) liftStaleWriteDeadline() {
+	if c.wdStale {
+		c.rwc.SetWriteDeadline(time.Time{})
+		c.wdStale = false
+	}
+}
+
+func (c *conn) noDeadline() {
+	if c.rdKind != dlNone {
+		c.rwc.SetReadDeadline(time.Time{})
+		c.rdKind = dlNone
+	}
+}
+
+// refuse answers a request the server does not pass to the handler, as
+// net/http's server does, and leaves the connection to be closed.
+func (c *conn) refuse(err error) {
+	const errorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+	c.liftStaleWriteDeadline()
+	var rf *refusal
+	switch {
+	case err == errTooLarge:
+		const text = "431 Request Header Fields Too Large"
+		io.WriteString(c.rwc, "HTTP/1.1 "+text+errorHeaders+text)
+		c.closeWriteAndWait()
+	case isUnsupportedTE(err):
+		io.WriteString(c.rwc, "HTTP/1.1 501 Not Implemented"+errorHeaders+"Unsupported transfer encoding")
+	case isCommonNetReadError(err):
+	case errors.As(err, &rf):
+		fmt.Fprintf(c.rwc, "HTTP/1.1 %d %s%s%d %s", rf.code, rf.Error(), errorHeaders, rf.code, rf.Error())
+	default:
+		const text = "400 Bad Request"
+		io.WriteString(c.rwc, "HTTP/1.1 "+text+errorHeaders+text)
+	}
+}
+
+func isUnsupportedTE(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "too many transfer encodings") || strings.HasPrefix(s, "unsupported transfer encoding")
+}
+
+func isCommonNetReadError(err error) bool {
+	if err == io.EOF {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "read"
+}
+
+// closeWriteAndWait ends the server's side and waits a little before the
+// close, so that the client reads the reply before a reset caused by
+// request bytes left unread could destroy it (net/http's rstAvoidanceDelay).
+func (c *conn) closeWriteAndWait() {
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	time.Sleep(500 * time.Millisecond)
+}
+
+// exchange is one request and its reply, in one allocation for a plain head.
+type exchange struct {
+	head     plainHead
+	req      *http.Request
+	plain    bool     // the head was parsed here
+	hosts    []string // its Host fields
+	haveHost bool
+	both     bool // it had a Content-Length and a Transfer-Encoding
+	body     body
+	resp     response
+}
+
+// run serves x and reports whether the connection may carry another
+// request.
+func (c *conn) run(x *exchange) bool {
+	req := x.req
+	ctx, cancel := context.WithCancel(c.base)
+	*req = *req.WithContext(ctx)
+	req.RemoteAddr = c.remote
+	w := &x.resp
+	w.init(c, x)
+	w.closeAfter = x.both
+	x.body.init(c, x, c.br)
+	expect := req.Header["Expect"]
+	if len(expect) > 0 && hasToken(expect[0], "100-continue") {
+		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
+			x.body.expect = true
+			w.expectBody = true
+		}
+	} else if len(expect) > 0 && expect[0] != "" {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusExpectationFailed)
+		w.end()
+		cancel()
+		return false
+	}
+	if x.body.none {
+		if req.Body == nil || x.plain {
+			req.Body = http.NoBody
+		}
+	} else {
+		req.Body = &x.body
+	}
+	c.mu.Lock()
+	c.cur, c.bodyDone, c.wantWatch, c.cancel = x, x.body.none, false, cancel
+	c.mu.Unlock()
+	if c.timer == nil {
+		c.watchDone = make(chan struct{}, 1)
+		c.timer = time.AfterFunc(watchDelay, c.delayed)
+	} else {
+		c.timer.Reset(watchDelay)
+	}
+
+	panicked := c.handle(w, req)
+
+	c.timer.Stop()
+	c.mu.Lock()
+	c.cur, c.cancel = nil, nil
+	hijacked, gone := c.hijacked, c.peerGone
+	c.mu.Unlock()
+	cancel()
+	if hijacked {
+		return false
+	}
+	c.disarm()
+	if panicked {
+		return false
+	}
+	w.end()
+	if c.wdSet {
+		// Lifted lazily, before the next write the handler does not
+		// bound itself: a proxy that sets one per reply pays one move.
+		c.wdStale, c.wdSet = true, false
+	}
+	if c.rdKind == dlHandler {
+		c.rdKind = dlStale
+	}
+	// A request with both a Content-Length and a Transfer-Encoding is
+	// served by the latter, as net/http does, but the connection closes
+	// after it (RFC 9112 section 6.1): it may be a smuggling attempt.
+	closeAfter := w.closeAfter || w.failed != nil || gone || req.Close
+	if w.tooBig {
+		c.closeWriteAndWait()
+	}
+	return !closeAfter
+}
+
+// handle runs the handler and reports whether it panicked; a panic other
+// than http.ErrAbortHandler is logged with its stack, as net/http does.
+func (c *conn) handle(w *response, r *http.Request) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = true
+			if v != http.ErrAbortHandler {
+				const size = 64 << 10
+				buf := make([]byte, size)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.srv.logf("http: panic serving %v: %v\n%s", c.remote, v, buf)
+			}
+		}
+	}()
+	if r.RequestURI == "*" && r.Method == http.MethodOptions {
+		w.Header().Set("Content-Length", "0") // net/http's answer to "OPTIONS *"
+		return false
+	}
+	c.srv.handler().ServeHTTP(w, r)
+	return false
+}
+
+// delayed is the timer's: the request has run for watchDelay.
+func (c *conn) delayed() {
+	c.mu.Lock()
+	if c.cur != nil {
+		c.wantWatch = true
+		c.armLocked()
+	}
+	c.mu.Unlock()
+}
+
+// consumed is the body's: the handler has read it to its end.
+func (c *conn) consumed() {
+	c.mu.Lock()
+	c.bodyDone = true
+	c.armLocked()
+	c.mu.Unlock()
+}
+
+// streaming is the writer's: the handler flushed.
+func (c *conn) streaming() {
+	c.mu.Lock()
+	c.wantWatch = true
+	c.armLocked()
+	c.mu.Unlock()
+}
+
+// armLocked starts the watcher if the request is due one and has none.
+func (c *conn) armLocked() {
+	if !c.wantWatch || !c.bodyDone || c.watching || c.hijacked || c.peerGone || c.cur == nil {
+		return
+	}
+	if c.br.Buffered() > 0 {
+		return // the client sent more already: a pipelined request
+	}
+	c.watching = true
+	c.rwc.SetReadDeadline(time.Time{})
+	go c.watch()
+}
+
+// watch reads the socket while a handler runs: an end or an error means
+// the client is gone and cancels the request's context; a byte (of a
+// pipelined request) is kept for the next head.
+func (c *conn) watch() {
+	n, err := c.rwc.Read(c.watchByte[:])
+	c.mu.Lock()
+	if n == 1 {
+		c.cr.stash, c.cr.hasStash = c.watchByte[0], true
+	}
+	if err != nil && !c.stopping {
+		c.peerGone = true
+		if c.cancel != nil {
+			c.cancel()
+		}
+	}
+	c.mu.Unlock()
+	c.watchDone <- struct{}{}
+}
+
+// disarm stops the watcher, if one runs, and waits for it.
+func (c *conn) disarm() {
+	c.mu.Lock()
+	if !c.watching {
+		c.mu.Unlock()
+		return
+	}
+	c.stopping = true
+	c.mu.Unlock()
+	c.rwc.SetReadDeadline(aLongTimeAgo)
+	<-c.watchDone
+	c.mu.Lock()
+	c.watching, c.stopping = false, false
+	c.mu.Unlock()
+	c.rdKind = dlStale
+}
+
+// hasToken reports whether token is in v, delimited by the start or end or
+// by space, tab or comma, case-insensitively, as net/http reads Expect and
+// Connection.
+func hasToken(v, token string) bool {
+	if len(token) > len(v) || token == "" {
+		return false
+	}
+	if v == token {
+		return true
+	}
+	for sp := 0; sp <= len(v)-len(token); sp++ {
+		b := v[sp]
+		if b != token[0] && b|0x20 != token[0] {
+			continue
+		}
+		if sp > 0 && !isTokenBoundary(v[sp-1]) {
+			continue
+		}
+		if end := sp + len(token); end != len(v) && !isTokenBoundary(v[end]) {
+			continue
+		}
+		if strings.EqualFold(v[sp:sp+len(token)], token) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTokenBoundary(b byte) bool {
+	return b == ' ' || b == ',' || b == '\t'
+}

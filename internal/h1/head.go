@@ -1,0 +1,269 @@
+package h1
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// What scanHead makes of the bytes of a request so far.
+const (
+	headPartial  = iota // plain so far, the head not yet whole
+	headPlain           // a whole head, plain (its first n bytes)
+	headNotPlain        // for net/http's reader
+)
+
+// scanHead looks at the start of a request for a plain head: a request
+// line "METHOD /target HTTP/1.x", then header lines "Name: value", every
+// line ended by CRLF, then an empty line. Plain means net/http's reader
+// splits it into the same lines and takes every field as it is: no bare CR
+// or LF, no line starting with whitespace (obs-fold), a name that is a
+// token (so no space before the colon), a value of bytes net/http accepts
+// (no control byte but tab, no DEL). A line is judged as soon as it is
+// whole, so that a head net/http's reader would refuse at its first line
+// is not waited on to its end.
+func scanHead(buf []byte) (int, int) {
+	pos := 0
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(buf[pos:], '\n')
+		if j < 0 {
+			return 0, headPartial
+		}
+		line := buf[pos : pos+j]
+		pos += j + 1
+		if len(line) == 0 || line[len(line)-1] != '\r' {
+			return 0, headNotPlain // a bare LF ends this line
+		}
+		line = line[:len(line)-1]
+		if bytes.IndexByte(line, '\r') >= 0 {
+			return 0, headNotPlain
+		}
+		switch {
+		case i == 0:
+			if !plainRequestLine(line) {
+				return 0, headNotPlain
+			}
+		case len(line) == 0:
+			return pos, headPlain
+		case !plainFieldLine(line):
+			return 0, headNotPlain
+		}
+	}
+}
+
+// plainRequestLine reports whether line is a token, a space, a target in
+// origin form (a slash, then bytes above space but DEL), a space and
+// "HTTP/1.1" or "HTTP/1.0".
+func plainRequestLine(line []byte) bool {
+	sp := bytes.IndexByte(line, ' ')
+	if sp <= 0 || len(line) < sp+11 {
+		return false
+	}
+	for _, c := range line[:sp] {
+		if !httpguts.IsTokenRune(rune(c)) {
+			return false
+		}
+	}
+	proto := line[len(line)-9:]
+	if string(proto) != " HTTP/1.1" && string(proto) != " HTTP/1.0" {
+		return false
+	}
+	target := line[sp+1 : len(line)-9]
+	if len(target) == 0 || target[0] != '/' {
+		return false
+	}
+	for _, c := range target {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// plainFieldLine reports whether line is a header field net/http takes as
+// it is: a token, a colon, and value bytes it accepts.
+func plainFieldLine(line []byte) bool {
+	k, v, ok := bytes.Cut(line, []byte{':'})
+	if !ok || len(k) == 0 {
+		return false
+	}
+	for _, c := range k {
+		if !httpguts.IsTokenRune(rune(c)) {
+			return false
+		}
+	}
+	for _, c := range v {
+		if c != '\t' && (c < ' ' || c == 0x7f) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainHead is a request parsed here, held with the first values of its
+// header in one allocation.
+type plainHead struct {
+	req    http.Request
+	values [10]string
+}
+
+// parsePlain builds into p the request http.ReadRequest makes of head, a
+// plain head (scanHead), and reports whether it could: false for one whose
+// target net/url refuses, whose framing is not the plain case (more than
+// one Content-Length, one that is not 1 to 18 decimal digits, a
+// Transfer-Encoding on HTTP/1.1 other than one "chunked" without a
+// Content-Length), with more than one Host, or with a Trailer or Pragma
+// field (net/http makes more of those). Such a head goes to net/http's
+// reader, which refuses it or reads it its own way. The request's Body is
+// left for the caller; ContentLength is -1 and TransferEncoding
+// ["chunked"] for a chunked body.
+func parsePlain(p *plainHead, head []byte) bool {
+	s := string(head)
+	end := strings.Index(s, "\r\n")
+	line := s[:end]
+	sp := strings.IndexByte(line, ' ')
+	r := &p.req
+	r.Method = line[:sp]
+	r.RequestURI = line[sp+1 : len(line)-9]
+	r.Proto = line[len(line)-8:]
+	r.ProtoMajor, r.ProtoMinor = 1, int(line[len(line)-1]-'0')
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil {
+		return false
+	}
+	r.URL = u
+	h := make(http.Header, strings.Count(s, "\n")-2)
+	values := p.values[:]
+	for rest := s[end+2:]; ; {
+		end := strings.Index(rest, "\r\n")
+		if end == 0 {
+			break
+		}
+		k, v, _ := strings.Cut(rest[:end], ":")
+		rest = rest[end+2:]
+		key := http.CanonicalHeaderKey(k) // no allocation when k is already canonical
+		v = strings.Trim(v, " \t")
+		vv, ok := h[key]
+		if !ok && len(values) > 0 {
+			vv, values = values[:1:1], values[1:]
+			vv[0] = v
+			h[key] = vv
+			continue
+		}
+		h[key] = append(vv, v)
+	}
+	r.Header = h
+	if _, ok := h["Trailer"]; ok {
+		return false
+	}
+	if _, ok := h["Pragma"]; ok {
+		return false
+	}
+	if len(h["Host"]) > 1 {
+		return false
+	}
+	r.Host = u.Host
+	if r.Host == "" {
+		if hv := h["Host"]; len(hv) > 0 {
+			r.Host = hv[0]
+		}
+	}
+	conn := h["Connection"]
+	hasClose := httpguts.HeaderValuesContainsToken(conn, "close")
+	if r.ProtoMinor == 0 {
+		r.Close = hasClose || !httpguts.HeaderValuesContainsToken(conn, "keep-alive")
+	} else {
+		r.Close = hasClose
+	}
+	cl := h["Content-Length"]
+	if te, ok := h["Transfer-Encoding"]; ok {
+		if r.ProtoMinor == 0 {
+			return false // net/http ignores and drops it: its reader's case
+		}
+		if len(te) != 1 || len(cl) != 0 || !strings.EqualFold(te[0], "chunked") {
+			return false
+		}
+		delete(h, "Transfer-Encoding")
+		r.TransferEncoding = []string{"chunked"}
+		r.ContentLength = -1
+		return true
+	}
+	switch len(cl) {
+	case 0:
+		r.ContentLength = 0
+	case 1:
+		n, ok := plainLength(cl[0])
+		if !ok {
+			return false
+		}
+		r.ContentLength = n
+	default:
+		return false
+	}
+	return true
+}
+
+// plainLength parses a Content-Length of 1 to 18 decimal digits, which
+// net/http reads as the same number.
+func plainLength(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// A refusal is a request the server answers itself and then closes the
+// connection: its status and, for some, a reason net/http gives after the
+// status text.
+type refusal struct {
+	code   int
+	reason string
+}
+
+func (e *refusal) Error() string {
+	if e.reason == "" {
+		return http.StatusText(e.code)
+	}
+	return http.StatusText(e.code) + ": " + e.reason
+}
+
+// checkRequest makes the checks net/http's server makes of a request its
+// reader took, and drops the Host field as it does. A head parsed here
+// has field names and values known good.
+func checkRequest(x *exchange) error {
+	r, plain, hosts, haveHost := x.req, x.plain, x.hosts, x.haveHost
+	if r.ProtoMajor != 1 {
+		return &refusal{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
+	}
+	if r.ProtoMinor >= 1 && (!haveHost || len(hosts) == 0) && r.Method != http.MethodConnect {
+		return &refusal{http.StatusBadRequest, "missing required Host header"}
+	}
+	if len(hosts) == 1 && !httpguts.ValidHostHeader(hosts[0]) {
+		return &refusal{http.StatusBadRequest, "malformed Host header"}
+	}
+	if !plain {
+		for k, vv := range r.Header {
+			if !httpguts.ValidHeaderFieldName(k) {
+				return &refusal{http.StatusBadRequest, "invalid header name"}
+			}
+			for _, v := range vv {
+				if !httpguts.ValidHeaderFieldValue(v) {
+					return &refusal{http.StatusBadRequest, "invalid header value"}
+				}
+			}
+		}
+	}
+	delete(r.Header, "Host")
+	return nil
+}

@@ -1,0 +1,225 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/textproto"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// The head reader replaces http.ReadRequest for plain heads; these tests
+// hold it to what net/http's server makes of the same bytes: the same
+// verdict, the same request, the same body, and the same bytes left on
+// the connection after it.
+
+// headOutcome is everything a handler and the next request see.
+type headOutcome struct {
+	Refused                   bool
+	Method, URL, RequestURI   string
+	Proto                     string
+	ProtoMajor, ProtoMinor    int
+	Header, Trailer           http.Header
+	ContentLength             int64
+	TransferEncoding          []string
+	Close                     bool
+	Host                      string
+	NoBody                    bool
+	Body                      string
+	BodyUnexpectedEOF, BodyOK bool
+	Rest                      string // left on the connection, when the body ended well
+}
+
+func source(data []byte, trickle bool) *bufio.Reader {
+	var src io.Reader = bytes.NewReader(data)
+	if trickle {
+		src = iotest.OneByteReader(src)
+	}
+	return bufio.NewReaderSize(src, 4<<10)
+}
+
+// describe reads req's body through to its end and says what was seen.
+func describe(req *http.Request, br *bufio.Reader) headOutcome {
+	o := headOutcome{
+		Method: req.Method, URL: req.URL.String(), RequestURI: req.RequestURI, Proto: req.Proto,
+		ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Header: req.Header,
+		ContentLength: req.ContentLength, TransferEncoding: req.TransferEncoding,
+		Close: req.Close, Host: req.Host, NoBody: req.Body == http.NoBody,
+	}
+	body, err := io.ReadAll(req.Body)
+	o.Body = string(body)
+	o.Trailer = req.Trailer
+	switch {
+	case err == nil:
+		o.BodyOK = true
+		rest, _ := io.ReadAll(br)
+		o.Rest = string(rest)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		o.BodyUnexpectedEOF = true
+	}
+	return o
+}
+
+// ours is what this package's reader and checks make of data.
+func ours(data []byte, trickle bool) headOutcome {
+	br := source(data, trickle)
+	x, err := readHead(br, false, nil)
+	if err == errHeadTooLong {
+		br = grow(br, br, 1<<20)
+		x, err = readHead(br, false, nil)
+	}
+	if err != nil {
+		return headOutcome{Refused: true}
+	}
+	if checkRequest(x) != nil {
+		return headOutcome{Refused: true}
+	}
+	x.body.init(nil, x, br)
+	if x.body.none {
+		if x.plain {
+			x.req.Body = http.NoBody
+		}
+	} else {
+		x.req.Body = &x.body
+	}
+	return describe(x.req, br)
+}
+
+// theirs is what net/http's server makes of data: http.ReadRequest, then
+// the checks of its conn.readRequest (a protocol other than HTTP/1.x
+// refused, Host required in HTTP/1.1 and valid, every field name a token
+// and every value free of control bytes), then the Host field dropped.
+// http.ReadRequest drops the Host fields, which the server's own reader
+// keeps for its checks: they are read here as net/http reads a header
+// block, with net/textproto. One difference is deliberate: net/http hands "PRI * HTTP/2.0" to the
+// handler for an h2c upgrade it never makes; this server refuses it.
+func theirs(data []byte, trickle bool) headOutcome {
+	br := source(data, trickle)
+	req, err := http.ReadRequest(br)
+	if err != nil || req.ProtoMajor != 1 {
+		return headOutcome{Refused: true}
+	}
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(data)))
+	tp.ReadLine()
+	fields, _ := tp.ReadMIMEHeader()
+	hosts, ok := fields["Host"]
+	if req.ProtoAtLeast(1, 1) && (!ok || len(hosts) == 0) && req.Method != "CONNECT" {
+		return headOutcome{Refused: true}
+	}
+	if len(hosts) == 1 && !httpguts.ValidHostHeader(hosts[0]) {
+		return headOutcome{Refused: true}
+	}
+	for k, vv := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return headOutcome{Refused: true}
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return headOutcome{Refused: true}
+			}
+		}
+	}
+	delete(req.Header, "Host")
+	return describe(req, br)
+}
+
+func sameAsNetHTTP(t *testing.T, data []byte, trickle bool) {
+	t.Helper()
+	got, want := ours(data, trickle), theirs(data, trickle)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%.300q (trickle %v):\n got  %.500v\n want %.500v", data, trickle, got, want)
+	}
+}
+
+var headCases = []string{
+	"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+	"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhel",
+	"GET /mcp?x=1&y=%20 HTTP/1.1\r\nhost: a:8080\r\naccept: text/event-stream\r\nX-Dup: 1\r\nx-dup: 2\r\n\r\n",
+	"GET / HTTP/1.0\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nConnection: Keep-Alive, CLOSE\r\n\r\n",
+	"GET / HTTP/1.1\r\n\r\n",                               // no Host
+	"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",         // two Hosts
+	"GET / HTTP/1.1\r\nHost: a b\r\n\r\n",                  // a bad Host
+	"GET http://b/x HTTP/1.1\r\nHost: a\r\n\r\n",           // absolute form
+	"GET / HTTP/1.1\r\nHost : a\r\n\r\n",                   // space before the colon
+	"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n folded\r\n\r\n", // obs-fold
+	"GET / HTTP/1.1\nHost: a\n\n",                          // bare LF
+	"GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n",                 // bare CR
+	"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n",       // NUL
+	"GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n",       // CTL
+	"GET / HTTP/1.1\r\nHost: a\r\nX: \xff\r\n\r\n",         // obs-text
+	"GET /\x7f HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+	"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+	"GET / HTTP/1.2\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1\r\nHost: a\r\n\r\n",
+	"G(T / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
+	"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+	"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy",
+	"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\nx",
+	"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1 \r\n\r\nx",
+	"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\nx",
+	"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\nx",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\nhi",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n1\r\na\r\n0\r\nX-T: v\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nPragma: no-cache\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n",
+	"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+	"CONNECT a:443 HTTP/1.1\r\n\r\n",
+	"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\n",
+	"",
+}
+
+func TestHeadSameAsNetHTTP(t *testing.T) {
+	for _, c := range headCases {
+		for _, trickle := range []bool{false, true} {
+			sameAsNetHTTP(t, []byte(c), trickle)
+		}
+	}
+	long := "GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("v", 5000) + "\r\n\r\n"
+	sameAsNetHTTP(t, []byte(long), false)
+}
+
+// The common request takes the plain path: if it went to net/http's
+// reader the comparisons above would hold trivially.
+func TestPlainHeadsAreParsedHere(t *testing.T) {
+	for _, c := range []string{headCases[0], headCases[3], headCases[34], headCases[35]} {
+		x, err := readHead(source([]byte(c), false), false, nil)
+		if err != nil || !x.plain {
+			t.Errorf("%q: plain %v, err %v", c, x != nil && x.plain, err)
+		}
+	}
+}
+
+func FuzzHead(f *testing.F) {
+	for _, c := range headCases {
+		f.Add([]byte(c), false)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, trickle bool) {
+		if len(data) > 8<<10 {
+			return
+		}
+		sameAsNetHTTP(t, data, trickle)
+	})
+}
