@@ -66,9 +66,9 @@ type Config struct {
 	// MaxProcs is the processors the sidecar process runs Go code on.
 	MaxProcs int `key:"max-procs" default:"1" help:"Processors the sidecar's process runs Go code on (GOMAXPROCS). 1, the default, costs about a fifth less CPU per forwarded request than two, and a sidecar takes its CPU from the server beside it (docs/performance.md); its own heavy work (hashing large skill files, loading a large plugin) then has one core. 0 keeps Go's default (the container's CPU limit, at least 2). A GOMAXPROCS environment variable wins over both."`
 	// MaxHeaderBytes limits the request header block.
-	MaxHeaderBytes int `key:"max-header-bytes" default:"65536" help:"Largest request header block accepted, in bytes; larger gets HTTP 431."`
+	MaxHeaderBytes int `key:"max-header-bytes" default:"65536" help:"Largest request head accepted (request line and header fields), in bytes; larger gets HTTP 431, and a request line alone longer than it 414. With http-server net/http, 4 KiB more is accepted and both get 431."`
 	// HTTPServer selects the HTTP/1.1 server of the MCP listener.
-	HTTPServer string `key:"http-server" default:"own" help:"The HTTP/1.1 server of the MCP listener. own: the sidecar's, which parses plain request heads itself, writes a complete reply (up to 64 KiB) in one write, and watches for clients going away only during slow or streamed requests, at less CPU per forwarded request; net/http: Go's standard server. Both answer the same bytes alike."`
+	HTTPServer string `key:"http-server" default:"own" help:"The HTTP/1.1 server of the MCP listener. own: the sidecar's, which parses plain request heads itself, writes a complete reply (up to 64 KiB) in one write, and watches for clients going away only during slow or streamed requests, at less CPU per forwarded request; net/http: Go's standard server. Both answer the same bytes alike but where the sidecar's follows RFC 9112 more strictly (docs/security.md, \"The HTTP/1.1 server\")."`
 	// MaxJSONDepth limits how deeply a request body nests.
 	MaxJSONDepth int `key:"max-json-depth" default:"64" help:"Deepest nesting of objects and arrays accepted in a request body; deeper gets HTTP 400 and -32600."`
 	// AllowedOrigins extends the Origin check.

@@ -500,3 +500,21 @@ func TestHandlerDeadlinesEndWithTheRequest(t *testing.T) {
 		t.Fatalf("second reply %q", body)
 	}
 }
+
+// TestTransferEncodingInHTTP10ClosesAfterReply: RFC 9112 section 6.1, a
+// Transfer-Encoding in an HTTP/1.0 request makes its framing faulty: the
+// request is framed as net/http frames it (by Content-Length, here none)
+// and the connection closes after the reply, so what followed is never
+// read as a request.
+func TestTransferEncodingInHTTP10ClosesAfterReply(t *testing.T) {
+	_, addr, _ := start(t, echo())
+	c, br := dial(t, addr)
+	io.WriteString(c, "POST / HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, body := readReply(t, br, "POST")
+	if body != "" || !resp.Close {
+		t.Fatalf("body %q (want none), close %v", body, resp.Close)
+	}
+	if !closedAfter(t, c, br) {
+		t.Fatal("connection open after an HTTP/1.0 request with a Transfer-Encoding")
+	}
+}

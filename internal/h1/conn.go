@@ -48,8 +48,12 @@ const maxDiscard = 256 << 10
 // aLongTimeAgo is a deadline in the past, to stop a blocked read at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// errTooLarge is a head over MaxHeaderBytes.
-var errTooLarge = errors.New("http: request too large")
+// errTooLarge is a head over MaxHeaderBytes; errURITooLong one whose
+// request line alone is (RFC 9112, section 3: 414).
+var (
+	errTooLarge   = errors.New("http: request too large")
+	errURITooLong = errors.New("http: request line too long")
+)
 
 // conn is one client connection and what it reuses from request to request.
 type conn struct {
@@ -109,6 +113,7 @@ type connReader struct {
 	limited  bool
 	remain   int64
 	hit      bool // the head's limit was reached
+	sawLF    bool // a line feed came within the limit: the request line ended
 	stash    byte
 	hasStash bool
 }
@@ -130,10 +135,14 @@ func (r *connReader) Read(p []byte) (int, error) {
 		p[0] = r.stash
 		r.hasStash = false
 		r.remain--
+		r.sawLF = r.sawLF || p[0] == '\n'
 		return 1, nil
 	}
 	n, err := r.c.rwc.Read(p)
 	r.remain -= int64(n)
+	if r.limited && !r.sawLF {
+		r.sawLF = bytes.IndexByte(p[:n], '\n') >= 0
+	}
 	return n, err
 }
 
@@ -171,8 +180,10 @@ func (c *conn) finish() {
 
 // readRequest reads the next request's head.
 func (c *conn) readRequest() (*exchange, error) {
-	limit := c.srv.maxHeaderBytes() + 4096
+	limit := c.srv.maxHeaderBytes() // exactly: net/http allows 4096 bytes more
 	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit), false
+	held, _ := c.br.Peek(c.br.Buffered())
+	c.cr.sawLF = bytes.IndexByte(held, '\n') >= 0
 	x, err := readHead(c.br, c.lastMethod == http.MethodPost, c.waiting)
 	if err == errHeadTooLong && c.br.Size() < limit {
 		// A long head: the buffer grows to hold the whole of it.
@@ -181,6 +192,9 @@ func (c *conn) readRequest() (*exchange, error) {
 	}
 	if err != nil {
 		if c.cr.hit || err == errHeadTooLong {
+			if !c.cr.sawLF {
+				return nil, errURITooLong
+			}
 			return nil, errTooLarge
 		}
 		return nil, err
@@ -298,6 +312,7 @@ func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchan
 		return nil, err
 	}
 	x.req = req
+	x.both = x.both || (x.te && req.ProtoMinor == 0)
 	return x, nil
 }
 
@@ -351,8 +366,9 @@ func headEnd(buf []byte) int {
 }
 
 // headFields reads the head at the start of buf as net/textproto does, for
-// x's Host fields and whether it has both a Content-Length and a
-// Transfer-Encoding.
+// x's Host fields and whether its framing is one RFC 9112 (section 6.1)
+// says to close after: both a Content-Length and a Transfer-Encoding, or a
+// Transfer-Encoding in HTTP/1.0.
 func headFields(x *exchange, buf []byte) {
 	end := headEnd(buf)
 	if end < 0 {
@@ -367,7 +383,8 @@ func headFields(x *exchange, buf []byte) {
 		return
 	}
 	x.hosts, x.haveHost = h["Host"]
-	x.both = len(h["Content-Length"]) > 0 && len(h["Transfer-Encoding"]) > 0
+	x.te = len(h["Transfer-Encoding"]) > 0
+	x.both = x.te && len(h["Content-Length"]) > 0
 }
 
 // idleDeadline gives a kept-alive connection waiting for its next request
@@ -432,8 +449,11 @@ func (c *conn) refuse(err error) {
 	c.liftStaleWriteDeadline()
 	var rf *refusal
 	switch {
-	case err == errTooLarge:
-		const text = "431 Request Header Fields Too Large"
+	case err == errTooLarge || err == errURITooLong:
+		text := "431 Request Header Fields Too Large"
+		if err == errURITooLong {
+			text = "414 URI Too Long"
+		}
 		io.WriteString(c.rwc, "HTTP/1.1 "+text+errorHeaders+text)
 		c.closeWriteAndWait()
 	case isUnsupportedTE(err):
@@ -481,7 +501,8 @@ type exchange struct {
 	plain    bool     // the head was parsed here
 	hosts    []string // its Host fields
 	haveHost bool
-	both     bool // it had a Content-Length and a Transfer-Encoding
+	te       bool // it had a Transfer-Encoding (read by headFields)
+	both     bool // framing to close after: Content-Length and Transfer-Encoding, or Transfer-Encoding in HTTP/1.0
 	body     body
 	resp     response
 }
@@ -552,8 +573,10 @@ func (c *conn) run(x *exchange) bool {
 		c.rdKind = dlStale
 	}
 	// A request with both a Content-Length and a Transfer-Encoding is
-	// served by the latter, as net/http does, but the connection closes
-	// after it (RFC 9112 section 6.1): it may be a smuggling attempt.
+	// served by the latter, as net/http does, and one of HTTP/1.0 with a
+	// Transfer-Encoding by its Content-Length (or none), as net/http does,
+	// but the connection closes after either (RFC 9112 section 6.1): it
+	// may be a smuggling attempt.
 	closeAfter := w.closeAfter || w.failed != nil || gone || req.Close
 	if w.tooBig {
 		c.closeWriteAndWait()

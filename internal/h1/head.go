@@ -249,6 +249,11 @@ func checkRequest(x *exchange) error {
 	if r.ProtoMinor >= 1 && (!haveHost || len(hosts) == 0) && r.Method != http.MethodConnect {
 		return &refusal{http.StatusBadRequest, "missing required Host header"}
 	}
+	if r.RequestURI == "*" && r.Method != http.MethodOptions {
+		// RFC 9112, section 3.2.4: the asterisk form is only for OPTIONS
+		// (net/http passes it to the handler).
+		return &refusal{http.StatusBadRequest, "asterisk-form request-target without OPTIONS"}
+	}
 	if len(hosts) == 1 && !httpguts.ValidHostHeader(hosts[0]) {
 		return &refusal{http.StatusBadRequest, "malformed Host header"}
 	}

@@ -98,12 +98,13 @@ func ours(data []byte, trickle bool) headOutcome {
 // and every value free of control bytes), then the Host field dropped.
 // http.ReadRequest drops the Host fields, which the server's own reader
 // keeps for its checks: they are read here as net/http reads a header
-// block, with net/textproto. One difference is deliberate: net/http hands "PRI * HTTP/2.0" to the
-// handler for an h2c upgrade it never makes; this server refuses it.
+// block, with net/textproto. Two differences are deliberate: net/http hands "PRI * HTTP/2.0" to the
+// handler for an h2c upgrade it never makes, and the asterisk form with any method but OPTIONS
+// (RFC 9112, section 3.2.4: the form is only for OPTIONS); this server refuses both.
 func theirs(data []byte, trickle bool) headOutcome {
 	br := source(data, trickle)
 	req, err := http.ReadRequest(br)
-	if err != nil || req.ProtoMajor != 1 {
+	if err != nil || req.ProtoMajor != 1 || (req.RequestURI == "*" && req.Method != http.MethodOptions) {
 		return headOutcome{Refused: true}
 	}
 	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(data)))
@@ -185,6 +186,7 @@ var headCases = []string{
 	"GET / HTTP/1.1\r\nHost: a\r\nPragma: no-cache\r\n\r\n",
 	"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n",
 	"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET * HTTP/1.1\r\nHost: a\r\n\r\n",
 	"CONNECT a:443 HTTP/1.1\r\n\r\n",
 	"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
 	"GET / HTTP/1.1\r\nHost: a\r\n",

@@ -364,10 +364,10 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 	}
 	wants10KeepAlive := req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(req.Header.Get("Connection"), "keep-alive")
 	if wants10KeepAlive && keepAlives && first(w.clVals) != "" && conn == "keep-alive" {
-		w.closeAfter = false
+		w.closeAfter = w.x.both // a faulty framing closes whatever the handler says
 	}
 	hasCL := w.cl != -1
-	if wants10KeepAlive && (isHEAD || hasCL || !bodyAllowed(code)) {
+	if wants10KeepAlive && !w.closeAfter && (isHEAD || hasCL || !bodyAllowed(code)) {
 		if w.connVals == nil {
 			setConn = "keep-alive"
 		}
