@@ -32,6 +32,10 @@
 # (the sidecar's `serve -- CMD` against supergateway 4.0.0) follows, by the
 # harness's stdio scenario with the same DURATION and ROUNDS.
 #
+# Unless NETHTTP=0, the same sidecar binary also runs with net/http's server
+# on its listener (http-server: net/http), as target sidecar-nethttp, and a
+# table compares the two servers round by round.
+#
 # It prints each hop's medians with their range over the rounds, the ratios
 # to nginx round by round, and the forwarding-cost targets with PASS, MISS or
 # WITHIN-SPREAD (a median that misses by less than the spread). A reply
@@ -53,6 +57,7 @@ strace_duration=${STRACE_DURATION:-2s}
 gobench_on=${GOBENCH:-1}
 sealed_on=${SEALED:-1}
 stdio_on=${STDIO:-1}
+nethttp_on=${NETHTTP:-1}
 
 # apt_need PKG installs a Debian package whose command is missing.
 apt_need() {
@@ -123,6 +128,12 @@ free_port "port[sidecar]"
 stats_port sidecar
 start sidecar "$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar]}" --metrics-listen "$stats" \
   --annotations-file "" --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn
+if [[ $nethttp_on == 1 ]]; then
+  free_port "port[sidecar-nethttp]"
+  stats_port sidecar-nethttp
+  start sidecar-nethttp "$work/skills-sidecar" --listen "127.0.0.1:${port[sidecar-nethttp]}" --metrics-listen "$stats" \
+    --annotations-file "" --upstream "http://127.0.0.1:${port[direct]}/mcp" --log-level warn --http-server net/http
+fi
 
 # The sealed-session path: a modern-only upstream (it refuses legacy
 # requests), the sidecar in front of it serving legacy callers in sessions

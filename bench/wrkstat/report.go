@@ -16,6 +16,9 @@ const (
 	Bare    = "bare"
 	Nginx   = "nginx"
 	Sidecar = "sidecar"
+	// SidecarNetHTTP is the same sidecar binary serving its listener
+	// with net/http's server (http-server: net/http), beside the default.
+	SidecarNetHTTP = "sidecar-nethttp"
 )
 
 // Spread is a median over rounds and the range around it.
@@ -180,6 +183,7 @@ func Write(w io.Writer, rec Records) error {
 	var b strings.Builder
 	writeRuns(&b, ix)
 	writeRatios(&b, ix)
+	writeServers(&b, ix)
 	writeStrace(&b, rec.Straces)
 	writeBenches(&b, rec.Benches)
 	writeTargets(&b, ix, rec)
@@ -233,6 +237,31 @@ func writeRatios(b *strings.Builder, ix index) {
 			spreadOf(ix.ratio(g, Bare, Nginx, rps)).format(2, "×"),
 			spreadOf(ix.diff(g, Sidecar, Nginx, syscallsPerOp)).format(2, ""),
 			spreadOf(ix.diff(g, Bare, Nginx, syscallsPerOp)).format(2, ""))
+	}
+}
+
+// writeServers compares the sidecar on its own HTTP/1.1 server with the
+// same binary on net/http's, round by round, when both ran.
+func writeServers(b *strings.Builder, ix index) {
+	var gs []group
+	for _, g := range ix.groups {
+		if ix.runs[g][Sidecar] != nil && ix.runs[g][SidecarNetHTTP] != nil {
+			gs = append(gs, g)
+		}
+	}
+	if len(gs) == 0 {
+		return
+	}
+	b.WriteString("\n### The sidecar's two servers, round by round: median (min–max)\n\n")
+	b.WriteString("| kind | era | conns | CPU/op own÷net/http | CPU/op net/http÷nginx | throughput own÷net/http | r+w syscalls/op own−net/http | allocs/op own−net/http |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, g := range gs {
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", g.kind, g.era, g.conns,
+			spreadOf(ix.ratio(g, Sidecar, SidecarNetHTTP, cpuPerOp)).format(2, "×"),
+			spreadOf(ix.ratio(g, SidecarNetHTTP, Nginx, cpuPerOp)).format(2, "×"),
+			spreadOf(ix.ratio(g, Sidecar, SidecarNetHTTP, rps)).format(2, "×"),
+			spreadOf(ix.diff(g, Sidecar, SidecarNetHTTP, syscallsPerOp)).format(2, ""),
+			spreadOf(noNaN(ix.diff(g, Sidecar, SidecarNetHTTP, mallocsPerOp))).format(1, ""))
 	}
 }
 

@@ -262,3 +262,37 @@ func FuzzParseGoBench(f *testing.F) {
 		}
 	})
 }
+
+// TestWriteServers: with the sidecar also run on net/http's server, the
+// two servers are compared round by round; without it, no such table.
+func TestWriteServers(t *testing.T) {
+	t.Parallel()
+	// net/http: 600 and 480 µs of CPU over 2700 and 3000 requests (222 and
+	// 160 per request) against the default's 200 and 140: 0.90× and 0.875×.
+	extra := `
+call era=legacy c=32 target=sidecar-nethttp round=1 requests=2700 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=600000 syscalls=27000 mallocs=270000
+call era=legacy c=32 target=sidecar-nethttp round=2 requests=2400 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=384000 syscalls=24000 mallocs=240000
+`
+	write := func(s string) string {
+		rec, err := ParseRecords(strings.NewReader(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := Write(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	// Round 1: own 200 µs/op, net/http 222.2: 0.90×; 900 vs 900 req/s: 1.00×;
+	// syscalls 8 − 10 = −2; allocs 90 − 100 = −10. Round 2: 140 vs 160:
+	// 0.875×; 1000 vs 800 req/s: 1.25×; 7 − 10 = −3; 80 − 100 = −20.
+	// net/http÷nginx: 222.2/100 = 2.22×, 160/100 = 1.60×.
+	want := "| call | legacy | 32 | 0.89× (0.88–0.90) | 1.91× (1.60–2.22) | 1.12× (1.00–1.25) | -2.50 (-3.00–-2.00) | -15.0 (-20.0–-10.0) |"
+	if out := write(results + extra); !strings.Contains(out, want) {
+		t.Errorf("output lacks\n%s\nin\n%s", want, out)
+	}
+	if out := write(results); strings.Contains(out, "two servers") {
+		t.Errorf("a servers table without the net/http runs:\n%s", out)
+	}
+}
