@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/h1"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -23,10 +25,12 @@ import (
 
 // BenchmarkForward measures one small tools/call through each hop, in
 // process, against an upstream that answers at once: direct, a default
-// httputil.ReverseProxy, and the sidecar's proxy with metrics on. Compare
-// ns/op and allocs/op across the three.
+// httputil.ReverseProxy, and the sidecar's proxy with metrics on, served
+// by the sidecar's own server as the binary serves it by default
+// ("sidecar") and by net/http's ("sidecar-nethttp", http-server: net/http).
+// Compare ns/op and allocs/op across them.
 func BenchmarkForward(b *testing.B) {
-	up, u, side := forwardRig(b)
+	up, u, side, own := forwardRig(b)
 	bare := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) },
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64}})
 	defer bare.Close()
@@ -35,7 +39,7 @@ func BenchmarkForward(b *testing.B) {
 		{"tools-call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`},
 		{"discover-sse", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`},
 	} {
-		for _, target := range []struct{ name, url string }{{"direct", up.URL}, {"bare", bare.URL}, {"sidecar", side.URL}} {
+		for _, target := range []struct{ name, url string }{{"direct", up.URL}, {"bare", bare.URL}, {"sidecar", own}, {"sidecar-nethttp", side.URL}} {
 			benchHop(b, client, c.name+"/"+target.name, target.url, c.body)
 		}
 	}
@@ -164,7 +168,7 @@ func postOnce(tb testing.TB, client *http.Client, url, body string) int {
 // forwardRig starts the upstream of the forwarding measures (a small
 // tools/call reply, and a server/discover reply as SSE) and the sidecar's
 // proxy in front of it, with metrics on. Both close with tb.
-func forwardRig(tb testing.TB) (up *httptest.Server, u *url.URL, side *httptest.Server) {
+func forwardRig(tb testing.TB) (up *httptest.Server, u *url.URL, side *httptest.Server, own string) {
 	reply := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`
 	discover := "event: message\ndata: " + `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"ttlMs":0,"cacheScope":"public"}}` + "\n\n"
 	up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -185,5 +189,12 @@ func forwardRig(tb testing.TB) (up *httptest.Server, u *url.URL, side *httptest.
 	}
 	side = httptest.NewServer(p)
 	tb.Cleanup(side.Close)
-	return up, u, side
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	tb.Cleanup(func() { srv.Close() })
+	return up, u, side, "http://" + l.Addr().String()
 }
