@@ -482,6 +482,10 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	}
 }
 
+// errBodyOverLength is a body reader that gave more than the request's
+// Content-Length.
+var errBodyOverLength = errors.New("body longer than its Content-Length")
+
 // readAllUpfront is the most readAll sets aside before the body's bytes
 // arrive: a declared length is only a claim, and a client that sends the
 // head of a 4 MiB body and then one byte a minute must not hold 4 MiB
@@ -493,9 +497,11 @@ const readAllUpfront = 64 << 10
 // declared length when there is one (size >= 0) and it is at most
 // readAllUpfront, where io.ReadAll would start small and grow. The buffer
 // has a byte to spare, so that the end of the body is seen without
-// growing it; a body longer than declared (which net/http does not let
-// through) still reads whole. Without a declared length it starts at
-// io.ReadAll's 512 bytes and grows as io.ReadAll does.
+// growing it. A body longer than declared, which neither server lets
+// through, is an error (errBodyOverLength) as soon as it shows, so the
+// declared length, checked against the limit, bounds what is read. Without
+// a declared length it starts at io.ReadAll's 512 bytes and grows as
+// io.ReadAll does.
 //
 // It takes readBody's stallReader itself so that it stays on the stack:
 // behind an io.Reader (io.ReadAll, or a generic function's shape) it
@@ -514,6 +520,8 @@ func readAll(r *stallReader, size int64) ([]byte, error) {
 			return b, nil
 		case err != nil:
 			return b, err
+		case size >= 0 && int64(len(b)) > size:
+			return b, errBodyOverLength
 		case len(b) == cap(b):
 			b = append(b, 0)[:len(b)]
 		}
