@@ -134,4 +134,3 @@ func TestMemBodyBytesIsWhatIsLeft(t *testing.T) {
 		t.Errorf("after Bytes the body reads %q, want cdef", rest)
 	}
 }
-
