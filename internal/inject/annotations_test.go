@@ -146,6 +146,7 @@ var stringSamples = map[string]string{
 	"plugin-dir": "/p", "plugin-layout": "configmaps", "annotations-file": "/a", "cache-scope": "public", "upstream-files": "off",
 	"limit-mode": "warn", "frontmatter-portability": "warn", "log-level": "debug", "log-format": "json", "auth-gate": "none",
 	"era-bridge": "off", "upstream-command": `["srv","--stdio"]`, "trusted-proxies": "10.0.0.0/8", "host-compat": "prompts,tools",
+	"http-server": "net/http",
 }
 
 // sampleValue is a valid non-default value for a key.
