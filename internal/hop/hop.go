@@ -155,12 +155,22 @@ type conn struct {
 // larger than the buffer bypasses it.
 const readBuffer = 2 << 10
 
+// Carries reports whether a Transport carries req itself rather than
+// handing it to its Fallback: a plain http:// request that asks for no
+// protocol upgrade. What it carries itself it is done with, header map
+// included, once the reply's body is closed (or on an error), which the
+// Fallback (net/http's Transport, whose writer may still run after it
+// returns a reply) does not promise.
+func Carries(req *http.Request) bool {
+	return req.URL.Scheme == "http" && req.Header.Get("Upgrade") == ""
+}
+
 // RoundTrip implements http.RoundTripper. A request on a reused connection
 // that fails before the upstream could have acted on it (nothing written,
 // or, for a replayable request, nothing read back) is retried once on a
 // fresh connection, as net/http does.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" || req.Header.Get("Upgrade") != "" {
+	if !Carries(req) {
 		if t.Fallback == nil {
 			closeBody(req)
 			return nil, fmt.Errorf("hop: cannot carry a %s request", req.URL.Scheme) // no URL: its query may hold a secret

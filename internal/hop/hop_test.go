@@ -609,3 +609,24 @@ func without(cs []*conn, c *conn) []*conn {
 	}
 	return rest
 }
+
+// TestCarries: what the Transport carries itself, and so is done with
+// once a reply's body is closed, against what goes to its Fallback.
+func TestCarries(t *testing.T) {
+	for _, c := range []struct {
+		url, upgrade string
+		want         bool
+	}{
+		{"http://127.0.0.1:1/mcp", "", true},
+		{"https://127.0.0.1:1/mcp", "", false},
+		{"http://127.0.0.1:1/mcp", "websocket", false},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, c.url, nil)
+		if c.upgrade != "" {
+			req.Header.Set("Upgrade", c.upgrade)
+		}
+		if got := Carries(req); got != c.want {
+			t.Errorf("Carries(%s, Upgrade %q) = %v, want %v", c.url, c.upgrade, got, c.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 )
@@ -182,8 +183,10 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	// Only a POST's map goes back to the pool, and only after a reply:
 	// deferred first, so run last, after every close of the reply's body
 	// below. A GET stream's request may be read below while the stream
-	// lasts, and a transport that failed may still be reading it.
-	reuse := r.Method == http.MethodPost
+	// lasts, a transport that failed may still be reading it, and so may
+	// net/http's Transport, which carries https and upgrades for hop,
+	// after it returns a reply (found in review).
+	reuse := r.Method == http.MethodPost && hop.Carries(out)
 	defer func() {
 		if reuse {
 			p.headers.put(out.Header)
