@@ -123,7 +123,12 @@ func Cases(o Options) []Case {
 	})
 	add("rfc9112-6.1/transfer-encoding-in-http10-closes", func(a string) error {
 		// MUST treat the framing as faulty and close after the message.
-		c, _, err := exchange(a, "POST /echo HTTP/1.0\r\nHost: "+host+"\r\nConnection: keep-alive\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"+next, "POST")
+		// The chunk is a request: a server that frames by the
+		// Content-Length (the chunk-size line) and reads on answers it.
+		smuggled := "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n"
+		size := fmt.Sprintf("%x\r\n", len(smuggled))
+		c, _, err := exchange(a, "POST /echo HTTP/1.0\r\nHost: "+host+"\r\nConnection: keep-alive\r\nContent-Length: "+strconv.Itoa(len(size))+
+			"\r\nTransfer-Encoding: chunked\r\n\r\n"+size+smuggled+"\r\n0\r\n\r\n"+next, "POST")
 		if err != nil {
 			return err
 		}
