@@ -113,8 +113,8 @@ func brokenConn(c net.Conn) {
 func TestCasesCatchABrokenServer(t *testing.T) {
 	addr := brokenServer(t)
 	mustFail := []string{
-		"rfc9112-6.3.3/content-length-and-chunked",
-		"rfc9112-6.3.4/transfer-encoding-without-chunked",
+		"rfc9112-6.3/item-3-content-length-and-chunked",
+		"rfc9112-6.3/item-4-transfer-encoding-without-chunked",
 		"rfc9112-7/transfer-coding-name-case-insensitive",
 		"rfc9110-8.6/content-length-overflowing-integers",
 		"rfc9112-7.1/chunk-size-hex-junk",

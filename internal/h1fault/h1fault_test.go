@@ -10,14 +10,35 @@ import (
 	"time"
 )
 
-// opts are the limits the servers under test here run with: small, so the
-// timeout cases end soon.
+// opts are the limits the servers under test here run with for the
+// timeout cases: small, so those cases end soon.
 var opts = Options{MaxHeaderBytes: 8192, ReadHeaderTimeout: 500 * time.Millisecond, IdleTimeout: time.Second}
+
+// longOpts are the limits for every other case: long, so a stall of a
+// loaded machine (the cases run in parallel under -race) cuts none off.
+var longOpts = Options{MaxHeaderBytes: 8192, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
+
+// split returns the cases to run against a server started with short
+// (the Timeouts cases) and with long (the rest).
+func split(short, long Options) []Case {
+	var cs []Case
+	for _, c := range Cases(short) {
+		if c.Timeouts {
+			cs = append(cs, c)
+		}
+	}
+	for _, c := range Cases(long) {
+		if !c.Timeouts {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
 
 // knownNetHTTP are the cases net/http's server fails, each with why. They
 // stay in the suite: the project's own server is judged on them.
 var knownNetHTTP = map[string]string{
-	"rfc9112-6.3.3/content-length-and-chunked": "net/http frames the request by Transfer-Encoding (as allowed) but keeps " +
+	"rfc9112-6.3/item-3-content-length-and-chunked": "net/http frames the request by Transfer-Encoding (as allowed) but keeps " +
 		"the connection open and answers the next request; the RFC's MUST is to close after responding",
 	"rfc9112-6.1/transfer-encoding-in-http10-closes": "net/http ignores Transfer-Encoding in an HTTP/1.0 request, frames it by " +
 		"Content-Length and reads on (here the rest of the chunked body becomes a next request, answered 400); " +
@@ -33,28 +54,35 @@ var knownNetHTTP = map[string]string{
 		"(RFC 9112 9.6: a server that sends close MUST initiate closure); with no ReadTimeout it waits for as long as the client does",
 }
 
-// serveNetHTTP starts net/http's server with Handler on loopback.
-func serveNetHTTP(t *testing.T) string {
+// serveNetHTTP starts net/http's server with Handler on loopback, with the
+// limits o.
+func serveNetHTTP(t *testing.T, o Options) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: Handler(), ReadHeaderTimeout: opts.ReadHeaderTimeout, IdleTimeout: opts.IdleTimeout,
-		MaxHeaderBytes: opts.MaxHeaderBytes, ErrorLog: log.New(io.Discard, "", 0)}
+	srv := &http.Server{Handler: Handler(), ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
+		MaxHeaderBytes: o.MaxHeaderBytes, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
 }
 
-// TestNetHTTP runs every case against net/http's server: each passes, or
-// fails as knownNetHTTP says it does (a known case that passes is an
-// error too: the list must say what net/http does).
+// TestNetHTTP runs every case against net/http's server (the timeout
+// cases against one started with opts, the rest against one with
+// longOpts): each passes, or fails as knownNetHTTP says it does (a known
+// case that passes is an error too: the list must say what net/http
+// does).
 func TestNetHTTP(t *testing.T) {
-	addr := serveNetHTTP(t)
-	for _, c := range Cases(opts) {
+	short, long := serveNetHTTP(t, opts), serveNetHTTP(t, longOpts)
+	for _, c := range split(opts, longOpts) {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
+			addr := long
+			if c.Timeouts {
+				addr = short
+			}
 			err := c.Run(addr)
 			why, known := knownNetHTTP[c.Name]
 			switch {
