@@ -66,7 +66,7 @@ func Cases(o Options) []Case {
 		cs = append(cs, Case{Name: name, Run: run, Timeouts: true})
 	}
 
-	// Request smuggling: message framing, RFC 9112 6.1 and 6.3.
+	// Request smuggling: message framing, RFC 9112 6.1 and the items of 6.3.
 	add("rfc9112-6.3/item-3-content-length-and-chunked", func(a string) error {
 		// MAY reject, or process by Transfer-Encoding alone; MUST close
 		// after. The chunk is a request: a server framing by the
@@ -611,7 +611,7 @@ func Cases(o Options) []Case {
 		return c.closed(never)
 	})
 
-	// Bodiless replies: RFC 9112 6.3 point 1, RFC 9110 8.6.
+	// Bodiless replies: RFC 9112 6.3 item 1, RFC 9110 8.6.
 	add("rfc9110-9.3.2/head-reply-has-no-body", func(a string) error {
 		c, r, err := exchange(a, "HEAD /echo HTTP/1.1\r\nHost: "+host+"\r\n\r\n"+next, "HEAD")
 		if err != nil {
@@ -702,7 +702,7 @@ func Cases(o Options) []Case {
 			return nil
 		})
 	})
-	add("rfc9112-6.3/content-length-short-by-handler-closes", func(a string) error {
+	add("rfc9112-6.3/item-6-content-length-short-by-handler-closes", func(a string) error {
 		// The handler wrote 5 of a declared 10: the body is incomplete
 		// (RFC 9112 8), and no next reply may fill it out.
 		c, r, err := exchange(a, "GET /short HTTP/1.1\r\nHost: "+host+"\r\n\r\n"+next, "GET")
@@ -715,7 +715,7 @@ func Cases(o Options) []Case {
 		}
 		return nil
 	})
-	add("rfc9112-6.3/content-length-long-by-handler-truncated", func(a string) error {
+	add("rfc9112-6.3/item-6-content-length-long-by-handler-truncated", func(a string) error {
 		// The handler wrote 10 of a declared 5: only 5 go out, and what
 		// follows is the next reply or the close.
 		c, r, err := exchange(a, "GET /long HTTP/1.1\r\nHost: "+host+"\r\n\r\n"+next, "GET")

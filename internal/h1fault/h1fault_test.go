@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -116,13 +117,70 @@ func TestEveryCaseCitesItsRule(t *testing.T) {
 			t.Errorf("known departure %q names no case", name)
 		}
 	}
-	for _, bad := range []string{"limits/x", "rfc9112/x", "rfcx-1/x", "nethttp/x"} {
+	for _, bad := range []string{"limits/x", "rfc9112/x", "rfcx-1/x", "nethttp/x",
+		"rfc9112-6.3.3/x", "rfc9112-6.3/item-9-x", "rfc9112-6.1/item-1-x", "rfc9110-99/x"} {
 		if citesRule(bad) {
 			t.Errorf("citesRule takes %q", bad)
 		}
 	}
 }
 
-var ruleName = regexp.MustCompile(`^(rfc(9110|9112|6585)-[0-9]+(\.[0-9]+)*|net/http)/[a-z0-9-]+$`)
+// ruleName is a case's name: an RFC, a section of it, for a section
+// whose rules are a numbered list the item, then what the case checks;
+// or net/http/ then what it checks.
+var ruleName = regexp.MustCompile(`^(?:rfc(9110|9112|6585)-([0-9]+(?:\.[0-9]+)*)/(?:item-([0-9]+)-)?|net/http/)[a-z0-9]+(?:-[a-z0-9]+)*$`)
 
-func citesRule(name string) bool { return ruleName.MatchString(name) }
+// sections are the sections the cases may cite, with their titles as the
+// RFCs' tables of contents give them, and for a section whose rules are
+// a numbered list, how many items it has (RFC 9112 6.3 has eight).
+var sections = map[string]struct {
+	title string
+	items int
+}{
+	"rfc9112-2.2":    {"Message Parsing", 0},
+	"rfc9112-3":      {"Request Line", 0},
+	"rfc9112-3.2":    {"Request Target", 0},
+	"rfc9112-3.2.2":  {"absolute-form", 0},
+	"rfc9112-3.2.4":  {"asterisk-form", 0},
+	"rfc9112-5.1":    {"Field Line Parsing", 0},
+	"rfc9112-5.2":    {"Obsolete Line Folding", 0},
+	"rfc9112-6.1":    {"Transfer-Encoding", 0},
+	"rfc9112-6.3":    {"Message Body Length", 8},
+	"rfc9112-7":      {"Transfer Codings", 0},
+	"rfc9112-7.1":    {"Chunked Transfer Coding", 0},
+	"rfc9112-7.1.1":  {"Chunk Extensions", 0},
+	"rfc9112-7.1.2":  {"Chunked Trailer Section", 0},
+	"rfc9112-9.3":    {"Persistence", 0},
+	"rfc9112-9.3.2":  {"Pipelining", 0},
+	"rfc9112-9.5":    {"Failures and Timeouts", 0},
+	"rfc9112-9.6":    {"Tear-down", 0},
+	"rfc9110-5.1":    {"Field Names", 0},
+	"rfc9110-5.5":    {"Field Values", 0},
+	"rfc9110-6.4.1":  {"Content Semantics", 0},
+	"rfc9110-8.6":    {"Content-Length", 0},
+	"rfc9110-9.3.2":  {"HEAD", 0},
+	"rfc9110-10.1.1": {"Expect", 0},
+	"rfc9110-15.2":   {"Informational 1xx", 0},
+	"rfc6585-5":      {"431 Request Header Fields Too Large", 0},
+}
+
+// citesRule: name has ruleName's form, and the section (and item) it
+// cites exist.
+func citesRule(name string) bool {
+	m := ruleName.FindStringSubmatch(name)
+	if m == nil {
+		return false
+	}
+	if m[1] == "" {
+		return true // net/http/
+	}
+	sec, ok := sections["rfc"+m[1]+"-"+m[2]]
+	if !ok {
+		return false
+	}
+	if m[3] == "" {
+		return sec.items == 0
+	}
+	item, err := strconv.Atoi(m[3])
+	return err == nil && item >= 1 && item <= sec.items
+}
