@@ -657,7 +657,7 @@ func Cases(o Options) []Case {
 			defer c.close()
 			return fmt.Errorf("a complete %d reply (body %q) from a handler that panicked", r.Status, clip(r.Body))
 		}
-		if !errors.Is(err, ErrIncomplete) {
+		if !errors.Is(err, ErrIncomplete) && !ended(err) {
 			return err
 		}
 		return nil
@@ -710,7 +710,7 @@ func Cases(o Options) []Case {
 			defer c.close()
 			return fmt.Errorf("the declared length was filled out: body %q", clip(r.Body))
 		}
-		if !errors.Is(err, ErrIncomplete) {
+		if !errors.Is(err, ErrIncomplete) && !ended(err) {
 			return err
 		}
 		return nil
