@@ -201,15 +201,16 @@ func TestCasesCatchABrokenServer(t *testing.T) {
 		"rfc9112-9.3/http10-closes-without-keep-alive",
 	}
 	mustPass := []string{"rfc9112-9.3.2/three-pipelined-in-one-write", "rfc9112-5.1/content-length-with-ows-is-5"}
-	judge(t, addr, mustFail, mustPass)
+	judge(t, addr, opts, mustFail, mustPass)
 }
 
-// judge runs the cases named in mustFail, each of which must fail against
-// the server at addr, and those in mustPass, each of which must pass.
-func judge(t *testing.T, addr string, mustFail, mustPass []string) {
+// judge runs the cases (for a server with limits o) named in mustFail,
+// each of which must fail against the server at addr, and those in
+// mustPass, each of which must pass.
+func judge(t *testing.T, addr string, o Options, mustFail, mustPass []string) {
 	t.Helper()
 	byName := map[string]Case{}
-	for _, c := range Cases(opts) {
+	for _, c := range Cases(o) {
 		byName[c.Name] = c
 	}
 	for _, name := range append(mustFail, mustPass...) {
@@ -237,45 +238,49 @@ func judge(t *testing.T, addr string, mustFail, mustPass []string) {
 // the cases for that fault fail, and a case the fault leaves alone
 // passes (so the failure is the fault's). The reset server shows the
 // other side: cases that ask only for the connection to end take a reset
-// as its end.
+// as its end. The idle faults are judged as for a server with timeouts of
+// seconds (idleOpts), so the early close they make is early by far more
+// than a loaded machine's scheduling delay.
 func TestCasesCatchMoreFaults(t *testing.T) {
+	idleOpts := Options{MaxHeaderBytes: opts.MaxHeaderBytes, ReadHeaderTimeout: 3 * time.Second, IdleTimeout: 6 * time.Second}
 	for _, tc := range []struct {
 		name     string
 		f        faults
 		mustFail []string
 		mustPass []string
+		o        Options
 	}{
 		{"100-continue-to-http10", faults{continueTo10: true},
 			[]string{"rfc9110-15.2/no-100-continue-to-http10"},
-			[]string{"rfc9110-10.1.1/100-continue-before-final-reply"}},
+			[]string{"rfc9110-10.1.1/100-continue-before-final-reply"}, opts},
 		{"drop-on-half-close", faults{dropOnHalfClose: true},
 			[]string{"net/http/half-closed-client-still-answered"},
-			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}},
+			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, opts},
 		{"no-absolute-form", faults{rawPath: true},
 			[]string{"rfc9112-3.2.2/absolute-form-accepted"},
-			[]string{"rfc9112-5.1/content-length-with-ows-is-5"}},
+			[]string{"rfc9112-5.1/content-length-with-ows-is-5"}, opts},
 		{"no-keep-alive", faults{closeAfterReply: true},
 			[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},
-			[]string{"rfc9112-9.3/http10-closes-without-keep-alive"}},
-		{"idle-timeout-a-tenth", faults{idleClose: opts.IdleTimeout / 10},
+			[]string{"rfc9112-9.3/http10-closes-without-keep-alive"}, idleOpts},
+		{"idle-timeout-a-thirtieth", faults{idleClose: idleOpts.ReadHeaderTimeout / 30},
 			[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout", "rfc9112-9.5/silent-new-connection-closed"},
-			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}},
+			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, idleOpts},
 		{"close-on-accept", faults{closeOnAccept: true},
 			[]string{"rfc9112-9.5/silent-new-connection-closed", "rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},
-			nil},
+			nil, idleOpts},
 		{"host-check-reads-on", faults{hostCheck: true}, nil,
-			[]string{"rfc9112-3.2/http11-without-host"}},
+			[]string{"rfc9112-3.2/http11-without-host"}, opts},
 		{"junk-after-400", faults{hostCheck: true, junkAfter400: true},
-			[]string{"rfc9112-3.2/http11-without-host"}, nil},
+			[]string{"rfc9112-3.2/http11-without-host"}, nil, opts},
 		{"reset", faults{reset: true}, nil,
 			[]string{"rfc9112-7.1/chunk-size-hex-junk", "rfc9112-7.1/chunk-size-overflow",
 				"net/http/panic-before-write-no-reply", "net/http/panic-after-write-no-complete-reply",
 				"rfc9112-7.1/panic-after-flush-chunked-left-unterminated",
-				"rfc9110-10.1.1/expect-unread-body-final-reply-then-close-or-drain"}},
+				"rfc9110-10.1.1/expect-unread-body-final-reply-then-close-or-drain"}, opts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			judge(t, brokenServer(t, tc.f), tc.mustFail, tc.mustPass)
+			judge(t, brokenServer(t, tc.f), tc.o, tc.mustFail, tc.mustPass)
 		})
 	}
 }
@@ -295,7 +300,7 @@ func TestWaitCasesCatchADetachedContext(t *testing.T) {
 	}), ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	judge(t, l.Addr().String(),
+	judge(t, l.Addr().String(), opts,
 		[]string{"net/http/half-closed-client-context-watcher-ends", "net/http/client-gone-ends-request-context"},
 		[]string{"net/http/half-closed-client-still-answered"})
 }
