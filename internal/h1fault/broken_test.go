@@ -2,25 +2,48 @@ package h1fault
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
+
+// faults are the faults brokenServer adds, on request, to those it
+// always has.
+type faults struct {
+	continueTo10    bool          // answers Expect: 100-continue with a 100 whatever the request's version
+	dropOnHalfClose bool          // drops a request, unanswered, when the client has half-closed after it
+	rawPath         bool          // takes the request-target as the path: no absolute-form
+	closeAfterReply bool          // closes after the first reply, with no Connection: close
+	closeOnAccept   bool          // closes every connection as it accepts it
+	idleClose       time.Duration // closes a connection that sends nothing for this long
+	// reset resets the connection (rather than closing it): on a request
+	// with Transfer-Encoding, on /panic, and on the input that follows
+	// a /nobody reply (answered "early" without reading the body).
+	reset bool
+	// hostCheck answers 400 (Content-Length: 0) to an HTTP/1.1 request
+	// without Host and reads on; with junkAfter400 it writes "junk" after
+	// that 400, bytes no framing accounts for.
+	hostCheck, junkAfter400 bool
+}
 
 // brokenServer is a deliberately faulty HTTP/1.1 server for the suite to
 // catch: it frames a body by Content-Length even beside Transfer-Encoding
 // (and ignores Transfer-Encoding otherwise), takes a Content-Length it
 // cannot parse as 0, checks no Host, has no bound
 // on a head and no timeout, and keeps every connection open. It answers
-// every request as /echo does.
-func brokenServer(t *testing.T) string {
+// every request as /echo does. f adds faults.
+func brokenServer(t *testing.T, f faults) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,20 +76,35 @@ func brokenServer(t *testing.T) string {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				brokenConn(c)
+				brokenConn(c, f)
 			}()
 		}
 	}()
 	return l.Addr().String()
 }
 
-func brokenConn(c net.Conn) {
+// reset closes c with a reset: no lingering, so the kernel sends RST.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+func brokenConn(c net.Conn, f faults) {
+	if f.closeOnAccept {
+		return
+	}
 	br := bufio.NewReader(c)
 	for {
+		if f.idleClose > 0 {
+			c.SetReadDeadline(time.Now().Add(f.idleClose))
+		}
 		line, err := br.ReadString('\n')
 		if err != nil {
 			return
 		}
+		c.SetReadDeadline(time.Time{})
 		parts := strings.Fields(line)
 		if len(parts) != 3 {
 			return
@@ -85,6 +123,30 @@ func brokenConn(c net.Conn) {
 				hdr[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
 			}
 		}
+		if f.reset && (hdr["transfer-encoding"] != "" || strings.HasPrefix(parts[1], "/panic")) {
+			reset(c)
+			return
+		}
+		if f.reset && strings.HasPrefix(parts[1], "/nobody") {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nearly")
+			c.SetReadDeadline(time.Now().Add(never))
+			br.Peek(1)
+			reset(c)
+			return
+		}
+		if f.hostCheck && parts[2] == "HTTP/1.1" && hdr["host"] == "" {
+			out := "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
+			if f.junkAfter400 {
+				out += "junk"
+			}
+			if _, err := io.WriteString(c, out); err != nil {
+				return
+			}
+			continue
+		}
+		if f.continueTo10 && strings.EqualFold(hdr["expect"], "100-continue") {
+			io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
+		}
 		n, err := strconv.Atoi(hdr["content-length"])
 		if err != nil || n < 0 {
 			n = 0 // Atoi's out-of-range answer is its largest int
@@ -93,15 +155,25 @@ func brokenConn(c net.Conn) {
 		if _, err := io.ReadFull(br, body); err != nil {
 			return
 		}
+		if f.dropOnHalfClose {
+			c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			if _, err := br.Peek(1); err == io.EOF {
+				return
+			}
+			c.SetReadDeadline(time.Time{})
+		}
 		u, _ := url.ParseRequestURI(parts[1])
 		path := parts[1]
-		if u != nil {
+		if u != nil && !f.rawPath {
 			path = u.Path
 		}
 		sum := sha256.Sum256(body)
 		out := fmt.Sprintf("method=%s\ntarget=%s\npath=%s\nhost=%s\nproto=%s\nx-probe=%q\nbody-len=%d\nbody-sha256=%s\n",
 			parts[0], parts[1], path, hdr["host"], parts[2], hdr["x-probe"], len(body), hex.EncodeToString(sum[:]))
 		if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(out), out); err != nil {
+			return
+		}
+		if f.closeAfterReply {
 			return
 		}
 	}
@@ -111,10 +183,11 @@ func brokenConn(c net.Conn) {
 // faults fail against it, and a case it does not break passes (so the
 // failures come from the faults, not from a server too broken to answer).
 func TestCasesCatchABrokenServer(t *testing.T) {
-	addr := brokenServer(t)
+	addr := brokenServer(t, faults{})
 	mustFail := []string{
-		"rfc9112-6.3.3/content-length-and-chunked",
-		"rfc9112-6.3.4/transfer-encoding-without-chunked",
+		"rfc9112-6.1/transfer-encoding-in-http10-closes",
+		"rfc9112-6.3/item-3-content-length-and-chunked",
+		"rfc9112-6.3/item-4-transfer-encoding-without-chunked",
 		"rfc9112-7/transfer-coding-name-case-insensitive",
 		"rfc9110-8.6/content-length-overflowing-integers",
 		"rfc9112-7.1/chunk-size-hex-junk",
@@ -128,8 +201,16 @@ func TestCasesCatchABrokenServer(t *testing.T) {
 		"rfc9112-9.3/http10-closes-without-keep-alive",
 	}
 	mustPass := []string{"rfc9112-9.3.2/three-pipelined-in-one-write", "rfc9112-5.1/content-length-with-ows-is-5"}
+	judge(t, addr, opts, mustFail, mustPass)
+}
+
+// judge runs the cases (for a server with limits o) named in mustFail,
+// each of which must fail against the server at addr, and those in
+// mustPass, each of which must pass.
+func judge(t *testing.T, addr string, o Options, mustFail, mustPass []string) {
+	t.Helper()
 	byName := map[string]Case{}
-	for _, c := range Cases(opts) {
+	for _, c := range Cases(o) {
 		byName[c.Name] = c
 	}
 	for _, name := range append(mustFail, mustPass...) {
@@ -151,4 +232,75 @@ func TestCasesCatchABrokenServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCasesCatchMoreFaults: brokenServer with one fault more at a time;
+// the cases for that fault fail, and a case the fault leaves alone
+// passes (so the failure is the fault's). The reset server shows the
+// other side: cases that ask only for the connection to end take a reset
+// as its end. The idle faults are judged as for a server with timeouts of
+// seconds (idleOpts), so the early close they make is early by far more
+// than a loaded machine's scheduling delay.
+func TestCasesCatchMoreFaults(t *testing.T) {
+	idleOpts := Options{MaxHeaderBytes: opts.MaxHeaderBytes, ReadHeaderTimeout: 3 * time.Second, IdleTimeout: 6 * time.Second}
+	for _, tc := range []struct {
+		name     string
+		f        faults
+		mustFail []string
+		mustPass []string
+		o        Options
+	}{
+		{"100-continue-to-http10", faults{continueTo10: true},
+			[]string{"rfc9110-15.2/no-100-continue-to-http10"},
+			[]string{"rfc9110-10.1.1/100-continue-before-final-reply"}, opts},
+		{"drop-on-half-close", faults{dropOnHalfClose: true},
+			[]string{"net/http/half-closed-client-still-answered"},
+			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, opts},
+		{"no-absolute-form", faults{rawPath: true},
+			[]string{"rfc9112-3.2.2/absolute-form-accepted"},
+			[]string{"rfc9112-5.1/content-length-with-ows-is-5"}, opts},
+		{"no-keep-alive", faults{closeAfterReply: true},
+			[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},
+			[]string{"rfc9112-9.3/http10-closes-without-keep-alive"}, idleOpts},
+		{"idle-timeout-a-thirtieth", faults{idleClose: idleOpts.ReadHeaderTimeout / 30},
+			[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout", "rfc9112-9.5/silent-new-connection-closed"},
+			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, idleOpts},
+		{"close-on-accept", faults{closeOnAccept: true},
+			[]string{"rfc9112-9.5/silent-new-connection-closed", "rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},
+			nil, idleOpts},
+		{"host-check-reads-on", faults{hostCheck: true}, nil,
+			[]string{"rfc9112-3.2/http11-without-host"}, opts},
+		{"junk-after-400", faults{hostCheck: true, junkAfter400: true},
+			[]string{"rfc9112-3.2/http11-without-host"}, nil, opts},
+		{"reset", faults{reset: true}, nil,
+			[]string{"rfc9112-7.1/chunk-size-hex-junk", "rfc9112-7.1/chunk-size-overflow",
+				"net/http/panic-before-write-no-reply", "net/http/panic-after-write-no-complete-reply",
+				"rfc9112-7.1/panic-after-flush-chunked-left-unterminated",
+				"rfc9110-10.1.1/expect-unread-body-final-reply-then-close-or-drain"}, opts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			judge(t, brokenServer(t, tc.f), tc.o, tc.mustFail, tc.mustPass)
+		})
+	}
+}
+
+// TestWaitCasesCatchADetachedContext: net/http serving Handler with each
+// request's context detached from the connection (it never ends when the
+// client half-closes or goes) fails both wait cases, and still answers
+// a half-closed client.
+func TestWaitCasesCatchADetachedContext(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Handler()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithoutCancel(r.Context())))
+	}), ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	judge(t, l.Addr().String(), opts,
+		[]string{"net/http/half-closed-client-context-watcher-ends", "net/http/client-gone-ends-request-context"},
+		[]string{"net/http/half-closed-client-still-answered"})
 }

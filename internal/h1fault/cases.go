@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,10 +19,15 @@ type Options struct {
 }
 
 // Case is one fault: Run dials addr, writes the fault and returns why the
-// server's answer breaks the rule the Name cites, or nil.
+// server's answer breaks the rule the Name cites, or nil. Timeouts marks
+// the cases that wait for the server's ReadHeaderTimeout or IdleTimeout:
+// run them against a server started with short ones, and the rest against
+// one with long ones, so a stall of a loaded machine cuts off no other
+// case.
 type Case struct {
-	Name string
-	Run  func(addr string) error
+	Name     string
+	Run      func(addr string) error
+	Timeouts bool
 }
 
 const (
@@ -55,10 +61,13 @@ func Cases(o Options) []Case {
 		o.MaxHeaderBytes = 1 << 20
 	}
 	var cs []Case
-	add := func(name string, run func(addr string) error) { cs = append(cs, Case{name, run}) }
+	add := func(name string, run func(addr string) error) { cs = append(cs, Case{Name: name, Run: run}) }
+	addTimeout := func(name string, run func(addr string) error) {
+		cs = append(cs, Case{Name: name, Run: run, Timeouts: true})
+	}
 
-	// Request smuggling: message framing, RFC 9112 6.1 and 6.3.
-	add("rfc9112-6.3.3/content-length-and-chunked", func(a string) error {
+	// Request smuggling: message framing, RFC 9112 6.1 and the items of 6.3.
+	add("rfc9112-6.3/item-3-content-length-and-chunked", func(a string) error {
 		// MAY reject, or process by Transfer-Encoding alone; MUST close
 		// after. The chunk is a request: a server framing by the
 		// Content-Length (the chunk-size line) answers it.
@@ -77,16 +86,16 @@ func Cases(o Options) []Case {
 		}
 		return c.closed(never)
 	})
-	add("rfc9112-6.3.5/two-differing-content-lengths", func(a string) error {
+	add("rfc9112-6.3/item-5-two-differing-content-lengths", func(a string) error {
 		return rejected(a, post+"Content-Length: 3\r\nContent-Length: 5\r\n\r\nabcde", 400)
 	})
-	add("rfc9112-6.3.5/content-length-list-differing", func(a string) error {
+	add("rfc9112-6.3/item-5-content-length-list-differing", func(a string) error {
 		return rejected(a, post+"Content-Length: 3, 5\r\n\r\nabcde", 400)
 	})
-	add("rfc9112-6.3.5/content-length-plus-sign", func(a string) error {
+	add("rfc9112-6.3/item-5-content-length-plus-sign", func(a string) error {
 		return rejected(a, post+"Content-Length: +5\r\n\r\nabcde", 400)
 	})
-	add("rfc9112-6.3.5/content-length-negative", func(a string) error {
+	add("rfc9112-6.3/item-5-content-length-negative", func(a string) error {
 		return rejected(a, post+"Content-Length: -5\r\n\r\nabcde", 400)
 	})
 	add("rfc9110-8.6/content-length-overflowing-integers", func(a string) error {
@@ -108,22 +117,29 @@ func Cases(o Options) []Case {
 	add("rfc9110-8.6/content-length-same-value-twice", func(a string) error {
 		return rejectedOr(a, post+"Content-Length: 5\r\nContent-Length: 5\r\n\r\nabcde", bodyLen(5), 400)
 	})
-	add("rfc9112-6.3.4/chunked-not-final-coding", func(a string) error {
+	add("rfc9112-6.3/item-4-chunked-not-final-coding", func(a string) error {
 		// 400 by 6.3; 501 by 6.1 for a coding not understood (identity).
 		return rejected(a, post+"Transfer-Encoding: chunked, identity\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, 501)
 	})
-	add("rfc9112-6.3.4/transfer-encoding-without-chunked", func(a string) error {
+	add("rfc9112-6.3/item-4-transfer-encoding-without-chunked", func(a string) error {
 		return rejected(a, post+"Transfer-Encoding: gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, 501)
 	})
 	add("rfc9112-6.1/transfer-encoding-xchunked", func(a string) error {
 		return rejected(a, post+"Transfer-Encoding: xchunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, 501)
 	})
-	add("rfc9112-6.1/chunked-applied-twice", func(a string) error {
+	add("net/http/chunked-applied-twice", func(a string) error {
+		// RFC 9112 6.1 forbids a sender to chunk twice; what a recipient
+		// does with it is left open. net/http refuses it.
 		return rejected(a, post+"Transfer-Encoding: chunked, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, 501)
 	})
 	add("rfc9112-6.1/transfer-encoding-in-http10-closes", func(a string) error {
 		// MUST treat the framing as faulty and close after the message.
-		c, _, err := exchange(a, "POST /echo HTTP/1.0\r\nHost: "+host+"\r\nConnection: keep-alive\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"+next, "POST")
+		// The chunk is a request: a server that frames by the
+		// Content-Length (the chunk-size line) and reads on answers it.
+		smuggled := "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n"
+		size := fmt.Sprintf("%x\r\n", len(smuggled))
+		c, _, err := exchange(a, "POST /echo HTTP/1.0\r\nHost: "+host+"\r\nConnection: keep-alive\r\nContent-Length: "+strconv.Itoa(len(size))+
+			"\r\nTransfer-Encoding: chunked\r\n\r\n"+size+smuggled+"\r\n0\r\n\r\n"+next, "POST")
 		if err != nil {
 			return err
 		}
@@ -165,7 +181,9 @@ func Cases(o Options) []Case {
 		return rejectedOr(a, "GET /echo HTTP/1.1\r\n X-Probe: smuggled\r\nHost: "+host+"\r\n\r\n", probe(`^$`), 400)
 	})
 	add("rfc9112-5.1/space-before-colon", func(a string) error {
-		return rejected(a, get+"X-Probe : 1\r\n\r\n", 400)
+		// MUST reject with 400; the framing is sound, so the server may
+		// close or read on.
+		return refused(a, get+"X-Probe : 1\r\n\r\n", 400)
 	})
 	add("rfc9112-5.2/obs-fold", func(a string) error {
 		// MUST reject with 400 or replace the fold with SP.
@@ -176,7 +194,7 @@ func Cases(o Options) []Case {
 		return rejectedOr(a, get+"X-Probe: a\x00b\r\n\r\n", probe(`^a b$`), 400)
 	})
 	add("rfc9110-5.1/field-name-not-a-token", func(a string) error {
-		return rejected(a, get+"X(bad): 1\r\n\r\n", 400)
+		return refused(a, get+"X(bad): 1\r\n\r\n", 400)
 	})
 	add("rfc9112-3/request-line-two-spaces", func(a string) error {
 		// SHOULD 400 or 301; MAY parse on whitespace, never on a wrong target.
@@ -197,7 +215,7 @@ func Cases(o Options) []Case {
 	})
 	add("rfc9112-3.2.4/asterisk-form-with-get", func(a string) error {
 		// Asterisk-form is for OPTIONS only: an invalid request-line, SHOULD 400.
-		return rejected(a, "GET * HTTP/1.1\r\nHost: "+host+"\r\n\r\n", 400)
+		return refused(a, "GET * HTTP/1.1\r\nHost: "+host+"\r\n\r\n", 400)
 	})
 	add("rfc9112-3.2.4/asterisk-form-options", func(a string) error {
 		return accepted(a, "OPTIONS * HTTP/1.1\r\nHost: "+host+"\r\n\r\n", func(r *Response) error {
@@ -208,13 +226,14 @@ func Cases(o Options) []Case {
 		})
 	})
 	add("rfc9112-3.2/http11-without-host", func(a string) error {
-		return rejected(a, "GET /echo HTTP/1.1\r\n\r\n", 400)
+		// MUST 400 (RFC 9112 3.2); nothing asks for a close.
+		return refused(a, "GET /echo HTTP/1.1\r\n\r\n", 400)
 	})
 	add("rfc9112-3.2/two-host-fields", func(a string) error {
-		return rejected(a, get+"Host: other.test\r\n\r\n", 400)
+		return refused(a, get+"Host: other.test\r\n\r\n", 400)
 	})
 	add("rfc9112-3.2/invalid-host-value", func(a string) error {
-		return rejected(a, "GET /echo HTTP/1.1\r\nHost: a b\r\n\r\n", 400)
+		return refused(a, "GET /echo HTTP/1.1\r\nHost: a b\r\n\r\n", 400)
 	})
 	add("rfc9112-3.2/http10-without-host-accepted", func(a string) error {
 		c, r, err := exchange(a, "GET /echo HTTP/1.0\r\n\r\n", "GET")
@@ -251,7 +270,7 @@ func Cases(o Options) []Case {
 	// Slowloris: RFC 9112 9.5 lets a server close an inactive connection;
 	// these hold it to the timeouts it was started with, read as net/http
 	// reads its ReadHeaderTimeout (the whole head) and IdleTimeout.
-	add("rfc9112-9.5/head-dripped-past-read-header-timeout-cut-off", func(a string) error {
+	addTimeout("rfc9112-9.5/head-dripped-past-read-header-timeout-cut-off", func(a string) error {
 		if o.ReadHeaderTimeout <= 0 {
 			return errors.New("the read header timeout option is zero")
 		}
@@ -281,7 +300,11 @@ func Cases(o Options) []Case {
 		}()
 		return cutOff(c, o.ReadHeaderTimeout+never)
 	})
-	add("rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout", func(a string) error {
+	// The idle cases bound the close from both sides: still open (and
+	// serving) a third of the way into the timeout, closed by the timeout
+	// and never. Load only makes a close later, so the lower bound holds
+	// on a slow machine.
+	addTimeout("rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout", func(a string) error {
 		if o.IdleTimeout <= 0 {
 			return errors.New("the idle timeout option is zero")
 		}
@@ -293,9 +316,21 @@ func Cases(o Options) []Case {
 		if r.HasToken("Connection", "close") {
 			return errors.New("an HTTP/1.1 reply closed the connection unasked (RFC 9112 9.3)")
 		}
+		if err := openFor(c, o.IdleTimeout/3); err != nil {
+			return fmt.Errorf("idle for a third of the idle timeout: %w", err)
+		}
+		if err := c.send(next); err != nil {
+			return fmt.Errorf("a request a third of the way into the idle timeout: %w", err)
+		}
+		if err := c.wantNext(); err != nil {
+			return fmt.Errorf("a third of the way into the idle timeout: %w", err)
+		}
+		if err := openFor(c, o.IdleTimeout/3); err != nil {
+			return fmt.Errorf("idle for a third of the idle timeout after a second reply: %w", err)
+		}
 		return cutOff(c, o.IdleTimeout+never)
 	})
-	add("rfc9112-9.5/silent-new-connection-closed", func(a string) error {
+	addTimeout("rfc9112-9.5/silent-new-connection-closed", func(a string) error {
 		if o.IdleTimeout <= 0 && o.ReadHeaderTimeout <= 0 {
 			return errors.New("no timeout option is set")
 		}
@@ -304,6 +339,15 @@ func Cases(o Options) []Case {
 			return err
 		}
 		defer c.close()
+		// The first of the two timeouts that may apply to a connection
+		// with no byte yet bounds the close from below.
+		least := o.IdleTimeout
+		if least <= 0 || (o.ReadHeaderTimeout > 0 && o.ReadHeaderTimeout < least) {
+			least = o.ReadHeaderTimeout
+		}
+		if err := openFor(c, least/3); err != nil {
+			return fmt.Errorf("a silent new connection, a third of the way into its timeout: %w", err)
+		}
 		return cutOff(c, max(o.IdleTimeout, o.ReadHeaderTimeout)+never)
 	})
 
@@ -409,8 +453,8 @@ func Cases(o Options) []Case {
 			return nil // closed: allowed
 		}
 		r, err = c.final("GET")
-		if err == io.EOF {
-			return nil // closed without saying so: the RFC's SHOULD, not a MUST
+		if ended(err) {
+			return nil // closed (or reset) without saying so: the RFC's SHOULD, not a MUST
 		}
 		if err != nil {
 			return err
@@ -441,10 +485,10 @@ func Cases(o Options) []Case {
 		return c.closed(never)
 	})
 	add("net/http/half-closed-client-context-watcher-ends", func(a string) error {
-		// The handler ends (its context or its timer) and what comes back
-		// is its whole reply or nothing; which, the server's choice.
-		// net/http ends the context at once on the half-close (its
-		// background reader sees EOF) and still delivers the reply.
+		// The request context ends once the client half-closes (net/http
+		// at once: its background reader sees EOF), well before the
+		// handler's own timer of never; what comes back is the handler's
+		// whole reply or nothing, the server's choice.
 		id := newWaitID()
 		defer forget(id)
 		rec := record(id)
@@ -453,7 +497,7 @@ func Cases(o Options) []Case {
 			return err
 		}
 		defer c.close()
-		if err := c.send("GET /wait?id=" + id + "&max=2s HTTP/1.1\r\nHost: " + host + "\r\n\r\n"); err != nil {
+		if err := c.send("GET /wait?id=" + id + "&max=" + (2 * never).String() + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n"); err != nil {
 			return err
 		}
 		if err := waitFor(rec.started, "the handler starting"); err != nil {
@@ -462,11 +506,14 @@ func Cases(o Options) []Case {
 		if err := c.c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
 			return err
 		}
-		if err := waitFor(rec.ended, "the handler ending"); err != nil {
+		if err := waitFor(rec.ended, "the request context ending after the client's half-close"); err != nil {
 			return err
 		}
+		if rec.how != "context" {
+			return fmt.Errorf("handler ended by its %s, not its context", rec.how)
+		}
 		r, err := c.final("GET")
-		if err == io.EOF {
+		if ended(err) {
 			return nil
 		}
 		if err != nil {
@@ -564,7 +611,7 @@ func Cases(o Options) []Case {
 		return c.closed(never)
 	})
 
-	// Bodiless replies: RFC 9112 6.3 point 1, RFC 9110 8.6.
+	// Bodiless replies: RFC 9112 6.3 item 1, RFC 9110 8.6.
 	add("rfc9110-9.3.2/head-reply-has-no-body", func(a string) error {
 		c, r, err := exchange(a, "HEAD /echo HTTP/1.1\r\nHost: "+host+"\r\n\r\n"+next, "HEAD")
 		if err != nil {
@@ -610,7 +657,7 @@ func Cases(o Options) []Case {
 			defer c.close()
 			return fmt.Errorf("a complete %d reply (body %q) from a handler that panicked", r.Status, clip(r.Body))
 		}
-		if !errors.Is(err, ErrIncomplete) {
+		if !errors.Is(err, ErrIncomplete) && !ended(err) {
 			return err
 		}
 		return nil
@@ -655,7 +702,7 @@ func Cases(o Options) []Case {
 			return nil
 		})
 	})
-	add("rfc9112-6.3/content-length-short-by-handler-closes", func(a string) error {
+	add("rfc9112-6.3/item-6-content-length-short-by-handler-closes", func(a string) error {
 		// The handler wrote 5 of a declared 10: the body is incomplete
 		// (RFC 9112 8), and no next reply may fill it out.
 		c, r, err := exchange(a, "GET /short HTTP/1.1\r\nHost: "+host+"\r\n\r\n"+next, "GET")
@@ -663,12 +710,12 @@ func Cases(o Options) []Case {
 			defer c.close()
 			return fmt.Errorf("the declared length was filled out: body %q", clip(r.Body))
 		}
-		if !errors.Is(err, ErrIncomplete) {
+		if !errors.Is(err, ErrIncomplete) && !ended(err) {
 			return err
 		}
 		return nil
 	})
-	add("rfc9112-6.3/content-length-long-by-handler-truncated", func(a string) error {
+	add("rfc9112-6.3/item-6-content-length-long-by-handler-truncated", func(a string) error {
 		// The handler wrote 10 of a declared 5: only 5 go out, and what
 		// follows is the next reply or the close.
 		c, r, err := exchange(a, "GET /long HTTP/1.1\r\nHost: "+host+"\r\n\r\n"+next, "GET")
@@ -711,11 +758,26 @@ func cutOff(c *client, within time.Duration) error {
 	return c.closed(never)
 }
 
+// openFor: for d the server neither closes the connection nor sends a
+// byte (the lower bound of a timeout).
+func openFor(c *client, d time.Duration) error {
+	c.c.SetReadDeadline(time.Now().Add(d))
+	_, err := c.br.Peek(1)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("connection closed within %s: %v", d, err)
+	}
+	return fmt.Errorf("bytes within %s, where the connection should sit idle", d)
+}
+
 // panicked: a request to a panicking handler path gets nothing or a 5xx,
 // never a complete 2xx, and what follows is not corrupted.
 func panicked(a, target string) error {
 	c, r, err := exchange(a, "GET "+target+" HTTP/1.1\r\nHost: "+host+"\r\n\r\n"+next, "GET")
-	if errors.Is(err, io.EOF) || errors.Is(err, ErrIncomplete) {
+	if ended(err) || errors.Is(err, ErrIncomplete) {
 		return nil
 	}
 	if err != nil {
@@ -726,7 +788,7 @@ func panicked(a, target string) error {
 		return fmt.Errorf("a complete %d reply (body %q) from a handler that panicked", r.Status, clip(r.Body))
 	}
 	r, err = c.final("GET")
-	if err == io.EOF {
+	if ended(err) {
 		return nil
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -141,8 +142,18 @@ func exchange(addr, raw, method string) (*client, *Response, error) {
 	return c, r, nil
 }
 
+// ended reports whether err is the connection's end: the server's close
+// (EOF) or its reset, which a server may send instead of a close when
+// input it did not read is left (RFC 9112 9.6 speaks of the reset a
+// client may see after a close).
+func ended(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // rejected: raw (followed by next) gets a status among codes and the
-// connection closes without an answer to next.
+// connection closes without an answer to next. For the faults after
+// which the RFC requires the close (RFC 9112 6.3 items 4 and 5, and
+// framing that cannot be trusted).
 func rejected(addr, raw string, codes ...int) error {
 	c, r, err := exchange(addr, raw+next, "POST")
 	if err != nil {
@@ -153,6 +164,33 @@ func rejected(addr, raw string, codes ...int) error {
 		return fmt.Errorf("status %d, want one of %v (body %q)", r.Status, codes, clip(r.Body))
 	}
 	return c.closed(never)
+}
+
+// refused: raw (followed by next) gets a status among codes; then the
+// connection closes or next is answered, the server's choice, for the
+// faults whose rule asks for the status alone (the message's framing is
+// sound, so reading on is safe).
+func refused(addr, raw string, codes ...int) error {
+	c, r, err := exchange(addr, raw+next, "POST")
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if !slices.Contains(codes, r.Status) {
+		return fmt.Errorf("status %d, want one of %v (body %q)", r.Status, codes, clip(r.Body))
+	}
+	status := r.Status
+	r, err = c.final("GET")
+	if ended(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("after the %d: %w", status, err)
+	}
+	if err := wantEcho(r, "target", "/echo?next"); err != nil {
+		return fmt.Errorf("after the refusal: %w", err)
+	}
+	return nil
 }
 
 // rejectedOr: raw (followed by next) either is rejected as by rejected,
@@ -192,7 +230,7 @@ func badBody(addr, raw string) error {
 		return err
 	}
 	r, err := c.final("POST")
-	if err == io.EOF {
+	if ended(err) {
 		return nil
 	}
 	if err != nil {

@@ -13,6 +13,10 @@
 // appears in it only as the Handler interface it serves through (its
 // tests also run net/http's server as the first server judged). Every
 // wait in it is bounded and generous: a case fails on "never", not on
-// "slow". Each case names the RFC section it checks or, where the RFC
-// leaves a choice, the net/http behaviour it holds a server to.
+// "slow"; the cases marked Timeouts are the only ones that wait on the
+// server's timeouts, and are meant to run against a server started with
+// short ones while the rest run against one with long ones. Each case
+// names the RFC section it checks (and, for RFC 9112 6.3, the item of its
+// list) or, where the RFC leaves a choice, the net/http behaviour it holds
+// a server to.
 package h1fault

@@ -6,18 +6,40 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 )
 
-// opts are the limits the servers under test here run with: small, so the
-// timeout cases end soon.
+// opts are the limits the servers under test here run with for the
+// timeout cases: small, so those cases end soon.
 var opts = Options{MaxHeaderBytes: 8192, ReadHeaderTimeout: 500 * time.Millisecond, IdleTimeout: time.Second}
+
+// longOpts are the limits for every other case: long, so a stall of a
+// loaded machine (the cases run in parallel under -race) cuts none off.
+var longOpts = Options{MaxHeaderBytes: 8192, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
+
+// split returns the cases to run against a server started with short
+// (the Timeouts cases) and with long (the rest).
+func split(short, long Options) []Case {
+	var cs []Case
+	for _, c := range Cases(short) {
+		if c.Timeouts {
+			cs = append(cs, c)
+		}
+	}
+	for _, c := range Cases(long) {
+		if !c.Timeouts {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
 
 // knownNetHTTP are the cases net/http's server fails, each with why. They
 // stay in the suite: the project's own server is judged on them.
 var knownNetHTTP = map[string]string{
-	"rfc9112-6.3.3/content-length-and-chunked": "net/http frames the request by Transfer-Encoding (as allowed) but keeps " +
+	"rfc9112-6.3/item-3-content-length-and-chunked": "net/http frames the request by Transfer-Encoding (as allowed) but keeps " +
 		"the connection open and answers the next request; the RFC's MUST is to close after responding",
 	"rfc9112-6.1/transfer-encoding-in-http10-closes": "net/http ignores Transfer-Encoding in an HTTP/1.0 request, frames it by " +
 		"Content-Length and reads on (here the rest of the chunked body becomes a next request, answered 400); " +
@@ -33,28 +55,35 @@ var knownNetHTTP = map[string]string{
 		"(RFC 9112 9.6: a server that sends close MUST initiate closure); with no ReadTimeout it waits for as long as the client does",
 }
 
-// serveNetHTTP starts net/http's server with Handler on loopback.
-func serveNetHTTP(t *testing.T) string {
+// serveNetHTTP starts net/http's server with Handler on loopback, with the
+// limits o.
+func serveNetHTTP(t *testing.T, o Options) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: Handler(), ReadHeaderTimeout: opts.ReadHeaderTimeout, IdleTimeout: opts.IdleTimeout,
-		MaxHeaderBytes: opts.MaxHeaderBytes, ErrorLog: log.New(io.Discard, "", 0)}
+	srv := &http.Server{Handler: Handler(), ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
+		MaxHeaderBytes: o.MaxHeaderBytes, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
 }
 
-// TestNetHTTP runs every case against net/http's server: each passes, or
-// fails as knownNetHTTP says it does (a known case that passes is an
-// error too: the list must say what net/http does).
+// TestNetHTTP runs every case against net/http's server (the timeout
+// cases against one started with opts, the rest against one with
+// longOpts): each passes, or fails as knownNetHTTP says it does (a known
+// case that passes is an error too: the list must say what net/http
+// does).
 func TestNetHTTP(t *testing.T) {
-	addr := serveNetHTTP(t)
-	for _, c := range Cases(opts) {
+	short, long := serveNetHTTP(t, opts), serveNetHTTP(t, longOpts)
+	for _, c := range split(opts, longOpts) {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
+			addr := long
+			if c.Timeouts {
+				addr = short
+			}
 			err := c.Run(addr)
 			why, known := knownNetHTTP[c.Name]
 			switch {
@@ -88,13 +117,70 @@ func TestEveryCaseCitesItsRule(t *testing.T) {
 			t.Errorf("known departure %q names no case", name)
 		}
 	}
-	for _, bad := range []string{"limits/x", "rfc9112/x", "rfcx-1/x", "nethttp/x"} {
+	for _, bad := range []string{"limits/x", "rfc9112/x", "rfcx-1/x", "nethttp/x",
+		"rfc9112-6.3.3/x", "rfc9112-6.3/item-9-x", "rfc9112-6.1/item-1-x", "rfc9110-99/x"} {
 		if citesRule(bad) {
 			t.Errorf("citesRule takes %q", bad)
 		}
 	}
 }
 
-var ruleName = regexp.MustCompile(`^(rfc(9110|9112|6585)-[0-9]+(\.[0-9]+)*|net/http)/[a-z0-9-]+$`)
+// ruleName is a case's name: an RFC, a section of it, for a section
+// whose rules are a numbered list the item, then what the case checks;
+// or net/http/ then what it checks.
+var ruleName = regexp.MustCompile(`^(?:rfc(9110|9112|6585)-([0-9]+(?:\.[0-9]+)*)/(?:item-([0-9]+)-)?|net/http/)[a-z0-9]+(?:-[a-z0-9]+)*$`)
 
-func citesRule(name string) bool { return ruleName.MatchString(name) }
+// sections are the sections the cases may cite, with their titles as the
+// RFCs' tables of contents give them, and for a section whose rules are
+// a numbered list, how many items it has (RFC 9112 6.3 has eight).
+var sections = map[string]struct {
+	title string
+	items int
+}{
+	"rfc9112-2.2":    {"Message Parsing", 0},
+	"rfc9112-3":      {"Request Line", 0},
+	"rfc9112-3.2":    {"Request Target", 0},
+	"rfc9112-3.2.2":  {"absolute-form", 0},
+	"rfc9112-3.2.4":  {"asterisk-form", 0},
+	"rfc9112-5.1":    {"Field Line Parsing", 0},
+	"rfc9112-5.2":    {"Obsolete Line Folding", 0},
+	"rfc9112-6.1":    {"Transfer-Encoding", 0},
+	"rfc9112-6.3":    {"Message Body Length", 8},
+	"rfc9112-7":      {"Transfer Codings", 0},
+	"rfc9112-7.1":    {"Chunked Transfer Coding", 0},
+	"rfc9112-7.1.1":  {"Chunk Extensions", 0},
+	"rfc9112-7.1.2":  {"Chunked Trailer Section", 0},
+	"rfc9112-9.3":    {"Persistence", 0},
+	"rfc9112-9.3.2":  {"Pipelining", 0},
+	"rfc9112-9.5":    {"Failures and Timeouts", 0},
+	"rfc9112-9.6":    {"Tear-down", 0},
+	"rfc9110-5.1":    {"Field Names", 0},
+	"rfc9110-5.5":    {"Field Values", 0},
+	"rfc9110-6.4.1":  {"Content Semantics", 0},
+	"rfc9110-8.6":    {"Content-Length", 0},
+	"rfc9110-9.3.2":  {"HEAD", 0},
+	"rfc9110-10.1.1": {"Expect", 0},
+	"rfc9110-15.2":   {"Informational 1xx", 0},
+	"rfc6585-5":      {"431 Request Header Fields Too Large", 0},
+}
+
+// citesRule: name has ruleName's form, and the section (and item) it
+// cites exist.
+func citesRule(name string) bool {
+	m := ruleName.FindStringSubmatch(name)
+	if m == nil {
+		return false
+	}
+	if m[1] == "" {
+		return true // net/http/
+	}
+	sec, ok := sections["rfc"+m[1]+"-"+m[2]]
+	if !ok {
+		return false
+	}
+	if m[3] == "" {
+		return sec.items == 0
+	}
+	item, err := strconv.Atoi(m[3])
+	return err == nil && item >= 1 && item <= sec.items
+}
