@@ -1,0 +1,283 @@
+package h1
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Attack tests of an independent review. Each runs against this package's
+// server and against net/http's with the same handler and bytes, so that a
+// failure is a difference from what net/http's server did for the proxy.
+
+type serveFunc func(t *testing.T, h http.Handler) string
+
+func ownServer(t *testing.T, h http.Handler) string {
+	_, addr, _ := start(t, h, func(s *Server) { s.MaxHeaderBytes = 64 << 10 })
+	return addr
+}
+
+func netServer(t *testing.T, h http.Handler) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, ErrorLog: discardLog()}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	return l.Addr().String()
+}
+
+func both(t *testing.T, f func(t *testing.T, serve serveFunc)) {
+	t.Run("net/http", func(t *testing.T) { f(t, netServer) })
+	t.Run("h1", func(t *testing.T) { f(t, ownServer) })
+}
+
+// A client that sends one byte more than its request (the start of a
+// pipelined one) in the same segment and then leaves: net/http's
+// background read sees the end and cancels the request's context; a
+// stream that writes nothing (serveOwnStream waits on the context alone)
+// must not outlive its client.
+func TestReview2ClientGoneAfterPipelinedByte(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		gone := make(chan bool, 1)
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				gone <- true
+			case <-time.After(2 * time.Second):
+				gone <- false
+			}
+		}))
+		c, _ := dial(t, addr)
+		io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: a\r\n\r\nG")
+		time.Sleep(100 * time.Millisecond)
+		c.Close()
+		if !<-gone {
+			t.Fatal("the stream's context was not canceled when its client left")
+		}
+	})
+}
+
+// A handler that refuses a request with a large declared body without
+// reading it: net/http answers at once (it does not discard 256 KiB or
+// more) and closes; the client that sends nothing more must not hold the
+// reply back.
+func TestReview2RefusalOfLargeBodyNotHeldByDrain(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n{")
+		t0 := time.Now()
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("no reply after %v: %v", time.Since(t0), err)
+		}
+		if d := time.Since(t0); d > time.Second || resp.StatusCode != 413 {
+			t.Fatalf("status %d after %v", resp.StatusCode, d)
+		}
+	})
+}
+
+// The watcher's byte of a pipelined request reaches a handler that
+// hijacks the connection.
+func TestReview2HijackKeepsWatcherByte(t *testing.T) {
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(6 * watchDelay)
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		line, _ := brw.Reader.ReadString('\n')
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: "+itoa(len(line))+"\r\nConnection: close\r\n\r\n"+line)
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	time.Sleep(3 * watchDelay)
+	io.WriteString(c, "NEXT\n")
+	_, body := readReply(t, br, "GET")
+	if body != "NEXT\n" {
+		t.Fatalf("hijacker read %q", body)
+	}
+}
+
+// memPerConn opens n kept-alive connections that each send one request
+// with a head of headLen bytes and read a reply of replyLen bytes, and
+// returns the heap they hold, per connection, while idle.
+func memPerConn(t *testing.T, serve serveFunc, n, headLen, replyLen int) uint64 {
+	body := strings.Repeat("x", replyLen)
+	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, body)
+	}))
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	before := heap()
+	pad := strings.Repeat("p", headLen)
+	for range n {
+		c, br := dial(t, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nX-Pad: "+pad+"\r\n\r\n")
+		if _, b := readReply(t, br, "GET"); len(b) != replyLen {
+			t.Fatalf("reply of %d bytes", len(b))
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	after := heap()
+	if after < before {
+		return 0
+	}
+	return (after - before) / uint64(n)
+}
+
+// An idle kept-alive connection holds what its longest head and largest
+// reply made the server allocate: the read buffer grown to MaxHeaderBytes,
+// the reply buffers up to 64 KiB and 128 KiB.
+func TestReview2IdleConnectionMemory(t *testing.T) {
+	for _, tc := range []struct{ head, reply int }{{100, 100}, {20 << 10, 100}, {100, 100 << 10}, {20 << 10, 100 << 10}} {
+		var got [2]uint64
+		for i, serve := range []serveFunc{netServer, ownServer} {
+			got[i] = memPerConn(t, serve, 200, tc.head, tc.reply)
+		}
+		t.Logf("head %6d B, reply %6d B: net/http %6d B/conn, h1 %6d B/conn", tc.head, tc.reply, got[0], got[1])
+		if got[1] > 2*got[0]+16<<10 {
+			t.Errorf("h1 holds %d B per idle connection, net/http %d", got[1], got[0])
+		}
+	}
+}
+
+// The proxy's client-body-timeout: a read deadline the handler sets bounds
+// a stalled body, and its 408 goes out.
+func TestReview2HandlerReadDeadlineBoundsBody(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := io.ReadAll(r.Body); err != nil {
+				w.Header().Set("Connection", "close")
+				http.Error(w, err.Error(), http.StatusRequestTimeout)
+			}
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n{}")
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, body := readReply(t, br, "POST")
+		if resp.StatusCode != 408 || !closedAfter(t, c, br) {
+			t.Fatalf("status %d %q", resp.StatusCode, body)
+		}
+	})
+}
+
+// The proxy's send-timeout: a write deadline the handler sets fails the
+// write to a client that reads nothing.
+func TestReview2HandlerWriteDeadlineBoundsStuckClient(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		failed := make(chan error, 1)
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+			chunk := make([]byte, 64<<10)
+			for range 1000 {
+				if _, err := w.Write(chunk); err != nil {
+					failed <- err
+					return
+				}
+			}
+			failed <- nil
+		}))
+		c, _ := dial(t, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		select {
+		case err := <-failed:
+			if err == nil {
+				t.Fatal("64 MB written to a client that reads nothing")
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("the write deadline did not end a write to a stuck client")
+		}
+	})
+}
+
+// Slow requests (watched) whose clients leave, hijacks and panics leave no
+// goroutine behind.
+func TestReview2NoGoroutineLeft(t *testing.T) {
+	base := runtime.NumGoroutine()
+	func() {
+		s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(3 * watchDelay)
+			switch r.URL.Path {
+			case "/hijack":
+				c, _, _ := http.NewResponseController(w).Hijack()
+				c.Close()
+			case "/panic":
+				panic(http.ErrAbortHandler)
+			}
+			io.WriteString(w, "ok")
+		}))
+		for i := range 60 {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := []string{"/", "/hijack", "/panic"}[i%3]
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", path)
+			if i%2 == 0 {
+				time.Sleep(2 * watchDelay)
+				c.Close()
+			} else {
+				io.Copy(io.Discard, bufio.NewReader(c))
+				c.Close()
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		s.Close()
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > base+2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+2 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines, %d before\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// A stream whose request declares a small body the handler never reads (a
+// GET stream with a Content-Length): net/http's server discards the body
+// when the head goes out (chunkWriter.writeHeader, at a Flush too), then
+// watches; the client's leaving must cancel the stream.
+func TestReview2ClientGoneWithUnreadBody(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		gone := make(chan bool, 1)
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				gone <- true
+			case <-time.After(time.Second):
+				gone <- false
+			}
+		}))
+		c, _ := dial(t, addr)
+		io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx")
+		time.Sleep(100 * time.Millisecond)
+		c.Close()
+		if !<-gone {
+			t.Fatal("the stream's context was not canceled when its client left")
+		}
+	})
+}
