@@ -281,3 +281,34 @@ func TestReview2ClientGoneWithUnreadBody(t *testing.T) {
 		}
 	})
 }
+
+// What follows a chunked body's last chunk (trailer fields, the empty
+// line, then a pipelined request) is read as net/http's server reads it:
+// the decoder's differential tests stop at the last size line, and this
+// is where the next request begins.
+func TestReview2ChunkedTrailerThenPipelined(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %q %v %v", r.URL.Path, b, err, r.Trailer)
+	})
+	next := "GET /second HTTP/1.1\r\nHost: a\r\n\r\n"
+	for _, tr := range []string{
+		"\r\n", "X-T: 1\r\n\r\n", "X-T: 1\n\n", "\n", "X-T: 1\r\n", "X-T: 1\r\n x\r\n\r\n",
+		"bad line\r\n\r\n", "X-T:1\r\nY: 2\r\n\r\n", "\r\r\n", "Host: b\r\nContent-Length: 5\r\n\r\n",
+		"X: a\rb\r\n\r\n", " X: 1\r\n\r\n", "X-T: 1\r\n\n", "\n\r\n",
+	} {
+		for _, head := range []string{
+			"POST /first HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+			"POST /first HTTP/1.1\r\nHost: a\r\nTrailer: X-T\r\nTransfer-Encoding: chunked\r\n\r\n",
+		} {
+			raw := head + "5\r\nhello\r\n0\r\n" + tr + next
+			_, ours, _ := start(t, h)
+			theirs := netHTTP(t, h)
+			got, gotEnd := replies(t, ours, raw, []string{"POST", "GET"})
+			want, wantEnd := replies(t, theirs, raw, []string{"POST", "GET"})
+			if fmt.Sprintf("%+v %s", got, gotEnd) != fmt.Sprintf("%+v %s", want, wantEnd) {
+				t.Errorf("%q:\nours:\n %+v then %s\nnet/http's:\n %+v then %s", raw, got, gotEnd, want, wantEnd)
+			}
+		}
+	}
+}
