@@ -2,12 +2,14 @@ package h1
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -311,4 +313,64 @@ func TestReview2ChunkedTrailerThenPipelined(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Under -race: writes and flushes from a second goroutine (as notify's
+// inserter does, serialized with the handler's own by a lock), clients
+// that leave mid-stream, pipelined requests, and Shutdown then Close in
+// the middle of it all.
+func TestReview2StressWithShutdown(t *testing.T) {
+	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var mu sync.Mutex
+		done := make(chan struct{})
+		stop := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				mu.Lock()
+				fmt.Fprintf(w, "event %d\n", i)
+				w.(http.Flusher).Flush()
+				mu.Unlock()
+			}
+		}()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Duration(20+len(r.URL.Path)*10) * time.Millisecond):
+		}
+		close(stop)
+		<-done
+		mu.Lock()
+		io.WriteString(w, "end\n")
+		mu.Unlock()
+	}))
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(c, "GET /%s HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n", strings.Repeat("a", i%7))
+			if i%3 == 0 {
+				time.Sleep(time.Duration(i) * time.Millisecond)
+				return
+			}
+			io.Copy(io.Discard, c)
+		}()
+	}
+	time.Sleep(60 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	s.Shutdown(ctx)
+	s.Close()
+	wg.Wait()
 }
