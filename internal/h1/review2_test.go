@@ -374,3 +374,26 @@ func TestReview2StressWithShutdown(t *testing.T) {
 	s.Close()
 	wg.Wait()
 }
+
+// A guard for the fix of the pipelined-byte watch: a client that pipelines
+// two requests and half-closes gets both replies (net/http reads the
+// buffered request after its background read saw the end).
+func TestReview2HalfClosedPipelinedGetsBothReplies(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				time.Sleep(4 * watchDelay)
+			}
+			io.WriteString(w, r.URL.Path)
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n")
+		c.(*net.TCPConn).CloseWrite()
+		if _, body := readReply(t, br, "GET"); body != "/slow" {
+			t.Fatalf("first reply %q", body)
+		}
+		if _, body := readReply(t, br, "GET"); body != "/next" {
+			t.Fatalf("second reply %q", body)
+		}
+	})
+}
