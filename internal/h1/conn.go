@@ -553,7 +553,7 @@ func (c *conn) run(x *exchange) bool {
 	c.timer.Stop()
 	c.mu.Lock()
 	c.cur, c.cancel = nil, nil
-	hijacked, gone := c.hijacked, c.peerGone
+	hijacked := c.hijacked
 	c.mu.Unlock()
 	cancel()
 	if hijacked {
@@ -577,7 +577,7 @@ func (c *conn) run(x *exchange) bool {
 	// Transfer-Encoding by its Content-Length (or none), as net/http does,
 	// but the connection closes after either (RFC 9112 section 6.1): it
 	// may be a smuggling attempt.
-	closeAfter := w.closeAfter || w.failed != nil || gone || req.Close
+	closeAfter := w.closeAfter || w.failed != nil || req.Close
 	if w.tooBig {
 		c.closeWriteAndWait()
 	}
@@ -633,12 +633,22 @@ func (c *conn) streaming() {
 }
 
 // armLocked starts the watcher if the request is due one and has none.
+// Bytes already buffered (a pipelined request) do not stop it: the byte it
+// reads comes after them. A client seen gone by an earlier request's
+// watcher cancels this one's context at once, as net/http's background
+// read, meeting the end again, does.
 func (c *conn) armLocked() {
-	if !c.wantWatch || !c.bodyDone || c.watching || c.hijacked || c.peerGone || c.cur == nil {
+	if !c.wantWatch || !c.bodyDone || c.watching || c.hijacked || c.cur == nil {
 		return
 	}
-	if c.br.Buffered() > 0 {
-		return // the client sent more already: a pipelined request
+	if c.peerGone {
+		if c.cancel != nil {
+			c.cancel()
+		}
+		return
+	}
+	if c.cr.hasStash {
+		return // a byte is kept already: the next one is not needed to see the client
 	}
 	c.watching = true
 	c.rwc.SetReadDeadline(time.Time{})
@@ -646,8 +656,10 @@ func (c *conn) armLocked() {
 }
 
 // watch reads the socket while a handler runs: an end or an error means
-// the client is gone and cancels the request's context; a byte (of a
-// pipelined request) is kept for the next head.
+// the client is gone and cancels the request's context, but what is
+// buffered is still served (a client that half-closed after pipelining
+// gets its replies; the next read of the socket meets the end again); a
+// byte (of a pipelined request) is kept for the next head.
 func (c *conn) watch() {
 	n, err := c.rwc.Read(c.watchByte[:])
 	c.mu.Lock()
