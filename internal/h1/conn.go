@@ -66,12 +66,12 @@ type conn struct {
 	state    atomic.Int32
 	accepted time.Time
 
-	served     int    // requests read so far
-	lastMethod string // of the last request, for the tolerance of CRLF after a POST
-	rdKind     int    // what the read deadline in force is
-	rdAt       time.Time
-	wdSet      bool // the handler set a write deadline during this request
-	wdStale    bool // one set during an earlier request may still be in force
+	served   int  // requests read so far
+	lastPost bool // the last request was a POST, for the tolerance of CRLF after one
+	rdKind   int  // what the read deadline in force is
+	rdAt     time.Time
+	wdSet    bool // the handler set a write deadline during this request
+	wdStale  bool // one set during an earlier request may still be in force
 
 	// Reply buffers, reused from request to request.
 	head, pend, out []byte
@@ -97,7 +97,7 @@ type conn struct {
 func newConn(s *Server, rw net.Conn) *conn {
 	c := &conn{srv: s, rwc: rw, accepted: time.Now(), remote: rw.RemoteAddr().String()}
 	c.cr.c = c
-	c.br = bufio.NewReaderSize(&c.cr, 4<<10)
+	c.br = bufio.NewReaderSize(&c.cr, smallRead)
 	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, rw.LocalAddr())
 	if d := s.ReadHeaderTimeout; d > 0 {
 		rw.SetReadDeadline(c.accepted.Add(d))
@@ -157,6 +157,7 @@ func (c *conn) serve() {
 		if !c.run(x) {
 			return
 		}
+		c.shrink()
 		if c.srv.shutting.Load() {
 			return
 		}
@@ -184,7 +185,7 @@ func (c *conn) readRequest() (*exchange, error) {
 	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit), false
 	held, _ := c.br.Peek(c.br.Buffered())
 	c.cr.sawLF = bytes.IndexByte(held, '\n') >= 0
-	x, err := readHead(c.br, c.lastMethod == http.MethodPost, c.waiting)
+	x, err := readHead(c.br, c.lastPost, c.waiting)
 	if err == errHeadTooLong && c.br.Size() < limit {
 		// A long head: the buffer grows to hold the whole of it.
 		c.br = grow(c.br, &c.cr, limit)
@@ -205,8 +206,38 @@ func (c *conn) readRequest() (*exchange, error) {
 		return nil, err
 	}
 	c.served++
-	c.lastMethod = x.req.Method
+	c.lastPost = x.req.Method == http.MethodPost
 	return x, nil
+}
+
+// smallRead is the read buffer's size, and smallReply the most a reply
+// buffer keeps between requests: one a long head or a large reply grew is
+// let go, so that an idle connection holds what a small request needs.
+const (
+	smallRead  = 4 << 10
+	smallReply = 16 << 10
+)
+
+// shrink lets go of the buffers the last request grew beyond the small
+// sizes; the read buffer only once what it holds fits a small one.
+func (c *conn) shrink() {
+	if c.br.Size() > smallRead {
+		if n := c.br.Buffered(); n == 0 {
+			c.br = bufio.NewReaderSize(&c.cr, smallRead)
+		} else if n <= smallRead {
+			c.br = grow(c.br, &c.cr, smallRead)
+		}
+	}
+	if cap(c.pend) > smallReply {
+		c.pend = nil
+	}
+	if cap(c.out) > smallReply {
+		c.out = nil
+	}
+	if cap(c.head) > smallReply {
+		c.head = nil
+	}
+	clear(c.keys[:cap(c.keys)]) // the names of the last reply's fields
 }
 
 // grow returns a reader of size over what br holds (taken from it) and
