@@ -14,11 +14,11 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
-// Review attack, end to end: a client sends a call and one byte more in
+// End to end: a client sends a call and one byte more in
 // the same segment, then leaves. Under net/http's server the upstream's
 // request is canceled; the sidecar must not keep the upstream call (or a
 // quiet stream) for a client that is gone.
-func TestReview2UpstreamCallEndsWhenClientLeavesAfterPipelinedByte(t *testing.T) {
+func TestClientGoneAfterPipelinedByteEndsUpstreamCall(t *testing.T) {
 	for _, server := range []string{"net/http", "h1"} {
 		t.Run(server, func(t *testing.T) {
 			saw := make(chan bool, 1)

@@ -14,9 +14,11 @@ import (
 	"time"
 )
 
-// Attack tests of an independent review. Each runs against this package's
-// server and against net/http's with the same handler and bytes, so that a
-// failure is a difference from what net/http's server did for the proxy.
+// Attacks on what a server does beside parsing (watching for the client's
+// end, reading off unread bodies, deadlines, memory held while idle,
+// hijacking, goroutines). Most run against this package's server and
+// against net/http's with the same handler and bytes, so that a failure is
+// a difference from what net/http's server did for the proxy.
 
 type serveFunc func(t *testing.T, h http.Handler) string
 
@@ -46,7 +48,7 @@ func both(t *testing.T, f func(t *testing.T, serve serveFunc)) {
 // background read sees the end and cancels the request's context; a
 // stream that writes nothing (serveOwnStream waits on the context alone)
 // must not outlive its client.
-func TestReview2ClientGoneAfterPipelinedByte(t *testing.T) {
+func TestClientGoneAfterPipelinedByte(t *testing.T) {
 	both(t, func(t *testing.T, serve serveFunc) {
 		gone := make(chan bool, 1)
 		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +76,7 @@ func TestReview2ClientGoneAfterPipelinedByte(t *testing.T) {
 // reading it: net/http answers at once (it does not discard 256 KiB or
 // more) and closes; the client that sends nothing more must not hold the
 // reply back.
-func TestReview2RefusalOfLargeBodyNotHeldByDrain(t *testing.T) {
+func TestRefusalOfLargeBodyNotHeldByDrain(t *testing.T) {
 	both(t, func(t *testing.T, serve serveFunc) {
 		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
@@ -95,7 +97,7 @@ func TestReview2RefusalOfLargeBodyNotHeldByDrain(t *testing.T) {
 
 // The watcher's byte of a pipelined request reaches a handler that
 // hijacks the connection.
-func TestReview2HijackKeepsWatcherByte(t *testing.T) {
+func TestHijackKeepsWatcherByte(t *testing.T) {
 	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(6 * watchDelay)
 		conn, brw, err := http.NewResponseController(w).Hijack()
@@ -148,10 +150,11 @@ func memPerConn(t *testing.T, serve serveFunc, n, headLen, replyLen int) uint64 
 	return (after - before) / uint64(n)
 }
 
-// An idle kept-alive connection holds what its longest head and largest
-// reply made the server allocate: the read buffer grown to MaxHeaderBytes,
-// the reply buffers up to 64 KiB and 128 KiB.
-func TestReview2IdleConnectionMemory(t *testing.T) {
+// An idle kept-alive connection does not keep what its longest head and
+// largest reply made the server allocate (the read buffer grown to
+// MaxHeaderBytes, reply buffers of up to 64 KiB and 128 KiB): it holds
+// about what net/http's does.
+func TestIdleConnectionMemory(t *testing.T) {
 	for _, tc := range []struct{ head, reply int }{{100, 100}, {20 << 10, 100}, {100, 100 << 10}, {20 << 10, 100 << 10}} {
 		var got [2]uint64
 		for i, serve := range []serveFunc{netServer, ownServer} {
@@ -166,7 +169,7 @@ func TestReview2IdleConnectionMemory(t *testing.T) {
 
 // The proxy's client-body-timeout: a read deadline the handler sets bounds
 // a stalled body, and its 408 goes out.
-func TestReview2HandlerReadDeadlineBoundsBody(t *testing.T) {
+func TestHandlerReadDeadlineBoundsBody(t *testing.T) {
 	both(t, func(t *testing.T, serve serveFunc) {
 		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.NewResponseController(w).SetReadDeadline(time.Now().Add(200 * time.Millisecond))
@@ -187,7 +190,7 @@ func TestReview2HandlerReadDeadlineBoundsBody(t *testing.T) {
 
 // The proxy's send-timeout: a write deadline the handler sets fails the
 // write to a client that reads nothing.
-func TestReview2HandlerWriteDeadlineBoundsStuckClient(t *testing.T) {
+func TestHandlerWriteDeadlineBoundsStuckClient(t *testing.T) {
 	both(t, func(t *testing.T, serve serveFunc) {
 		failed := make(chan error, 1)
 		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -216,7 +219,7 @@ func TestReview2HandlerWriteDeadlineBoundsStuckClient(t *testing.T) {
 
 // Slow requests (watched) whose clients leave, hijacks and panics leave no
 // goroutine behind.
-func TestReview2NoGoroutineLeft(t *testing.T) {
+func TestNoGoroutineLeft(t *testing.T) {
 	base := runtime.NumGoroutine()
 	func() {
 		s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -262,7 +265,7 @@ func TestReview2NoGoroutineLeft(t *testing.T) {
 // GET stream with a Content-Length): net/http's server discards the body
 // when the head goes out (chunkWriter.writeHeader, at a Flush too), then
 // watches; the client's leaving must cancel the stream.
-func TestReview2ClientGoneWithUnreadBody(t *testing.T) {
+func TestClientGoneWithUnreadBody(t *testing.T) {
 	both(t, func(t *testing.T, serve serveFunc) {
 		gone := make(chan bool, 1)
 		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -288,7 +291,7 @@ func TestReview2ClientGoneWithUnreadBody(t *testing.T) {
 // line, then a pipelined request) is read as net/http's server reads it:
 // the decoder's differential tests stop at the last size line, and this
 // is where the next request begins.
-func TestReview2ChunkedTrailerThenPipelined(t *testing.T) {
+func TestChunkedTrailerThenPipelined(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%s %q %v %v", r.URL.Path, b, err, r.Trailer)
@@ -319,7 +322,7 @@ func TestReview2ChunkedTrailerThenPipelined(t *testing.T) {
 // inserter does, serialized with the handler's own by a lock), clients
 // that leave mid-stream, pipelined requests, and Shutdown then Close in
 // the middle of it all.
-func TestReview2StressWithShutdown(t *testing.T) {
+func TestStressWithShutdown(t *testing.T) {
 	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var mu sync.Mutex
 		done := make(chan struct{})
@@ -378,7 +381,7 @@ func TestReview2StressWithShutdown(t *testing.T) {
 // A guard for the fix of the pipelined-byte watch: a client that pipelines
 // two requests and half-closes gets both replies (net/http reads the
 // buffered request after its background read saw the end).
-func TestReview2HalfClosedPipelinedGetsBothReplies(t *testing.T) {
+func TestHalfClosedPipelinedGetsBothReplies(t *testing.T) {
 	both(t, func(t *testing.T, serve serveFunc) {
 		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/slow" {
@@ -394,6 +397,31 @@ func TestReview2HalfClosedPipelinedGetsBothReplies(t *testing.T) {
 		}
 		if _, body := readReply(t, br, "GET"); body != "/next" {
 			t.Fatalf("second reply %q", body)
+		}
+	})
+}
+
+// A handler that sets a read deadline and leaves a small body unread, its
+// client sending part of it and then nothing: the server reads off the
+// rest under the handler's deadline, not a longer one of its own, so the
+// reply goes out when that deadline passes, and the connection closes (the
+// rest may come later and is not a request).
+func TestUnreadBodyReadOffUnderHandlerDeadline(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			io.WriteString(w, "no body wanted")
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n{}")
+		t0 := time.Now()
+		c.SetReadDeadline(time.Now().Add(4 * time.Second))
+		resp, body := readReply(t, br, "POST")
+		if d := time.Since(t0); d > 2*time.Second {
+			t.Fatalf("reply after %v: the read-off ignored the handler's deadline of 200ms", d)
+		}
+		if resp.StatusCode != 200 || body != "no body wanted" || !closedAfter(t, c, br) {
+			t.Fatalf("status %d %q, or the connection stayed open", resp.StatusCode, body)
 		}
 	})
 }
