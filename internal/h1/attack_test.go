@@ -425,3 +425,52 @@ func TestUnreadBodyReadOffUnderHandlerDeadline(t *testing.T) {
 		}
 	})
 }
+
+// A goroutine the handler left behind that reads the body after the
+// handler returned gets http.ErrBodyReadAfterClose, as from net/http's
+// server: on a kept-alive connection (where it must not take bytes of the
+// next request) and on one closed after the reply (where the body was
+// not read off).
+func TestBodyReadAfterHandlerReturned(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keep-alive=%v", keep), func(t *testing.T) {
+			both(t, func(t *testing.T, serve serveFunc) {
+				late := make(chan error, 1)
+				next := make(chan struct{})
+				addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/first" {
+						go func() {
+							<-next
+							var b [64]byte
+							_, err := r.Body.Read(b[:])
+							late <- err
+						}()
+					}
+					io.WriteString(w, r.URL.Path)
+				}))
+				c, br := dial(t, addr)
+				conn := ""
+				if !keep {
+					conn = "Connection: close\r\n"
+				}
+				io.WriteString(c, "POST /first HTTP/1.1\r\nHost: a\r\n"+conn+"Content-Length: 5\r\n\r\nhello")
+				if _, body := readReply(t, br, "POST"); body != "/first" {
+					t.Fatalf("first reply %q", body)
+				}
+				if keep {
+					// A second exchange on the connection: the first one is over.
+					io.WriteString(c, "GET /second HTTP/1.1\r\nHost: a\r\n\r\n")
+					if _, body := readReply(t, br, "GET"); body != "/second" {
+						t.Fatalf("second reply %q", body)
+					}
+				} else if !closedAfter(t, c, br) {
+					t.Fatal("the connection stayed open after Connection: close")
+				}
+				close(next)
+				if err := <-late; err != http.ErrBodyReadAfterClose {
+					t.Fatalf("late read: %v, want %v", err, http.ErrBodyReadAfterClose)
+				}
+			})
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"sync/atomic"
 )
 
 // body is a request's body as the handler reads it: bytes already
@@ -24,8 +25,9 @@ type body struct {
 	sawEOF   bool
 	closed   bool
 	err      error
-	drainNow bool  // the server reads off what the handler left
-	srcRead  int64 // bytes read of src
+	drainNow bool        // the server reads off what the handler left
+	srcRead  int64       // bytes read of src
+	ended    atomic.Bool // the handler returned: a read of a goroutine it left is refused
 }
 
 // unread is how much of a body of declared length is still to come, or -1
@@ -65,7 +67,7 @@ func (b *body) init(c *conn, x *exchange, br *bufio.Reader) {
 }
 
 func (b *body) Read(p []byte) (int, error) {
-	if b.closed {
+	if b.ended.Load() || b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	return b.read(p)

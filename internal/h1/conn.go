@@ -580,6 +580,7 @@ func (c *conn) run(x *exchange) bool {
 	}
 
 	panicked := c.handle(w, req)
+	x.body.ended.Store(true)
 
 	c.timer.Stop()
 	c.mu.Lock()
