@@ -474,3 +474,33 @@ func TestBodyReadAfterHandlerReturned(t *testing.T) {
 		})
 	}
 }
+
+// A client that pipelines two requests and half-closes: the second
+// request, served from what was buffered, also sees its client's end (its
+// context is canceled), as under net/http's server.
+func TestHalfClosedPipelinedSecondSeesEnd(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/first" {
+				time.Sleep(4 * watchDelay)
+				io.WriteString(w, "first")
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				io.WriteString(w, "canceled")
+			case <-time.After(time.Second):
+				io.WriteString(w, "not canceled")
+			}
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "GET /first HTTP/1.1\r\nHost: a\r\n\r\nGET /second HTTP/1.1\r\nHost: a\r\n\r\n")
+		c.(*net.TCPConn).CloseWrite()
+		if _, body := readReply(t, br, "GET"); body != "first" {
+			t.Fatalf("first reply %q", body)
+		}
+		if _, body := readReply(t, br, "GET"); body != "canceled" {
+			t.Fatalf("second reply %q", body)
+		}
+	})
+}

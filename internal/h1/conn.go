@@ -89,7 +89,6 @@ type conn struct {
 	wantWatch bool       // the request streams or has run for watchDelay
 	watching  bool       // a watcher goroutine is reading
 	stopping  bool       // the watcher is being stopped
-	peerGone  bool       // the watcher saw the client end its side
 	hijacked  bool
 	cancel    context.CancelFunc
 }
@@ -666,17 +665,12 @@ func (c *conn) streaming() {
 
 // armLocked starts the watcher if the request is due one and has none.
 // Bytes already buffered (a pipelined request) do not stop it: the byte it
-// reads comes after them. A client seen gone by an earlier request's
-// watcher cancels this one's context at once, as net/http's background
-// read, meeting the end again, does.
+// reads comes after them. Nothing is kept of an earlier request's
+// watcher: after the client's end, a new one meets the end again at once,
+// as net/http's background read does, and after an error that was not the
+// end (a deadline the handler set) it reads on.
 func (c *conn) armLocked() {
 	if !c.wantWatch || !c.bodyDone || c.watching || c.hijacked || c.cur == nil {
-		return
-	}
-	if c.peerGone {
-		if c.cancel != nil {
-			c.cancel()
-		}
 		return
 	}
 	if c.cr.hasStash {
@@ -699,7 +693,6 @@ func (c *conn) watch() {
 		c.cr.stash, c.cr.hasStash = c.watchByte[0], true
 	}
 	if err != nil && !c.stopping {
-		c.peerGone = true
 		if c.cancel != nil {
 			c.cancel()
 		}
