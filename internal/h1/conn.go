@@ -91,7 +91,7 @@ type conn struct {
 	stopping  bool       // the watcher is being stopped
 	peerGone  bool       // the watcher saw the client end its side
 	hijacked  bool
-	cancel    context.CancelFunc
+	ctx       *reqCtx // the request's context, to cancel
 }
 
 func newConn(s *Server, rw net.Conn) *conn {
@@ -505,14 +505,15 @@ type exchange struct {
 	both     bool // framing to close after: Content-Length and Transfer-Encoding, or Transfer-Encoding in HTTP/1.0
 	body     body
 	resp     response
+	ctx      reqCtx
 }
 
 // run serves x and reports whether the connection may carry another
 // request.
 func (c *conn) run(x *exchange) bool {
 	req := x.req
-	ctx, cancel := context.WithCancel(c.base)
-	*req = *req.WithContext(ctx)
+	x.ctx.base = c.base
+	*req = *req.WithContext(&x.ctx)
 	req.RemoteAddr = c.remote
 	w := &x.resp
 	w.init(c, x)
@@ -528,7 +529,7 @@ func (c *conn) run(x *exchange) bool {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusExpectationFailed)
 		w.end()
-		cancel()
+		x.ctx.cancel()
 		return false
 	}
 	if x.body.none {
@@ -539,7 +540,7 @@ func (c *conn) run(x *exchange) bool {
 		req.Body = &x.body
 	}
 	c.mu.Lock()
-	c.cur, c.bodyDone, c.wantWatch, c.cancel = x, x.body.none, false, cancel
+	c.cur, c.bodyDone, c.wantWatch, c.ctx = x, x.body.none, false, &x.ctx
 	c.mu.Unlock()
 	if c.timer == nil {
 		c.watchDone = make(chan struct{}, 1)
@@ -552,10 +553,10 @@ func (c *conn) run(x *exchange) bool {
 
 	c.timer.Stop()
 	c.mu.Lock()
-	c.cur, c.cancel = nil, nil
+	c.cur, c.ctx = nil, nil
 	hijacked, gone := c.hijacked, c.peerGone
 	c.mu.Unlock()
-	cancel()
+	x.ctx.cancel()
 	if hijacked {
 		return false
 	}
@@ -656,8 +657,8 @@ func (c *conn) watch() {
 	}
 	if err != nil && !c.stopping {
 		c.peerGone = true
-		if c.cancel != nil {
-			c.cancel()
+		if c.ctx != nil {
+			c.ctx.cancel()
 		}
 	}
 	c.mu.Unlock()
