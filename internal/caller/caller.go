@@ -62,6 +62,17 @@ func Bind(b *Bound, ctx context.Context, r *http.Request) context.Context {
 	return b
 }
 
+// AfterFunc registers f on the context b was bound to as
+// context.AfterFunc(ctx, f) does, directly when that context has an
+// AfterFunc method of its own: so b passes the method on, and what is
+// made under b registers on it as it would on the bound context.
+func (b *Bound) AfterFunc(f func()) func() bool {
+	if a, ok := b.Context.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(b.Context, f)
+}
+
 // Value answers inboundKey with the bound request and everything else as
 // the context it was bound to.
 func (b *Bound) Value(key any) any {

@@ -153,3 +153,45 @@ func TestBindIsWithRequest(t *testing.T) {
 		t.Error("the bound context did not end with its parent")
 	}
 }
+
+// methodCtx is a context with an AfterFunc method of its own, which the
+// context package allows a parent to have; it records what it was given.
+type methodCtx struct {
+	context.Context
+	got []func()
+}
+
+func (m *methodCtx) AfterFunc(f func()) func() bool {
+	m.got = append(m.got, f)
+	return func() bool { return true }
+}
+
+// A Bound passes AfterFunc on to the bound context's own method, and on
+// any other context does what context.AfterFunc does.
+func TestBoundAfterFunc(t *testing.T) {
+	var b Bound
+	m := &methodCtx{Context: context.Background()}
+	Bind(&b, m, req("192.0.2.1:1"))
+	ran := false
+	b.AfterFunc(func() { ran = true })
+	if len(m.got) != 1 {
+		t.Fatalf("%d functions reached the bound context's AfterFunc, want 1", len(m.got))
+	}
+	m.got[0]()
+	if !ran {
+		t.Error("the function passed on is not the one given")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	Bind(&b, ctx, req("192.0.2.1:1"))
+	done := make(chan struct{})
+	stop := b.AfterFunc(func() { close(done) })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the function did not run when the bound context ended")
+	}
+	if stop() {
+		t.Error("stop after the function ran: true, want false")
+	}
+}

@@ -90,7 +90,7 @@ type conn struct {
 	watching  bool       // a watcher goroutine is reading
 	stopping  bool       // the watcher is being stopped
 	hijacked  bool
-	cancel    context.CancelFunc
+	ctx       *reqCtx // the request's context, to cancel
 }
 
 func newConn(s *Server, rw net.Conn) *conn {
@@ -535,14 +535,15 @@ type exchange struct {
 	both     bool // framing to close after: Content-Length and Transfer-Encoding, or Transfer-Encoding in HTTP/1.0
 	body     body
 	resp     response
+	ctx      reqCtx
 }
 
 // run serves x and reports whether the connection may carry another
 // request.
 func (c *conn) run(x *exchange) bool {
 	req := x.req
-	ctx, cancel := context.WithCancel(c.base)
-	*req = *req.WithContext(ctx)
+	x.ctx.base = c.base
+	*req = *req.WithContext(&x.ctx)
 	req.RemoteAddr = c.remote
 	w := &x.resp
 	w.init(c, x)
@@ -558,7 +559,7 @@ func (c *conn) run(x *exchange) bool {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusExpectationFailed)
 		w.end()
-		cancel()
+		x.ctx.cancel()
 		return false
 	}
 	if x.body.none {
@@ -569,7 +570,7 @@ func (c *conn) run(x *exchange) bool {
 		req.Body = &x.body
 	}
 	c.mu.Lock()
-	c.cur, c.bodyDone, c.wantWatch, c.cancel = x, x.body.none, false, cancel
+	c.cur, c.bodyDone, c.wantWatch, c.ctx = x, x.body.none, false, &x.ctx
 	c.mu.Unlock()
 	if c.timer == nil {
 		c.watchDone = make(chan struct{}, 1)
@@ -583,10 +584,10 @@ func (c *conn) run(x *exchange) bool {
 
 	c.timer.Stop()
 	c.mu.Lock()
-	c.cur, c.cancel = nil, nil
+	c.cur, c.ctx = nil, nil
 	hijacked := c.hijacked
 	c.mu.Unlock()
-	cancel()
+	x.ctx.cancel()
 	if hijacked {
 		return false
 	}
@@ -693,8 +694,8 @@ func (c *conn) watch() {
 		c.cr.stash, c.cr.hasStash = c.watchByte[0], true
 	}
 	if err != nil && !c.stopping {
-		if c.cancel != nil {
-			c.cancel()
+		if c.ctx != nil {
+			c.ctx.cancel()
 		}
 	}
 	c.mu.Unlock()

@@ -107,6 +107,7 @@ func plainFieldLine(line []byte) bool {
 // header in one allocation.
 type plainHead struct {
 	req    http.Request
+	url    url.URL
 	values [10]string
 }
 
@@ -130,9 +131,12 @@ func parsePlain(p *plainHead, head []byte) bool {
 	r.RequestURI = line[sp+1 : len(line)-9]
 	r.Proto = line[len(line)-8:]
 	r.ProtoMajor, r.ProtoMinor = 1, int(line[len(line)-1]-'0')
-	u, err := url.ParseRequestURI(r.RequestURI)
-	if err != nil {
-		return false
+	u := &p.url
+	if !plainTarget(r.RequestURI, u) {
+		var err error
+		if u, err = url.ParseRequestURI(r.RequestURI); err != nil {
+			return false
+		}
 	}
 	r.URL = u
 	h := make(http.Header, strings.Count(s, "\n")-2)
@@ -205,6 +209,39 @@ func parsePlain(p *plainHead, head []byte) bool {
 	}
 	return true
 }
+
+// plainTarget builds into u what url.ParseRequestURI makes of target, a
+// path of the bytes it takes as they are: a slash, then letters, digits,
+// "-._~" and "$&+,/:;=@" (RFC 3986's unreserved bytes and the sub-delims
+// and separators net/url leaves unescaped in a path). It reports whether
+// target was such a path; any other (a query, a percent escape, a byte
+// net/url would escape) is left to url.ParseRequestURI.
+func plainTarget(target string, u *url.URL) bool {
+	if len(target) == 0 || target[0] != '/' {
+		return false
+	}
+	for i := 1; i < len(target); i++ {
+		if !pathByte[target[i]] {
+			return false
+		}
+	}
+	*u = url.URL{Path: target}
+	return true
+}
+
+// pathByte holds the bytes plainTarget takes.
+var pathByte = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "-._~$&+,/:;=@" {
+		t[c] = true
+	}
+	return t
+}()
 
 // plainLength parses a Content-Length of 1 to 18 decimal digits, which
 // net/http reads as the same number.

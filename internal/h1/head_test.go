@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 type headOutcome struct {
 	Refused                   bool
 	Method, URL, RequestURI   string
+	URLParts                  url.URL
 	Proto                     string
 	ProtoMajor, ProtoMinor    int
 	Header, Trailer           http.Header
@@ -48,7 +50,7 @@ func source(data []byte, trickle bool) *bufio.Reader {
 // describe reads req's body through to its end and says what was seen.
 func describe(req *http.Request, br *bufio.Reader) headOutcome {
 	o := headOutcome{
-		Method: req.Method, URL: req.URL.String(), RequestURI: req.RequestURI, Proto: req.Proto,
+		Method: req.Method, URL: req.URL.String(), URLParts: *req.URL, RequestURI: req.RequestURI, Proto: req.Proto,
 		ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Header: req.Header,
 		ContentLength: req.ContentLength, TransferEncoding: req.TransferEncoding,
 		Close: req.Close, Host: req.Host, NoBody: req.Body == http.NoBody,
@@ -190,6 +192,12 @@ var headCases = []string{
 	"CONNECT a:443 HTTP/1.1\r\n\r\n",
 	"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
 	"GET / HTTP/1.1\r\nHost: a\r\n",
+	"GET //a:b/c;d=e@f,g+h$i&j~k_l.m-n HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /a!b'c(d)e*f HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /a%2Fb HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /a? HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /a#f HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /a/../b/./c HTTP/1.1\r\nHost: a\r\n\r\n",
 	"",
 }
 
@@ -224,4 +232,44 @@ func FuzzHead(f *testing.F) {
 		}
 		sameAsNetHTTP(t, data, trickle)
 	})
+}
+
+// plainTarget's URL is the one url.ParseRequestURI makes of the target,
+// field for field, whenever it takes the target.
+func samePlainTarget(t *testing.T, target string) {
+	t.Helper()
+	var got url.URL
+	if !plainTarget(target, &got) {
+		return
+	}
+	want, err := url.ParseRequestURI(target)
+	if err != nil {
+		t.Fatalf("%q: plainTarget took a target url.ParseRequestURI refuses: %v", target, err)
+	}
+	if !reflect.DeepEqual(got, *want) {
+		t.Errorf("%q:\n got  %#v\n want %#v", target, got, *want)
+	}
+}
+
+func TestPlainTargetSameAsNetURL(t *testing.T) {
+	for _, target := range []string{"/", "/mcp", "//a", "///a", "/a:b", "//a:b@c", "/a;b=c", "/~u/x.y-z_w", "/$&+,;=@:"} {
+		var u url.URL
+		if !plainTarget(target, &u) {
+			t.Errorf("%q not taken as a plain path", target)
+		}
+		samePlainTarget(t, target)
+	}
+	for _, target := range []string{"", "a", "*", "/a?b", "/a%41", "/a b", "/a#b", "/a!", "/a'", "/a(", "/a*", "/\x7f", "/\xff", "/a\\b"} {
+		var u url.URL
+		if plainTarget(target, &u) {
+			t.Errorf("%q taken as a plain path", target)
+		}
+	}
+}
+
+func FuzzPlainTarget(f *testing.F) {
+	for _, s := range []string{"/", "/mcp", "//a:b@c/d", "/a;b=c&d", "/a?b", "/%41"} {
+		f.Add(s)
+	}
+	f.Fuzz(samePlainTarget)
 }

@@ -220,7 +220,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (*http.Response, bool, error) {
 	// Cancelling the request closes the connection, which unblocks a write
 	// or read in progress; the connection is never reused after that.
-	stop := context.AfterFunc(ctx, c.closer)
+	stop := afterFunc(ctx, c.closer)
 	fail := func(wrote bool, err error) (*http.Response, bool, error) {
 		stop()
 		c.nc.Close()
@@ -255,6 +255,23 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		return fail(true, err)
 	}
 	return t.finish(c, req, resp, stop), true, nil
+}
+
+// afterFuncer is a context that registers a function to run when it is
+// done by itself: the context package's own hook for such a parent.
+type afterFuncer interface {
+	AfterFunc(func()) func() bool
+}
+
+// afterFunc is context.AfterFunc, registered directly on a context that
+// has an AfterFunc method of its own (the sidecar's server gives its
+// requests one): context.AfterFunc would wrap it in a cancelCtx of its
+// own first, three allocations more.
+func afterFunc(ctx context.Context, f func()) func() bool {
+	if a, ok := ctx.(afterFuncer); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
 }
 
 // readResponse reads the final reply's head from c, skipping interim

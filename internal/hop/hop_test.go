@@ -341,6 +341,78 @@ func TestCancelWhileWaiting(t *testing.T) {
 	}
 }
 
+// hookCtx is a context with an AfterFunc method of its own, which the
+// context package allows a parent to have: it counts what is registered
+// on it and stopped, and is canceled by the context it wraps.
+type hookCtx struct {
+	context.Context
+	registered, stopped atomic.Int32
+}
+
+func (h *hookCtx) AfterFunc(f func()) func() bool {
+	h.registered.Add(1)
+	stop := context.AfterFunc(h.Context, f)
+	return func() bool {
+		ok := stop()
+		if ok {
+			h.stopped.Add(1)
+		}
+		return ok
+	}
+}
+
+// TestCancelThroughAfterFuncMethod: on a context with an AfterFunc method
+// the connection's watch registers there, and cancelling it still closes
+// the connection under a waiting round trip.
+func TestCancelThroughAfterFuncMethod(t *testing.T) {
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select { // bounded: a cancel that closes nothing fails, not hangs
+		case <-release:
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer close(release)
+	tr := newTransport(t)
+	inner, cancel := context.WithCancel(context.Background())
+	ctx := &hookCtx{Context: inner}
+	go func() { <-arrived; cancel() }()
+	_, err := tr.RoundTrip(get(t, srv.URL).WithContext(ctx))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if n := ctx.registered.Load(); n != 1 {
+		t.Fatalf("%d registrations on the context's AfterFunc, want 1", n)
+	}
+	if n := tr.Idle(); n != 0 {
+		t.Fatalf("pool holds %d connections after a cancelled request, want 0", n)
+	}
+}
+
+// TestWatchStoppedWithTheReply: a round trip done (its reply read and
+// closed) stops its watch, so that cancelling the context afterwards does
+// not close the connection, which carries the next request.
+func TestWatchStoppedWithTheReply(t *testing.T) {
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	tr := newTransport(t)
+	inner, cancel := context.WithCancel(context.Background())
+	ctx := &hookCtx{Context: inner}
+	do(t, tr, get(t, srv.URL).WithContext(ctx))
+	if r, s := ctx.registered.Load(), ctx.stopped.Load(); r != 1 || s != 1 {
+		t.Fatalf("%d registered, %d stopped, want 1 and 1", r, s)
+	}
+	cancel()
+	time.Sleep(50 * time.Millisecond) // a function wrongly left registered runs by then
+	do(t, tr, get(t, srv.URL))
+	if n := srv.conns.Load(); n != 1 {
+		t.Fatalf("%d connections for two requests, want 1", n)
+	}
+}
+
 // TestStreamedReplyArrivesEventByEvent: a reply is handed over as the
 // upstream writes it, not when it ends.
 func TestStreamedReplyArrivesEventByEvent(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
+	"github.com/skills-sidecar/skills-sidecar/internal/h1"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
@@ -631,5 +632,56 @@ func TestBurstIsFlushedBeforeStreamEnds(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", method, got, want)
 		}
 		resp.Body.Close()
+	}
+}
+
+// TestClientGoneCancelsUpstreamOnOwnServer: on the sidecar's own server
+// (the default) a client that leaves during a held tools/call cancels
+// the request's context, and the cancellation reaches the upstream
+// connection: the upstream sees its request's context end.
+func TestClientGoneCancelsUpstreamOnOwnServer(t *testing.T) {
+	t.Parallel()
+	canceled := make(chan struct{})
+	started := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		close(started)
+		select {
+		case <-r.Context().Done():
+			close(canceled)
+		case <-time.After(clientBound):
+		}
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL + "/mcp")
+	p, err := proxy.New(proxy.Options{Upstream: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", l.Addr(), len(body), body)
+	select {
+	case <-started:
+	case <-time.After(clientBound):
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		b, _ := io.ReadAll(c)
+		t.Fatalf("the call did not reach the upstream; the sidecar answered %q", b)
+	}
+	c.Close()
+	select {
+	case <-canceled:
+	case <-time.After(clientBound):
+		t.Fatal("the upstream request was not canceled after the client went away")
 	}
 }
