@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"sync/atomic"
 )
 
 // body is a request's body as the handler reads it: bytes already
@@ -24,7 +25,26 @@ type body struct {
 	sawEOF   bool
 	closed   bool
 	err      error
-	drainNow bool // the server reads off what the handler left
+	drainNow bool        // the server reads off what the handler left
+	srcRead  int64       // bytes read of src
+	ended    atomic.Bool // the handler returned: a read of a goroutine it left is refused
+}
+
+// unread is how much of a body of declared length is still to come, or -1
+// when that is not known (chunked).
+func (b *body) unread() int64 {
+	switch {
+	case b.none || b.sawEOF:
+		return 0
+	case b.chunk != nil:
+		return -1
+	case b.src != nil:
+		if cl := b.x.req.ContentLength; cl > 0 {
+			return cl - b.srcRead
+		}
+		return -1
+	}
+	return b.left
 }
 
 func (b *body) init(c *conn, x *exchange, br *bufio.Reader) {
@@ -47,7 +67,7 @@ func (b *body) init(c *conn, x *exchange, br *bufio.Reader) {
 }
 
 func (b *body) Read(p []byte) (int, error) {
-	if b.closed {
+	if b.ended.Load() || b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	return b.read(p)
@@ -76,6 +96,7 @@ func (b *body) read(p []byte) (int, error) {
 	switch {
 	case b.src != nil:
 		n, err = b.src.Read(p)
+		b.srcRead += int64(n)
 	case b.chunk != nil:
 		n, err = b.chunk.Read(p)
 		if err == io.EOF {
@@ -176,8 +197,21 @@ func (b *body) drain() bool {
 	if b.err != nil {
 		return false
 	}
-	b.c.headerDeadline() // a client that stops sending does not hold the connection
+	c := b.c
+	own := c.rdKind != dlHandler // a deadline the handler set stays
+	if own {
+		// A client that stops sending does not hold the connection:
+		// ReadHeaderTimeout from now.
+		c.rdKind = dlStale
+		c.headerDeadline()
+	}
 	b.drainNow = true
+	defer func() {
+		b.drainNow = false
+		if own && c.rdKind == dlHeader {
+			c.rdKind = dlStale // not the deadline of a head to come
+		}
+	}()
 	var buf [4 << 10]byte
 	for total := 0; total <= maxDiscard; {
 		n, err := b.read(buf[:])

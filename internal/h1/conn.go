@@ -66,12 +66,12 @@ type conn struct {
 	state    atomic.Int32
 	accepted time.Time
 
-	served     int    // requests read so far
-	lastMethod string // of the last request, for the tolerance of CRLF after a POST
-	rdKind     int    // what the read deadline in force is
-	rdAt       time.Time
-	wdSet      bool // the handler set a write deadline during this request
-	wdStale    bool // one set during an earlier request may still be in force
+	served   int  // requests read so far
+	lastPost bool // the last request was a POST, for the tolerance of CRLF after one
+	rdKind   int  // what the read deadline in force is
+	rdAt     time.Time
+	wdSet    bool // the handler set a write deadline during this request
+	wdStale  bool // one set during an earlier request may still be in force
 
 	// Reply buffers, reused from request to request.
 	head, pend, out []byte
@@ -89,7 +89,6 @@ type conn struct {
 	wantWatch bool       // the request streams or has run for watchDelay
 	watching  bool       // a watcher goroutine is reading
 	stopping  bool       // the watcher is being stopped
-	peerGone  bool       // the watcher saw the client end its side
 	hijacked  bool
 	ctx       *reqCtx // the request's context, to cancel
 }
@@ -97,7 +96,7 @@ type conn struct {
 func newConn(s *Server, rw net.Conn) *conn {
 	c := &conn{srv: s, rwc: rw, accepted: time.Now(), remote: rw.RemoteAddr().String()}
 	c.cr.c = c
-	c.br = bufio.NewReaderSize(&c.cr, 4<<10)
+	c.br = bufio.NewReaderSize(&c.cr, smallRead)
 	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, rw.LocalAddr())
 	if d := s.ReadHeaderTimeout; d > 0 {
 		rw.SetReadDeadline(c.accepted.Add(d))
@@ -157,6 +156,7 @@ func (c *conn) serve() {
 		if !c.run(x) {
 			return
 		}
+		c.shrink()
 		if c.srv.shutting.Load() {
 			return
 		}
@@ -184,7 +184,7 @@ func (c *conn) readRequest() (*exchange, error) {
 	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit), false
 	held, _ := c.br.Peek(c.br.Buffered())
 	c.cr.sawLF = bytes.IndexByte(held, '\n') >= 0
-	x, err := readHead(c.br, c.lastMethod == http.MethodPost, c.waiting)
+	x, err := readHead(c.br, c.lastPost, c.waiting)
 	if err == errHeadTooLong && c.br.Size() < limit {
 		// A long head: the buffer grows to hold the whole of it.
 		c.br = grow(c.br, &c.cr, limit)
@@ -205,8 +205,38 @@ func (c *conn) readRequest() (*exchange, error) {
 		return nil, err
 	}
 	c.served++
-	c.lastMethod = x.req.Method
+	c.lastPost = x.req.Method == http.MethodPost
 	return x, nil
+}
+
+// smallRead is the read buffer's size, and smallReply the most a reply
+// buffer keeps between requests: one a long head or a large reply grew is
+// let go, so that an idle connection holds what a small request needs.
+const (
+	smallRead  = 4 << 10
+	smallReply = 16 << 10
+)
+
+// shrink lets go of the buffers the last request grew beyond the small
+// sizes; the read buffer only once what it holds fits a small one.
+func (c *conn) shrink() {
+	if c.br.Size() > smallRead {
+		if n := c.br.Buffered(); n == 0 {
+			c.br = bufio.NewReaderSize(&c.cr, smallRead)
+		} else if n <= smallRead {
+			c.br = grow(c.br, &c.cr, smallRead)
+		}
+	}
+	if cap(c.pend) > smallReply {
+		c.pend = nil
+	}
+	if cap(c.out) > smallReply {
+		c.out = nil
+	}
+	if cap(c.head) > smallReply {
+		c.head = nil
+	}
+	clear(c.keys[:cap(c.keys)]) // the names of the last reply's fields
 }
 
 // grow returns a reader of size over what br holds (taken from it) and
@@ -550,11 +580,12 @@ func (c *conn) run(x *exchange) bool {
 	}
 
 	panicked := c.handle(w, req)
+	x.body.ended.Store(true)
 
 	c.timer.Stop()
 	c.mu.Lock()
 	c.cur, c.ctx = nil, nil
-	hijacked, gone := c.hijacked, c.peerGone
+	hijacked := c.hijacked
 	c.mu.Unlock()
 	x.ctx.cancel()
 	if hijacked {
@@ -578,7 +609,7 @@ func (c *conn) run(x *exchange) bool {
 	// Transfer-Encoding by its Content-Length (or none), as net/http does,
 	// but the connection closes after either (RFC 9112 section 6.1): it
 	// may be a smuggling attempt.
-	closeAfter := w.closeAfter || w.failed != nil || gone || req.Close
+	closeAfter := w.closeAfter || w.failed != nil || req.Close
 	if w.tooBig {
 		c.closeWriteAndWait()
 	}
@@ -634,12 +665,17 @@ func (c *conn) streaming() {
 }
 
 // armLocked starts the watcher if the request is due one and has none.
+// Bytes already buffered (a pipelined request) do not stop it: the byte it
+// reads comes after them. Nothing is kept of an earlier request's
+// watcher: after the client's end, a new one meets the end again at once,
+// as net/http's background read does, and after an error that was not the
+// end (a deadline the handler set) it reads on.
 func (c *conn) armLocked() {
-	if !c.wantWatch || !c.bodyDone || c.watching || c.hijacked || c.peerGone || c.cur == nil {
+	if !c.wantWatch || !c.bodyDone || c.watching || c.hijacked || c.cur == nil {
 		return
 	}
-	if c.br.Buffered() > 0 {
-		return // the client sent more already: a pipelined request
+	if c.cr.hasStash {
+		return // a byte is kept already: the next one is not needed to see the client
 	}
 	c.watching = true
 	c.rwc.SetReadDeadline(time.Time{})
@@ -647,8 +683,10 @@ func (c *conn) armLocked() {
 }
 
 // watch reads the socket while a handler runs: an end or an error means
-// the client is gone and cancels the request's context; a byte (of a
-// pipelined request) is kept for the next head.
+// the client is gone and cancels the request's context, but what is
+// buffered is still served (a client that half-closed after pipelining
+// gets its replies; the next read of the socket meets the end again); a
+// byte (of a pipelined request) is kept for the next head.
 func (c *conn) watch() {
 	n, err := c.rwc.Read(c.watchByte[:])
 	c.mu.Lock()
@@ -656,7 +694,6 @@ func (c *conn) watch() {
 		c.cr.stash, c.cr.hasStash = c.watchByte[0], true
 	}
 	if err != nil && !c.stopping {
-		c.peerGone = true
 		if c.ctx != nil {
 			c.ctx.cancel()
 		}

@@ -30,7 +30,14 @@
 // A client that half-closes its connection after a whole request still
 // gets the reply of a handler that finishes before the watcher is armed;
 // a handler still running then sees its context canceled, as under
-// net/http, and the connection closes after its reply.
+// net/http, and requests it pipelined before are still served (each seeing
+// the end in turn) before the connection closes. As net/http's server,
+// when a reply's head goes out (at a Flush too) the server reads off what
+// the handler left of a body of less than 256 KiB (a larger declared rest
+// is not read: the connection closes after the reply), under a read
+// deadline the handler set if any. Buffers a long head or a large reply
+// grew are let go after the request, so an idle connection holds about
+// what net/http's does.
 //
 // The package must not know the proxy: it serves any http.Handler, and
 // it speaks neither TLS nor HTTP/2.

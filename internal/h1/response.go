@@ -380,12 +380,16 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 	if w.expectBody && !w.x.body.sawEOF {
 		w.closeAfter = true
 	}
-	if final && req.ContentLength != 0 && !w.closeAfter {
+	// When the head goes out (at a Flush too, before the handler is
+	// done), what the handler left of the body is read off, as net/http's
+	// server does, so that the watcher can see the client leave; a
+	// declared rest of maxDiscard or more is not read but closed after.
+	if req.ContentLength != 0 && !w.closeAfter {
 		b := &w.x.body
 		switch {
 		case b.closed && !b.sawEOF:
 			w.closeAfter = true
-		case !b.drain():
+		case b.unread() >= maxDiscard || !b.drain():
 			if b.err == nil {
 				w.tooBig = true
 				w.closeAfter = true
@@ -394,6 +398,8 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 			} else {
 				w.closeAfter = true
 			}
+		default:
+			b.closed = true // as net/http's: a read after the head is ErrBodyReadAfterClose
 		}
 	}
 	if bodyAllowed(code) {

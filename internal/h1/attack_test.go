@@ -1,0 +1,506 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Attacks on what a server does beside parsing (watching for the client's
+// end, reading off unread bodies, deadlines, memory held while idle,
+// hijacking, goroutines). Most run against this package's server and
+// against net/http's with the same handler and bytes, so that a failure is
+// a difference from what net/http's server did for the proxy.
+
+type serveFunc func(t *testing.T, h http.Handler) string
+
+func ownServer(t *testing.T, h http.Handler) string {
+	_, addr, _ := start(t, h, func(s *Server) { s.MaxHeaderBytes = 64 << 10 })
+	return addr
+}
+
+func netServer(t *testing.T, h http.Handler) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, ErrorLog: discardLog()}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	return l.Addr().String()
+}
+
+func both(t *testing.T, f func(t *testing.T, serve serveFunc)) {
+	t.Run("net/http", func(t *testing.T) { f(t, netServer) })
+	t.Run("h1", func(t *testing.T) { f(t, ownServer) })
+}
+
+// A client that sends one byte more than its request (the start of a
+// pipelined one) in the same segment and then leaves: net/http's
+// background read sees the end and cancels the request's context; a
+// stream that writes nothing (serveOwnStream waits on the context alone)
+// must not outlive its client.
+func TestClientGoneAfterPipelinedByte(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		gone := make(chan bool, 1)
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				gone <- true
+			case <-time.After(2 * time.Second):
+				gone <- false
+			}
+		}))
+		c, _ := dial(t, addr)
+		io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: a\r\n\r\nG")
+		time.Sleep(100 * time.Millisecond)
+		c.Close()
+		if !<-gone {
+			t.Fatal("the stream's context was not canceled when its client left")
+		}
+	})
+}
+
+// A handler that refuses a request with a large declared body without
+// reading it: net/http answers at once (it does not discard 256 KiB or
+// more) and closes; the client that sends nothing more must not hold the
+// reply back.
+func TestRefusalOfLargeBodyNotHeldByDrain(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n{")
+		t0 := time.Now()
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("no reply after %v: %v", time.Since(t0), err)
+		}
+		if d := time.Since(t0); d > time.Second || resp.StatusCode != 413 {
+			t.Fatalf("status %d after %v", resp.StatusCode, d)
+		}
+	})
+}
+
+// The watcher's byte of a pipelined request reaches a handler that
+// hijacks the connection.
+func TestHijackKeepsWatcherByte(t *testing.T) {
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(6 * watchDelay)
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		line, _ := brw.Reader.ReadString('\n')
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: "+itoa(len(line))+"\r\nConnection: close\r\n\r\n"+line)
+	}))
+	c, br := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	time.Sleep(3 * watchDelay)
+	io.WriteString(c, "NEXT\n")
+	_, body := readReply(t, br, "GET")
+	if body != "NEXT\n" {
+		t.Fatalf("hijacker read %q", body)
+	}
+}
+
+// memPerConn opens n kept-alive connections that each send one request
+// with a head of headLen bytes and read a reply of replyLen bytes, and
+// returns the heap they hold, per connection, while idle.
+func memPerConn(t *testing.T, serve serveFunc, n, headLen, replyLen int) uint64 {
+	body := strings.Repeat("x", replyLen)
+	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, body)
+	}))
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	before := heap()
+	pad := strings.Repeat("p", headLen)
+	for range n {
+		c, br := dial(t, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nX-Pad: "+pad+"\r\n\r\n")
+		if _, b := readReply(t, br, "GET"); len(b) != replyLen {
+			t.Fatalf("reply of %d bytes", len(b))
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	after := heap()
+	if after < before {
+		return 0
+	}
+	return (after - before) / uint64(n)
+}
+
+// An idle kept-alive connection does not keep what its longest head and
+// largest reply made the server allocate (the read buffer grown to
+// MaxHeaderBytes, reply buffers of up to 64 KiB and 128 KiB): it holds
+// about what net/http's does.
+func TestIdleConnectionMemory(t *testing.T) {
+	for _, tc := range []struct{ head, reply int }{{100, 100}, {20 << 10, 100}, {100, 100 << 10}, {20 << 10, 100 << 10}} {
+		var got [2]uint64
+		for i, serve := range []serveFunc{netServer, ownServer} {
+			got[i] = memPerConn(t, serve, 200, tc.head, tc.reply)
+		}
+		t.Logf("head %6d B, reply %6d B: net/http %6d B/conn, h1 %6d B/conn", tc.head, tc.reply, got[0], got[1])
+		if got[1] > 2*got[0]+16<<10 {
+			t.Errorf("h1 holds %d B per idle connection, net/http %d", got[1], got[0])
+		}
+	}
+}
+
+// The proxy's client-body-timeout: a read deadline the handler sets bounds
+// a stalled body, and its 408 goes out.
+func TestHandlerReadDeadlineBoundsBody(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := io.ReadAll(r.Body); err != nil {
+				w.Header().Set("Connection", "close")
+				http.Error(w, err.Error(), http.StatusRequestTimeout)
+			}
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n{}")
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, body := readReply(t, br, "POST")
+		if resp.StatusCode != 408 || !closedAfter(t, c, br) {
+			t.Fatalf("status %d %q", resp.StatusCode, body)
+		}
+	})
+}
+
+// The proxy's send-timeout: a write deadline the handler sets fails the
+// write to a client that reads nothing.
+func TestHandlerWriteDeadlineBoundsStuckClient(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		failed := make(chan error, 1)
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+			chunk := make([]byte, 64<<10)
+			for range 1000 {
+				if _, err := w.Write(chunk); err != nil {
+					failed <- err
+					return
+				}
+			}
+			failed <- nil
+		}))
+		c, _ := dial(t, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		select {
+		case err := <-failed:
+			if err == nil {
+				t.Fatal("64 MB written to a client that reads nothing")
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("the write deadline did not end a write to a stuck client")
+		}
+	})
+}
+
+// Slow requests (watched) whose clients leave, hijacks and panics leave no
+// goroutine behind.
+func TestNoGoroutineLeft(t *testing.T) {
+	base := runtime.NumGoroutine()
+	func() {
+		s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(3 * watchDelay)
+			switch r.URL.Path {
+			case "/hijack":
+				c, _, _ := http.NewResponseController(w).Hijack()
+				c.Close()
+			case "/panic":
+				panic(http.ErrAbortHandler)
+			}
+			io.WriteString(w, "ok")
+		}))
+		for i := range 60 {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := []string{"/", "/hijack", "/panic"}[i%3]
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", path)
+			if i%2 == 0 {
+				time.Sleep(2 * watchDelay)
+				c.Close()
+			} else {
+				io.Copy(io.Discard, bufio.NewReader(c))
+				c.Close()
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		s.Close()
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > base+2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+2 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines, %d before\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// A stream whose request declares a small body the handler never reads (a
+// GET stream with a Content-Length): net/http's server discards the body
+// when the head goes out (chunkWriter.writeHeader, at a Flush too), then
+// watches; the client's leaving must cancel the stream.
+func TestClientGoneWithUnreadBody(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		gone := make(chan bool, 1)
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				gone <- true
+			case <-time.After(time.Second):
+				gone <- false
+			}
+		}))
+		c, _ := dial(t, addr)
+		io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx")
+		time.Sleep(100 * time.Millisecond)
+		c.Close()
+		if !<-gone {
+			t.Fatal("the stream's context was not canceled when its client left")
+		}
+	})
+}
+
+// What follows a chunked body's last chunk (trailer fields, the empty
+// line, then a pipelined request) is read as net/http's server reads it:
+// the decoder's differential tests stop at the last size line, and this
+// is where the next request begins.
+func TestChunkedTrailerThenPipelined(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %q %v %v", r.URL.Path, b, err, r.Trailer)
+	})
+	next := "GET /second HTTP/1.1\r\nHost: a\r\n\r\n"
+	for _, tr := range []string{
+		"\r\n", "X-T: 1\r\n\r\n", "X-T: 1\n\n", "\n", "X-T: 1\r\n", "X-T: 1\r\n x\r\n\r\n",
+		"bad line\r\n\r\n", "X-T:1\r\nY: 2\r\n\r\n", "\r\r\n", "Host: b\r\nContent-Length: 5\r\n\r\n",
+		"X: a\rb\r\n\r\n", " X: 1\r\n\r\n", "X-T: 1\r\n\n", "\n\r\n",
+	} {
+		for _, head := range []string{
+			"POST /first HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+			"POST /first HTTP/1.1\r\nHost: a\r\nTrailer: X-T\r\nTransfer-Encoding: chunked\r\n\r\n",
+		} {
+			raw := head + "5\r\nhello\r\n0\r\n" + tr + next
+			_, ours, _ := start(t, h)
+			theirs := netHTTP(t, h)
+			got, gotEnd := replies(t, ours, raw, []string{"POST", "GET"})
+			want, wantEnd := replies(t, theirs, raw, []string{"POST", "GET"})
+			if fmt.Sprintf("%+v %s", got, gotEnd) != fmt.Sprintf("%+v %s", want, wantEnd) {
+				t.Errorf("%q:\nours:\n %+v then %s\nnet/http's:\n %+v then %s", raw, got, gotEnd, want, wantEnd)
+			}
+		}
+	}
+}
+
+// Under -race: writes and flushes from a second goroutine (as notify's
+// inserter does, serialized with the handler's own by a lock), clients
+// that leave mid-stream, pipelined requests, and Shutdown then Close in
+// the middle of it all.
+func TestStressWithShutdown(t *testing.T) {
+	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var mu sync.Mutex
+		done := make(chan struct{})
+		stop := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				mu.Lock()
+				fmt.Fprintf(w, "event %d\n", i)
+				w.(http.Flusher).Flush()
+				mu.Unlock()
+			}
+		}()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Duration(20+len(r.URL.Path)*10) * time.Millisecond):
+		}
+		close(stop)
+		<-done
+		mu.Lock()
+		io.WriteString(w, "end\n")
+		mu.Unlock()
+	}))
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(c, "GET /%s HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n", strings.Repeat("a", i%7))
+			if i%3 == 0 {
+				time.Sleep(time.Duration(i) * time.Millisecond)
+				return
+			}
+			io.Copy(io.Discard, c)
+		}()
+	}
+	time.Sleep(60 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	s.Shutdown(ctx)
+	s.Close()
+	wg.Wait()
+}
+
+// A guard for the fix of the pipelined-byte watch: a client that pipelines
+// two requests and half-closes gets both replies (net/http reads the
+// buffered request after its background read saw the end).
+func TestHalfClosedPipelinedGetsBothReplies(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				time.Sleep(4 * watchDelay)
+			}
+			io.WriteString(w, r.URL.Path)
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n")
+		c.(*net.TCPConn).CloseWrite()
+		if _, body := readReply(t, br, "GET"); body != "/slow" {
+			t.Fatalf("first reply %q", body)
+		}
+		if _, body := readReply(t, br, "GET"); body != "/next" {
+			t.Fatalf("second reply %q", body)
+		}
+	})
+}
+
+// A handler that sets a read deadline and leaves a small body unread, its
+// client sending part of it and then nothing: the server reads off the
+// rest under the handler's deadline, not a longer one of its own, so the
+// reply goes out when that deadline passes, and the connection closes (the
+// rest may come later and is not a request).
+func TestUnreadBodyReadOffUnderHandlerDeadline(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			io.WriteString(w, "no body wanted")
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n{}")
+		t0 := time.Now()
+		c.SetReadDeadline(time.Now().Add(4 * time.Second))
+		resp, body := readReply(t, br, "POST")
+		if d := time.Since(t0); d > 2*time.Second {
+			t.Fatalf("reply after %v: the read-off ignored the handler's deadline of 200ms", d)
+		}
+		if resp.StatusCode != 200 || body != "no body wanted" || !closedAfter(t, c, br) {
+			t.Fatalf("status %d %q, or the connection stayed open", resp.StatusCode, body)
+		}
+	})
+}
+
+// A goroutine the handler left behind that reads the body after the
+// handler returned gets http.ErrBodyReadAfterClose, as from net/http's
+// server: on a kept-alive connection (where it must not take bytes of the
+// next request) and on one closed after the reply (where the body was
+// not read off).
+func TestBodyReadAfterHandlerReturned(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keep-alive=%v", keep), func(t *testing.T) {
+			both(t, func(t *testing.T, serve serveFunc) {
+				late := make(chan error, 1)
+				next := make(chan struct{})
+				addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/first" {
+						go func() {
+							<-next
+							var b [64]byte
+							_, err := r.Body.Read(b[:])
+							late <- err
+						}()
+					}
+					io.WriteString(w, r.URL.Path)
+				}))
+				c, br := dial(t, addr)
+				conn := ""
+				if !keep {
+					conn = "Connection: close\r\n"
+				}
+				io.WriteString(c, "POST /first HTTP/1.1\r\nHost: a\r\n"+conn+"Content-Length: 5\r\n\r\nhello")
+				if _, body := readReply(t, br, "POST"); body != "/first" {
+					t.Fatalf("first reply %q", body)
+				}
+				if keep {
+					// A second exchange on the connection: the first one is over.
+					io.WriteString(c, "GET /second HTTP/1.1\r\nHost: a\r\n\r\n")
+					if _, body := readReply(t, br, "GET"); body != "/second" {
+						t.Fatalf("second reply %q", body)
+					}
+				} else if !closedAfter(t, c, br) {
+					t.Fatal("the connection stayed open after Connection: close")
+				}
+				close(next)
+				if err := <-late; err != http.ErrBodyReadAfterClose {
+					t.Fatalf("late read: %v, want %v", err, http.ErrBodyReadAfterClose)
+				}
+			})
+		})
+	}
+}
+
+// A client that pipelines two requests and half-closes: the second
+// request, served from what was buffered, also sees its client's end (its
+// context is canceled), as under net/http's server.
+func TestHalfClosedPipelinedSecondSeesEnd(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/first" {
+				time.Sleep(4 * watchDelay)
+				io.WriteString(w, "first")
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				io.WriteString(w, "canceled")
+			case <-time.After(time.Second):
+				io.WriteString(w, "not canceled")
+			}
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "GET /first HTTP/1.1\r\nHost: a\r\n\r\nGET /second HTTP/1.1\r\nHost: a\r\n\r\n")
+		c.(*net.TCPConn).CloseWrite()
+		if _, body := readReply(t, br, "GET"); body != "first" {
+			t.Fatalf("first reply %q", body)
+		}
+		if _, body := readReply(t, br, "GET"); body != "canceled" {
+			t.Fatalf("second reply %q", body)
+		}
+	})
+}
