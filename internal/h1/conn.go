@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 )
 
 // Connection states, for Shutdown.
@@ -286,7 +288,7 @@ func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchan
 			trim++
 		}
 		n, v := scanHead(buf)
-		if v == headPlain {
+		if v == plainhead.Plain {
 			x := new(exchange)
 			if parsePlain(&x.head, buf[:n]) {
 				br.Discard(n)
@@ -297,7 +299,7 @@ func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchan
 			}
 			break
 		}
-		if v == headNotPlain {
+		if v == plainhead.NotPlain {
 			break
 		}
 		if len(buf) >= br.Size() {

@@ -7,52 +7,13 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 )
 
-// What scanHead makes of the bytes of a request so far.
-const (
-	headPartial  = iota // plain so far, the head not yet whole
-	headPlain           // a whole head, plain (its first n bytes)
-	headNotPlain        // for net/http's reader
-)
-
-// scanHead looks at the start of a request for a plain head: a request
-// line "METHOD /target HTTP/1.x", then header lines "Name: value", every
-// line ended by CRLF, then an empty line. Plain means net/http's reader
-// splits it into the same lines and takes every field as it is: no bare CR
-// or LF, no line starting with whitespace (obs-fold), a name that is a
-// token (so no space before the colon), a value of bytes net/http accepts
-// (no control byte but tab, no DEL). A line is judged as soon as it is
-// whole, so that a head net/http's reader would refuse at its first line
-// is not waited on to its end.
-func scanHead(buf []byte) (int, int) {
-	pos := 0
-	for i := 0; ; i++ {
-		j := bytes.IndexByte(buf[pos:], '\n')
-		if j < 0 {
-			return 0, headPartial
-		}
-		line := buf[pos : pos+j]
-		pos += j + 1
-		if len(line) == 0 || line[len(line)-1] != '\r' {
-			return 0, headNotPlain // a bare LF ends this line
-		}
-		line = line[:len(line)-1]
-		if bytes.IndexByte(line, '\r') >= 0 {
-			return 0, headNotPlain
-		}
-		switch {
-		case i == 0:
-			if !plainRequestLine(line) {
-				return 0, headNotPlain
-			}
-		case len(line) == 0:
-			return pos, headPlain
-		case !plainFieldLine(line):
-			return 0, headNotPlain
-		}
-	}
-}
+// scanHead looks at the start of a request for a plain head
+// (internal/plainhead) whose first line is "METHOD /target HTTP/1.x".
+func scanHead(buf []byte) (int, int) { return plainhead.Scan(buf, plainRequestLine) }
 
 // plainRequestLine reports whether line is a token, a space, a target in
 // origin form (a slash, then bytes above space but DEL), a space and
@@ -77,26 +38,6 @@ func plainRequestLine(line []byte) bool {
 	}
 	for _, c := range target {
 		if c <= ' ' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// plainFieldLine reports whether line is a header field net/http takes as
-// it is: a token, a colon, and value bytes it accepts.
-func plainFieldLine(line []byte) bool {
-	k, v, ok := bytes.Cut(line, []byte{':'})
-	if !ok || len(k) == 0 {
-		return false
-	}
-	for _, c := range k {
-		if !httpguts.IsTokenRune(rune(c)) {
-			return false
-		}
-	}
-	for _, c := range v {
-		if c != '\t' && (c < ' ' || c == 0x7f) {
 			return false
 		}
 	}
@@ -199,7 +140,7 @@ func parsePlain(p *plainHead, head []byte) bool {
 	case 0:
 		r.ContentLength = 0
 	case 1:
-		n, ok := plainLength(cl[0])
+		n, ok := plainhead.Length(cl[0])
 		if !ok {
 			return false
 		}
@@ -242,23 +183,6 @@ var pathByte = func() (t [256]bool) {
 	}
 	return t
 }()
-
-// plainLength parses a Content-Length of 1 to 18 decimal digits, which
-// net/http reads as the same number.
-func plainLength(s string) (int64, bool) {
-	if len(s) == 0 || len(s) > 18 {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
 
 // A refusal is a request the server answers itself and then closes the
 // connection: its status and, for some, a reason net/http gives after the

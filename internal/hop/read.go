@@ -2,12 +2,13 @@ package hop
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net/http"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 )
 
 // readHead reads a response head from br as http.ReadResponse does, and
@@ -25,13 +26,13 @@ func readHead(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	for {
 		buf, _ := br.Peek(br.Buffered())
 		n, v := scanHead(buf)
-		if v == headPlain {
+		if v == plainhead.Plain {
 			if resp := plainResponse(br, buf[:n], req); resp != nil {
 				br.Discard(n)
 				return resp, nil
 			}
 		}
-		if v != headPartial || len(buf) >= br.Size() {
+		if v != plainhead.Partial || len(buf) >= br.Size() {
 			break
 		}
 		// Wait for more of the head, as net/http's reader would. An error
@@ -44,50 +45,9 @@ func readHead(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	return http.ReadResponse(br, req)
 }
 
-// What scanHead makes of the bytes of a response so far.
-const (
-	headPartial  = iota // plain so far, the head not yet whole
-	headPlain           // a whole head, plain (its first n bytes)
-	headNotPlain        // for net/http's reader
-)
-
-// scanHead looks at the start of a response for a plain head: a status
-// line "HTTP/1.x ddd reason", then header lines "Name: value", every line
-// ended by CRLF, then an empty line. Plain means net/http's reader splits
-// it into the same lines and takes every field: no bare CR or LF, no line
-// starting with whitespace (obs-fold, or a leading space net/http
-// refuses), a name that is a token (so no space before the colon), a
-// value of bytes net/http accepts (no control byte but tab, no NUL, no
-// DEL). A line is judged as soon as it is whole, so that a head net/http's
-// reader would refuse at its first line is not waited on to its end.
-func scanHead(buf []byte) (int, int) {
-	pos := 0
-	for i := 0; ; i++ {
-		j := bytes.IndexByte(buf[pos:], '\n')
-		if j < 0 {
-			return 0, headPartial
-		}
-		line := buf[pos : pos+j]
-		pos += j + 1
-		if len(line) == 0 || line[len(line)-1] != '\r' {
-			return 0, headNotPlain // a bare LF ends this line
-		}
-		line = line[:len(line)-1]
-		if bytes.IndexByte(line, '\r') >= 0 {
-			return 0, headNotPlain
-		}
-		switch {
-		case i == 0:
-			if !plainStatusLine(line) {
-				return 0, headNotPlain
-			}
-		case len(line) == 0:
-			return pos, headPlain
-		case !plainFieldLine(line):
-			return 0, headNotPlain
-		}
-	}
-}
+// scanHead looks at the start of a response for a plain head
+// (internal/plainhead) whose first line is "HTTP/1.x ddd reason".
+func scanHead(buf []byte) (int, int) { return plainhead.Scan(buf, plainStatusLine) }
 
 // plainStatusLine reports whether line is "HTTP/1.1 ddd" or "HTTP/1.0 ddd",
 // alone or followed by a space and any reason.
@@ -101,26 +61,6 @@ func plainStatusLine(line []byte) bool {
 		}
 	}
 	return len(line) == 12 || line[12] == ' '
-}
-
-// plainFieldLine reports whether line is a header field net/http takes as
-// it is: a token, a colon, and value bytes it accepts.
-func plainFieldLine(line []byte) bool {
-	k, v, ok := bytes.Cut(line, []byte{':'})
-	if !ok || len(k) == 0 {
-		return false
-	}
-	for _, c := range k {
-		if !httpguts.IsTokenRune(rune(c)) {
-			return false
-		}
-	}
-	for _, c := range v {
-		if c != '\t' && (c < ' ' || c == 0x7f) {
-			return false
-		}
-	}
-	return true
 }
 
 // plainReply is a response parsed here, held with its body, the room for
@@ -192,7 +132,7 @@ func plainResponse(br *bufio.Reader, head []byte, req *http.Request) *http.Respo
 	if len(cl) != 1 {
 		return nil
 	}
-	n, ok := plainLength(cl[0])
+	n, ok := plainhead.Length(cl[0])
 	if !ok {
 		return nil
 	}
@@ -216,23 +156,6 @@ func plainResponse(br *bufio.Reader, head []byte, req *http.Request) *http.Respo
 		resp.Body = &r.body
 	}
 	return resp
-}
-
-// plainLength parses a Content-Length of 1 to 18 decimal digits, which
-// net/http reads as the same number.
-func plainLength(s string) (int64, bool) {
-	if len(s) == 0 || len(s) > 18 {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }
 
 // lengthBody is a body of n bytes read from br, read as net/http reads

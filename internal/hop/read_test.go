@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 )
 
 // The response reader replaces http.ReadResponse for plain heads; these
@@ -197,7 +199,7 @@ func TestUsualHeadsArePlain(t *testing.T) {
 		manyFields(20),
 	} {
 		n, v := scanHead([]byte(s))
-		if v != headPlain {
+		if v != plainhead.Plain {
 			t.Errorf("%q: scanHead says %d, want plain", s, v)
 			continue
 		}

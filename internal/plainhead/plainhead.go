@@ -1,0 +1,100 @@
+// Package plainhead owns what the sidecar's two HTTP/1.1 head readers share:
+// internal/h1 reads the requests of the MCP listener and internal/hop the
+// upstream's responses, each parsing a "plain" head itself and handing any
+// other, unread, to net/http's reader. A plain head is one net/http's
+// reader splits into the same lines and whose fields it takes as they are:
+// every line ended by CRLF, no bare CR or LF, no line starting with
+// whitespace (obs-fold), a field name that is a token (so no space before
+// the colon), value bytes net/http accepts (no control byte but tab, no
+// DEL). Scan finds such a head, FieldLine judges one field line, Length
+// reads a Content-Length both readers take as net/http would.
+//
+// It is pure: bytes in, verdicts out. It must not read a connection,
+// parse a first line (each reader judges its own: a request line, a status
+// line) or build a request or a response.
+package plainhead
+
+import (
+	"bytes"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// What Scan makes of the bytes of a head so far.
+const (
+	Partial  = iota // plain so far, the head not yet whole
+	Plain           // a whole head, plain (its first n bytes)
+	NotPlain        // for net/http's reader
+)
+
+// Scan looks at the start of buf for a plain head whose first line
+// firstLine accepts, then header lines, then an empty line. It returns the
+// head's length and Plain, or Partial while the head is plain so far but
+// not whole, or NotPlain. A line is judged as soon as it is whole, so that
+// a head net/http's reader would refuse at its first line is not waited
+// on to its end.
+func Scan(buf []byte, firstLine func([]byte) bool) (int, int) {
+	pos := 0
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(buf[pos:], '\n')
+		if j < 0 {
+			return 0, Partial
+		}
+		line := buf[pos : pos+j]
+		pos += j + 1
+		if len(line) == 0 || line[len(line)-1] != '\r' {
+			return 0, NotPlain // a bare LF ends this line
+		}
+		line = line[:len(line)-1]
+		if bytes.IndexByte(line, '\r') >= 0 {
+			return 0, NotPlain
+		}
+		switch {
+		case i == 0:
+			if !firstLine(line) {
+				return 0, NotPlain
+			}
+		case len(line) == 0:
+			return pos, Plain
+		case !FieldLine(line):
+			return 0, NotPlain
+		}
+	}
+}
+
+// FieldLine reports whether line is a header field net/http takes as it
+// is: a token, a colon, and value bytes it accepts.
+func FieldLine(line []byte) bool {
+	k, v, ok := bytes.Cut(line, []byte{':'})
+	if !ok || len(k) == 0 {
+		return false
+	}
+	for _, c := range k {
+		if !httpguts.IsTokenRune(rune(c)) {
+			return false
+		}
+	}
+	for _, c := range v {
+		if c != '\t' && (c < ' ' || c == 0x7f) {
+			return false
+		}
+	}
+	return true
+}
+
+// Length parses a Content-Length of 1 to 18 decimal digits, which net/http
+// reads as the same number.
+func Length(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}

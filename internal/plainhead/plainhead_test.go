@@ -1,0 +1,111 @@
+package plainhead
+
+import (
+	"bufio"
+	"bytes"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func anyLine([]byte) bool { return true }
+
+func TestScan(t *testing.T) {
+	for _, c := range []struct {
+		head    string
+		n, want int
+	}{
+		{"X\r\nA: b\r\n\r\nbody", 11, Plain},
+		{"X\r\n\r\n", 5, Plain},
+		{"X\r\nA: b\r\n", 0, Partial},
+		{"X\r\nA: b", 0, Partial},
+		{"X\nA: b\r\n\r\n", 0, NotPlain},         // bare LF
+		{"X\r\nA: b\rc\r\n\r\n", 0, NotPlain},    // bare CR
+		{"X\r\nA : b\r\n\r\n", 0, NotPlain},      // space before the colon
+		{"X\r\nA: b\r\n c\r\n\r\n", 0, NotPlain}, // obs-fold
+		{"X\r\nA: \x00\r\n\r\n", 0, NotPlain},
+		{"X\r\nA: \x7f\r\n\r\n", 0, NotPlain},
+		{"X\r\nA: \tb\xff\r\n\r\n", 13, Plain}, // tab and obs-text are taken
+		{"X\r\n: b\r\n\r\n", 0, NotPlain},
+		{"X\r\nAb\r\n\r\n", 0, NotPlain},
+	} {
+		n, v := Scan([]byte(c.head), anyLine)
+		if n != c.n || v != c.want {
+			t.Errorf("Scan(%q) = %d, %d; want %d, %d", c.head, n, v, c.n, c.want)
+		}
+	}
+	// The first line is the caller's to judge, and judged before the
+	// head is whole.
+	if _, v := Scan([]byte("BAD\r\nA: b\r\n"), func(l []byte) bool { return string(l) != "BAD" }); v != NotPlain {
+		t.Errorf("a first line its judge refuses: %d, want NotPlain", v)
+	}
+}
+
+func TestLength(t *testing.T) {
+	for _, c := range []struct {
+		s  string
+		n  int64
+		ok bool
+	}{
+		{"0", 0, true}, {"42", 42, true}, {"999999999999999999", 999999999999999999, true},
+		{"", 0, false}, {"1000000000000000000", 0, false}, {"+1", 0, false}, {"-1", 0, false},
+		{" 1", 0, false}, {"1 ", 0, false}, {"0x1", 0, false}, {"1,1", 0, false},
+	} {
+		if n, ok := Length(c.s); n != c.n || ok != c.ok {
+			t.Errorf("Length(%q) = %d, %v; want %d, %v", c.s, n, ok, c.n, c.ok)
+		}
+	}
+}
+
+// FuzzScan: a head Scan calls plain splits, by net/textproto (net/http's
+// reader of header blocks), into the same fields with the same values,
+// and Length agrees with strconv where it takes a value.
+func FuzzScan(f *testing.F) {
+	f.Add([]byte("X\r\nA: b\r\nC-D:e \r\n\r\n"), "12")
+	f.Add([]byte("X\r\nA: b\r\n c\r\n\r\n"), "+1")
+	f.Fuzz(func(t *testing.T, head []byte, length string) {
+		if n, ok := Length(length); ok {
+			if m, err := strconv.ParseInt(length, 10, 64); err != nil || m != n {
+				t.Errorf("Length(%q) = %d, strconv %d, %v", length, n, m, err)
+			}
+		}
+		n, v := Scan(head, anyLine)
+		if v != Plain {
+			return
+		}
+		tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(head[:n])))
+		if _, err := tp.ReadLine(); err != nil {
+			t.Fatalf("%q: first line: %v", head[:n], err)
+		}
+		h, err := tp.ReadMIMEHeader()
+		if err != nil {
+			t.Fatalf("%q: plain, but net/textproto refuses it: %v", head[:n], err)
+		}
+		lines := strings.Split(string(head[:n]), "\r\n")
+		fields := lines[1 : len(lines)-2]
+		count := 0
+		for _, vv := range h {
+			count += len(vv)
+		}
+		if count != len(fields) {
+			t.Errorf("%q: %d field lines, net/textproto read %d values", head[:n], len(fields), count)
+		}
+		for _, l := range fields {
+			k, val, _ := strings.Cut(l, ":")
+			want := strings.Trim(val, " \t")
+			if !contains(h.Values(k), want) {
+				t.Errorf("%q: field %q: net/textproto has %q, want %q among them", head[:n], k, h.Values(k), want)
+			}
+		}
+	})
+}
+
+func contains(vv []string, s string) bool {
+	for _, v := range vv {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
