@@ -80,26 +80,7 @@ func parsePlain(p *plainHead, head []byte) bool {
 		}
 	}
 	r.URL = u
-	h := make(http.Header, strings.Count(s, "\n")-2)
-	values := p.values[:]
-	for rest := s[end+2:]; ; {
-		end := strings.Index(rest, "\r\n")
-		if end == 0 {
-			break
-		}
-		k, v, _ := strings.Cut(rest[:end], ":")
-		rest = rest[end+2:]
-		key := http.CanonicalHeaderKey(k) // no allocation when k is already canonical
-		v = strings.Trim(v, " \t")
-		vv, ok := h[key]
-		if !ok && len(values) > 0 {
-			vv, values = values[:1:1], values[1:]
-			vv[0] = v
-			h[key] = vv
-			continue
-		}
-		h[key] = append(vv, v)
-	}
+	h := plainhead.Fields(s[end+2:], p.values[:])
 	r.Header = h
 	if _, ok := h["Trailer"]; ok {
 		return false

@@ -98,26 +98,7 @@ func plainResponse(br *bufio.Reader, head []byte, req *http.Request) *http.Respo
 	resp.Proto = line[:8]
 	resp.ProtoMajor, resp.ProtoMinor = 1, int(line[7]-'0')
 	resp.Request = req
-	h := make(http.Header, strings.Count(s, "\n")-2)
-	values := r.values[:]
-	for rest := s[end+2:]; ; {
-		end := strings.Index(rest, "\r\n")
-		if end == 0 {
-			break
-		}
-		k, v, _ := strings.Cut(rest[:end], ":")
-		rest = rest[end+2:]
-		key := http.CanonicalHeaderKey(k) // no allocation when k is already canonical
-		v = strings.Trim(v, " \t")
-		vv, ok := h[key]
-		if !ok && len(values) > 0 {
-			vv, values = values[:1:1], values[1:]
-			vv[0] = v
-			h[key] = vv
-			continue
-		}
-		h[key] = append(vv, v)
-	}
+	h := plainhead.Fields(s[end+2:], r.values[:])
 	resp.Header = h
 	if _, ok := h["Transfer-Encoding"]; ok {
 		return nil

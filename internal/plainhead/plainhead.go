@@ -6,16 +6,19 @@
 // every line ended by CRLF, no bare CR or LF, no line starting with
 // whitespace (obs-fold), a field name that is a token (so no space before
 // the colon), value bytes net/http accepts (no control byte but tab, no
-// DEL). Scan finds such a head, FieldLine judges one field line, Length
-// reads a Content-Length both readers take as net/http would.
+// DEL). Scan finds such a head, FieldLine judges one field line, Fields
+// builds its header, Length reads a Content-Length both readers take as
+// net/http would.
 //
 // It is pure: bytes in, verdicts out. It must not read a connection,
 // parse a first line (each reader judges its own: a request line, a status
-// line) or build a request or a response.
+// line) or build a request or a response around the header.
 package plainhead
 
 import (
 	"bytes"
+	"net/http"
+	"strings"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -80,6 +83,35 @@ func FieldLine(line []byte) bool {
 		}
 	}
 	return true
+}
+
+// Fields builds the header of a plain head (one Scan found Plain) from
+// fields, the head after its first line's CRLF, as net/http's reader
+// builds it: names canonical, values trimmed of spaces and tabs, repeated
+// names in order. The first value of each name takes a one-element slice
+// of values while there are any (room the caller keeps beside the head),
+// so a usual head costs the map alone.
+func Fields(fields string, values []string) http.Header {
+	h := make(http.Header, strings.Count(fields, "\n")-1)
+	for rest := fields; ; {
+		end := strings.Index(rest, "\r\n")
+		if end <= 0 {
+			break
+		}
+		k, v, _ := strings.Cut(rest[:end], ":")
+		rest = rest[end+2:]
+		key := http.CanonicalHeaderKey(k) // no allocation when k is already canonical
+		v = strings.Trim(v, " \t")
+		vv, ok := h[key]
+		if !ok && len(values) > 0 {
+			vv, values = values[:1:1], values[1:]
+			vv[0] = v
+			h[key] = vv
+			continue
+		}
+		h[key] = append(vv, v)
+	}
+	return h
 }
 
 // Length parses a Content-Length of 1 to 18 decimal digits, which net/http

@@ -3,7 +3,9 @@ package plainhead
 import (
 	"bufio"
 	"bytes"
+	"net/http"
 	"net/textproto"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +83,12 @@ func FuzzScan(f *testing.F) {
 		h, err := tp.ReadMIMEHeader()
 		if err != nil {
 			t.Fatalf("%q: plain, but net/textproto refuses it: %v", head[:n], err)
+		}
+		first := bytes.IndexByte(head, '\n') + 1
+		for _, room := range [][]string{nil, make([]string, 2)} {
+			if got := Fields(string(head[first:n]), room); !reflect.DeepEqual(got, http.Header(h)) {
+				t.Errorf("%q: Fields = %v, net/textproto %v", head[:n], got, h)
+			}
 		}
 		lines := strings.Split(string(head[:n]), "\r\n")
 		fields := lines[1 : len(lines)-2]
