@@ -177,15 +177,10 @@ func TestOversizedSSEEventEndsStream(t *testing.T) {
 	})
 }
 
-// TestChunkedBodyLimit: a request body of undeclared length (chunked,
-// RFC 9112 §7.1) is held to MaxBodyBytes as a declared one is: past the
-// limit the caller gets 413 and the upstream nothing; within it the body
-// reaches the upstream whole. A request pipelined behind the oversized one
-// is either answered on its own (the chunked framing says where the first
-// body ends) or not at all (the connection closed, RFC 9110 §15.5.14):
-// never read out of the first body's bytes.
-func TestChunkedBodyLimit(t *testing.T) {
-	const limit = 256
+// bodyLimitedProxy is a proxy holding bodies to limit in front of an
+// upstream that sends every body it receives on got.
+func bodyLimitedProxy(t *testing.T, limit int64) (*proxy.Proxy, chan string) {
+	t.Helper()
 	got := make(chan string, 4)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -199,6 +194,19 @@ func TestChunkedBodyLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, got
+}
+
+// TestChunkedBodyLimit: a request body of undeclared length (chunked,
+// RFC 9112 §7.1) is held to MaxBodyBytes as a declared one is: past the
+// limit the caller gets 413 and the upstream nothing; within it the body
+// reaches the upstream whole. A request pipelined behind the oversized one
+// is either answered on its own (the chunked framing says where the first
+// body ends) or not at all (the connection closed, RFC 9110 §15.5.14):
+// never read out of the first body's bytes.
+func TestChunkedBodyLimit(t *testing.T) {
+	const limit = 256
+	p, got := bodyLimitedProxy(t, limit)
 	side := httptest.NewServer(p)
 	t.Cleanup(side.Close)
 

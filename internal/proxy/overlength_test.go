@@ -1,14 +1,10 @@
 package proxy_test
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 )
 
 // TestBodyPastItsDeclaredLengthIsRefused: a body reader that yields more
@@ -18,19 +14,7 @@ import (
 // the read, and nothing reaches the upstream.
 func TestBodyPastItsDeclaredLengthIsRefused(t *testing.T) {
 	const limit = 256
-	got := make(chan int, 1)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- len(b)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
-	}))
-	t.Cleanup(up.Close)
-	uu, _ := url.Parse(up.URL)
-	p, err := proxy.New(proxy.Options{Upstream: uu, MaxBodyBytes: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, got := bodyLimitedProxy(t, limit)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","pad":"` + strings.Repeat("a", 1<<20) + `"}}`
 	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -38,8 +22,8 @@ func TestBodyPastItsDeclaredLengthIsRefused(t *testing.T) {
 	rec := httptest.NewRecorder()
 	p.ServeHTTP(rec, req)
 	select {
-	case n := <-got:
-		t.Errorf("a body of %d bytes past a limit of %d reached the upstream (status %d)", n, limit, rec.Code)
+	case b := <-got:
+		t.Errorf("a body of %d bytes past a limit of %d reached the upstream (status %d)", len(b), limit, rec.Code)
 	default:
 	}
 	if rec.Code != http.StatusBadRequest {
