@@ -236,29 +236,38 @@ func readCounters(pid int) (Counters, error) {
 }
 
 // readSwitches sums the context switches of pid's threads. A thread that
-// exits before its status is read is skipped; one whose status does not
-// parse is an error.
+// exits before its status is read is skipped.
 func readSwitches(pid int) (int64, error) {
 	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*/status", pid))
 	if err != nil {
 		return 0, err
 	}
-	var sum int64
-	read := 0
+	var statuses [][]byte
 	for _, p := range tasks {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
+		if b, err := os.ReadFile(p); err == nil {
+			statuses = append(statuses, b)
 		}
+	}
+	if len(statuses) == 0 {
+		return 0, fmt.Errorf("no thread status readable under /proc/%d/task", pid)
+	}
+	n, err := sumSwitches(statuses)
+	if err != nil {
+		return 0, fmt.Errorf("a thread of %d: %w", pid, err)
+	}
+	return n, nil
+}
+
+// sumSwitches adds voluntary and involuntary context switches over the
+// status files of threads; one that does not parse is an error.
+func sumSwitches(statuses [][]byte) (int64, error) {
+	var sum int64
+	for _, b := range statuses {
 		v, nv, err := ParseCtxtSwitches(b)
 		if err != nil {
-			return 0, fmt.Errorf("status of thread %s of %d: %w", filepath.Base(filepath.Dir(p)), pid, err)
+			return 0, err
 		}
 		sum += v + nv
-		read++
-	}
-	if read == 0 {
-		return 0, fmt.Errorf("no thread status readable under /proc/%d/task", pid)
 	}
 	return sum, nil
 }

@@ -128,6 +128,14 @@ func TestParseCtxtSwitches(t *testing.T) {
 	if v != 150 || nv != 545 {
 		t.Errorf("got %d and %d, want 150 and 545", v, nv)
 	}
+	// Two threads: (150 + 545) + (7 + 3).
+	other := strings.Replace(strings.Replace(statusFile, "        150", "        7", 1), ":     545", ":     3", 1)
+	if n, err := sumSwitches([][]byte{[]byte(statusFile), []byte(other)}); err != nil || n != 705 {
+		t.Errorf("two threads: %d, %v; want 705", n, err)
+	}
+	if _, err := sumSwitches([][]byte{[]byte(statusFile), []byte(ioFile)}); err == nil {
+		t.Error("a thread's status without the counts: no error")
+	}
 	for name, bad := range map[string]string{
 		"empty":             "",
 		"no involuntary":    strings.Replace(statusFile, "nonvoluntary_ctxt_switches:     545\n", "", 1),
