@@ -15,8 +15,9 @@
 # 2025-11-25 tools/call without a session, and a 2026-07-28 one), it runs
 # every target for DURATION (default 5s) and records wrk's counts and what
 # the target's processes spent over the run, from /proc: user+system CPU
-# (/proc/PID/stat; nginx: master and workers) and read/write-family system
-# calls (syscr+syscw of /proc/PID/io), and the heap allocations of the Go
+# (/proc/PID/stat; nginx: master and workers), read/write-family system
+# calls (syscr+syscw of /proc/PID/io) and context switches of every thread
+# (/proc/PID/task/*/status), and the heap allocations of the Go
 # targets that count them. Then, per era, a progress call streaming
 # SSE_EVENTS events (default 50) at SSE_CONNS (default "1"), for the CPU per
 # relayed event. Then, unless STRACE=0, an untimed pass of STRACE_DURATION
@@ -237,7 +238,7 @@ if [[ $sealed_on == 1 ]]; then
   script[call-sealed-sealed-nginx]=$work/call-sealed-modern.lua
 fi
 
-# counters T prints "cpu_us=N syscalls=N" of T's processes, and "mallocs=N"
+# counters T prints "cpu_us=N syscalls=N switches=N" of T's processes, and "mallocs=N"
 # when T counts its allocations.
 counters() {
   local m=''

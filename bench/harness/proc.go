@@ -81,6 +81,10 @@ func readOne(pid int) (rssKiB int64, cpu time.Duration, err error) {
 // is about 300 bytes and an io file about 200.
 const maxProcFile = 4096
 
+// maxStatusFile bounds a status file, about 1.5 KiB; its CPU and memory
+// node masks grow with the machine, so it gets more room.
+const maxStatusFile = 16 << 10
+
 // ParseStatCPU returns user plus system time (utime + stime, all threads)
 // from the bytes of /proc/PID/stat. The fields after the command name,
 // which is in parentheses and may hold spaces and parentheses, are counted
@@ -136,16 +140,60 @@ func ParseIOSyscalls(io []byte) (int64, error) {
 	return sum, nil
 }
 
-// Counters are a process tree's cumulative CPU and read/write-family
-// system calls.
+// ParseCtxtSwitches returns voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches from the bytes of a status file. Read from
+// /proc/PID/task/TID/status they are that one thread's; /proc/PID/status
+// gives the main thread's only, not the process's.
+func ParseCtxtSwitches(status []byte) (voluntary, nonvoluntary int64, err error) {
+	if len(status) > maxStatusFile {
+		return 0, 0, fmt.Errorf("status of %d bytes, more than %d", len(status), maxStatusFile)
+	}
+	voluntary, nonvoluntary = -1, -1
+	for line := range strings.SplitSeq(string(status), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		var dst *int64
+		switch {
+		case !ok:
+			continue
+		case k == "voluntary_ctxt_switches":
+			dst = &voluntary
+		case k == "nonvoluntary_ctxt_switches":
+			dst = &nonvoluntary
+		default:
+			continue
+		}
+		if *dst >= 0 {
+			return 0, 0, fmt.Errorf("%s twice", k)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt64/4 {
+			return 0, 0, fmt.Errorf("%s %q is not a count", k, strings.TrimSpace(v))
+		}
+		*dst = n
+	}
+	if voluntary < 0 || nonvoluntary < 0 {
+		return 0, 0, errors.New("want voluntary_ctxt_switches and nonvoluntary_ctxt_switches")
+	}
+	return voluntary, nonvoluntary, nil
+}
+
+// Counters are a process tree's cumulative CPU, read/write-family system
+// calls and context switches.
 type Counters struct {
 	CPU      time.Duration
 	Syscalls int64
+	// Switches is voluntary plus involuntary context switches summed over
+	// the threads alive when read. A thread that exited takes its count
+	// with it (the kernel keeps it only for getrusage), so a difference of
+	// two readings misses the switches of threads that ended between
+	// them: little here, as a Go process keeps its threads and nginx runs
+	// one long-lived worker, but a count can even go down.
+	Switches int64
 }
 
 // ReadCounters sums Counters over pid and its direct children (nginx's
 // workers under its master). A child that exits while it is read is left
-// out; pid itself must be readable.
+// out, and so is a thread; pid itself must be readable.
 func ReadCounters(pid int) (Counters, error) {
 	var c Counters
 	for i, id := range append([]int{pid}, children(pid)...) {
@@ -158,6 +206,7 @@ func ReadCounters(pid int) (Counters, error) {
 		}
 		c.CPU += one.CPU
 		c.Syscalls += one.Syscalls
+		c.Switches += one.Switches
 	}
 	return c, nil
 }
@@ -179,7 +228,48 @@ func readCounters(pid int) (Counters, error) {
 	if err != nil {
 		return Counters{}, fmt.Errorf("io of %d: %w", pid, err)
 	}
-	return Counters{CPU: cpu, Syscalls: n}, nil
+	sw, err := readSwitches(pid)
+	if err != nil {
+		return Counters{}, err
+	}
+	return Counters{CPU: cpu, Syscalls: n, Switches: sw}, nil
+}
+
+// readSwitches sums the context switches of pid's threads. A thread that
+// exits before its status is read is skipped.
+func readSwitches(pid int) (int64, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	var statuses [][]byte
+	for _, p := range tasks {
+		if b, err := os.ReadFile(p); err == nil {
+			statuses = append(statuses, b)
+		}
+	}
+	if len(statuses) == 0 {
+		return 0, fmt.Errorf("no thread status readable under /proc/%d/task", pid)
+	}
+	n, err := sumSwitches(statuses)
+	if err != nil {
+		return 0, fmt.Errorf("a thread of %d: %w", pid, err)
+	}
+	return n, nil
+}
+
+// sumSwitches adds voluntary and involuntary context switches over the
+// status files of threads; one that does not parse is an error.
+func sumSwitches(statuses [][]byte) (int64, error) {
+	var sum int64
+	for _, b := range statuses {
+		v, nv, err := ParseCtxtSwitches(b)
+		if err != nil {
+			return 0, err
+		}
+		sum += v + nv
+	}
+	return sum, nil
 }
 
 // children lists the direct children of pid by scanning /proc.

@@ -1,6 +1,7 @@
 // Package wrkstat owns the figures of scripts/bench-wrk.sh: it parses the
 // records the script writes for every measured round (wrk's counts, the
-// CPU and system calls each hop process spent from /proc, the sidecar's
+// CPU, system calls and context switches each hop process spent from
+// /proc, the sidecar's
 // allocation counter), the summary `strace -c` prints and the lines `go test
 // -bench -benchmem` prints, and renders the medians, their spread, the
 // ratios to nginx and the table of forwarding-cost targets

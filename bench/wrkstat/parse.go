@@ -59,6 +59,10 @@ type Run struct {
 	// Mallocs is the target's heap allocations over the run, or -1 when
 	// it exposes no allocation counter.
 	Mallocs float64
+	// Switches is the context switches of the target's threads over the
+	// run (voluntary + involuntary, /proc/PID/task/*/status), or -1 in a
+	// results file written before they were recorded.
+	Switches float64
 }
 
 // Strace is one `strace -c -f` pass: all system calls of the target
@@ -133,13 +137,16 @@ func (out *Records) add(line string) error {
 			Requests: f.num("requests"), Seconds: f.num("seconds"),
 			P50: f.num("p50_us"), P99: f.num("p99_us"),
 			Errors: f.num("errors"), Wrong: f.num("wrong"),
-			CPU: f.num("cpu_us"), Syscalls: f.num("syscalls"), Mallocs: -1}
+			CPU: f.num("cpu_us"), Syscalls: f.num("syscalls"), Mallocs: -1, Switches: -1}
 		run.Events = run.Requests
 		if run.Kind == KindSSE {
 			run.Events = f.num("events")
 		}
 		if _, ok := f.m["mallocs"]; ok {
 			run.Mallocs = f.num("mallocs")
+		}
+		if _, ok := f.m["switches"]; ok {
+			run.Switches = f.num("switches")
 		}
 		if run.Seconds <= 0 {
 			f.fail(errors.New("seconds must be positive"))

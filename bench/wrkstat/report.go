@@ -170,8 +170,15 @@ func mallocsPerOp(r Run) float64 {
 	}
 	return r.Mallocs / r.Events
 }
+func switchesPerOp(r Run) float64 {
+	if r.Switches < 0 {
+		return math.NaN()
+	}
+	return r.Switches / r.Events
+}
 
-// noNaN drops the NaNs of targets without an allocation counter.
+// noNaN drops the NaNs of targets without an allocation counter and of
+// runs recorded without context switches.
 func noNaN(xs []float64) []float64 {
 	return slices.DeleteFunc(xs, math.IsNaN)
 }
@@ -193,8 +200,8 @@ func Write(w io.Writer, rec Records) error {
 
 func writeRuns(b *strings.Builder, ix index) {
 	b.WriteString("\n### Each hop: medians over rounds (min–max)\n\n")
-	b.WriteString("| kind | era | conns | target | req/s | events/s | p50 µs | p99 µs | CPU µs/op | r+w syscalls/op | allocs/op | errors | wrong |\n")
-	b.WriteString("|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| kind | era | conns | target | req/s | events/s | p50 µs | p99 µs | CPU µs/op | r+w syscalls/op | switches/op | allocs/op | errors | wrong |\n")
+	b.WriteString("|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, g := range ix.groups {
 		for _, t := range ix.targets {
 			if ix.runs[g][t] == nil {
@@ -209,13 +216,14 @@ func writeRuns(b *strings.Builder, ix index) {
 			if g.kind == KindSSE {
 				events = spreadOf(ix.each(g, t, func(r Run) float64 { return r.Events / r.Seconds })).format(0, "")
 			}
-			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n",
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n",
 				g.kind, g.era, g.conns, t,
 				spreadOf(ix.each(g, t, rps)).format(0, ""), events,
 				spreadOf(ix.each(g, t, func(r Run) float64 { return r.P50 })).format(0, ""),
 				spreadOf(ix.each(g, t, func(r Run) float64 { return r.P99 })).format(0, ""),
 				spreadOf(ix.each(g, t, cpuPerOp)).format(1, ""),
 				spreadOf(ix.each(g, t, syscallsPerOp)).format(2, ""),
+				spreadOf(noNaN(ix.each(g, t, switchesPerOp))).format(2, ""),
 				spreadOf(noNaN(ix.each(g, t, mallocsPerOp))).format(1, ""),
 				errs, wrong)
 		}
@@ -224,19 +232,20 @@ func writeRuns(b *strings.Builder, ix index) {
 
 func writeRatios(b *strings.Builder, ix index) {
 	b.WriteString("\n### Against nginx, round by round: median (min–max)\n\n")
-	b.WriteString("| kind | era | conns | CPU/op sidecar÷nginx | CPU/op bare÷nginx | throughput sidecar÷nginx | throughput bare÷nginx | r+w syscalls/op sidecar−nginx | bare−nginx |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| kind | era | conns | CPU/op sidecar÷nginx | CPU/op bare÷nginx | throughput sidecar÷nginx | throughput bare÷nginx | r+w syscalls/op sidecar−nginx | bare−nginx | switches/op sidecar−nginx |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, g := range ix.groups {
 		if ix.runs[g][Nginx] == nil {
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", g.kind, g.era, g.conns,
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", g.kind, g.era, g.conns,
 			spreadOf(ix.ratio(g, Sidecar, Nginx, cpuPerOp)).format(2, "×"),
 			spreadOf(ix.ratio(g, Bare, Nginx, cpuPerOp)).format(2, "×"),
 			spreadOf(ix.ratio(g, Sidecar, Nginx, rps)).format(2, "×"),
 			spreadOf(ix.ratio(g, Bare, Nginx, rps)).format(2, "×"),
 			spreadOf(ix.diff(g, Sidecar, Nginx, syscallsPerOp)).format(2, ""),
-			spreadOf(ix.diff(g, Bare, Nginx, syscallsPerOp)).format(2, ""))
+			spreadOf(ix.diff(g, Bare, Nginx, syscallsPerOp)).format(2, ""),
+			spreadOf(noNaN(ix.diff(g, Sidecar, Nginx, switchesPerOp))).format(2, ""))
 	}
 }
 
@@ -253,15 +262,16 @@ func writeServers(b *strings.Builder, ix index) {
 		return
 	}
 	b.WriteString("\n### The sidecar's two servers, round by round: median (min–max)\n\n")
-	b.WriteString("| kind | era | conns | CPU/op own÷net/http | CPU/op net/http÷nginx | throughput own÷net/http | r+w syscalls/op own−net/http | allocs/op own−net/http |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| kind | era | conns | CPU/op own÷net/http | CPU/op net/http÷nginx | throughput own÷net/http | r+w syscalls/op own−net/http | allocs/op own−net/http | switches/op own−net/http |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, g := range gs {
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", g.kind, g.era, g.conns,
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", g.kind, g.era, g.conns,
 			spreadOf(ix.ratio(g, Sidecar, SidecarNetHTTP, cpuPerOp)).format(2, "×"),
 			spreadOf(ix.ratio(g, SidecarNetHTTP, Nginx, cpuPerOp)).format(2, "×"),
 			spreadOf(ix.ratio(g, Sidecar, SidecarNetHTTP, rps)).format(2, "×"),
 			spreadOf(ix.diff(g, Sidecar, SidecarNetHTTP, syscallsPerOp)).format(2, ""),
-			spreadOf(noNaN(ix.diff(g, Sidecar, SidecarNetHTTP, mallocsPerOp))).format(1, ""))
+			spreadOf(noNaN(ix.diff(g, Sidecar, SidecarNetHTTP, mallocsPerOp))).format(1, ""),
+			spreadOf(noNaN(ix.diff(g, Sidecar, SidecarNetHTTP, switchesPerOp))).format(2, ""))
 	}
 }
 

@@ -8,13 +8,15 @@ import (
 )
 
 // results is what the script writes for two rounds of legacy c=32 against
-// nginx and the sidecar, one SSE round, a strace pass and a benchmark.
+// nginx and the sidecar, one SSE round, a strace pass and a benchmark. The
+// SSE sidecar run has no switches, as in a file written before they were
+// recorded.
 const results = `
-call era=legacy c=32 target=nginx round=1 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=6000
-call era=legacy c=32 target=sidecar round=1 requests=2700 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=540000 syscalls=21600 mallocs=243000
-call era=legacy c=32 target=nginx round=2 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=6000
-call era=legacy c=32 target=sidecar round=2 requests=3000 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=420000 syscalls=21000 mallocs=240000
-sse era=modern c=1 target=nginx round=1 requests=100 events=5000 seconds=3 p50_us=900 p99_us=2000 errors=0 wrong=0 cpu_us=10000 syscalls=1000
+call era=legacy c=32 target=nginx round=1 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=6000 switches=3000
+call era=legacy c=32 target=sidecar round=1 requests=2700 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=540000 syscalls=21600 mallocs=243000 switches=8100
+call era=legacy c=32 target=nginx round=2 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=6000 switches=3600
+call era=legacy c=32 target=sidecar round=2 requests=3000 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=420000 syscalls=21000 mallocs=240000 switches=7500
+sse era=modern c=1 target=nginx round=1 requests=100 events=5000 seconds=3 p50_us=900 p99_us=2000 errors=0 wrong=0 cpu_us=10000 syscalls=1000 switches=2500
 sse era=modern c=1 target=sidecar round=1 requests=100 events=5000 seconds=3 p50_us=900 p99_us=2000 errors=0 wrong=0 cpu_us=11000 syscalls=1500 mallocs=20000
 strace era=legacy c=32 target=nginx requests=1000 calls=6000 top=writev:2000,recvfrom:2000
 strace era=legacy c=32 target=sidecar requests=1000 calls=7500 top=read:4000
@@ -32,12 +34,15 @@ func TestParseRecords(t *testing.T) {
 		t.Fatalf("got %d runs, %d straces, %d benches", len(rec.Runs), len(rec.Straces), len(rec.Benches))
 	}
 	want := Run{Kind: KindCall, Era: "legacy", Target: "sidecar", Conns: 32, Round: 1, Requests: 2700, Events: 2700,
-		Seconds: 3, P50: 9500, P99: 31000, CPU: 540000, Syscalls: 21600, Mallocs: 243000}
+		Seconds: 3, P50: 9500, P99: 31000, CPU: 540000, Syscalls: 21600, Mallocs: 243000, Switches: 8100}
 	if d := cmp.Diff(want, rec.Runs[1]); d != "" {
 		t.Errorf("run (-want +got):\n%s", d)
 	}
 	if rec.Runs[0].Mallocs != -1 {
 		t.Errorf("nginx mallocs %v, want -1 (none)", rec.Runs[0].Mallocs)
+	}
+	if rec.Runs[5].Switches != -1 {
+		t.Errorf("sse sidecar switches %v, want -1 (none)", rec.Runs[5].Switches)
 	}
 	if rec.Runs[4].Events != 5000 {
 		t.Errorf("sse events %v", rec.Runs[4].Events)
@@ -48,22 +53,25 @@ func TestParseRecordsRefusesBrokenLines(t *testing.T) {
 	t.Parallel()
 	good := "call era=legacy c=1 target=nginx round=1 requests=1 seconds=1 p50_us=1 p99_us=1 errors=0 wrong=0 cpu_us=1 syscalls=1"
 	for name, line := range map[string]string{
-		"unknown kind":     "walk era=legacy",
-		"not key=value":    good + " oops",
-		"empty key":        good + " =3",
-		"duplicate":        good + " c=2",
-		"missing field":    strings.Replace(good, " cpu_us=1", "", 1),
-		"missing target":   strings.Replace(good, "target=nginx", "target=", 1),
-		"negative":         strings.Replace(good, "syscalls=1", "syscalls=-1", 1),
-		"not a number":     strings.Replace(good, "requests=1", "requests=many", 1),
-		"NaN":              strings.Replace(good, "requests=1", "requests=NaN", 1),
-		"huge":             strings.Replace(good, "requests=1", "requests=1e300", 1),
-		"zero seconds":     strings.Replace(good, "seconds=1", "seconds=0", 1),
-		"fractional round": strings.Replace(good, "round=1", "round=1.5", 1),
-		"sse no events":    strings.Replace(good, "call ", "sse ", 1),
-		"line too long":    good + " x=" + strings.Repeat("9", MaxLine),
-		"strace no calls":  "strace era=legacy c=1 target=nginx requests=3",
-		"gobench no name":  "gobench allocs=3",
+		"unknown kind":          "walk era=legacy",
+		"not key=value":         good + " oops",
+		"empty key":             good + " =3",
+		"duplicate":             good + " c=2",
+		"missing field":         strings.Replace(good, " cpu_us=1", "", 1),
+		"missing target":        strings.Replace(good, "target=nginx", "target=", 1),
+		"negative":              strings.Replace(good, "syscalls=1", "syscalls=-1", 1),
+		"not a number":          strings.Replace(good, "requests=1", "requests=many", 1),
+		"NaN":                   strings.Replace(good, "requests=1", "requests=NaN", 1),
+		"negative switches":     good + " switches=-3",
+		"switches not a number": good + " switches=many",
+		"switches empty":        good + " switches=",
+		"huge":                  strings.Replace(good, "requests=1", "requests=1e300", 1),
+		"zero seconds":          strings.Replace(good, "seconds=1", "seconds=0", 1),
+		"fractional round":      strings.Replace(good, "round=1", "round=1.5", 1),
+		"sse no events":         strings.Replace(good, "call ", "sse ", 1),
+		"line too long":         good + " x=" + strings.Repeat("9", MaxLine),
+		"strace no calls":       "strace era=legacy c=1 target=nginx requests=3",
+		"gobench no name":       "gobench allocs=3",
 	} {
 		if _, err := ParseRecords(strings.NewReader(good + "\n" + line + "\n")); err == nil {
 			t.Errorf("%s: no error for %q", name, line)
@@ -171,7 +179,19 @@ func TestWrite(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		// CPU/request: sidecar 200 and 140 µs against nginx's 100: 2.0× and 1.4×.
-		"| call | legacy | 32 | sidecar | 950 (900–1000) | – | 9500 (9500–9500) | 31000 (31000–31000) | 170.0 (140.0–200.0) | 7.50 (7.00–8.00) | 85.0 (80.0–90.0) | 0 | 0 |",
+		// Switches/request: 8100/2700 = 3.00 and 7500/3000 = 2.50.
+		"| call | legacy | 32 | sidecar | 950 (900–1000) | – | 9500 (9500–9500) | 31000 (31000–31000) | 170.0 (140.0–200.0) | 7.50 (7.00–8.00) | 2.75 (2.50–3.00) | 85.0 (80.0–90.0) | 0 | 0 |",
+		// nginx: 3000/3000 = 1.00 and 3600/3000 = 1.20 switches per request.
+		"| call | legacy | 32 | nginx | 1000 (1000–1000) | – | 9000 (9000–9000) | 30000 (30000–30000) | 100.0 (100.0–100.0) | 2.00 (2.00–2.00) | 1.10 (1.00–1.20) | – | 0 | 0 |",
+		// SSE over 5000 events in 3 s: nginx 2500 switches, 0.50 per event;
+		// the sidecar's run recorded none.
+		"| sse | modern | 1 | nginx | 33 (1 round) | 1667 (1 round) | 900 (1 round) | 2000 (1 round) | 2.0 (1 round) | 0.20 (1 round) | 0.50 (1 round) | – | 0 | 0 |",
+		"| sse | modern | 1 | sidecar | 33 (1 round) | 1667 (1 round) | 900 (1 round) | 2000 (1 round) | 2.2 (1 round) | 0.30 (1 round) | – | 4.0 (1 round) | 0 | 0 |",
+		// Against nginx, round by round: switches 3.00 − 1.00 = 2.00 and
+		// 2.50 − 1.20 = 1.30; syscalls 8 − 2 = 6 and 7 − 2 = 5.
+		"| call | legacy | 32 | 1.70× (1.40–2.00) | – | 0.95× (0.90–1.00) | – | 5.50 (5.00–6.00) | – | 1.65 (1.30–2.00) |",
+		// SSE: 2.2/2.0 CPU, equal throughput, 0.30 − 0.20 syscalls, no switches pair.
+		"| sse | modern | 1 | 1.10× (1 round) | – | 1.00× (1 round) | – | 0.10 (1 round) | – | – |",
 		"| CPU per forwarded tools/call, legacy c=32, sidecar÷nginx | 1.70× (1.40–2.00) | ≤ 1.5× | WITHIN-SPREAD |",
 		"| throughput, legacy c=32, sidecar÷nginx | 0.95× (0.90–1.00) | ≥ 1× | WITHIN-SPREAD |",
 		"| read/write syscalls per request (/proc/PID/io), legacy c=32, sidecar−nginx | 5.50 (5.00–6.00) | ≤ +2 | MISS |",
@@ -270,8 +290,8 @@ func TestWriteServers(t *testing.T) {
 	// net/http: 600 and 480 µs of CPU over 2700 and 3000 requests (222 and
 	// 160 per request) against the default's 200 and 140: 0.90× and 0.875×.
 	extra := `
-call era=legacy c=32 target=sidecar-nethttp round=1 requests=2700 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=600000 syscalls=27000 mallocs=270000
-call era=legacy c=32 target=sidecar-nethttp round=2 requests=2400 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=384000 syscalls=24000 mallocs=240000
+call era=legacy c=32 target=sidecar-nethttp round=1 requests=2700 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=600000 syscalls=27000 mallocs=270000 switches=10800
+call era=legacy c=32 target=sidecar-nethttp round=2 requests=2400 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=384000 syscalls=24000 mallocs=240000 switches=9600
 `
 	write := func(s string) string {
 		rec, err := ParseRecords(strings.NewReader(s))
@@ -287,8 +307,10 @@ call era=legacy c=32 target=sidecar-nethttp round=2 requests=2400 events=0 secon
 	// Round 1: own 200 µs/op, net/http 222.2: 0.90×; 900 vs 900 req/s: 1.00×;
 	// syscalls 8 − 10 = −2; allocs 90 − 100 = −10. Round 2: 140 vs 160:
 	// 0.875×; 1000 vs 800 req/s: 1.25×; 7 − 10 = −3; 80 − 100 = −20.
-	// net/http÷nginx: 222.2/100 = 2.22×, 160/100 = 1.60×.
-	want := "| call | legacy | 32 | 0.89× (0.88–0.90) | 1.91× (1.60–2.22) | 1.12× (1.00–1.25) | -2.50 (-3.00–-2.00) | -15.0 (-20.0–-10.0) |"
+	// net/http÷nginx: 222.2/100 = 2.22×, 160/100 = 1.60×. Switches:
+	// net/http 10800/2700 = 9600/2400 = 4.00 per request against the
+	// default's 3.00 and 2.50: −1.00 and −1.50.
+	want := "| call | legacy | 32 | 0.89× (0.88–0.90) | 1.91× (1.60–2.22) | 1.12× (1.00–1.25) | -2.50 (-3.00–-2.00) | -15.0 (-20.0–-10.0) | -1.25 (-1.50–-1.00) |"
 	if out := write(results + extra); !strings.Contains(out, want) {
 		t.Errorf("output lacks\n%s\nin\n%s", want, out)
 	}

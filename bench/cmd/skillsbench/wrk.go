@@ -14,7 +14,7 @@ import (
 )
 
 // wrkUsage is the usage of the helpers scripts/bench-wrk.sh calls.
-const wrkUsage = `usage: skillsbench wrk proc PID       print cpu_us=N syscalls=N of PID and its direct children
+const wrkUsage = `usage: skillsbench wrk proc PID       print cpu_us=N syscalls=N switches=N of PID and its direct children
        skillsbench wrk strace FILE    print calls=N top=NAME:N,… from a strace -c summary
        skillsbench wrk gobench        read go test -bench -benchmem output on stdin, print gobench records
        skillsbench wrk report FILE    print the tables of a bench-wrk.sh results file`
@@ -58,7 +58,7 @@ func wrkProc(arg string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "cpu_us=%d syscalls=%d\n", c.CPU.Microseconds(), c.Syscalls)
+	_, err = fmt.Fprintf(stdout, "cpu_us=%d syscalls=%d switches=%d\n", c.CPU.Microseconds(), c.Syscalls, c.Switches)
 	return err
 }
 
