@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
+	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
 )
 
 // Connection states, for Shutdown.
@@ -61,6 +62,8 @@ var (
 type conn struct {
 	srv      *Server
 	rwc      net.Conn
+	rd       io.Reader // rwc's reads and writes, raw where rawsock serves it
+	wr       io.Writer
 	cr       connReader
 	br       *bufio.Reader
 	remote   string
@@ -96,7 +99,7 @@ type conn struct {
 }
 
 func newConn(s *Server, rw net.Conn) *conn {
-	c := &conn{srv: s, rwc: rw, accepted: time.Now(), remote: rw.RemoteAddr().String()}
+	c := &conn{srv: s, rwc: rw, rd: rawsock.NewReader(rw), wr: rawsock.NewWriter(rw), accepted: time.Now(), remote: rw.RemoteAddr().String()}
 	c.cr.c = c
 	c.br = bufio.NewReaderSize(&c.cr, smallRead)
 	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, rw.LocalAddr())
@@ -139,7 +142,7 @@ func (r *connReader) Read(p []byte) (int, error) {
 		r.sawLF = r.sawLF || p[0] == '\n'
 		return 1, nil
 	}
-	n, err := r.c.rwc.Read(p)
+	n, err := r.c.rd.Read(p)
 	r.remain -= int64(n)
 	if r.limited && !r.sawLF {
 		r.sawLF = bytes.IndexByte(p[:n], '\n') >= 0
@@ -690,7 +693,7 @@ func (c *conn) armLocked() {
 // gets its replies; the next read of the socket meets the end again); a
 // byte (of a pipelined request) is kept for the next head.
 func (c *conn) watch() {
-	n, err := c.rwc.Read(c.watchByte[:])
+	n, err := c.rd.Read(c.watchByte[:])
 	c.mu.Lock()
 	if n == 1 {
 		c.cr.stash, c.cr.hasStash = c.watchByte[0], true

@@ -334,7 +334,7 @@ func (w *response) write(b []byte) error {
 		return w.failed
 	}
 	w.c.liftStaleWriteDeadline()
-	if _, err := w.c.rwc.Write(b); err != nil {
+	if _, err := w.c.wr.Write(b); err != nil {
 		w.failed = err
 		return err
 	}

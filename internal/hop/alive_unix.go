@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"syscall"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
 )
 
 // alive reports whether a pooled connection is still open and quiet: a
@@ -39,7 +41,7 @@ func newPeeker(nc net.Conn) *peeker {
 	}
 	pk.rc = rc
 	pk.read = func(fd uintptr) bool {
-		_, _, pk.err = syscall.Recvfrom(int(fd), pk.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		_, pk.err = rawsock.Peek(fd, pk.buf[:])
 		return true
 	}
 	return pk

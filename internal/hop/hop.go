@@ -73,6 +73,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
 )
 
 // Defaults for Transport fields left zero.
@@ -128,6 +130,7 @@ type Transport struct {
 // on it touches br; the pool's fields are guarded by Transport.mu.
 type conn struct {
 	nc     net.Conn
+	w      io.Writer  // nc's writes, raw where rawsock serves it (its reads are under lim)
 	lim    *headLimit // under br: bounds a response head
 	br     *bufio.Reader
 	peek   *peeker // alive's peek, made once at dial
@@ -230,7 +233,7 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		return nil, wrote, err
 	}
 
-	n, err := writeRequest(c.nc, req)
+	n, err := writeRequest(c.w, req)
 	if err != nil {
 		werr := fmt.Errorf("hop: write request: %w", err)
 		if n == 0 || ctx.Err() != nil {
@@ -448,8 +451,8 @@ func (t *Transport) dialConn(ctx context.Context, addr, key string) (*conn, erro
 // newConn is a connection over nc to addr, its reads bounded by its
 // headLimit (open until a response head is read).
 func newConn(nc net.Conn, addr string) *conn {
-	lim := &headLimit{r: nc, n: -1}
-	c := &conn{nc: nc, lim: lim, br: bufio.NewReaderSize(lim, readBuffer), peek: newPeeker(nc), addr: addr}
+	lim := &headLimit{r: rawsock.NewReader(nc), n: -1}
+	c := &conn{nc: nc, w: rawsock.NewWriter(nc), lim: lim, br: bufio.NewReaderSize(lim, readBuffer), peek: newPeeker(nc), addr: addr}
 	c.closer = func() { nc.Close() }
 	return c
 }
