@@ -2,7 +2,7 @@
 
 package rawsock
 
-func raceWrote([]byte)  {}
-func raceRead([]byte)   {}
-func raceAcquire()      {}
-func raceReleaseMerge() {}
+func raceWrote([]byte)         {}
+func raceRead([]byte)          {}
+func raceAcquire(uintptr)      {}
+func raceReleaseMerge(uintptr) {}

@@ -18,13 +18,13 @@ func read(fd uintptr, p []byte) (int, syscall.Errno) {
 	if n > 0 {
 		raceWrote(p[:n])
 	}
-	raceAcquire()
+	raceAcquire(fd)
 	return n, 0
 }
 
 // write is write(2) as a raw call. fd is non-blocking: it never waits.
 func write(fd uintptr, p []byte) (int, syscall.Errno) {
-	raceReleaseMerge()
+	raceReleaseMerge(fd)
 	r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 	if errno != 0 {
 		return 0, errno

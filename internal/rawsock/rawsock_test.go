@@ -530,3 +530,36 @@ func TestNoAllocations(t *testing.T) {
 		t.Errorf("%v allocations per write and read, want 0", allocs)
 	}
 }
+
+// Bytes through a socket order what happened before the write before
+// what happens after the read, and the race detector must know it,
+// whichever end uses the raw calls: under -race this test fails ("race
+// detected") if the raw calls leave the syscall package's order.
+func TestOrderedForTheRaceDetector(t *testing.T) {
+	a, b := tcpPair(t)
+	var before, after int
+	go func() {
+		before = 1
+		b.Write([]byte{1}) // net.Conn's write
+	}()
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(NewReader(a), buf); err != nil {
+		t.Fatal(err)
+	}
+	if before != 1 {
+		t.Fatal("the write before the bytes is not seen after them")
+	}
+	done := make(chan int)
+	go func() {
+		p := make([]byte, 1)
+		io.ReadFull(b, p) // net.Conn's read
+		done <- after
+	}()
+	after = 1
+	if _, err := NewWriter(a).Write([]byte{2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got != 1 {
+		t.Fatalf("the reader saw %d", got)
+	}
+}
