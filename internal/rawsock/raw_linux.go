@@ -49,3 +49,17 @@ func peek(fd uintptr, p []byte) (int, syscall.Errno) {
 	}
 	return n, 0
 }
+
+// oneWay says whether fd is non-blocking and open one way only: for
+// reading (write false) or for writing (write true), by fcntl(2) F_GETFL.
+func oneWay(fd uintptr, write bool) bool {
+	flags, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+	if errno != 0 {
+		return false
+	}
+	want := uintptr(syscall.O_RDONLY)
+	if write {
+		want = syscall.O_WRONLY
+	}
+	return flags&syscall.O_NONBLOCK != 0 && flags&syscall.O_ACCMODE == want
+}

@@ -21,3 +21,5 @@ func peek(fd uintptr, p []byte) (int, syscall.Errno) {
 	}
 	return n, 0
 }
+
+func oneWay(uintptr, bool) bool { return false }

@@ -31,11 +31,13 @@ func rawConn(nc net.Conn) syscall.RawConn {
 	return rc
 }
 
-// Reader reads nc's socket. Reads are serialized, as net.Conn's are.
-type Reader struct {
-	nc net.Conn
+// reads is the retry loop of raw reads of one descriptor, which sockets
+// and files share: a read that finds nothing gives the poller the wait
+// (EAGAIN), an interrupted one is made again (EINTR). Reads are
+// serialized, as the poller's own are.
+type reads struct {
 	rc syscall.RawConn
-	fn func(fd uintptr) bool // made once: a Read allocates nothing
+	fn func(fd uintptr) bool // made once: a read allocates nothing
 
 	mu    sync.Mutex
 	p     []byte
@@ -43,14 +45,8 @@ type Reader struct {
 	errno syscall.Errno
 }
 
-// NewReader returns a reader of nc's socket, or nc itself when nc is not a
-// stream socket the raw path serves.
-func NewReader(nc net.Conn) io.Reader {
-	rc := rawConn(nc)
-	if rc == nil {
-		return nc
-	}
-	r := &Reader{nc: nc, rc: rc}
+func (r *reads) init(rc syscall.RawConn) {
+	r.rc = rc
 	r.fn = func(fd uintptr) bool {
 		for {
 			n, errno := read(fd, r.p)
@@ -61,13 +57,95 @@ func NewReader(nc net.Conn) io.Reader {
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
-				return false // the poller waits for the socket, then calls again
+				return false // the poller waits for the descriptor, then calls again
 			default:
 				r.errno = errno
 				return true
 			}
 		}
 	}
+}
+
+// read reads into p (not empty) once there is something to read: the count
+// (0 at the end of the stream), or the errno of a failed read(2), or the
+// raw connection's own error (a deadline, a closed descriptor).
+func (r *reads) read(p []byte) (int, syscall.Errno, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.p, r.n, r.errno = p, 0, 0
+	err := r.rc.Read(r.fn)
+	n, errno := r.n, r.errno
+	r.p = nil
+	return n, errno, err
+}
+
+// writes is the retry loop of raw writes of one descriptor, which sockets
+// and files share: a write goes on until all of p is written, giving the
+// poller the wait whenever the descriptor takes no more (EAGAIN). Writes
+// are serialized, as the poller's own are.
+type writes struct {
+	rc syscall.RawConn
+	fn func(fd uintptr) bool
+
+	mu    sync.Mutex
+	p     []byte
+	n     int
+	errno syscall.Errno
+	short bool
+}
+
+func (w *writes) init(rc syscall.RawConn) {
+	w.rc = rc
+	w.fn = func(fd uintptr) bool {
+		for w.n < len(w.p) {
+			n, errno := write(fd, w.p[w.n:])
+			switch errno {
+			case 0:
+				if n == 0 {
+					w.short = true
+					return true
+				}
+				w.n += n
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false // the poller waits until the descriptor takes more
+			default:
+				w.errno = errno
+				return true
+			}
+		}
+		return true
+	}
+}
+
+// write writes all of p (not empty): the count written, and why it stopped
+// short if it did: the errno of a failed write(2), a write that took
+// nothing (short), or the raw connection's own error.
+func (w *writes) write(p []byte) (n int, errno syscall.Errno, short bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.p, w.n, w.errno, w.short = p, 0, 0, false
+	err = w.rc.Write(w.fn)
+	n, errno, short = w.n, w.errno, w.short
+	w.p = nil
+	return n, errno, short, err
+}
+
+// Reader reads nc's socket. Reads are serialized, as net.Conn's are.
+type Reader struct {
+	nc net.Conn
+	reads
+}
+
+// NewReader returns a reader of nc's socket, or nc itself when nc is not a
+// stream socket the raw path serves.
+func NewReader(nc net.Conn) io.Reader {
+	rc := rawConn(nc)
+	if rc == nil {
+		return nc
+	}
+	r := &Reader{nc: nc}
+	r.init(rc)
 	return r
 }
 
@@ -78,12 +156,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.p, r.n, r.errno = p, 0, 0
-	err := r.rc.Read(r.fn)
-	n, errno := r.n, r.errno
-	r.p = nil
+	n, errno, err := r.read(p)
 	switch {
 	case err != nil:
 		return 0, asOp(err, "read", r.nc)
@@ -98,14 +171,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 // Writer writes nc's socket. Writes are serialized, as net.Conn's are.
 type Writer struct {
 	nc net.Conn
-	rc syscall.RawConn
-	fn func(fd uintptr) bool
-
-	mu    sync.Mutex
-	p     []byte
-	n     int
-	errno syscall.Errno
-	short bool
+	writes
 }
 
 // NewWriter returns a writer of nc's socket, or nc itself when nc is not a
@@ -115,27 +181,8 @@ func NewWriter(nc net.Conn) io.Writer {
 	if rc == nil {
 		return nc
 	}
-	w := &Writer{nc: nc, rc: rc}
-	w.fn = func(fd uintptr) bool {
-		for w.n < len(w.p) {
-			n, errno := write(fd, w.p[w.n:])
-			switch errno {
-			case 0:
-				if n == 0 {
-					w.short = true
-					return true
-				}
-				w.n += n
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // the poller waits until the socket takes more
-			default:
-				w.errno = errno
-				return true
-			}
-		}
-		return true
-	}
+	w := &Writer{nc: nc}
+	w.init(rc)
 	return w
 }
 
@@ -145,12 +192,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.p, w.n, w.errno, w.short = p, 0, 0, false
-	err := w.rc.Write(w.fn)
-	n, errno, short := w.n, w.errno, w.short
-	w.p = nil
+	n, errno, short, err := w.write(p)
 	switch {
 	case err != nil:
 		return n, asOp(err, "write", w.nc)

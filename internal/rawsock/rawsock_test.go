@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -387,6 +388,9 @@ type bare struct {
 func unwrap(err error) error {
 	if oe, ok := err.(*net.OpError); ok {
 		return oe.Err
+	}
+	if pe, ok := err.(*fs.PathError); ok {
+		return pe.Err
 	}
 	return err
 }

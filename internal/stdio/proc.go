@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,14 +15,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
 )
 
 // process is one running child: its pipes and its end. Only the pipe that
-// owns it reads stdout; writes to stdin are serialised by wmu.
+// owns it reads stdout; writes to stdin are serialised by wmu. Both are
+// read and written through rawsock (in, out): on a call's path the
+// scheduler's system-call state costs the runtime's monitor thread a
+// wake-up per read and write. Deadlines and Close stay the files'.
 type process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File
+	in     io.Writer // stdin's writer
+	out    io.Reader // stdout's reader
 	wmu    sync.Mutex
 	exited chan struct{} // closed once the child has been waited for
 	pgid   int
@@ -70,7 +77,8 @@ func startProcess(argv, env []string, log *zap.Logger, tag string, onDrop func()
 		closeAll(inW, outR, errR)
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), pgid: cmd.Process.Pid}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, in: rawsock.NewFileWriter(inW), out: rawsock.NewFileReader(outR),
+		exited: make(chan struct{}), pgid: cmd.Process.Pid}
 	go func() {
 		_ = cmd.Wait()
 		close(p.exited)
@@ -91,7 +99,7 @@ func (p *process) write(line []byte, deadline time.Time) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	_ = p.stdin.SetWriteDeadline(deadline)
-	_, err := p.stdin.Write(line)
+	_, err := p.in.Write(line)
 	return err
 }
 

@@ -15,7 +15,7 @@ import (
 // the limit fails the request it answers, if it names one, and the pipe
 // goes on.
 func (p *pipe) read() {
-	lr := newLineReader(p.proc.stdout, p.t.MaxLine)
+	lr := newLineReader(p.proc.out, p.t.MaxLine)
 	for {
 		line, long, err := lr.next()
 		if errors.Is(err, errLineTooLong) {
