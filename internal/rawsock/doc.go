@@ -13,13 +13,13 @@
 // socket or pipe never blocks (it fails with EAGAIN, and the poller waits),
 // so the scheduler has nothing to hand over while it runs.
 //
-// It owns the raw calls (read, write and hop's one-byte peek), their
-// retry loops, and the wrappers that put them behind io.Reader and
-// io.Writer, for sockets (NewReader, NewWriter) and pipes (NewFileReader,
-// NewFileWriter), which differ only in the errors they shape. It does not
-// own buffering, deadlines (set them on the net.Conn or the *os.File) or
-// closing. Only stream sockets, and pipes and FIFOs the poller watches,
-// on Linux take the raw path: anything else (TLS, net.Pipe, a wrapped
-// connection, a regular file, standard output, another system) is
-// returned as it is.
+// It owns the raw calls (socket reads and writes, pipe reads and writes,
+// hop's one-byte peek), their retry loops, and the wrappers that put them
+// behind io.Reader and io.Writer, for sockets (NewReader, NewWriter) and
+// pipes (NewFileReader, NewFileWriter), which differ in the calls they make
+// and the errors they shape. It does not own buffering, deadlines (set them
+// on the net.Conn or the *os.File) or closing. Only stream sockets, and
+// pipes and FIFOs the poller watches, on Linux (but 386) take the raw path:
+// anything else (TLS, net.Pipe, a wrapped connection, a regular file,
+// standard output, another system) is returned as it is.
 package rawsock

@@ -91,7 +91,7 @@ func NewFileReader(f *os.File) io.Reader {
 		return f
 	}
 	r := &FileReader{f: f}
-	r.init(rc)
+	r.init(rc, read)
 	return r
 }
 
@@ -132,7 +132,7 @@ func NewFileWriter(f *os.File) io.Writer {
 		return f
 	}
 	w := &FileWriter{f: f}
-	w.init(rc)
+	w.init(rc, write)
 	return w
 }
 

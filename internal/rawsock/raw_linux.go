@@ -1,3 +1,5 @@
+//go:build linux && !386
+
 package rawsock
 
 import (
@@ -5,12 +7,44 @@ import (
 	"unsafe"
 )
 
-// enabled: the raw path is taken on Linux.
+// enabled: the raw path is taken on Linux (not 386, see raw_other.go).
 const enabled = true
 
-// read is read(2) as a raw call. fd is non-blocking: it never waits.
+// recv reads a socket as a raw call: recvfrom(2) with MSG_DONTWAIT, which
+// never waits even where the socket was put in blocking mode behind the
+// connection's back (os.File.Fd on a dup of it does): a raw call that slept
+// in the kernel would keep its processor and stop every collection.
+func recv(fd uintptr, p []byte) (int, syscall.Errno) {
+	r, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)),
+		syscall.MSG_DONTWAIT, 0, 0)
+	return afterRead(fd, p, r, errno)
+}
+
+// send writes a socket as a raw call: sendto(2) with MSG_DONTWAIT, for the
+// reason recv gives (no MSG_NOSIGNAL: SIGPIPE is as net.Conn's write has it).
+func send(fd uintptr, p []byte) (int, syscall.Errno) {
+	raceReleaseMerge(fd)
+	r, _, errno := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)),
+		syscall.MSG_DONTWAIT, 0, 0)
+	return afterWrite(p, r, errno)
+}
+
+// read is read(2) as a raw call, for a pipe: fileConn lets only a
+// non-blocking one take it, and a pipe has no MSG_DONTWAIT.
 func read(fd uintptr, p []byte) (int, syscall.Errno) {
 	r, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	return afterRead(fd, p, r, errno)
+}
+
+// write is write(2) as a raw call, for a pipe (see read).
+func write(fd uintptr, p []byte) (int, syscall.Errno) {
+	raceReleaseMerge(fd)
+	r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	return afterWrite(p, r, errno)
+}
+
+// afterRead tells the race detector what a raw read did.
+func afterRead(fd uintptr, p []byte, r uintptr, errno syscall.Errno) (int, syscall.Errno) {
 	if errno != 0 {
 		return 0, errno
 	}
@@ -22,10 +56,8 @@ func read(fd uintptr, p []byte) (int, syscall.Errno) {
 	return n, 0
 }
 
-// write is write(2) as a raw call. fd is non-blocking: it never waits.
-func write(fd uintptr, p []byte) (int, syscall.Errno) {
-	raceReleaseMerge(fd)
-	r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+// afterWrite tells the race detector what a raw write did.
+func afterWrite(p []byte, r uintptr, errno syscall.Errno) (int, syscall.Errno) {
 	if errno != 0 {
 		return 0, errno
 	}

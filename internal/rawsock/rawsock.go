@@ -45,11 +45,14 @@ type reads struct {
 	errno syscall.Errno
 }
 
-func (r *reads) init(rc syscall.RawConn) {
+// rawCall is one raw read or write of fd: the count, or the errno.
+type rawCall func(fd uintptr, p []byte) (int, syscall.Errno)
+
+func (r *reads) init(rc syscall.RawConn, call rawCall) {
 	r.rc = rc
 	r.fn = func(fd uintptr) bool {
 		for {
-			n, errno := read(fd, r.p)
+			n, errno := call(fd, r.p)
 			switch errno {
 			case 0:
 				r.n = n
@@ -94,11 +97,11 @@ type writes struct {
 	short bool
 }
 
-func (w *writes) init(rc syscall.RawConn) {
+func (w *writes) init(rc syscall.RawConn, call rawCall) {
 	w.rc = rc
 	w.fn = func(fd uintptr) bool {
 		for w.n < len(w.p) {
-			n, errno := write(fd, w.p[w.n:])
+			n, errno := call(fd, w.p[w.n:])
 			switch errno {
 			case 0:
 				if n == 0 {
@@ -145,7 +148,7 @@ func NewReader(nc net.Conn) io.Reader {
 		return nc
 	}
 	r := &Reader{nc: nc}
-	r.init(rc)
+	r.init(rc, recv)
 	return r
 }
 
@@ -182,7 +185,7 @@ func NewWriter(nc net.Conn) io.Writer {
 		return nc
 	}
 	w := &Writer{nc: nc}
-	w.init(rc)
+	w.init(rc, send)
 	return w
 }
 
