@@ -372,12 +372,9 @@ func writeTargets(b *strings.Builder, ix index, rec Records) {
 				now: spreadOf(ix.ratio(g, Sidecar, Nginx, rps)), unit: "×", prec: 2, goal: 1})
 		}
 	}
-	for _, g := range ix.groups {
-		if g.kind == KindCall && g.conns == 32 {
-			rows = append(rows, target{figure: fmt.Sprintf("read/write syscalls per request (/proc/PID/io), %s c=32, sidecar−nginx", g.era),
-				now: spreadOf(ix.diff(g, Sidecar, Nginx, syscallsPerOp)), prec: 2, goal: 2, atMost: true, plus: true})
-		}
-	}
+	// No target row from /proc/PID/io: it counts read(2) and write(2) but
+	// not recvfrom(2) and sendto(2), with which nginx and the sidecar
+	// (internal/rawsock) read and write their sockets. strace counts all.
 	for _, s := range rec.Straces {
 		if s.Target != Sidecar {
 			continue
