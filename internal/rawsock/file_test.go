@@ -97,53 +97,13 @@ type fileCheck struct {
 
 var fileChecks = []fileCheck{
 	{"data both ways", func(t *testing.T, pr, pw *os.File, w fileWay) error {
-		if n, err := w.w(pw).Write([]byte("hello")); n != 5 || err != nil {
-			return fmt.Errorf("write: %d, %v", n, err)
-		}
-		buf := make([]byte, 16)
-		n, err := io.ReadAtLeast(pr, buf, 5)
-		if err != nil || string(buf[:n]) != "hello" {
-			return fmt.Errorf("peer read %q, %v; want hello", buf[:n], err)
-		}
-		if _, err := pw.Write([]byte("world")); err != nil {
-			return err
-		}
-		n, err = io.ReadAtLeast(w.r(pr), buf, 5)
-		if err != nil || string(buf[:n]) != "world" {
-			return fmt.Errorf("read %q, %v; want world", buf[:n], err)
-		}
-		return nil
+		return oneWayData(w.w(pw), pr, pw, w.r(pr))
 	}},
 	{"waits for data", func(t *testing.T, pr, pw *os.File, w fileWay) error {
-		go func() {
-			time.Sleep(20 * time.Millisecond)
-			pw.Write([]byte("late"))
-		}()
-		buf := make([]byte, 16)
-		n, err := w.r(pr).Read(buf)
-		if err != nil || string(buf[:n]) != "late" {
-			return fmt.Errorf("read %q, %v; want late", buf[:n], err)
-		}
-		return nil
+		return waitsForData(w.r(pr), pw)
 	}},
 	{"end of stream", func(t *testing.T, pr, pw *os.File, w fileWay) error {
-		pw.Write([]byte("last"))
-		pw.Close()
-		var got []byte
-		buf := make([]byte, 16)
-		var err error
-		for i := 0; i < 100 && err == nil; i++ { // bounded: a reader that never says EOF fails here
-			var n int
-			n, err = w.r(pr).Read(buf)
-			got = append(got, buf[:n]...)
-		}
-		if err != io.EOF || string(got) != "last" {
-			return fmt.Errorf("read %q, %v; want last then io.EOF itself", got, err)
-		}
-		if n, err := w.r(pr).Read(make([]byte, 4)); n != 0 || err != io.EOF {
-			return fmt.Errorf("read after the end: %d, %v; want 0, io.EOF itself", n, err)
-		}
-		return nil
+		return endOfStream(w.r(pr), pw, pw.Close)
 	}},
 	{"deadline passed", func(t *testing.T, pr, pw *os.File, w fileWay) error {
 		pr.SetReadDeadline(time.Now().Add(-time.Second))
@@ -222,57 +182,16 @@ var fileChecks = []fileCheck{
 		return nil
 	}},
 	{"big write", func(t *testing.T, pr, pw *os.File, w fileWay) error {
-		want := make([]byte, 8<<20) // 128 times the pipe's 64 KiB: the writer meets a full pipe
-		rand.Read(want)
-		got := make(chan []byte, 1)
-		go func() {
-			var buf bytes.Buffer
-			p := make([]byte, 4096) // a slow reader
-			for buf.Len() < len(want) {
-				n, err := pr.Read(p)
-				buf.Write(p[:n])
-				if err != nil {
-					break
-				}
-			}
-			got <- buf.Bytes()
-		}()
-		n, err := w.w(pw).Write(want)
-		pw.Close() // the peer reads what was written, then the end: bounded either way
-		if n != len(want) || err != nil {
-			return fmt.Errorf("wrote %d of %d bytes, %v", n, len(want), err)
-		}
-		if g := <-got; !bytes.Equal(g, want) {
-			return fmt.Errorf("the peer read %d bytes, not the %d written, in order", len(g), len(want))
-		}
-		return nil
+		return bigWrite(w.w(pw), pr, pw.Close)
 	}},
 	{"write deadline counts what left", func(t *testing.T, pr, pw *os.File, w fileWay) error {
-		big := make([]byte, 4<<20) // more than the pipe holds: the write must wait, then time out
-		pw.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		n, err := w.w(pw).Write(big)
-		if err := pathShape(err, "write", pw, os.ErrDeadlineExceeded); err != nil {
-			return err
-		}
-		if n <= 0 || n >= len(big) {
-			return fmt.Errorf("wrote %d of %d bytes before the deadline", n, len(big))
-		}
-		pw.Close() // the peer then reads what was written, and the end
-		pr.SetReadDeadline(time.Now().Add(5 * time.Second))
-		got, _ := io.Copy(io.Discard, pr)
-		if got != int64(n) {
-			return fmt.Errorf("the write said %d bytes left, the peer read %d", n, got)
-		}
-		return nil
+		return deadlineCounts(w.w(pw), 4<<20, // more than the pipe holds: the write must wait, then time out
+			func() { pw.SetWriteDeadline(time.Now().Add(100 * time.Millisecond)) },
+			func(err error) error { return pathShape(err, "write", pw, os.ErrDeadlineExceeded) },
+			pw.Close, pr, func() { pr.SetReadDeadline(time.Now().Add(5 * time.Second)) })
 	}},
 	{"empty", func(t *testing.T, pr, pw *os.File, w fileWay) error {
-		if n, err := w.r(pr).Read(nil); n != 0 || err != nil {
-			return fmt.Errorf("empty read: %d, %v", n, err)
-		}
-		if n, err := w.w(pw).Write(nil); n != 0 || err != nil {
-			return fmt.Errorf("empty write: %d, %v", n, err)
-		}
-		return nil
+		return emptyCalls(w.r(pr), w.w(pw))
 	}},
 	{"read and write at once", func(t *testing.T, pr, pw *os.File, w fileWay) error {
 		const size = 2 << 20
@@ -488,18 +407,7 @@ func TestNoAllocationsOnPipes(t *testing.T) {
 	if _, ok := r.(*FileReader); !ok {
 		t.Fatalf("the read end got %T, not the raw reader", r)
 	}
-	msg, buf := []byte("ping"), make([]byte, 4)
-	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := w.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(r, buf); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per write and read, want 0", allocs)
-	}
+	noAllocs(t, w, r, nil, nil)
 }
 
 // A write to standard output whose reader is gone kills the process with

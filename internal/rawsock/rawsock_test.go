@@ -117,53 +117,13 @@ func sysShape(err error, op string, targets ...error) error {
 
 var checks = []check{
 	{"echo", []pair{tcpPair, unixPair}, func(t *testing.T, a, b net.Conn, w way) error {
-		if _, err := b.Write([]byte("hello")); err != nil {
-			return err
-		}
-		buf := make([]byte, 16)
-		n, err := io.ReadAtLeast(w.r(a), buf, 5)
-		if err != nil || string(buf[:n]) != "hello" {
-			return fmt.Errorf("read %q, %v; want hello", buf[:n], err)
-		}
-		if n, err := w.w(a).Write([]byte("world")); n != 5 || err != nil {
-			return fmt.Errorf("write: %d, %v", n, err)
-		}
-		n, err = io.ReadAtLeast(b, buf, 5)
-		if err != nil || string(buf[:n]) != "world" {
-			return fmt.Errorf("peer read %q, %v; want world", buf[:n], err)
-		}
-		return nil
+		return oneWayData(w.w(a), b, b, w.r(a))
 	}},
 	{"waits for data", []pair{tcpPair}, func(t *testing.T, a, b net.Conn, w way) error {
-		go func() {
-			time.Sleep(20 * time.Millisecond)
-			b.Write([]byte("late"))
-		}()
-		buf := make([]byte, 16)
-		n, err := w.r(a).Read(buf)
-		if err != nil || string(buf[:n]) != "late" {
-			return fmt.Errorf("read %q, %v; want late", buf[:n], err)
-		}
-		return nil
+		return waitsForData(w.r(a), b)
 	}},
 	{"end of stream", []pair{tcpPair, unixPair}, func(t *testing.T, a, b net.Conn, w way) error {
-		b.Write([]byte("last"))
-		b.Close()
-		var got []byte
-		buf := make([]byte, 16)
-		var err error
-		for i := 0; i < 100 && err == nil; i++ { // bounded: a reader that never says EOF fails here
-			var n int
-			n, err = w.r(a).Read(buf)
-			got = append(got, buf[:n]...)
-		}
-		if err != io.EOF || string(got) != "last" {
-			return fmt.Errorf("read %q, %v; want last then io.EOF itself", got, err)
-		}
-		if n, err := w.r(a).Read(make([]byte, 4)); n != 0 || err != io.EOF {
-			return fmt.Errorf("read after the end: %d, %v; want 0, io.EOF itself", n, err)
-		}
-		return nil
+		return endOfStream(w.r(a), b, b.Close)
 	}},
 	{"half close", []pair{tcpPair}, func(t *testing.T, a, b net.Conn, w way) error {
 		b.(*net.TCPConn).CloseWrite()
@@ -247,57 +207,16 @@ var checks = []check{
 		return errors.New("writes to a reset peer kept succeeding")
 	}},
 	{"big write", []pair{tcpPair, unixPair}, func(t *testing.T, a, b net.Conn, w way) error {
-		want := make([]byte, 8<<20)
-		rand.Read(want)
-		got := make(chan []byte, 1)
-		go func() {
-			var buf bytes.Buffer
-			p := make([]byte, 4096) // a slow reader: the writer meets a full socket
-			for buf.Len() < len(want) {
-				n, err := b.Read(p)
-				buf.Write(p[:n])
-				if err != nil {
-					break
-				}
-			}
-			got <- buf.Bytes()
-		}()
-		n, err := w.w(a).Write(want)
-		a.Close() // the peer reads what was written, then the end: bounded either way
-		if n != len(want) || err != nil {
-			return fmt.Errorf("wrote %d of %d bytes, %v", n, len(want), err)
-		}
-		if g := <-got; !bytes.Equal(g, want) {
-			return fmt.Errorf("the peer read %d bytes, not the %d written, in order", len(g), len(want))
-		}
-		return nil
+		return bigWrite(w.w(a), b, a.Close)
 	}},
 	{"write deadline counts what left", []pair{tcpPair}, func(t *testing.T, a, b net.Conn, w way) error {
-		big := make([]byte, 64<<20) // more than the socket buffers: the write must wait, then time out
-		a.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-		n, err := w.w(a).Write(big)
-		if err := opShape(err, "write", os.ErrDeadlineExceeded); err != nil {
-			return err
-		}
-		if n <= 0 || n >= len(big) {
-			return fmt.Errorf("wrote %d of %d bytes before the deadline", n, len(big))
-		}
-		a.Close() // the peer then reads what was written, and the end
-		b.SetReadDeadline(time.Now().Add(5 * time.Second))
-		got, _ := io.Copy(io.Discard, b)
-		if got != int64(n) {
-			return fmt.Errorf("the write said %d bytes left, the peer read %d", n, got)
-		}
-		return nil
+		return deadlineCounts(w.w(a), 64<<20, // more than the socket buffers: the write must wait, then time out
+			func() { a.SetWriteDeadline(time.Now().Add(200 * time.Millisecond)) },
+			func(err error) error { return opShape(err, "write", os.ErrDeadlineExceeded) },
+			a.Close, b, func() { b.SetReadDeadline(time.Now().Add(5 * time.Second)) })
 	}},
 	{"empty", []pair{tcpPair}, func(t *testing.T, a, b net.Conn, w way) error {
-		if n, err := w.r(a).Read(nil); n != 0 || err != nil {
-			return fmt.Errorf("empty read: %d, %v", n, err)
-		}
-		if n, err := w.w(a).Write(nil); n != 0 || err != nil {
-			return fmt.Errorf("empty write: %d, %v", n, err)
-		}
-		return nil
+		return emptyCalls(w.r(a), w.w(a))
 	}},
 	{"both ways at once", []pair{tcpPair}, func(t *testing.T, a, b net.Conn, w way) error {
 		const size = 2 << 20
@@ -515,24 +434,7 @@ func TestPeek(t *testing.T) {
 func TestNoAllocations(t *testing.T) {
 	a, b := tcpPair(t)
 	r, w := NewReader(a), NewWriter(a)
-	msg, buf := []byte("ping"), make([]byte, 4)
-	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := w.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(b, buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(r, buf); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per write and read, want 0", allocs)
-	}
+	noAllocs(t, w, b, b, r)
 }
 
 // Bytes through a socket order what happened before the write before
