@@ -72,14 +72,7 @@ func afterWrite(p []byte, r uintptr, errno syscall.Errno) (int, syscall.Errno) {
 func peek(fd uintptr, p []byte) (int, syscall.Errno) {
 	r, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)),
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	n := int(r)
-	if n > 0 {
-		raceWrote(p[:n])
-	}
-	return n, 0
+	return afterRead(fd, p, r, errno)
 }
 
 // oneWay says whether fd is non-blocking and open one way only: for
