@@ -492,16 +492,16 @@ func (c *conn) refuse(err error) {
 		if err == errURITooLong {
 			text = "414 URI Too Long"
 		}
-		io.WriteString(c.rwc, "HTTP/1.1 "+text+errorHeaders+text)
+		io.WriteString(c.wr, "HTTP/1.1 "+text+errorHeaders+text)
 		c.closeWriteAndWait()
 	case isUnsupportedTE(err):
-		io.WriteString(c.rwc, "HTTP/1.1 501 Not Implemented"+errorHeaders+"Unsupported transfer encoding")
+		io.WriteString(c.wr, "HTTP/1.1 501 Not Implemented"+errorHeaders+"Unsupported transfer encoding")
 	case isCommonNetReadError(err):
 	case errors.As(err, &rf):
-		fmt.Fprintf(c.rwc, "HTTP/1.1 %d %s%s%d %s", rf.code, rf.Error(), errorHeaders, rf.code, rf.Error())
+		fmt.Fprintf(c.wr, "HTTP/1.1 %d %s%s%d %s", rf.code, rf.Error(), errorHeaders, rf.code, rf.Error())
 	default:
 		const text = "400 Bad Request"
-		io.WriteString(c.rwc, "HTTP/1.1 "+text+errorHeaders+text)
+		io.WriteString(c.wr, "HTTP/1.1 "+text+errorHeaders+text)
 	}
 }
 
