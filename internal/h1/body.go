@@ -47,6 +47,17 @@ func (b *body) unread() int64 {
 	return b.left
 }
 
+// Buffered is how many bytes of the body a read gets without waiting on
+// the socket: of a Content-Length body, what the connection's buffer
+// already holds of it. A chunked body and net/http's say 0 (not known), so
+// a caller that bounds a wait by a deadline still sets one for them.
+func (b *body) Buffered() int {
+	if b.none || b.sawEOF || b.src != nil || b.chunk != nil || b.left <= 0 {
+		return 0
+	}
+	return int(min(b.left, int64(b.br.Buffered())))
+}
+
 func (b *body) init(c *conn, x *exchange, br *bufio.Reader) {
 	b.c, b.x, b.br = c, x, br
 	r := x.req

@@ -296,11 +296,15 @@ const (
 // serve handles one request and returns its route.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 	var bodyDeadline time.Time // when the body's read deadline was set; zero: not
-	if r.Method == http.MethodPost && r.ContentLength != 0 {
+	arrived := r.Method == http.MethodPost && bodyBuffered(r)
+	if r.Method == http.MethodPost && r.ContentLength != 0 && !arrived {
 		// The body's first read is bounded from here, and so is a refusal
 		// sent before the body is read: net/http then reads (to discard)
 		// up to 256 KiB of it, which a stalled client would make wait for
-		// ever. readBody renews the deadline per read and clears it.
+		// ever. readBody renews the deadline per read and clears it. A body
+		// that came whole with its head (the usual JSON-RPC message) makes
+		// no read wait, and costs no deadline: two moves of the poller's
+		// timer per request.
 		bodyDeadline = time.Now()
 		_ = http.NewResponseController(w).SetReadDeadline(bodyDeadline.Add(p.opts.ClientBodyTimeout))
 	}
@@ -333,7 +337,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 		return routeUpstream
 	}
 	pl.method = "invalid" // until the body proves otherwise
-	body, err := readBody(w, r, p.opts.MaxBodyBytes, p.opts.ClientBodyTimeout, bodyDeadline)
+	timeout := p.opts.ClientBodyTimeout
+	if arrived {
+		timeout = 0 // nothing to wait for
+	}
+	body, err := readBody(w, r, p.opts.MaxBodyBytes, timeout, bodyDeadline)
 	if err != nil {
 		writeError(w, nil, err)
 		return routeLocal
@@ -439,11 +447,19 @@ func isHandshake(method string) bool {
 	return method == "initialize" || method == "server/discover"
 }
 
+// bodyBuffered reports whether the whole body of r, of declared length,
+// is in memory already (package h1's body says what its connection's
+// buffer holds of it), so that reading it waits on nothing.
+func bodyBuffered(r *http.Request) bool {
+	return r.ContentLength > 0 && int64(buffered(r.Body)) >= r.ContentLength
+}
+
 // readBody reads the whole request body up to max bytes, each read within
-// timeout of the one before (client_body_timeout). A client that stalls
-// longer gets 408 and loses its connection, as nginx answers, since the
-// rest of its body can no longer be told from a next request. set is when
-// the caller last set the read deadline (zero: it did not).
+// timeout of the one before (client_body_timeout; 0: the body is all in
+// memory already, and no read waits). A client that stalls longer gets 408
+// and loses its connection, as nginx answers, since the rest of its body
+// can no longer be told from a next request. set is when the caller last
+// set the read deadline (zero: it did not).
 func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration, set time.Time) ([]byte, *reply.Error) {
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
@@ -530,7 +546,8 @@ func readAll(r *stallReader, size int64) ([]byte, error) {
 
 // stallReader reads a request body with a read deadline renewed before
 // every read. Where the connection takes no deadline (HTTP/2, a test
-// recorder) it reads without one.
+// recorder), or with no timeout (a body already in memory), it reads
+// without one.
 type stallReader struct {
 	r       io.ReadCloser
 	rc      http.ResponseController // by value: one allocation less per request
@@ -540,6 +557,9 @@ type stallReader struct {
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
+	if s.timeout <= 0 {
+		return s.r.Read(p)
+	}
 	if now := time.Now(); renewDue(s.at, now, s.timeout) {
 		if s.rc.SetReadDeadline(now.Add(s.timeout)) == nil {
 			s.set = true

@@ -1,0 +1,160 @@
+package proxy_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/faultserver"
+	"github.com/skills-sidecar/skills-sidecar/internal/h1"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+)
+
+// countingConn is a client connection of the sidecar's own server that
+// counts the moves of its read deadline. It embeds the TCP connection, so
+// the server still reaches its descriptor (package rawsock) as in
+// production.
+type countingConn struct {
+	*net.TCPConn
+	moves *atomic.Int64
+}
+
+func (c countingConn) SetReadDeadline(t time.Time) error {
+	c.moves.Add(1)
+	return c.TCPConn.SetReadDeadline(t)
+}
+
+type countingListener struct {
+	net.Listener
+	moves *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{TCPConn: c.(*net.TCPConn), moves: l.moves}, nil
+}
+
+// ownServerCounting serves the proxy in front of upstream with package
+// h1's server (the sidecar's default) and returns its address and the
+// count of read-deadline moves on its client connections.
+func ownServerCounting(t *testing.T, upstream string, opts proxy.Options) (string, *atomic.Int64) {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Upstream = u
+	p, err := proxy.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moves := &atomic.Int64{}
+	srv := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go srv.Serve(countingListener{Listener: l, moves: moves})
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String(), moves
+}
+
+// call writes a tools/call in two pieces (the body after pause, or with
+// the head when pause is 0) and reads the reply.
+func call(t *testing.T, c net.Conn, br *bufio.Reader, addr string, id int, pause time.Duration) {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id)
+	head := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", addr, len(body))
+	if pause == 0 {
+		_, _ = io.WriteString(c, head+body)
+	} else {
+		_, _ = io.WriteString(c, head)
+		time.Sleep(pause)
+		_, _ = io.WriteString(c, body)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("call %d: %v", id, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("call %d: status %d", id, resp.StatusCode)
+	}
+}
+
+// TestWholeBodyMovesNoReadDeadline: on the sidecar's own server, a request
+// whose body came whole with its head makes no read wait, and moves no
+// read deadline (each move is a lock and a timer update in the runtime's
+// poller); the connection's idle deadline is moved at most once a second.
+// A body that comes after its head is still bounded by ClientBodyTimeout
+// (TestStalledBodyGets408OnOwnServer), which moves the deadline.
+func TestWholeBodyMovesNoReadDeadline(t *testing.T) {
+	t.Parallel()
+	up := faultserver.Start(t, faultserver.Options{})
+	addr, moves := ownServerCounting(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 10 * time.Second})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	br := bufio.NewReader(c)
+	call(t, c, br, addr, 1, 0) // the connection's own first deadlines
+	const whole = 20
+	before := moves.Load()
+	for i := range whole {
+		call(t, c, br, addr, 2+i, 0)
+	}
+	// Once a second at most for the idle deadline; 20 calls take well
+	// under a second here, and a stalled machine may cross one boundary
+	// or two.
+	if got := moves.Load() - before; got > 3 {
+		t.Errorf("%d calls whose bodies came whole moved the read deadline %d times, want at most 3", whole, got)
+	}
+	const split = 3
+	before = moves.Load()
+	for i := range split {
+		call(t, c, br, addr, 100+i, 30*time.Millisecond)
+	}
+	// Set for the body, cleared after it, the idle deadline set again.
+	if got := moves.Load() - before; got < 2*split {
+		t.Errorf("%d calls whose bodies came after their heads moved the read deadline %d times, want at least %d", split, got, 2*split)
+	}
+}
+
+// TestStalledBodyGets408OnOwnServer: TestStalledBodyGets408 on package
+// h1's server: a body that stops short of its Content-Length is not taken
+// for one that came whole, and gets 408 once ClientBodyTimeout passes.
+func TestStalledBodyGets408OnOwnServer(t *testing.T) {
+	t.Parallel()
+	up := faultserver.Start(t, faultserver.Options{})
+	addr, _ := ownServerCounting(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 200 * time.Millisecond})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":", addr)
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no reply to a stalled body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("status %d, want 408", resp.StatusCode)
+	}
+	if n := up.Requests(); n != 0 {
+		t.Errorf("upstream got %d requests, want 0", n)
+	}
+}
