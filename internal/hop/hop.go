@@ -137,6 +137,9 @@ type conn struct {
 	key    string  // the pool key: host:port, and the partition's hash
 	addr   string  // host:port
 	reused bool
+	// headSet is when the read deadline of ResponseHeaderTimeout in force
+	// was set; zero: none is.
+	headSet time.Time
 
 	pooled bool        // in Transport.idle
 	spare  bool        // in a spareSet: dialled, never used, in no partition
@@ -279,9 +282,19 @@ func afterFunc(ctx context.Context, f func()) func() bool {
 
 // readResponse reads the final reply's head from c, skipping interim
 // replies, within ResponseHeaderTimeout.
+//
+// The deadline is moved lazily, as nginx's timers are: one set less than
+// lazyDelay ago stays, so a head gets at least fifteen sixteenths of the
+// timeout. It stays in force after a reply whose body came whole with its
+// head, since reading that body waits on nothing; any other reply's body
+// reads without it. Each move costs a lock and a timer update in the
+// runtime's poller, and a call on a busy connection paid two.
 func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, error) {
-	if t.ResponseHeaderTimeout > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
+	if d := t.ResponseHeaderTimeout; d > 0 {
+		if now := time.Now(); c.headSet.IsZero() || now.Sub(c.headSet) >= lazyDelay(d) {
+			c.nc.SetReadDeadline(now.Add(d))
+			c.headSet = now
+		}
 	}
 	// What br holds already was read under an earlier bound (or is the
 	// start of this head); the rest of the head may take what is left of
@@ -308,12 +321,32 @@ func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, er
 		}
 		// Interim replies (100 Continue, 103 Early Hints) are not the answer.
 		if resp.StatusCode >= 200 || resp.StatusCode < 100 {
-			if t.ResponseHeaderTimeout > 0 {
-				c.nc.SetReadDeadline(time.Time{})
+			if !c.headSet.IsZero() && !bodyBuffered(resp, c.br) {
+				c.clearHeadDeadline()
 			}
 			return resp, nil
 		}
 	}
+}
+
+// lazyDelay is how recently a deadline of timeout may have been set for
+// a move to leave it as it is: a sixteenth of it, at most 300 ms (nginx's
+// NGX_TIMER_LAZY_DELAY).
+func lazyDelay(timeout time.Duration) time.Duration {
+	return min(timeout/16, 300*time.Millisecond)
+}
+
+// bodyBuffered reports whether the whole body of resp is in br already
+// (none at all included), so that reading it waits on nothing.
+func bodyBuffered(resp *http.Response, br *bufio.Reader) bool {
+	return resp.Body == http.NoBody || resp.ContentLength == 0 ||
+		resp.ContentLength > 0 && int64(br.Buffered()) >= resp.ContentLength
+}
+
+// clearHeadDeadline lifts the deadline of ResponseHeaderTimeout.
+func (c *conn) clearHeadDeadline() {
+	c.nc.SetReadDeadline(time.Time{})
+	c.headSet = time.Time{}
 }
 
 // finish hands resp's body the connection, which goes back to the pool
@@ -409,6 +442,11 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 		c := t.pop(key)
 		if c == nil {
 			break
+		}
+		if !c.headSet.IsZero() && time.Since(c.headSet) >= lazyDelay(t.ResponseHeaderTimeout) {
+			// Kept after the last reply (readResponse), it would soon be
+			// moved anyway; lifted before the peek, which it could fail.
+			c.clearHeadDeadline()
 		}
 		if c.br.Buffered() == 0 && c.peek.alive() {
 			c.reused = true

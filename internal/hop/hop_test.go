@@ -702,3 +702,88 @@ func TestCarries(t *testing.T) {
 		}
 	}
 }
+
+// headDeadlineUpstream answers /fast at once with a short body, /hang
+// never before release, and /slow with its head at once and its body in
+// pieces spread over spread.
+func headDeadlineUpstream(t *testing.T, release chan struct{}, spread time.Duration) *countingServer {
+	return newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hang":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case "/slow":
+			w.Header().Set("Content-Length", "3")
+			w.WriteHeader(http.StatusOK)
+			for _, b := range []string{"a", "b", "c"} {
+				io.WriteString(w, b)
+				w.(http.Flusher).Flush()
+				time.Sleep(spread / 3)
+			}
+		default:
+			io.WriteString(w, "ok")
+		}
+	}))
+}
+
+// TestHeadDeadlineIsMovedLazily: the deadline of ResponseHeaderTimeout
+// is not moved for a call on a connection whose last reply came whole
+// less than a sixteenth of the timeout before (it stays in force from
+// that reply), and it still bounds that call's head; a reply whose body
+// comes in pieces over more than the timeout is read whole (its body
+// reads without the deadline); and a connection pooled for longer than
+// the timeout is reused, not found dead because of a deadline that
+// passed while it idled.
+func TestHeadDeadlineIsMovedLazily(t *testing.T) {
+	const timeout = 1600 * time.Millisecond // a lazy delay of 100 ms
+	release := make(chan struct{})
+	defer close(release)
+	srv := headDeadlineUpstream(t, release, 2*timeout)
+	tr := &Transport{ResponseHeaderTimeout: timeout}
+	defer tr.CloseIdleConnections()
+	pooled := func() *conn {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, cs := range tr.idle {
+			if len(cs) == 1 {
+				return cs[0]
+			}
+		}
+		t.Fatal("not exactly one pooled connection")
+		return nil
+	}
+
+	do(t, tr, get(t, srv.URL+"/fast"))
+	set := pooled().headSet
+	if set.IsZero() {
+		t.Fatal("no deadline in force after a reply that came whole: it was lifted")
+	}
+	do(t, tr, get(t, srv.URL+"/fast"))
+	if again := pooled().headSet; !again.Equal(set) && again.Sub(set) < lazyDelay(timeout) {
+		t.Fatalf("the deadline was moved %v after it was set, within the lazy delay", again.Sub(set))
+	}
+
+	start := time.Now()
+	_, err := tr.RoundTrip(get(t, srv.URL+"/hang"))
+	if err == nil || !strings.Contains(err.Error(), "timeout awaiting response headers") {
+		t.Fatalf("error %v, want a response-header timeout", err)
+	}
+	if took := time.Since(start); took < timeout*15/16 {
+		t.Fatalf("timed out after %v, want at least %v", took, timeout*15/16)
+	}
+
+	do(t, tr, get(t, srv.URL+"/fast")) // a new connection, its deadline kept
+	if resp, body := do(t, tr, get(t, srv.URL+"/slow")); resp.StatusCode != http.StatusOK || body != "abc" {
+		t.Fatalf("slow body: %d %q, want 200 abc", resp.StatusCode, body)
+	}
+
+	do(t, tr, get(t, srv.URL+"/fast"))
+	dials := tr.dials.Load()
+	time.Sleep(timeout + 100*time.Millisecond) // the kept deadline passes while pooled
+	do(t, tr, get(t, srv.URL+"/fast"))
+	if n := tr.dials.Load() - dials; n != 0 {
+		t.Fatalf("a connection pooled past its kept deadline was dropped: %d new dials", n)
+	}
+}
