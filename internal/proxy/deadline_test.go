@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,15 +47,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 // count of read-deadline moves on its client connections.
 func ownServerCounting(t *testing.T, upstream string, opts proxy.Options) (string, *atomic.Int64) {
 	t.Helper()
-	u, err := url.Parse(upstream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Upstream = u
-	p, err := proxy.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newProxy(t, upstream, opts)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

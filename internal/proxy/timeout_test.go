@@ -60,6 +60,17 @@ func closedByPeer(c net.Conn) bool {
 // connections the sidecar has closed, hijacked (detached) ones included.
 func trackedSidecar(t *testing.T, upstream string, opts proxy.Options) (string, *atomic.Int64) {
 	t.Helper()
+	srv := httptest.NewUnstartedServer(newProxy(t, upstream, opts))
+	closed := &atomic.Int64{}
+	srv.Listener = trackingListener{Listener: srv.Listener, closed: closed}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp", closed
+}
+
+// newProxy is the proxy with opts in front of upstream.
+func newProxy(t *testing.T, upstream string, opts proxy.Options) *proxy.Proxy {
+	t.Helper()
 	u, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +80,7 @@ func trackedSidecar(t *testing.T, upstream string, opts proxy.Options) (string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(p)
-	closed := &atomic.Int64{}
-	srv.Listener = trackingListener{Listener: srv.Listener, closed: closed}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL + "/mcp", closed
+	return p
 }
 
 type trackingListener struct {
