@@ -238,6 +238,44 @@ func TestFastRequestNotWatched(t *testing.T) {
 	}
 }
 
+// TestWatchDelayCountsFromEachRequest: the watch timer is left running
+// between requests, but a request is watched once it has run for
+// watchDelay, never sooner because requests before it on the connection
+// started the timer; and then it is watched: its client leaving cancels
+// it.
+func TestWatchDelayCountsFromEachRequest(t *testing.T) {
+	ran := make(chan time.Duration, 1)
+	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fast" {
+			io.WriteString(w, "fast")
+			return
+		}
+		began := time.Now()
+		io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+			ran <- time.Since(began)
+		case <-time.After(3 * time.Second):
+			ran <- -1
+		}
+	}))
+	c, br := dial(t, addr)
+	// Fast requests for a while, less than watchDelay: the timer the
+	// first one started is due in the middle of the slow one.
+	for first := time.Now(); time.Since(first) < watchDelay*2/5; {
+		io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: a\r\n\r\n")
+		readReply(t, br, "GET")
+	}
+	io.WriteString(c, "POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}")
+	c.Close()
+	switch d := <-ran; {
+	case d < 0:
+		t.Fatal("a slow request after fast ones was not canceled when its client left")
+	case d < watchDelay:
+		t.Fatalf("the slow request was watched after %v, before it had run for %v", d, watchDelay)
+	}
+}
+
 // A slow request's watcher takes the first byte of a pipelined request;
 // it must reach the next head.
 func TestWatcherKeepsPipelinedByte(t *testing.T) {

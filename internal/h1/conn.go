@@ -93,6 +93,8 @@ type conn struct {
 
 	mu        sync.Mutex // guards the fields below, shared with the timer and the watcher
 	cur       *exchange  // the request being served, nil between requests
+	started   time.Time  // when cur was handed to the handler
+	timerDue  bool       // the timer will fire (it is left running between requests)
 	bodyDone  bool       // the handler has consumed the request body
 	wantWatch bool       // the request streams or has run for watchDelay
 	watching  bool       // a watcher goroutine is reading
@@ -579,18 +581,26 @@ func (c *conn) run(x *exchange) bool {
 	}
 	c.mu.Lock()
 	c.cur, c.bodyDone, c.wantWatch, c.ctx = x, x.body.none, false, &x.ctx
-	c.mu.Unlock()
-	if c.timer == nil {
+	c.started = time.Now()
+	switch {
+	case c.timer == nil:
 		c.watchDone = make(chan struct{}, 1)
 		c.timer = time.AfterFunc(watchDelay, c.delayed)
-	} else {
+		c.timerDue = true
+	case !c.timerDue:
 		c.timer.Reset(watchDelay)
+		c.timerDue = true
 	}
+	// A timer still due from an earlier request is left to fire: delayed
+	// puts it off to this request's own time. Stopping it after every
+	// request and starting it before the next cost two updates of the
+	// runtime's timer heap per call; this way a busy connection pays one
+	// or two per watchDelay.
+	c.mu.Unlock()
 
 	panicked := c.handle(w, req)
 	x.body.ended.Store(true)
 
-	c.timer.Stop()
 	c.mu.Lock()
 	c.cur, c.ctx = nil, nil
 	hijacked := c.hijacked
@@ -646,14 +656,24 @@ func (c *conn) handle(w *response, r *http.Request) (panicked bool) {
 	return false
 }
 
-// delayed is the timer's: the request has run for watchDelay.
+// delayed is the timer's: watchDelay has passed since it was started, for
+// this request or an earlier one. The request being served, if it has run
+// for watchDelay, is due a watcher; one that started later has the timer
+// put off until it has.
 func (c *conn) delayed() {
 	c.mu.Lock()
-	if c.cur != nil {
-		c.wantWatch = true
-		c.armLocked()
+	defer c.mu.Unlock()
+	c.timerDue = false
+	if c.cur == nil || c.hijacked {
+		return
 	}
-	c.mu.Unlock()
+	if ran := time.Since(c.started); ran < watchDelay {
+		c.timer.Reset(watchDelay - ran)
+		c.timerDue = true
+		return
+	}
+	c.wantWatch = true
+	c.armLocked()
 }
 
 // consumed is the body's: the handler has read it to its end.
