@@ -145,6 +145,10 @@ type conn struct {
 	spare  bool        // in a spareSet: dialled, never used, in no partition
 	since  time.Time   // when it entered the pool
 	timer  *time.Timer // closes it after IdleTimeout in the pool or as a spare
+	// due: the timer will fire. A pooled connection's is left running
+	// while the connection carries a request, and put off when it fires
+	// early (expire); guarded by Transport.mu.
+	due bool
 
 	// closer closes nc: made once, at dial, for every round trip's
 	// AfterFunc, where a closure per request cost an allocation.
@@ -229,7 +233,7 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 	stop := afterFunc(ctx, c.closer)
 	fail := func(wrote bool, err error) (*http.Response, bool, error) {
 		stop()
-		c.nc.Close()
+		c.drop()
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
 		}
@@ -375,7 +379,7 @@ func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop
 func (t *Transport) release(c *conn, stop func() bool, keep bool) {
 	if !stop() || !keep {
 		// The context fired (and closed the connection) or a side asked to close.
-		c.nc.Close()
+		c.drop()
 		return
 	}
 	t.put(c)
@@ -452,7 +456,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 			c.reused = true
 			return c, nil
 		}
-		c.nc.Close() // closed by the upstream while pooled, or it sent bytes unasked
+		c.drop() // closed by the upstream while pooled, or it sent bytes unasked
 	}
 	if t.Spares <= 0 {
 		return t.dialConn(ctx, addr, key)
@@ -556,7 +560,10 @@ func (t *Transport) pop(key string) *conn {
 	}
 	t.n--
 	c.pooled = false
-	c.timer.Stop()
+	// The idle timer is left running: stopping it here and starting it
+	// again in put cost two updates of the runtime's timer heap per call.
+	// If it fires before the connection is back and has idled for
+	// IdleTimeout, expire puts it off.
 	return c
 }
 
@@ -566,7 +573,7 @@ func (t *Transport) put(c *conn) {
 		max = DefaultMaxIdle
 	}
 	if c.br.Buffered() > 0 {
-		c.nc.Close() // bytes past the reply's end: nobody asked for them
+		c.drop() // bytes past the reply's end: nobody asked for them
 		return
 	}
 	t.mu.Lock()
@@ -590,10 +597,10 @@ func (t *Transport) put(c *conn) {
 		evicted = t.oldest()
 		if evicted == nil || !t.remove(evicted) {
 			t.mu.Unlock()
-			c.nc.Close()
+			c.drop()
 			return
 		}
-		evicted.timer.Stop()
+		evicted.stopTimer()
 	}
 	if t.idle == nil {
 		t.idle = make(map[string][]*conn)
@@ -607,14 +614,13 @@ func (t *Transport) put(c *conn) {
 	t.n++
 	c.pooled = true
 	c.since = time.Now()
-	timeout := t.IdleTimeout
-	if timeout <= 0 {
-		timeout = DefaultIdleTimeout
-	}
-	if c.timer == nil {
-		c.timer = time.AfterFunc(timeout, func() { t.expire(c) })
-	} else {
-		c.timer.Reset(timeout)
+	switch {
+	case c.timer == nil:
+		c.timer = time.AfterFunc(t.idleTimeout(), func() { t.expire(c) })
+		c.due = true
+	case !c.due:
+		c.timer.Reset(t.idleTimeout())
+		c.due = true
 	}
 	t.mu.Unlock()
 	if evicted != nil {
@@ -634,12 +640,34 @@ func (t *Transport) oldest() *conn {
 	return o
 }
 
-// expire closes c if it is still idle in the pool or still a spare. An
-// expired spare is not replaced: the next miss asks for a refill.
+// idleTimeout is IdleTimeout or its default.
+func (t *Transport) idleTimeout() time.Duration {
+	if t.IdleTimeout <= 0 {
+		return DefaultIdleTimeout
+	}
+	return t.IdleTimeout
+}
+
+// expire is c's timer's: it closes c if it is still a spare, or idle in the
+// pool since IdleTimeout. A pooled connection back for less long (its timer
+// ran on while it carried requests) has the timer put off to its own time;
+// one that carries a request now is left to put's next start. An expired
+// spare is not replaced: the next miss asks for a refill.
 func (t *Transport) expire(c *conn) {
 	t.mu.Lock()
+	c.due = false
 	switch {
-	case c.pooled && t.remove(c):
+	case c.pooled:
+		if idle := time.Since(c.since); idle < t.idleTimeout() {
+			c.timer.Reset(t.idleTimeout() - idle)
+			c.due = true
+			t.mu.Unlock()
+			return
+		}
+		if !t.remove(c) {
+			t.mu.Unlock()
+			return
+		}
 	case c.spare && t.removeSpare(c):
 	default:
 		t.mu.Unlock()
@@ -647,6 +675,22 @@ func (t *Transport) expire(c *conn) {
 	}
 	t.mu.Unlock()
 	c.nc.Close()
+}
+
+// drop closes c for good, out of the pool, and stops the idle timer a
+// pooled past left running, which would hold c until it fired.
+func (c *conn) drop() {
+	c.nc.Close()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// stopTimer stops c's idle timer, for a connection leaving the pool for
+// good or taken as a spare; t.mu must be held.
+func (c *conn) stopTimer() {
+	c.timer.Stop()
+	c.due = false
 }
 
 // remove takes c out of the pool; t.mu must be held.
@@ -678,7 +722,7 @@ func (t *Transport) CloseIdleConnections() {
 	for key, cs := range t.idle {
 		for _, c := range cs {
 			c.pooled = false
-			c.timer.Stop()
+			c.stopTimer()
 		}
 		all = append(all, cs...)
 		delete(t.idle, key)

@@ -787,3 +787,26 @@ func TestHeadDeadlineIsMovedLazily(t *testing.T) {
 		t.Fatalf("a connection pooled past its kept deadline was dropped: %d new dials", n)
 	}
 }
+
+// TestIdleTimerCountsFromTheLastReturn: a connection's idle timer runs on
+// while it carries requests, but the connection is closed only once it has
+// idled in the pool for IdleTimeout since its last return, however long
+// it has been in use; and then it is closed.
+func TestIdleTimerCountsFromTheLastReturn(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	tr := &Transport{IdleTimeout: idle}
+	defer tr.CloseIdleConnections()
+	// A call every sixth of the timeout for twice the timeout: the timer
+	// the first return started fires while the connection idles in the
+	// pool between calls, for much less than the timeout.
+	for first := time.Now(); time.Since(first) < 2*idle; time.Sleep(idle / 6) {
+		do(t, tr, get(t, srv.URL))
+	}
+	if n := tr.dials.Load(); n != 1 {
+		t.Fatalf("%d connections dialled for calls a sixth of IdleTimeout apart, want 1: the pooled one was closed early", n)
+	}
+	waitFor(t, "the idle timeout to empty the pool", func() bool { return tr.Idle() == 0 })
+}

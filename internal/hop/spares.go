@@ -30,7 +30,7 @@ func (t *Transport) takeSpare(addr string) *conn {
 		delete(t.spares, addr) // no entry left for an address with no spares
 	}
 	c.spare = false
-	c.timer.Stop()
+	c.stopTimer()
 	return c
 }
 
@@ -98,6 +98,7 @@ func (t *Transport) fill(ctx context.Context, addr string, s *spareSet) {
 		c := newConn(nc, addr)
 		c.spare, c.since = true, time.Now()
 		c.timer = time.AfterFunc(timeout, func() { t.expire(c) })
+		c.due = true
 		s.conns = append(s.conns, c)
 		if len(s.conns) >= t.Spares {
 			t.stopFill(addr, s)
@@ -167,7 +168,7 @@ func (t *Transport) dropSpares() []*conn {
 		}
 		for _, c := range s.conns {
 			c.spare = false
-			c.timer.Stop()
+			c.stopTimer()
 		}
 		all = append(all, s.conns...)
 		delete(t.spares, addr)
