@@ -74,6 +74,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/lazydeadline"
 	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
 )
 
@@ -287,15 +288,14 @@ func afterFunc(ctx context.Context, f func()) func() bool {
 // readResponse reads the final reply's head from c, skipping interim
 // replies, within ResponseHeaderTimeout.
 //
-// The deadline is moved lazily, as nginx's timers are: one set less than
-// lazyDelay ago stays, so a head gets at least fifteen sixteenths of the
-// timeout. It stays in force after a reply whose body came whole with its
+// The deadline is moved lazily (package lazydeadline), so a head gets at
+// least fifteen sixteenths of the timeout. It stays in force after a reply whose body came whole with its
 // head, since reading that body waits on nothing; any other reply's body
 // reads without it. Each move costs a lock and a timer update in the
 // runtime's poller, and a call on a busy connection paid two.
 func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, error) {
 	if d := t.ResponseHeaderTimeout; d > 0 {
-		if now := time.Now(); c.headSet.IsZero() || now.Sub(c.headSet) >= lazyDelay(d) {
+		if now := time.Now(); lazydeadline.Due(c.headSet, now, d) {
 			c.nc.SetReadDeadline(now.Add(d))
 			c.headSet = now
 		}
@@ -331,13 +331,6 @@ func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, er
 			return resp, nil
 		}
 	}
-}
-
-// lazyDelay is how recently a deadline of timeout may have been set for
-// a move to leave it as it is: a sixteenth of it, at most 300 ms (nginx's
-// NGX_TIMER_LAZY_DELAY).
-func lazyDelay(timeout time.Duration) time.Duration {
-	return min(timeout/16, 300*time.Millisecond)
 }
 
 // bodyBuffered reports whether the whole body of resp is in br already
@@ -447,7 +440,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 		if c == nil {
 			break
 		}
-		if !c.headSet.IsZero() && time.Since(c.headSet) >= lazyDelay(t.ResponseHeaderTimeout) {
+		if !c.headSet.IsZero() && lazydeadline.Due(c.headSet, time.Now(), t.ResponseHeaderTimeout) {
 			// Kept after the last reply (readResponse), it would soon be
 			// moved anyway; lifted before the peek, which it could fail.
 			c.clearHeadDeadline()

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/lazydeadline"
 	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
@@ -761,7 +762,7 @@ func TestHeadDeadlineIsMovedLazily(t *testing.T) {
 		t.Fatal("no deadline in force after a reply that came whole: it was lifted")
 	}
 	do(t, tr, get(t, srv.URL+"/fast"))
-	if again := pooled().headSet; !again.Equal(set) && again.Sub(set) < lazyDelay(timeout) {
+	if again := pooled().headSet; !again.Equal(set) && again.Sub(set) < lazydeadline.Delay(timeout) {
 		t.Fatalf("the deadline was moved %v after it was set, within the lazy delay", again.Sub(set))
 	}
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/lazydeadline"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 )
 
@@ -26,37 +27,32 @@ type statusWriter struct {
 	set    time.Time     // when the deadline was last moved; zero: not yet
 }
 
+// writeTimeouter is a writer that bounds its writes by a timeout itself,
+// moving the deadline lazily (package h1's).
+type writeTimeouter interface {
+	SetWriteTimeout(time.Duration) error
+}
+
 // renew moves the write deadline to the send timeout from now, unless it
-// was moved within the last lazyDelay of it.
+// was moved within the last lazydeadline.Delay of it: by the writer itself
+// where it can (package h1's, lazily across the connection's requests),
+// else here, within the reply.
 func (w *statusWriter) renew() {
 	if w.send <= 0 || w.noDL {
 		return
 	}
+	if tw, ok := w.ResponseWriter.(writeTimeouter); ok {
+		w.noDL = tw.SetWriteTimeout(w.send) != nil
+		return
+	}
 	now := time.Now()
-	if !renewDue(w.set, now, w.send) {
+	if !lazydeadline.Due(w.set, now, w.send) {
 		return
 	}
 	if http.NewResponseController(w.ResponseWriter).SetWriteDeadline(now.Add(w.send)) != nil {
 		w.noDL = true
 	}
 	w.set = now
-}
-
-// lazyDelay is how recently a deadline of timeout may have been set for a
-// renewal to leave it as it is: a sixteenth of the timeout, at most 300 ms
-// (nginx's timers are as lazy: NGX_TIMER_LAZY_DELAY). Each move costs a
-// lock and a timer update in the runtime's poller, and a forwarded reply
-// asked for three within a millisecond (before net/http writes, at the
-// write, after the handler); lazily, it pays one. A write then gets at
-// least fifteen sixteenths of the timeout, never less than timeout - 300 ms.
-func lazyDelay(timeout time.Duration) time.Duration {
-	return min(timeout/16, 300*time.Millisecond)
-}
-
-// renewDue reports whether a deadline of timeout last set at last (zero:
-// never) is to be moved at now.
-func renewDue(last, now time.Time, timeout time.Duration) bool {
-	return last.IsZero() || now.Sub(last) >= lazyDelay(timeout)
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
+	"github.com/skills-sidecar/skills-sidecar/internal/lazydeadline"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
@@ -553,14 +554,14 @@ type stallReader struct {
 	rc      http.ResponseController // by value: one allocation less per request
 	timeout time.Duration
 	set     bool      // a deadline was set, to be cleared by done
-	at      time.Time // when it was last moved; renewed lazily (lazyDelay)
+	at      time.Time // when it was last moved; renewed lazily (package lazydeadline)
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
 	if s.timeout <= 0 {
 		return s.r.Read(p)
 	}
-	if now := time.Now(); renewDue(s.at, now, s.timeout) {
+	if now := time.Now(); lazydeadline.Due(s.at, now, s.timeout) {
 		if s.rc.SetReadDeadline(now.Add(s.timeout)) == nil {
 			s.set = true
 		}

@@ -91,31 +91,6 @@ func TestMediaTypeFastPathAgreesWithTheParser(t *testing.T) {
 	}
 }
 
-// A deadline is moved again only once it is older than the lazy delay: a
-// sixteenth of the timeout, at most 300 ms, so a write or read always has
-// at least timeout - min(timeout/16, 300 ms).
-func TestDeadlinesRenewLazily(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	for _, c := range []struct {
-		since, timeout time.Duration
-		want           bool
-	}{
-		{0, time.Minute, false},
-		{299 * time.Millisecond, time.Minute, false},
-		{300 * time.Millisecond, time.Minute, true},
-		{time.Hour, time.Minute, true},
-		{12 * time.Millisecond, 200 * time.Millisecond, false},
-		{13 * time.Millisecond, 200 * time.Millisecond, true},
-	} {
-		if got := renewDue(t0, t0.Add(c.since), c.timeout); got != c.want {
-			t.Errorf("set %v ago, timeout %v: renew %v, want %v", c.since, c.timeout, got, c.want)
-		}
-	}
-	if !renewDue(time.Time{}, t0, time.Minute) {
-		t.Error("a deadline never set is not renewed")
-	}
-}
-
 // A request body in memory tells what is left of it without reading it,
 // and a transport below that looks (the era bridge) leaves it whole.
 func TestMemBodyBytesIsWhatIsLeft(t *testing.T) {
