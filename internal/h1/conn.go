@@ -80,6 +80,10 @@ type conn struct {
 	rdAt     time.Time
 	wdSet    bool // the handler set a write deadline during this request
 	wdStale  bool // one set during an earlier request may still be in force
+	// The write deadline in force as SetWriteTimeout set it: for wdFor
+	// (0: it was not, or it was lifted), at wdAt.
+	wdFor time.Duration
+	wdAt  time.Time
 
 	// Reply buffers, reused from request to request.
 	head, pend, out []byte
@@ -471,7 +475,7 @@ func (c *conn) bodyDeadline() {
 func (c *conn) liftStaleWriteDeadline() {
 	if c.wdStale {
 		c.rwc.SetWriteDeadline(time.Time{})
-		c.wdStale = false
+		c.wdStale, c.wdFor = false, 0
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/lazydeadline"
 )
 
 // maxBuffered is what a reply buffers before it streams: a reply complete
@@ -613,8 +615,31 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets the connection's write deadline until the reply
 // is complete, for http.ResponseController.
 func (w *response) SetWriteDeadline(t time.Time) error {
-	w.c.wdSet, w.c.wdStale = true, false
+	w.c.wdSet, w.c.wdStale, w.c.wdFor = true, false, 0
 	return w.c.rwc.SetWriteDeadline(t)
+}
+
+// SetWriteTimeout sets the connection's write deadline to d from now
+// until the reply is complete, lazily (package lazydeadline): a deadline
+// this method set for d, on this request or an earlier one on the
+// connection, less than lazydeadline.Delay(d) ago stays in force. A
+// handler that bounds every reply by the same timeout (the proxy's
+// send-timeout) so pays one move of the poller's timer per connection
+// every few hundred milliseconds rather than one per request; each write
+// still gets at least fifteen sixteenths of d.
+func (w *response) SetWriteTimeout(d time.Duration) error {
+	c := w.c
+	now := time.Now()
+	if c.wdFor == d && d > 0 && (c.wdSet || c.wdStale) && !lazydeadline.Due(c.wdAt, now, d) {
+		c.wdSet, c.wdStale = true, false
+		return nil
+	}
+	if err := c.rwc.SetWriteDeadline(now.Add(d)); err != nil {
+		c.wdFor = 0
+		return err
+	}
+	c.wdSet, c.wdStale, c.wdFor, c.wdAt = true, false, d, now
+	return nil
 }
 
 // The Date field, formatted once a second.

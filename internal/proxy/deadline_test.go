@@ -16,22 +16,30 @@ import (
 )
 
 // countingConn is a client connection of the sidecar's own server that
-// counts the moves of its read deadline. It embeds the TCP connection, so
+// counts the moves of its read and write deadlines. It embeds the TCP connection, so
 // the server still reaches its descriptor (package rawsock) as in
 // production.
 type countingConn struct {
 	*net.TCPConn
-	moves *atomic.Int64
+	moves *moves
 }
 
+// moves counts the moves of read and write deadlines.
+type moves struct{ read, write atomic.Int64 }
+
 func (c countingConn) SetReadDeadline(t time.Time) error {
-	c.moves.Add(1)
+	c.moves.read.Add(1)
 	return c.TCPConn.SetReadDeadline(t)
+}
+
+func (c countingConn) SetWriteDeadline(t time.Time) error {
+	c.moves.write.Add(1)
+	return c.TCPConn.SetWriteDeadline(t)
 }
 
 type countingListener struct {
 	net.Listener
-	moves *atomic.Int64
+	moves *moves
 }
 
 func (l countingListener) Accept() (net.Conn, error) {
@@ -44,15 +52,15 @@ func (l countingListener) Accept() (net.Conn, error) {
 
 // ownServerCounting serves the proxy in front of upstream with package
 // h1's server (the sidecar's default) and returns its address and the
-// count of read-deadline moves on its client connections.
-func ownServerCounting(t *testing.T, upstream string, opts proxy.Options) (string, *atomic.Int64) {
+// count of deadline moves on its client connections.
+func ownServerCounting(t *testing.T, upstream string, opts proxy.Options) (string, *moves) {
 	t.Helper()
 	p := newProxy(t, upstream, opts)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves := &atomic.Int64{}
+	moves := &moves{}
 	srv := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go srv.Serve(countingListener{Listener: l, moves: moves})
 	t.Cleanup(func() { srv.Close() })
@@ -84,16 +92,17 @@ func call(t *testing.T, c net.Conn, br *bufio.Reader, addr string, id int, pause
 	}
 }
 
-// TestWholeBodyMovesNoReadDeadline: on the sidecar's own server, a request
+// TestWholeCallsMoveNoDeadline: on the sidecar's own server, a request
 // whose body came whole with its head makes no read wait, and moves no
 // read deadline (each move is a lock and a timer update in the runtime's
-// poller); the connection's idle deadline is moved at most once a second.
-// A body that comes after its head is still bounded by ClientBodyTimeout
+// poller); the connection's idle deadline is moved at most once a second,
+// and the send timeout's write deadline at most once a lazy delay. A body
+// that comes after its head is still bounded by ClientBodyTimeout
 // (TestStalledBodyGets408OnOwnServer), which moves the deadline.
-func TestWholeBodyMovesNoReadDeadline(t *testing.T) {
+func TestWholeCallsMoveNoDeadline(t *testing.T) {
 	t.Parallel()
 	up := faultserver.Start(t, faultserver.Options{})
-	addr, moves := ownServerCounting(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 10 * time.Second})
+	addr, moves := ownServerCounting(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 10 * time.Second, SendTimeout: 10 * time.Second})
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -102,23 +111,26 @@ func TestWholeBodyMovesNoReadDeadline(t *testing.T) {
 	br := bufio.NewReader(c)
 	call(t, c, br, addr, 1, 0) // the connection's own first deadlines
 	const whole = 20
-	before := moves.Load()
+	before, wbefore := moves.read.Load(), moves.write.Load()
 	for i := range whole {
 		call(t, c, br, addr, 2+i, 0)
 	}
-	// Once a second at most for the idle deadline; 20 calls take well
-	// under a second here, and a stalled machine may cross one boundary
-	// or two.
-	if got := moves.Load() - before; got > 3 {
+	// Once a second at most for the idle deadline and once in 300 ms for
+	// the write deadline; 20 calls take well under 300 ms here, and a
+	// stalled machine may cross a boundary or two.
+	if got := moves.read.Load() - before; got > 3 {
 		t.Errorf("%d calls whose bodies came whole moved the read deadline %d times, want at most 3", whole, got)
 	}
+	if got := moves.write.Load() - wbefore; got > 3 {
+		t.Errorf("%d calls moved the write deadline %d times, want at most 3", whole, got)
+	}
 	const split = 3
-	before = moves.Load()
+	before = moves.read.Load()
 	for i := range split {
 		call(t, c, br, addr, 100+i, 30*time.Millisecond)
 	}
 	// Set for the body, cleared after it, the idle deadline set again.
-	if got := moves.Load() - before; got < 2*split {
+	if got := moves.read.Load() - before; got < 2*split {
 		t.Errorf("%d calls whose bodies came after their heads moved the read deadline %d times, want at least %d", split, got, 2*split)
 	}
 }
