@@ -278,7 +278,10 @@ func TestLoopProxy(t *testing.T) {
 				"legacy echo": callWorker(Legacy, echoCall, url, nil),
 				"modern echo": callWorker(Modern, echoCall, url, nil),
 			} {
-				res := RunLoad(t.Context(), LoadSpec{Concurrency: 2, Duration: 50 * time.Millisecond, MaxSamples: 20, NewWorker: w})
+				// Bounded: a relay that loses a body leaves its request waiting.
+				lctx, lcancel := context.WithTimeout(t.Context(), 10*time.Second)
+				res := RunLoad(lctx, LoadSpec{Concurrency: 2, Duration: 50 * time.Millisecond, MaxSamples: 20, NewWorker: w})
+				lcancel()
 				if res.Err != nil || res.Errors > 0 || len(res.Samples) == 0 {
 					t.Errorf("RunLoad(%s) through the relay = %d samples, %d errors, err %v", name, len(res.Samples), res.Errors, res.Err)
 				}
