@@ -72,10 +72,10 @@ func frameHead(p []byte, reply, headReq bool) frame {
 		f.status = status
 	} else {
 		method, ok := requestLine(line)
-		if !ok || method == "CONNECT" {
+		if !ok || string(method) == "CONNECT" {
 			return frame{kind: bad}
 		}
-		f.headReq = method == "HEAD"
+		f.headReq = string(method) == "HEAD"
 	}
 	var (
 		length  int64 = -1
@@ -89,7 +89,7 @@ func frameHead(p []byte, reply, headReq bool) frame {
 		case name == nil:
 			badLine = true
 		case asciiEqualFold(name, "content-length"):
-			for _, v := range bytes.Split(value, []byte(",")) {
+			for v := range bytes.SplitSeq(value, []byte(",")) {
 				l, ok := digits(trimOWS(v))
 				if !ok || (length >= 0 && l != length) {
 					badLine = true
@@ -99,7 +99,7 @@ func frameHead(p []byte, reply, headReq bool) frame {
 			}
 		case asciiEqualFold(name, "transfer-encoding"):
 			te = true
-			for _, c := range bytes.Split(value, []byte(",")) {
+			for c := range bytes.SplitSeq(value, []byte(",")) {
 				c = trimOWS(c)
 				if len(c) == 0 {
 					continue
@@ -207,16 +207,16 @@ func eachField(p []byte, fn func(name, value []byte) bool) {
 
 // requestLine parses method SP request-target SP HTTP/1.x and gives the
 // method.
-func requestLine(l []byte) (string, bool) {
+func requestLine(l []byte) ([]byte, bool) {
 	method, rest, ok := bytes.Cut(l, []byte(" "))
 	if !ok || !isToken(method) {
-		return "", false
+		return nil, false
 	}
 	target, version, ok := bytes.Cut(rest, []byte(" "))
 	if !ok || len(target) == 0 || bytes.ContainsAny(target, " \t\r\n\x00") || !httpVersion(version) {
-		return "", false
+		return nil, false
 	}
-	return string(method), true
+	return method, true
 }
 
 // statusLine parses HTTP/1.x SP 3DIGIT SP reason-phrase and gives the
