@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # bench-wrk.sh measures forwarding with a general-purpose HTTP load generator
 # (wrk, Debian's package), outside the Go harness, against a stateless go-sdk
-# upstream directly and through four hops in front of it: a default
+# upstream directly and through five hops in front of it: a default
 # httputil.ReverseProxy (skillsbench bareproxy); a minimal Go relay without
-# net/http's server (skillsbench loopproxy: the floor for a hop in a Go
-# process, not a usable proxy); nginx as a plain hop with one worker (the
-# harness's own configuration, skipped when nginx is not installed); and the
-# sidecar. The upstream (skillsbench wrk-upstream) is the demo server as
+# net/http's server (skillsbench loopproxy, target loop: net.Conn and
+# net/http's parsing); the floor for a hop in a Go process (skillsbench
+# floorproxy, target floor: a relay that only frames HTTP/1.1 messages, on
+# the sidecar's raw sockets, internal/rawsock; neither relay is a usable
+# proxy); nginx as a plain hop with one worker (the harness's own
+# configuration, skipped when nginx is not installed); and the sidecar. The upstream (skillsbench wrk-upstream) is the demo server as
 # `demo-upstream --stateless --json` serves it, plus a `progress` tool whose
 # reply streams N events over SSE.
 #
@@ -38,7 +40,8 @@
 # table compares the two servers round by round.
 #
 # It prints each hop's medians with their range over the rounds, the ratios
-# to nginx round by round, and the forwarding-cost targets with PASS, MISS or
+# to nginx round by round, the floor's ratios to nginx and the sidecar's to
+# the floor round by round, and the forwarding-cost targets with PASS, MISS or
 # WITHIN-SPREAD (a median that misses by less than the spread). A reply
 # counts only if it is HTTP 200 and holds a JSON-RPC result (and, streamed,
 # all its events). Loopback only; every process it starts is stopped by pid.
@@ -111,6 +114,8 @@ stats_port bare
 start bare "$sb" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}" -stats-listen "$stats"
 free_port "port[loop]"
 start loop "$sb" loopproxy -listen "127.0.0.1:${port[loop]}" -upstream "http://127.0.0.1:${port[direct]}"
+free_port "port[floor]"
+start floor "$sb" floorproxy -listen "127.0.0.1:${port[floor]}" -upstream "http://127.0.0.1:${port[direct]}"
 
 nginx_bin=$(command -v nginx || true)
 [[ -z $nginx_bin && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx

@@ -1,5 +1,7 @@
 // Package harness owns the benchmark harness behind cmd/skillsbench: the
 // go-sdk upstream it measures against, the bare reverse proxy baseline, the
+// minimal relays scripts/bench-wrk.sh measures as floors (loopproxy, and
+// floorproxy with its own HTTP/1.1 framing, pure functions over bytes), the
 // nginx, supergateway and sidecar processes it starts, the load generator
 // and the scenarios listed in docs/performance.md.
 //

@@ -256,38 +256,46 @@ func TestPagedListing(t *testing.T) {
 	}
 }
 
-// TestLoopProxy drives the minimal relay bench-wrk.sh measures as a floor
-// through the load generator in both eras: every reply must come back whole
-// and in order on kept-alive connections.
+// TestLoopProxy drives the minimal relays bench-wrk.sh measures as floors
+// (loopproxy's and floorproxy's) through the load generator in both eras:
+// every reply must come back whole and in order on kept-alive connections.
 func TestLoopProxy(t *testing.T) {
 	t.Parallel()
-	up := httptest.NewServer(NewUpstream())
-	defer up.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- serveLoop(ctx, l, strings.TrimPrefix(up.URL, "http://")) }()
-	url := "http://" + l.Addr().String() + "/mcp"
-	for name, w := range map[string]func(context.Context, *http.Client) (Worker, error){
-		"legacy echo": callWorker(Legacy, echoCall, url, nil),
-		"modern echo": callWorker(Modern, echoCall, url, nil),
-	} {
-		res := RunLoad(t.Context(), LoadSpec{Concurrency: 2, Duration: 50 * time.Millisecond, MaxSamples: 20, NewWorker: w})
-		if res.Err != nil || res.Errors > 0 || len(res.Samples) == 0 {
-			t.Errorf("RunLoad(%s) through the loop proxy = %d samples, %d errors, err %v", name, len(res.Samples), res.Errors, res.Err)
-		}
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serveLoop after cancel = %v, want nil", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("serveLoop still running 5s after its context ended")
+	for name, relay := range map[string]func(c, up net.Conn){"loop": relayLoop, "floor": relayFloor} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			up := httptest.NewServer(NewUpstream())
+			defer up.Close()
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- serveLoop(ctx, l, strings.TrimPrefix(up.URL, "http://"), relay) }()
+			url := "http://" + l.Addr().String() + "/mcp"
+			for name, w := range map[string]func(context.Context, *http.Client) (Worker, error){
+				"legacy echo": callWorker(Legacy, echoCall, url, nil),
+				"modern echo": callWorker(Modern, echoCall, url, nil),
+			} {
+				// Bounded: a relay that loses a body leaves its request waiting.
+				lctx, lcancel := context.WithTimeout(t.Context(), 10*time.Second)
+				res := RunLoad(lctx, LoadSpec{Concurrency: 2, Duration: 50 * time.Millisecond, MaxSamples: 20, NewWorker: w})
+				lcancel()
+				if res.Err != nil || res.Errors > 0 || len(res.Samples) == 0 {
+					t.Errorf("RunLoad(%s) through the relay = %d samples, %d errors, err %v", name, len(res.Samples), res.Errors, res.Err)
+				}
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serveLoop after cancel = %v, want nil", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("serveLoop still running 5s after its context ended")
+			}
+		})
 	}
 }
 

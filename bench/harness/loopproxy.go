@@ -29,12 +29,13 @@ func ServeLoopProxy(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
-	return serveLoop(ctx, l, u.Host)
+	return serveLoop(ctx, l, u.Host, relayLoop)
 }
 
-// serveLoop relays every connection l accepts to upstream (host:port)
+// serveLoop relays every connection l accepts to upstream (host:port),
+// each on its own goroutine with its own upstream connection, by relay,
 // until ctx ends, then closes l and every connection.
-func serveLoop(ctx context.Context, l net.Listener, upstream string) error {
+func serveLoop(ctx context.Context, l net.Listener, upstream string, relay func(c, up net.Conn)) error {
 	var (
 		mu    sync.Mutex
 		conns = map[net.Conn]bool{}
@@ -80,7 +81,7 @@ func serveLoop(ctx context.Context, l net.Listener, upstream string) error {
 			track(up, true)
 			defer track(up, false)
 			defer up.Close()
-			relayLoop(c, up)
+			relay(c, up)
 		}()
 	}
 }

@@ -19,6 +19,9 @@ const (
 	// SidecarNetHTTP is the same sidecar binary serving its listener
 	// with net/http's server (http-server: net/http), beside the default.
 	SidecarNetHTTP = "sidecar-nethttp"
+	// Floor is the least a hop in a Go process costs: a relay that only
+	// frames HTTP/1.1 messages, on the sidecar's raw sockets.
+	Floor = "floor"
 )
 
 // Spread is a median over rounds and the range around it.
@@ -184,12 +187,13 @@ func noNaN(xs []float64) []float64 {
 }
 
 // Write renders every table: the runs by group and target, the ratios to
-// nginx, the strace pass, the Go benchmark and the target table.
+// nginx, the floor's, the two servers', the strace pass, the Go benchmark and the target table.
 func Write(w io.Writer, rec Records) error {
 	ix := indexRuns(rec.Runs)
 	var b strings.Builder
 	writeRuns(&b, ix)
 	writeRatios(&b, ix)
+	writeFloor(&b, ix)
 	writeServers(&b, ix)
 	writeStrace(&b, rec.Straces)
 	writeBenches(&b, rec.Benches)
@@ -246,6 +250,33 @@ func writeRatios(b *strings.Builder, ix index) {
 			spreadOf(ix.diff(g, Sidecar, Nginx, syscallsPerOp)).format(2, ""),
 			spreadOf(ix.diff(g, Bare, Nginx, syscallsPerOp)).format(2, ""),
 			spreadOf(noNaN(ix.diff(g, Sidecar, Nginx, switchesPerOp))).format(2, ""))
+	}
+}
+
+// writeFloor sets the Go floor against nginx and the sidecar against the
+// floor, round by round, when the floor ran: what any Go hop costs more
+// than nginx, and what the sidecar costs more than any Go hop.
+func writeFloor(b *strings.Builder, ix index) {
+	var gs []group
+	for _, g := range ix.groups {
+		if ix.runs[g][Floor] != nil {
+			gs = append(gs, g)
+		}
+	}
+	if len(gs) == 0 {
+		return
+	}
+	b.WriteString("\n### Against the Go floor, round by round: median (min–max)\n\n")
+	b.WriteString("| kind | era | conns | CPU/op floor÷nginx | throughput floor÷nginx | CPU/op sidecar÷floor | throughput sidecar÷floor | r+w syscalls/op sidecar−floor | switches/op sidecar−floor |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, g := range gs {
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", g.kind, g.era, g.conns,
+			spreadOf(ix.ratio(g, Floor, Nginx, cpuPerOp)).format(2, "×"),
+			spreadOf(ix.ratio(g, Floor, Nginx, rps)).format(2, "×"),
+			spreadOf(ix.ratio(g, Sidecar, Floor, cpuPerOp)).format(2, "×"),
+			spreadOf(ix.ratio(g, Sidecar, Floor, rps)).format(2, "×"),
+			spreadOf(ix.diff(g, Sidecar, Floor, syscallsPerOp)).format(2, ""),
+			spreadOf(noNaN(ix.diff(g, Sidecar, Floor, switchesPerOp))).format(2, ""))
 	}
 }
 

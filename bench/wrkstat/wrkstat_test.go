@@ -322,3 +322,53 @@ call era=legacy c=32 target=sidecar-nethttp round=2 requests=2400 events=0 secon
 		t.Errorf("a servers table without the net/http runs:\n%s", out)
 	}
 }
+
+// TestWriteFloor: with the Go floor measured, it is set against nginx and
+// the sidecar against it round by round; without it, no such table.
+func TestWriteFloor(t *testing.T) {
+	t.Parallel()
+	// The floor: 300000 and 384000 µs of CPU over 2500 and 3200 requests
+	// (120 per request in both), 5000 and 6400 r+w calls (2.00 per request),
+	// 5000 and 3200 switches (2.00 and 1.00 per request). It has no
+	// allocation counter and no SSE run.
+	extra := `
+call era=legacy c=32 target=floor round=1 requests=2500 events=0 seconds=2.500 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=5000 switches=5000
+call era=legacy c=32 target=floor round=2 requests=3200 events=0 seconds=3.200 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=384000 syscalls=6400 switches=3200
+`
+	write := func(s string) string {
+		rec, err := ParseRecords(strings.NewReader(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := Write(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	// floor÷nginx CPU: 120/100 = 1.20× both rounds. Throughput: the floor's
+	// 1000 req/s in both against nginx's 1000: 1.00×.
+	// sidecar÷floor CPU: 200/120 = 1.667× and 140/120 = 1.167×, median
+	// their mean 1.417×; throughput
+	// 900/1000 = 0.90× and 1000/1000 = 1.00×. Syscalls: the sidecar's 8 and
+	// 7 per request less the floor's 2: 6 and 5. Switches: the sidecar's
+	// 3.00 and 2.50 less 2.00 and 1.00: 1.00 and 1.50.
+	out := write(results + extra)
+	for _, want := range []string{
+		"| kind | era | conns | CPU/op floor÷nginx | throughput floor÷nginx | CPU/op sidecar÷floor | throughput sidecar÷floor | r+w syscalls/op sidecar−floor | switches/op sidecar−floor |",
+		"| call | legacy | 32 | 1.20× (1.20–1.20) | 1.00× (1.00–1.00) | 1.42× (1.17–1.67) | 0.95× (0.90–1.00) | 5.50 (5.00–6.00) | 1.25 (1.00–1.50) |",
+		"| call | legacy | 32 | floor | 1000 (1000–1000) | – | 9000 (9000–9000) | 30000 (30000–30000) | 120.0 (120.0–120.0) | 2.00 (2.00–2.00) | 1.50 (1.00–2.00) | – | 0 | 0 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks\n%s\nin\n%s", want, out)
+		}
+	}
+	_, table, _ := strings.Cut(out, "Against the Go floor")
+	table, _, _ = strings.Cut(table, "###")
+	if strings.Contains(table, "| sse |") {
+		t.Errorf("a floor row for a group it did not run in:\n%s", table)
+	}
+	if out := write(results); strings.Contains(out, "Go floor") {
+		t.Errorf("a floor table without floor runs:\n%s", out)
+	}
+}

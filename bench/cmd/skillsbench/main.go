@@ -12,7 +12,8 @@
 // sealed-session path) and `wrk` the helpers it reads /proc, strace's summary
 // and go test's output with and prints its tables with; it starts them itself, and `stdio-upstream` serves
 // the echo tool over stdin and stdout for the stdio scenario. `loopproxy` is a minimal relay without net/http's
-// server that scripts/bench-wrk.sh measures as a floor. `nginx-config` prints the nginx configuration the
+// server, and `floorproxy` one without net/http at all on the sidecar's raw sockets (the floor for a Go hop),
+// that scripts/bench-wrk.sh measures beside it. `nginx-config` prints the nginx configuration the
 // harness runs nginx with, for measurements made outside it
 // (scripts/bench-wrk.sh).
 package main
@@ -43,7 +44,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "upstream" || args[0] == "wrk-upstream" || args[0] == "modernonly-upstream" || args[0] == "bareproxy" || args[0] == "loopproxy" || args[0] == "firstpage-upstream") {
+	if len(args) > 0 && (args[0] == "upstream" || args[0] == "wrk-upstream" || args[0] == "modernonly-upstream" || args[0] == "bareproxy" || args[0] == "loopproxy" || args[0] == "floorproxy" || args[0] == "firstpage-upstream") {
 		return serve(ctx, args[0], args[1:], stderr)
 	}
 	if len(args) > 0 && args[0] == harness.StdioUpstreamCommand {
@@ -210,7 +211,7 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 	var o harness.ServeOptions
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "loopback address to serve MCP on")
 	fs.StringVar(&o.StatsListen, "stats-listen", "", "loopback address to serve the allocation counter on")
-	fs.StringVar(&o.Upstream, "upstream", "", "bareproxy, loopproxy: the upstream URL")
+	fs.StringVar(&o.Upstream, "upstream", "", "bareproxy, loopproxy, floorproxy: the upstream URL")
 	var fo harness.FirstPageOptions
 	fs.BoolVar(&fo.ServesSome, "serves-some", false, "firstpage-upstream: serve some of the scenario's SKILL.md files")
 	fs.DurationVar(&fo.Latency, "latency", 0, "firstpage-upstream: hold each request this long")
@@ -229,6 +230,8 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 		err = harness.ServeBareProxy(ctx, o)
 	case "firstpage-upstream":
 		err = harness.ServeFirstPageUpstream(ctx, o, fo)
+	case "floorproxy":
+		err = harness.ServeFloorProxy(ctx, o)
 	default:
 		err = harness.ServeLoopProxy(ctx, o)
 	}
