@@ -214,6 +214,14 @@ func (c *conn) readRequest() (*exchange, error) {
 		return nil, err
 	}
 	c.cr.limited = false
+	if c.rdKind == dlHeader {
+		// That deadline was this head's (or the connection's first): the
+		// next head, if it comes in parts, is given its own. Left as
+		// dlHeader, it bounded a head pipelined behind a request that
+		// moved no read deadline (a body that came whole) from when the
+		// connection opened.
+		c.rdKind = dlStale
+	}
 	c.state.Store(stateActive)
 	if err := checkRequest(x); err != nil {
 		return nil, err

@@ -27,6 +27,9 @@ type faults struct {
 	closeAfterReply bool          // closes after the first reply, with no Connection: close
 	closeOnAccept   bool          // closes every connection as it accepts it
 	idleClose       time.Duration // closes a connection that sends nothing for this long
+	// headsBy bounds every head by one deadline, this long after the
+	// connection opened, never moved for the heads after the first.
+	headsBy time.Duration
 	// reset resets the connection (rather than closing it): on a request
 	// with Transfer-Encoding, on /panic, and on the input that follows
 	// a /nobody reply (answered "early" without reading the body).
@@ -96,6 +99,9 @@ func brokenConn(c net.Conn, f faults) {
 		return
 	}
 	br := bufio.NewReader(c)
+	if f.headsBy > 0 {
+		c.SetReadDeadline(time.Now().Add(f.headsBy))
+	}
 	for {
 		if f.idleClose > 0 {
 			c.SetReadDeadline(time.Now().Add(f.idleClose))
@@ -104,7 +110,9 @@ func brokenConn(c net.Conn, f faults) {
 		if err != nil {
 			return
 		}
-		c.SetReadDeadline(time.Time{})
+		if f.idleClose > 0 {
+			c.SetReadDeadline(time.Time{})
+		}
 		parts := strings.Fields(line)
 		if len(parts) != 3 {
 			return
@@ -200,7 +208,8 @@ func TestCasesCatchABrokenServer(t *testing.T) {
 		"rfc9112-9.6/connection-close-closes-after-reply",
 		"rfc9112-9.3/http10-closes-without-keep-alive",
 	}
-	mustPass := []string{"rfc9112-9.3.2/three-pipelined-in-one-write", "rfc9112-5.1/content-length-with-ows-is-5"}
+	mustPass := []string{"rfc9112-9.3.2/three-pipelined-in-one-write", "rfc9112-5.1/content-length-with-ows-is-5",
+		"rfc9112-9.5/pipelined-head-in-parts-gets-its-own-read-header-timeout"}
 	judge(t, addr, opts, mustFail, mustPass)
 }
 
@@ -264,6 +273,9 @@ func TestCasesCatchMoreFaults(t *testing.T) {
 			[]string{"rfc9112-9.3/http10-closes-without-keep-alive"}, idleOpts},
 		{"idle-timeout-a-thirtieth", faults{idleClose: idleOpts.ReadHeaderTimeout / 30},
 			[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout", "rfc9112-9.5/silent-new-connection-closed"},
+			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, idleOpts},
+		{"heads-by-one-deadline", faults{headsBy: idleOpts.ReadHeaderTimeout},
+			[]string{"rfc9112-9.5/pipelined-head-in-parts-gets-its-own-read-header-timeout"},
 			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, idleOpts},
 		{"close-on-accept", faults{closeOnAccept: true},
 			[]string{"rfc9112-9.5/silent-new-connection-closed", "rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},

@@ -350,6 +350,43 @@ func Cases(o Options) []Case {
 		}
 		return cutOff(c, max(o.IdleTimeout, o.ReadHeaderTimeout)+never)
 	})
+	addTimeout("rfc9112-9.5/pipelined-head-in-parts-gets-its-own-read-header-timeout", func(a string) error {
+		// The read header timeout bounds each head, as net/http reads it:
+		// from when the server starts reading that head, not from the
+		// connection's start or an earlier head's. A POST whose body came
+		// whole with its head arrives six tenths of the timeout after the
+		// connection opened, with the first part of the next head behind
+		// it; the rest of that head comes six tenths of the timeout later,
+		// past the first head's bound but well within its own.
+		if o.ReadHeaderTimeout <= 0 {
+			return errors.New("the read header timeout option is zero")
+		}
+		c, err := dial(a)
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		part := o.ReadHeaderTimeout * 6 / 10
+		time.Sleep(part)
+		if err := c.send(post + "Content-Length: 11\r\n\r\nhello world" + next[:20]); err != nil {
+			return err
+		}
+		r, err := c.final("POST")
+		if err != nil {
+			return fmt.Errorf("a whole POST %s after the connection opened: %w", part, err)
+		}
+		if err := wantEcho(r, "body-len", "11"); err != nil {
+			return err
+		}
+		time.Sleep(part)
+		if err := c.send(next[20:]); err != nil {
+			return fmt.Errorf("the rest of the next head, %s after its start: %w", part, err)
+		}
+		if err := c.wantNext(); err != nil {
+			return fmt.Errorf("a head whose rest came %s after its start: %w", part, err)
+		}
+		return nil
+	})
 
 	// Pipelining: RFC 9112 9.3.2, replies in the order of the requests.
 	add("rfc9112-9.3.2/three-pipelined-in-one-write", func(a string) error {

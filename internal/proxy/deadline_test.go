@@ -55,13 +55,19 @@ func (l countingListener) Accept() (net.Conn, error) {
 // count of deadline moves on its client connections.
 func ownServerCounting(t *testing.T, upstream string, opts proxy.Options) (string, *moves) {
 	t.Helper()
+	return ownServerWith(t, upstream, opts, 10*time.Second)
+}
+
+// ownServerWith is ownServerCounting with the server's ReadHeaderTimeout.
+func ownServerWith(t *testing.T, upstream string, opts proxy.Options, readHeader time.Duration) (string, *moves) {
+	t.Helper()
 	p := newProxy(t, upstream, opts)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	moves := &moves{}
-	srv := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	srv := &h1.Server{Handler: p, ReadHeaderTimeout: readHeader, IdleTimeout: time.Minute}
 	go srv.Serve(countingListener{Listener: l, moves: moves})
 	t.Cleanup(func() { srv.Close() })
 	return l.Addr().String(), moves
@@ -160,4 +166,48 @@ func TestStalledBodyGets408OnOwnServer(t *testing.T) {
 	if n := up.Requests(); n != 0 {
 		t.Errorf("upstream got %d requests, want 0", n)
 	}
+}
+
+// TestPipelinedHeadAfterWholeCallGetsItsOwnHeaderTimeout: the request
+// headers timeout bounds each head (docs/security.md, "Timeouts"), not the
+// connection's first second. A call whose body came whole with its head
+// sets no body deadline; the head pipelined behind it, whose rest comes
+// six tenths of the timeout after its start, past the first head's bound,
+// is still served.
+func TestPipelinedHeadAfterWholeCallGetsItsOwnHeaderTimeout(t *testing.T) {
+	t.Parallel()
+	const readHeader = time.Second
+	up := faultserver.Start(t, faultserver.Options{})
+	addr, _ := ownServerWith(t, up.URL+"/mcp", proxy.Options{ClientBodyTimeout: 10 * time.Second, SendTimeout: 10 * time.Second}, readHeader)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	br := bufio.NewReader(c)
+	msg := func(id int) string {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id)
+		return fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+	}
+	reply := func(id int) {
+		t.Helper()
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("call %d: %v", id, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("call %d: status %d", id, resp.StatusCode)
+		}
+	}
+	part := readHeader * 6 / 10
+	time.Sleep(part)
+	second := msg(2)
+	_, _ = io.WriteString(c, msg(1)+second[:20])
+	reply(1)
+	time.Sleep(part)
+	_, _ = io.WriteString(c, second[20:])
+	reply(2)
 }
