@@ -3,10 +3,8 @@ package harness
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/url"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
 )
@@ -33,15 +31,7 @@ const floorBuffer = 64 << 10
 // Expect: 100-continue (the client's wait for it runs out); anything it
 // cannot frame (frameHead's bad) drops the connection.
 func ServeFloorProxy(ctx context.Context, o ServeOptions) error {
-	u, err := url.Parse(o.Upstream)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("parse upstream %q: want http://host:port", o.Upstream)
-	}
-	l, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.Listen, err)
-	}
-	return serveLoop(ctx, l, u.Host, relayFloor)
+	return serveRelay(ctx, o, relayFloor)
 }
 
 // relayFloor carries requests from c to up and replies back, one at a

@@ -21,6 +21,12 @@ import (
 // no timeouts, no limits, replies sent whole (an SSE stream arrives in
 // buffer-sized pieces), and any error drops the connection.
 func ServeLoopProxy(ctx context.Context, o ServeOptions) error {
+	return serveRelay(ctx, o, relayLoop)
+}
+
+// serveRelay listens on o.Listen and relays to o.Upstream (http://host:port)
+// by relay (serveLoop).
+func serveRelay(ctx context.Context, o ServeOptions, relay func(c, up net.Conn)) error {
 	u, err := url.Parse(o.Upstream)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("parse upstream %q: want http://host:port", o.Upstream)
@@ -29,7 +35,7 @@ func ServeLoopProxy(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
-	return serveLoop(ctx, l, u.Host, relayLoop)
+	return serveLoop(ctx, l, u.Host, relay)
 }
 
 // serveLoop relays every connection l accepts to upstream (host:port),

@@ -73,19 +73,16 @@ func ownServerWith(t *testing.T, upstream string, opts proxy.Options, readHeader
 	return l.Addr().String(), moves
 }
 
-// call writes a tools/call in two pieces (the body after pause, or with
-// the head when pause is 0) and reads the reply.
-func call(t *testing.T, c net.Conn, br *bufio.Reader, addr string, id int, pause time.Duration) {
+// callMessage is a forwarded tools/call with id, head and body.
+func callMessage(addr string, id int) (head, body string) {
+	body = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id)
+	head = fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", addr, len(body))
+	return head, body
+}
+
+// readCallReply reads the reply to call id from br and wants 200.
+func readCallReply(t *testing.T, c net.Conn, br *bufio.Reader, id int) {
 	t.Helper()
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id)
-	head := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", addr, len(body))
-	if pause == 0 {
-		_, _ = io.WriteString(c, head+body)
-	} else {
-		_, _ = io.WriteString(c, head)
-		time.Sleep(pause)
-		_, _ = io.WriteString(c, body)
-	}
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -96,6 +93,21 @@ func call(t *testing.T, c net.Conn, br *bufio.Reader, addr string, id int, pause
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("call %d: status %d", id, resp.StatusCode)
 	}
+}
+
+// call writes a tools/call in two pieces (the body after pause, or with
+// the head when pause is 0) and reads the reply.
+func call(t *testing.T, c net.Conn, br *bufio.Reader, addr string, id int, pause time.Duration) {
+	t.Helper()
+	head, body := callMessage(addr, id)
+	if pause == 0 {
+		_, _ = io.WriteString(c, head+body)
+	} else {
+		_, _ = io.WriteString(c, head)
+		time.Sleep(pause)
+		_, _ = io.WriteString(c, body)
+	}
+	readCallReply(t, c, br, id)
 }
 
 // TestWholeCallsMoveNoDeadline: on the sidecar's own server, a request
@@ -186,22 +198,10 @@ func TestPipelinedHeadAfterWholeCallGetsItsOwnHeaderTimeout(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	br := bufio.NewReader(c)
 	msg := func(id int) string {
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id)
-		return fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+		head, body := callMessage(addr, id)
+		return head + body
 	}
-	reply := func(id int) {
-		t.Helper()
-		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("call %d: %v", id, err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("call %d: status %d", id, resp.StatusCode)
-		}
-	}
+	reply := func(id int) { t.Helper(); readCallReply(t, c, br, id) }
 	part := readHeader * 6 / 10
 	time.Sleep(part)
 	second := msg(2)
