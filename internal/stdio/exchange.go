@@ -33,7 +33,7 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 	if err != nil {
 		onFinal(nil)
 		if s != nil {
-			return notFound(req, msg.ID), nil // the session's process is gone: re-initialize
+			return notFound(req, msg.ID), nil // the session's process is gone or retired: re-initialize
 		}
 		return respond(req, http.StatusBadGateway, nil, errorReply(msg.ID, reply.CodeInternalError, "the stdio upstream process exited", "stdio_process_exited")), nil
 	}
@@ -150,8 +150,16 @@ func (t *Transport) get(req *http.Request, sid string) *http.Response {
 	if s == nil {
 		return notFound(req, nil)
 	}
-	sk, ok := s.p.openStream()
-	if !ok {
+	return t.getStream(req, s)
+}
+
+// getStream opens the GET stream of s, a session looked up.
+func (t *Transport) getStream(req *http.Request, s *session) *http.Response {
+	sk, gone := s.p.openStream()
+	if gone {
+		return notFound(req, nil) // ended or retired since the lookup: re-initialize
+	}
+	if sk == nil {
 		return respond(req, http.StatusConflict, nil, errorReply(nil, reply.CodeInvalidRequest, "Conflict: only one GET stream per session", ""))
 	}
 	ctx, cancel := context.WithCancel(req.Context())

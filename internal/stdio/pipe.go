@@ -42,6 +42,7 @@ type pipe struct {
 	tokens  map[string]*call // by the minted progress token's raw bytes
 	stream  *sink            // a legacy session's GET stream; nil when none is open
 	dead    bool
+	retired bool // chosen to end (evicted or idle): refuses new calls and streams
 	started time.Time
 }
 
@@ -95,7 +96,7 @@ func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 		}
 	}
 	p.mu.Lock()
-	if p.dead {
+	if p.dead || p.retired {
 		p.mu.Unlock()
 		return nil, errExited
 	}
@@ -186,6 +187,22 @@ func (p *pipe) isDead() bool {
 	return p.dead
 }
 
+// retire makes the pipe refuse new calls and GET streams, so that its
+// process may be ended with nothing in flight, and reports true; with a
+// call in flight (or, when streamHolds, a GET stream open) it changes
+// nothing and reports false. The check and the refusal are one step under
+// the pipe's lock: a request that looked the session up either started its
+// call before, and the pipe is not retired, or finds it retired (404).
+func (p *pipe) retire(streamHolds bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) > 0 || streamHolds && p.stream != nil {
+		return false
+	}
+	p.retired = true
+	return true
+}
+
 // busy reports how many calls are in flight and whether a GET stream is open.
 func (p *pipe) busy() (int, bool) {
 	p.mu.Lock()
@@ -193,15 +210,19 @@ func (p *pipe) busy() (int, bool) {
 	return len(p.pending), p.stream != nil
 }
 
-// openStream registers a session's GET stream; false when one is open.
-func (p *pipe) openStream() (*sink, bool) {
+// openStream registers a session's GET stream; nil when one is open, and
+// gone too when the pipe has ended or is retired.
+func (p *pipe) openStream() (sk *sink, gone bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stream != nil || p.dead {
+	if p.dead || p.retired {
+		return nil, true
+	}
+	if p.stream != nil {
 		return nil, false
 	}
 	p.stream = &sink{msgs: make(chan []byte, streamQueue), done: make(chan struct{})}
-	return p.stream, true
+	return p.stream, false
 }
 
 func (p *pipe) closeStream(s *sink) {

@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,6 +107,11 @@ type Transport struct {
 	probed chan struct{} // closed once the probe decided the eras
 	modern bool          // the server answered server/discover
 	ready  atomic.Bool
+
+	// retiring, set only by tests, is called with each session ended to
+	// make room or for being idle, after it left the table and before its
+	// process is ended; nil in production.
+	retiring func(*session)
 }
 
 // session is a legacy client session: its own process.
@@ -351,7 +358,7 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 	who := t.callerOf(req)
 	err := t.Sessions.Acquire(who, func(own bool) bool {
 		t.mu.Lock()
-		v := t.idlestLocked(func(s *session) bool { return !own || s.who == who })
+		v := t.retireIdlestLocked(func(s *session) bool { return !own || s.who == who })
 		if v != nil {
 			t.dropLocked(v)
 		}
@@ -360,7 +367,7 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 			return false
 		}
 		t.event(EventEvicted)
-		v.p.end() // its client's next request gets 404 and it initializes again
+		t.endRetired(v) // its client's next request gets 404 and it initializes again
 		return true
 	})
 	var refusal *caller.Refusal
@@ -407,28 +414,32 @@ func refused(req *http.Request, id json.RawMessage, e *reply.Error) *http.Respon
 	return respond(req, e.Status, h, body)
 }
 
-// idlestLocked returns the session pick accepts with nothing in flight
-// that was least recently used; nil when every one has a request in
-// flight. A GET stream alone does not hold a session: many clients open
-// one after initialize and never close it, and its end tells the client
-// to reconnect (then 404: initialize). It does not make a session a
-// later victim either: preferring sessions without one made a session
-// just initialized, whose client had not opened its stream yet, the
-// first to go.
-func (t *Transport) idlestLocked(pick func(*session) bool) *session {
-	var best *session
+// retireIdlestLocked retires (pipe.retire) and returns the session pick
+// accepts with nothing in flight that was least recently used; nil when
+// every one has a request in flight. A GET stream alone does not hold a
+// session: many clients open one after initialize and never close it, and
+// its end tells the client to reconnect (then 404: initialize). It does
+// not make a session a later victim either: preferring sessions without
+// one made a session just initialized, whose client had not opened its
+// stream yet, the first to go.
+func (t *Transport) retireIdlestLocked(pick func(*session) bool) *session {
+	type candidate struct {
+		s    *session
+		used int64
+	}
+	var cs []candidate
 	for _, s := range t.sessions {
-		if !pick(s) {
-			continue
-		}
-		if n, _ := s.p.busy(); n > 0 {
-			continue
-		}
-		if best == nil || s.used.Load() < best.used.Load() {
-			best = s
+		if pick(s) {
+			cs = append(cs, candidate{s, s.used.Load()})
 		}
 	}
-	return best
+	slices.SortFunc(cs, func(a, b candidate) int { return cmp.Compare(a.used, b.used) })
+	for _, c := range cs {
+		if c.s.p.retire(false) {
+			return c.s
+		}
+	}
+	return nil
 }
 
 func newSessionID() string {
@@ -528,13 +539,25 @@ func (t *Transport) reapIdle(ctx context.Context) {
 		t.mu.Lock()
 		var idle []*session
 		for _, s := range t.sessions {
-			if n, stream := s.p.busy(); n == 0 && !stream && s.used.Load() < cutoff {
+			if s.used.Load() < cutoff && s.p.retire(true) {
 				idle = append(idle, s)
 			}
 		}
+		for _, s := range idle {
+			t.dropLocked(s)
+		}
 		t.mu.Unlock()
 		for _, s := range idle {
-			t.endSession(s)
+			t.endRetired(s)
 		}
 	}
+}
+
+// endRetired ends the process of s, a session evicted or idle that has
+// left the table.
+func (t *Transport) endRetired(s *session) {
+	if t.retiring != nil {
+		t.retiring(s)
+	}
+	s.p.end()
 }
