@@ -203,13 +203,6 @@ func (p *pipe) retire(streamHolds bool) bool {
 	return true
 }
 
-// busy reports how many calls are in flight and whether a GET stream is open.
-func (p *pipe) busy() (int, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.pending), p.stream != nil
-}
-
 // openStream registers a session's GET stream; nil when one is open, and
 // gone too when the pipe has ended or is retired.
 func (p *pipe) openStream() (sk *sink, gone bool) {

@@ -222,3 +222,11 @@ func TestIdleEndSparesGetStream(t *testing.T) {
 		t.Errorf("the session with a GET stream was ended with the idle one")
 	}
 }
+
+// busy reports how many calls are in flight and whether a GET stream is
+// open, for tests that wait on a pipe's state.
+func (p *pipe) busy() (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pending), p.stream != nil
+}
