@@ -289,10 +289,11 @@ func afterFunc(ctx context.Context, f func()) func() bool {
 // replies, within ResponseHeaderTimeout.
 //
 // The deadline is moved lazily (package lazydeadline), so a head gets at
-// least fifteen sixteenths of the timeout. It stays in force after a reply whose body came whole with its
-// head, since reading that body waits on nothing; any other reply's body
-// reads without it. Each move costs a lock and a timer update in the
-// runtime's poller, and a call on a busy connection paid two.
+// least fifteen sixteenths of the timeout. It stays in force after a reply
+// whose body came whole with its head, since reading that body waits on
+// nothing; any other reply's body reads without it. Each move costs a lock
+// and a timer update in the runtime's poller, and a call on a busy
+// connection paid two.
 func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, error) {
 	if d := t.ResponseHeaderTimeout; d > 0 {
 		if now := time.Now(); lazydeadline.Due(c.headSet, now, d) {
