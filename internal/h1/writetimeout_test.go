@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/lazydeadline"
 )
 
 // wdCounter counts the moves of the write deadline on the connections of a
@@ -88,22 +90,30 @@ func TestWriteTimeoutMovedLazily(t *testing.T) {
 			t.Fatalf("reply %q, want %q", body, path)
 		}
 	}
-	step := func(what string, want int64, paths ...string) {
+	// step wants want moves; when lazy is set, up to one more for each
+	// lazy delay (300 ms for a minute's timeout) the requests took: a
+	// loaded machine may stretch ten requests over a delay, and each delay
+	// that passes may rightly move the deadline once more.
+	step := func(what string, want int64, lazy bool, paths ...string) {
 		t.Helper()
-		before := wl.moves.Load()
+		before, start := wl.moves.Load(), time.Now()
 		for _, p := range paths {
 			get(p)
 		}
-		if got := wl.moves.Load() - before; got != want {
-			t.Errorf("%s: %d moves of the write deadline, want %d", what, got, want)
+		most := want
+		if lazy {
+			most += int64(time.Since(start) / lazydeadline.Delay(time.Minute))
+		}
+		if got := wl.moves.Load() - before; got < want || got > most {
+			t.Errorf("%s: %d moves of the write deadline, want %d to %d", what, got, want, most)
 		}
 	}
-	step("ten replies bounded by the same timeout, one after the other", 1,
+	step("ten replies bounded by the same timeout, one after the other", 1, true,
 		"/timeout", "/timeout", "/timeout", "/timeout", "/timeout", "/timeout", "/timeout", "/timeout", "/timeout", "/timeout")
-	step("a reply without a deadline after them", 1, "/none")
-	step("a reply bounded by the timeout after that", 1, "/timeout")
-	step("two replies bounded by SetWriteDeadline", 2, "/exact", "/exact")
-	step("a reply bounded by the timeout after those", 1, "/timeout")
+	step("a reply without a deadline after them", 1, false, "/none")
+	step("a reply bounded by the timeout after that", 1, false, "/timeout")
+	step("two replies bounded by SetWriteDeadline", 2, false, "/exact", "/exact")
+	step("a reply bounded by the timeout after those", 1, false, "/timeout")
 }
 
 // TestWriteTimeoutBoundsAfterALift: a deadline kept lazily and then lifted
