@@ -29,20 +29,35 @@ fuzztime=${FUZZTIME:-5000x}
 passed=0
 failed=0
 report=()
+failures=()
 
 stages=" ${STAGES:-static unit pyyaml fuzz k8s kube metrics soak e2e bench} "
 
+# stage runs one stage, its output copied to a log; a failed stage's first
+# failure lines (a Go test's "--- FAIL", a panic, a data race, a FAIL line)
+# are printed again beside the count at the end, where a reader of only the
+# end of the output sees which test failed.
 stage() {
-  local name=$1 rc=0 start=$SECONDS
+  local name=$1 rc=0 start=$SECONDS log
   shift
   [[ $stages == *" $name "* ]] || return 0
   printf '\n##### %s\n' "$name"
-  "$@" || rc=$?
+  log=$(mktemp)
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
   if ((rc == 0)); then
     passed=$((passed + 1)); report+=("$(printf '%-10s ok    %4ss' "$name" $((SECONDS - start)))")
   else
     failed=$((failed + 1)); report+=("$(printf '%-10s FAIL  %4ss (exit %s)' "$name" $((SECONDS - start)) "$rc")")
+    mapfile -t -O "${#failures[@]}" failures < <(failure_lines "$name" <"$log")
   fi
+  rm -f "$log"
+}
+
+# failure_lines prints, for stage $1, the first eight lines of its output
+# (standard input) that name a failure, each cut to 200 characters.
+failure_lines() {
+  grep -E -- '^[[:space:]]*--- FAIL|^FAIL|^panic:|DATA RACE|\[FAIL\]|^not ok| FAIL  exit' | head -n 8 | cut -c1-200 | sed "s/^/$1: /"
 }
 
 static_checks() {
@@ -140,6 +155,9 @@ if [[ ${SKIP_BENCH:-} != 1 ]]; then
 fi
 
 printf '\n'
+if ((${#failures[@]} > 0)); then
+  printf '%s\n' "${failures[@]}"
+fi
 printf '%s\n' "${report[@]}"
 printf 'stages: %d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))
