@@ -802,12 +802,20 @@ func TestIdleTimerCountsFromTheLastReturn(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	// A call every sixth of the timeout for twice the timeout: the timer
 	// the first return started fires while the connection idles in the
-	// pool between calls, for much less than the timeout.
+	// pool between calls, for much less than the timeout. A loaded
+	// machine may stretch a pause past the timeout; each such pause may
+	// rightly cost one dial more.
+	var late int64
+	var last time.Time
 	for first := time.Now(); time.Since(first) < 2*idle; time.Sleep(idle / 6) {
+		if !last.IsZero() && time.Since(last) >= idle {
+			late++
+		}
 		do(t, tr, get(t, srv.URL))
+		last = time.Now()
 	}
-	if n := tr.dials.Load(); n != 1 {
-		t.Fatalf("%d connections dialled for calls a sixth of IdleTimeout apart, want 1: the pooled one was closed early", n)
+	if n := tr.dials.Load(); n != 1+late {
+		t.Fatalf("%d connections dialled for calls a sixth of IdleTimeout apart (%d pauses past it), want %d: the pooled one was closed early", n, late, 1+late)
 	}
 	waitFor(t, "the idle timeout to empty the pool", func() bool { return tr.Idle() == 0 })
 }

@@ -89,19 +89,20 @@ func TestNoSparesForAnUpstreamThatCloses(t *testing.T) {
 }
 
 // TestSparesPauseWhenTheyDieIdle: a keep-alive upstream that closes a
-// connection on which no request came within 100 ms (net/http's
+// connection on which no request came within 250 ms (net/http's
 // ReadHeaderTimeout) closes every spare before the next caller comes. Once
-// one is found dead the refills pause, so five callers 300 ms apart cost
+// one is found dead the refills pause, so five callers 600 ms apart cost
 // their own connections and at most one set of spares, not a set each.
 // (At 50 ms a caller's own new connection was reset once on a loaded
-// machine: its request head had taken longer than that to go out.)
+// machine: its request head had taken longer than that to go out; 250 ms
+// leaves a race-detector build under load room too.)
 func TestSparesPauseWhenTheyDieIdle(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var accepted atomic.Int64
-	srv := &http.Server{ReadHeaderTimeout: 100 * time.Millisecond,
+	srv := &http.Server{ReadHeaderTimeout: 250 * time.Millisecond,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }),
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			if s == http.StateNew {
@@ -117,7 +118,7 @@ func TestSparesPauseWhenTheyDieIdle(t *testing.T) {
 		if err := postAs(context.Background(), tr, "http://"+ln.Addr().String(), fmt.Sprint(i)); err != nil {
 			t.Fatalf("caller %d: %v", i, err)
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(600 * time.Millisecond)
 	}
 	// The first caller's own connection, one set of spares (all found
 	// dead by the second caller, which pauses refills), and a connection
