@@ -43,6 +43,11 @@ type pipe struct {
 	stream  *sink            // a legacy session's GET stream; nil when none is open
 	dead    bool
 	retired bool // chosen to end (evicted or idle): refuses new calls and streams
+	// opening: a session's process whose initialize has not yet been
+	// started on it; it cannot be retired, as one with a call in flight
+	// cannot, so a session minted for one initialize is never evicted by
+	// another before its own call begins.
+	opening bool
 	started time.Time
 }
 
@@ -66,7 +71,7 @@ type sink struct {
 
 func newPipe(t *Transport, proc *process, shared bool) *pipe {
 	p := &pipe{t: t, proc: proc, shared: shared, pending: map[string]*call{}, tokens: map[string]*call{},
-		started: time.Now()}
+		started: time.Now(), opening: !shared}
 	go p.read()
 	go func() {
 		<-proc.exited
@@ -96,6 +101,7 @@ func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 		}
 	}
 	p.mu.Lock()
+	p.opening = false
 	if p.dead || p.retired {
 		p.mu.Unlock()
 		return nil, errExited
@@ -196,7 +202,7 @@ func (p *pipe) isDead() bool {
 func (p *pipe) retire(streamHolds bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.pending) > 0 || streamHolds && p.stream != nil {
+	if p.opening || len(p.pending) > 0 || streamHolds && p.stream != nil {
 		return false
 	}
 	p.retired = true

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,4 +230,48 @@ func (p *pipe) busy() (int, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.pending), p.stream != nil
+}
+
+// TestConcurrentInitializeKeepsTheNewSession: two initializes from one
+// caller whose share is one. The first one's session is in the table
+// before its initialize is sent; the second must not evict it there (the
+// first would get 404 for the session it has just been given), and is
+// refused 429 over its share, as when the first's call is in flight.
+func TestConcurrentInitializeKeepsTheNewSession(t *testing.T) {
+	t.Parallel()
+	held, release := make(chan *session, 1), make(chan struct{})
+	var once sync.Once
+	var holding atomic.Bool
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	tr, m := start(t, "", func(tr *Transport) {
+		tr.MaxProcesses = 4 // a share of one
+		tr.minted = func(s *session) {
+			if holding.CompareAndSwap(false, true) { // the first only
+				held <- s
+				<-release
+			}
+		}
+	})
+	first := async(tr, "POST", "", initReq, nil)
+	select {
+	case <-held:
+	case <-time.After(hang):
+		t.Fatalf("no session minted in %s", hang)
+	}
+	second := await(t, "the second initialize", async(tr, "POST", "", initReq, nil))
+	if second.status != http.StatusTooManyRequests {
+		t.Errorf("the second initialize = %d %s, want 429 over the caller's share", second.status, second.body)
+	}
+	once.Do(func() { close(release) })
+	a := await(t, "the first initialize", first)
+	sid := a.header.Get("Mcp-Session-Id")
+	if a.status != http.StatusOK || sid == "" {
+		t.Fatalf("the first initialize = %d %s, want 200 with its session", a.status, a.body)
+	}
+	if e := do(t, tr, "POST", sid, toolCall(2, "echo", map[string]any{"text": "hi"}), nil); text(e.last()) != "hi" {
+		t.Errorf("the first session's echo = %d %v", e.status, e.msgs)
+	}
+	if n := m.event(EventEvicted); n != 0 {
+		t.Errorf("evicted %d, want 0", n)
+	}
 }

@@ -112,6 +112,9 @@ type Transport struct {
 	// make room or for being idle, after it left the table and before its
 	// process is ended; nil in production.
 	retiring func(*session)
+	// minted, set only by tests, is called with each session once it is
+	// in the table and before its initialize is sent; nil in production.
+	minted func(*session)
 }
 
 // session is a legacy client session: its own process.
@@ -351,9 +354,10 @@ func (t *Transport) callerOf(req *http.Request) caller.ID {
 // session id the Transport mints, within the Sessions table and the
 // caller's share of it. Past either, the least recently used idle session
 // (the caller's own, past its share) makes room; a session with a request
-// in flight is never ended, so when every candidate has one the caller is
-// refused (caller.Refusal: 429 over its share, 503 when full). The
-// session ends if the server refuses the initialize.
+// in flight is never ended, nor one minted for an initialize not yet sent
+// (pipe.opening), so when every candidate has one the caller is refused
+// (caller.Refusal: 429 over its share, 503 when full). The session ends if
+// the server refuses the initialize.
 func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Response, error) {
 	who := t.callerOf(req)
 	err := t.Sessions.Acquire(who, func(own bool) bool {
@@ -392,6 +396,9 @@ func (t *Transport) initialize(req *http.Request, msg rewrite.Message) (*http.Re
 	if err != nil {
 		t.Logger.Warn("stdio upstream did not start", zap.Error(err))
 		return respond(req, http.StatusServiceUnavailable, nil, errorReply(msg.ID, reply.CodeInternalError, "the stdio upstream could not be started", "stdio_unavailable")), nil
+	}
+	if t.minted != nil {
+		t.minted(s)
 	}
 	hdr := http.Header{"Mcp-Session-Id": {s.id}}
 	return t.call(req, p, msg, s, hdr, func(final []byte) {
