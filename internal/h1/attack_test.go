@@ -58,7 +58,7 @@ func TestClientGoneAfterPipelinedByte(t *testing.T) {
 			select {
 			case <-r.Context().Done():
 				gone <- true
-			case <-time.After(2 * time.Second):
+			case <-time.After(goneWait):
 				gone <- false
 			}
 		}))
@@ -180,7 +180,9 @@ func TestHandlerReadDeadlineBoundsBody(t *testing.T) {
 		}))
 		c, br := dial(t, addr)
 		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n{}")
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		// Under the servers' ReadHeaderTimeout (5 s), which must not be
+		// what ends the body.
+		c.SetReadDeadline(time.Now().Add(4 * time.Second))
 		resp, body := readReply(t, br, "POST")
 		if resp.StatusCode != 408 || !closedAfter(t, c, br) {
 			t.Fatalf("status %d %q", resp.StatusCode, body)
@@ -211,7 +213,7 @@ func TestHandlerWriteDeadlineBoundsStuckClient(t *testing.T) {
 			if err == nil {
 				t.Fatal("64 MB written to a client that reads nothing")
 			}
-		case <-time.After(3 * time.Second):
+		case <-time.After(goneWait):
 			t.Fatal("the write deadline did not end a write to a stuck client")
 		}
 	})
@@ -251,7 +253,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		s.Close()
 	}()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(goneWait)
 	for runtime.NumGoroutine() > base+2 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -273,7 +275,7 @@ func TestClientGoneWithUnreadBody(t *testing.T) {
 			select {
 			case <-r.Context().Done():
 				gone <- true
-			case <-time.After(time.Second):
+			case <-time.After(goneWait):
 				gone <- false
 			}
 		}))
@@ -489,7 +491,7 @@ func TestHalfClosedPipelinedSecondSeesEnd(t *testing.T) {
 			select {
 			case <-r.Context().Done():
 				io.WriteString(w, "canceled")
-			case <-time.After(time.Second):
+			case <-time.After(goneWait):
 				io.WriteString(w, "not canceled")
 			}
 		}))
