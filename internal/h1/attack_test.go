@@ -85,8 +85,8 @@ func TestRefusalOfLargeBodyNotHeldByDrain(t *testing.T) {
 		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n{")
 		// A reply held for the body waits on a client that sends no more:
 		// at best until the servers' ReadHeaderTimeout (5 s). Four seconds
-		// tells the two apart and leaves a loaded machine room (a second
-		// did not always).
+		// tells the two apart and leaves a loaded machine room, which a
+		// second did not.
 		t0 := time.Now()
 		c.SetReadDeadline(time.Now().Add(4 * time.Second))
 		resp, err := http.ReadResponse(br, nil)
