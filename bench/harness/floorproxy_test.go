@@ -227,7 +227,9 @@ func TestFloorChunkedEvents(t *testing.T) {
 	if len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
 		t.Errorf("Transfer-Encoding %v, want chunked", resp.TransferEncoding)
 	}
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	// Under floorWait, after which the upstream sends the rest itself: a
+	// floor that held the first event back for it would pass.
+	c.SetReadDeadline(time.Now().Add(floorWait - time.Second))
 	first := make([]byte, len("data: 1\n\n"))
 	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "data: 1\n\n" {
 		t.Fatalf("first event before the upstream sent the second: %q, %v", first, err)

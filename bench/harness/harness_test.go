@@ -18,6 +18,13 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
+// loadSpan is the Duration of the tests' short loads. They end at their
+// MaxSamples, not the span: a worker whose goroutine first ran more than
+// two spans after the load began (a loaded machine's pause) makes no
+// request, so at 50 ms a stall could leave a load with no samples. (A
+// load that only fails, the unknown method's, runs the whole span.)
+const loadSpan = time.Second
+
 func TestCallBody(t *testing.T) {
 	t.Parallel()
 	metaV := map[string]any{
@@ -167,7 +174,7 @@ func TestLoadAgainstUpstream(t *testing.T) {
 	}
 	for name, w := range cases {
 		t.Run(name, func(t *testing.T) {
-			res := RunLoad(t.Context(), LoadSpec{Concurrency: 2, Duration: 50 * time.Millisecond, MaxSamples: 10, NewWorker: w})
+			res := RunLoad(t.Context(), LoadSpec{Concurrency: 2, Duration: loadSpan, MaxSamples: 10, NewWorker: w})
 			if name == "unknown method" {
 				// The check must be able to fail: go-sdk has no skills/list.
 				if res.Err == nil || len(res.Samples) > 0 {
@@ -244,7 +251,7 @@ func TestPagedListing(t *testing.T) {
 			srv := httptest.NewServer(tc.h)
 			defer srv.Close()
 			var shape listingShape
-			res := RunLoad(t.Context(), LoadSpec{Concurrency: 1, Duration: 50 * time.Millisecond, MaxSamples: 3,
+			res := RunLoad(t.Context(), LoadSpec{Concurrency: 1, Duration: loadSpan, MaxSamples: 3,
 				NewWorker: pagedWorker(Call{Method: "tools/list"}, srv.URL+"/mcp", &shape)})
 			if res.Err != nil || len(res.Samples) == 0 {
 				t.Fatalf("RunLoad(paged tools/list) = %d samples, err %v", len(res.Samples), res.Err)
@@ -280,7 +287,7 @@ func TestLoopProxy(t *testing.T) {
 			} {
 				// Bounded: a relay that loses a body leaves its request waiting.
 				lctx, lcancel := context.WithTimeout(t.Context(), 10*time.Second)
-				res := RunLoad(lctx, LoadSpec{Concurrency: 2, Duration: 50 * time.Millisecond, MaxSamples: 20, NewWorker: w})
+				res := RunLoad(lctx, LoadSpec{Concurrency: 2, Duration: loadSpan, MaxSamples: 20, NewWorker: w})
 				lcancel()
 				if res.Err != nil || res.Errors > 0 || len(res.Samples) == 0 {
 					t.Errorf("RunLoad(%s) through the relay = %d samples, %d errors, err %v", name, len(res.Samples), res.Errors, res.Err)

@@ -3,6 +3,7 @@ package h1
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -137,14 +138,14 @@ func TestFlushSendsHeadAndBufferedBytesAtOnce(t *testing.T) {
 }
 
 // waitCtx is a handler that waits for its request's context to end, or
-// two seconds, and reports which on gone.
+// goneWait, and reports which on gone.
 func waitCtx(gone chan<- bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
 		select {
 		case <-r.Context().Done():
 			gone <- true
-		case <-time.After(2 * time.Second):
+		case <-time.After(goneWait):
 			gone <- false
 		}
 		io.WriteString(w, "late")
@@ -170,7 +171,7 @@ func TestClientGoneCancelsAStream(t *testing.T) {
 		select {
 		case <-r.Context().Done():
 			gone <- true
-		case <-time.After(2 * time.Second):
+		case <-time.After(goneWait):
 			gone <- false
 		}
 	}))
@@ -301,26 +302,39 @@ func TestWatcherKeepsPipelinedByte(t *testing.T) {
 	}
 }
 
+// A head that trickles in, a line every 50 ms, is cut by ReadHeaderTimeout
+// (200 ms) counted from its start: the connection closes while the client
+// is still sending. A server that timed each read instead never closes it;
+// five seconds of trickling is the hang guard. (Measured against a second
+// from the start of five parts 80 ms apart, a loaded machine's stretched
+// sleeps alone could pass the bound.)
 func TestSlowlorisHeadTimesOut(t *testing.T) {
 	_, addr, _ := start(t, echo(), func(s *Server) { s.ReadHeaderTimeout = 200 * time.Millisecond })
 	c, br := dial(t, addr)
-	begun := time.Now()
-	for _, part := range []string{"GET / HTTP/1.1\r\n", "Host: a\r\n", "X-1: 1\r\n", "X-2: 2\r\n", "X-3: 3\r\n"} {
-		if _, err := io.WriteString(c, part); err != nil {
-			break
+	ended := make(chan error, 1)
+	go func() {
+		b, err := br.ReadByte()
+		if err == nil {
+			err = fmt.Errorf("the server answered (%q) a head that never ended", b)
 		}
-		time.Sleep(80 * time.Millisecond)
-	}
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	b, err := br.ReadByte()
-	if err == nil {
-		t.Fatalf("the server answered (%q) a head that never ended", b)
-	}
-	if !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "reset") {
-		t.Fatalf("connection not closed: %v", err)
-	}
-	if d := time.Since(begun); d > time.Second {
-		t.Fatalf("closed after %v", d)
+		ended <- err
+	}()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n")
+	begun := time.Now()
+	for i := 0; ; i++ {
+		select {
+		case err := <-ended:
+			if !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "reset") {
+				t.Fatalf("connection not closed: %v", err)
+			}
+			t.Logf("closed after %v of trickling", time.Since(begun))
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Since(begun) > 5*time.Second {
+			t.Fatal("a head trickling in for 5s was not cut by a ReadHeaderTimeout of 200ms")
+		}
+		fmt.Fprintf(c, "X-%d: %d\r\n", i, i) // fails once the server has closed
 	}
 }
 
@@ -515,19 +529,24 @@ func TestShutdownContextEnds(t *testing.T) {
 
 // Deadlines a handler set for one request do not outlive it: the next
 // request on the connection, arriving after they passed, reads its body
-// in parts and gets its reply.
+// in parts and gets its reply. The first handler sets them once its reply
+// is out whole, so a loaded machine's pause cannot make them cut that
+// reply (set before the body was read, 30 ms apart from the last write,
+// they could).
 func TestHandlerDeadlinesEndWithTheRequest(t *testing.T) {
 	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/first" {
-			rc := http.NewResponseController(w)
-			rc.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
-			rc.SetWriteDeadline(time.Now().Add(30 * time.Millisecond))
-		}
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
 			panic(err)
 		}
+		w.Header().Set("Content-Length", itoa(len(b)))
 		w.Write(b)
+		if r.URL.Path == "/first" {
+			rc := http.NewResponseController(w)
+			rc.Flush()
+			rc.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+			rc.SetWriteDeadline(time.Now().Add(30 * time.Millisecond))
+		}
 	}))
 	c, br := dial(t, addr)
 	io.WriteString(c, "POST /first HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n1")

@@ -22,8 +22,12 @@ var knownH1 = map[string]string{}
 func TestJudge(t *testing.T) {
 	// The timeout cases run against a server with short timeouts, so they
 	// end soon; the rest against one with long ones, so a stall of a
-	// loaded machine under -race cuts none of them off.
-	short := h1fault.Options{MaxHeaderBytes: 8192, ReadHeaderTimeout: 500 * time.Millisecond, IdleTimeout: time.Second}
+	// loaded machine under -race cuts none of them off. Short is still
+	// seconds: the timeout cases leave the client two fifths of the read
+	// header timeout (a head in parts) and two thirds of the idle timeout
+	// (a third of it idle) for its own pauses, which at 500 ms and 1 s a
+	// loaded machine running every case at once could pass.
+	short := h1fault.Options{MaxHeaderBytes: 8192, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: 3 * time.Second}
 	long := h1fault.Options{MaxHeaderBytes: 8192, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
 	shortAddr, longAddr := serveJudged(t, short), serveJudged(t, long)
 	var cases []h1fault.Case

@@ -95,11 +95,19 @@ func readReply(t *testing.T, br *bufio.Reader, method string) (*http.Response, s
 	return resp, string(body)
 }
 
-// closedAfter reports whether the server closes c (EOF) within a second,
-// with nothing more sent.
+// goneWait is how long a test waits for something a server must do and a
+// broken one never does (a context canceled, a write failed, goroutines
+// gone): a hang guard, not a measure, so a loaded machine's pauses fit in
+// it. It stays under dial's ten-second deadline.
+const goneWait = 8 * time.Second
+
+// closedAfter reports whether the server closes c (EOF) within four
+// seconds, with nothing more sent: time for a loaded machine, and under
+// the test servers' ReadHeaderTimeout (5 s) and IdleTimeout (10 s), so a
+// server that kept the connection for a next request does not pass.
 func closedAfter(t *testing.T, c net.Conn, br *bufio.Reader) bool {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(time.Second))
+	c.SetReadDeadline(time.Now().Add(4 * time.Second))
 	defer c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	b, err := br.ReadByte()
 	if err == nil {

@@ -32,7 +32,7 @@ func TestClientGoneAfterPipelinedByteEndsUpstreamCall(t *testing.T) {
 				select {
 				case <-r.Context().Done():
 					saw <- true
-				case <-time.After(3 * time.Second):
+				case <-time.After(10 * time.Second): // a hang guard: a loaded machine may be slow to see the client go
 					saw <- false
 				}
 			}))
@@ -56,9 +56,9 @@ func TestClientGoneAfterPipelinedByteEndsUpstreamCall(t *testing.T) {
 			select {
 			case canceled := <-saw:
 				if !canceled {
-					t.Fatal("the upstream call outlived its client by 3 s")
+					t.Fatal("the upstream call outlived its client by 10 s")
 				}
-			case <-time.After(5 * time.Second):
+			case <-time.After(time.Minute):
 				t.Fatal("the call never reached the upstream")
 			}
 		})

@@ -185,13 +185,20 @@ func TestEvictionRacingRequest(t *testing.T) {
 	}
 }
 
+// gateIdle is the IdleTimeout of the tests that hold a retirement at a
+// gate: a session must not idle out between its initialize and the test's
+// next step on it (its first call, its GET stream), so it is wider than a
+// loaded machine's pauses there (at 200 ms one could take the wrong
+// session to the gate).
+const gateIdle = 2 * time.Second
+
 // TestIdleEndRacingRequest: a request that looked its session up just
 // before the idle timeout ended it is answered 404, never a crashed
 // process's error.
 func TestIdleEndRacingRequest(t *testing.T) {
 	t.Parallel()
 	g := newRetireGate(t)
-	tr, _ := start(t, "", func(tr *Transport) { tr.IdleTimeout = 200 * time.Millisecond; g.install(tr) })
+	tr, _ := start(t, "", func(tr *Transport) { tr.IdleTimeout = gateIdle; g.install(tr) })
 	a := initialize(t, tr)
 	pid := pidOf(t, tr, a)
 	s := g.wait(t)
@@ -212,7 +219,7 @@ func TestIdleEndRacingRequest(t *testing.T) {
 func TestIdleEndSparesGetStream(t *testing.T) {
 	t.Parallel()
 	g := newRetireGate(t)
-	tr, _ := start(t, "", func(tr *Transport) { tr.IdleTimeout = 200 * time.Millisecond; g.install(tr) })
+	tr, _ := start(t, "", func(tr *Transport) { tr.IdleTimeout = gateIdle; g.install(tr) })
 	a := initialize(t, tr)
 	openGet(t, tr, a)
 	b := initialize(t, tr)
