@@ -108,6 +108,37 @@ func TestOpenRefusesEveryOneCharEdit(t *testing.T) {
 	}
 }
 
+// TestOpenTriesEveryKeyOfAnID: two keys whose ids collide (4 bytes of a
+// hash: rare, not impossible) both open what they sealed, though Open
+// opens in place and a failed try clears what it opened; and an id opens
+// again, its state whole, after any number of opens, failed or not.
+func TestOpenTriesEveryKeyOfAnID(t *testing.T) {
+	t.Parallel()
+	a, b := keys(t, keyA), keys(t, keyB)
+	collide := &Keys{keys: []key{{id: b.keys[0].id, aead: a.keys[0].aead}, b.keys[0]}}
+	byB, _ := b.Seal(sample, alice)
+	got, err := collide.Open(byB, alice, t0)
+	if err != nil {
+		t.Fatalf("an id sealed by the second of two keys with one key id: Open = %v", err)
+	}
+	if diff := cmp.Diff(sample, got); diff != "" {
+		t.Errorf("Open (-sealed +opened):\n%s", diff)
+	}
+	caller := bytes.Clone(alice)
+	for i := range 3 {
+		if _, err := b.Open(byB, bob, t0); !errors.Is(err, ErrNoKey) {
+			t.Fatalf("open %d with another caller: %v, want ErrNoKey", i, err)
+		}
+		got, err := b.Open(byB, caller, t0)
+		if err != nil || !cmp.Equal(sample, got) {
+			t.Fatalf("open %d: %+v, %v; want the sealed state", i, got, err)
+		}
+		if !bytes.Equal(caller, alice) {
+			t.Fatalf("open %d changed the caller's hash to %x", i, caller)
+		}
+	}
+}
+
 // TestRotation: the three steps of a rotation never leave an id that
 // some replica sealed unopenable by another.
 func TestRotation(t *testing.T) {
