@@ -655,20 +655,33 @@ func (f *LegacyFront) subscribe(l *frontLocal, uri string, on bool) *caller.Refu
 
 // modernHeaders makes out's headers those of a 2026-07-28 request for
 // method with params: the session's id and legacy-only headers removed,
-// MCP-Protocol-Version, Mcp-Method and Mcp-Name set.
+// MCP-Protocol-Version, Mcp-Method and Mcp-Name set. h must be a clone
+// (see setOne).
 func modernHeaders(h http.Header, method string, params json.RawMessage) {
 	h.Del("Mcp-Session-Id")
 	h.Del("Last-Event-Id")
 	h.Del("Content-Length")
 	h.Del("Accept-Encoding") // the reply is parsed to be translated
-	h.Set(wire.HeaderProtocolVersion, ModernVersion)
-	h.Set(wire.HeaderMethod, method)
-	h.Del(wire.HeaderName)
+	setOne(h, wire.HeaderProtocolVersion, ModernVersion)
+	setOne(h, wire.HeaderMethod, method)
 	if p := wire.NameParam(method); p != "" {
 		if v, ok := rewrite.GetString(params, p); ok {
-			h.Set(wire.HeaderName, wire.EncodeHeaderValue(v))
+			setOne(h, wire.HeaderName, wire.EncodeHeaderValue(v))
+			return
 		}
 	}
+	h.Del(wire.HeaderName)
+}
+
+// setOne is h.Set(k, v) for a canonical k, in h's own value slice when k
+// has one value already: h is a request's header cloned (http.Header.Clone
+// gives the clone its own values), so no other header shares it.
+func setOne(h http.Header, k, v string) {
+	if vs := h[k]; len(vs) == 1 {
+		vs[0] = v
+		return
+	}
+	h[k] = []string{v}
 }
 
 // forward sends a request of session s to the upstream on the modern wire
@@ -688,8 +701,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	}
 	body := ModernRequest(msg, params)
 	ctx, done := f.startCall(req.Context(), s, msg.ID)
-	out := req.Clone(ctx)
-	out.Header = req.Header.Clone()
+	out := req.Clone(ctx) // its header a clone too
 	modernHeaders(out.Header, msg.Method, params)
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

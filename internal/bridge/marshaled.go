@@ -63,6 +63,16 @@ func appendMarshaled(dst, v []byte) []byte {
 	return append(dst, v[start:]...)
 }
 
+// The keys and the value ModernParams writes itself, made once.
+var (
+	keyMeta       = []byte("_meta")
+	keyProtocol   = []byte(metaProtocol)
+	keyCaps       = []byte(metaClientCaps)
+	keyInfo       = []byte(metaClientInfo)
+	keyLogLevel   = []byte(metaLogLevel)
+	modernVersion = []byte(`"` + ModernVersion + `"`)
+)
+
 // member is a key, as written, and its value.
 type member struct {
 	key, value []byte
@@ -113,7 +123,7 @@ func modernParamsDirect(params json.RawMessage, caps, info json.RawMessage, logL
 		if ps, ok = plainMembers(ps, t); !ok || !sortMembers(ps) {
 			return nil, false
 		}
-		if i, found := slices.BinarySearchFunc(ps, []byte("_meta"), func(m member, k []byte) int { return bytes.Compare(m.key, k) }); found {
+		if i, found := slices.BinarySearchFunc(ps, keyMeta, func(m member, k []byte) int { return bytes.Compare(m.key, k) }); found {
 			rawMeta = ps[i].value
 			ps = slices.Delete(ps, i, i+1)
 		}
@@ -134,12 +144,12 @@ func modernParamsDirect(params json.RawMessage, caps, info json.RawMessage, logL
 		}
 		return false
 	})
-	ms = append(ms, member{[]byte(metaProtocol), []byte(`"` + ModernVersion + `"`)}, member{[]byte(metaClientCaps), caps}, member{[]byte(metaClientInfo), info})
+	ms = append(ms, member{keyProtocol, modernVersion}, member{keyCaps, caps}, member{keyInfo, info})
 	if logLevel != "" {
-		ms = append(ms, member{[]byte(metaLogLevel), nil}) // written below
+		ms = append(ms, member{keyLogLevel, nil}) // written below
 	}
 	sortMembers(ms)
-	ps = append(ps, member{key: []byte("_meta")})
+	ps = append(ps, member{key: keyMeta})
 	sortMembers(ps)
 	out := make([]byte, 0, len(params)+len(caps)+len(info)+len(logLevel)+160)
 	out = append(out, '{')
