@@ -736,14 +736,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 		resp.ContentLength = int64(len(b))
 		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	case "text/event-stream":
-		r := rewrite.NewReader(resp.Body, f.MaxBytes)
-		pr, pw := io.Pipe()
-		up := resp.Body
-		go func() {
-			defer done()
-			pumpLegacy(r, up, pw, msg)
-		}()
-		resp.Body = pr
+		resp.Body = &legacyEvents{r: rewrite.NewReader(resp.Body, f.MaxBytes), up: resp.Body, msg: msg, done: done}
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 	default:
@@ -785,34 +778,63 @@ func (f *LegacyFront) cancelCall(s *frontSession, id json.RawMessage) {
 	}
 }
 
-// pumpLegacy copies a modern SSE reply to pw, the response to msg
-// translated by LegacyReply, everything else as it came.
-func pumpLegacy(r *rewrite.Reader, up io.Closer, pw *io.PipeWriter, msg rewrite.Message) {
-	defer up.Close()
-	for {
-		ev, err := r.Next()
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			pw.CloseWithError(err)
-			return
+// legacyEvents is a modern SSE reply read as a legacy client reads it:
+// the response to msg translated by LegacyReply, every other event as it
+// came. It reads the upstream as it is read, in the reader's goroutine.
+// At the reply's end, or when closed, it closes the upstream body and
+// calls done, once.
+type legacyEvents struct {
+	r    *rewrite.Reader
+	up   io.Closer
+	msg  rewrite.Message
+	done func()
+
+	pending []byte // what is left of the event being read
+	err     error  // the upstream's end, once met
+	closed  atomic.Bool
+	once    sync.Once
+}
+
+func (l *legacyEvents) Read(p []byte) (int, error) {
+	if l.closed.Load() {
+		return 0, io.ErrClosedPipe
+	}
+	for len(l.pending) == 0 {
+		if l.err != nil {
+			return 0, l.err
 		}
-		out := ev.Raw
+		ev, err := l.r.Next()
+		if err != nil {
+			l.end()
+			l.err = err
+			continue
+		}
+		l.pending = ev.Raw
 		if ev.Data != nil {
-			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, msg.ID) {
-				if t, changed := LegacyReply(msg.Method, ev.Data); changed {
-					if writeEvent(pw, t) != nil {
-						return
-					}
-					continue
+			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, l.msg.ID) {
+				if t, changed := LegacyReply(l.msg.Method, ev.Data); changed {
+					l.pending = reply.Event(t)
 				}
 			}
 		}
-		if _, err := pw.Write(out); err != nil {
-			return
-		}
 	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}
+
+// Close ends the reply: a Read after it fails.
+func (l *legacyEvents) Close() error {
+	l.closed.Store(true)
+	l.end()
+	return nil
+}
+
+func (l *legacyEvents) end() {
+	l.once.Do(func() {
+		_ = l.up.Close()
+		l.done()
+	})
 }
 
 // stream serves a legacy GET stream of s from subscriptions/listen
