@@ -34,9 +34,10 @@ import (
 //     minted, its state sealed in the Mcp-Session-Id, opened and
 //     translated to a 2026-07-28 call and its reply back.
 //
-// Client, hop and upstream share the process, so allocs/op counts all
-// three; hop-allocs/op and hop-ns/op are a target's figure less direct's
-// in the same run (direct runs first), the hop's own share.
+// Client, hop and upstream share the process, so allocs/op and cpu-ns/op
+// (the process's user and system CPU per call) count all three;
+// hop-allocs/op, hop-ns/op and hop-cpu-ns/op are a target's figure less
+// direct's in the same run (direct runs first), the hop's own share.
 //
 //	go test -run '^$' -bench BenchmarkSealed -benchmem -count 5 ./internal/proxy
 func BenchmarkSealed(b *testing.B) {
@@ -79,7 +80,7 @@ func BenchmarkSealed(b *testing.B) {
 		}
 	}
 	replay.Store(&rec)
-	var directAllocs, directNs float64
+	var directAllocs, directNs, directCPU float64
 	for _, c := range []struct {
 		name string
 		call sealedCall
@@ -91,19 +92,23 @@ func BenchmarkSealed(b *testing.B) {
 			b.ReportAllocs()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
+			cpu0 := cpuTime()
 			for b.Loop() {
 				c.call.do(b, client)
 			}
+			cpu := float64((cpuTime() - cpu0).Nanoseconds()) / float64(b.N)
 			runtime.ReadMemStats(&after)
 			allocs := float64(after.Mallocs-before.Mallocs) / float64(b.N)
 			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(cpu, "cpu-ns/op")
 			if c.name == "direct" {
-				directAllocs, directNs = allocs, ns
+				directAllocs, directNs, directCPU = allocs, ns, cpu
 				return
 			}
 			if directNs > 0 {
 				b.ReportMetric(allocs-directAllocs, "hop-allocs/op")
 				b.ReportMetric(ns-directNs, "hop-ns/op")
+				b.ReportMetric(cpu-directCPU, "hop-cpu-ns/op")
 			}
 		})
 	}
