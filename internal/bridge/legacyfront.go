@@ -655,20 +655,33 @@ func (f *LegacyFront) subscribe(l *frontLocal, uri string, on bool) *caller.Refu
 
 // modernHeaders makes out's headers those of a 2026-07-28 request for
 // method with params: the session's id and legacy-only headers removed,
-// MCP-Protocol-Version, Mcp-Method and Mcp-Name set.
+// MCP-Protocol-Version, Mcp-Method and Mcp-Name set. h must be a clone
+// (see setOne).
 func modernHeaders(h http.Header, method string, params json.RawMessage) {
 	h.Del("Mcp-Session-Id")
 	h.Del("Last-Event-Id")
 	h.Del("Content-Length")
 	h.Del("Accept-Encoding") // the reply is parsed to be translated
-	h.Set(wire.HeaderProtocolVersion, ModernVersion)
-	h.Set(wire.HeaderMethod, method)
-	h.Del(wire.HeaderName)
+	setOne(h, wire.HeaderProtocolVersion, ModernVersion)
+	setOne(h, wire.HeaderMethod, method)
 	if p := wire.NameParam(method); p != "" {
 		if v, ok := rewrite.GetString(params, p); ok {
-			h.Set(wire.HeaderName, wire.EncodeHeaderValue(v))
+			setOne(h, wire.HeaderName, wire.EncodeHeaderValue(v))
+			return
 		}
 	}
+	h.Del(wire.HeaderName)
+}
+
+// setOne is h.Set(k, v) for a canonical k, in h's own value slice when k
+// has one value already: h is a request's header cloned (http.Header.Clone
+// gives the clone its own values), so no other header shares it.
+func setOne(h http.Header, k, v string) {
+	if vs := h[k]; len(vs) == 1 {
+		vs[0] = v
+		return
+	}
+	h[k] = []string{v}
 }
 
 // forward sends a request of session s to the upstream on the modern wire
@@ -688,8 +701,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	}
 	body := ModernRequest(msg, params)
 	ctx, done := f.startCall(req.Context(), s, msg.ID)
-	out := req.Clone(ctx)
-	out.Header = req.Header.Clone()
+	out := req.Clone(ctx) // its header a clone too
 	modernHeaders(out.Header, msg.Method, params)
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -724,14 +736,7 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 		resp.ContentLength = int64(len(b))
 		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	case "text/event-stream":
-		r := rewrite.NewReader(resp.Body, f.MaxBytes)
-		pr, pw := io.Pipe()
-		up := resp.Body
-		go func() {
-			defer done()
-			pumpLegacy(r, up, pw, msg)
-		}()
-		resp.Body = pr
+		resp.Body = &legacyEvents{r: rewrite.NewReader(resp.Body, f.MaxBytes), up: resp.Body, msg: msg, done: done}
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 	default:
@@ -773,34 +778,63 @@ func (f *LegacyFront) cancelCall(s *frontSession, id json.RawMessage) {
 	}
 }
 
-// pumpLegacy copies a modern SSE reply to pw, the response to msg
-// translated by LegacyReply, everything else as it came.
-func pumpLegacy(r *rewrite.Reader, up io.Closer, pw *io.PipeWriter, msg rewrite.Message) {
-	defer up.Close()
-	for {
-		ev, err := r.Next()
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			pw.CloseWithError(err)
-			return
+// legacyEvents is a modern SSE reply read as a legacy client reads it:
+// the response to msg translated by LegacyReply, every other event as it
+// came. It reads the upstream as it is read, in the reader's goroutine.
+// At the reply's end, or when closed, it closes the upstream body and
+// calls done, once.
+type legacyEvents struct {
+	r    *rewrite.Reader
+	up   io.Closer
+	msg  rewrite.Message
+	done func()
+
+	pending []byte // what is left of the event being read
+	err     error  // the upstream's end, once met
+	closed  atomic.Bool
+	once    sync.Once
+}
+
+func (l *legacyEvents) Read(p []byte) (int, error) {
+	if l.closed.Load() {
+		return 0, io.ErrClosedPipe
+	}
+	for len(l.pending) == 0 {
+		if l.err != nil {
+			return 0, l.err
 		}
-		out := ev.Raw
+		ev, err := l.r.Next()
+		if err != nil {
+			l.end()
+			l.err = err
+			continue
+		}
+		l.pending = ev.Raw
 		if ev.Data != nil {
-			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, msg.ID) {
-				if t, changed := LegacyReply(msg.Method, ev.Data); changed {
-					if writeEvent(pw, t) != nil {
-						return
-					}
-					continue
+			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, l.msg.ID) {
+				if t, changed := LegacyReply(l.msg.Method, ev.Data); changed {
+					l.pending = reply.Event(t)
 				}
 			}
 		}
-		if _, err := pw.Write(out); err != nil {
-			return
-		}
 	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}
+
+// Close ends the reply: a Read after it fails.
+func (l *legacyEvents) Close() error {
+	l.closed.Store(true)
+	l.end()
+	return nil
+}
+
+func (l *legacyEvents) end() {
+	l.once.Do(func() {
+		_ = l.up.Close()
+		l.done()
+	})
 }
 
 // stream serves a legacy GET stream of s from subscriptions/listen

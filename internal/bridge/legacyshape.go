@@ -72,7 +72,21 @@ func InitializeFromDiscover(discover json.RawMessage, version string) (json.RawM
 // clientCapabilities, clientInfo and, when the session set one with
 // logging/setLevel, logLevel. Keys the request's _meta already has (a
 // progressToken, …) stay; the era keys are the session's.
+//
+// The bytes are those of encoding/json marshalling the params as a map
+// (keys sorted, compact, <, > and & escaped), as the bridge has always
+// sent them; they are written directly when every key is plain (see
+// plainKey) and none repeats, and by encoding/json otherwise
+// (modernParamsMarshal), FuzzModernParams holding the two to the same bytes.
 func ModernParams(params json.RawMessage, caps, info json.RawMessage, logLevel string) (json.RawMessage, error) {
+	if out, ok := modernParamsDirect(params, caps, info, logLevel); ok {
+		return out, nil
+	}
+	return modernParamsMarshal(params, caps, info, logLevel)
+}
+
+// modernParamsMarshal is ModernParams by encoding/json.
+func modernParamsMarshal(params json.RawMessage, caps, info json.RawMessage, logLevel string) (json.RawMessage, error) {
 	p := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(params)) > 0 && string(bytes.TrimSpace(params)) != "null" {
 		if err := json.Unmarshal(params, &p); err != nil {
@@ -102,8 +116,27 @@ func ModernParams(params json.RawMessage, caps, info json.RawMessage, logLevel s
 }
 
 // ModernRequest is a legacy request as the modern wire sends it: the same
-// id and method, params from ModernParams.
+// id and method, params from ModernParams. Its bytes are encoding/json's
+// of the request as a map (see ModernParams), written directly when the
+// method is a plain string and the id and params are JSON.
 func ModernRequest(msg rewrite.Message, params json.RawMessage) []byte {
+	if !plainKey([]byte(msg.Method)) || (msg.ID != nil && !json.Valid(msg.ID)) || !json.Valid(params) {
+		return modernRequestMarshal(msg, params)
+	}
+	out := make([]byte, 0, len(`{"id":,"jsonrpc":"2.0","method":"","params":}`)+len(msg.ID)+len(msg.Method)+len(params))
+	out = append(out, '{')
+	if msg.ID != nil {
+		out = appendMarshaled(append(out, `"id":`...), msg.ID)
+		out = append(out, ',')
+	}
+	out = append(out, `"jsonrpc":"2.0","method":"`...)
+	out = append(out, msg.Method...)
+	out = appendMarshaled(append(out, `","params":`...), params)
+	return append(out, '}')
+}
+
+// modernRequestMarshal is ModernRequest by encoding/json.
+func modernRequestMarshal(msg rewrite.Message, params json.RawMessage) []byte {
 	out := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "params": params}
 	if msg.ID != nil {
 		out["id"] = msg.ID

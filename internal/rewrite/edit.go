@@ -369,3 +369,21 @@ func deleteMember(b []byte, start int, key string) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// Members calls f with each member of the JSON object obj, in the order
+// written: its key as written between the quotes (escapes not decoded),
+// whether the key holds a backslash escape, and its raw value; a false
+// from f ends the walk. It reports whether obj (surrounding whitespace
+// allowed) is an object it could walk to its closing brace, f not having
+// stopped it. Members does not validate obj (check it first), never
+// panics, and allocates nothing; key and value alias obj.
+func Members(obj []byte, f func(key []byte, escaped bool, value json.RawMessage) bool) bool {
+	start := skipWS(obj, 0)
+	it := newObjIter(obj, start)
+	for m, more := it.next(); more; m, more = it.next() {
+		if !f(obj[m.keyStart+1:m.keyEnd-1], m.escaped, obj[m.valStart:m.valEnd:m.valEnd]) {
+			return false
+		}
+	}
+	return it.err == nil && it.i < len(obj) && obj[it.i] == '}' && skipWS(obj, it.i+1) == len(obj)
+}

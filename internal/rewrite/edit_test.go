@@ -1,8 +1,10 @@
 package rewrite
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -190,4 +192,78 @@ func TestDeleteKey(t *testing.T) {
 			t.Errorf("DeleteKey(%s) = nil error, want one", bad)
 		}
 	}
+}
+
+// TestMembers: Members walks an object's members in order, keys as
+// written, and refuses what is not one object.
+func TestMembers(t *testing.T) {
+	type kv struct {
+		key     string
+		escaped bool
+		value   string
+	}
+	walk := func(obj string) ([]kv, bool) {
+		var got []kv
+		ok := Members([]byte(obj), func(k []byte, esc bool, v json.RawMessage) bool {
+			got = append(got, kv{string(k), esc, string(v)})
+			return true
+		})
+		return got, ok
+	}
+	got, ok := walk(` { "a" : 1 , "b\"c":{"x":[1,"}"]},"a":"s" } `)
+	want := []kv{{"a", false, "1"}, {`b\"c`, true, `{"x":[1,"}"]}`}, {"a", false, `"s"`}}
+	if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Members = %v, %v; want %v, true", got, ok, want)
+	}
+	if got, ok := walk(`{}`); !ok || len(got) != 0 {
+		t.Errorf("Members({}) = %v, %v; want none, true", got, ok)
+	}
+	for _, bad := range []string{``, `[]`, `"a"`, `{"a":1`, `{"a":1}x`, `{"a":1,}`, `{"a"}`, `{"a":1}{}`, `null`} {
+		if _, ok := walk(bad); ok {
+			t.Errorf("Members(%q) reported an object", bad)
+		}
+	}
+	n := 0
+	if Members([]byte(`{"a":1,"b":2}`), func([]byte, bool, json.RawMessage) bool { n++; return false }) || n != 1 {
+		t.Errorf("a walk f stopped: called %d times and reported whole", n)
+	}
+}
+
+// FuzzMembers: on any valid JSON object, Members sees what encoding/json
+// sees: the last value of each key, the keys as decoded.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"a":2}`, `{"a\u0062":[{"c":"}"}], "d" : null}`, `[1]`, `{"\ud800":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		if !json.Valid(obj) {
+			Members(obj, func([]byte, bool, json.RawMessage) bool { return true }) // must not panic
+			return
+		}
+		var want map[string]json.RawMessage
+		isObj := json.Unmarshal(obj, &want) == nil && want != nil
+		got := map[string]json.RawMessage{}
+		ok := Members(obj, func(k []byte, _ bool, v json.RawMessage) bool {
+			var key string
+			if err := json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &key); err != nil {
+				t.Fatalf("Members(%q): key %q is not a JSON string's body", obj, k)
+			}
+			got[key] = v
+			return true
+		})
+		if ok != isObj {
+			t.Fatalf("Members(%q) reported %v, encoding/json an object: %v", obj, ok, isObj)
+		}
+		if !ok {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("Members(%q) saw %d keys, encoding/json %d", obj, len(got), len(want))
+		}
+		for k, v := range want {
+			if !bytes.Equal(got[k], v) {
+				t.Fatalf("Members(%q)[%q] = %s, encoding/json %s", obj, k, got[k], v)
+			}
+		}
+	})
 }

@@ -170,11 +170,21 @@ func (k *Keys) Open(id string, caller []byte, now time.Time) (State, error) {
 	if len(id) > MaxLen || len(id) < base64.RawURLEncoding.EncodedLen(overhead) {
 		return State{}, ErrMalformed
 	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(id)
-	if err != nil || len(raw) < overhead || raw[0] != format {
+	// One buffer: the id's bytes, the additional data (the id's header and
+	// caller), and the id as text to decode them from; the plaintext is
+	// opened in place.
+	n := strictURL.DecodedLen(len(id))
+	adLen := 1 + keyIDLen + len(caller)
+	buf := make([]byte, n+adLen+len(id))
+	text := buf[n+adLen:]
+	copy(text, id)
+	n, err := strictURL.Decode(buf, text)
+	if err != nil || n < overhead || buf[0] != format {
 		return State{}, ErrMalformed
 	}
+	raw := buf[:n:n]
 	header, nonce, sealed := raw[:1+keyIDLen], raw[1+keyIDLen:1+keyIDLen+nonceLen], raw[1+keyIDLen+nonceLen:]
+	ad := append(append(buf[n:n:n+adLen], header...), caller...)
 	var plain []byte
 	opened := false
 	if k != nil {
@@ -182,10 +192,13 @@ func (k *Keys) Open(id string, caller []byte, now time.Time) (State, error) {
 			if !bytes.Equal(key.id[:], header[1:]) {
 				continue
 			}
-			if p, err := key.aead.Open(nil, nonce, sealed, additional(header, caller)); err == nil {
+			if p, err := key.aead.Open(sealed[:0], nonce, sealed, ad); err == nil {
 				plain, opened = p, true
 				break
 			}
+			// A failed Open clears what it opened in place: the sealed
+			// bytes again for the next key of the same key id.
+			_, _ = strictURL.Decode(buf, text)
 		}
 	}
 	if !opened {
@@ -200,6 +213,10 @@ func (k *Keys) Open(id string, caller []byte, now time.Time) (State, error) {
 	}
 	return s, nil
 }
+
+// strictURL is the encoding of ids: base64url without padding, strict,
+// made once (Encoding.Strict copies the encoding on every call).
+var strictURL = base64.RawURLEncoding.Strict()
 
 // decode reads the plaintext layout Seal writes.
 func decode(p []byte) (State, bool) {

@@ -2,6 +2,7 @@ package sessionid
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"go/build"
@@ -77,7 +78,8 @@ func TestOpenRefuses(t *testing.T) {
 		"empty":               {k, "", alice, t0, ErrMalformed},
 		"not base64url":       {k, id[:20] + "+" + id[21:], alice, t0, ErrMalformed},
 		"padded":              {k, id + "=", alice, t0, ErrMalformed},
-		"truncated":           {k, id[:len(id)-1], alice, t0, ErrMalformed},
+		"truncated":           {k, truncated(id), alice, t0, ErrMalformed},
+		"a byte short":        {k, byteShort(id), alice, t0, ErrNoKey},
 		"cut to the header":   {k, id[:48], alice, t0, ErrNoKey},
 		"a random session id": {k, "dGhpcyBpcyBub3QgYSBzZXNzaW9uIGlkIGF0IGFsbC4uLi4uLi4uLi4", alice, t0, ErrMalformed},
 		"longer than MaxLen":  {k, strings.Repeat("A", MaxLen+1), alice, t0, ErrMalformed},
@@ -89,6 +91,28 @@ func TestOpenRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// truncated cuts id to a length no base64 text has (4n+1 characters):
+// cut by one character, it may still be strict base64 (when the bits the
+// new last character leaves over are zero), which makes it an id a byte
+// short (byteShort), not malformed.
+func truncated(id string) string {
+	n := len(id) - 1
+	for n%4 != 1 {
+		n--
+	}
+	return id[:n]
+}
+
+// byteShort is id with its last byte cut, encoded again: well formed,
+// and its tag cut.
+func byteShort(id string) string {
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(raw[:len(raw)-1])
 }
 
 // TestOpenRefusesEveryOneCharEdit: an id changed in any one character
@@ -104,6 +128,37 @@ func TestOpenRefusesEveryOneCharEdit(t *testing.T) {
 			if _, err := k.Open(bad, alice, t0); err == nil {
 				t.Fatalf("id with character %d changed to %q opened", i, r)
 			}
+		}
+	}
+}
+
+// TestOpenTriesEveryKeyOfAnID: two keys whose ids collide (4 bytes of a
+// hash: rare, not impossible) both open what they sealed, though Open
+// opens in place and a failed try clears what it opened; and an id opens
+// again, its state whole, after any number of opens, failed or not.
+func TestOpenTriesEveryKeyOfAnID(t *testing.T) {
+	t.Parallel()
+	a, b := keys(t, keyA), keys(t, keyB)
+	collide := &Keys{keys: []key{{id: b.keys[0].id, aead: a.keys[0].aead}, b.keys[0]}}
+	byB, _ := b.Seal(sample, alice)
+	got, err := collide.Open(byB, alice, t0)
+	if err != nil {
+		t.Fatalf("an id sealed by the second of two keys with one key id: Open = %v", err)
+	}
+	if diff := cmp.Diff(sample, got); diff != "" {
+		t.Errorf("Open (-sealed +opened):\n%s", diff)
+	}
+	caller := bytes.Clone(alice)
+	for i := range 3 {
+		if _, err := b.Open(byB, bob, t0); !errors.Is(err, ErrNoKey) {
+			t.Fatalf("open %d with another caller: %v, want ErrNoKey", i, err)
+		}
+		got, err := b.Open(byB, caller, t0)
+		if err != nil || !cmp.Equal(sample, got) {
+			t.Fatalf("open %d: %+v, %v; want the sealed state", i, got, err)
+		}
+		if !bytes.Equal(caller, alice) {
+			t.Fatalf("open %d changed the caller's hash to %x", i, caller)
 		}
 	}
 }
