@@ -152,15 +152,15 @@ func (k *Keys) Seal(s State, caller []byte) (string, error) {
 	copy(out[1:], sk.id[:])
 	nonce := out[1+keyIDLen:]
 	_, _ = rand.Read(nonce) // never fails (crypto/rand)
-	out = sk.aead.Seal(out, nonce, plain, additional(out[:1+keyIDLen], caller))
+	out = sk.aead.Seal(out, nonce, plain, appendAdditional(make([]byte, 0, 1+keyIDLen+len(caller)), out[:1+keyIDLen], caller))
 	return base64.RawURLEncoding.EncodeToString(out), nil
 }
 
-// additional is the data authenticated besides the plaintext: the id's
-// header and the caller's hash, so an id presented by another caller does
-// not open, exactly as a tampered one does not.
-func additional(header, caller []byte) []byte {
-	return append(append(make([]byte, 0, len(header)+len(caller)), header...), caller...)
+// appendAdditional appends to dst the data authenticated besides the
+// plaintext: the id's header and the caller's hash, so an id presented by
+// another caller does not open, exactly as a tampered one does not.
+func appendAdditional(dst, header, caller []byte) []byte {
+	return append(append(dst, header...), caller...)
 }
 
 // Open returns the state sealed in id for the caller whose credentials hash
@@ -184,7 +184,7 @@ func (k *Keys) Open(id string, caller []byte, now time.Time) (State, error) {
 	}
 	raw := buf[:n:n]
 	header, nonce, sealed := raw[:1+keyIDLen], raw[1+keyIDLen:1+keyIDLen+nonceLen], raw[1+keyIDLen+nonceLen:]
-	ad := append(append(buf[n:n:n+adLen], header...), caller...)
+	ad := appendAdditional(buf[n:n:n+adLen], header, caller)
 	var plain []byte
 	opened := false
 	if k != nil {
