@@ -588,7 +588,6 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.wroteHeader && !w.headSent && w.failed == nil {
 		w.send(nil, false)
 	}
-	c.timer.Stop()
 	c.mu.Lock()
 	c.hijacked = true
 	c.cur = nil
