@@ -190,14 +190,23 @@ func (c *conn) finish() {
 // readRequest reads the next request's head.
 func (c *conn) readRequest() (*exchange, error) {
 	limit := c.srv.maxHeaderBytes() // exactly: net/http allows 4096 bytes more
-	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit), false
+	// What the buffer holds already (read with the last request's body,
+	// up to its 4 KiB) is the start of this head and counts toward the
+	// limit: the socket gives what is left of it. More than the limit
+	// held, no read is made, and the head found in it is measured once
+	// parsed.
 	held, _ := c.br.Peek(c.br.Buffered())
-	c.cr.sawLF = bytes.IndexByte(held, '\n') >= 0
+	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit-len(held)), false
+	c.cr.sawLF = bytes.IndexByte(held[:min(len(held), limit)], '\n') >= 0
 	x, err := readHead(c.br, c.lastPost, c.waiting)
 	if err == errHeadTooLong && c.br.Size() < limit {
 		// A long head: the buffer grows to hold the whole of it.
 		c.br = grow(c.br, &c.cr, limit)
 		x, err = readHead(c.br, false, c.waiting)
+	}
+	if err == nil && len(held) > limit && len(held)-c.br.Buffered() > limit {
+		c.cr.hit = true // nothing was read: the head came whole, and over the limit
+		x, err = nil, errTooLarge
 	}
 	if err != nil {
 		if c.cr.hit || err == errHeadTooLong {
