@@ -152,8 +152,15 @@ type conn struct {
 	due bool
 
 	// closer closes nc: made once, at dial, for every round trip's
-	// AfterFunc, where a closure per request cost an allocation.
-	closer func()
+	// AfterFunc, where a closure per request cost an allocation. On a
+	// context that registers by slot (the sidecar's server's requests),
+	// unslot, made once too, is the round trip's stop: it unregisters
+	// closer from reg's slot regSlot, where the stop function a context
+	// hands out cost another allocation per request.
+	closer  func()
+	unslot  func() bool
+	reg     slotAfterFuncer
+	regSlot int
 	// slot is the room of the idle list this connection emptied when it
 	// was taken from the pool (len 0, owned by nobody else), for put to
 	// refill instead of allocating a list of one per round trip.
@@ -231,7 +238,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (*http.Response, bool, error) {
 	// Cancelling the request closes the connection, which unblocks a write
 	// or read in progress; the connection is never reused after that.
-	stop := afterFunc(ctx, c.closer)
+	stop := c.afterFunc(ctx)
 	fail := func(wrote bool, err error) (*http.Response, bool, error) {
 		stop()
 		c.drop()
@@ -283,6 +290,28 @@ func afterFunc(ctx context.Context, f func()) func() bool {
 		return a.AfterFunc(f)
 	}
 	return context.AfterFunc(ctx, f)
+}
+
+// slotAfterFuncer is a context that registers a function by slot and
+// unregisters it by that slot, so that the stop function is the caller's
+// own (the sidecar's server gives its requests one, and package caller's
+// Bound passes it on).
+type slotAfterFuncer interface {
+	AfterFuncSlot(f func()) (slot int, ok bool)
+	StopSlot(slot int) bool
+}
+
+// afterFunc registers c's closer on ctx for one round trip and returns
+// its stop: c's own unslot where ctx registers by slot, else afterFunc's.
+// The stop is called once, before c carries another request.
+func (c *conn) afterFunc(ctx context.Context) func() bool {
+	if a, ok := ctx.(slotAfterFuncer); ok {
+		if slot, ok := a.AfterFuncSlot(c.closer); ok {
+			c.reg, c.regSlot = a, slot
+			return c.unslot
+		}
+	}
+	return afterFunc(ctx, c.closer)
 }
 
 // readResponse reads the final reply's head from c, skipping interim
@@ -490,6 +519,11 @@ func newConn(nc net.Conn, addr string) *conn {
 	lim := &headLimit{r: rawsock.NewReader(nc), n: -1}
 	c := &conn{nc: nc, w: rawsock.NewWriter(nc), lim: lim, br: bufio.NewReaderSize(lim, readBuffer), peek: newPeeker(nc), addr: addr}
 	c.closer = func() { nc.Close() }
+	c.unslot = func() bool {
+		a := c.reg
+		c.reg = nil // the request's context is not held while c idles
+		return a != nil && a.StopSlot(c.regSlot)
+	}
 	return c
 }
 
