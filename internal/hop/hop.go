@@ -60,6 +60,7 @@ package hop
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -186,7 +187,8 @@ func Carries(req *http.Request) bool {
 // RoundTrip implements http.RoundTripper. A request on a reused connection
 // that fails before the upstream could have acted on it (nothing written,
 // or, for a replayable request, nothing read back) is retried once on a
-// fresh connection, as net/http does.
+// fresh connection, as net/http does, its body from GetBody or, without
+// one, from the bytes of a body in memory (inMemory).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !Carries(req) {
 		if t.Fallback == nil {
@@ -198,6 +200,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	addr := hostPort(req)
 	key := t.poolKey(addr, req)
+	mem, inMem := memBytes(req)
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			closeBody(req)
@@ -216,16 +219,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		retry := attempt == 0 && c.reused && ctx.Err() == nil && rewindable(req) && !errors.Is(err, errBodyLength) &&
+		retry := attempt == 0 && c.reused && ctx.Err() == nil && (rewindable(req) || inMem) && !errors.Is(err, errBodyLength) &&
 			(!wrote || (replayable(req) && errors.Is(err, io.EOF)))
 		if !retry {
 			closeBody(req)
 			return nil, err
 		}
 		if req.Body != nil && req.Body != http.NoBody {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
+			var body io.ReadCloser
+			if req.GetBody != nil {
+				if body, err = req.GetBody(); err != nil {
+					return nil, err
+				}
+			} else {
+				body = io.NopCloser(bytes.NewReader(mem))
 			}
 			req = req.Clone(ctx)
 			req.Body = body
@@ -808,6 +815,22 @@ func (t *Transport) poolKey(addr string, req *http.Request) string {
 		return addr
 	}
 	return addr + "\x00" + string(h.Sum(nil))
+}
+
+// inMemory is a request body whose bytes are in memory: Bytes returns
+// those not yet read, without reading them, never to be modified (the
+// proxy's bodies are such). Read before the first attempt, they are the
+// whole body, which a retry sends again where there is no GetBody: the
+// proxy leaves it out for the requests carried here, one allocation less.
+type inMemory interface{ Bytes() []byte }
+
+// memBytes returns the bytes of req's body, unread, if it is in memory.
+func memBytes(req *http.Request) ([]byte, bool) {
+	m, ok := req.Body.(inMemory)
+	if !ok {
+		return nil, false
+	}
+	return m.Bytes(), true
 }
 
 // rewindable reports whether req can be sent again.

@@ -97,7 +97,13 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 		pl.body.Reset(body) // with the plan: one allocation less
 		out.Body = &pl.body
 		out.ContentLength = int64(len(body))
-		out.GetBody = func() (io.ReadCloser, error) { return newMemBody(body), nil }
+		out.GetBody = nil
+		if !hop.Carries(out) {
+			// net/http's Transport rewinds with GetBody alone; hop, and the
+			// era bridge that reads the body, take the bytes from the body
+			// itself (Bytes), which saves the closure's allocation.
+			out.GetBody = func() (io.ReadCloser, error) { return newMemBody(body), nil }
+		}
 	case body != nil || r.ContentLength == 0:
 		out.Body, out.GetBody, out.ContentLength = nil, nil, 0
 	default:
