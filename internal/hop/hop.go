@@ -52,7 +52,8 @@
 // by this package too, into the response net/http's reader would make;
 // any other head (chunked, read to the close, 1xx, 204, 304, a reply to
 // HEAD, anything net/http would refuse or read leniently) goes, unread,
-// to http.ReadResponse.
+// to http.ReadResponse. A caller done with a plain reply may give its
+// header map back (Release), for a later reply's fields.
 //
 // The Transport speaks plain http:// only; anything else (https, protocol
 // upgrades) goes to its Fallback.
@@ -126,6 +127,10 @@ type Transport struct {
 	keptAlive map[string]bool
 	paused    map[string]time.Time
 	dials     atomic.Int64 // connections dialled, for tests
+
+	// headers holds header maps Release gave back, cleared, for the
+	// replies read next.
+	headers sync.Pool
 }
 
 // conn is one upstream connection. Only the goroutine doing a round trip
@@ -342,6 +347,12 @@ func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, er
 	// MaxResponseHead. The body reads without a bound.
 	c.lim.n = max(MaxResponseHead-int64(c.br.Buffered()), 0)
 	defer func() { c.lim.n = -1 }()
+	spare, _ := t.headers.Get().(http.Header) // a header map Release gave back
+	defer func() {
+		if spare != nil {
+			t.headers.Put(spare) // not taken: still empty
+		}
+	}()
 	for {
 		// Peek first: ReadResponse turns a hang-up before the first byte
 		// into ErrUnexpectedEOF, and only a clean io.EOF says the upstream
@@ -349,7 +360,7 @@ func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, er
 		_, err := c.br.Peek(1)
 		var resp *http.Response
 		if err == nil {
-			resp, err = readHead(c.br, req)
+			resp, err = readHeadInto(c.br, req, &spare)
 		}
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
@@ -396,7 +407,7 @@ func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop
 		// A reply read by plainResponse brought room for the wrapper.
 		w := b.wrap
 		b.wrap = nil
-		w.rc, w.t, w.c, w.stop, w.keep = resp.Body, t, c, stop, keep
+		w.rc, w.t, w.c, w.stop, w.keep, w.reply = resp.Body, t, c, stop, keep, resp
 		resp.Body = w
 		return resp
 	}
@@ -423,8 +434,43 @@ type body struct {
 	stop func() bool
 	keep bool
 
-	mu   sync.Mutex
-	done bool
+	mu    sync.Mutex
+	done  bool
+	reply *http.Response // the plain reply it is the body of, until Release
+}
+
+// maxReleased bounds the header maps Release keeps: one grown by an
+// unusual reply is left to the collector.
+const maxReleased = 32
+
+// Release gives the header map of resp back to the Transport that read
+// it, for a later reply's header, and sets resp.Header to nil. It is for
+// a caller done with resp, its body closed or read to its end, that keeps
+// no reference to the map: the map is cleared and refilled by a reply to
+// some other request. The values' slices are not reused, so a caller that
+// copied them (as a proxy does into its own reply's header) may keep
+// those. Any other response (one this package did not parse itself, one
+// whose body was replaced or is still open, one released already) is left
+// as it is.
+func Release(resp *http.Response) {
+	b, ok := resp.Body.(*body)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	if !b.done || b.reply != resp {
+		b.mu.Unlock()
+		return
+	}
+	b.reply = nil
+	b.mu.Unlock()
+	h := resp.Header
+	resp.Header = nil
+	if h == nil || len(h) > maxReleased {
+		return
+	}
+	clear(h)
+	b.t.headers.Put(h)
 }
 
 func (b *body) Read(p []byte) (int, error) {

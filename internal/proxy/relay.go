@@ -209,6 +209,13 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 			return
 		}
 	}
+	if reuse && pl.observe == nil && pl.listen == nil {
+		// Nothing here keeps the reply's header map once the relay is
+		// done (its fields are copied into w's header, the values shared,
+		// which Release allows): back to hop for a later reply. Deferred
+		// before the body's close below, so run after it.
+		defer hop.Release(resp)
+	}
 	pl.upstreamStatus = resp.StatusCode
 	// Whether the body's first bytes came with the headers (as go-sdk's
 	// replies do): then both leave in one write. Asked before the response
