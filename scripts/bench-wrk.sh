@@ -20,7 +20,8 @@
 # (/proc/PID/stat; nginx: master and workers), read/write-family system
 # calls (syscr+syscw of /proc/PID/io) and context switches of every thread
 # (/proc/PID/task/*/status), and the heap allocations of the Go
-# targets that count them. Then, per era, a progress call streaming
+# targets that count them; beside them the CPU of the upstream behind the
+# target and of wrk itself, for where the machine's CPU went per call. Then, per era, a progress call streaming
 # SSE_EVENTS events (default 50) at SSE_CONNS (default "1"), for the CPU per
 # relayed event. Then, unless STRACE=0, an untimed pass of STRACE_DURATION
 # (default 2s) per target at the largest concurrency under `strace -c -f`
@@ -266,19 +267,48 @@ delta() {
   echo "${out[*]}"
 }
 
+# upstream_cpu T prints the CPU in microseconds the upstream behind T has
+# spent so far, or nothing for an upstream itself.
+upstream_cpu() {
+  local up=direct out
+  [[ $1 == sealed-* ]] && up=sealed-direct
+  [[ $1 == "$up" ]] && return
+  out=$("$sb" wrk proc "${pid[$up]}")
+  out=${out#cpu_us=}
+  echo "${out%% *}"
+}
+
+# seconds_us M S prints bash's "XmY.YYYs" times as microseconds.
+seconds_us() {
+  local m=${1%%m*} s=${1#*m}
+  s=${s%s}
+  awk -v m="$m" -v s="$s" 'BEGIN { printf "%.0f", (m * 60 + s) * 1e6 }'
+}
+
 # measure KIND ERA CONNS TARGET ROUND DURATION runs wrk once with TARGET's
 # script and appends the record to the results (a sealed-* target under
-# its plain name).
+# its plain name), with the CPU the upstream behind it (up_cpu_us) and wrk
+# (load_cpu_us, from the times of the subshell that ran it) spent meanwhile.
 results=$work/results
 measure() {
-  local kind=$1 era=$2 c=$3 t=$4 r=$5 d=$6 threads=2 before after line
+  local kind=$1 era=$2 c=$3 t=$4 r=$5 d=$6 threads=2 before after line out up0 up1 extra='' times
   ((c < 2)) && threads=1
   echo "== $kind $era c=$c round $r/$rounds: $t (wrk -t$threads -c$c -d$d)" >&2
   before=$(counters "$t")
-  line=$(wrk -t"$threads" -c"$c" -d"$d" -s "${script[$kind-$era-$t]}" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT')
+  up0=$(upstream_cpu "$t")
+  out=$(
+    wrk -t"$threads" -c"$c" -d"$d" -s "${script[$kind-$era-$t]}" "http://127.0.0.1:${port[$t]}/mcp" | grep '^RESULT' || true
+    times
+  )
+  up1=$(upstream_cpu "$t")
   after=$(counters "$t")
+  line=$(grep '^RESULT' <<<"$out" || true)
+  [[ -n $line ]] || { echo "wrk gave no result against $t" >&2 && exit 1; }
+  read -r -a times < <(tail -n 1 <<<"$out") # the children's user and system time
+  extra="load_cpu_us=$(($(seconds_us "${times[0]}") + $(seconds_us "${times[1]}")))"
+  [[ -n $up0 ]] && extra+=" up_cpu_us=$((up1 - up0))"
   echo "$line" >&2
-  echo "$kind era=$era c=$c target=${t#sealed-} round=$r ${line#RESULT } $(delta "$before" "$after")" >>"$results"
+  echo "$kind era=$era c=$c target=${t#sealed-} round=$r ${line#RESULT } $(delta "$before" "$after") $extra" >>"$results"
 }
 
 for ((r = 1; r <= rounds; r++)); do

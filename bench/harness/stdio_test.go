@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skills-sidecar/skills-sidecar/bench/report"
+	"github.com/skills-sidecar/skills-sidecar/internal/deadaddr"
 )
 
 // stdioRoleEnv makes the test binary, re-run by the stdio scenario, act as
@@ -64,10 +65,10 @@ func TestMain(m *testing.M) {
 func TestStdioRows(t *testing.T) {
 	hop := httptest.NewServer(echoSessions())
 	defer hop.Close()
-	dead, err := FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Held, not a port found free: another process could be given that one
+	// (FreeAddr's ports are any test's or script's to take), and the
+	// supergateway rows would then measure it.
+	dead := deadaddr.Hold(t)
 	e := &Env{opts: Options{Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond,
 		Repeats: 2, MaxSamples: 5000, Short: true, Log: io.Discard}}
 	targets := []Target{
@@ -115,10 +116,7 @@ func TestStdioHeldRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead := deadaddr.Hold(t)
 	e := &Env{opts: Options{Repeats: 2, Short: true, Log: io.Discard}}
 	starts := 0
 	start := func() []Target {

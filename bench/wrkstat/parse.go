@@ -63,6 +63,10 @@ type Run struct {
 	// run (voluntary + involuntary, /proc/PID/task/*/status), or -1 in a
 	// results file written before they were recorded.
 	Switches float64
+	// UpstreamCPU is the user+system CPU of the upstream's process behind
+	// the target over the run, and LoadCPU wrk's own, in microseconds; -1
+	// when not recorded (the upstream itself as the target has none).
+	UpstreamCPU, LoadCPU float64
 }
 
 // Strace is one `strace -c -f` pass: all system calls of the target
@@ -137,7 +141,7 @@ func (out *Records) add(line string) error {
 			Requests: f.num("requests"), Seconds: f.num("seconds"),
 			P50: f.num("p50_us"), P99: f.num("p99_us"),
 			Errors: f.num("errors"), Wrong: f.num("wrong"),
-			CPU: f.num("cpu_us"), Syscalls: f.num("syscalls"), Mallocs: -1, Switches: -1}
+			CPU: f.num("cpu_us"), Syscalls: f.num("syscalls"), Mallocs: -1, Switches: -1, UpstreamCPU: -1, LoadCPU: -1}
 		run.Events = run.Requests
 		if run.Kind == KindSSE {
 			run.Events = f.num("events")
@@ -147,6 +151,12 @@ func (out *Records) add(line string) error {
 		}
 		if _, ok := f.m["switches"]; ok {
 			run.Switches = f.num("switches")
+		}
+		if _, ok := f.m["up_cpu_us"]; ok {
+			run.UpstreamCPU = f.num("up_cpu_us")
+		}
+		if _, ok := f.m["load_cpu_us"]; ok {
+			run.LoadCPU = f.num("load_cpu_us")
 		}
 		if run.Seconds <= 0 {
 			f.fail(errors.New("seconds must be positive"))

@@ -195,6 +195,7 @@ func Write(w io.Writer, rec Records) error {
 	writeRatios(&b, ix)
 	writeFloor(&b, ix)
 	writeServers(&b, ix)
+	writeBudget(&b, ix)
 	writeStrace(&b, rec.Straces)
 	writeBenches(&b, rec.Benches)
 	writeTargets(&b, ix, rec)
@@ -304,6 +305,61 @@ func writeServers(b *strings.Builder, ix index) {
 			spreadOf(noNaN(ix.diff(g, Sidecar, SidecarNetHTTP, mallocsPerOp))).format(1, ""),
 			spreadOf(noNaN(ix.diff(g, Sidecar, SidecarNetHTTP, switchesPerOp))).format(2, ""))
 	}
+}
+
+// Per-call CPU of the upstream behind the target and of wrk, NaN when the
+// run did not record it.
+func upstreamPerOp(r Run) float64 {
+	if r.UpstreamCPU < 0 {
+		return math.NaN()
+	}
+	return r.UpstreamCPU / r.Events
+}
+func loadPerOp(r Run) float64 {
+	if r.LoadCPU < 0 {
+		return math.NaN()
+	}
+	return r.LoadCPU / r.Events
+}
+
+// allPerOp is the CPU every process of the run spent per call: the hop,
+// the upstream and wrk.
+func allPerOp(r Run) float64 { return cpuPerOp(r) + upstreamPerOp(r) + loadPerOp(r) }
+
+// writeBudget shows where the machine's CPU went per call through nginx
+// and through the sidecar, when the upstream's and wrk's were recorded.
+// Where the load keeps every core busy, throughput is the cores' time
+// divided by all the CPU a call costs, so the ratio of the two totals
+// predicts the throughput ratio: the hop reaches nginx's throughput only
+// when the whole costs no more per call.
+func writeBudget(b *strings.Builder, ix index) {
+	var gs []group
+	for _, g := range ix.groups {
+		if g.kind == KindCall && len(noNaN(ix.ratio(g, Nginx, Sidecar, allPerOp))) > 0 {
+			gs = append(gs, g)
+		}
+	}
+	if len(gs) == 0 {
+		return
+	}
+	b.WriteString("\n### Where the CPU went per call, nginx against the sidecar: medians, and ratios round by round (min–max)\n\n")
+	b.WriteString("| era | conns | hop µs nginx / sidecar | upstream µs nginx / sidecar | wrk µs nginx / sidecar | all µs nginx / sidecar | all: nginx÷sidecar, round by round | throughput sidecar÷nginx |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	median := func(g group, t string, f func(Run) float64) string {
+		s := spreadOf(noNaN(ix.each(g, t, f)))
+		if s.N == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", s.Median)
+	}
+	pair := func(g group, f func(Run) float64) string { return median(g, Nginx, f) + " / " + median(g, Sidecar, f) }
+	for _, g := range gs {
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", g.era, g.conns,
+			pair(g, cpuPerOp), pair(g, upstreamPerOp), pair(g, loadPerOp), pair(g, allPerOp),
+			spreadOf(noNaN(ix.ratio(g, Nginx, Sidecar, allPerOp))).format(2, "×"),
+			spreadOf(ix.ratio(g, Sidecar, Nginx, rps)).format(2, "×"))
+	}
+	b.WriteString("\nWhere every core is busy (the c=32 rows), the ratio of the totals is the throughput ratio the CPU allows.\n")
 }
 
 func writeStrace(b *strings.Builder, ss []Strace) {

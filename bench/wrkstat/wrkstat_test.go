@@ -34,7 +34,7 @@ func TestParseRecords(t *testing.T) {
 		t.Fatalf("got %d runs, %d straces, %d benches", len(rec.Runs), len(rec.Straces), len(rec.Benches))
 	}
 	want := Run{Kind: KindCall, Era: "legacy", Target: "sidecar", Conns: 32, Round: 1, Requests: 2700, Events: 2700,
-		Seconds: 3, P50: 9500, P99: 31000, CPU: 540000, Syscalls: 21600, Mallocs: 243000, Switches: 8100}
+		Seconds: 3, P50: 9500, P99: 31000, CPU: 540000, Syscalls: 21600, Mallocs: 243000, Switches: 8100, UpstreamCPU: -1, LoadCPU: -1}
 	if d := cmp.Diff(want, rec.Runs[1]); d != "" {
 		t.Errorf("run (-want +got):\n%s", d)
 	}
@@ -370,5 +370,57 @@ call era=legacy c=32 target=floor round=2 requests=3200 events=0 seconds=3.200 p
 	}
 	if out := write(results); strings.Contains(out, "Go floor") {
 		t.Errorf("a floor table without floor runs:\n%s", out)
+	}
+}
+
+// TestWriteBudget: with the upstream's and wrk's CPU recorded, the table of
+// where the CPU went per call adds the three processes up and sets the
+// totals' ratio beside the throughput's; without them it is not printed.
+func TestWriteBudget(t *testing.T) {
+	t.Parallel()
+	// Round 1: nginx 100 + 600 + 100 = 800 µs per call over 3000 calls;
+	// the sidecar 150 + 600 + 100 = 850 over 2700. Round 2: nginx 90 + 550
+	// + 80 = 720, the sidecar 130 + 550 + 80 = 760, 3000 calls each.
+	// Totals nginx÷sidecar: 800/850 = 0.941 and 720/760 = 0.947, median
+	// 0.944; throughput 0.90 and 1.00.
+	budget := `
+call era=modern c=32 target=nginx round=1 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=6000 up_cpu_us=1800000 load_cpu_us=300000
+call era=modern c=32 target=sidecar round=1 requests=2700 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=405000 syscalls=6000 up_cpu_us=1620000 load_cpu_us=270000
+call era=modern c=32 target=nginx round=2 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=270000 syscalls=6000 up_cpu_us=1650000 load_cpu_us=240000
+call era=modern c=32 target=sidecar round=2 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=390000 syscalls=6000 up_cpu_us=1650000 load_cpu_us=240000
+`
+	rec, err := ParseRecords(strings.NewReader(results + budget))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rec.Runs[len(rec.Runs)-1]; r.UpstreamCPU != 1650000 || r.LoadCPU != 240000 {
+		t.Errorf("parsed upstream %v and wrk %v CPU, want 1650000 and 240000", r.UpstreamCPU, r.LoadCPU)
+	}
+	if rec.Runs[0].UpstreamCPU != -1 || rec.Runs[0].LoadCPU != -1 {
+		t.Errorf("a run without them parsed upstream %v and wrk %v, want -1 (none)", rec.Runs[0].UpstreamCPU, rec.Runs[0].LoadCPU)
+	}
+	var b strings.Builder
+	if err := Write(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := "| modern | 32 | 95.0 / 140.0 | 575.0 / 575.0 | 90.0 / 90.0 | 760.0 / 805.0 | 0.94× (0.94–0.95) | 0.95× (0.90–1.00) |"
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks\n%s\nin\n%s", want, out)
+	}
+	_, table, _ := strings.Cut(out, "Where the CPU went")
+	table, _, _ = strings.Cut(table, "###")
+	if strings.Contains(table, "| legacy |") {
+		t.Errorf("a budget row for a group without the upstream's CPU:\n%s", table)
+	}
+	plain := "call era=modern c=32 target=nginx round=1 requests=3 seconds=3 p50_us=1 p99_us=1 errors=0 wrong=0 cpu_us=3 syscalls=6"
+	if _, err := ParseRecords(strings.NewReader(plain + " up_cpu_us=6 load_cpu_us=3")); err != nil {
+		t.Errorf("a good run: %v", err)
+	}
+	for _, bad := range []string{" up_cpu_us=-1", " load_cpu_us=x", " up_cpu_us="} {
+		line := plain + bad
+		if _, err := ParseRecords(strings.NewReader(line)); err == nil {
+			t.Errorf("no error for a run ending %q", bad)
+		}
 	}
 }

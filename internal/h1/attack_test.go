@@ -513,3 +513,109 @@ func TestHalfClosedPipelinedSecondSeesEnd(t *testing.T) {
 		}
 	})
 }
+
+// A handler that flushes its reply's head while a goroutine of its own
+// reads the request body: the server's read-off at the head and the
+// goroutine's reads take turns, as under net/http's server, whose body has
+// a lock for it. The goroutine gets the body whole, or what came before the
+// read-off and then http.ErrBodyReadAfterClose (whichever took the body's
+// rest first), never a part of it or another error; the reply and the next
+// request on the connection are framed as ever; and go test -race finds
+// no data race.
+func TestFlushWhileAnotherGoroutineReadsTheBody(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		type read struct {
+			body string
+			err  error
+		}
+		got := make(chan read, 1)
+		flushing := make(chan struct{})
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				io.WriteString(w, "again")
+				return
+			}
+			reading, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				var b [5]byte
+				_, err := io.ReadFull(r.Body, b[:]) // what came with the head
+				close(reading)
+				var rest []byte
+				if err == nil {
+					rest, err = io.ReadAll(r.Body) // waits for the rest
+				}
+				got <- read{string(b[:]) + string(rest), err}
+			}()
+			<-reading
+			close(flushing)
+			w.(http.Flusher).Flush() // the head goes: what is left of the body is read off
+			io.WriteString(w, "ok")
+			<-done // the goroutine is done before the handler returns
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nhello")
+		<-flushing
+		io.WriteString(c, "world")
+		if resp, body := readReply(t, br, "POST"); resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("reply %d %q, want 200 ok", resp.StatusCode, body)
+		}
+		switch g := <-got; {
+		case g.err == nil && g.body == "helloworld":
+		case g.err == http.ErrBodyReadAfterClose && g.body == "hello":
+		default:
+			t.Fatalf("the goroutine read %q, %v; want helloworld, or hello and %v", g.body, g.err, http.ErrBodyReadAfterClose)
+		}
+		io.WriteString(c, "GET /again HTTP/1.1\r\nHost: a\r\n\r\n")
+		if resp, body := readReply(t, br, "GET"); resp.StatusCode != 200 || body != "again" {
+			t.Fatalf("next reply %d %q, want 200 again", resp.StatusCode, body)
+		}
+	})
+}
+
+// The same with "Expect: 100-continue": the goroutine's first read sends
+// "100 Continue" while the handler begins its reply. The interim reply
+// comes before the reply's head or not at all, never after it; the
+// goroutine gets the body whole or http.ErrBodyReadAfterClose; and go test
+// -race finds no data race.
+func TestReplyWhileAnotherGoroutineAsksForTheBody(t *testing.T) {
+	both(t, func(t *testing.T, serve serveFunc) {
+		got := make(chan error, 1)
+		flushing := make(chan struct{})
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			reading, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				close(reading)
+				b, err := io.ReadAll(r.Body)
+				if err == nil && string(b) != "hello" {
+					err = fmt.Errorf("read %q, want hello", b)
+				}
+				got <- err
+			}()
+			<-reading
+			close(flushing)
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "ok")
+			<-done
+		}))
+		c, br := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+		<-flushing
+		io.WriteString(c, "hello") // sent whatever came back, so that a read waiting for it ends
+		resp, err := http.ReadResponse(br, &http.Request{Method: "POST"})
+		if err == nil && resp.StatusCode == http.StatusContinue {
+			resp, err = http.ReadResponse(br, &http.Request{Method: "POST"})
+		}
+		if err != nil {
+			t.Fatalf("reading the reply: %v", err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 || string(body) != "ok" {
+			t.Fatalf("reply %d %q, %v; want 200 ok (after at most one 100 Continue)", resp.StatusCode, body, err)
+		}
+		if err := <-got; err != nil && err != http.ErrBodyReadAfterClose {
+			t.Fatalf("the goroutine's read: %v", err)
+		}
+	})
+}

@@ -367,6 +367,65 @@ func TestHeadOverLimitGets431(t *testing.T) {
 	}
 }
 
+// headOf is a GET head for target of exactly n bytes (n >= 64), padded
+// by a field.
+func headOf(target string, n int) string {
+	h := "GET " + target + " HTTP/1.1\r\nHost: a\r\nX-Pad: "
+	return h + strings.Repeat("p", n-len(h)-4) + "\r\n\r\n"
+}
+
+// TestPipelinedHeadOverLimitGets431: with max-header-bytes under the read
+// buffer's 4 KiB, a head that arrived with the request before it (already
+// buffered when its turn comes, read with that request's body) is held to
+// the limit as one that arrives alone: exactly the limit is served, a byte more gets 431 after the
+// requests before it are answered, and a request line longer than the
+// limit gets 414. What follows a head in the buffer (a third request) does
+// not count toward it.
+func TestPipelinedHeadOverLimitGets431(t *testing.T) {
+	const limit = 1024
+	_, addr, _ := start(t, echo(), func(s *Server) { s.MaxHeaderBytes = limit })
+	// The first request's body is read past the limit's first kilobyte,
+	// so its reads fill the buffer with what follows it.
+	first := "POST /first HTTP/1.1\r\nHost: a\r\nContent-Length: 2000\r\n\r\n" + strings.Repeat("b", 2000)
+	for _, tc := range []struct {
+		name, second string
+		status       int // the second request's
+		third        bool
+	}{
+		{"at the limit", headOf("/second", limit), 200, true},
+		{"a byte over", headOf("/second", limit+1), 431, false},
+		{"well over", headOf("/second", 3*limit), 431, false},
+		{"small, before a long third", headOf("/second", 100), 200, true},
+		{"long request line", headOf("/"+strings.Repeat("u", limit), 2*limit), 414, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			third := ""
+			if tc.third {
+				third = headOf("/third", 2*limit)
+			}
+			c, br := dial(t, addr)
+			if _, err := io.WriteString(c, first+tc.second+third); err != nil { // one write: all of it buffered at the first read
+				t.Fatal(err)
+			}
+			if resp, _ := readReply(t, br, "POST"); resp.StatusCode != 200 || resp.Header.Get("X-Uri") != "/first" {
+				t.Fatalf("first: status %d for %q, want 200 for /first", resp.StatusCode, resp.Header.Get("X-Uri"))
+			}
+			resp, _ := readReply(t, br, "GET")
+			if resp.StatusCode != tc.status {
+				t.Fatalf("second head of %d bytes (limit %d): status %d, want %d", len(tc.second), limit, resp.StatusCode, tc.status)
+			}
+			if tc.status == 200 && resp.Header.Get("X-Uri") != "/second" {
+				t.Fatalf("second: reply for %q", resp.Header.Get("X-Uri"))
+			}
+			if tc.third {
+				if resp, _ := readReply(t, br, "GET"); resp.StatusCode != 431 {
+					t.Fatalf("third head of %d bytes (limit %d): status %d, want 431", len(third), limit, resp.StatusCode)
+				}
+			}
+		})
+	}
+}
+
 func TestBothLengthAndChunkedClosesAfterReply(t *testing.T) {
 	_, addr, _ := start(t, echo())
 	c, br := dial(t, addr)

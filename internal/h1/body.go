@@ -7,13 +7,21 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"sync"
 	"sync/atomic"
 )
 
 // body is a request's body as the handler reads it: bytes already
 // buffered first, bounded by the Content-Length or the chunked framing
 // (or read by net/http's own body for a head its reader parsed).
+//
+// Its state is guarded by mu, as net/http's server guards its body: a
+// handler may read the body on one goroutine while another sends the
+// reply's head (a Flush), at which the server reads off what is left of
+// the body (drain). A read holds mu while it waits on the socket, so the
+// read-off waits for it, as under net/http.
 type body struct {
+	mu       sync.Mutex
 	c        *conn // nil in tests of the framing alone
 	br       *bufio.Reader
 	x        *exchange
@@ -52,6 +60,8 @@ func (b *body) unread() int64 {
 // already holds of it. A chunked body and net/http's say 0 (not known), so
 // a caller that bounds a wait by a deadline still sets one for them.
 func (b *body) Buffered() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.none || b.sawEOF || b.src != nil || b.chunk != nil || b.left <= 0 {
 		return 0
 	}
@@ -78,12 +88,15 @@ func (b *body) init(c *conn, x *exchange, br *bufio.Reader) {
 }
 
 func (b *body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.ended.Load() || b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	return b.read(p)
 }
 
+// read reads the body; b.mu must be held.
 func (b *body) read(p []byte) (int, error) {
 	if b.sawEOF {
 		return 0, io.EOF
@@ -194,13 +207,15 @@ func seeDoubleCRLF(size int, br interface {
 }
 
 func (b *body) Close() error {
+	b.mu.Lock()
 	b.closed = true
+	b.mu.Unlock()
 	return nil
 }
 
 // drain reads off what the handler left of the body, up to maxDiscard, and
 // reports whether the body then ended well (the connection may carry
-// another request).
+// another request); b.mu must be held.
 func (b *body) drain() bool {
 	if b.none || b.sawEOF {
 		return true

@@ -93,14 +93,12 @@ type conn struct {
 	sniff           [512]byte
 	clBuf           [20]byte
 
-	timer     *time.Timer
 	watchByte [1]byte
 	watchDone chan struct{}
 
-	mu        sync.Mutex // guards the fields below, shared with the timer and the watcher
+	mu        sync.Mutex // guards the fields below, shared with the server's watch clock and the watcher
 	cur       *exchange  // the request being served, nil between requests
-	started   time.Time  // when cur was handed to the handler
-	timerDue  bool       // the timer will fire (it is left running between requests)
+	watchAt   int64      // when cur will have run for watchDelay (clockNanos)
 	bodyDone  bool       // the handler has consumed the request body
 	wantWatch bool       // the request streams or has run for watchDelay
 	watching  bool       // a watcher goroutine is reading
@@ -185,9 +183,6 @@ func (c *conn) finish() {
 	c.mu.Lock()
 	hijacked := c.hijacked
 	c.mu.Unlock()
-	if c.timer != nil {
-		c.timer.Stop()
-	}
 	if !hijacked {
 		c.rwc.Close()
 		c.srv.trackConn(c, false)
@@ -197,14 +192,23 @@ func (c *conn) finish() {
 // readRequest reads the next request's head.
 func (c *conn) readRequest() (*exchange, error) {
 	limit := c.srv.maxHeaderBytes() // exactly: net/http allows 4096 bytes more
-	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit), false
+	// What the buffer holds already (read with the last request's body,
+	// up to its 4 KiB) is the start of this head and counts toward the
+	// limit: the socket gives what is left of it. More than the limit
+	// held, no read is made, and the head found in it is measured once
+	// parsed.
 	held, _ := c.br.Peek(c.br.Buffered())
-	c.cr.sawLF = bytes.IndexByte(held, '\n') >= 0
+	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit-len(held)), false
+	c.cr.sawLF = bytes.IndexByte(held[:min(len(held), limit)], '\n') >= 0
 	x, err := readHead(c.br, c.lastPost, c.waiting)
 	if err == errHeadTooLong && c.br.Size() < limit {
 		// A long head: the buffer grows to hold the whole of it.
 		c.br = grow(c.br, &c.cr, limit)
 		x, err = readHead(c.br, false, c.waiting)
+	}
+	if err == nil && len(held) > limit && len(held)-c.br.Buffered() > limit {
+		c.cr.hit = true // nothing was read: the head came whole, and over the limit
+		x, err = nil, errTooLarge
 	}
 	if err != nil {
 		if c.cr.hit || err == errHeadTooLong {
@@ -602,24 +606,14 @@ func (c *conn) run(x *exchange) bool {
 	} else {
 		req.Body = &x.body
 	}
-	c.mu.Lock()
-	c.cur, c.bodyDone, c.wantWatch, c.ctx = x, x.body.none, false, &x.ctx
-	c.started = time.Now()
-	switch {
-	case c.timer == nil:
+	if c.watchDone == nil {
 		c.watchDone = make(chan struct{}, 1)
-		c.timer = time.AfterFunc(watchDelay, c.delayed)
-		c.timerDue = true
-	case !c.timerDue:
-		c.timer.Reset(watchDelay)
-		c.timerDue = true
 	}
-	// A timer still due from an earlier request is left to fire: delayed
-	// puts it off to this request's own time. Stopping it after every
-	// request and starting it before the next cost two updates of the
-	// runtime's timer heap per call; this way a busy connection pays one
-	// or two per watchDelay.
+	at := clockNanos(time.Now()) + int64(watchDelay)
+	c.mu.Lock()
+	c.cur, c.bodyDone, c.wantWatch, c.ctx, c.watchAt = x, x.body.none, false, &x.ctx, at
 	c.mu.Unlock()
+	c.srv.armWatch(at) // after cur is set: see Server.sweep
 
 	panicked := c.handle(w, req)
 	x.body.ended.Store(true)
@@ -677,26 +671,6 @@ func (c *conn) handle(w *response, r *http.Request) (panicked bool) {
 	}
 	c.srv.handler().ServeHTTP(w, r)
 	return false
-}
-
-// delayed is the timer's: watchDelay has passed since it was started, for
-// this request or an earlier one. The request being served, if it has run
-// for watchDelay, is due a watcher; one that started later has the timer
-// put off until it has.
-func (c *conn) delayed() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.timerDue = false
-	if c.cur == nil || c.hijacked {
-		return
-	}
-	if ran := time.Since(c.started); ran < watchDelay {
-		c.timer.Reset(watchDelay - ran)
-		c.timerDue = true
-		return
-	}
-	c.wantWatch = true
-	c.armLocked()
 }
 
 // consumed is the body's: the handler has read it to its end.

@@ -89,7 +89,14 @@ func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
-	if code < 101 || code > 199 {
+	if w.expectBody {
+		// A goroutine of the handler reading the body may be sending
+		// "100 Continue" (sendContinue, under the body's lock): an interim
+		// reply, or the reply, goes after it, and none after the reply.
+		w.x.body.mu.Lock()
+		defer w.x.body.mu.Unlock()
+	}
+	if code < 102 || code > 199 {
 		w.noContinue = true
 	}
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
@@ -385,30 +392,36 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 	if conn == "close" || !keepAlives {
 		w.closeAfter = true
 	}
-	if w.expectBody && !w.x.body.sawEOF {
-		w.closeAfter = true
-	}
 	// When the head goes out (at a Flush too, before the handler is
 	// done), what the handler left of the body is read off, as net/http's
 	// server does, so that the watcher can see the client leave; a
 	// declared rest of maxDiscard or more is not read but closed after.
-	if req.ContentLength != 0 && !w.closeAfter {
+	// A goroutine of the handler may be reading the body: the read-off
+	// waits for its read.
+	if w.expectBody || req.ContentLength != 0 {
 		b := &w.x.body
-		switch {
-		case b.closed && !b.sawEOF:
+		b.mu.Lock()
+		if w.expectBody && !b.sawEOF {
 			w.closeAfter = true
-		case b.unread() >= maxDiscard || !b.drain():
-			if b.err == nil {
-				w.tooBig = true
-				w.closeAfter = true
-				w.connVals = nil
-				setConn = "close"
-			} else {
-				w.closeAfter = true
-			}
-		default:
-			b.closed = true // as net/http's: a read after the head is ErrBodyReadAfterClose
 		}
+		if req.ContentLength != 0 && !w.closeAfter {
+			switch {
+			case b.closed && !b.sawEOF:
+				w.closeAfter = true
+			case b.unread() >= maxDiscard || !b.drain():
+				if b.err == nil {
+					w.tooBig = true
+					w.closeAfter = true
+					w.connVals = nil
+					setConn = "close"
+				} else {
+					w.closeAfter = true
+				}
+			default:
+				b.closed = true // as net/http's: a read after the head is ErrBodyReadAfterClose
+			}
+		}
+		b.mu.Unlock()
 	}
 	if bodyAllowed(code) {
 		if !w.hasCE && !w.haveType && !hasTE && plen > 0 {
@@ -552,16 +565,23 @@ func (w *response) end() {
 		w.WriteHeader(http.StatusOK)
 	}
 	w.send(nil, true)
-	if w.x.body.expect || (w.expectBody && !w.x.body.sawEOF) {
-		w.closeAfter = true
-	}
 	if w.cl != -1 && w.written != w.cl && w.req.Method != http.MethodHead && bodyAllowed(w.status) {
 		w.closeAfter = true
 	}
-	if !w.closeAfter && w.req.ContentLength != 0 && !w.x.body.sawEOF {
+	if !w.expectBody && w.req.ContentLength == 0 {
+		return
+	}
+	// A goroutine the handler left may still be in a read of the body.
+	b := &w.x.body
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.expect || (w.expectBody && !b.sawEOF) {
+		w.closeAfter = true
+	}
+	if !w.closeAfter && w.req.ContentLength != 0 && !b.sawEOF {
 		// The head went before the handler was done: what it left of
 		// the body is read off now.
-		if w.x.body.closed || !w.x.body.drain() {
+		if b.closed || !b.drain() {
 			w.closeAfter = true
 		}
 	}
@@ -594,7 +614,6 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.wroteHeader && !w.headSent && w.failed == nil {
 		w.send(nil, false)
 	}
-	c.timer.Stop()
 	c.mu.Lock()
 	c.hijacked = true
 	c.cur = nil

@@ -24,6 +24,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	shutting  atomic.Bool
+	watches   watchClock
 }
 
 // Serve accepts connections on l and serves each on its own goroutine. It

@@ -92,8 +92,9 @@ const (
 type Transport struct {
 	// DialTimeout bounds connecting; 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// ResponseHeaderTimeout bounds the wait for response headers after the
-	// request is written; 0 means no limit.
+	// ResponseHeaderTimeout bounds the wait for response headers, counted
+	// from the start of the request's last write (so that nothing between
+	// the write and the read can stretch it); 0 means no limit.
 	ResponseHeaderTimeout time.Duration
 	// IdleTimeout closes a pooled connection unused this long; 0 means
 	// DefaultIdleTimeout.
@@ -127,6 +128,9 @@ type Transport struct {
 	keptAlive map[string]bool
 	paused    map[string]time.Time
 	dials     atomic.Int64 // connections dialled, for tests
+	// wrote, when set (by tests), runs between a request's write and the
+	// read of its reply: where a busy machine may stall the round trip.
+	wrote func()
 
 	// headers holds header maps Release gave back, cleared, for the
 	// replies read next.
@@ -260,7 +264,10 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		return nil, wrote, err
 	}
 
-	n, err := writeRequest(c.w, req)
+	n, sent, err := writeRequest(c.w, req)
+	if t.wrote != nil {
+		t.wrote()
+	}
 	if err != nil {
 		werr := fmt.Errorf("hop: write request: %w", err)
 		if n == 0 || ctx.Err() != nil {
@@ -273,14 +280,14 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		// written and nginx reads an upstream's early header. Without an
 		// answer the write error stands. Either way the connection is
 		// never reused: the upstream did not read the whole request.
-		resp, rerr := t.readResponse(c, req)
+		resp, rerr := t.readResponse(c, req, sent)
 		if rerr != nil {
 			return fail(true, werr)
 		}
 		resp.Close = true
 		return t.finish(c, req, resp, stop), true, nil
 	}
-	resp, err := t.readResponse(c, req)
+	resp, err := t.readResponse(c, req, sent)
 	if err != nil {
 		return fail(true, err)
 	}
@@ -327,7 +334,10 @@ func (c *conn) afterFunc(ctx context.Context) func() bool {
 }
 
 // readResponse reads the final reply's head from c, skipping interim
-// replies, within ResponseHeaderTimeout.
+// replies, within ResponseHeaderTimeout of sent, when the request's last
+// write began. The deadline counts from there, not from now: a goroutine
+// that stalls after the write (a busy machine) must not give a late reply
+// the time it lost.
 //
 // The deadline is moved lazily (package lazydeadline), so a head gets at
 // least fifteen sixteenths of the timeout. It stays in force after a reply
@@ -335,12 +345,10 @@ func (c *conn) afterFunc(ctx context.Context) func() bool {
 // nothing; any other reply's body reads without it. Each move costs a lock
 // and a timer update in the runtime's poller, and a call on a busy
 // connection paid two.
-func (t *Transport) readResponse(c *conn, req *http.Request) (*http.Response, error) {
-	if d := t.ResponseHeaderTimeout; d > 0 {
-		if now := time.Now(); lazydeadline.Due(c.headSet, now, d) {
-			c.nc.SetReadDeadline(now.Add(d))
-			c.headSet = now
-		}
+func (t *Transport) readResponse(c *conn, req *http.Request, sent time.Time) (*http.Response, error) {
+	if d := t.ResponseHeaderTimeout; d > 0 && lazydeadline.Due(c.headSet, sent, d) {
+		c.nc.SetReadDeadline(sent.Add(d))
+		c.headSet = sent
 	}
 	// What br holds already was read under an earlier bound (or is the
 	// start of this head); the rest of the head may take what is left of

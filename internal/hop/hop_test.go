@@ -321,6 +321,61 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	}
 }
 
+// TestStallAfterWriteDoesNotStretchTheHeadTimeout: ResponseHeaderTimeout
+// counts from the request's write, so a round trip that stalls between
+// the write and the read (a busy machine; here a hook) for longer than the
+// timeout fails with the timeout even though the reply, late, has come by
+// then. Timing here cannot fail a sound Transport: the stall begins once the
+// upstream has the request (after the write began) and lasts longer than
+// the timeout, so the deadline has passed before the read, however slow the
+// machine. Both writers are covered: the inline one and net/http's, which
+// streams a body of unknown length.
+func TestStallAfterWriteDoesNotStretchTheHeadTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		body func() io.Reader
+	}{
+		{"inline", func() io.Reader { return strings.NewReader("ping") }},
+		{"streamed", func() io.Reader { return io.MultiReader(strings.NewReader("ping")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			replied := make(chan struct{}, 1)
+			url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(c, okReply)
+				replied <- struct{}{}
+				io.Copy(io.Discard, br) // until the Transport hangs up
+			})
+			tr := &Transport{ResponseHeaderTimeout: timeout}
+			defer tr.CloseIdleConnections()
+			tr.wrote = func() {
+				<-replied // the request was written before this
+				time.Sleep(timeout + timeout/4)
+			}
+			req, err := http.NewRequest(http.MethodPost, url, tc.body())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (req.ContentLength > 0) != (tc.name == "inline") {
+				t.Fatalf("request length %d: not the %s writer's", req.ContentLength, tc.name)
+			}
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatal("a reply read after a stall longer than ResponseHeaderTimeout was taken: the stall stretched the timeout")
+			}
+			if !strings.Contains(err.Error(), "timeout awaiting response headers") {
+				t.Fatalf("error %v, want a response-header timeout", err)
+			}
+		})
+	}
+}
+
 func TestCancelWhileWaiting(t *testing.T) {
 	arrived := make(chan struct{})
 	release := make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -41,13 +42,14 @@ var errNotInline = errors.New("hop: request not written inline")
 // would not mend it.
 var errBodyLength = errors.New("hop: request body length differs from its ContentLength")
 
-// writeRequest writes req to w, and reports how many bytes went out. A
+// writeRequest writes req to w, and reports how many bytes went out and
+// when the last write began, which ResponseHeaderTimeout counts from. A
 // plain request (see appendInline) leaves as one write, head and body
 // together: net/http's writer flushes the head on its own whenever the
 // body is not a reader it knows to be in memory, and sorts the header's
 // keys on every request. Anything else goes through net/http's writer
 // unchanged.
-func writeRequest(w io.Writer, req *http.Request) (int64, error) {
+func writeRequest(w io.Writer, req *http.Request) (int64, time.Time, error) {
 	bp := heads.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= maxInline+8<<10 {
@@ -67,15 +69,16 @@ func writeRequest(w io.Writer, req *http.Request) (int64, error) {
 		}
 		bw.Reset(nil)
 		writers.Put(bw)
-		return cw.n, err
+		return cw.n, cw.last, err
 	}
 	if err != nil {
 		closeBody(req)
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	closeBody(req)
+	sent := time.Now()
 	n, err := w.Write(b)
-	return int64(n), err
+	return int64(n), sent, err
 }
 
 // appendInline appends req as it goes on the wire to b, or returns
@@ -226,13 +229,16 @@ func hasCloseToken(values []string) bool {
 	return false
 }
 
-// countingWriter counts what net/http's writer got out, for the retry rule.
+// countingWriter counts what net/http's writer got out, for the retry
+// rule, and notes when its last write began.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w    io.Writer
+	n    int64
+	last time.Time
 }
 
 func (cw *countingWriter) Write(p []byte) (int, error) {
+	cw.last = time.Now()
 	n, err := cw.w.Write(p)
 	cw.n += int64(n)
 	return n, err

@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/deadaddr"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
@@ -68,12 +68,7 @@ func TestRequestLogLine(t *testing.T) {
 	sdk := testupstream.Serve(t, s, stateless)
 	stateful := newUpstream(t, upstreamModes()[0])
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close()
+	dead := "http://" + deadaddr.Hold(t) + "/mcp"
 	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "data: partial")

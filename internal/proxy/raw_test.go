@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/childproc"
+	"github.com/skills-sidecar/skills-sidecar/internal/deadaddr"
 	"github.com/skills-sidecar/skills-sidecar/internal/h1"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -358,13 +359,8 @@ func TestForeignOriginRefused(t *testing.T) {
 
 func TestUpstreamFaults(t *testing.T) {
 	t.Parallel()
-	// A port with nothing listening: connection refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close()
+	// A port with nothing listening, held so that nothing can: connection refused.
+	dead := "http://" + deadaddr.Hold(t) + "/mcp"
 
 	done := make(chan struct{})
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

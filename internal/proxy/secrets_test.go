@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/deadaddr"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
 	"github.com/skills-sidecar/skills-sidecar/internal/faultserver"
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
@@ -29,12 +30,7 @@ import (
 // while the log line keeps the detail.
 func TestNoSecretsOrAddressesInReplies(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := ln.Addr().String()
-	ln.Close()
+	deadAddr := deadaddr.Hold(t)
 	hang := faultserver.Start(t, faultserver.Options{Mode: faultserver.Normal,
 		Reply: func(r *http.Request, b []byte) faultserver.Reply {
 			time.Sleep(time.Second)

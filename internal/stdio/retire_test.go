@@ -195,15 +195,24 @@ const gateIdle = 2 * time.Second
 // TestIdleEndRacingRequest: a request that looked its session up just
 // before the idle timeout ended it is answered 404, never a crashed
 // process's error.
+//
+// The session is the only one and nothing is asked of it until it is held
+// at the gate, so however long a loaded machine pauses, the gate holds this
+// session; its process's pid is the child's own (the test binary is the
+// server), read from the session, not asked for in a call the idle timeout
+// could beat.
 func TestIdleEndRacingRequest(t *testing.T) {
 	t.Parallel()
 	g := newRetireGate(t)
-	tr, _ := start(t, "", func(tr *Transport) { tr.IdleTimeout = gateIdle; g.install(tr) })
+	tr, _ := start(t, "", func(tr *Transport) { tr.IdleTimeout = 200 * time.Millisecond; g.install(tr) })
 	a := initialize(t, tr)
-	pid := pidOf(t, tr, a)
 	s := g.wait(t)
 	if s.id != a {
 		t.Fatalf("retired session %s, want %s", s.id, a)
+	}
+	pid := s.p.proc.cmd.Process.Pid
+	if !alive(pid) {
+		t.Fatalf("the held session's process %d is gone before the gate opened", pid)
 	}
 	raceRetired(t, tr, g, s)
 	waitFor(t, "the idle session's process to exit", func() bool { return !alive(pid) })

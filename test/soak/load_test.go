@@ -63,13 +63,30 @@ func brokenServer(t *testing.T) *httptest.Server {
 
 // TestLoadCatchesRepliesWithoutResult drives the real client loop against
 // brokenServer and shows the run failing on it.
+//
+// The run lasts until every kind of activity the checks look at has
+// happened (a tools/call and a resources/read sent, a walk of skills/list
+// complete, a stream held its full time), however slow the machine, and no
+// longer; a minute bounds a loop that never gets there, whose checks then
+// say what was missing. What the replies were counted as is not waited for.
 func TestLoadCatchesRepliesWithoutResult(t *testing.T) {
 	t.Parallel()
 	srv := brokenServer(t)
 	l := &Load{URL: srv.URL, Client: srv.Client(), Skills: 2, MaxRequests: 5000, RequestTimeout: 5 * time.Second,
 		StreamHold: 100 * time.Millisecond, SessionRequests: 50, Stats: NewStats()}
-	soft, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	soft, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	go func() {
+		for soft.Err() == nil {
+			sum, _ := l.Stats.Summary()
+			if sum.Requests["tools/call"].Sent > 0 && sum.Requests["resources/read"].Sent > 0 &&
+				sum.Requests["skills/list"].Sent > 0 && sum.Walks.Complete > 0 && sum.Streams.HeldFull > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	l.Run(context.Background(), soft, 4, 1)
 
 	sum, _ := l.Stats.Summary()
