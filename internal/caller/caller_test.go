@@ -195,3 +195,53 @@ func TestBoundAfterFunc(t *testing.T) {
 		t.Error("stop after the function ran: true, want false")
 	}
 }
+
+// slotMethodCtx is a context that registers by slot; it records what it
+// was given and what was stopped.
+type slotMethodCtx struct {
+	context.Context
+	got     []func()
+	stopped []int
+}
+
+func (m *slotMethodCtx) AfterFuncSlot(f func()) (int, bool) {
+	m.got = append(m.got, f)
+	return len(m.got) + 6, true // a slot of its own numbering
+}
+
+func (m *slotMethodCtx) StopSlot(slot int) bool {
+	m.stopped = append(m.stopped, slot)
+	return slot == 7
+}
+
+// A Bound passes AfterFuncSlot and StopSlot on to the bound context's own
+// methods, slot and verdicts as they are; on a context without them it
+// registers nothing and says so.
+func TestBoundAfterFuncSlot(t *testing.T) {
+	var b Bound
+	m := &slotMethodCtx{Context: context.Background()}
+	Bind(&b, m, req("192.0.2.1:1"))
+	ran := false
+	slot, ok := b.AfterFuncSlot(func() { ran = true })
+	if !ok || slot != 7 || len(m.got) != 1 {
+		t.Fatalf("AfterFuncSlot: slot %d, %v, %d functions passed on; want 7, true, 1", slot, ok, len(m.got))
+	}
+	m.got[0]()
+	if !ran {
+		t.Error("the function passed on is not the one given")
+	}
+	if !b.StopSlot(7) || b.StopSlot(8) || len(m.stopped) != 2 || m.stopped[0] != 7 || m.stopped[1] != 8 {
+		t.Errorf("StopSlot passed on %v, want [7 8] with their verdicts", m.stopped)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	Bind(&b, ctx, req("192.0.2.1:1"))
+	if _, ok := b.AfterFuncSlot(func() { t.Error("registered on a context without slots, and ran") }); ok {
+		t.Error("AfterFuncSlot on a context without slots: ok")
+	}
+	if b.StopSlot(0) {
+		t.Error("StopSlot on a context without slots: true")
+	}
+	cancel()
+	time.Sleep(20 * time.Millisecond) // a function wrongly registered runs by then
+}

@@ -85,8 +85,10 @@ type conn struct {
 	wdFor time.Duration
 	wdAt  time.Time
 
-	// Reply buffers, reused from request to request.
+	// Reply buffers, reused from request to request, and the reply's
+	// header map (response.Header), cleared after each.
 	head, pend, out []byte
+	header          http.Header
 	keys            []string
 	sniff           [512]byte
 	clBuf           [20]byte
@@ -263,7 +265,16 @@ func (c *conn) shrink() {
 		c.head = nil
 	}
 	clear(c.keys[:cap(c.keys)]) // the names of the last reply's fields
+	if len(c.header) > maxKeptFields {
+		c.header = nil // a map grown by an unusual reply is let go
+	} else {
+		clear(c.header)
+	}
 }
+
+// maxKeptFields bounds the reply header map a connection keeps for its
+// next reply.
+const maxKeptFields = 32
 
 // grow returns a reader of size over what br holds (taken from it) and
 // then src.

@@ -11,9 +11,10 @@ import (
 // It lives in the exchange, so a request pays no allocation for it, and it
 // has the AfterFunc method the context package looks for in a parent:
 // context.AfterFunc, WithCancel and WithTimeout register on it, and a
-// caller that asserts the method (the upstream transport's watch of its
-// connection) registers with one allocation, the stop function, where
-// context.AfterFunc on a cancelCtx pays five.
+// caller that asserts the method registers with one allocation, the stop
+// function, where context.AfterFunc on a cancelCtx pays five; one that
+// asserts AfterFuncSlot (the upstream transport's watch of its
+// connection) with none.
 type reqCtx struct {
 	base context.Context
 	mu   sync.Mutex
@@ -58,24 +59,42 @@ func (c *reqCtx) String() string { return "h1.requestContext" }
 // once if it is already, as context.AfterFunc does; stop unregisters f and
 // reports whether it did so before f was started.
 func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
+	slot, _ := c.AfterFuncSlot(f)
+	return func() bool { return c.StopSlot(slot) }
+}
+
+// AfterFuncSlot registers f as AfterFunc does and returns the slot that
+// StopSlot takes to unregister it, so that a caller that keeps a stop
+// function of its own (the upstream transport's, made once per
+// connection) registers with no allocation at all. ok is always true
+// here: a context that passes the method on (package caller's) says false
+// when the context it wraps has no such method.
+func (c *reqCtx) AfterFuncSlot(f func()) (slot int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
 		go f()
-		return func() bool { return false }
+		return -1, true
 	}
 	if c.fns == nil {
 		c.fns = c.slot[:0]
 	}
-	i := len(c.fns)
 	c.fns = append(c.fns, f)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		registered := c.fns[i] != nil
-		c.fns[i] = nil
-		return registered
+	return len(c.fns) - 1, true
+}
+
+// StopSlot unregisters the function AfterFuncSlot registered in slot and
+// reports whether it did so before the function was started, as the stop
+// function of AfterFunc does.
+func (c *reqCtx) StopSlot(slot int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slot < 0 || slot >= len(c.fns) {
+		return false
 	}
+	registered := c.fns[slot] != nil
+	c.fns[slot] = nil
+	return registered
 }
 
 // cancel cancels c: Done closes, Err is context.Canceled, and every

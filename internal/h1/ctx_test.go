@@ -166,3 +166,55 @@ func TestRequestContextAfterFuncStop(t *testing.T) {
 		t.Error("a stopped function ran")
 	}
 }
+
+// The slot API: a function registered by slot runs at the cancel unless
+// its slot was stopped first; a slot stops once; one registered after the
+// cancel runs at once and cannot be stopped; AfterFunc's stop and a slot
+// do not touch each other's functions.
+func TestRequestContextAfterFuncSlot(t *testing.T) {
+	ctx := &reqCtx{base: context.Background()}
+	var stoppedRan atomic.Bool
+	ran := make(chan string, 8)
+	stopped, ok := ctx.AfterFuncSlot(func() { stoppedRan.Store(true) })
+	if !ok {
+		t.Fatal("AfterFuncSlot: not ok")
+	}
+	kept, _ := ctx.AfterFuncSlot(func() { ran <- "kept" })
+	stopHook := ctx.AfterFunc(func() { ran <- "hook" })
+	third, _ := ctx.AfterFuncSlot(func() { ran <- "third" }) // past the two held without an allocation
+	if stopped == kept || kept == third || stopped == third {
+		t.Fatalf("slots %d, %d, %d: not distinct", stopped, kept, third)
+	}
+	if !ctx.StopSlot(stopped) {
+		t.Error("StopSlot before the cancel: false, want true")
+	}
+	if ctx.StopSlot(stopped) {
+		t.Error("StopSlot a second time: true, want false")
+	}
+	ctx.cancel()
+	seen := map[string]bool{}
+	for range 3 {
+		select {
+		case s := <-ran:
+			seen[s] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("functions run after the cancel: %v, want kept, hook, third", seen)
+		}
+	}
+	if ctx.StopSlot(kept) || stopHook() {
+		t.Error("a stop after its function started: true, want false")
+	}
+	late, ok := ctx.AfterFuncSlot(func() { ran <- "late" })
+	if !ok || ctx.StopSlot(late) {
+		t.Errorf("registered after the cancel: ok %v, then stopped", ok)
+	}
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Error("a function registered after the cancel did not run")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if stoppedRan.Load() {
+		t.Error("a stopped function ran")
+	}
+}

@@ -60,9 +60,15 @@ func (w *response) init(c *conn, x *exchange) {
 	c.pend = c.pend[:0]
 }
 
+// Header returns the reply's header: the connection's map, cleared
+// after each reply (conn.shrink), which a handler may not use once it has
+// returned, as it may not use the ResponseWriter (net/http's contract).
 func (w *response) Header() http.Header {
 	if w.header == nil {
-		w.header = make(http.Header)
+		if w.c.header == nil {
+			w.c.header = make(http.Header)
+		}
+		w.header = w.c.header
 	}
 	return w.header
 }

@@ -52,7 +52,8 @@
 // by this package too, into the response net/http's reader would make;
 // any other head (chunked, read to the close, 1xx, 204, 304, a reply to
 // HEAD, anything net/http would refuse or read leniently) goes, unread,
-// to http.ReadResponse.
+// to http.ReadResponse. A caller done with a plain reply may give its
+// header map back (Release), for a later reply's fields.
 //
 // The Transport speaks plain http:// only; anything else (https, protocol
 // upgrades) goes to its Fallback.
@@ -60,6 +61,7 @@ package hop
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -129,6 +131,10 @@ type Transport struct {
 	// wrote, when set (by tests), runs between a request's write and the
 	// read of its reply: where a busy machine may stall the round trip.
 	wrote func()
+
+	// headers holds header maps Release gave back, cleared, for the
+	// replies read next.
+	headers sync.Pool
 }
 
 // conn is one upstream connection. Only the goroutine doing a round trip
@@ -156,8 +162,15 @@ type conn struct {
 	due bool
 
 	// closer closes nc: made once, at dial, for every round trip's
-	// AfterFunc, where a closure per request cost an allocation.
-	closer func()
+	// AfterFunc, where a closure per request cost an allocation. On a
+	// context that registers by slot (the sidecar's server's requests),
+	// unslot, made once too, is the round trip's stop: it unregisters
+	// closer from reg's slot regSlot, where the stop function a context
+	// hands out cost another allocation per request.
+	closer  func()
+	unslot  func() bool
+	reg     slotAfterFuncer
+	regSlot int
 	// slot is the room of the idle list this connection emptied when it
 	// was taken from the pool (len 0, owned by nobody else), for put to
 	// refill instead of allocating a list of one per round trip.
@@ -183,7 +196,8 @@ func Carries(req *http.Request) bool {
 // RoundTrip implements http.RoundTripper. A request on a reused connection
 // that fails before the upstream could have acted on it (nothing written,
 // or, for a replayable request, nothing read back) is retried once on a
-// fresh connection, as net/http does.
+// fresh connection, as net/http does, its body from GetBody or, without
+// one, from the bytes of a body in memory (inMemory).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !Carries(req) {
 		if t.Fallback == nil {
@@ -195,6 +209,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	addr := hostPort(req)
 	key := t.poolKey(addr, req)
+	mem, inMem := memBytes(req)
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			closeBody(req)
@@ -213,16 +228,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		retry := attempt == 0 && c.reused && ctx.Err() == nil && rewindable(req) && !errors.Is(err, errBodyLength) &&
+		retry := attempt == 0 && c.reused && ctx.Err() == nil && (rewindable(req) || inMem) && !errors.Is(err, errBodyLength) &&
 			(!wrote || (replayable(req) && errors.Is(err, io.EOF)))
 		if !retry {
 			closeBody(req)
 			return nil, err
 		}
 		if req.Body != nil && req.Body != http.NoBody {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
+			var body io.ReadCloser
+			if req.GetBody != nil {
+				if body, err = req.GetBody(); err != nil {
+					return nil, err
+				}
+			} else {
+				body = io.NopCloser(bytes.NewReader(mem))
 			}
 			req = req.Clone(ctx)
 			req.Body = body
@@ -235,7 +254,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (*http.Response, bool, error) {
 	// Cancelling the request closes the connection, which unblocks a write
 	// or read in progress; the connection is never reused after that.
-	stop := afterFunc(ctx, c.closer)
+	stop := c.afterFunc(ctx)
 	fail := func(wrote bool, err error) (*http.Response, bool, error) {
 		stop()
 		c.drop()
@@ -292,6 +311,28 @@ func afterFunc(ctx context.Context, f func()) func() bool {
 	return context.AfterFunc(ctx, f)
 }
 
+// slotAfterFuncer is a context that registers a function by slot and
+// unregisters it by that slot, so that the stop function is the caller's
+// own (the sidecar's server gives its requests one, and package caller's
+// Bound passes it on).
+type slotAfterFuncer interface {
+	AfterFuncSlot(f func()) (slot int, ok bool)
+	StopSlot(slot int) bool
+}
+
+// afterFunc registers c's closer on ctx for one round trip and returns
+// its stop: c's own unslot where ctx registers by slot, else afterFunc's.
+// The stop is called once, before c carries another request.
+func (c *conn) afterFunc(ctx context.Context) func() bool {
+	if a, ok := ctx.(slotAfterFuncer); ok {
+		if slot, ok := a.AfterFuncSlot(c.closer); ok {
+			c.reg, c.regSlot = a, slot
+			return c.unslot
+		}
+	}
+	return afterFunc(ctx, c.closer)
+}
+
 // readResponse reads the final reply's head from c, skipping interim
 // replies, within ResponseHeaderTimeout of sent, when the request's last
 // write began. The deadline counts from there, not from now: a goroutine
@@ -314,6 +355,12 @@ func (t *Transport) readResponse(c *conn, req *http.Request, sent time.Time) (*h
 	// MaxResponseHead. The body reads without a bound.
 	c.lim.n = max(MaxResponseHead-int64(c.br.Buffered()), 0)
 	defer func() { c.lim.n = -1 }()
+	spare, _ := t.headers.Get().(http.Header) // a header map Release gave back
+	defer func() {
+		if spare != nil {
+			t.headers.Put(spare) // not taken: still empty
+		}
+	}()
 	for {
 		// Peek first: ReadResponse turns a hang-up before the first byte
 		// into ErrUnexpectedEOF, and only a clean io.EOF says the upstream
@@ -321,7 +368,7 @@ func (t *Transport) readResponse(c *conn, req *http.Request, sent time.Time) (*h
 		_, err := c.br.Peek(1)
 		var resp *http.Response
 		if err == nil {
-			resp, err = readHead(c.br, req)
+			resp, err = readHeadInto(c.br, req, &spare)
 		}
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
@@ -368,7 +415,7 @@ func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop
 		// A reply read by plainResponse brought room for the wrapper.
 		w := b.wrap
 		b.wrap = nil
-		w.rc, w.t, w.c, w.stop, w.keep = resp.Body, t, c, stop, keep
+		w.rc, w.t, w.c, w.stop, w.keep, w.reply = resp.Body, t, c, stop, keep, resp
 		resp.Body = w
 		return resp
 	}
@@ -395,8 +442,43 @@ type body struct {
 	stop func() bool
 	keep bool
 
-	mu   sync.Mutex
-	done bool
+	mu    sync.Mutex
+	done  bool
+	reply *http.Response // the plain reply it is the body of, until Release
+}
+
+// maxReleased bounds the header maps Release keeps: one grown by an
+// unusual reply is left to the collector.
+const maxReleased = 32
+
+// Release gives the header map of resp back to the Transport that read
+// it, for a later reply's header, and sets resp.Header to nil. It is for
+// a caller done with resp, its body closed or read to its end, that keeps
+// no reference to the map: the map is cleared and refilled by a reply to
+// some other request. The values' slices are not reused, so a caller that
+// copied them (as a proxy does into its own reply's header) may keep
+// those. Any other response (one this package did not parse itself, one
+// whose body was replaced or is still open, one released already) is left
+// as it is.
+func Release(resp *http.Response) {
+	b, ok := resp.Body.(*body)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	if !b.done || b.reply != resp {
+		b.mu.Unlock()
+		return
+	}
+	b.reply = nil
+	b.mu.Unlock()
+	h := resp.Header
+	resp.Header = nil
+	if h == nil || len(h) > maxReleased {
+		return
+	}
+	clear(h)
+	b.t.headers.Put(h)
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -498,6 +580,11 @@ func newConn(nc net.Conn, addr string) *conn {
 	lim := &headLimit{r: rawsock.NewReader(nc), n: -1}
 	c := &conn{nc: nc, w: rawsock.NewWriter(nc), lim: lim, br: bufio.NewReaderSize(lim, readBuffer), peek: newPeeker(nc), addr: addr}
 	c.closer = func() { nc.Close() }
+	c.unslot = func() bool {
+		a := c.reg
+		c.reg = nil // the request's context is not held while c idles
+		return a != nil && a.StopSlot(c.regSlot)
+	}
 	return c
 }
 
@@ -782,6 +869,22 @@ func (t *Transport) poolKey(addr string, req *http.Request) string {
 		return addr
 	}
 	return addr + "\x00" + string(h.Sum(nil))
+}
+
+// inMemory is a request body whose bytes are in memory: Bytes returns
+// those not yet read, without reading them, never to be modified (the
+// proxy's bodies are such). Read before the first attempt, they are the
+// whole body, which a retry sends again where there is no GetBody: the
+// proxy leaves it out for the requests carried here, one allocation less.
+type inMemory interface{ Bytes() []byte }
+
+// memBytes returns the bytes of req's body, unread, if it is in memory.
+func memBytes(req *http.Request) ([]byte, bool) {
+	m, ok := req.Body.(inMemory)
+	if !ok {
+		return nil, false
+	}
+	return m.Bytes(), true
 }
 
 // rewindable reports whether req can be sent again.

@@ -17,17 +17,25 @@ import (
 // http.ReadResponse. net/http's reader costs about twelve allocations per
 // reply (a string per line and per value, its transfer reader, a limit
 // reader); a plain head costs four here (the head as one string, the
-// response with its body, the header map and its table).
+// response with its body, the header map and its table), two into a map
+// kept from an earlier reply (readHeadInto).
 //
 // A head is looked at only once it lies whole in br's buffer, so one
 // longer than the buffer always goes to net/http's reader, which has no
 // bound of its own on a response head (nor had this package before).
 func readHead(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	return readHeadInto(br, req, nil)
+}
+
+// readHeadInto is readHead building a plain head's header into *spare, an
+// empty map kept from an earlier reply (Release), if there is one; *spare
+// is nil once taken.
+func readHeadInto(br *bufio.Reader, req *http.Request, spare *http.Header) (*http.Response, error) {
 	for {
 		buf, _ := br.Peek(br.Buffered())
 		n, v := scanHead(buf)
 		if v == plainhead.Plain {
-			if resp := plainResponse(br, buf[:n], req); resp != nil {
+			if resp := plainResponse(br, buf[:n], req, spare); resp != nil {
 				br.Discard(n)
 				return resp, nil
 			}
@@ -80,7 +88,9 @@ type plainReply struct {
 // plain decimal, any Transfer-Encoding or Trailer, or a Pragma (net/http
 // adds a Cache-Control for it). Such a reply goes to net/http's reader,
 // which frames it, refuses it, or reads its body to the connection's close.
-func plainResponse(br *bufio.Reader, head []byte, req *http.Request) *http.Response {
+// The header is built into *spare if spare holds a map (taken: *spare is
+// nil after), else into a new one.
+func plainResponse(br *bufio.Reader, head []byte, req *http.Request, spare *http.Header) *http.Response {
 	if req != nil && req.Method == http.MethodHead {
 		return nil
 	}
@@ -98,7 +108,13 @@ func plainResponse(br *bufio.Reader, head []byte, req *http.Request) *http.Respo
 	resp.Proto = line[:8]
 	resp.ProtoMajor, resp.ProtoMinor = 1, int(line[7]-'0')
 	resp.Request = req
-	h := plainhead.Fields(s[end+2:], r.values[:])
+	var h http.Header
+	if spare != nil && *spare != nil {
+		h = plainhead.FieldsInto(*spare, s[end+2:], r.values[:])
+		*spare = nil
+	} else {
+		h = plainhead.Fields(s[end+2:], r.values[:])
+	}
 	resp.Header = h
 	if _, ok := h["Transfer-Encoding"]; ok {
 		return nil

@@ -84,6 +84,15 @@ func sameAsNetHTTP(t *testing.T, data []byte, method string, trickle bool) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("on %q (%s):\nhop's reader:   %+v\nhttp.ReadResponse: %+v", data, method, got, want)
 	}
+	// The same into a map an earlier reply filled and Release cleared.
+	spare := http.Header{"Content-Length": {"9"}, "X-Before": {"a", "b"}}
+	clear(spare)
+	got = outcome(data, method, trickle, func(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+		return readHeadInto(br, req, &spare)
+	})
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("on %q (%s), into a kept map:\nhop's reader:   %+v\nhttp.ReadResponse: %+v", data, method, got, want)
+	}
 }
 
 // responseSeeds are heads an upstream sends, plain and not, and heads a
@@ -203,7 +212,7 @@ func TestUsualHeadsArePlain(t *testing.T) {
 			t.Errorf("%q: scanHead says %d, want plain", s, v)
 			continue
 		}
-		if plainResponse(bufio.NewReader(strings.NewReader("")), []byte(s[:n]), &http.Request{Method: "POST"}) == nil {
+		if plainResponse(bufio.NewReader(strings.NewReader("")), []byte(s[:n]), &http.Request{Method: "POST"}, nil) == nil {
 			t.Errorf("%q: not a plain response", s)
 		}
 	}
@@ -211,7 +220,8 @@ func TestUsualHeadsArePlain(t *testing.T) {
 
 // A plain head costs four allocations (the head as a string, the response
 // with its body, the header map and its table), not net/http's reader's
-// twelve: a bound that a reader always falling back would break.
+// twelve: a bound that a reader always falling back would break; two
+// into a map kept from an earlier reply.
 func TestReadHeadAllocations(t *testing.T) {
 	reply := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: abc\r\nDate: Wed, 02 Dec 2026 08:00:00 GMT\r\nContent-Length: 2\r\n\r\n{}")
 	req, _ := http.NewRequest("POST", "http://up/mcp", nil)
@@ -235,6 +245,21 @@ func TestReadHeadAllocations(t *testing.T) {
 	t.Logf("allocations per response head: hop %.0f, http.ReadResponse %.0f", ours, theirs)
 	if ours > 4 {
 		t.Errorf("%.0f allocations per plain response head, want at most 4 (http.ReadResponse: %.0f)", ours, theirs)
+	}
+	// Into a map kept from the reply before (Release): the head and the
+	// response alone.
+	var kept http.Header
+	into := count(func(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+		spare := kept
+		resp, err := readHeadInto(br, req, &spare)
+		if err == nil {
+			kept = resp.Header
+			clear(kept)
+		}
+		return resp, err
+	})
+	if into > 2 {
+		t.Errorf("%.0f allocations per plain response head into a kept map, want at most 2", into)
 	}
 }
 

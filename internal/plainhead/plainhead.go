@@ -7,7 +7,7 @@
 // whitespace (obs-fold), a field name that is a token (so no space before
 // the colon), value bytes net/http accepts (no control byte but tab, no
 // DEL). Scan finds such a head, FieldLine judges one field line, Fields
-// builds its header, Length reads a Content-Length both readers take as
+// (or FieldsInto, into a map the caller kept) builds its header, Length reads a Content-Length both readers take as
 // net/http would.
 //
 // It is pure: bytes in, verdicts out. It must not read a connection,
@@ -92,7 +92,12 @@ func FieldLine(line []byte) bool {
 // of values while there are any (room the caller keeps beside the head),
 // so a usual head costs the map alone.
 func Fields(fields string, values []string) http.Header {
-	h := make(http.Header, strings.Count(fields, "\n")-1)
+	return FieldsInto(make(http.Header, strings.Count(fields, "\n")-1), fields, values)
+}
+
+// FieldsInto is Fields building into h, an empty map the caller gives
+// (one a reader kept from an earlier head, cleared), and returns it.
+func FieldsInto(h http.Header, fields string, values []string) http.Header {
 	for rest := fields; ; {
 		end := strings.Index(rest, "\r\n")
 		if end <= 0 {

@@ -89,6 +89,16 @@ func FuzzScan(f *testing.F) {
 			if got := Fields(string(head[first:n]), room); !reflect.DeepEqual(got, http.Header(h)) {
 				t.Errorf("%q: Fields = %v, net/textproto %v", head[:n], got, h)
 			}
+			// Into a map kept from another head and cleared: nothing of
+			// that head is left.
+			kept := http.Header{"Kept": {"x"}, "X-Only-Before": {"y", "z"}}
+			for k, vv := range h {
+				kept[k] = append([]string{"before"}, vv...)
+			}
+			clear(kept)
+			if got := FieldsInto(kept, string(head[first:n]), room); !reflect.DeepEqual(got, http.Header(h)) {
+				t.Errorf("%q: FieldsInto a kept map = %v, net/textproto %v", head[:n], got, h)
+			}
 		}
 		lines := strings.Split(string(head[:n]), "\r\n")
 		fields := lines[1 : len(lines)-2]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/h1"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
@@ -401,5 +403,106 @@ func TestEachRequestCarriesOnlyItsOwnHeaders(t *testing.T) {
 	}
 	for range 16 {
 		<-done
+	}
+}
+
+// TestEachReplyCarriesOnlyItsOwnHeaders: the headers a client gets are its
+// reply's own, never a field of another reply through the same sidecar,
+// one after another or at once, under the sidecar's server and under
+// net/http's: the sidecar reuses what it reads replies into.
+func TestEachReplyCarriesOnlyItsOwnHeaders(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		own := r.Header.Get("X-Caller")
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Reply-"+own, own)
+		if own == "loud" {
+			for i := range 6 {
+				w.Header().Add(fmt.Sprintf("X-Loud-%d", i), own)
+			}
+		}
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"caller":"`+own+`"}}`)
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL + "/mcp")
+	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	netSide := httptest.NewServer(p)
+	t.Cleanup(netSide.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go own.Serve(l)
+	t.Cleanup(func() { own.Close() })
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`
+	for _, side := range []struct{ name, url string }{{"net/http", netSide.URL}, {"h1", "http://" + l.Addr().String()}} {
+		t.Run(side.name, func(t *testing.T) {
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+			t.Cleanup(client.CloseIdleConnections)
+			call := func(caller string) {
+				req, err := http.NewRequest(http.MethodPost, side.url, strings.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("X-Caller", caller)
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"caller":"`+caller+`"`) {
+					t.Errorf("caller %q: status %d, body %s", caller, resp.StatusCode, b)
+				}
+				loud := 0
+				for k, vv := range resp.Header {
+					switch {
+					case strings.HasPrefix(k, "X-Loud-"):
+						loud++
+						if caller != "loud" || len(vv) != 1 || vv[0] != "loud" {
+							t.Errorf("reply to caller %q has %s: %q", caller, k, vv)
+						}
+					case strings.HasPrefix(k, "X-Reply-") && (k != http.CanonicalHeaderKey("X-Reply-"+caller) || len(vv) != 1 || vv[0] != caller):
+						t.Errorf("reply to caller %q has %s: %q", caller, k, vv)
+					}
+				}
+				if resp.Header.Get("X-Reply-"+caller) != caller {
+					t.Errorf("reply to caller %q came without its own header: %v", caller, resp.Header)
+				}
+				if caller == "loud" && loud != 6 {
+					t.Errorf("reply to caller loud has %d of its 6 fields", loud)
+				}
+			}
+			// One after another: a reply with more fields, then one with fewer.
+			for range 3 {
+				call("loud")
+				call("quiet")
+			}
+			// At once.
+			done := make(chan struct{})
+			for i := range 16 {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					for j := range 20 {
+						if (i+j)%5 == 0 {
+							call("loud")
+						} else {
+							call(fmt.Sprintf("c%d", i))
+						}
+					}
+				}()
+			}
+			for range 16 {
+				<-done
+			}
+		})
 	}
 }

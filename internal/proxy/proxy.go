@@ -617,9 +617,10 @@ type plan struct {
 
 	// Room kept with the plan for what the request path would otherwise
 	// allocate apart: the lone message of a body that is no batch, the
-	// outbound request's body and its X-Forwarded-* values, the context
+	// outbound request, its body and its X-Forwarded-* values, the context
 	// that carries the client's request below (package caller).
 	one       [1]rewrite.Message
+	out       http.Request
 	body      memBody
 	forwarded onbehalf.Forwarded
 	caller    caller.Bound

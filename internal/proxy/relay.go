@@ -62,7 +62,10 @@ func removeHopHeaders(h http.Header) {
 // Mcp-Name, Last-Event-ID, traceparent, …) and X-Forwarded-*. body is the
 // request body already read, or nil to stream r.Body.
 func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []byte) *http.Request {
-	out := r.WithContext(ctx)
+	// The request lives in the plan, which lives as long as it: the copy
+	// WithContext makes stays on the stack (one allocation less).
+	out := &pl.out
+	*out = *r.WithContext(ctx)
 	out.URL = p.target
 	out.Host = ""
 	out.RequestURI = ""
@@ -94,7 +97,13 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 		pl.body.Reset(body) // with the plan: one allocation less
 		out.Body = &pl.body
 		out.ContentLength = int64(len(body))
-		out.GetBody = func() (io.ReadCloser, error) { return newMemBody(body), nil }
+		out.GetBody = nil
+		if !hop.Carries(out) {
+			// net/http's Transport rewinds with GetBody alone; hop, and the
+			// era bridge that reads the body, take the bytes from the body
+			// itself (Bytes), which saves the closure's allocation.
+			out.GetBody = func() (io.ReadCloser, error) { return newMemBody(body), nil }
+		}
 	case body != nil || r.ContentLength == 0:
 		out.Body, out.GetBody, out.ContentLength = nil, nil, 0
 	default:
@@ -199,6 +208,13 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 			p.handleUpstreamError(w, out, pl, err)
 			return
 		}
+	}
+	if reuse && pl.observe == nil && pl.listen == nil {
+		// Nothing here keeps the reply's header map once the relay is
+		// done (its fields are copied into w's header, the values shared,
+		// which Release allows): back to hop for a later reply. Deferred
+		// before the body's close below, so run after it.
+		defer hop.Release(resp)
 	}
 	pl.upstreamStatus = resp.StatusCode
 	// Whether the body's first bytes came with the headers (as go-sdk's
