@@ -167,17 +167,16 @@ func sortedKeys(m map[int]Run) []int {
 func rps(r Run) float64           { return r.Requests / r.Seconds }
 func cpuPerOp(r Run) float64      { return r.CPU / r.Events }
 func syscallsPerOp(r Run) float64 { return r.Syscalls / r.Events }
-func mallocsPerOp(r Run) float64 {
-	if r.Mallocs < 0 {
+func mallocsPerOp(r Run) float64  { return perOp(r.Mallocs, r) }
+func switchesPerOp(r Run) float64 { return perOp(r.Switches, r) }
+
+// perOp is a count of r per operation, NaN when the run did not record it
+// (a negative count).
+func perOp(n float64, r Run) float64 {
+	if n < 0 {
 		return math.NaN()
 	}
-	return r.Mallocs / r.Events
-}
-func switchesPerOp(r Run) float64 {
-	if r.Switches < 0 {
-		return math.NaN()
-	}
-	return r.Switches / r.Events
+	return n / r.Events
 }
 
 // noNaN drops the NaNs of targets without an allocation counter and of
@@ -309,18 +308,8 @@ func writeServers(b *strings.Builder, ix index) {
 
 // Per-call CPU of the upstream behind the target and of wrk, NaN when the
 // run did not record it.
-func upstreamPerOp(r Run) float64 {
-	if r.UpstreamCPU < 0 {
-		return math.NaN()
-	}
-	return r.UpstreamCPU / r.Events
-}
-func loadPerOp(r Run) float64 {
-	if r.LoadCPU < 0 {
-		return math.NaN()
-	}
-	return r.LoadCPU / r.Events
-}
+func upstreamPerOp(r Run) float64 { return perOp(r.UpstreamCPU, r) }
+func loadPerOp(r Run) float64     { return perOp(r.LoadCPU, r) }
 
 // allPerOp is the CPU every process of the run spent per call: the hop,
 // the upstream and wrk.

@@ -239,14 +239,11 @@ func TestFastRequestNotWatched(t *testing.T) {
 	}
 }
 
-// TestWatchDelayCountsFromEachRequest: the watch timer is left running
-// between requests, but a request is watched once it has run for
-// watchDelay, never sooner because requests before it on the connection
-// started the timer; and then it is watched: its client leaving cancels
-// it.
-func TestWatchDelayCountsFromEachRequest(t *testing.T) {
-	ran := make(chan time.Duration, 1)
-	_, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// fastOrSlow answers /fast at once; any other request reads its body and
+// waits for its context to end, then sends how long it ran on ran (-1
+// after 3 s: not cancelled).
+func fastOrSlow(ran chan<- time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/fast" {
 			io.WriteString(w, "fast")
 			return
@@ -259,7 +256,17 @@ func TestWatchDelayCountsFromEachRequest(t *testing.T) {
 		case <-time.After(3 * time.Second):
 			ran <- -1
 		}
-	}))
+	})
+}
+
+// TestWatchDelayCountsFromEachRequest: the watch timer is left running
+// between requests, but a request is watched once it has run for
+// watchDelay, never sooner because requests before it on the connection
+// started the timer; and then it is watched: its client leaving cancels
+// it.
+func TestWatchDelayCountsFromEachRequest(t *testing.T) {
+	ran := make(chan time.Duration, 1)
+	_, addr, _ := start(t, fastOrSlow(ran))
 	c, br := dial(t, addr)
 	// Fast requests for a while, less than watchDelay: the timer the
 	// first one started is due in the middle of the slow one.

@@ -16,20 +16,7 @@ import (
 // sooner and not only when the others stop: its client leaving cancels it.
 func TestOneWatchClockForBusyConnections(t *testing.T) {
 	ran := make(chan time.Duration, 1)
-	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/fast" {
-			io.WriteString(w, "fast")
-			return
-		}
-		began := time.Now()
-		io.ReadAll(r.Body)
-		select {
-		case <-r.Context().Done():
-			ran <- time.Since(began)
-		case <-time.After(3 * time.Second):
-			ran <- -1
-		}
-	}))
+	s, addr, _ := start(t, fastOrSlow(ran))
 	var (
 		stop    atomic.Bool
 		wg      sync.WaitGroup
