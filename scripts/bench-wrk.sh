@@ -36,6 +36,12 @@
 # (the sidecar's `serve -- CMD` against supergateway 4.0.0) follows, by the
 # harness's stdio scenario with the same DURATION and ROUNDS.
 #
+# With FLOOR_BUSY=D (a Go duration, e.g. 30us), the floor also runs spending
+# D more CPU per request (skillsbench floorproxy -busy D), as target
+# floor-busy: a hop that forwards the floor's bytes at about the sidecar's
+# CPU when D is the sidecar's CPU per call less the floor's, and a table
+# sets the sidecar's throughput against it round by round. Off by default.
+#
 # Unless NETHTTP=0, the same sidecar binary also runs with net/http's server
 # on its listener (http-server: net/http), as target sidecar-nethttp, and a
 # table compares the two servers round by round.
@@ -63,6 +69,7 @@ gobench_on=${GOBENCH:-1}
 sealed_on=${SEALED:-1}
 stdio_on=${STDIO:-1}
 nethttp_on=${NETHTTP:-1}
+floor_busy=${FLOOR_BUSY:-}
 
 # apt_need PKG installs a Debian package whose command is missing.
 apt_need() {
@@ -117,6 +124,10 @@ free_port "port[loop]"
 start loop "$sb" loopproxy -listen "127.0.0.1:${port[loop]}" -upstream "http://127.0.0.1:${port[direct]}"
 free_port "port[floor]"
 start floor "$sb" floorproxy -listen "127.0.0.1:${port[floor]}" -upstream "http://127.0.0.1:${port[direct]}"
+if [[ -n $floor_busy ]]; then
+  free_port "port[floor-busy]"
+  start floor-busy "$sb" floorproxy -listen "127.0.0.1:${port[floor-busy]}" -upstream "http://127.0.0.1:${port[direct]}" -busy "$floor_busy"
+fi
 
 nginx_bin=$(command -v nginx || true)
 [[ -z $nginx_bin && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
 )
@@ -30,13 +31,22 @@ const floorBuffer = 64 << 10
 // handling (it keeps both connections until one side closes them), no
 // Expect: 100-continue (the client's wait for it runs out); anything it
 // cannot frame (frameHead's bad) drops the connection.
+//
+// With o.Busy, each request costs that much more CPU, spent on the relaying
+// goroutine's thread once the request has gone upstream (see spendCPU).
 func ServeFloorProxy(ctx context.Context, o ServeOptions) error {
+	if o.Busy > 0 {
+		return serveRelay(ctx, o, func(c, up net.Conn) { relayFloorBusy(c, up, o.Busy) })
+	}
 	return serveRelay(ctx, o, relayFloor)
 }
 
 // relayFloor carries requests from c to up and replies back, one at a
 // time, until either side fails, closes or sends what cannot be framed.
-func relayFloor(c, up net.Conn) {
+func relayFloor(c, up net.Conn) { relayFloorBusy(c, up, 0) }
+
+// relayFloorBusy is relayFloor spending busy of CPU per request.
+func relayFloorBusy(c, up net.Conn, busy time.Duration) {
 	cin := &inbox{r: rawsock.NewReader(c), buf: make([]byte, floorBuffer)}
 	uin := &inbox{r: rawsock.NewReader(up), buf: make([]byte, floorBuffer)}
 	cw, uw := rawsock.NewWriter(c), rawsock.NewWriter(up)
@@ -44,6 +54,9 @@ func relayFloor(c, up net.Conn) {
 		req, err := relayMessage(cin, uw, false, false)
 		if err != nil {
 			return
+		}
+		if busy > 0 {
+			spendCPU(busy)
 		}
 		for {
 			resp, err := relayMessage(uin, cw, true, req.headReq)

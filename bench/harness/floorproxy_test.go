@@ -3,15 +3,19 @@ package harness
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The floor's tests talk HTTP/1.1 to it over loopback as RFC 9112 writes
@@ -318,4 +322,81 @@ func TestFloorDropsUnframed(t *testing.T) {
 	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Errorf("unframed reply: the connection still open after %s, want it dropped", floorWait)
 	}
+}
+
+// TestSpendCPUChargesTheThread: spendCPU(d) returns only once its thread
+// has spent d of CPU by the thread's own clock, which the kernel keeps
+// (the judge here is getrusage's per-thread figure, not spendCPU's clock).
+func TestSpendCPUChargesTheThread(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const d = 20 * time.Millisecond
+	before := threadRusage(t)
+	spendCPU(d)
+	if spent := threadRusage(t) - before; spent < d-time.Millisecond { // rusage ticks are coarser than the clock
+		t.Fatalf("the thread spent %v of CPU in spendCPU(%v), want at least %v", spent, d, d)
+	}
+}
+
+// threadRusage is the CPU (user and system) the calling thread has spent.
+func threadRusage(t *testing.T) time.Duration {
+	t.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestBusyFloorSpendsItsCPUPerRequest: a floor told to spend busy per
+// request costs the process at least that much CPU per request relayed, and
+// still relays each request and its reply unchanged. Without the busy spin
+// the 20 requests cost the whole test process a few milliseconds, an order
+// of magnitude under the bound.
+func TestBusyFloorSpendsItsCPUPerRequest(t *testing.T) {
+	upstream, n := echoUpstream(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const busy, requests = 5 * time.Millisecond, 20
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serveLoop(ctx, l, upstream, func(c, up net.Conn) { relayFloorBusy(c, up, busy) })
+	}()
+	defer func() { cancel(); <-done }()
+	c, br := dialFloor(t, l.Addr().String())
+	before := processCPU(t)
+	for i := range requests {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+		if _, err := fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(got) != body {
+			t.Fatalf("request %d: reply %q (%v), want its body %q echoed", i, got, err, body)
+		}
+	}
+	if spent, want := processCPU(t)-before, time.Duration(requests)*busy; spent < want {
+		t.Fatalf("%d requests through a floor busy %v per request cost the process %v of CPU, want at least %v", requests, busy, spent, want)
+	}
+	if got := n.Load(); got != requests {
+		t.Fatalf("the upstream read %d requests, want %d", got, requests)
+	}
+}
+
+// processCPU is the CPU (user and system) the test process has spent.
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

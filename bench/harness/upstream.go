@@ -171,6 +171,10 @@ type ServeOptions struct {
 	StatsListen string
 	// Upstream is the URL the bare proxy forwards to; unused by the upstream.
 	Upstream string
+	// Busy is CPU the floor spends per request on top of relaying it
+	// (floorproxy -busy): a floor made to cost what another hop costs, to
+	// tell what a hop's CPU does to throughput from what its bytes do.
+	Busy time.Duration
 }
 
 // ServeUpstream serves NewUpstream until ctx ends.

@@ -22,6 +22,9 @@ const (
 	// Floor is the least a hop in a Go process costs: a relay that only
 	// frames HTTP/1.1 messages, on the sidecar's raw sockets.
 	Floor = "floor"
+	// FloorBusy is the floor spending a fixed extra CPU per request
+	// (FLOOR_BUSY): the floor's bytes at about another hop's CPU.
+	FloorBusy = "floor-busy"
 )
 
 // Spread is a median over rounds and the range around it.
@@ -195,6 +198,7 @@ func Write(w io.Writer, rec Records) error {
 	writeFloor(&b, ix)
 	writeServers(&b, ix)
 	writeBudget(&b, ix)
+	writeBusyFloor(&b, ix)
 	writeStrace(&b, rec.Straces)
 	writeBenches(&b, rec.Benches)
 	writeTargets(&b, ix, rec)
@@ -349,6 +353,43 @@ func writeBudget(b *strings.Builder, ix index) {
 			spreadOf(ix.ratio(g, Sidecar, Nginx, rps)).format(2, "×"))
 	}
 	b.WriteString("\nWhere every core is busy (the c=32 rows), the ratio of the totals is the throughput ratio the CPU allows.\n")
+}
+
+// writeBusyFloor sets the sidecar against the floor made to spend about
+// its CPU, when that ran: if a relay that forwards exactly the bytes it
+// receives delivers the sidecar's throughput at the sidecar's CPU, the
+// throughput the sidecar loses to nginx is its CPU, not what it sends the
+// upstream.
+func writeBusyFloor(b *strings.Builder, ix index) {
+	var gs []group
+	for _, g := range ix.groups {
+		if g.kind == KindCall && ix.runs[g][FloorBusy] != nil && ix.runs[g][Sidecar] != nil {
+			gs = append(gs, g)
+		}
+	}
+	if len(gs) == 0 {
+		return
+	}
+	b.WriteString("\n### The floor at the sidecar's CPU (FLOOR_BUSY), round by round: median (min–max)\n\n")
+	b.WriteString("| era | conns | hop µs floor / floor-busy / sidecar | upstream µs floor-busy / sidecar | CPU/op sidecar÷floor-busy | throughput sidecar÷floor-busy | throughput floor-busy÷nginx | throughput sidecar÷nginx |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	median := func(g group, t string, f func(Run) float64) string {
+		s := spreadOf(noNaN(ix.each(g, t, f)))
+		if s.N == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", s.Median)
+	}
+	for _, g := range gs {
+		fmt.Fprintf(b, "| %s | %d | %s / %s / %s | %s / %s | %s | %s | %s | %s |\n", g.era, g.conns,
+			median(g, Floor, cpuPerOp), median(g, FloorBusy, cpuPerOp), median(g, Sidecar, cpuPerOp),
+			median(g, FloorBusy, upstreamPerOp), median(g, Sidecar, upstreamPerOp),
+			spreadOf(ix.ratio(g, Sidecar, FloorBusy, cpuPerOp)).format(2, "×"),
+			spreadOf(ix.ratio(g, Sidecar, FloorBusy, rps)).format(2, "×"),
+			spreadOf(ix.ratio(g, FloorBusy, Nginx, rps)).format(2, "×"),
+			spreadOf(ix.ratio(g, Sidecar, Nginx, rps)).format(2, "×"))
+	}
+	b.WriteString("\nWith the CPU per call matched (the first ratio near 1×), a throughput ratio near 1× says the sidecar's throughput is what its CPU allows: the bytes it sends the upstream cost the upstream no more than the floor's.\n")
 }
 
 func writeStrace(b *strings.Builder, ss []Strace) {

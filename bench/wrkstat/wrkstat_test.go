@@ -424,3 +424,44 @@ call era=modern c=32 target=sidecar round=2 requests=3000 events=0 seconds=3.000
 		}
 	}
 }
+
+// TestWriteBusyFloor: with the busy floor's runs, a table sets the sidecar
+// against it round by round; without them there is none.
+func TestWriteBusyFloor(t *testing.T) {
+	t.Parallel()
+	// The floor: 120 µs per request (as in TestWriteFloor). The busy
+	// floor: round 1 3000 requests in 3 s (1000/s) at 750000 µs (250 per
+	// request), round 2 2500 in 2.5 s (1000/s) at 350000 (140), its
+	// upstream 600 µs per request in both. Against the sidecar of results
+	// (200 and 140 µs; 900 and 1000 req/s) and nginx (1000 req/s): CPU
+	// sidecar÷busy 200/250 = 0.80 and 140/140 = 1.00, median 0.90;
+	// throughput sidecar÷busy 0.90 and 1.00, busy÷nginx 1.00 and 1.00,
+	// sidecar÷nginx 0.90 and 1.00. Hop medians: floor 120, busy
+	// (250+140)/2 = 195, sidecar (200+140)/2 = 170; the sidecar's upstream
+	// was not recorded.
+	busy := `
+call era=legacy c=32 target=floor round=1 requests=2500 events=0 seconds=2.500 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=5000
+call era=legacy c=32 target=floor round=2 requests=3200 events=0 seconds=3.200 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=384000 syscalls=6400
+call era=legacy c=32 target=floor-busy round=1 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=750000 syscalls=6000 up_cpu_us=1800000 load_cpu_us=300000
+call era=legacy c=32 target=floor-busy round=2 requests=2500 events=0 seconds=2.500 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=350000 syscalls=5000 up_cpu_us=1500000 load_cpu_us=250000
+`
+	write := func(s string) string {
+		rec, err := ParseRecords(strings.NewReader(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := Write(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	out := write(results + busy)
+	want := "| legacy | 32 | 120.0 / 195.0 / 170.0 | 600.0 / – | 0.90× (0.80–1.00) | 0.95× (0.90–1.00) | 1.00× (1.00–1.00) | 0.95× (0.90–1.00) |"
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks\n%s\nin\n%s", want, out)
+	}
+	if out := write(results); strings.Contains(out, "FLOOR_BUSY") {
+		t.Errorf("a busy-floor table without busy-floor runs:\n%s", out)
+	}
+}
