@@ -240,21 +240,23 @@ func TestFastRequestNotWatched(t *testing.T) {
 }
 
 // fastOrSlow answers /fast at once; any other request reads its body and
-// waits for its context to end, then sends how long it ran on ran (-1
-// after 3 s: not cancelled).
-func fastOrSlow(ran chan<- time.Duration) http.Handler {
+// waits for its context to end, then sends when it ended on canceled (the
+// zero time after goneWait: not canceled). The tests measure from before
+// the client wrote the request, a moment no later than the server's own
+// start of it, so a stall of the handler's goroutine or of the machine can
+// only lengthen what they measure, never shorten it below watchDelay.
+func fastOrSlow(canceled chan<- time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/fast" {
 			io.WriteString(w, "fast")
 			return
 		}
-		began := time.Now()
 		io.ReadAll(r.Body)
 		select {
 		case <-r.Context().Done():
-			ran <- time.Since(began)
-		case <-time.After(3 * time.Second):
-			ran <- -1
+			canceled <- time.Now()
+		case <-time.After(goneWait):
+			canceled <- time.Time{}
 		}
 	})
 }
@@ -265,8 +267,8 @@ func fastOrSlow(ran chan<- time.Duration) http.Handler {
 // started the timer; and then it is watched: its client leaving cancels
 // it.
 func TestWatchDelayCountsFromEachRequest(t *testing.T) {
-	ran := make(chan time.Duration, 1)
-	_, addr, _ := start(t, fastOrSlow(ran))
+	canceled := make(chan time.Time, 1)
+	_, addr, _ := start(t, fastOrSlow(canceled))
 	c, br := dial(t, addr)
 	// Fast requests for a while, less than watchDelay: the timer the
 	// first one started is due in the middle of the slow one.
@@ -274,14 +276,16 @@ func TestWatchDelayCountsFromEachRequest(t *testing.T) {
 		io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: a\r\n\r\n")
 		readReply(t, br, "GET")
 	}
+	sent := time.Now()
 	io.WriteString(c, "POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}")
 	c.Close()
-	// The handler starts its clock a little after the server started the
-	// request's, a little more on a loaded machine; watched from the first
-	// fast request's timer, it would be canceled at most three fifths of
-	// watchDelay after it began. Four fifths tells the two apart.
-	switch d := <-ran; {
-	case d < 0:
+	// Watched from the first fast request's timer, it would be canceled
+	// at most three fifths of watchDelay after it began (plus whatever the
+	// machine's stalls add); watched from its own start, no sooner than
+	// watchDelay after sent. Four fifths tells the two apart.
+	at := <-canceled
+	switch d := at.Sub(sent); {
+	case at.IsZero():
 		t.Fatal("a slow request after fast ones was not canceled when its client left")
 	case d < watchDelay*4/5:
 		t.Fatalf("the slow request was watched after %v, before it had run for %v", d, watchDelay)

@@ -15,8 +15,8 @@ import (
 // request among them is still watched once it has run for watchDelay, not
 // sooner and not only when the others stop: its client leaving cancels it.
 func TestOneWatchClockForBusyConnections(t *testing.T) {
-	ran := make(chan time.Duration, 1)
-	s, addr, _ := start(t, fastOrSlow(ran))
+	canceled := make(chan time.Time, 1)
+	s, addr, _ := start(t, fastOrSlow(canceled))
 	var (
 		stop    atomic.Bool
 		wg      sync.WaitGroup
@@ -45,15 +45,17 @@ func TestOneWatchClockForBusyConnections(t *testing.T) {
 	}
 	time.Sleep(watchDelay / 2)
 	c, _ := dial(t, addr)
+	sent := time.Now() // no later than the server's start of the request
 	io.WriteString(c, "POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}")
 	c.Close()
-	d := <-ran // the fast requests go on until the slow one ends, and a while after
+	at := <-canceled
+	d := at.Sub(sent) // the fast requests go on until the slow one ends, and a while after
 	time.Sleep(4*watchDelay - time.Since(began))
 	stop.Store(true)
 	wg.Wait()
 	elapsed := time.Since(began)
 	switch {
-	case d < 0:
+	case at.IsZero():
 		t.Fatal("a slow request among busy connections was not canceled when its client left")
 	case d < watchDelay*4/5:
 		t.Fatalf("the slow request was watched after %v, before it had run for %v", d, watchDelay)
