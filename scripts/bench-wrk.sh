@@ -373,6 +373,9 @@ if [[ $gobench_on == 1 ]]; then
   fi
 fi
 
+# RESULTS=FILE keeps the raw records (one line per run, every counter
+# unrounded) for checking a printed median or verdict later.
+if [[ -n ${RESULTS:-} ]]; then cp "$results" "$RESULTS"; fi
 "$sb" wrk report "$results"
 
 # The stdio path: the sidecar serving a stdio server (`serve -- CMD`)

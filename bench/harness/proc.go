@@ -113,9 +113,11 @@ func ParseStatCPU(stat []byte) (time.Duration, error) {
 }
 
 // ParseIOSyscalls returns syscr + syscw from the bytes of /proc/PID/io: the
-// read- and write-family system calls (read, readv, pread, recvfrom,
-// write, writev, sendto, sendfile, …) of the whole process. It counts no
-// other system call: no epoll_wait, futex, accept or close.
+// read and write calls of the whole process that the kernel counts there
+// (read, readv, pread, write, writev, sendfile, …). Socket calls that do
+// not go through them (recvfrom, sendto, recvmsg, sendmsg) are not
+// counted, nor is any other system call: no epoll_wait, futex, accept or
+// close; the strace pass counts them all.
 func ParseIOSyscalls(io []byte) (int64, error) {
 	if len(io) > maxProcFile {
 		return 0, fmt.Errorf("io of %d bytes, more than %d", len(io), maxProcFile)
