@@ -76,10 +76,17 @@ type conn struct {
 
 	served   int  // requests read so far
 	lastPost bool // the last request was a POST, for the tolerance of CRLF after one
-	rdKind   int  // what the read deadline in force is
-	rdAt     time.Time
-	wdSet    bool // the handler set a write deadline during this request
-	wdStale  bool // one set during an earlier request may still be in force
+	// What the read deadline in force is. While a handler runs, a body
+	// read about to wait on the socket (bodyDeadline), the read-off at a
+	// Flush (body.drain), the handler's SetReadDeadline and Hijack may
+	// move the deadline from any of its goroutines: they do it, and read
+	// or set rdKind, under dlMu, so that none lifts another's deadline.
+	rdKind int
+	dlMu   sync.Mutex
+	rdAt   time.Time
+
+	wdSet   bool // the handler set a write deadline during this request
+	wdStale bool // one set during an earlier request may still be in force
 	// The write deadline in force as SetWriteTimeout set it: for wdFor
 	// (0: it was not, or it was lifted), at wdAt.
 	wdFor time.Duration
@@ -494,11 +501,14 @@ func (c *conn) headerDeadline() {
 }
 
 // bodyDeadline lifts a deadline the server set before a body read waits
-// on the socket; a handler's own stays.
+// on the socket; a handler's own stays, set before or while this runs on
+// another of its goroutines.
 func (c *conn) bodyDeadline() {
+	c.dlMu.Lock()
 	if c.rdKind != dlHandler {
 		c.noDeadline()
 	}
+	c.dlMu.Unlock()
 }
 
 // liftStaleWriteDeadline lifts a write deadline a handler set for an
@@ -749,7 +759,9 @@ func (c *conn) disarm() {
 	c.mu.Lock()
 	c.watching, c.stopping = false, false
 	c.mu.Unlock()
+	c.dlMu.Lock()
 	c.rdKind = dlStale
+	c.dlMu.Unlock()
 }
 
 // hasToken reports whether token is in v, delimited by the start or end or
