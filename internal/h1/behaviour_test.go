@@ -437,6 +437,76 @@ func TestPipelinedHeadOverLimitGets431(t *testing.T) {
 	}
 }
 
+// TestOverLimitHeadSameVerdictWherever: a head whose end lies beyond
+// max-header-bytes gets 431 (RFC 6585, section 5), or 414 if its request
+// line alone does (RFC 9112, section 3), whatever the bytes within the
+// limit would make of it (a field line without a colon, a NUL or a bare CR
+// in a value, obs-fold, bare LF line ends, no Host): net/http's server
+// answers 431 when its limited read of a head ends before the head does,
+// malformed or not. Only a request line refused as it stands, whole
+// within the limit, gets 400, as net/http's reader fails on it before
+// reading on. The verdict is the same wherever the head sits: first on
+// its connection (read within the limit), behind a GET (buffered within
+// that head's limit), or behind a POST whose body's reads buffered the
+// whole of it, past the limit (with max-header-bytes under the read
+// buffer's 4 KiB).
+func TestOverLimitHeadSameVerdictWherever(t *testing.T) {
+	pad := func(pre, post string, n int) string {
+		return pre + strings.Repeat("p", max(n-len(pre)-len(post), 0)) + post
+	}
+	heads := []struct {
+		name   string
+		head   func(n int) string // a head of about n bytes, its end beyond n-1
+		status int
+	}{
+		{"well-formed", func(n int) string { return pad("GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: ", "\r\n\r\n", n) }, 431},
+		{"field line without colon", func(n int) string { return pad("GET /x HTTP/1.1\r\nHost: a\r\nX-Pad", "\r\n\r\n", n) }, 431},
+		{"nul in an early value", func(n int) string { return pad("GET /x HTTP/1.1\r\nHost: a\r\nX: \x00\r\nX-Pad: ", "\r\n\r\n", n) }, 431},
+		{"bare cr in the last value", func(n int) string { return pad("GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: ", "\rz\r\n\r\n", n) }, 431},
+		{"space before a colon", func(n int) string { return pad("GET /x HTTP/1.1\r\nHost: a\r\nX : 1\r\nX-Pad: ", "\r\n\r\n", n) }, 431},
+		{"obs-fold", func(n int) string { return pad("GET /x HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\nX-Pad: ", "\r\n\r\n", n) }, 431},
+		{"bare lf", func(n int) string { return pad("GET /x HTTP/1.1\nHost: a\nX-Pad: ", "\n\n", n) }, 431},
+		{"no host", func(n int) string { return pad("GET /x HTTP/1.1\r\nX-Pad: ", "\r\n\r\n", n) }, 431},
+		{"request line too long", func(n int) string { return pad("GET /", " HTTP/1.1\r\nHost: a\r\n\r\n", n+30) }, 414},
+		{"request line refused", func(n int) string { return pad("GET / HTTP/1.1 x\r\nHost: a\r\nX-Pad: ", "\r\n\r\n", n) }, 400},
+	}
+	for _, limit := range []int{1024, 8 << 10} {
+		_, addr, _ := start(t, echo(), func(s *Server) { s.MaxHeaderBytes = limit })
+		// limit+1 and limit+500 lie whole in the buffer behind the POST
+		// when the limit is 1 KiB; 3*limit does not.
+		for _, n := range []int{limit + 1, limit + 500, 3 * limit} {
+			for _, h := range heads {
+				for _, before := range []struct{ name, raw, method string }{
+					{"first", "", ""},
+					{"behind a GET", "GET /first HTTP/1.1\r\nHost: a\r\n\r\n", "GET"},
+					{"behind a POST", "POST /first HTTP/1.1\r\nHost: a\r\nContent-Length: 2000\r\n\r\n" + strings.Repeat("b", 2000), "POST"},
+				} {
+					head := h.head(n)
+					c, br := dial(t, addr)
+					if _, err := io.WriteString(c, before.raw+head); err != nil { // one write
+						t.Fatal(err)
+					}
+					if before.raw != "" {
+						if resp, _ := readReply(t, br, before.method); resp.StatusCode != 200 || resp.Header.Get("X-Uri") != "/first" {
+							t.Fatalf("%s: status %d for %q, want 200 for /first", before.name, resp.StatusCode, resp.Header.Get("X-Uri"))
+						}
+					}
+					// The status line only: a 400 closes with the rest of
+					// the head unread, and the reset may cut what follows.
+					line, err := br.ReadString('\n')
+					c.Close()
+					if err != nil {
+						t.Fatalf("limit %d, %s of %d bytes %s: %v", limit, h.name, len(head), before.name, err)
+					}
+					if want := fmt.Sprintf("HTTP/1.1 %d ", h.status); !strings.HasPrefix(line, want) {
+						t.Errorf("limit %d, %s of %d bytes %s: %q, want %s", limit, h.name, len(head), before.name, line, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestBothLengthAndChunkedClosesAfterReply(t *testing.T) {
 	_, addr, _ := start(t, echo())
 	c, br := dial(t, addr)

@@ -19,7 +19,11 @@ import (
 // handler may read the body on one goroutine while another sends the
 // reply's head (a Flush), at which the server reads off what is left of
 // the body (drain). A read holds mu while it waits on the socket, so the
-// read-off waits for it, as under net/http.
+// read-off waits for it, as under net/http. What may not wait for it
+// does not take mu: the handler's SetReadDeadline, which is how it stops
+// such a read (the deadline's moves have their own lock, conn.dlMu), and
+// Hijack, which stops the read as net/http's does (a deadline in the
+// past) before it takes mu and ends the body (hijacked).
 type body struct {
 	mu       sync.Mutex
 	c        *conn // nil in tests of the framing alone
@@ -34,6 +38,7 @@ type body struct {
 	closed   bool
 	err      error
 	drainNow bool        // the server reads off what the handler left
+	hijacked bool        // the connection was hijacked: the bytes to come are the hijacker's
 	srcRead  int64       // bytes read of src
 	ended    atomic.Bool // the handler returned: a read of a goroutine it left is refused
 }
@@ -92,6 +97,9 @@ func (b *body) Read(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	if b.ended.Load() || b.closed {
 		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.hijacked {
+		return 0, http.ErrHijacked
 	}
 	return b.read(p)
 }
@@ -224,6 +232,9 @@ func (b *body) drain() bool {
 		return false
 	}
 	c := b.c
+	// A Flush's read-off runs while the handler's other goroutines may
+	// move the deadline.
+	c.dlMu.Lock()
 	own := c.rdKind != dlHandler // a deadline the handler set stays
 	if own {
 		// A client that stops sending does not hold the connection:
@@ -231,12 +242,15 @@ func (b *body) drain() bool {
 		c.rdKind = dlStale
 		c.headerDeadline()
 	}
+	c.dlMu.Unlock()
 	b.drainNow = true
 	defer func() {
 		b.drainNow = false
+		c.dlMu.Lock()
 		if own && c.rdKind == dlHeader {
 			c.rdKind = dlStale // not the deadline of a head to come
 		}
+		c.dlMu.Unlock()
 	}()
 	var buf [4 << 10]byte
 	for total := 0; total <= maxDiscard; {

@@ -76,10 +76,17 @@ type conn struct {
 
 	served   int  // requests read so far
 	lastPost bool // the last request was a POST, for the tolerance of CRLF after one
-	rdKind   int  // what the read deadline in force is
-	rdAt     time.Time
-	wdSet    bool // the handler set a write deadline during this request
-	wdStale  bool // one set during an earlier request may still be in force
+	// What the read deadline in force is. While a handler runs, a body
+	// read about to wait on the socket (bodyDeadline), the read-off at a
+	// Flush (body.drain), the handler's SetReadDeadline and Hijack may
+	// move the deadline from any of its goroutines: they do it, and read
+	// or set rdKind, under dlMu, so that none lifts another's deadline.
+	rdKind int
+	dlMu   sync.Mutex
+	rdAt   time.Time
+
+	wdSet   bool // the handler set a write deadline during this request
+	wdStale bool // one set during an earlier request may still be in force
 	// The write deadline in force as SetWriteTimeout set it: for wdFor
 	// (0: it was not, or it was lifted), at wdAt.
 	wdFor time.Duration
@@ -120,13 +127,12 @@ func newConn(s *Server, rw net.Conn) *conn {
 }
 
 // connReader reads the connection for the buffered reader: the byte the
-// watcher took first, and within the limit of a head while one is read.
+// watcher took first, and within the limit of a head while one is read
+// (readHead judges no byte past it, so none is read).
 type connReader struct {
 	c        *conn
 	limited  bool
 	remain   int64
-	hit      bool // the head's limit was reached
-	sawLF    bool // a line feed came within the limit: the request line ended
 	stash    byte
 	hasStash bool
 }
@@ -134,7 +140,6 @@ type connReader struct {
 func (r *connReader) Read(p []byte) (int, error) {
 	if r.limited {
 		if r.remain <= 0 {
-			r.hit = true
 			return 0, io.EOF
 		}
 		if int64(len(p)) > r.remain {
@@ -148,14 +153,10 @@ func (r *connReader) Read(p []byte) (int, error) {
 		p[0] = r.stash
 		r.hasStash = false
 		r.remain--
-		r.sawLF = r.sawLF || p[0] == '\n'
 		return 1, nil
 	}
 	n, err := r.c.rd.Read(p)
 	r.remain -= int64(n)
-	if r.limited && !r.sawLF {
-		r.sawLF = bytes.IndexByte(p[:n], '\n') >= 0
-	}
 	return n, err
 }
 
@@ -193,30 +194,19 @@ func (c *conn) finish() {
 func (c *conn) readRequest() (*exchange, error) {
 	limit := c.srv.maxHeaderBytes() // exactly: net/http allows 4096 bytes more
 	// What the buffer holds already (read with the last request's body,
-	// up to its 4 KiB) is the start of this head and counts toward the
-	// limit: the socket gives what is left of it. More than the limit
-	// held, no read is made, and the head found in it is measured once
-	// parsed.
-	held, _ := c.br.Peek(c.br.Buffered())
-	c.cr.limited, c.cr.remain, c.cr.hit = true, int64(limit-len(held)), false
-	c.cr.sawLF = bytes.IndexByte(held[:min(len(held), limit)], '\n') >= 0
-	x, err := readHead(c.br, c.lastPost, c.waiting)
-	if err == errHeadTooLong && c.br.Size() < limit {
-		// A long head: the buffer grows to hold the whole of it.
+	// up to its 4 KiB) is the start of this head: the socket gives what
+	// is left of the limit. readHead judges the first limit bytes of the
+	// head alone, wherever they came from, so the verdict on a head is
+	// the same first on a connection and pipelined.
+	c.cr.limited, c.cr.remain = true, int64(limit-c.br.Buffered())
+	x, err := readHead(c.br, c.lastPost, limit, c.waiting)
+	if err == errHeadTooLong {
+		// A long head: the buffer grows to hold the whole of it. Nothing
+		// was taken from it: the head is read again from its start.
 		c.br = grow(c.br, &c.cr, limit)
-		x, err = readHead(c.br, false, c.waiting)
-	}
-	if err == nil && len(held) > limit && len(held)-c.br.Buffered() > limit {
-		c.cr.hit = true // nothing was read: the head came whole, and over the limit
-		x, err = nil, errTooLarge
+		x, err = readHead(c.br, c.lastPost, limit, c.waiting)
 	}
 	if err != nil {
-		if c.cr.hit || err == errHeadTooLong {
-			if !c.cr.sawLF {
-				return nil, errURITooLong
-			}
-			return nil, errTooLarge
-		}
 		return nil, err
 	}
 	c.cr.limited = false
@@ -301,32 +291,61 @@ func (c *conn) waiting(have int) {
 // errHeadTooLong is a head that does not fit in the reader's buffer.
 var errHeadTooLong = errors.New("request head longer than the buffer")
 
-// readHead reads a request head from br: a plain one (scanHead) parsed
-// here once it lies whole in the buffer, anything else by
-// http.ReadRequest once it lies whole in the buffer too (so that the Host
-// fields, which that reader drops, can be checked as net/http's server
-// does), or at once if its request line is one that reader refuses. A
-// head that does not fit is errHeadTooLong. afterPost skips up to four
-// bytes of CR and LF before the head, as net/http's server does after a
-// POST. waiting, if not nil, is told before each read that waits for more
-// of the head.
-func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchange, error) {
-	trim := 4
+// readHead reads a request head of at most limit bytes from br: a plain
+// one (scanHead) parsed here once it lies whole in the buffer, anything
+// else by http.ReadRequest once it lies whole in the buffer too (so that
+// the Host fields, which that reader drops, can be checked as net/http's
+// server does), or at once if its request line is one that reader
+// refuses. Only the first limit bytes are looked at, however many the
+// buffer holds: a head that does not end within them is errTooLarge
+// (errURITooLong if its request line does not either), malformed or not,
+// as net/http's server answers a head its limited read cut short. A head
+// within the limit that does not fit in the buffer is errHeadTooLong, and
+// nothing is taken from br: read it again from a larger buffer. afterPost
+// skips up to four bytes of CR and LF before the head (counted in the
+// limit), as net/http's server does after a POST. waiting, if not nil, is
+// told before each read that waits for more of the head.
+func readHead(br *bufio.Reader, afterPost bool, limit int, waiting func(have int)) (*exchange, error) {
+	skip := 0
 	if afterPost {
-		trim = 0
+		skip = 4
+	}
+	// view returns the head's bytes buffered, within the limit, and how
+	// many leading CR and LF come before them.
+	view := func() ([]byte, int) {
+		buf, _ := br.Peek(min(br.Buffered(), limit))
+		off := 0
+		for off < skip && off < len(buf) && (buf[off] == '\r' || buf[off] == '\n') {
+			off++
+		}
+		return buf[off:], off
+	}
+	// more waits for more of the head than the n bytes buffered: nil if
+	// it came, the verdict on a head that reached the limit or filled
+	// the buffer, or the read's error.
+	more := func(buf []byte, n int) error {
+		if n >= limit {
+			if bytes.IndexByte(buf, '\n') < 0 {
+				return errURITooLong
+			}
+			return errTooLarge
+		}
+		if n >= br.Size() {
+			return errHeadTooLong
+		}
+		if waiting != nil {
+			waiting(len(buf))
+		}
+		_, err := br.Peek(n + 1)
+		return err
 	}
 	for {
-		buf, _ := br.Peek(br.Buffered())
-		for trim < 4 && len(buf) > 0 && (buf[0] == '\r' || buf[0] == '\n') {
-			br.Discard(1)
-			buf = buf[1:]
-			trim++
-		}
+		buf, off := view()
 		n, v := scanHead(buf)
 		if v == plainhead.Plain {
 			x := new(exchange)
 			if parsePlain(&x.head, buf[:n]) {
-				br.Discard(n)
+				br.Discard(off + n)
 				x.req = &x.head.req
 				x.plain = true
 				x.hosts, x.haveHost = x.req.Header["Host"]
@@ -337,40 +356,30 @@ func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchan
 		if v == plainhead.NotPlain {
 			break
 		}
-		if len(buf) >= br.Size() {
-			return nil, errHeadTooLong
-		}
-		if waiting != nil {
-			waiting(len(buf))
-		}
-		if _, err := br.Peek(len(buf) + 1); err != nil {
-			if len(buf) == 0 && br.Buffered() == 0 {
+		if err := more(buf, off+len(buf)); err != nil {
+			if isHeadVerdict(err) || len(buf) == 0 {
 				return nil, err
 			}
 			break // net/http's reader meets the error again and says what it makes of it
 		}
-		if len(buf) > 0 {
-			trim = 4 // only leading bytes are skipped
-		}
 	}
 	for {
-		buf, _ := br.Peek(br.Buffered())
+		buf, off := view()
 		if line, _, ok := bytes.Cut(buf, []byte{'\n'}); ok && !requestLineOK(string(bytes.TrimSuffix(line, []byte{'\r'}))) {
 			break // refused at its first line
 		}
 		if headEnd(buf) >= 0 {
 			break
 		}
-		if len(buf) >= br.Size() {
-			return nil, errHeadTooLong
-		}
-		if waiting != nil {
-			waiting(len(buf))
-		}
-		if _, err := br.Peek(len(buf) + 1); err != nil {
+		if err := more(buf, off+len(buf)); err != nil {
+			if isHeadVerdict(err) {
+				return nil, err
+			}
 			break
 		}
 	}
+	_, off := view()
+	br.Discard(off)
 	buf, _ := br.Peek(br.Buffered())
 	x := &exchange{}
 	headFields(x, buf)
@@ -381,6 +390,12 @@ func readHead(br *bufio.Reader, afterPost bool, waiting func(have int)) (*exchan
 	x.req = req
 	x.both = x.both || (x.te && req.ProtoMinor == 0)
 	return x, nil
+}
+
+// isHeadVerdict reports whether err is readHead's own: a head over the
+// limit, or one longer than the buffer.
+func isHeadVerdict(err error) bool {
+	return err == errTooLarge || err == errURITooLong || err == errHeadTooLong
 }
 
 // requestLineOK reports whether http.ReadRequest takes line as a request
@@ -486,11 +501,14 @@ func (c *conn) headerDeadline() {
 }
 
 // bodyDeadline lifts a deadline the server set before a body read waits
-// on the socket; a handler's own stays.
+// on the socket; a handler's own stays, set before or while this runs on
+// another of its goroutines.
 func (c *conn) bodyDeadline() {
+	c.dlMu.Lock()
 	if c.rdKind != dlHandler {
 		c.noDeadline()
 	}
+	c.dlMu.Unlock()
 }
 
 // liftStaleWriteDeadline lifts a write deadline a handler set for an
@@ -741,7 +759,9 @@ func (c *conn) disarm() {
 	c.mu.Lock()
 	c.watching, c.stopping = false, false
 	c.mu.Unlock()
+	c.dlMu.Lock()
 	c.rdKind = dlStale
+	c.dlMu.Unlock()
 }
 
 // hasToken reports whether token is in v, delimited by the start or end or

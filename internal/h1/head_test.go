@@ -72,10 +72,10 @@ func describe(req *http.Request, br *bufio.Reader) headOutcome {
 // ours is what this package's reader and checks make of data.
 func ours(data []byte, trickle bool) headOutcome {
 	br := source(data, trickle)
-	x, err := readHead(br, false, nil)
+	x, err := readHead(br, false, 1<<20, nil)
 	if err == errHeadTooLong {
 		br = grow(br, br, 1<<20)
-		x, err = readHead(br, false, nil)
+		x, err = readHead(br, false, 1<<20, nil)
 	}
 	if err != nil {
 		return headOutcome{Refused: true}
@@ -215,7 +215,7 @@ func TestHeadSameAsNetHTTP(t *testing.T) {
 // reader the comparisons above would hold trivially.
 func TestPlainHeadsAreParsedHere(t *testing.T) {
 	for _, c := range []string{headCases[0], headCases[3], headCases[34], headCases[35]} {
-		x, err := readHead(source([]byte(c), false), false, nil)
+		x, err := readHead(source([]byte(c), false), false, 1<<20, nil)
 		if err != nil || !x.plain {
 			t.Errorf("%q: plain %v, err %v", c, x != nil && x.plain, err)
 		}
@@ -272,4 +272,72 @@ func FuzzPlainTarget(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(samePlainTarget)
+}
+
+// limitedHead is what readHead makes of data read with a limit: the
+// bytes it took for a head (0 if none) and its verdict: "ok", "431",
+// "414", or "refused" for any other error.
+func limitedHead(data []byte, trickle, afterPost bool, limit int) (int, string) {
+	br := source(data, trickle)
+	_, err := readHead(br, afterPost, limit, nil)
+	if err == errHeadTooLong {
+		br = grow(br, br, limit)
+		_, err = readHead(br, afterPost, limit, nil)
+	}
+	switch {
+	case err == errTooLarge:
+		return 0, "431"
+	case err == errURITooLong:
+		return 0, "414"
+	case err != nil:
+		return 0, "refused"
+	}
+	// What is left after the head: read off the reader the head came
+	// from, which holds it and then the rest of data.
+	rest, _ := io.ReadAll(br)
+	return len(data) - len(rest), "ok"
+}
+
+// FuzzHeadLimit: readHead's verdict on a head under a limit depends on
+// the bytes, not on how many of them are buffered (all of data at once,
+// as for a head pipelined behind a body; or a byte at a time, as for one
+// arriving alone), takes no head longer than the limit, and answers
+// 431 or 414 only to bytes whose first limit hold no end of a head (an
+// empty line, as net/textproto reads lines) or, for 414, no end of the
+// request line. Under a limit past the whole of data the verdict is the
+// unlimited one.
+func FuzzHeadLimit(f *testing.F) {
+	for i, c := range headCases {
+		f.Add([]byte(c), false, 1+i*7%max(len(c), 1))
+		f.Add([]byte(c), true, len(c)+1)
+	}
+	f.Add([]byte("GET /x HTTP/1.1\r\nHost: a\r\nX-Pad"+strings.Repeat("p", 5000)+"\r\n\r\n"), false, 1024)
+	f.Add([]byte("\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"), true, 20)
+	f.Fuzz(func(t *testing.T, data []byte, afterPost bool, limit int) {
+		if len(data) > 12<<10 || limit < 1 || limit > 16<<10 {
+			return
+		}
+		n, v := limitedHead(data, false, afterPost, limit)
+		if n1, v1 := limitedHead(data, true, afterPost, limit); n1 != n || v1 != v {
+			t.Fatalf("limit %d, post %v, %.200q: buffered %s after %d bytes, trickled %s after %d", limit, afterPost, data, v, n, v1, n1)
+		}
+		if n > limit {
+			t.Fatalf("limit %d, post %v, %.200q: took a head of %d bytes", limit, afterPost, data, n)
+		}
+		if v == "431" || v == "414" {
+			within := data[:min(len(data), limit)]
+			for skip := 0; afterPost && skip < 4 && len(within) > 0 && (within[0] == '\r' || within[0] == '\n'); skip++ {
+				within = within[1:]
+			}
+			if bytes.Contains(within, []byte("\n\n")) || bytes.Contains(within, []byte("\n\r\n")) ||
+				(v == "414" && bytes.IndexByte(within, '\n') >= 0) {
+				t.Fatalf("limit %d, post %v, %.200q: %s with the head's end within the limit", limit, afterPost, data, v)
+			}
+		}
+		if limit > len(data) {
+			if n2, v2 := limitedHead(data, false, afterPost, 1<<20); n2 != n || v2 != v {
+				t.Fatalf("limit %d past the data, post %v, %.200q: %s after %d bytes, unlimited %s after %d", limit, afterPost, data, v, n, v2, n2)
+			}
+		}
+	})
 }

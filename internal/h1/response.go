@@ -605,7 +605,13 @@ func (w *response) isHijacked() bool {
 }
 
 // Hijack gives the connection to the handler, with the buffered reader and
-// what it holds of the client's next bytes. The server forgets it.
+// what it holds of the client's next bytes. The server forgets it. As
+// net/http's Hijack (conn.hijackLocked): a read of the body waiting on the
+// socket on another goroutine is stopped (a read deadline in the past)
+// and waited for, so it returns a timeout error having taken no byte;
+// then the connection is left with no read or write deadline. The body
+// reads nothing after (http.ErrHijacked), where net/http's would read the
+// hijacker's bytes: its Request.Body must not be used after Hijack.
 func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c := w.c
 	if w.isHijacked() {
@@ -619,22 +625,39 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c.cur = nil
 	c.mu.Unlock()
 	c.disarm()
+	// A deadline in the past, kept (as a handler's is) by a read that
+	// gets to the socket after it, stops any read of the body; holding
+	// the body's lock, none is under way.
+	c.dlMu.Lock()
+	c.rwc.SetReadDeadline(aLongTimeAgo)
+	c.rdKind = dlHandler
+	c.dlMu.Unlock()
+	b := &w.x.body
+	b.mu.Lock()
+	b.hijacked = true
+	b.mu.Unlock()
+	c.dlMu.Lock()
+	c.rwc.SetDeadline(time.Time{})
+	c.rdKind = dlNone
+	c.dlMu.Unlock()
+	c.wdSet, c.wdStale, c.wdFor = false, false, 0
 	if c.cr.hasStash {
 		c.br.Peek(c.br.Buffered() + 1) // the watcher's byte, into the buffer
 	}
-	if c.rdKind != dlHandler {
-		c.noDeadline()
-	}
-	c.liftStaleWriteDeadline()
 	c.srv.trackConn(c, false)
 	return c.rwc, bufio.NewReadWriter(c.br, bufio.NewWriter(c.rwc)), nil
 }
 
 // SetReadDeadline sets the connection's read deadline, for
-// http.ResponseController.
+// http.ResponseController: from any goroutine of the handler, while
+// another is in a read of the body, which it then stops (the read keeps
+// the deadline and does not take the body's lock for it).
 func (w *response) SetReadDeadline(t time.Time) error {
-	w.c.rdKind = dlHandler
-	return w.c.rwc.SetReadDeadline(t)
+	c := w.c
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	c.rdKind = dlHandler
+	return c.rwc.SetReadDeadline(t)
 }
 
 // SetWriteDeadline sets the connection's write deadline until the reply

@@ -38,6 +38,9 @@ type faults struct {
 	// without Host and reads on; with junkAfter400 it writes "junk" after
 	// that 400, bytes no framing accounts for.
 	hostCheck, junkAfter400 bool
+	// firstHeadBound answers 431 (and closes) to a connection's first
+	// head if it is longer than this, and bounds no head after it.
+	firstHeadBound int
 }
 
 // brokenServer is a deliberately faulty HTTP/1.1 server for the suite to
@@ -102,7 +105,7 @@ func brokenConn(c net.Conn, f faults) {
 	if f.headsBy > 0 {
 		c.SetReadDeadline(time.Now().Add(f.headsBy))
 	}
-	for {
+	for heads := 0; ; heads++ {
 		if f.idleClose > 0 {
 			c.SetReadDeadline(time.Now().Add(f.idleClose))
 		}
@@ -118,9 +121,14 @@ func brokenConn(c net.Conn, f faults) {
 			return
 		}
 		hdr := map[string]string{}
+		size := len(line)
 		for {
 			l, err := br.ReadString('\n')
 			if err != nil {
+				return
+			}
+			if size += len(l); f.firstHeadBound > 0 && heads == 0 && size > f.firstHeadBound {
+				io.WriteString(c, "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 				return
 			}
 			l = strings.TrimRight(l, "\r\n")
@@ -202,6 +210,7 @@ func TestCasesCatchABrokenServer(t *testing.T) {
 		"rfc9112-3.2/http11-without-host",
 		"rfc9112-3.2/two-host-fields",
 		"rfc6585-5/head-far-over-max-header-bytes-431",
+		"net/http/malformed-head-far-over-max-header-bytes-431-first-or-pipelined",
 		"rfc9112-9.5/head-dripped-past-read-header-timeout-cut-off",
 		"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout",
 		"rfc9112-9.5/silent-new-connection-closed",
@@ -284,6 +293,9 @@ func TestCasesCatchMoreFaults(t *testing.T) {
 			[]string{"rfc9112-3.2/http11-without-host"}, opts},
 		{"junk-after-400", faults{hostCheck: true, junkAfter400: true},
 			[]string{"rfc9112-3.2/http11-without-host"}, nil, opts},
+		{"first-head-bound-only", faults{firstHeadBound: opts.MaxHeaderBytes},
+			[]string{"net/http/malformed-head-far-over-max-header-bytes-431-first-or-pipelined"},
+			[]string{"rfc6585-5/head-far-over-max-header-bytes-431"}, opts},
 		{"reset", faults{reset: true}, nil,
 			[]string{"rfc9112-7.1/chunk-size-hex-junk", "rfc9112-7.1/chunk-size-overflow",
 				"net/http/panic-before-write-no-reply", "net/http/panic-after-write-no-complete-reply",

@@ -262,6 +262,36 @@ func Cases(o Options) []Case {
 	add("rfc6585-5/head-far-over-max-header-bytes-431", func(a string) error {
 		return rejected(a, headOf(2*o.MaxHeaderBytes+8192), 431)
 	})
+	// A head its limit cuts short gets 431 though its bytes are malformed
+	// too (one field line, without a colon: RFC 9112 5.1), first on its
+	// connection or pipelined behind a whole request: within the limit,
+	// the line has not ended, so there is nothing but its size to judge.
+	// RFC 9110 5.4 asks for a 4xx; 431 is net/http's answer whenever its
+	// limited read of a head ends before the head does. The head is far
+	// over the limit, past net/http's slack and what it buffered before.
+	add("net/http/malformed-head-far-over-max-header-bytes-431-first-or-pipelined", func(a string) error {
+		bad := get + "X-Probe" + strings.Repeat("a", 2*o.MaxHeaderBytes+8192) + "\r\n\r\n"
+		if err := rejected(a, bad, 431); err != nil {
+			return fmt.Errorf("first on its connection: %w", err)
+		}
+		body := strings.Repeat("b", 2000)
+		c, r, err := exchange(a, post+"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body+bad+next, "POST")
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		if err := bodyLen(len(body))(r); err != nil {
+			return fmt.Errorf("the request before: %w", err)
+		}
+		r, err = c.final("GET")
+		if err != nil {
+			return fmt.Errorf("pipelined: reading the reply: %w", err)
+		}
+		if r.Status != 431 {
+			return fmt.Errorf("pipelined: status %d, want 431 (body %q)", r.Status, clip(r.Body))
+		}
+		return c.closed(never)
+	})
 	add("rfc9112-3/request-target-too-long-414", func(a string) error {
 		// MUST 414 for a request-target longer than the server will parse.
 		return rejected(a, "GET /"+strings.Repeat("a", 2*o.MaxHeaderBytes+8192)+" HTTP/1.1\r\nHost: "+host+"\r\n\r\n", 414)
