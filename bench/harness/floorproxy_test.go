@@ -331,18 +331,19 @@ func TestSpendCPUChargesTheThread(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	const d = 20 * time.Millisecond
-	before := threadRusage(t)
+	before := rusageCPU(t, unix.RUSAGE_THREAD)
 	spendCPU(d)
-	if spent := threadRusage(t) - before; spent < d-time.Millisecond { // rusage ticks are coarser than the clock
+	if spent := rusageCPU(t, unix.RUSAGE_THREAD) - before; spent < d-time.Millisecond { // rusage ticks are coarser than the clock
 		t.Fatalf("the thread spent %v of CPU in spendCPU(%v), want at least %v", spent, d, d)
 	}
 }
 
-// threadRusage is the CPU (user and system) the calling thread has spent.
-func threadRusage(t *testing.T) time.Duration {
+// rusageCPU is the CPU (user and system) getrusage reports for who:
+// unix.RUSAGE_THREAD the calling thread, unix.RUSAGE_SELF the process.
+func rusageCPU(t *testing.T, who int) time.Duration {
 	t.Helper()
 	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+	if err := unix.Getrusage(who, &ru); err != nil {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -367,7 +368,7 @@ func TestBusyFloorSpendsItsCPUPerRequest(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 	c, br := dialFloor(t, l.Addr().String())
-	before := processCPU(t)
+	before := rusageCPU(t, unix.RUSAGE_SELF)
 	for i := range requests {
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
 		if _, err := fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
@@ -383,20 +384,10 @@ func TestBusyFloorSpendsItsCPUPerRequest(t *testing.T) {
 			t.Fatalf("request %d: reply %q (%v), want its body %q echoed", i, got, err, body)
 		}
 	}
-	if spent, want := processCPU(t)-before, time.Duration(requests)*busy; spent < want {
+	if spent, want := rusageCPU(t, unix.RUSAGE_SELF)-before, time.Duration(requests)*busy; spent < want {
 		t.Fatalf("%d requests through a floor busy %v per request cost the process %v of CPU, want at least %v", requests, busy, spent, want)
 	}
 	if got := n.Load(); got != requests {
 		t.Fatalf("the upstream read %d requests, want %d", got, requests)
 	}
-}
-
-// processCPU is the CPU (user and system) the test process has spent.
-func processCPU(t *testing.T) time.Duration {
-	t.Helper()
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -131,6 +131,27 @@ func (ix index) each(g group, target string, f func(Run) float64) []float64 {
 	return out
 }
 
+// groupsWhere returns the groups keep chooses, in the order they ran.
+func (ix index) groupsWhere(keep func(group) bool) []group {
+	var gs []group
+	for _, g := range ix.groups {
+		if keep(g) {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// median prints the median of f over target's rounds in g to one
+// decimal, or "–" when no round recorded it.
+func (ix index) median(g group, target string, f func(Run) float64) string {
+	s := spreadOf(noNaN(ix.each(g, target, f)))
+	if s.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", s.Median)
+}
+
 // ratio returns f(a)/f(b) round by round, over the rounds both measured.
 func (ix index) ratio(g group, a, b string, f func(Run) float64) []float64 {
 	return ix.paired(g, a, b, f, func(x, y float64) (float64, bool) { return x / y, y > 0 })
@@ -261,12 +282,7 @@ func writeRatios(b *strings.Builder, ix index) {
 // floor, round by round, when the floor ran: what any Go hop costs more
 // than nginx, and what the sidecar costs more than any Go hop.
 func writeFloor(b *strings.Builder, ix index) {
-	var gs []group
-	for _, g := range ix.groups {
-		if ix.runs[g][Floor] != nil {
-			gs = append(gs, g)
-		}
-	}
+	gs := ix.groupsWhere(func(g group) bool { return ix.runs[g][Floor] != nil })
 	if len(gs) == 0 {
 		return
 	}
@@ -287,12 +303,7 @@ func writeFloor(b *strings.Builder, ix index) {
 // writeServers compares the sidecar on its own HTTP/1.1 server with the
 // same binary on net/http's, round by round, when both ran.
 func writeServers(b *strings.Builder, ix index) {
-	var gs []group
-	for _, g := range ix.groups {
-		if ix.runs[g][Sidecar] != nil && ix.runs[g][SidecarNetHTTP] != nil {
-			gs = append(gs, g)
-		}
-	}
+	gs := ix.groupsWhere(func(g group) bool { return ix.runs[g][Sidecar] != nil && ix.runs[g][SidecarNetHTTP] != nil })
 	if len(gs) == 0 {
 		return
 	}
@@ -326,26 +337,16 @@ func allPerOp(r Run) float64 { return cpuPerOp(r) + upstreamPerOp(r) + loadPerOp
 // predicts the throughput ratio: the hop reaches nginx's throughput only
 // when the whole costs no more per call.
 func writeBudget(b *strings.Builder, ix index) {
-	var gs []group
-	for _, g := range ix.groups {
-		if g.kind == KindCall && len(noNaN(ix.ratio(g, Nginx, Sidecar, allPerOp))) > 0 {
-			gs = append(gs, g)
-		}
-	}
+	gs := ix.groupsWhere(func(g group) bool { return g.kind == KindCall && len(noNaN(ix.ratio(g, Nginx, Sidecar, allPerOp))) > 0 })
 	if len(gs) == 0 {
 		return
 	}
 	b.WriteString("\n### Where the CPU went per call, nginx against the sidecar: medians, and ratios round by round (min–max)\n\n")
 	b.WriteString("| era | conns | hop µs nginx / sidecar | upstream µs nginx / sidecar | wrk µs nginx / sidecar | all µs nginx / sidecar | all: nginx÷sidecar, round by round | throughput sidecar÷nginx |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
-	median := func(g group, t string, f func(Run) float64) string {
-		s := spreadOf(noNaN(ix.each(g, t, f)))
-		if s.N == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f", s.Median)
+	pair := func(g group, f func(Run) float64) string {
+		return ix.median(g, Nginx, f) + " / " + ix.median(g, Sidecar, f)
 	}
-	pair := func(g group, f func(Run) float64) string { return median(g, Nginx, f) + " / " + median(g, Sidecar, f) }
 	for _, g := range gs {
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", g.era, g.conns,
 			pair(g, cpuPerOp), pair(g, upstreamPerOp), pair(g, loadPerOp), pair(g, allPerOp),
@@ -361,29 +362,19 @@ func writeBudget(b *strings.Builder, ix index) {
 // throughput the sidecar loses to nginx is its CPU, not what it sends the
 // upstream.
 func writeBusyFloor(b *strings.Builder, ix index) {
-	var gs []group
-	for _, g := range ix.groups {
-		if g.kind == KindCall && ix.runs[g][FloorBusy] != nil && ix.runs[g][Sidecar] != nil {
-			gs = append(gs, g)
-		}
-	}
+	gs := ix.groupsWhere(func(g group) bool {
+		return g.kind == KindCall && ix.runs[g][FloorBusy] != nil && ix.runs[g][Sidecar] != nil
+	})
 	if len(gs) == 0 {
 		return
 	}
 	b.WriteString("\n### The floor at the sidecar's CPU (FLOOR_BUSY), round by round: median (min–max)\n\n")
 	b.WriteString("| era | conns | hop µs floor / floor-busy / sidecar | upstream µs floor-busy / sidecar | CPU/op sidecar÷floor-busy | throughput sidecar÷floor-busy | throughput floor-busy÷nginx | throughput sidecar÷nginx |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
-	median := func(g group, t string, f func(Run) float64) string {
-		s := spreadOf(noNaN(ix.each(g, t, f)))
-		if s.N == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f", s.Median)
-	}
 	for _, g := range gs {
 		fmt.Fprintf(b, "| %s | %d | %s / %s / %s | %s / %s | %s | %s | %s | %s |\n", g.era, g.conns,
-			median(g, Floor, cpuPerOp), median(g, FloorBusy, cpuPerOp), median(g, Sidecar, cpuPerOp),
-			median(g, FloorBusy, upstreamPerOp), median(g, Sidecar, upstreamPerOp),
+			ix.median(g, Floor, cpuPerOp), ix.median(g, FloorBusy, cpuPerOp), ix.median(g, Sidecar, cpuPerOp),
+			ix.median(g, FloorBusy, upstreamPerOp), ix.median(g, Sidecar, upstreamPerOp),
 			spreadOf(ix.ratio(g, Sidecar, FloorBusy, cpuPerOp)).format(2, "×"),
 			spreadOf(ix.ratio(g, Sidecar, FloorBusy, rps)).format(2, "×"),
 			spreadOf(ix.ratio(g, FloorBusy, Nginx, rps)).format(2, "×"),

@@ -297,17 +297,6 @@ func TestWriteServers(t *testing.T) {
 call era=legacy c=32 target=sidecar-nethttp round=1 requests=2700 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=600000 syscalls=27000 mallocs=270000 switches=10800
 call era=legacy c=32 target=sidecar-nethttp round=2 requests=2400 events=0 seconds=3.000 p50_us=9500 p99_us=31000 errors=0 wrong=0 cpu_us=384000 syscalls=24000 mallocs=240000 switches=9600
 `
-	write := func(s string) string {
-		rec, err := ParseRecords(strings.NewReader(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := Write(&b, rec); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
 	// Round 1: own 200 µs/op, net/http 222.2: 0.90×; 900 vs 900 req/s: 1.00×;
 	// syscalls 8 − 10 = −2; allocs 90 − 100 = −10. Round 2: 140 vs 160:
 	// 0.875×; 1000 vs 800 req/s: 1.25×; 7 − 10 = −3; 80 − 100 = −20.
@@ -315,10 +304,10 @@ call era=legacy c=32 target=sidecar-nethttp round=2 requests=2400 events=0 secon
 	// net/http 10800/2700 = 9600/2400 = 4.00 per request against the
 	// default's 3.00 and 2.50: −1.00 and −1.50.
 	want := "| call | legacy | 32 | 0.89× (0.88–0.90) | 1.91× (1.60–2.22) | 1.12× (1.00–1.25) | -2.50 (-3.00–-2.00) | -15.0 (-20.0–-10.0) | -1.25 (-1.50–-1.00) |"
-	if out := write(results + extra); !strings.Contains(out, want) {
+	if out := writeRecords(t, results+extra); !strings.Contains(out, want) {
 		t.Errorf("output lacks\n%s\nin\n%s", want, out)
 	}
-	if out := write(results); strings.Contains(out, "two servers") {
+	if out := writeRecords(t, results); strings.Contains(out, "two servers") {
 		t.Errorf("a servers table without the net/http runs:\n%s", out)
 	}
 }
@@ -335,17 +324,6 @@ func TestWriteFloor(t *testing.T) {
 call era=legacy c=32 target=floor round=1 requests=2500 events=0 seconds=2.500 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=300000 syscalls=5000 switches=5000
 call era=legacy c=32 target=floor round=2 requests=3200 events=0 seconds=3.200 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=384000 syscalls=6400 switches=3200
 `
-	write := func(s string) string {
-		rec, err := ParseRecords(strings.NewReader(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := Write(&b, rec); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
 	// floor÷nginx CPU: 120/100 = 1.20× both rounds. Throughput: the floor's
 	// 1000 req/s in both against nginx's 1000: 1.00×.
 	// sidecar÷floor CPU: 200/120 = 1.667× and 140/120 = 1.167×, median
@@ -353,7 +331,7 @@ call era=legacy c=32 target=floor round=2 requests=3200 events=0 seconds=3.200 p
 	// 900/1000 = 0.90× and 1000/1000 = 1.00×. Syscalls: the sidecar's 8 and
 	// 7 per request less the floor's 2: 6 and 5. Switches: the sidecar's
 	// 3.00 and 2.50 less 2.00 and 1.00: 1.00 and 1.50.
-	out := write(results + extra)
+	out := writeRecords(t, results+extra)
 	for _, want := range []string{
 		"| kind | era | conns | CPU/op floor÷nginx | throughput floor÷nginx | CPU/op sidecar÷floor | throughput sidecar÷floor | r+w syscalls/op sidecar−floor | switches/op sidecar−floor |",
 		"| call | legacy | 32 | 1.20× (1.20–1.20) | 1.00× (1.00–1.00) | 1.42× (1.17–1.67) | 0.95× (0.90–1.00) | 5.50 (5.00–6.00) | 1.25 (1.00–1.50) |",
@@ -368,7 +346,7 @@ call era=legacy c=32 target=floor round=2 requests=3200 events=0 seconds=3.200 p
 	if strings.Contains(table, "| sse |") {
 		t.Errorf("a floor row for a group it did not run in:\n%s", table)
 	}
-	if out := write(results); strings.Contains(out, "Go floor") {
+	if out := writeRecords(t, results); strings.Contains(out, "Go floor") {
 		t.Errorf("a floor table without floor runs:\n%s", out)
 	}
 }
@@ -445,23 +423,26 @@ call era=legacy c=32 target=floor round=2 requests=3200 events=0 seconds=3.200 p
 call era=legacy c=32 target=floor-busy round=1 requests=3000 events=0 seconds=3.000 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=750000 syscalls=6000 up_cpu_us=1800000 load_cpu_us=300000
 call era=legacy c=32 target=floor-busy round=2 requests=2500 events=0 seconds=2.500 p50_us=9000 p99_us=30000 errors=0 wrong=0 cpu_us=350000 syscalls=5000 up_cpu_us=1500000 load_cpu_us=250000
 `
-	write := func(s string) string {
-		rec, err := ParseRecords(strings.NewReader(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := Write(&b, rec); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
-	out := write(results + busy)
+	out := writeRecords(t, results+busy)
 	want := "| legacy | 32 | 120.0 / 195.0 / 170.0 | 600.0 / – | 0.90× (0.80–1.00) | 0.95× (0.90–1.00) | 1.00× (1.00–1.00) | 0.95× (0.90–1.00) |"
 	if !strings.Contains(out, want) {
 		t.Errorf("output lacks\n%s\nin\n%s", want, out)
 	}
-	if out := write(results); strings.Contains(out, "FLOOR_BUSY") {
+	if out := writeRecords(t, results); strings.Contains(out, "FLOOR_BUSY") {
 		t.Errorf("a busy-floor table without busy-floor runs:\n%s", out)
 	}
+}
+
+// writeRecords parses a results file's text and renders every table.
+func writeRecords(t *testing.T, s string) string {
+	t.Helper()
+	rec, err := ParseRecords(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := Write(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
