@@ -3,6 +3,7 @@ package h1
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -361,9 +363,15 @@ func TestChunkedTrailerThenPipelined(t *testing.T) {
 
 // Under -race: writes and flushes from a second goroutine (as notify's
 // inserter does, serialized with the handler's own by a lock), clients
-// that leave mid-stream, pipelined requests, and Shutdown then Close in
-// the middle of it all.
+// that leave mid-stream, pipelined requests, and Shutdown in the middle of
+// it all. Every request of a client that stays is answered whole (its
+// chunked body terminated, ending "end") or refused cleanly (the
+// connection ends before a byte of its reply); Shutdown returns nil
+// within its context (a hang guard: the handlers end within 80 ms); and
+// no goroutine of the server is left (the slack of two is
+// TestNoGoroutineLeft's; the test has twenty connections to leak from).
 func TestStressWithShutdown(t *testing.T) {
+	base := runtime.NumGoroutine()
 	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var mu sync.Mutex
 		done := make(chan struct{})
@@ -393,30 +401,64 @@ func TestStressWithShutdown(t *testing.T) {
 		mu.Unlock()
 	}))
 	var wg sync.WaitGroup
+	var answered, refused atomic.Int64
 	for i := range 30 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
-				return
+				return // after the listener closed: refused
 			}
 			defer c.Close()
-			c.SetDeadline(time.Now().Add(5 * time.Second))
-			fmt.Fprintf(c, "GET /%s HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n", strings.Repeat("a", i%7))
+			c.SetDeadline(time.Now().Add(hangGuard))
+			first := "/" + strings.Repeat("a", i%7)
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n", first)
 			if i%3 == 0 {
 				time.Sleep(time.Duration(i) * time.Millisecond)
 				return
 			}
-			io.Copy(io.Discard, c)
+			br := bufio.NewReader(c)
+			for _, path := range []string{first, "/x"} {
+				if _, err := br.Peek(1); errors.Is(err, io.EOF) || err != nil && strings.Contains(err.Error(), "reset") {
+					refused.Add(1)
+					return
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Errorf("client %d, %s: a reply begun and not whole: %v", i, path, err)
+					return
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || !strings.HasSuffix(string(body), "end\n") {
+					t.Errorf("client %d, %s: status %d, body %q, %v: not answered whole", i, path, resp.StatusCode, body, err)
+					return
+				}
+				answered.Add(1)
+			}
 		}()
 	}
 	time.Sleep(60 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	s.Shutdown(ctx)
-	s.Close()
+	begun := time.Now()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown after %v: %v", time.Since(begun), err)
+	}
 	wg.Wait()
+	t.Logf("%d replies whole, %d requests refused", answered.Load(), refused.Load())
+	if answered.Load() == 0 {
+		t.Error("no request answered: the stress served nothing")
+	}
+	s.Close()
+	for end := time.Now().Add(goneWait); runtime.NumGoroutine() > base+2 && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+2 {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines, %d before\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
 }
 
 // A guard for the fix of the pipelined-byte watch: a client that pipelines
