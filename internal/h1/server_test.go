@@ -107,7 +107,14 @@ const goneWait = 8 * time.Second
 // server that kept the connection for a next request does not pass.
 func closedAfter(t *testing.T, c net.Conn, br *bufio.Reader) bool {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(4 * time.Second))
+	return closedWithin(t, c, br, 4*time.Second)
+}
+
+// closedWithin is closedAfter with the wait d, for servers whose own
+// timeouts are longer (bothSlow's): there d is a hang guard.
+func closedWithin(t *testing.T, c net.Conn, br *bufio.Reader, d time.Duration) bool {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(d))
 	defer c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	b, err := br.ReadByte()
 	if err == nil {

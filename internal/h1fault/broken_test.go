@@ -195,31 +195,57 @@ func brokenConn(c net.Conn, f faults) {
 	}
 }
 
+// brokenMustFail are the cases brokenServer's standing faults fail: its
+// framing (Content-Length beside or without Transfer-Encoding, any
+// Transfer-Encoding ignored, a Content-Length it cannot parse taken as
+// 0), its lenient field parsing (a field line taken whatever its
+// whitespace, control bytes or name), its missing Host checks, bounds
+// and timeouts, and its keeping every connection open.
+var brokenMustFail = []string{
+	"rfc9112-6.1/transfer-encoding-in-http10-closes",
+	"rfc9112-6.3/item-3-content-length-and-chunked",
+	"rfc9112-6.3/item-4-transfer-encoding-without-chunked",
+	"rfc9112-6.3/item-4-chunked-not-final-coding",
+	"rfc9112-6.1/transfer-encoding-xchunked",
+	"net/http/chunked-applied-twice",
+	"rfc9112-7/transfer-coding-name-case-insensitive",
+	"rfc9112-6.3/item-5-two-differing-content-lengths",
+	"rfc9112-6.3/item-5-content-length-list-differing",
+	"rfc9112-6.3/item-5-content-length-plus-sign",
+	"rfc9112-6.3/item-5-content-length-negative",
+	"rfc9110-8.6/content-length-overflowing-integers",
+	"rfc9110-8.6/content-length-same-value-listed",
+	"rfc9112-7.1/chunk-size-hex-junk",
+	"rfc9112-2.2/bare-cr-in-field-value",
+	"rfc9112-2.2/whitespace-before-first-field",
+	"rfc9112-5.1/space-before-colon",
+	"rfc9112-5.2/obs-fold",
+	"rfc9110-5.5/nul-in-field-value",
+	"rfc9110-5.1/field-name-not-a-token",
+	"rfc9112-3.2.2/absolute-form-host-wins-over-host-field",
+	"rfc9112-3.2.4/asterisk-form-with-get",
+	"rfc9112-3.2/http11-without-host",
+	"rfc9112-3.2/two-host-fields",
+	"rfc9112-3.2/invalid-host-value",
+	"rfc6585-5/head-one-over-max-header-bytes-431",
+	"rfc6585-5/head-far-over-max-header-bytes-431",
+	"net/http/malformed-head-far-over-max-header-bytes-431-first-or-pipelined",
+	"rfc9112-3/request-target-too-long-414",
+	"rfc9112-9.5/head-dripped-past-read-header-timeout-cut-off",
+	"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout",
+	"rfc9112-9.5/silent-new-connection-closed",
+	"rfc9112-9.6/connection-close-closes-after-reply",
+	"rfc9112-9.3/http10-closes-without-keep-alive",
+}
+
 // TestCasesCatchABrokenServer: the cases for each of brokenServer's
 // faults fail against it, and a case it does not break passes (so the
 // failures come from the faults, not from a server too broken to answer).
 func TestCasesCatchABrokenServer(t *testing.T) {
 	addr := brokenServer(t, faults{})
-	mustFail := []string{
-		"rfc9112-6.1/transfer-encoding-in-http10-closes",
-		"rfc9112-6.3/item-3-content-length-and-chunked",
-		"rfc9112-6.3/item-4-transfer-encoding-without-chunked",
-		"rfc9112-7/transfer-coding-name-case-insensitive",
-		"rfc9110-8.6/content-length-overflowing-integers",
-		"rfc9112-7.1/chunk-size-hex-junk",
-		"rfc9112-3.2/http11-without-host",
-		"rfc9112-3.2/two-host-fields",
-		"rfc6585-5/head-far-over-max-header-bytes-431",
-		"net/http/malformed-head-far-over-max-header-bytes-431-first-or-pipelined",
-		"rfc9112-9.5/head-dripped-past-read-header-timeout-cut-off",
-		"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout",
-		"rfc9112-9.5/silent-new-connection-closed",
-		"rfc9112-9.6/connection-close-closes-after-reply",
-		"rfc9112-9.3/http10-closes-without-keep-alive",
-	}
 	mustPass := []string{"rfc9112-9.3.2/three-pipelined-in-one-write", "rfc9112-5.1/content-length-with-ows-is-5",
 		"rfc9112-9.5/pipelined-head-in-parts-gets-its-own-read-header-timeout"}
-	judge(t, addr, opts, mustFail, mustPass)
+	judge(t, addr, opts, brokenMustFail, mustPass)
 }
 
 // judge runs the cases (for a server with limits o) named in mustFail,
@@ -252,6 +278,53 @@ func judge(t *testing.T, addr string, o Options, mustFail, mustPass []string) {
 	}
 }
 
+// moreFaults are brokenServer's faults added one at a time, each with
+// the cases it must fail and one it must leave passing (TestCasesCatchMoreFaults).
+var moreFaults = []struct {
+	name     string
+	f        faults
+	mustFail []string
+	mustPass []string
+	o        Options
+}{
+	{"100-continue-to-http10", faults{continueTo10: true},
+		[]string{"rfc9110-15.2/no-100-continue-to-http10"},
+		[]string{"rfc9110-10.1.1/100-continue-before-final-reply"}, opts},
+	{"drop-on-half-close", faults{dropOnHalfClose: true},
+		[]string{"net/http/half-closed-client-still-answered"},
+		[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, opts},
+	{"no-absolute-form", faults{rawPath: true},
+		[]string{"rfc9112-3.2.2/absolute-form-accepted"},
+		[]string{"rfc9112-5.1/content-length-with-ows-is-5"}, opts},
+	{"no-keep-alive", faults{closeAfterReply: true},
+		[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},
+		[]string{"rfc9112-9.3/http10-closes-without-keep-alive"}, idleOpts},
+	{"idle-timeout-a-thirtieth", faults{idleClose: idleOpts.ReadHeaderTimeout / 30},
+		[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout", "rfc9112-9.5/silent-new-connection-closed"},
+		[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, idleOpts},
+	{"heads-by-one-deadline", faults{headsBy: idleOpts.ReadHeaderTimeout},
+		[]string{"rfc9112-9.5/pipelined-head-in-parts-gets-its-own-read-header-timeout"},
+		[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, idleOpts},
+	{"close-on-accept", faults{closeOnAccept: true},
+		[]string{"rfc9112-9.5/silent-new-connection-closed", "rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},
+		nil, idleOpts},
+	{"host-check-reads-on", faults{hostCheck: true}, nil,
+		[]string{"rfc9112-3.2/http11-without-host"}, opts},
+	{"junk-after-400", faults{hostCheck: true, junkAfter400: true},
+		[]string{"rfc9112-3.2/http11-without-host"}, nil, opts},
+	{"first-head-bound-only", faults{firstHeadBound: opts.MaxHeaderBytes},
+		[]string{"net/http/malformed-head-far-over-max-header-bytes-431-first-or-pipelined"},
+		[]string{"rfc6585-5/head-far-over-max-header-bytes-431"}, opts},
+	{"reset", faults{reset: true}, nil,
+		[]string{"rfc9112-7.1/chunk-size-hex-junk", "rfc9112-7.1/chunk-size-overflow",
+			"net/http/panic-before-write-no-reply", "net/http/panic-after-write-no-complete-reply",
+			"rfc9112-7.1/panic-after-flush-chunked-left-unterminated",
+			"rfc9110-10.1.1/expect-unread-body-final-reply-then-close-or-drain"}, opts},
+}
+
+// idleOpts are the limits the idle faults are judged against.
+var idleOpts = Options{MaxHeaderBytes: opts.MaxHeaderBytes, ReadHeaderTimeout: 3 * time.Second, IdleTimeout: 6 * time.Second}
+
 // TestCasesCatchMoreFaults: brokenServer with one fault more at a time;
 // the cases for that fault fail, and a case the fault leaves alone
 // passes (so the failure is the fault's). The reset server shows the
@@ -260,54 +333,17 @@ func judge(t *testing.T, addr string, o Options, mustFail, mustPass []string) {
 // seconds (idleOpts), so the early close they make is early by far more
 // than a loaded machine's scheduling delay.
 func TestCasesCatchMoreFaults(t *testing.T) {
-	idleOpts := Options{MaxHeaderBytes: opts.MaxHeaderBytes, ReadHeaderTimeout: 3 * time.Second, IdleTimeout: 6 * time.Second}
-	for _, tc := range []struct {
-		name     string
-		f        faults
-		mustFail []string
-		mustPass []string
-		o        Options
-	}{
-		{"100-continue-to-http10", faults{continueTo10: true},
-			[]string{"rfc9110-15.2/no-100-continue-to-http10"},
-			[]string{"rfc9110-10.1.1/100-continue-before-final-reply"}, opts},
-		{"drop-on-half-close", faults{dropOnHalfClose: true},
-			[]string{"net/http/half-closed-client-still-answered"},
-			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, opts},
-		{"no-absolute-form", faults{rawPath: true},
-			[]string{"rfc9112-3.2.2/absolute-form-accepted"},
-			[]string{"rfc9112-5.1/content-length-with-ows-is-5"}, opts},
-		{"no-keep-alive", faults{closeAfterReply: true},
-			[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},
-			[]string{"rfc9112-9.3/http10-closes-without-keep-alive"}, idleOpts},
-		{"idle-timeout-a-thirtieth", faults{idleClose: idleOpts.ReadHeaderTimeout / 30},
-			[]string{"rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout", "rfc9112-9.5/silent-new-connection-closed"},
-			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, idleOpts},
-		{"heads-by-one-deadline", faults{headsBy: idleOpts.ReadHeaderTimeout},
-			[]string{"rfc9112-9.5/pipelined-head-in-parts-gets-its-own-read-header-timeout"},
-			[]string{"rfc9112-9.3.2/three-pipelined-in-one-write"}, idleOpts},
-		{"close-on-accept", faults{closeOnAccept: true},
-			[]string{"rfc9112-9.5/silent-new-connection-closed", "rfc9112-9.5/idle-keep-alive-closed-after-idle-timeout"},
-			nil, idleOpts},
-		{"host-check-reads-on", faults{hostCheck: true}, nil,
-			[]string{"rfc9112-3.2/http11-without-host"}, opts},
-		{"junk-after-400", faults{hostCheck: true, junkAfter400: true},
-			[]string{"rfc9112-3.2/http11-without-host"}, nil, opts},
-		{"first-head-bound-only", faults{firstHeadBound: opts.MaxHeaderBytes},
-			[]string{"net/http/malformed-head-far-over-max-header-bytes-431-first-or-pipelined"},
-			[]string{"rfc6585-5/head-far-over-max-header-bytes-431"}, opts},
-		{"reset", faults{reset: true}, nil,
-			[]string{"rfc9112-7.1/chunk-size-hex-junk", "rfc9112-7.1/chunk-size-overflow",
-				"net/http/panic-before-write-no-reply", "net/http/panic-after-write-no-complete-reply",
-				"rfc9112-7.1/panic-after-flush-chunked-left-unterminated",
-				"rfc9110-10.1.1/expect-unread-body-final-reply-then-close-or-drain"}, opts},
-	} {
+	for _, tc := range moreFaults {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			judge(t, brokenServer(t, tc.f), tc.o, tc.mustFail, tc.mustPass)
 		})
 	}
 }
+
+// detachedMustFail are the cases a request context detached from its
+// connection fails.
+var detachedMustFail = []string{"net/http/half-closed-client-context-watcher-ends", "net/http/client-gone-ends-request-context"}
 
 // TestWaitCasesCatchADetachedContext: net/http serving Handler with each
 // request's context detached from the connection (it never ends when the
@@ -324,7 +360,31 @@ func TestWaitCasesCatchADetachedContext(t *testing.T) {
 	}), ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	judge(t, l.Addr().String(), opts,
-		[]string{"net/http/half-closed-client-context-watcher-ends", "net/http/client-gone-ends-request-context"},
-		[]string{"net/http/half-closed-client-still-answered"})
+	judge(t, l.Addr().String(), opts, detachedMustFail, []string{"net/http/half-closed-client-still-answered"})
+}
+
+// TestEveryCaseShownFailing: every case is among those shown failing
+// against a server that breaks its rule (brokenServer, wrongServer or
+// net/http with a detached context), so no case's checker is one that
+// cannot fail.
+func TestEveryCaseShownFailing(t *testing.T) {
+	shown := map[string]bool{}
+	for _, n := range append(append([]string{}, brokenMustFail...), detachedMustFail...) {
+		shown[n] = true
+	}
+	for _, tc := range moreFaults {
+		for _, n := range tc.mustFail {
+			shown[n] = true
+		}
+	}
+	for _, tc := range wrongTable {
+		for _, n := range tc.mustFail {
+			shown[n] = true
+		}
+	}
+	for _, c := range Cases(opts) {
+		if !shown[c.Name] {
+			t.Errorf("case %s is shown failing against no broken server", c.Name)
+		}
+	}
 }

@@ -158,6 +158,29 @@ func Cases(o Options) []Case {
 	add("rfc9112-7.1/chunk-data-without-crlf", func(a string) error {
 		return badBody(a, post+"Transfer-Encoding: chunked\r\n\r\n3\r\nabcXX\r\n0\r\n\r\n")
 	})
+	add("rfc9112-7.1/chunk-size-line-ended-by-bare-lf", func(a string) error {
+		// chunk = chunk-size [ chunk-ext ] CRLF: the bare LF that RFC 9112
+		// 2.2 lets a recipient take in the start-line and field lines is
+		// not allowed here (net/http refuses it since Go 1.24.2), for a
+		// peer that takes it and one that does not frame the body
+		// differently: a request smuggled.
+		return badBody(a, post+"Transfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n")
+	})
+	add("rfc9112-7.1.1/chunk-extension-flood-refused", func(a string) error {
+		// A server ought to limit the total length of chunk extensions
+		// and answer a 4xx past it (net/http refuses a chunked body whose
+		// framing, extensions included, outgrows its data by 16 KiB).
+		// Here 1 MiB of extensions, each size line under 4 KiB, carry 256
+		// bytes of data: refused (or closed), never answered 200.
+		var b strings.Builder
+		b.WriteString(post + "Transfer-Encoding: chunked\r\n\r\n")
+		ext := ";x=" + strings.Repeat("e", 4000)
+		for range 256 {
+			b.WriteString("1" + ext + "\r\nX\r\n")
+		}
+		b.WriteString("0\r\n\r\n")
+		return badBodyFlood(a, b.String())
+	})
 	add("rfc9112-7.1.1/chunk-extension-ignored", func(a string) error {
 		return accepted(a, post+"Transfer-Encoding: chunked\r\n\r\n3;name=\"va lue\";x\r\nabc\r\n0\r\n\r\n", bodyLen(3))
 	})
@@ -388,34 +411,25 @@ func Cases(o Options) []Case {
 		// connection opened, with the first part of the next head behind
 		// it; the rest of that head comes six tenths of the timeout later,
 		// past the first head's bound but well within its own.
+		//
+		// A client stalled on a loaded machine may itself send a head
+		// late: an attempt whose first head went out, or whose second
+		// head's two parts went out, the timeout or more apart (as this
+		// client measured, a span no shorter than the server's) proves
+		// nothing and is made again, at most three times in all. A server
+		// that bounds every head from the connection's start fails each
+		// attempt with its parts well inside the timeout.
 		if o.ReadHeaderTimeout <= 0 {
 			return errors.New("the read header timeout option is zero")
 		}
-		c, err := dial(a)
-		if err != nil {
-			return err
+		var err error
+		for attempt := 1; attempt <= 3; attempt++ {
+			var stalled time.Duration
+			if stalled, err = pipelinedHeadInParts(a, o.ReadHeaderTimeout); err == nil || stalled < o.ReadHeaderTimeout {
+				return err
+			}
 		}
-		defer c.close()
-		part := o.ReadHeaderTimeout * 6 / 10
-		time.Sleep(part)
-		if err := c.send(post + "Content-Length: 11\r\n\r\nhello world" + next[:20]); err != nil {
-			return err
-		}
-		r, err := c.final("POST")
-		if err != nil {
-			return fmt.Errorf("a whole POST %s after the connection opened: %w", part, err)
-		}
-		if err := wantEcho(r, "body-len", "11"); err != nil {
-			return err
-		}
-		time.Sleep(part)
-		if err := c.send(next[20:]); err != nil {
-			return fmt.Errorf("the rest of the next head, %s after its start: %w", part, err)
-		}
-		if err := c.wantNext(); err != nil {
-			return fmt.Errorf("a head whose rest came %s after its start: %w", part, err)
-		}
-		return nil
+		return fmt.Errorf("three attempts, each with a head sent late by a stalled client: %w", err)
 	})
 
 	// Pipelining: RFC 9112 9.3.2, replies in the order of the requests.
@@ -803,6 +817,41 @@ func Cases(o Options) []Case {
 		return wantEcho(r, "target", "/echo?next")
 	})
 	return cs
+}
+
+// pipelinedHeadInParts is one attempt of the pipelined-head case: it
+// returns why it failed and how far apart (from the dial, or between the
+// second head's parts) the client sent the head that failed.
+func pipelinedHeadInParts(a string, timeout time.Duration) (time.Duration, error) {
+	dialled := time.Now()
+	c, err := dial(a)
+	if err != nil {
+		return 0, err
+	}
+	defer c.close()
+	part := timeout * 6 / 10
+	time.Sleep(part)
+	begun := time.Now()
+	if err := c.send(post + "Content-Length: 11\r\n\r\nhello world" + next[:20]); err != nil {
+		return 0, err
+	}
+	first := time.Since(dialled)
+	r, err := c.final("POST")
+	if err != nil {
+		return first, fmt.Errorf("a whole POST sent %s after the dial: %w", first, err)
+	}
+	if err := wantEcho(r, "body-len", "11"); err != nil {
+		return 0, err
+	}
+	time.Sleep(part)
+	if err := c.send(next[20:]); err != nil {
+		return 0, fmt.Errorf("the rest of the next head, %s after its start: %w", part, err)
+	}
+	second := time.Since(begun)
+	if err := c.wantNext(); err != nil {
+		return second, fmt.Errorf("a head whose rest came %s after its start: %w", second, err)
+	}
+	return 0, nil
 }
 
 // cutOff: within the bound the server closes the connection, after at

@@ -118,7 +118,7 @@ func (c *client) wantNext() error {
 	if err != nil {
 		return fmt.Errorf("reply to the request after: %w", err)
 	}
-	if err := wantEcho(r, "target", "/echo?next"); err != nil {
+	if err := wantEcho(r, "method", "GET", "target", "/echo?next"); err != nil {
 		return fmt.Errorf("reply to the request after: %w", err)
 	}
 	return nil
@@ -229,6 +229,29 @@ func badBody(addr, raw string) error {
 	if err := c.send(raw + "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n" + next); err != nil {
 		return err
 	}
+	r, err := c.final("POST")
+	if ended(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the reply: %w", err)
+	}
+	if r.Status < 400 || r.Status > 499 {
+		return fmt.Errorf("status %d for a malformed body, want 4xx (body %q)", r.Status, clip(r.Body))
+	}
+	return c.closed(never)
+}
+
+// badBodyFlood is badBody for a body so long that the server may refuse
+// it and close while the client is still writing: the write goes on in
+// the background and its failure is no fault.
+func badBodyFlood(addr, raw string) error {
+	c, err := dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	go c.send(raw + "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n" + next)
 	r, err := c.final("POST")
 	if ended(err) {
 		return nil

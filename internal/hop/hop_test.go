@@ -858,19 +858,24 @@ func TestIdleTimerCountsFromTheLastReturn(t *testing.T) {
 	// A call every sixth of the timeout for twice the timeout: the timer
 	// the first return started fires while the connection idles in the
 	// pool between calls, for much less than the timeout. A loaded
-	// machine may stretch a pause past the timeout; each such pause may
-	// rightly cost one dial more.
+	// machine may stretch a pause past the timeout, anywhere between one
+	// call's return and the next one's pool lookup: a pause counts as
+	// late when from the start of one call to the end of the next
+	// (bounds this test can see around that span) IdleTimeout or more
+	// passed, and each late pause may cost one dial more, or not (a
+	// timer due may not have run yet).
 	var late int64
-	var last time.Time
+	var prev time.Time
 	for first := time.Now(); time.Since(first) < 2*idle; time.Sleep(idle / 6) {
-		if !last.IsZero() && time.Since(last) >= idle {
+		begun := time.Now()
+		do(t, tr, get(t, srv.URL))
+		if !prev.IsZero() && time.Since(prev) >= idle {
 			late++
 		}
-		do(t, tr, get(t, srv.URL))
-		last = time.Now()
+		prev = begun
 	}
-	if n := tr.dials.Load(); n != 1+late {
-		t.Fatalf("%d connections dialled for calls a sixth of IdleTimeout apart (%d pauses past it), want %d: the pooled one was closed early", n, late, 1+late)
+	if n := tr.dials.Load(); n < 1 || n > 1+late {
+		t.Fatalf("%d connections dialled for calls a sixth of IdleTimeout apart (%d pauses past it), want 1 to %d: the pooled one was closed early", n, late, 1+late)
 	}
 	waitFor(t, "the idle timeout to empty the pool", func() bool { return tr.Idle() == 0 })
 }
