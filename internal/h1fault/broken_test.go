@@ -50,6 +50,13 @@ type faults struct {
 // on a head and no timeout, and keeps every connection open. It answers
 // every request as /echo does. f adds faults.
 func brokenServer(t *testing.T, f faults) string {
+	return serveTestConns(t, func(c net.Conn) { brokenConn(c, f) })
+}
+
+// serveTestConns accepts loopback connections until the test ends and runs
+// serve on each on its own goroutine, closing it after; at the end it
+// closes the listener and every connection and waits for them.
+func serveTestConns(t *testing.T, serve func(c net.Conn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -82,7 +89,7 @@ func brokenServer(t *testing.T, f faults) string {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				brokenConn(c, f)
+				serve(c)
 			}()
 		}
 	}()

@@ -220,38 +220,27 @@ func accepted(addr, raw string, accept func(*Response) error) error {
 // badBody: raw has a malformed body. The server rejects it (4xx, from
 // itself or the handler's failed read) or closes, and never answers the
 // request smuggled after it nor next.
-func badBody(addr, raw string) error {
-	c, err := dial(addr)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	if err := c.send(raw + "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n" + next); err != nil {
-		return err
-	}
-	r, err := c.final("POST")
-	if ended(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the reply: %w", err)
-	}
-	if r.Status < 400 || r.Status > 499 {
-		return fmt.Errorf("status %d for a malformed body, want 4xx (body %q)", r.Status, clip(r.Body))
-	}
-	return c.closed(never)
-}
+func badBody(addr, raw string) error { return badBodySent(addr, raw, false) }
 
 // badBodyFlood is badBody for a body so long that the server may refuse
 // it and close while the client is still writing: the write goes on in
 // the background and its failure is no fault.
-func badBodyFlood(addr, raw string) error {
+func badBodyFlood(addr, raw string) error { return badBodySent(addr, raw, true) }
+
+// badBodySent is badBody, its bytes written in the background when
+// background is set.
+func badBodySent(addr, raw string, background bool) error {
 	c, err := dial(addr)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	go c.send(raw + "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n" + next)
+	msg := raw + "GET /smuggled HTTP/1.1\r\nHost: " + host + "\r\n\r\n" + next
+	if background {
+		go c.send(msg)
+	} else if err := c.send(msg); err != nil {
+		return err
+	}
 	r, err := c.final("POST")
 	if ended(err) {
 		return nil

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -60,45 +59,11 @@ type wrongs struct {
 // 204 and 304, flushed and declared-length replies, panics, unread
 // bodies) and the chunked decoder can each be broken alone.
 func wrongServer(t *testing.T, w wrongs, o Options) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
+	return serveTestConns(t, func(c net.Conn) {
+		ws := &wrongConn{c: c, br: bufio.NewReader(c), w: w, o: o}
+		for ws.serve() {
 		}
-		mu.Unlock()
-		wg.Wait()
 	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				ws := &wrongConn{c: c, br: bufio.NewReader(c), w: w, o: o}
-				for ws.serve() {
-				}
-			}()
-		}
-	}()
-	return l.Addr().String()
 }
 
 type wrongConn struct {
