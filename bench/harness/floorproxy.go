@@ -35,10 +35,7 @@ const floorBuffer = 64 << 10
 // With o.Busy, each request costs that much more CPU, spent on the relaying
 // goroutine's thread once the request has gone upstream (see spendCPU).
 func ServeFloorProxy(ctx context.Context, o ServeOptions) error {
-	if o.Busy > 0 {
-		return serveRelay(ctx, o, func(c, up net.Conn) { relayFloorBusy(c, up, o.Busy) })
-	}
-	return serveRelay(ctx, o, relayFloor)
+	return serveRelay(ctx, o, func(c, up net.Conn) { relayFloorBusy(c, up, o.Busy) })
 }
 
 // relayFloor carries requests from c to up and replies back, one at a
