@@ -36,10 +36,12 @@
 # (the sidecar's `serve -- CMD` against supergateway 4.0.0) follows, by the
 # harness's stdio scenario with the same DURATION and ROUNDS.
 #
-# With FLOOR_BUSY=D (a Go duration, e.g. 30us), the floor also runs spending
-# D more CPU per request (skillsbench floorproxy -busy D), as target
-# floor-busy: a hop that forwards the floor's bytes at about the sidecar's
-# CPU when D is the sidecar's CPU per call less the floor's, and a table
+# With FLOOR_BUSY=D (a Go duration, e.g. 10us), the floor also runs spinning
+# D of CPU per request (skillsbench floorproxy -busy D), as target
+# floor-busy: a hop that forwards the floor's bytes at more CPU. A spin of
+# D raises the floor's whole cost by several times D (its goroutine holds
+# the thread meanwhile; 10us cost 35-58 us a call on 2 cores), so choose D
+# by the CPU the tables report for floor-busy against the sidecar's. A table
 # sets the sidecar's throughput against it round by round. Off by default.
 #
 # Unless NETHTTP=0, the same sidecar binary also runs with net/http's server

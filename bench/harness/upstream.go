@@ -171,9 +171,11 @@ type ServeOptions struct {
 	StatsListen string
 	// Upstream is the URL the bare proxy forwards to; unused by the upstream.
 	Upstream string
-	// Busy is CPU the floor spends per request on top of relaying it
+	// Busy is CPU the floor spins per request on top of relaying it
 	// (floorproxy -busy): a floor made to cost what another hop costs, to
-	// tell what a hop's CPU does to throughput from what its bytes do.
+	// tell what a hop's CPU does to throughput from what its bytes do. The
+	// floor's whole cost rises by several times Busy: its goroutine holds
+	// its thread meanwhile.
 	Busy time.Duration
 }
 

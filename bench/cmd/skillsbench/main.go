@@ -13,7 +13,7 @@
 // and go test's output with and prints its tables with; it starts them itself, and `stdio-upstream` serves
 // the echo tool over stdin and stdout for the stdio scenario. `loopproxy` is a minimal relay without net/http's
 // server, and `floorproxy` one without net/http at all on the sidecar's raw sockets (the floor for a Go hop),
-// that scripts/bench-wrk.sh measures beside it; `floorproxy -busy D` is that floor spending D more CPU per
+// that scripts/bench-wrk.sh measures beside it; `floorproxy -busy D` is that floor spinning D of CPU per
 // request, the control for what a hop's CPU alone does to throughput. `nginx-config` prints the nginx configuration the
 // harness runs nginx with, for measurements made outside it
 // (scripts/bench-wrk.sh).
@@ -213,7 +213,7 @@ func serve(ctx context.Context, sub string, args []string, stderr io.Writer) int
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "loopback address to serve MCP on")
 	fs.StringVar(&o.StatsListen, "stats-listen", "", "loopback address to serve the allocation counter on")
 	fs.StringVar(&o.Upstream, "upstream", "", "bareproxy, loopproxy, floorproxy: the upstream URL")
-	fs.DurationVar(&o.Busy, "busy", 0, "floorproxy: CPU to spend per request besides relaying it (a floor that costs what another hop costs)")
+	fs.DurationVar(&o.Busy, "busy", 0, "floorproxy: CPU to spin per request besides relaying it (the floor's whole cost rises by several times this)")
 	var fo harness.FirstPageOptions
 	fs.BoolVar(&fo.ServesSome, "serves-some", false, "firstpage-upstream: serve some of the scenario's SKILL.md files")
 	fs.DurationVar(&fo.Latency, "latency", 0, "firstpage-upstream: hold each request this long")
