@@ -31,11 +31,20 @@ import (
 func TestNoSecretsOrAddressesInReplies(t *testing.T) {
 	t.Parallel()
 	deadAddr := deadaddr.Hold(t)
+	// The upstream answers only once the test is over (or after a hang
+	// guard): a reply that came a fixed second later could beat a 300 ms
+	// timeout on a machine that stalled the sidecar longer than the
+	// difference (it did once, under the unit stage's load).
+	over := make(chan struct{})
 	hang := faultserver.Start(t, faultserver.Options{Mode: faultserver.Normal,
 		Reply: func(r *http.Request, b []byte) faultserver.Reply {
-			time.Sleep(time.Second)
+			select {
+			case <-over:
+			case <-time.After(30 * time.Second):
+			}
 			return faultserver.EchoReply(r, b)
 		}})
+	t.Cleanup(func() { close(over) }) // before the server's own clean-up, which waits for its handlers
 	tests := []struct {
 		name, addr, message, detail string
 		timeout                     time.Duration
