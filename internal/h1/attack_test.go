@@ -263,7 +263,7 @@ func TestHandlerWriteDeadlineBoundsStuckClient(t *testing.T) {
 // Slow requests (watched) whose clients leave, hijacks and panics leave no
 // goroutine behind.
 func TestNoGoroutineLeft(t *testing.T) {
-	base := runtime.NumGoroutine()
+	assertNoServerGoroutines(t) // nothing of an earlier test's server
 	func() {
 		s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(3 * watchDelay)
@@ -294,14 +294,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		s.Close()
 	}()
-	deadline := time.Now().Add(goneWait)
-	for runtime.NumGoroutine() > base+2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > base+2 {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines, %d before\n%s", n, base, buf[:runtime.Stack(buf, true)])
-	}
+	assertNoServerGoroutines(t)
 }
 
 // A stream whose request declares a small body the handler never reads (a
@@ -368,10 +361,10 @@ func TestChunkedTrailerThenPipelined(t *testing.T) {
 // chunked body terminated, ending "end") or refused cleanly (the
 // connection ends before a byte of its reply); Shutdown returns nil
 // within its context (a hang guard: the handlers end within 80 ms); and
-// no goroutine of the server is left (the slack of two is
-// TestNoGoroutineLeft's; the test has twenty connections to leak from).
+// no goroutine of the server is left (serverGoroutines: none made by or
+// running this package's code, exactly).
 func TestStressWithShutdown(t *testing.T) {
-	base := runtime.NumGoroutine()
+	assertNoServerGoroutines(t) // nothing of an earlier test's server
 	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var mu sync.Mutex
 		done := make(chan struct{})
@@ -452,13 +445,7 @@ func TestStressWithShutdown(t *testing.T) {
 		t.Error("no request answered: the stress served nothing")
 	}
 	s.Close()
-	for end := time.Now().Add(goneWait); runtime.NumGoroutine() > base+2 && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > base+2 {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines, %d before\n%s", n, base, buf[:runtime.Stack(buf, true)])
-	}
+	assertNoServerGoroutines(t)
 }
 
 // A guard for the fix of the pipelined-byte watch: a client that pipelines
