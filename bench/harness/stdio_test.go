@@ -176,6 +176,25 @@ func TestStdioVerdict(t *testing.T) {
 	}
 }
 
+// A miss where direct itself is under the target says that the server bounds
+// the figure; a miss where direct is over it, or a pass, does not.
+func TestStdioVerdictCeiling(t *testing.T) {
+	t.Parallel()
+	sg := report.Row{Status: "ok", Throughput: 1000, P50Micros: 500}
+	side := report.Row{Status: "ok", Throughput: 1580, P50Micros: 300}
+	const bound = "missed (bounded by the server here: with no hop, direct made 1.67× supergateway's throughput)"
+	if got := stdioVerdict(side, sg, report.Row{Status: "ok", Throughput: 1670, P50Micros: 100}).Note; !strings.HasSuffix(got, bound) {
+		t.Errorf("direct at 1.67×: note %q, want it to end %q", got, bound)
+	}
+	if got := stdioVerdict(side, sg, report.Row{Status: "ok", Throughput: 2000, P50Micros: 100}).Note; !strings.HasSuffix(got, "missed") {
+		t.Errorf("direct at 2×: note %q, want it to end %q", got, "missed")
+	}
+	met := report.Row{Status: "ok", Throughput: 2000, P50Micros: 300}
+	if got := stdioVerdict(met, sg, report.Row{Status: "ok", Throughput: 1900, P50Micros: 100}).Note; !strings.HasSuffix(got, " met") {
+		t.Errorf("a pass: note %q, want it to end %q", got, " met")
+	}
+}
+
 func TestRoundRatios(t *testing.T) {
 	t.Parallel()
 	r := func(thr, p50 float64) sample { return sample{n: 1, thr: thr, p50: p50} }
