@@ -44,6 +44,14 @@
 # by the CPU the tables report for floor-busy against the sidecar's. A table
 # sets the sidecar's throughput against it round by round. Off by default.
 #
+# With UPSTREAM_GOGC=N, the upstreams run with GOGC=N. At Go's default the
+# demo upstream allocates about half a megabyte per call against a heap goal
+# held at Go's 4 MB minimum, so it collects garbage every four or five calls
+# and most of its CPU goes to that; its cost per call then moves with the
+# timing of its collections. A larger N (800) takes that away, so that what
+# is left between the hops is their own cost. Unset by default: the
+# targets are judged against the upstream as it comes.
+#
 # Unless NETHTTP=0, the same sidecar binary also runs with net/http's server
 # on its listener (http-server: net/http), as target sidecar-nethttp, and a
 # table compares the two servers round by round.
@@ -72,6 +80,8 @@ sealed_on=${SEALED:-1}
 stdio_on=${STDIO:-1}
 nethttp_on=${NETHTTP:-1}
 floor_busy=${FLOOR_BUSY:-}
+upstream_env=(env)
+[[ -n ${UPSTREAM_GOGC:-} ]] && upstream_env+=("GOGC=$UPSTREAM_GOGC")
 
 # apt_need PKG installs a Debian package whose command is missing.
 apt_need() {
@@ -118,7 +128,7 @@ stats_port() {
 
 free_port "port[direct]"
 stats_port direct
-start direct "$sb" wrk-upstream -listen "127.0.0.1:${port[direct]}" -stats-listen "$stats"
+start direct "${upstream_env[@]}" "$sb" wrk-upstream -listen "127.0.0.1:${port[direct]}" -stats-listen "$stats"
 free_port "port[bare]"
 stats_port bare
 start bare "$sb" bareproxy -listen "127.0.0.1:${port[bare]}" -upstream "http://127.0.0.1:${port[direct]}" -stats-listen "$stats"
@@ -162,7 +172,7 @@ fi
 if [[ $sealed_on == 1 ]]; then
   free_port "port[sealed-direct]"
   stats_port sealed-direct
-  start sealed-direct "$sb" modernonly-upstream -listen "127.0.0.1:${port[sealed-direct]}" -stats-listen "$stats"
+  start sealed-direct "${upstream_env[@]}" "$sb" modernonly-upstream -listen "127.0.0.1:${port[sealed-direct]}" -stats-listen "$stats"
   if [[ -n $nginx_bin ]]; then
     free_port "port[sealed-nginx]"
     mkdir "$work/sealed-nginx"
