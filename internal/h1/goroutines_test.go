@@ -41,15 +41,21 @@ func serverGoroutines() []string {
 	return out
 }
 
+// awaitServerGoroutines polls serverGoroutines until want holds of how
+// many there are, or goneWait has passed, and returns the last stacks.
+func awaitServerGoroutines(want func(n int) bool) []string {
+	left := serverGoroutines()
+	for end := time.Now().Add(goneWait); !want(len(left)) && time.Now().Before(end); left = serverGoroutines() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return left
+}
+
 // assertNoServerGoroutines waits up to goneWait for the server's
 // goroutines to end and fails the test with the stacks of any left.
 func assertNoServerGoroutines(t *testing.T) {
 	t.Helper()
-	left := serverGoroutines()
-	for end := time.Now().Add(goneWait); len(left) > 0 && time.Now().Before(end); left = serverGoroutines() {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if len(left) > 0 {
+	if left := awaitServerGoroutines(func(n int) bool { return n == 0 }); len(left) > 0 {
 		t.Fatalf("%d goroutines of the server left:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }
@@ -62,13 +68,7 @@ func TestServerGoroutinesSeesOneConnection(t *testing.T) {
 	s, addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))
-	waitFor := func(want func(int) bool) int {
-		n := len(serverGoroutines())
-		for end := time.Now().Add(goneWait); !want(n) && time.Now().Before(end); n = len(serverGoroutines()) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		return n
-	}
+	waitFor := func(want func(int) bool) int { return len(awaitServerGoroutines(want)) }
 	idle := waitFor(func(n int) bool { return n > 0 })
 	if idle == 0 {
 		t.Fatal("no goroutine seen for a serving server (its accept loop)")
