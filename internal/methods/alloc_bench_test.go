@@ -102,15 +102,29 @@ func BenchmarkHostCompatPassThrough(b *testing.B) {
 
 // TestHostCompatPassThroughAllocs pins what BenchmarkHostCompatPassThrough
 // measures: a forwarded tools/call or prompts/get costs host-compat no
-// allocation, escaped names aside.
+// allocation, escaped names aside. The proxy asks the handler three things
+// about every request it forwards (ServeLocal, then EditReply and
+// ObserveReply): none of them allocates for a request the sidecar neither
+// answers, edits nor watches, with host-compat on or off.
 func TestHostCompatPassThroughAllocs(t *testing.T) {
 	snap := load1000(t)
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
-		HostCompat: methods.HostCompat{Prompts: true, Tools: true}})
-	for _, method := range []string{"tools/call", "prompts/get"} {
-		req, msg := localRequest(t, false, method, map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
-		if n := testing.AllocsPerRun(100, func() { h.ServeLocal(req, msg) }); n != 0 {
-			t.Errorf("%s of the upstream's name: %v allocations, want 0", method, n)
+	for _, on := range []bool{false, true} {
+		h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap },
+			HostCompat: methods.HostCompat{Prompts: on, Tools: on}})
+		for _, method := range []string{"tools/call", "prompts/get"} {
+			req, msg := localRequest(t, false, method, map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+			if n := testing.AllocsPerRun(100, func() { h.ServeLocal(req, msg) }); n != 0 {
+				t.Errorf("host-compat %v, ServeLocal of %s of the upstream's name: %v allocations, want 0", on, method, n)
+			}
+			if e := h.EditReply(req, msg); e != nil {
+				t.Errorf("host-compat %v: an edit of the reply to %s of the upstream's name", on, method)
+			}
+			if n := testing.AllocsPerRun(100, func() { h.EditReply(req, msg) }); n != 0 {
+				t.Errorf("host-compat %v, EditReply of %s: %v allocations, want 0", on, method, n)
+			}
+			if n := testing.AllocsPerRun(100, func() { h.ObserveReply(req, msg) }); n != 0 {
+				t.Errorf("host-compat %v, ObserveReply of %s: %v allocations, want 0", on, method, n)
+			}
 		}
 	}
 }

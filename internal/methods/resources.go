@@ -18,15 +18,11 @@ import (
 // other request nil. (A forwarded read of a catalog file is watched, not
 // edited: ObserveReply.)
 func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte {
+	// The closures are built in functions of their own (handshakeEdit,
+	// resourcesEdit): a parameter a closure captures moves to the heap on
+	// entry, so one here would cost every forwarded request an allocation.
 	if (msg.Method == "initialize" || msg.Method == "server/discover") && h.opts.Overlay != nil {
-		h.handshake(r, msg) // a client about to list skills (prefetch.go)
-		// The upstream's capabilities, as it declares them: without
-		// resources, the overlay asks it nothing (internal/upstreamfiles/discovery.go).
-		return func(reply []byte) []byte {
-			h.opts.Overlay.ObserveHandshake(reply)
-			h.handshakeAnswered(r, msg, reply)
-			return reply
-		}
+		return h.handshakeEdit(r, msg)
 	}
 	if msg.Method != "resources/list" {
 		return h.editCompatList(r, msg)
@@ -35,6 +31,23 @@ func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []b
 	if len(v.resURIs) == 0 {
 		return nil
 	}
+	return h.resourcesEdit(r, msg, v)
+}
+
+// handshakeEdit is EditReply's edit of a handshake reply.
+func (h *Handler) handshakeEdit(r *http.Request, msg rewrite.Message) func(reply []byte) []byte {
+	h.handshake(r, msg) // a client about to list skills (prefetch.go)
+	// The upstream's capabilities, as it declares them: without
+	// resources, the overlay asks it nothing (internal/upstreamfiles/discovery.go).
+	return func(reply []byte) []byte {
+		h.opts.Overlay.ObserveHandshake(reply)
+		h.handshakeAnswered(r, msg, reply)
+		return reply
+	}
+}
+
+// resourcesEdit is EditReply's edit of a resources/list reply.
+func (h *Handler) resourcesEdit(r *http.Request, msg rewrite.Message, v *view) func(reply []byte) []byte {
 	e, _ := checkEra(r.Header, msg)
 	return func(reply []byte) []byte { return h.appendResources(r, msg, v, e, reply) }
 }
