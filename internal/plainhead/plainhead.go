@@ -99,14 +99,15 @@ func Fields(fields string, values []string) http.Header {
 // (one a reader kept from an earlier head, cleared), and returns it.
 func FieldsInto(h http.Header, fields string, values []string) http.Header {
 	for rest := fields; ; {
-		end := strings.Index(rest, "\r\n")
-		if end <= 0 {
-			break
+		end := strings.IndexByte(rest, '\n') // Scan saw every line end in CRLF
+		if end <= 1 {
+			break // the empty line that ends the head
 		}
-		k, v, _ := strings.Cut(rest[:end], ":")
-		rest = rest[end+2:]
-		key := http.CanonicalHeaderKey(k) // no allocation when k is already canonical
-		v = strings.Trim(v, " \t")
+		line := rest[:end-1]
+		rest = rest[end+1:]
+		colon := strings.IndexByte(line, ':')
+		key := canonicalKey(line[:colon])
+		v := trim(line[colon+1:])
 		vv, ok := h[key]
 		if !ok && len(values) > 0 {
 			vv, values = values[:1:1], values[1:]
@@ -118,6 +119,82 @@ func FieldsInto(h http.Header, fields string, values []string) http.Header {
 	}
 	return h
 }
+
+// trim cuts the spaces and tabs around a field's value, as net/textproto
+// does.
+func trim(v string) string {
+	i, j := 0, len(v)
+	for i < j && (v[i] == ' ' || v[i] == '\t') {
+		i++
+	}
+	for j > i && (v[j-1] == ' ' || v[j-1] == '\t') {
+		j--
+	}
+	return v[i:j]
+}
+
+// canonicalKey is http.CanonicalHeaderKey of k, a token (Scan judged it):
+// k itself when it is canonical already, else its canonical form, which
+// for the names of knownKeys costs no allocation. Clients that write every
+// name in lower case (any client on Node's fetch) would otherwise pay one
+// per field whose name net/textproto does not keep a copy of, such as
+// Mcp-Protocol-Version.
+func canonicalKey(k string) string {
+	upper := true
+	i := 0
+	for ; i < len(k); i++ {
+		c := k[i]
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			break
+		}
+		upper = c == '-'
+	}
+	if i == len(k) {
+		return k
+	}
+	var room [48]byte
+	if len(k) > len(room) {
+		return http.CanonicalHeaderKey(k)
+	}
+	b := room[:len(k)]
+	copy(b, k)
+	for ; i < len(b); i++ {
+		c := b[i]
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+		upper = c == '-'
+	}
+	if known, ok := knownKeys[string(b)]; ok {
+		return known
+	}
+	return string(b)
+}
+
+// knownKeys holds, canonical, the names of the fields MCP traffic
+// carries: the common HTTP ones and the protocol's own.
+var knownKeys = func() map[string]string {
+	names := []string{
+		"Accept", "Accept-Encoding", "Accept-Language", "Authorization",
+		"Baggage", "Cache-Control", "Connection", "Content-Encoding",
+		"Content-Length", "Content-Type", "Cookie", "Date", "Etag", "Host",
+		"Keep-Alive", "Last-Event-Id", "Mcp-Method", "Mcp-Name",
+		"Mcp-Protocol-Version", "Mcp-Session-Id", "Origin", "Pragma",
+		"Proxy-Authorization", "Sec-Fetch-Mode", "Server", "Set-Cookie",
+		"Te", "Traceparent", "Tracestate", "Trailer", "Transfer-Encoding",
+		"Upgrade", "User-Agent", "Vary", "Via", "Www-Authenticate",
+		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
+		"X-Powered-By", "X-Request-Id",
+	}
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = n
+	}
+	return m
+}()
 
 // Length parses a Content-Length of 1 to 18 decimal digits, which net/http
 // reads as the same number.

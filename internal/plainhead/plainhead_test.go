@@ -44,6 +44,55 @@ func TestScan(t *testing.T) {
 	}
 }
 
+// TestCanonicalKey holds canonicalKey to net/http's CanonicalHeaderKey
+// over spellings a client may send: canonical, lower case (Node's fetch),
+// upper case, mixed, with digits and dashes in odd places, and a name
+// longer than the room canonicalKey keeps on the stack.
+func TestCanonicalKey(t *testing.T) {
+	keys := []string{"", "a", "A", "-", "--a", "a-", "1a-b", "x-1b", "ACCEPT", "mcp-protocol-version",
+		"MCP-Protocol-Version", "Mcp-Protocol-Version", "mcp-session-id", "x-custom-thing", "X-CUSTOM-thing",
+		"content-type", "cOnTeNt-TyPe", "te", "x-forwarded-for", "a_b", "a.b-c", "a~b!c#d$e%f&g'h*i+j^k`l|m",
+		strings.Repeat("ab-", 17), strings.Repeat("X", 48), strings.Repeat("x", 49)}
+	for n := range knownKeys {
+		keys = append(keys, n, strings.ToLower(n), strings.ToUpper(n))
+	}
+	for _, k := range keys {
+		if got, want := canonicalKey(k), http.CanonicalHeaderKey(k); got != want {
+			t.Errorf("canonicalKey(%q) = %q, net/http %q", k, got, want)
+		}
+	}
+}
+
+// TestLowerCaseFieldsAllocs: a head whose names are all lower case, as
+// Node's fetch sends them, costs no more allocations than one with the
+// same names canonical, for the names MCP traffic carries.
+func TestLowerCaseFieldsAllocs(t *testing.T) {
+	canonical := "Host: x\r\nContent-Type: a\r\nAccept: b\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n" +
+		"Mcp-Name: echo\r\nMcp-Session-Id: s\r\nLast-Event-Id: 3\r\nAuthorization: Bearer t\r\nTraceparent: 00\r\n\r\n"
+	var lower string
+	for _, l := range strings.SplitAfter(canonical, "\r\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if ok {
+			l = strings.ToLower(k) + ":" + v
+		}
+		lower += l
+	}
+	values := make([]string, 16)
+	h := make(http.Header, 16)
+	count := func(fields string) float64 {
+		return testing.AllocsPerRun(100, func() {
+			clear(h)
+			FieldsInto(h, fields, values)
+		})
+	}
+	if got, want := count(lower), count(canonical); got > want {
+		t.Errorf("lower-case names: %v allocations, canonical ones %v", got, want)
+	}
+	if got := Fields(lower, nil); !reflect.DeepEqual(got, Fields(canonical, nil)) {
+		t.Errorf("lower-case names make %v", got)
+	}
+}
+
 func TestLength(t *testing.T) {
 	for _, c := range []struct {
 		s  string
@@ -66,6 +115,7 @@ func TestLength(t *testing.T) {
 func FuzzScan(f *testing.F) {
 	f.Add([]byte("X\r\nA: b\r\nC-D:e \r\n\r\n"), "12")
 	f.Add([]byte("X\r\nA: b\r\n c\r\n\r\n"), "+1")
+	f.Add([]byte("X\r\nmcp-protocol-version: 2026-07-28\r\nx-custom-Thing:\t1 \r\nACCEPT: a\r\naccept: b\r\n\r\n"), "7")
 	f.Fuzz(func(t *testing.T, head []byte, length string) {
 		if n, ok := Length(length); ok {
 			if m, err := strconv.ParseInt(length, 10, 64); err != nil || m != n {
