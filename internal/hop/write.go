@@ -176,11 +176,14 @@ func appendInline(b []byte, req *http.Request) ([]byte, error) {
 	if err != nil {
 		return b[:head], fmt.Errorf("%w: ContentLength=%d with Body length %d: %w", errBodyLength, req.ContentLength, n, err)
 	}
-	var extra [1]byte
-	if m, _ := req.Body.Read(extra[:]); m > 0 {
+	// One more byte would show a body longer than declared. It is read
+	// into b's room past the body: a buffer of its own would escape to the
+	// heap through the Read, an allocation per request.
+	b = append(b, 0)
+	if m, _ := req.Body.Read(b[len(b)-1:]); m > 0 {
 		return b[:head], fmt.Errorf("%w: ContentLength=%d with a longer Body", errBodyLength, req.ContentLength)
 	}
-	return b, nil
+	return b[:len(b)-1], nil
 }
 
 // plainToken reports whether s is a non-empty HTTP token.
