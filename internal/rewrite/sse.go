@@ -15,9 +15,16 @@ const handOver = 64 << 10
 // DefaultMaxEvent is the per-event size limit NewReader uses for 0.
 const DefaultMaxEvent = 4 << 20
 
-// readBufSize is the size of a Reader's read buffer: the only bytes it holds
-// beyond the current event.
-const readBufSize = 16 << 10
+// A Reader's read buffer (the only bytes it holds beyond the current
+// event) starts at firstReadBuf and doubles, up to readBufSize, each time
+// a read fills it: a source with more to give at once (a long stream
+// arriving in bulk) is read in large pieces, while the usual reply of one
+// small event, read once per call on the era bridge's paths, costs 1 KiB
+// where a buffer of full size cost 16 KiB, zeroed and then collected.
+const (
+	firstReadBuf = 1 << 10
+	readBufSize  = 16 << 10
+)
 
 // ErrEventTooLarge reports an SSE event longer than the Reader's limit. The
 // stream cannot be resynchronised after it: the Reader keeps returning it.
@@ -64,6 +71,7 @@ type Reader struct {
 	started   bool // the BOM check is done
 	afterCR   bool // the last byte consumed was a "\r" ending a non-blank line
 	pendingLF bool // the last event ended with a bare "\r"
+	filled    bool // the last read filled buf: the next is into a larger one
 }
 
 // NewReader returns a Reader of the stream r that refuses events longer than
@@ -72,7 +80,7 @@ func NewReader(r io.Reader, maxEvent int) *Reader {
 	if maxEvent <= 0 {
 		maxEvent = DefaultMaxEvent
 	}
-	return &Reader{src: r, buf: make([]byte, readBufSize), max: maxEvent}
+	return &Reader{src: r, buf: make([]byte, firstReadBuf), max: maxEvent}
 }
 
 // Next returns the next event. It returns as soon as the event's blank line
@@ -202,12 +210,18 @@ func (r *Reader) fill() bool {
 		r.w = copy(r.buf, r.buf[r.r:r.w])
 		r.r = 0
 	}
+	if r.filled && len(r.buf) < readBufSize {
+		grown := make([]byte, min(2*len(r.buf), readBufSize))
+		r.w = copy(grown, r.buf[:r.w]) // compacted above: r.r is 0
+		r.buf = grown
+	}
 	if r.w == len(r.buf) {
 		return true // full of unread bytes; cannot happen, as scan drains it
 	}
 	for tries := 0; r.rerr == nil && r.w < len(r.buf); tries++ {
 		n, err := r.src.Read(r.buf[r.w:])
 		r.w += n
+		r.filled = r.w == len(r.buf)
 		if err != nil {
 			r.rerr = err
 		} else if n == 0 && tries >= 100 {

@@ -208,3 +208,55 @@ func TestReaderEventOwnsBytes(t *testing.T) {
 		t.Errorf("first event after the next Next = %q, %q; want it unchanged", first.Raw, first.Data)
 	}
 }
+
+// countingReader counts the reads a Reader makes of its source.
+type countingReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}
+
+// TestReaderBuffer: a stream of one small event, the usual reply, is read
+// with the first, small buffer; a long stream that arrives in bulk grows
+// it to its full size, so that it takes about as few reads as a buffer of
+// full size from the start (1 MiB: 64 reads of 16 KiB, plus the four
+// smaller ones before the buffer grew). Both streams come out whole.
+func TestReaderBuffer(t *testing.T) {
+	small := []byte("event: message\ndata: " + `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}` + "\n\n")
+	r := NewReader(bytes.NewReader(small), 0)
+	ev, err := r.Next()
+	if err != nil || !bytes.Equal(ev.Raw, small) {
+		t.Fatalf("small stream: %q, %v", ev.Raw, err)
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("small stream: %v after its event, want io.EOF", err)
+	}
+	if len(r.buf) != firstReadBuf {
+		t.Errorf("a stream of %d bytes grew the read buffer to %d bytes, want %d", len(small), len(r.buf), firstReadBuf)
+	}
+
+	long := []byte(utf8BOM)
+	for len(long) < 1<<20 {
+		long = append(long, "data: "+string(bytes.Repeat([]byte("x"), 1000))+"\n\n"...)
+	}
+	src := &countingReader{r: bytes.NewReader(long)}
+	evs, err := readAll(src, 0)
+	if err != io.EOF || !bytes.Equal(concatRaw(evs), long) {
+		t.Fatalf("long stream: %d bytes back, %v; want %d and io.EOF", len(concatRaw(evs)), err, len(long))
+	}
+	if want := len(long)/readBufSize + 4 + 2; src.reads > want {
+		t.Errorf("long stream of %d bytes: %d reads, want at most %d", len(long), src.reads, want)
+	}
+	// The same stream in pieces of any size reads as the same events.
+	pieces, err := readAll(iotest.HalfReader(bytes.NewReader(long)), 0)
+	if err != io.EOF || !bytes.Equal(concatRaw(pieces), long) {
+		t.Fatalf("long stream in halves: %d bytes back, %v", len(concatRaw(pieces)), err)
+	}
+	if diff := cmp.Diff(fieldsOf(evs), fieldsOf(pieces)); diff != "" {
+		t.Errorf("long stream in halves (-bulk +halves):\n%s", diff)
+	}
+}
