@@ -328,8 +328,7 @@ func TestInlineBodyLength(t *testing.T) {
 // A plain request costs the writer no allocation: its buffer comes from a
 // pool, and the byte that checks the body's end is read into that buffer
 // (a variable of its own escaped through the Read). net/http's writer
-// costs about ten. Under the race detector the pool sometimes makes the
-// buffer anew (raceAllocs).
+// costs about ten. The race detector adds its own (raceAllocs).
 func TestInlineWriteAllocations(t *testing.T) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`)
 	h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}

@@ -14,9 +14,11 @@ import (
 // upstream cursor), which ServeLocal answers without the upstream.
 
 // EditReply implements proxy.Local: for resources/list it returns the edit
-// that appends the sidecar's resources to the upstream's last page; for any
-// other request nil. (A forwarded read of a catalog file is watched, not
-// edited: ObserveReply.)
+// that appends the sidecar's resources to the upstream's last page; for a
+// handshake (with an overlay) the one that shows the reply to the overlay;
+// for prompts/list and tools/list, with host-compat on, editCompatList's;
+// for any other request nil. (A forwarded read of a catalog file is
+// watched, not edited: ObserveReply.)
 func (h *Handler) EditReply(r *http.Request, msg rewrite.Message) func(reply []byte) []byte {
 	// The closures are built in functions of their own (handshakeEdit,
 	// resourcesEdit): a parameter a closure captures moves to the heap on

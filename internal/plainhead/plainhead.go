@@ -175,19 +175,26 @@ func canonicalKey(k string) string {
 }
 
 // knownKeys holds, canonical, the names of the fields MCP traffic
-// carries: the common HTTP ones and the protocol's own.
+// carries: the protocol's own, the common HTTP ones, and every name
+// net/textproto keeps a shared copy of, so that no name costs more here
+// than http.CanonicalHeaderKey would (TestKnownKeysCoverNetHTTPs).
 var knownKeys = func() map[string]string {
 	names := []string{
-		"Accept", "Accept-Encoding", "Accept-Language", "Authorization",
-		"Baggage", "Cache-Control", "Connection", "Content-Encoding",
-		"Content-Length", "Content-Type", "Cookie", "Date", "Etag", "Host",
-		"Keep-Alive", "Last-Event-Id", "Mcp-Method", "Mcp-Name",
-		"Mcp-Protocol-Version", "Mcp-Session-Id", "Origin", "Pragma",
-		"Proxy-Authorization", "Sec-Fetch-Mode", "Server", "Set-Cookie",
-		"Te", "Traceparent", "Tracestate", "Trailer", "Transfer-Encoding",
-		"Upgrade", "User-Agent", "Vary", "Via", "Www-Authenticate",
-		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
-		"X-Powered-By", "X-Request-Id",
+		// MCP's own, and what its clients and servers send around them.
+		"Authorization", "Baggage", "Content-Encoding", "Keep-Alive", "Last-Event-Id",
+		"Mcp-Method", "Mcp-Name", "Mcp-Protocol-Version", "Mcp-Session-Id", "Origin",
+		"Proxy-Authorization", "Sec-Fetch-Mode", "Te", "Traceparent", "Tracestate",
+		"Trailer", "Transfer-Encoding", "Upgrade", "Vary", "Www-Authenticate",
+		"X-Forwarded-Host", "X-Forwarded-Proto", "X-Request-Id",
+		// The names net/textproto shares.
+		"Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language", "Accept-Ranges",
+		"Cache-Control", "Cc", "Connection", "Content-Id", "Content-Language",
+		"Content-Length", "Content-Transfer-Encoding", "Content-Type", "Cookie", "Date",
+		"Dkim-Signature", "Etag", "Expires", "From", "Host", "If-Modified-Since",
+		"If-None-Match", "In-Reply-To", "Last-Modified", "Location", "Message-Id",
+		"Mime-Version", "Pragma", "Received", "Return-Path", "Server", "Set-Cookie",
+		"Subject", "To", "User-Agent", "Via", "X-Forwarded-For", "X-Imforwards",
+		"X-Powered-By",
 	}
 	m := make(map[string]string, len(names))
 	for _, n := range names {

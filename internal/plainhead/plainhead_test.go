@@ -93,6 +93,36 @@ func TestLowerCaseFieldsAllocs(t *testing.T) {
 	}
 }
 
+// TestKnownKeysCoverNetHTTPs: no field name costs canonicalKey an
+// allocation where it costs net/http's CanonicalHeaderKey none, in any
+// spelling. The names tried are the HTTP field names of IANA's registry
+// that clients and servers commonly send, and MCP's; net/http itself says
+// which of them it shares.
+func TestKnownKeysCoverNetHTTPs(t *testing.T) {
+	names := []string{"Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language", "Accept-Ranges",
+		"Access-Control-Allow-Origin", "Age", "Allow", "Authorization", "Cache-Control", "Cc", "Connection",
+		"Content-Disposition", "Content-Encoding", "Content-Id", "Content-Language", "Content-Length",
+		"Content-Location", "Content-Range", "Content-Transfer-Encoding", "Content-Type", "Cookie", "Date",
+		"Dkim-Signature", "Etag", "Expect", "Expires", "Forwarded", "From", "Host", "If-Match",
+		"If-Modified-Since", "If-None-Match", "If-Range", "If-Unmodified-Since", "In-Reply-To", "Keep-Alive",
+		"Last-Event-Id", "Last-Modified", "Link", "Location", "Max-Forwards", "Mcp-Method", "Mcp-Name",
+		"Mcp-Protocol-Version", "Mcp-Session-Id", "Message-Id", "Mime-Version", "Origin", "Pragma",
+		"Proxy-Authenticate", "Proxy-Authorization", "Range", "Received", "Referer", "Retry-After",
+		"Return-Path", "Server", "Set-Cookie", "Subject", "Te", "To", "Traceparent", "Tracestate",
+		"Trailer", "Transfer-Encoding", "Upgrade", "User-Agent", "Vary", "Via", "Www-Authenticate",
+		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Imforwards", "X-Powered-By",
+		"X-Request-Id"}
+	for _, n := range names {
+		for _, k := range []string{strings.ToLower(n), strings.ToUpper(n)} {
+			theirs := testing.AllocsPerRun(10, func() { _ = http.CanonicalHeaderKey(k) })
+			ours := testing.AllocsPerRun(10, func() { _ = canonicalKey(k) })
+			if ours > theirs {
+				t.Errorf("%q: %v allocations, net/http's CanonicalHeaderKey %v", k, ours, theirs)
+			}
+		}
+	}
+}
+
 func TestLength(t *testing.T) {
 	for _, c := range []struct {
 		s  string
@@ -116,6 +146,7 @@ func FuzzScan(f *testing.F) {
 	f.Add([]byte("X\r\nA: b\r\nC-D:e \r\n\r\n"), "12")
 	f.Add([]byte("X\r\nA: b\r\n c\r\n\r\n"), "+1")
 	f.Add([]byte("X\r\nmcp-protocol-version: 2026-07-28\r\nx-custom-Thing:\t1 \r\nACCEPT: a\r\naccept: b\r\n\r\n"), "7")
+	f.Add([]byte("X\r\nA: b\t\r\nC:\t \t\r\n\r\n"), "3") // tabs and spaces trimmed from either end
 	f.Fuzz(func(t *testing.T, head []byte, length string) {
 		if n, ok := Length(length); ok {
 			if m, err := strconv.ParseInt(length, 10, 64); err != nil || m != n {

@@ -58,7 +58,8 @@ type Event struct {
 }
 
 // Reader splits a text/event-stream into events. It holds at most one event
-// and a fixed read buffer; it is not safe for concurrent use.
+// and a read buffer of 1 to 16 KiB (firstReadBuf, readBufSize); it is not
+// safe for concurrent use.
 type Reader struct {
 	src  io.Reader
 	buf  []byte // read buffer; buf[r:w] is unread
@@ -221,7 +222,7 @@ func (r *Reader) fill() bool {
 	for tries := 0; r.rerr == nil && r.w < len(r.buf); tries++ {
 		n, err := r.src.Read(r.buf[r.w:])
 		r.w += n
-		r.filled = r.w == len(r.buf)
+		r.filled = err == nil && r.w == len(r.buf) // a source that ended gives no more
 		if err != nil {
 			r.rerr = err
 		} else if n == 0 && tries >= 100 {
