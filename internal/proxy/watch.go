@@ -98,8 +98,17 @@ func (b *watchBody) appendLine(seg []byte) {
 		b.lineOver, b.line = true, b.line[:0]
 		return
 	}
+	if b.line == nil {
+		// Room for a reply's data line from the start, where appends
+		// would grow it from the first line's few bytes.
+		b.line = make([]byte, 0, max(len(seg), firstWatchLine))
+	}
 	b.line = append(b.line, seg...)
 }
+
+// firstWatchLine is the first capacity of a watcher's line buffer: an
+// SSE reply's data line, one JSON-RPC message, is mostly under it.
+const firstWatchLine = 512
 
 func (b *watchBody) endLine() {
 	line, over := b.line, b.lineOver

@@ -164,3 +164,20 @@ func BenchmarkWatchEvent(b *testing.B) {
 		w.scan(ev)
 	}
 }
+
+// TestWatchReplyAllocs: the reply to a POST, when the upstream answers
+// with an SSE stream (go-sdk's and the TypeScript SDK's servers do by
+// default), is one event of a few hundred bytes. Watching it costs one
+// buffer for its lines and one for its data, not a buffer grown by
+// appends.
+func TestWatchReplyAllocs(t *testing.T) {
+	reply := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"" +
+		strings.Repeat("x", 300) + "\"}]}}\n\n")
+	n := testing.AllocsPerRun(100, func() {
+		w := watchBody{fire: func(string, string) {}}
+		w.scan(reply)
+	})
+	if n > 2 {
+		t.Errorf("%v allocations to watch a one-event reply, want at most 2", n)
+	}
+}

@@ -26,6 +26,10 @@ const (
 	readBufSize  = 16 << 10
 )
 
+// firstEvent is the room the scratch buffer of a Reader's events first
+// takes: a usual event, one JSON-RPC message, fits in it.
+const firstEvent = 512
+
 // ErrEventTooLarge reports an SSE event longer than the Reader's limit. The
 // stream cannot be resynchronised after it: the Reader keeps returning it.
 var ErrEventTooLarge = errors.New("rewrite: SSE event too large")
@@ -195,7 +199,9 @@ func (r *Reader) take(n int) error {
 	if need := len(r.ev) + n; need > cap(r.ev) {
 		// Double, where append grows a large slice by a quarter: a
 		// megabyte event is then copied a few times, not dozens.
-		grown := make([]byte, len(r.ev), min(max(need, 2*cap(r.ev)), r.max))
+		// The first takes room for a usual event at once (firstEvent),
+		// where doubling would grow it from its first line's few bytes.
+		grown := make([]byte, len(r.ev), min(max(need, 2*cap(r.ev), firstEvent), r.max))
 		r.ev = grown[:copy(grown, r.ev)]
 	}
 	r.ev = append(r.ev, r.buf[r.r:r.r+n]...)
@@ -272,7 +278,11 @@ func (ev *Event) parseFields() {
 			ev.addData(value, dataLines)
 			dataLines++
 		case "event":
-			ev.Name = string(value)
+			if string(value) == "message" {
+				ev.Name = "message" // the usual name, without a copy
+			} else {
+				ev.Name = string(value)
+			}
 		case "id":
 			if bytes.IndexByte(value, 0) < 0 {
 				ev.ID, ev.HasID = string(value), true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -258,5 +259,26 @@ func TestReaderBuffer(t *testing.T) {
 	}
 	if diff := cmp.Diff(fieldsOf(evs), fieldsOf(pieces)); diff != "" {
 		t.Errorf("long stream in halves (-bulk +halves):\n%s", diff)
+	}
+}
+
+// TestReaderEventAllocs: a stream of one reply event of a few hundred
+// bytes, what the era bridge reads on every call of a sealed session,
+// costs the Reader its read buffer, one scratch buffer for the event and
+// the event's copy of it: not a scratch buffer grown line by line, nor a
+// copy of the usual event name.
+func TestReaderEventAllocs(t *testing.T) {
+	reply := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"" +
+		strings.Repeat("x", 300) + "\"}]}}\n\n")
+	src := bytes.NewReader(reply)
+	n := testing.AllocsPerRun(100, func() {
+		src.Reset(reply)
+		r := NewReader(src, 0)
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 3 {
+		t.Errorf("%v allocations to read a one-event reply, want at most 3 (the read buffer, the event scratch buffer and its copy)", n)
 	}
 }
