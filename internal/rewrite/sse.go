@@ -125,6 +125,57 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
+// Ready reports whether Next would return without waiting for its source:
+// the bytes read and not yet returned hold the blank line that ends an
+// event, or the source has ended or failed (Next then returns what is left,
+// and the end). Bytes the source says it holds (a Buffered method, as
+// package hop's reply bodies have) are read in first. Ready may say false
+// where Next would not wait (an event's end split across reads, a source
+// that does not say what it holds), never true where it would: a relay asks
+// it whether to flush what it has before reading on.
+func (r *Reader) Ready() bool {
+	for tries := 0; ; tries++ {
+		switch {
+		case r.err != nil || r.rerr != nil:
+			return true
+		case (r.started || r.w-r.r >= len(utf8BOM)) && eventEnds(r.buf[r.r:r.w]):
+			// Before the first event, Next first wants the length of a BOM.
+			return true
+		case tries > 0:
+			return false
+		}
+		b, ok := r.src.(interface{ Buffered() int })
+		if !ok || b.Buffered() == 0 || !r.fill() && r.rerr == nil {
+			return false
+		}
+	}
+}
+
+// eventEnds reports whether b holds two line endings in a row (other than
+// the "\r\n" that is one): whatever came before b, the second starts a
+// blank line, which ends an event.
+func eventEnds(b []byte) bool {
+	for i := 0; ; i++ {
+		k := bytes.IndexAny(b[i:], "\r\n")
+		if k < 0 {
+			return false
+		}
+		i += k
+		if i+1 == len(b) {
+			return false
+		}
+		if b[i] == '\r' && b[i+1] == '\n' {
+			i++ // one line ending: what follows it decides
+			if i+1 == len(b) {
+				return false
+			}
+		}
+		if c := b[i+1]; c == '\r' || c == '\n' {
+			return true
+		}
+	}
+}
+
 // consumePrefix moves a leading BOM, or the "\n" completing a "\r" that
 // ended the previous event, into the event buffer.
 func (r *Reader) consumePrefix() {
