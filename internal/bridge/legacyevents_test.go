@@ -77,3 +77,77 @@ func TestLegacyEventsClosed(t *testing.T) {
 		t.Errorf("Read after Close = %d, %v; want 0, %v", n, err, io.ErrClosedPipe)
 	}
 }
+
+// held is an upstream body as package hop's looks: what has arrived is read
+// without waiting and Buffered says how much (the last chunk counting as
+// bytes until read); a read past it would wait, and fails the test here.
+type held struct {
+	t       *testing.T
+	arrived string
+	end     bool // the end has arrived too
+}
+
+func (h *held) Read(p []byte) (int, error) {
+	if h.arrived == "" {
+		if h.end {
+			h.end = false
+			return 0, io.EOF
+		}
+		h.t.Fatal("a read waited for the upstream")
+	}
+	n := copy(p, h.arrived)
+	h.arrived = h.arrived[n:]
+	return n, nil
+}
+
+func (h *held) Buffered() int {
+	if h.arrived == "" && h.end {
+		return 1
+	}
+	return len(h.arrived)
+}
+
+func (h *held) Close() error { return nil }
+
+// TestLegacyEventsBuffered: the proxy's relay asks Buffered whether a Read
+// would return at once. It says yes for a reply that arrived whole (before
+// the first read, so the head waits for the event, and after the event,
+// for the end, so event and end leave together), and no when only part of
+// the next event, or nothing, has arrived: the relay then flushes.
+func TestLegacyEventsBuffered(t *testing.T) {
+	msg, _ := rewrite.ParseMessage([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`))
+	mine := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n"
+	for _, tc := range []struct {
+		name       string
+		arrived    string
+		end        bool
+		before     bool // Buffered before the first read
+		afterFirst bool // after the first event
+	}{
+		{"whole", mine, true, true, true},
+		{"the end later", mine, false, true, false},
+		{"part of the next event", mine + "event: mess", false, true, false},
+		{"part of the first event", mine[:20], false, false, false},
+	} {
+		h := &held{t: t, arrived: tc.arrived, end: tc.end}
+		l := &legacyEvents{r: rewrite.NewReader(h, 1<<20), up: h, msg: msg, done: func() {}}
+		if got := l.Buffered() > 0; got != tc.before {
+			t.Errorf("%s: before the first read, Buffered > 0 is %v, want %v", tc.name, got, tc.before)
+		}
+		if !tc.before {
+			continue // a read would wait
+		}
+		got, err := io.ReadAll(io.LimitReader(l, int64(len(mine))))
+		if err != nil || string(got) != mine {
+			t.Fatalf("%s: the first event %q, %v; want %q", tc.name, got, err, mine)
+		}
+		if got := l.Buffered() > 0; got != tc.afterFirst {
+			t.Errorf("%s: after the first event, Buffered > 0 is %v, want %v", tc.name, got, tc.afterFirst)
+		}
+		if tc.afterFirst {
+			if n, err := l.Read(make([]byte, 64)); n != 0 || err != io.EOF {
+				t.Errorf("%s: after the first event, Read = %d, %v; want the end", tc.name, n, err)
+			}
+		}
+	}
+}

@@ -143,7 +143,7 @@ func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel cont
 	}
 	cw := &chunkWriter{conn: conn, send: send}
 	out, end := p.withNotify(cw, session)
-	err := copyBody(out, body, nil, true, p.buffers)
+	err := copyBody(out, body, nil, eachRead, p.buffers)
 	end() // nothing more of the sidecar's goes after the stream's end
 	switch {
 	case cw.err != nil || left.Load():

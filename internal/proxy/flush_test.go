@@ -74,7 +74,7 @@ func TestCopyBodyWritesABurstOnce(t *testing.T) {
 	more <- burst
 	close(more)
 	w := &flushes{ResponseRecorder: httptest.NewRecorder()}
-	if err := copyBody(w, &arrivals{more: more}, nil, true, newBufferPool()); err != nil {
+	if err := copyBody(w, &arrivals{more: more}, nil, eachRead, newBufferPool()); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.sent) != 1 || w.sent[0] != strings.Join(burst, "") {
@@ -90,7 +90,7 @@ func TestCopyBodyFlushesBeforeWaiting(t *testing.T) {
 	more := make(chan []string)
 	w := &flushes{ResponseRecorder: httptest.NewRecorder(), flushed: make(chan string, 4)}
 	done := make(chan error, 1)
-	go func() { done <- copyBody(w, &arrivals{more: more}, nil, true, newBufferPool()) }()
+	go func() { done <- copyBody(w, &arrivals{more: more}, nil, eachRead, newBufferPool()) }()
 	for _, arrived := range [][]string{{event(0)}, {event(1), event(2)}, {event(3)}} {
 		more <- arrived
 		select {
@@ -143,7 +143,7 @@ func TestCopyBodyHoldsAtMostOneBuffer(t *testing.T) {
 	t.Parallel()
 	w := &writes{ResponseWriter: httptest.NewRecorder()}
 	const total = 1 << 20
-	if err := copyBody(w, &endless{left: total}, nil, true, newBufferPool()); err != nil {
+	if err := copyBody(w, &endless{left: total}, nil, eachRead, newBufferPool()); err != nil {
 		t.Fatal(err)
 	}
 	if w.max > 32<<10 || w.count < total/(32<<10) {
@@ -171,7 +171,7 @@ func TestCopyBodyThroughTheHooks(t *testing.T) {
 	body := &watchBody{ReadCloser: newSSETap(&arrivals{more: more}, obs),
 		fire: func(_, uri string) { fired = append(fired, uri) }}
 	w := &flushes{ResponseRecorder: httptest.NewRecorder()}
-	if err := copyBody(w, body, nil, true, newBufferPool()); err != nil {
+	if err := copyBody(w, body, nil, eachRead, newBufferPool()); err != nil {
 		t.Fatal(err)
 	}
 	_ = body.Close()
@@ -187,5 +187,57 @@ func TestCopyBodyThroughTheHooks(t *testing.T) {
 	}
 	if !slices.Equal(fired, []string{"a", "b", "c"}) {
 		t.Errorf("watcher fired for %q, want a, b, c", fired)
+	}
+}
+
+// endsWithData is an upstream body whose last read brings the end with
+// the last bytes, as net/http's chunked reader does when the last chunk
+// came in the same segment as the event before it.
+type endsWithData struct{ left string }
+
+func (e *endsWithData) Read(p []byte) (int, error) {
+	n := copy(p, e.left)
+	if e.left = e.left[n:]; e.left == "" {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (e *endsWithData) Buffered() int { return len(e.left) }
+
+// TestCopyBodyLeavesTheLastReadToTheEnd: a POST's reply whose end came with
+// its last event is not flushed before the handler ends (the server then
+// sends the event and the end of the reply in one write); a stream whose
+// writer goes on after the copy (a GET stream with the sidecar's own
+// events, a listen stream) is flushed as before.
+func TestCopyBodyLeavesTheLastReadToTheEnd(t *testing.T) {
+	t.Parallel()
+	whole := event(0) + event(1)
+	for _, tc := range []struct {
+		fl   flushing
+		want []string
+	}{
+		{eachReadButLast, nil},
+		{eachRead, []string{whole}},
+	} {
+		w := &flushes{ResponseRecorder: httptest.NewRecorder()}
+		if err := copyBody(w, &endsWithData{left: whole}, nil, tc.fl, newBufferPool()); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(w.sent, tc.want) || w.Body.String() != whole {
+			t.Errorf("flushing %d: flushed %q, wrote %q; want flushes %q and the whole reply", tc.fl, w.sent, w.Body.String(), tc.want)
+		}
+	}
+	// An end that comes later leaves the event flushed while the relay
+	// waits for it.
+	more := make(chan []string, 1)
+	more <- []string{event(0)}
+	close(more)
+	w := &flushes{ResponseRecorder: httptest.NewRecorder()}
+	if err := copyBody(w, &arrivals{more: more}, nil, eachReadButLast, newBufferPool()); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{event(0)}; !slices.Equal(w.sent, want) {
+		t.Errorf("an end that came later: flushed %q, want %q", w.sent, want)
 	}
 }

@@ -157,7 +157,7 @@ func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, re
 	}
 	if s == nil {
 		// Not a stream, or past the hub's bounds: the upstream's bytes alone.
-		if err := copyBody(w, resp.Body, nil, true, p.buffers); err != nil {
+		if err := copyBody(w, resp.Body, nil, eachRead, p.buffers); err != nil {
 			p.abort(r, pl, err)
 		}
 		return

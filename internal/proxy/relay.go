@@ -286,7 +286,14 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 			f.Flush()
 		}
 	}
-	if err := copyBody(w, resp.Body, pending, streamed, p.buffers); err != nil {
+	fl := atEnd
+	switch {
+	case streamed && pl.get():
+		fl = eachRead // a GET stream's writer may hold the sidecar's own events
+	case streamed:
+		fl = eachReadButLast // the handler ends with the reply
+	}
+	if err := copyBody(w, resp.Body, pending, fl, p.buffers); err != nil {
 		p.abort(r, pl, err)
 	}
 
@@ -359,6 +366,22 @@ func readFull(r io.Reader, buf []byte) (int, error) {
 // until the stream goes quiet again.
 const quietRead = 512
 
+// flushing is when copyBody flushes what it wrote to the client.
+type flushing int
+
+const (
+	// atEnd: a body of known length, which the server sends as its buffer
+	// fills and at the handler's end.
+	atEnd flushing = iota
+	// eachRead: a stream, flushed whenever src has nothing more buffered.
+	eachRead
+	// eachReadButLast: eachRead, except that the bytes the last read
+	// brought with the end of src are left for the server, which sends
+	// them with the end of the reply (HTTP/1.1's last chunk) in one write:
+	// for a reply the handler ends as soon as src does.
+	eachReadButLast
+)
+
 // copyBody copies what is pending and then the rest of src to w. A
 // streamed reply is flushed whenever src has nothing more buffered, so no
 // event waits for the next one; what src has buffered (bytes the upstream
@@ -367,19 +390,20 @@ const quietRead = 512
 // brought (up to the pooled buffer's 32 KiB, which also bounds what a slow
 // client holds). A client that went away ends the copy quietly; an
 // upstream read error is returned.
-func copyBody(w http.ResponseWriter, src io.Reader, pending []byte, streamed bool, pool *bufferPool) error {
+func copyBody(w http.ResponseWriter, src io.Reader, pending []byte, fl flushing, pool *bufferPool) error {
 	f, _ := w.(http.Flusher)
+	streamed := fl != atEnd
 	flush := streamed && f != nil
-	write := func(b []byte) bool {
+	write := func(b []byte, last bool) bool {
 		if _, err := w.Write(b); err != nil {
 			return false
 		}
-		if flush {
+		if flush && !(last && fl == eachReadButLast) {
 			f.Flush()
 		}
 		return true
 	}
-	if len(pending) > 0 && !write(pending) {
+	if len(pending) > 0 && !write(pending, false) {
 		return nil
 	}
 	var buf, quiet, big []byte
@@ -410,7 +434,7 @@ func copyBody(w http.ResponseWriter, src io.Reader, pending []byte, streamed boo
 			m, err = src.Read(buf[n:])
 			n += m
 		}
-		if n > 0 && !write(buf[:n]) {
+		if n > 0 && !write(buf[:n], err == io.EOF) {
 			return nil
 		}
 		switch {

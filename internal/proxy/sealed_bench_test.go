@@ -118,12 +118,12 @@ func BenchmarkSealed(b *testing.B) {
 // MCP-Protocol-Version, Mcp-Method and Mcp-Name, and a session when given.
 type sealedCall struct{ url, version, session, body string }
 
-func (c sealedCall) do(b *testing.B, client *http.Client) string { return c.record(b, client).body }
+func (c sealedCall) do(b testing.TB, client *http.Client) string { return c.record(b, client).body }
 
 // recorded is a reply: its Content-Type and body.
 type recorded struct{ contentType, body string }
 
-func (c sealedCall) record(b *testing.B, client *http.Client) recorded {
+func (c sealedCall) record(b testing.TB, client *http.Client) recorded {
 	req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader(c.body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -148,7 +148,7 @@ func (c sealedCall) record(b *testing.B, client *http.Client) recorded {
 // mintSession initializes a legacy session through the sidecar, as
 // scripts/bench-wrk.sh does (initialize, then notifications/initialized
 // in the session), and returns its id.
-func mintSession(b *testing.B, client *http.Client, u string) string {
+func mintSession(b testing.TB, client *http.Client, u string) string {
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")

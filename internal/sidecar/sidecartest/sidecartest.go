@@ -9,6 +9,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -52,6 +53,9 @@ type Options struct {
 	// Wrap, when set, wraps the sidecar's handler: for a test that
 	// watches every request come and go.
 	Wrap func(http.Handler) http.Handler
+	// Listener, when set, wraps the listener the sidecar is served on: for
+	// a test that watches what goes out on each connection.
+	Listener func(net.Listener) net.Listener
 	// Environ is a stdio upstream's environment (sidecar.Options.Environ).
 	Environ []string
 	// SessionKeysInterval is how often the session keys file is read
@@ -95,20 +99,23 @@ func Start(t TB, upstream string, o Options) *Sidecar {
 	if o.Wrap != nil {
 		h = o.Wrap(h)
 	}
-	srv := serve(t, cfg, h)
+	srv := serve(t, cfg, h, o.Listener)
 	return &Sidecar{Sidecar: s, URL: srv.URL + "/mcp", Server: srv, Registry: reg}
 }
 
 // serve serves h on loopback until the test ends with the server cfg's
 // http-server names, as the binary does. For the sidecar's own the
 // httptest.Server is not started: it lends its listener and URL.
-func serve(t TB, cfg config.Config, h http.Handler) *httptest.Server {
+func serve(t TB, cfg config.Config, h http.Handler, wrap func(net.Listener) net.Listener) *httptest.Server {
+	srv := httptest.NewUnstartedServer(h)
+	if wrap != nil {
+		srv.Listener = wrap(srv.Listener)
+	}
 	if cfg.HTTPServer == "net/http" {
-		srv := httptest.NewServer(h)
+		srv.Start()
 		t.Cleanup(srv.Close)
 		return srv
 	}
-	srv := httptest.NewUnstartedServer(h)
 	own := &h1.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: cfg.MaxHeaderBytes}
 	srv.URL = "http://" + srv.Listener.Addr().String()
 	done := make(chan struct{})
