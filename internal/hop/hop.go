@@ -48,11 +48,12 @@
 // package, head and body in one write from a pooled buffer, as nginx sends
 // a buffered request; anything else goes through net/http's request
 // writer, which streams its body. A plain reply's head (read.go: HTTP/1.x,
-// CRLF lines, one decimal Content-Length, a status with a body) is parsed
-// by this package too, into the response net/http's reader would make;
-// any other head (chunked, read to the close, 1xx, 204, 304, a reply to
-// HEAD, anything net/http would refuse or read leniently) goes, unread,
-// to http.ReadResponse. A caller done with a plain reply may give its
+// CRLF lines, a status with a body, one decimal Content-Length or, in
+// HTTP/1.1, "Transfer-Encoding: chunked" as an SSE reply has) is parsed by
+// this package too, into the response net/http's reader would make, a
+// chunked body decoded by net/http's own decoder; any other head (read to
+// the close, 1xx, 204, 304, a reply to HEAD, anything net/http would
+// refuse or read leniently) goes, unread, to http.ReadResponse. A caller done with a plain reply may give its
 // header map back (Release), for a later reply's fields.
 //
 // The Transport speaks plain http:// only; anything else (https, protocol
@@ -410,14 +411,13 @@ func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop
 		t.release(c, stop, keep)
 		return resp
 	}
-	b, ok := resp.Body.(*lengthBody)
-	if ok && b.wrap != nil {
-		// A reply read by plainResponse brought room for the wrapper.
-		w := b.wrap
-		b.wrap = nil
-		w.rc, w.t, w.c, w.stop, w.keep, w.reply = resp.Body, t, c, stop, keep, resp
-		resp.Body = w
-		return resp
+	if b, ok := resp.Body.(plainBody); ok {
+		if w := b.takeWrap(); w != nil {
+			// A reply read by plainResponse brought room for the wrapper.
+			w.rc, w.t, w.c, w.stop, w.keep, w.reply = resp.Body, t, c, stop, keep, resp
+			resp.Body = w
+			return resp
+		}
 	}
 	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep}
 	return resp

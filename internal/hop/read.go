@@ -2,8 +2,13 @@ package hop
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"net/http/httputil"
+	"net/textproto"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -71,23 +76,27 @@ func plainStatusLine(line []byte) bool {
 	return len(line) == 12 || line[12] == ' '
 }
 
-// plainReply is a response parsed here, held with its body, the room for
-// the Transport's wrapper of that body (finish) and the first values of
-// its header in one allocation.
+// plainReply is a response parsed here, held with its body (of a length,
+// or chunked), the room for the Transport's wrapper of that body (finish)
+// and the first values of its header in one allocation.
 type plainReply struct {
 	http.Response
-	body   lengthBody
-	wrap   body
-	values [8]string
+	body    lengthBody
+	chunked chunkedBody
+	wrap    body
+	values  [8]string
+	te      [1]string
 }
 
 // plainResponse builds the response net/http's reader makes of head, a
 // plain head (scanHead), or returns nil for one whose framing is not the
 // plain case: a reply to HEAD, a status without a body (1xx, 204, 304) or
-// outside 200–599, no Content-Length or more than one, one that is not a
-// plain decimal, any Transfer-Encoding or Trailer, or a Pragma (net/http
-// adds a Cache-Control for it). Such a reply goes to net/http's reader,
-// which frames it, refuses it, or reads its body to the connection's close.
+// outside 200–599, a Pragma (net/http adds a Cache-Control for it), a
+// Trailer, and any framing but one Content-Length that is a plain decimal
+// or, in HTTP/1.1, one "Transfer-Encoding: chunked" without a
+// Content-Length (the SSE replies MCP servers send). Such a reply goes to
+// net/http's reader, which frames it, refuses it, or reads its body to the
+// connection's close.
 // The header is built into *spare if spare holds a map (taken: *spare is
 // nil after), else into a new one.
 func plainResponse(br *bufio.Reader, head []byte, req *http.Request, spare *http.Header) *http.Response {
@@ -116,24 +125,34 @@ func plainResponse(br *bufio.Reader, head []byte, req *http.Request, spare *http
 		h = plainhead.Fields(s[end+2:], r.values[:])
 	}
 	resp.Header = h
-	if _, ok := h["Transfer-Encoding"]; ok {
-		return nil
-	}
 	if _, ok := h["Trailer"]; ok {
 		return nil
 	}
 	if _, ok := h["Pragma"]; ok {
 		return nil
 	}
-	cl := h["Content-Length"]
-	if len(cl) != 1 {
+	cl, hasCL := h["Content-Length"]
+	te, chunked := h["Transfer-Encoding"]
+	var n int64
+	switch {
+	case chunked:
+		if hasCL || len(te) != 1 || te[0] != "chunked" || resp.ProtoMinor == 0 {
+			return nil
+		}
+		// As net/http's reader: the framing moves out of the header.
+		delete(h, "Transfer-Encoding")
+		r.te[0] = "chunked"
+		resp.TransferEncoding = r.te[:]
+		resp.ContentLength = -1
+	case len(cl) == 1:
+		var ok bool
+		if n, ok = plainhead.Length(cl[0]); !ok {
+			return nil
+		}
+		resp.ContentLength = n
+	default:
 		return nil
 	}
-	n, ok := plainhead.Length(cl[0])
-	if !ok {
-		return nil
-	}
-	resp.ContentLength = n
 	// net/http's rule for whether the connection closes after the reply,
 	// and its removal of "Connection: close" from an HTTP/1.1 reply.
 	conn := h["Connection"]
@@ -146,13 +165,24 @@ func plainResponse(br *bufio.Reader, head []byte, req *http.Request, spare *http
 			delete(h, "Connection")
 		}
 	}
-	if n == 0 {
+	switch {
+	case chunked:
+		r.chunked = chunkedBody{br: br, cr: httputil.NewChunkedReader(br), resp: resp, wrap: &r.wrap}
+		resp.Body = &r.chunked
+	case n == 0:
 		resp.Body = http.NoBody
-	} else {
+	default:
 		r.body = lengthBody{br: br, n: n, wrap: &r.wrap}
 		resp.Body = &r.body
 	}
 	return resp
+}
+
+// plainBody is a body plainResponse made: it brings room for the
+// Transport's wrapper, taken once (finish).
+type plainBody interface {
+	io.ReadCloser
+	takeWrap() *body
 }
 
 // lengthBody is a body of n bytes read from br, read as net/http reads
@@ -185,3 +215,97 @@ func (b *lengthBody) Read(p []byte) (int, error) {
 }
 
 func (b *lengthBody) Close() error { return nil }
+
+func (b *lengthBody) takeWrap() *body {
+	w := b.wrap
+	b.wrap = nil
+	return w
+}
+
+// chunkedBody is a chunked body read from br as net/http reads one: the
+// chunks by net/http's own decoder (httputil.NewChunkedReader), then the
+// trailer section (readTrailer). Its Close does nothing, as lengthBody's.
+type chunkedBody struct {
+	br     *bufio.Reader
+	cr     io.Reader
+	resp   *http.Response // its Trailer takes the trailer's fields
+	wrap   *body
+	sawEOF bool
+	broken bool // the trailer was bad: every read fails
+}
+
+func (b *chunkedBody) Read(p []byte) (int, error) {
+	switch {
+	case b.broken:
+		return 0, http.ErrBodyReadAfterClose
+	case b.sawEOF:
+		return 0, io.EOF
+	}
+	n, err := b.cr.Read(p)
+	if err == io.EOF {
+		b.sawEOF = true
+		if terr := b.readTrailer(); terr != nil {
+			b.sawEOF, b.broken = false, true
+			err = terr
+		}
+	}
+	return n, err
+}
+
+func (b *chunkedBody) Close() error { return nil }
+
+func (b *chunkedBody) takeWrap() *body {
+	w := b.wrap
+	b.wrap = nil
+	return w
+}
+
+var errTrailerEOF = errors.New("http: unexpected EOF reading trailer")
+
+// readTrailer reads the trailer section after the last chunk as net/http's
+// reader does: the usual empty one is a CRLF; fields go into the
+// response's Trailer; one that does not end within br's buffer, or is
+// cut, is an error.
+func (b *chunkedBody) readTrailer() error {
+	buf, err := b.br.Peek(2)
+	if string(buf) == "\r\n" {
+		b.br.Discard(2)
+		return nil
+	}
+	if len(buf) < 2 {
+		return errTrailerEOF
+	}
+	if err != nil {
+		return err
+	}
+	if !trailerEnds(b.br) {
+		return errors.New("http: suspiciously long trailer after chunked body")
+	}
+	hdr, err := textproto.NewReader(b.br).ReadMIMEHeader()
+	if err != nil {
+		if err == io.EOF {
+			return errTrailerEOF
+		}
+		return err
+	}
+	if b.resp.Trailer == nil {
+		b.resp.Trailer = http.Header(hdr)
+		return nil
+	}
+	maps.Copy(b.resp.Trailer, http.Header(hdr))
+	return nil
+}
+
+// trailerEnds reports whether a CRLF CRLF lies in br's buffer, filled as
+// far as it goes: a trailer is bounded by the buffer.
+func trailerEnds(br *bufio.Reader) bool {
+	for size := 4; ; size++ {
+		buf, err := br.Peek(size)
+		if bytes.HasSuffix(buf, []byte("\r\n\r\n")) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+}

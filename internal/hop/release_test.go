@@ -12,13 +12,13 @@ import (
 
 // replyServer answers every request on a connection with the reply its
 // target names: /a and /b carry fields of their own (RFC 9112 framing by
-// Content-Length), /chunked a chunked body, which this package hands to
-// net/http's reader.
+// Content-Length), /chunked a chunked body whose coding is spelled
+// "Chunked", which this package hands to net/http's reader.
 func replyServer(t *testing.T) string {
 	replies := map[string]string{
 		"/a":       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Only-A: 1\r\nX-Both: a1\r\nX-Both: a2\r\nContent-Length: 2\r\n\r\n{}",
 		"/b":       "HTTP/1.1 201 Created\r\nX-Both: b\r\nContent-Length: 1\r\n\r\nb",
-		"/chunked": "HTTP/1.1 200 OK\r\nX-Chunked: 1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nc\r\n0\r\n\r\n",
+		"/chunked": "HTTP/1.1 200 OK\r\nX-Chunked: 1\r\nTransfer-Encoding: Chunked\r\n\r\n1\r\nc\r\n0\r\n\r\n",
 	}
 	return rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		for {
