@@ -1,8 +1,20 @@
 package proxy_test
 
 import (
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/h1"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // maxForwardAllocs bounds the heap allocations the sidecar adds to one
@@ -61,5 +73,69 @@ func TestForwardAllocations(t *testing.T) {
 		if added > float64(s.bound) {
 			t.Errorf("the sidecar on %s adds %.0f allocations per forwarded tools/call, want at most %d", s.server, added, s.bound)
 		}
+	}
+}
+
+// maxForwardSSEAllocs bounds the same for a tools/call whose reply is an
+// SSE stream, chunked, as go-sdk's and the TypeScript SDK's servers answer
+// a POST by default, with the resource-change watcher on (as the sidecar
+// runs). It was 45; 39 once a reply that came whole left in one write (no
+// flush, which also set the server watching for the client's leaving); 25
+// once package hop, not net/http's reader, read the chunked head; 20 once
+// the watcher kept its first room in its own allocation, the stream's
+// quiet buffer came from a pool and "Connection: keep-alive" was no longer
+// canonicalized to be deleted. See TestForwardAllocations for how it is
+// counted; the bound is exact.
+const maxForwardSSEAllocs = 20 + raceAllocs
+
+// TestForwardSSEAllocations is TestForwardAllocations for an SSE reply.
+func TestForwardSSEAllocations(t *testing.T) {
+	event := "event: message\ndata: " + `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}` + "\n\n"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		// go-sdk's reply: its fields, the event flushed (so chunked), the
+		// end when the handler returns.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache, no-transform")
+		w.Header().Set("Connection", "keep-alive")
+		_, _ = io.WriteString(w, event)
+		w.(http.Flusher).Flush()
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL + "/mcp")
+	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(),
+		Metrics:            metrics.New(prometheus.NewRegistry(), "allocs"),
+		OnResourcesChanged: func(*http.Request, string, string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer client.CloseIdleConnections()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+	least := func(target string) float64 {
+		f := func() {
+			if status := postOnce(t, client, target, body); status != http.StatusOK {
+				t.Fatalf("status %d", status)
+			}
+		}
+		f()
+		m := testing.AllocsPerRun(200, f)
+		for range 2 {
+			m = min(m, testing.AllocsPerRun(200, f))
+		}
+		return m
+	}
+	direct, through := least(up.URL+"/mcp"), least("http://"+l.Addr().String()+"/mcp")
+	added := through - direct
+	t.Logf("allocations per SSE-answered request: direct %.0f, through the sidecar %.0f, added %.0f", direct, through, added)
+	if added > maxForwardSSEAllocs {
+		t.Errorf("the sidecar adds %.0f allocations per tools/call answered with SSE, want at most %d", added, maxForwardSSEAllocs)
 	}
 }

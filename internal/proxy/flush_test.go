@@ -169,7 +169,7 @@ func TestCopyBodyThroughTheHooks(t *testing.T) {
 	obs := &seen{}
 	var fired []string
 	body := &watchBody{ReadCloser: newSSETap(&arrivals{more: more}, obs),
-		fire: func(_, uri string) { fired = append(fired, uri) }}
+		fire: func(_ *http.Request, _, uri string) { fired = append(fired, uri) }}
 	w := &flushes{ResponseRecorder: httptest.NewRecorder()}
 	if err := copyBody(w, body, nil, eachRead, newBufferPool()); err != nil {
 		t.Fatal(err)

@@ -133,17 +133,28 @@ const copyBuffer = 32 << 10
 // bufferPool recycles the relay's 32 KiB copy buffers across requests instead
 // of allocating one per response. It pools the arrays themselves: putting
 // back a pointer to a slice header would cost an allocation per Put.
-type bufferPool struct{ p sync.Pool }
+type bufferPool struct{ p, quiet sync.Pool }
 
 func newBufferPool() *bufferPool {
-	return &bufferPool{p: sync.Pool{New: func() any { return new([copyBuffer]byte) }}}
+	return &bufferPool{
+		p:     sync.Pool{New: func() any { return new([copyBuffer]byte) }},
+		quiet: sync.Pool{New: func() any { return new([quietRead]byte) }},
+	}
 }
 
 func (bp *bufferPool) Get() []byte { return bp.p.Get().(*[copyBuffer]byte)[:] }
 
-// Put takes back a buffer Get returned (any other slice is dropped).
+// GetQuiet returns a buffer of quietRead bytes, for a stream to wait with
+// (copyBody).
+func (bp *bufferPool) GetQuiet() []byte { return bp.quiet.Get().(*[quietRead]byte)[:] }
+
+// Put takes back a buffer Get or GetQuiet returned (any other slice is
+// dropped).
 func (bp *bufferPool) Put(b []byte) {
-	if cap(b) == copyBuffer {
+	switch cap(b) {
+	case copyBuffer:
 		bp.p.Put((*[copyBuffer]byte)(b[:copyBuffer]))
+	case quietRead:
+		bp.quiet.Put((*[quietRead]byte)(b[:quietRead]))
 	}
 }

@@ -45,7 +45,15 @@ var hopHeaders = []string{
 func removeHopHeaders(h http.Header) {
 	for _, f := range h["Connection"] {
 		for sf := range strings.SplitSeq(f, ",") {
-			if sf = textproto.TrimString(sf); sf != "" {
+			switch sf = textproto.TrimString(sf); {
+			case sf == "":
+			case strings.EqualFold(sf, "keep-alive"):
+				// The usual token (go-sdk's SSE replies, Node's requests),
+				// in hopHeaders already: Del would canonicalize a lower
+				// case spelling into a new string.
+			case strings.EqualFold(sf, "close"):
+				delete(h, "Close")
+			default:
 				h.Del(sf)
 			}
 		}
@@ -411,9 +419,12 @@ func copyBody(w http.ResponseWriter, src io.Reader, pending []byte, fl flushing,
 		if big != nil {
 			pool.Put(big)
 		}
+		if quiet != nil {
+			pool.Put(quiet)
+		}
 	}()
 	if streamed {
-		quiet = make([]byte, quietRead)
+		quiet = pool.GetQuiet()
 		buf = quiet
 	} else {
 		big = pool.Get()

@@ -31,13 +31,19 @@ const maxWatchedEvent = 64 << 10
 // keeps at most maxWatchedEvent bytes of the current event and line.
 type watchBody struct {
 	io.ReadCloser
-	fire func(method, uri string)
+	r    *http.Request // the request the stream answers, for fire
+	fire func(r *http.Request, method, uri string)
 
 	line     []byte // the current line so far
 	lineOver bool   // the current line outgrew maxWatchedEvent
 	data     []byte // the current event's data so far
 	over     bool   // the current event outgrew maxWatchedEvent
 	cr       bool   // the last byte seen was a CR (a CRLF may be split)
+
+	// room is the first room of line and data, in the body's own
+	// allocation: an SSE reply's one event (a few hundred bytes) costs
+	// none of its own.
+	room [2 * firstWatchLine]byte
 }
 
 func (b *watchBody) Read(p []byte) (int, error) {
@@ -101,13 +107,14 @@ func (b *watchBody) appendLine(seg []byte) {
 	if b.line == nil {
 		// Room for a reply's data line from the start, where appends
 		// would grow it from the first line's few bytes.
-		b.line = make([]byte, 0, max(len(seg), firstWatchLine))
+		b.line = b.room[:0:firstWatchLine]
 	}
 	b.line = append(b.line, seg...)
 }
 
-// firstWatchLine is the first capacity of a watcher's line buffer: an
-// SSE reply's data line, one JSON-RPC message, is mostly under it.
+// firstWatchLine is the first capacity of a watcher's line buffer, and of
+// its data: an SSE reply's data line, one JSON-RPC message, is mostly under
+// it.
 const firstWatchLine = 512
 
 func (b *watchBody) endLine() {
@@ -129,6 +136,9 @@ func (b *watchBody) endLine() {
 		if b.over || len(b.data)+len(v)+1 > maxWatchedEvent {
 			b.over = true
 			return
+		}
+		if b.data == nil {
+			b.data = b.room[firstWatchLine:firstWatchLine]
 		}
 		if len(b.data) > 0 {
 			b.data = append(b.data, '\n')
@@ -156,13 +166,12 @@ func (b *watchBody) dispatch(data []byte) {
 			continue
 		}
 		uri, _ := rewrite.GetString(m.Params, "uri")
-		b.fire(m.Method, uri)
+		b.fire(b.r, m.Method, uri)
 	}
 }
 
 // watch wraps an SSE reply to r so that the resource-change notifications
 // in it reach OnResourcesChanged.
 func (p *Proxy) watch(r *http.Request, body io.ReadCloser) io.ReadCloser {
-	hook := p.opts.OnResourcesChanged
-	return &watchBody{ReadCloser: body, fire: func(method, uri string) { hook(r, method, uri) }}
+	return &watchBody{ReadCloser: body, r: r, fire: p.opts.OnResourcesChanged}
 }
