@@ -823,20 +823,10 @@ func (l *legacyEvents) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Buffered says whether Read returns without waiting for the upstream, as
-// package hop's reply bodies do, for the proxy's relay (whether to flush
-// before reading on, and whether the reply's first event came with its
-// head): the rest of the event being passed on, else 1 when the event
-// reader has a whole event or the end ready, else 0.
-func (l *legacyEvents) Buffered() int {
-	switch {
-	case len(l.pending) > 0:
-		return len(l.pending)
-	case l.err != nil || l.r.Ready():
-		return 1
-	}
-	return 0
-}
+// Buffered says what Read returns without waiting for the upstream
+// (rewrite.Buffered), for the proxy's relay: whether to flush before
+// reading on, and whether the reply's first event came with its head.
+func (l *legacyEvents) Buffered() int { return rewrite.Buffered(l.pending, l.err, l.r) }
 
 // Close ends the reply: a Read after it fails.
 func (l *legacyEvents) Close() error {

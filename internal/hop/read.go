@@ -167,19 +167,18 @@ func plainResponse(br *bufio.Reader, head []byte, req *http.Request, spare *http
 	}
 	switch {
 	case chunked:
-		r.chunked = chunkedBody{br: br, cr: httputil.NewChunkedReader(br), resp: resp, wrap: &r.wrap}
+		r.chunked = chunkedBody{br: br, cr: httputil.NewChunkedReader(br), resp: resp, wrapRoom: wrapRoom{&r.wrap}}
 		resp.Body = &r.chunked
 	case n == 0:
 		resp.Body = http.NoBody
 	default:
-		r.body = lengthBody{br: br, n: n, wrap: &r.wrap}
+		r.body = lengthBody{br: br, n: n, wrapRoom: wrapRoom{&r.wrap}}
 		resp.Body = &r.body
 	}
 	return resp
 }
 
-// plainBody is a body plainResponse made: it brings room for the
-// Transport's wrapper, taken once (finish).
+// plainBody is a body plainResponse made, with its wrapRoom.
 type plainBody interface {
 	io.ReadCloser
 	takeWrap() *body
@@ -190,9 +189,19 @@ type plainBody interface {
 // ends before it. Its Close does nothing: the Transport's body wrapper
 // decides what becomes of the connection.
 type lengthBody struct {
-	br   *bufio.Reader
-	n    int64
-	wrap *body // room for the Transport's wrapper, taken once (finish)
+	br *bufio.Reader
+	n  int64
+	wrapRoom
+}
+
+// wrapRoom is the room a body plainResponse made brings for the
+// Transport's wrapper, taken once (finish).
+type wrapRoom struct{ wrap *body }
+
+func (r *wrapRoom) takeWrap() *body {
+	w := r.wrap
+	r.wrap = nil
+	return w
 }
 
 func (b *lengthBody) Read(p []byte) (int, error) {
@@ -216,20 +225,14 @@ func (b *lengthBody) Read(p []byte) (int, error) {
 
 func (b *lengthBody) Close() error { return nil }
 
-func (b *lengthBody) takeWrap() *body {
-	w := b.wrap
-	b.wrap = nil
-	return w
-}
-
 // chunkedBody is a chunked body read from br as net/http reads one: the
 // chunks by net/http's own decoder (httputil.NewChunkedReader), then the
 // trailer section (readTrailer). Its Close does nothing, as lengthBody's.
 type chunkedBody struct {
-	br     *bufio.Reader
-	cr     io.Reader
-	resp   *http.Response // its Trailer takes the trailer's fields
-	wrap   *body
+	br   *bufio.Reader
+	cr   io.Reader
+	resp *http.Response // its Trailer takes the trailer's fields
+	wrapRoom
 	sawEOF bool
 	broken bool // the trailer was bad: every read fails
 }
@@ -253,12 +256,6 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 }
 
 func (b *chunkedBody) Close() error { return nil }
-
-func (b *chunkedBody) takeWrap() *body {
-	w := b.wrap
-	b.wrap = nil
-	return w
-}
 
 var errTrailerEOF = errors.New("http: unexpected EOF reading trailer")
 

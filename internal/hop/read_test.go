@@ -250,30 +250,40 @@ func TestUsualHeadsArePlain(t *testing.T) {
 	}
 }
 
+// readAllocs counts the allocations of reading reply with read, head and
+// body to its end, and checks the body is body.
+func readAllocs(t *testing.T, reply []byte, body string, read func(*bufio.Reader, *http.Request) (*http.Response, error)) float64 {
+	t.Helper()
+	req, _ := http.NewRequest("POST", "http://up/mcp", nil)
+	src := bytes.NewReader(reply)
+	br := bufio.NewReaderSize(src, readBuffer)
+	p := make([]byte, 64)
+	return testing.AllocsPerRun(100, func() {
+		src.Reset(reply)
+		br.Reset(src)
+		resp, err := read(br, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for err == nil {
+			var m int
+			m, err = resp.Body.Read(p[n:])
+			n += m
+		}
+		if err != io.EOF || string(p[:n]) != body {
+			t.Fatalf("body %q, %v; want %q", p[:n], err, body)
+		}
+	})
+}
+
 // A plain head costs four allocations (the head as a string, the response
 // with its body, the header map and its table), not net/http's reader's
 // twelve: a bound that a reader always falling back would break; two
 // into a map kept from an earlier reply.
 func TestReadHeadAllocations(t *testing.T) {
 	reply := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: abc\r\nDate: Wed, 02 Dec 2026 08:00:00 GMT\r\nContent-Length: 2\r\n\r\n{}")
-	req, _ := http.NewRequest("POST", "http://up/mcp", nil)
-	src := bytes.NewReader(reply)
-	br := bufio.NewReaderSize(src, readBuffer)
-	p := make([]byte, 8)
-	count := func(read func(*bufio.Reader, *http.Request) (*http.Response, error)) float64 {
-		return testing.AllocsPerRun(100, func() {
-			src.Reset(reply)
-			br.Reset(src)
-			resp, err := read(br, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n, _ := resp.Body.Read(p); n != 2 {
-				t.Fatalf("body of %d bytes", n)
-			}
-		})
-	}
-	ours, theirs := count(readHead), count(http.ReadResponse)
+	ours, theirs := readAllocs(t, reply, "{}", readHead), readAllocs(t, reply, "{}", http.ReadResponse)
 	t.Logf("allocations per response head: hop %.0f, http.ReadResponse %.0f", ours, theirs)
 	if ours > 4 {
 		t.Errorf("%.0f allocations per plain response head, want at most 4 (http.ReadResponse: %.0f)", ours, theirs)
@@ -281,7 +291,7 @@ func TestReadHeadAllocations(t *testing.T) {
 	// Into a map kept from the reply before (Release): the head and the
 	// response alone.
 	var kept http.Header
-	into := count(func(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	into := readAllocs(t, reply, "{}", func(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 		spare := kept
 		resp, err := readHeadInto(br, req, &spare)
 		if err == nil {
@@ -302,30 +312,8 @@ func TestReadHeadAllocations(t *testing.T) {
 func TestReadChunkedAllocations(t *testing.T) {
 	reply := []byte("HTTP/1.1 200 OK\r\nCache-Control: no-cache, no-transform\r\nConnection: keep-alive\r\nContent-Type: text/event-stream\r\n" +
 		"Date: Wed, 02 Dec 2026 08:00:00 GMT\r\nTransfer-Encoding: chunked\r\n\r\n7\r\ndata: 1\r\n3\r\n\n\n\n\r\n0\r\n\r\n")
-	req, _ := http.NewRequest("POST", "http://up/mcp", nil)
-	src := bytes.NewReader(reply)
-	br := bufio.NewReaderSize(src, readBuffer)
-	p := make([]byte, 64)
-	count := func(read func(*bufio.Reader, *http.Request) (*http.Response, error)) float64 {
-		return testing.AllocsPerRun(100, func() {
-			src.Reset(reply)
-			br.Reset(src)
-			resp, err := read(br, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for err == nil {
-				var m int
-				m, err = resp.Body.Read(p[n:])
-				n += m
-			}
-			if err != io.EOF || string(p[:n]) != "data: 1\n\n\n" {
-				t.Fatalf("body %q, %v", p[:n], err)
-			}
-		})
-	}
-	ours, theirs := count(readHead), count(http.ReadResponse)
+	const body = "data: 1\n\n\n"
+	ours, theirs := readAllocs(t, reply, body, readHead), readAllocs(t, reply, body, http.ReadResponse)
 	t.Logf("allocations per chunked reply: hop %.0f, http.ReadResponse %.0f", ours, theirs)
 	if ours > 5 {
 		t.Errorf("%.0f allocations per chunked reply, want at most 5 (http.ReadResponse: %.0f)", ours, theirs)

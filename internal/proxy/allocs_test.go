@@ -5,13 +5,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skills-sidecar/skills-sidecar/internal/h1"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -102,20 +100,14 @@ func TestForwardSSEAllocations(t *testing.T) {
 		w.(http.Flusher).Flush()
 	}))
 	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL + "/mcp")
-	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(),
+	p := newProxy(t, up.URL+"/mcp", proxy.Options{Declaration: rewrite.SkillsSidecar(),
 		Metrics:            metrics.New(prometheus.NewRegistry(), "allocs"),
 		OnResourcesChanged: func(*http.Request, string, string) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	serveOwn(t, p, l, 10*time.Second)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer client.CloseIdleConnections()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`

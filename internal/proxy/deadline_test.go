@@ -68,10 +68,16 @@ func ownServerWith(t *testing.T, upstream string, opts proxy.Options, readHeader
 		t.Fatal(err)
 	}
 	moves := &moves{}
-	srv := &h1.Server{Handler: p, ReadHeaderTimeout: readHeader, IdleTimeout: time.Minute}
-	go srv.Serve(countingListener{Listener: l, moves: moves})
-	t.Cleanup(func() { srv.Close() })
+	serveOwn(t, p, countingListener{Listener: l, moves: moves}, readHeader)
 	return l.Addr().String(), moves
+}
+
+// serveOwn serves h on l with package h1's server (the sidecar's default)
+// until the test ends.
+func serveOwn(t testing.TB, h http.Handler, l net.Listener, readHeader time.Duration) {
+	srv := &h1.Server{Handler: h, ReadHeaderTimeout: readHeader, IdleTimeout: time.Minute}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
 }
 
 // callMessage is a forwarded tools/call with id, head and body.

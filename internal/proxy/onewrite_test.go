@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
-	"github.com/skills-sidecar/skills-sidecar/internal/h1"
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 	"github.com/skills-sidecar/skills-sidecar/internal/proxy"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -106,19 +104,12 @@ func sseOnce(t *testing.T, event string, later chan struct{}) string {
 // listener that counts its writes.
 func ownServerWrites(t *testing.T, upstream string) (string, *writeListener) {
 	t.Helper()
-	u, _ := url.Parse(upstream)
-	p, err := proxy.New(proxy.Options{Upstream: u})
-	if err != nil {
-		t.Fatal(err)
-	}
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := &writeListener{Listener: inner}
-	srv := &h1.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	serveOwn(t, newProxy(t, upstream, proxy.Options{}), l, 10*time.Second)
 	return "http://" + inner.Addr().String() + "/mcp", l
 }
 

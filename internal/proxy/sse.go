@@ -44,20 +44,10 @@ func (s *sseBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Buffered says whether Read returns without waiting for the upstream
-// (copyBody's flush policy, and whether the reply's first event came with
-// its head): the rest of the event being passed on, else 1 when the event
-// reader has a whole event or the end ready (Reader.Ready: bytes that are
-// only part of the next event do not count), else 0.
-func (s *sseBody) Buffered() int {
-	switch {
-	case len(s.pending) > 0:
-		return len(s.pending)
-	case s.err != nil || s.r.Ready():
-		return 1
-	}
-	return 0
-}
+// Buffered says what Read returns without waiting for the upstream
+// (rewrite.Buffered): copyBody's flush policy, and whether the reply's
+// first event came with its head.
+func (s *sseBody) Buffered() int { return rewrite.Buffered(s.pending, s.err, s.r) }
 
 func (s *sseBody) stopped() bool {
 	return s.stop != nil && s.stop.Err() != nil

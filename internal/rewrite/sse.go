@@ -151,6 +151,22 @@ func (r *Reader) Ready() bool {
 	}
 }
 
+// Buffered is, for a reader that passes r's events on one by one, what a
+// Read of it returns without waiting for r's source: the length of pending,
+// the rest of the event it is passing on; else 1 when it has met the end
+// (err) or r has a whole event or the end ready (Ready); else 0. It is the
+// count package hop's reply bodies give (Buffered), which a relay asks to
+// tell whether to flush before reading on.
+func Buffered(pending []byte, err error, r *Reader) int {
+	switch {
+	case len(pending) > 0:
+		return len(pending)
+	case err != nil || r.Ready():
+		return 1
+	}
+	return 0
+}
+
 // eventEnds reports whether b holds two line endings in a row (other than
 // the "\r\n" that is one): whatever came before b, the second starts a
 // blank line, which ends an event.
