@@ -79,8 +79,9 @@ func TestLegacyEventsClosed(t *testing.T) {
 }
 
 // held is an upstream body as package hop's looks: what has arrived is read
-// without waiting and Buffered says how much (the last chunk counting as
-// bytes until read); a read past it would wait, and fails the test here.
+// without waiting and Buffered says how much; an end that has arrived too
+// comes with the last bytes (as hop's bodies return it). A read past what
+// has arrived would wait, and fails the test here.
 type held struct {
 	t       *testing.T
 	arrived string
@@ -90,30 +91,28 @@ type held struct {
 func (h *held) Read(p []byte) (int, error) {
 	if h.arrived == "" {
 		if h.end {
-			h.end = false
 			return 0, io.EOF
 		}
 		h.t.Fatal("a read waited for the upstream")
 	}
 	n := copy(p, h.arrived)
 	h.arrived = h.arrived[n:]
+	if h.arrived == "" && h.end {
+		return n, io.EOF
+	}
 	return n, nil
 }
 
-func (h *held) Buffered() int {
-	if h.arrived == "" && h.end {
-		return 1
-	}
-	return len(h.arrived)
-}
+func (h *held) Buffered() int { return len(h.arrived) }
 
 func (h *held) Close() error { return nil }
 
-// TestLegacyEventsBuffered: the proxy's relay asks Buffered whether a Read
-// would return at once. It says yes for a reply that arrived whole (before
-// the first read, so the head waits for the event, and after the event,
-// for the end, so event and end leave together), and no when only part of
-// the next event, or nothing, has arrived: the relay then flushes.
+// TestLegacyEventsBuffered: the proxy's relay asks Arrived whether the
+// reply's first bytes came with its head (then the head waits for them),
+// and Buffered whether a Read would return at once (else it flushes before
+// reading on). Buffered says yes after the event of a reply that came
+// whole, for the end, so event and end leave together; no when only part
+// of the next event, or nothing, has come. Neither reads.
 func TestLegacyEventsBuffered(t *testing.T) {
 	msg, _ := rewrite.ParseMessage([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`))
 	mine := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n"
@@ -121,21 +120,16 @@ func TestLegacyEventsBuffered(t *testing.T) {
 		name       string
 		arrived    string
 		end        bool
-		before     bool // Buffered before the first read
-		afterFirst bool // after the first event
+		afterFirst bool // Buffered > 0 after the first event
 	}{
-		{"whole", mine, true, true, true},
-		{"the end later", mine, false, true, false},
-		{"part of the next event", mine + "event: mess", false, true, false},
-		{"part of the first event", mine[:20], false, false, false},
+		{"whole", mine, true, true},
+		{"the end later", mine, false, false},
+		{"part of the next event", mine + "event: mess", false, false},
 	} {
 		h := &held{t: t, arrived: tc.arrived, end: tc.end}
 		l := &legacyEvents{r: rewrite.NewReader(h, 1<<20), up: h, msg: msg, done: func() {}}
-		if got := l.Buffered() > 0; got != tc.before {
-			t.Errorf("%s: before the first read, Buffered > 0 is %v, want %v", tc.name, got, tc.before)
-		}
-		if !tc.before {
-			continue // a read would wait
+		if !l.Arrived() || l.Buffered() != 0 {
+			t.Errorf("%s: before the first read, Arrived %v and Buffered %d; want true and 0 (nothing read yet)", tc.name, l.Arrived(), l.Buffered())
 		}
 		got, err := io.ReadAll(io.LimitReader(l, int64(len(mine))))
 		if err != nil || string(got) != mine {
@@ -149,5 +143,10 @@ func TestLegacyEventsBuffered(t *testing.T) {
 				t.Errorf("%s: after the first event, Read = %d, %v; want the end", tc.name, n, err)
 			}
 		}
+	}
+	h := &held{t: t}
+	l := &legacyEvents{r: rewrite.NewReader(h, 1<<20), up: h, msg: msg, done: func() {}}
+	if l.Arrived() {
+		t.Error("nothing arrived: Arrived says yes")
 	}
 }

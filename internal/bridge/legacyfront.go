@@ -828,6 +828,11 @@ func (l *legacyEvents) Read(p []byte) (int, error) {
 // reading on, and whether the reply's first event came with its head.
 func (l *legacyEvents) Buffered() int { return rewrite.Buffered(l.pending, l.err, l.r) }
 
+// Arrived says whether anything of the reply has come that Read has not
+// returned (rewrite.Reader.Arrived), for the proxy's relay: a reply whose
+// first bytes came with its head does not get its head flushed alone.
+func (l *legacyEvents) Arrived() bool { return len(l.pending) > 0 || l.err != nil || l.r.Arrived() }
+
 // Close ends the reply: a Read after it fails.
 func (l *legacyEvents) Close() error {
 	l.closed.Store(true)

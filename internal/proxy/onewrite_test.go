@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,6 +61,18 @@ func (c *writeConn) Write(p []byte) (int, error) {
 // by hand from RFC 9112, section 7.1). With later, it writes the event and
 // the last chunk apart, the second after the first has been relayed.
 func sseOnce(t *testing.T, event string, later chan struct{}) string {
+	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", len(event), event)
+	if later == nil {
+		return rawReply(t, head+chunk+"0\r\n\r\n", "", nil, nil)
+	}
+	return rawReply(t, head+chunk, "0\r\n\r\n", later, nil)
+}
+
+// rawReply is an upstream that answers every request with the bytes
+// first, then, once later is closed (nil: at once), rest, in another write,
+// and sets wrote (when not nil) once it has.
+func rawReply(t *testing.T, first, rest string, later chan struct{}, wrote *atomic.Bool) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,18 +94,19 @@ func sseOnce(t *testing.T, event string, later chan struct{}) string {
 						return
 					}
 					_, _ = io.Copy(io.Discard, req.Body)
-					head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-					chunk := fmt.Sprintf("%x\r\n%s\r\n", len(event), event)
-					if later == nil {
-						_, _ = io.WriteString(c, head+chunk+"0\r\n\r\n")
-						continue
+					_, _ = io.WriteString(c, first)
+					if later != nil {
+						select {
+						case <-later:
+						case <-time.After(clientBound):
+						}
 					}
-					_, _ = io.WriteString(c, head+chunk)
-					select {
-					case <-later:
-					case <-time.After(clientBound):
+					if rest != "" {
+						_, _ = io.WriteString(c, rest)
 					}
-					_, _ = io.WriteString(c, "0\r\n\r\n")
+					if wrote != nil {
+						wrote.Store(true)
+					}
 				}
 			}()
 		}
@@ -219,5 +233,27 @@ func TestSealedSSEReplyLeavesInOneWrite(t *testing.T) {
 	}
 	if w := l.taken()[before:]; len(w) != 1 {
 		t.Errorf("the reply left in %d writes %q, want 1", len(w), w)
+	}
+}
+
+// TestSSEEventNotHeldForFraming: an edited reply (initialize's) whose
+// event has come with only part of the chunk framing after it (the CR of
+// the chunk's CRLF) is sent to the client before the rest of the framing
+// comes: the relay does not wait on bytes that are not an event.
+func TestSSEEventNotHeldForFraming(t *testing.T) {
+	t.Parallel()
+	ev := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\n"
+	later := make(chan struct{})
+	defer close(later)
+	var wrote atomic.Bool
+	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+	sidecar, _ := ownServerWrites(t, rawReply(t, head+fmt.Sprintf("%x\r\n%s\r", len(ev), ev), "\n0\r\n\r\n", later, &wrote))
+	resp := postCall(t, sidecar, "initialize")
+	defer resp.Body.Close()
+	got := make([]byte, len(ev))
+	// A relay that waited on the framing gets the event only when the
+	// upstream's hang guard sends the rest: the read succeeds, late.
+	if _, err := io.ReadFull(resp.Body, got); err != nil || string(got) != ev || wrote.Load() {
+		t.Fatalf("the client read %q, %v (the upstream had sent the rest: %v); want the event before the rest", got, err, wrote.Load())
 	}
 }

@@ -344,8 +344,12 @@ func buffered(src io.Reader) int {
 }
 
 // bodyArrived reports whether bytes of body are already buffered, for a
-// body from package hop; other bodies are taken not to have any.
+// body from package hop or one that says so (the era bridge's reader of an
+// SSE reply: Arrived); other bodies are taken not to have any.
 func bodyArrived(body io.Reader) bool {
+	if a, ok := body.(interface{ Arrived() bool }); ok {
+		return a.Arrived()
+	}
 	b, ok := body.(interface{ Buffered() int })
 	return ok && b.Buffered() > 0
 }

@@ -125,30 +125,32 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-// Ready reports whether Next would return without waiting for its source:
-// the bytes read and not yet returned hold the blank line that ends an
-// event, or the source has ended or failed (Next then returns what is left,
-// and the end). Bytes the source says it holds (a Buffered method, as
-// package hop's reply bodies have) are read in first. Ready may say false
-// where Next would not wait (an event's end split across reads, a source
-// that does not say what it holds), never true where it would: a relay asks
-// it whether to flush what it has before reading on.
+// Ready reports whether Next would return without waiting for its source,
+// judged from what the Reader holds alone: the bytes read and not yet
+// returned hold the blank line that ends an event, or the source has ended
+// or failed (Next then returns what is left, and the end). It reads
+// nothing: a source's count of the bytes it holds may include some a read
+// would still wait past (a chunked body's framing), and a relay that asks
+// holds an event meanwhile. Ready may say false where Next would not wait
+// (an event's end split across reads), never true where it would: a relay
+// asks it whether to flush what it has before reading on.
 func (r *Reader) Ready() bool {
-	for tries := 0; ; tries++ {
-		switch {
-		case r.err != nil || r.rerr != nil:
-			return true
-		case (r.started || r.w-r.r >= len(utf8BOM)) && eventEnds(r.buf[r.r:r.w]):
-			// Before the first event, Next first wants the length of a BOM.
-			return true
-		case tries > 0:
-			return false
-		}
-		b, ok := r.src.(interface{ Buffered() int })
-		if !ok || b.Buffered() == 0 || !r.fill() && r.rerr == nil {
-			return false
-		}
+	// Only Next reads, and the first Next looks for the BOM: bytes held
+	// here have been past that check.
+	return r.err != nil || r.rerr != nil || eventEnds(r.buf[r.r:r.w])
+}
+
+// Arrived reports whether anything of the stream has come that Next has
+// not returned: bytes the Reader holds, its source's end, or bytes the
+// source says it holds (a Buffered method, as package hop's reply bodies
+// have). Unlike Ready it does not say that Next would not wait: those
+// bytes may be only part of an event. It reads nothing.
+func (r *Reader) Arrived() bool {
+	if r.w > r.r || r.err != nil || r.rerr != nil {
+		return true
 	}
+	b, ok := r.src.(interface{ Buffered() int })
+	return ok && b.Buffered() > 0
 }
 
 // Buffered is, for a reader that passes r's events on one by one, what a
