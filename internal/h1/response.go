@@ -524,9 +524,8 @@ func first(vv []string) string {
 // announced in Trailer and those named with http.TrailerPrefix, as they
 // stand now.
 func (w *response) appendTrailers(b []byte) []byte {
-	if !w.trailers {
-		return b
-	}
+	// Not only when the head announced some: as net/http's server, the
+	// fields named with TrailerPrefix after the head went are sent too.
 	var t http.Header
 	for k, vv := range w.header {
 		if kk, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {

@@ -162,6 +162,15 @@ var sameCases = []sameCase{
 		w.Header().Set("X-Sum", "42")
 		w.Header().Set(http.TrailerPrefix+"X-Late", "7")
 	}},
+	{"trailer unannounced, after a flush", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"GET"}, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "body")
+		w.(http.Flusher).Flush()
+		w.Header().Set(http.TrailerPrefix+"X-Late", "7")
+	}},
+	{"trailer unannounced, no flush", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"GET"}, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "body")
+		w.Header().Set(http.TrailerPrefix+"X-Late", "7")
+	}},
 	{"header after WriteHeader", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"GET"}, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Before", "1")
 		w.WriteHeader(200)

@@ -257,3 +257,22 @@ func TestSSEEventNotHeldForFraming(t *testing.T) {
 		t.Fatalf("the client read %q, %v (the upstream had sent the rest: %v); want the event before the rest", got, err, wrote.Load())
 	}
 }
+
+// TestUnannouncedTrailersReachTheClient: a whole SSE reply whose upstream
+// sends a trailer it did not announce reaches the client with it, on
+// either of the sidecar's HTTP servers: the reply goes chunked to carry it.
+func TestUnannouncedTrailersReachTheClient(t *testing.T) {
+	t.Parallel()
+	ev := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n"
+	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+	up := rawReply(t, head+fmt.Sprintf("%x\r\n%s\r\n0\r\nX-Sum: abc\r\n\r\n", len(ev), ev), "", nil, nil)
+	own, _ := ownServerWrites(t, up)
+	for _, u := range []string{own, newSidecar(t, up).URL + "/mcp"} {
+		resp := postCall(t, u, "tools/call")
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != ev || resp.Trailer.Get("X-Sum") != "abc" {
+			t.Errorf("%s: body %q, %v, trailer %v; want the event and X-Sum: abc", u, b, err, resp.Trailer)
+		}
+	}
+}

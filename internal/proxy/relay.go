@@ -311,6 +311,13 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		}
 		return
 	}
+	if f, ok := w.(http.Flusher); ok && fl == eachReadButLast {
+		// Trailers the upstream did not announce: the reply, which the
+		// last read left unflushed, must go chunked to carry them, and
+		// a server that has not sent the head gives a short reply a
+		// Content-Length instead.
+		f.Flush()
+	}
 	for k, vv := range resp.Trailer {
 		for _, v := range vv {
 			h.Add(http.TrailerPrefix+k, v)
