@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/textproto"
@@ -260,7 +259,7 @@ func (b *chunkedBody) Close() error { return nil }
 var errTrailerEOF = errors.New("http: unexpected EOF reading trailer")
 
 // readTrailer reads the trailer section after the last chunk as net/http's
-// reader does: the usual empty one is a CRLF; fields go into the
+// reader does: the usual empty one is a CRLF; fields become the
 // response's Trailer; one that does not end within br's buffer, or is
 // cut, is an error.
 func (b *chunkedBody) readTrailer() error {
@@ -285,11 +284,9 @@ func (b *chunkedBody) readTrailer() error {
 		}
 		return err
 	}
-	if b.resp.Trailer == nil {
-		b.resp.Trailer = http.Header(hdr)
-		return nil
-	}
-	maps.Copy(b.resp.Trailer, http.Header(hdr))
+	// plainResponse takes no reply that announces a Trailer, so there is
+	// none to merge into.
+	b.resp.Trailer = http.Header(hdr)
 	return nil
 }
 

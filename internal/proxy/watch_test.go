@@ -195,3 +195,20 @@ func TestWatchReplyAllocs(t *testing.T) {
 		t.Errorf("%v allocations to watch a one-event reply, want 1", n)
 	}
 }
+
+// TestWatchLongLineKeepsEarlierData: a notification whose data spans two
+// lines, the second longer than the watcher's first room for a line, is
+// still parsed: the long line grows into a buffer of its own, not over the
+// data kept from the first.
+func TestWatchLongLineKeepsEarlierData(t *testing.T) {
+	uri := "file:///" + strings.Repeat("x", 2*firstWatchLine)
+	ev := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\n" +
+		"data: \"params\":{\"uri\":\"" + uri + "\"}}\n\n"
+	got, out := watchAll(t, strings.NewReader(ev))
+	if out != ev {
+		t.Fatalf("passed on %q, want the stream unchanged", out)
+	}
+	if want := []fired{{ResourceUpdated, uri}}; len(got) != 1 || got[0] != want[0] {
+		t.Errorf("fired %v, want %v", got, want)
+	}
+}
