@@ -407,6 +407,7 @@ func (c *conn) clearHeadDeadline() {
 // when the body has been read whole (at once for a reply without one).
 func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop func() bool) *http.Response {
 	keep := !resp.Close && !req.Close
+	chunked := len(resp.TransferEncoding) > 0
 	if resp.Body == http.NoBody {
 		t.release(c, stop, keep)
 		return resp
@@ -414,12 +415,12 @@ func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop
 	if b, ok := resp.Body.(plainBody); ok {
 		if w := b.takeWrap(); w != nil {
 			// A reply read by plainResponse brought room for the wrapper.
-			w.rc, w.t, w.c, w.stop, w.keep, w.reply = resp.Body, t, c, stop, keep, resp
+			w.rc, w.t, w.c, w.stop, w.keep, w.reply, w.chunked = resp.Body, t, c, stop, keep, resp, chunked
 			resp.Body = w
 			return resp
 		}
 	}
-	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep}
+	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep, chunked: chunked}
 	return resp
 }
 
@@ -441,6 +442,9 @@ type body struct {
 	c    *conn
 	stop func() bool
 	keep bool
+	// chunked: the body is chunked, and Buffered cannot tell data from
+	// framing.
+	chunked bool
 
 	mu    sync.Mutex
 	done  bool
@@ -491,15 +495,27 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Buffered reports how many bytes of the reply have arrived and not been
-// read yet, so a relay can tell whether a read would return at once.
+// Buffered reports how many bytes of the body a read returns at once,
+// without waiting for the upstream, so a relay can tell whether to flush
+// what it has before reading on. For a chunked body it is 0: the bytes
+// that have arrived may be only framing (the CRLF after a chunk, part of a
+// size line), past which a read waits; and one read already returns every
+// chunk that has arrived whole, the end with it when that has come too.
 func (b *body) Buffered() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.done {
+	if b.done || b.chunked {
 		return 0
 	}
 	return b.c.br.Buffered()
+}
+
+// Arrived reports whether any of the body has arrived and not been read,
+// framing included: whether its first bytes came with the head.
+func (b *body) Arrived() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.done && b.c.br.Buffered() > 0
 }
 
 // Close closes the body; a connection whose reply was not read to the end

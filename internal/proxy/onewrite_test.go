@@ -236,25 +236,33 @@ func TestSealedSSEReplyLeavesInOneWrite(t *testing.T) {
 	}
 }
 
-// TestSSEEventNotHeldForFraming: an edited reply (initialize's) whose
-// event has come with only part of the chunk framing after it (the CR of
-// the chunk's CRLF) is sent to the client before the rest of the framing
-// comes: the relay does not wait on bytes that are not an event.
+// TestSSEEventNotHeldForFraming: a reply whose event has come with only
+// part of the chunk framing after it (the CR of the chunk's CRLF) reaches
+// the client before the rest of the framing comes: the relay does not
+// wait on bytes that are not an event. So for a reply passed on as it came
+// (tools/call: package hop's body) and for one read event by event to be
+// edited (initialize's).
 func TestSSEEventNotHeldForFraming(t *testing.T) {
 	t.Parallel()
-	ev := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"serverInfo\":{\"name\":\"u\",\"version\":\"1\"}}}\n\n"
-	later := make(chan struct{})
-	defer close(later)
-	var wrote atomic.Bool
-	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-	sidecar, _ := ownServerWrites(t, rawReply(t, head+fmt.Sprintf("%x\r\n%s\r", len(ev), ev), "\n0\r\n\r\n", later, &wrote))
-	resp := postCall(t, sidecar, "initialize")
-	defer resp.Body.Close()
-	got := make([]byte, len(ev))
-	// A relay that waited on the framing gets the event only when the
-	// upstream's hang guard sends the rest: the read succeeds, late.
-	if _, err := io.ReadFull(resp.Body, got); err != nil || string(got) != ev || wrote.Load() {
-		t.Fatalf("the client read %q, %v (the upstream had sent the rest: %v); want the event before the rest", got, err, wrote.Load())
+	for _, tc := range []struct{ method, result string }{
+		{"tools/call", `{"content":[]}`},
+		{"initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"u","version":"1"}}`},
+	} {
+		ev := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":" + tc.result + "}\n\n"
+		later := make(chan struct{})
+		var wrote atomic.Bool
+		head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+		sidecar, _ := ownServerWrites(t, rawReply(t, head+fmt.Sprintf("%x\r\n%s\r", len(ev), ev), "\n0\r\n\r\n", later, &wrote))
+		resp := postCall(t, sidecar, tc.method)
+		got := make([]byte, len(ev))
+		// A relay that waited on the framing gets the event only when the
+		// upstream's hang guard sends the rest: the read succeeds, late.
+		_, err := io.ReadFull(resp.Body, got)
+		if err != nil || string(got) != ev || wrote.Load() {
+			t.Errorf("%s: the client read %q, %v (the upstream had sent the rest: %v); want the event before the rest", tc.method, got, err, wrote.Load())
+		}
+		close(later)
+		resp.Body.Close()
 	}
 }
 

@@ -141,13 +141,16 @@ func (r *Reader) Ready() bool {
 }
 
 // Arrived reports whether anything of the stream has come that Next has
-// not returned: bytes the Reader holds, its source's end, or bytes the
-// source says it holds (a Buffered method, as package hop's reply bodies
-// have). Unlike Ready it does not say that Next would not wait: those
+// not returned: bytes the Reader holds, its source's end, or what its
+// source says has arrived (an Arrived method, as package hop's reply
+// bodies have, else a Buffered one). Unlike Ready it does not say that Next would not wait: those
 // bytes may be only part of an event. It reads nothing.
 func (r *Reader) Arrived() bool {
 	if r.w > r.r || r.err != nil || r.rerr != nil {
 		return true
+	}
+	if a, ok := r.src.(interface{ Arrived() bool }); ok {
+		return a.Arrived()
 	}
 	b, ok := r.src.(interface{ Buffered() int })
 	return ok && b.Buffered() > 0
