@@ -53,8 +53,9 @@
 // this package too, into the response net/http's reader would make, a
 // chunked body decoded by net/http's own decoder; any other head (read to
 // the close, 1xx, 204, 304, a reply to HEAD, anything net/http would
-// refuse or read leniently) goes, unread, to http.ReadResponse. A caller done with a plain reply may give its
-// header map back (Release), for a later reply's fields.
+// refuse or read leniently) goes, unread, to http.ReadResponse. A caller
+// done with a plain reply may give its header map back (Release), for a
+// later reply's fields.
 //
 // The Transport speaks plain http:// only; anything else (https, protocol
 // upgrades) goes to its Fallback.

@@ -16,6 +16,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // The relay is the proxy's own forwarding loop, in place of
@@ -228,7 +229,7 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 	// Whether the body's first bytes came with the headers (as go-sdk's
 	// replies do): then both leave in one write. Asked before the response
 	// hooks wrap the body.
-	arrived := bodyArrived(resp.Body)
+	arrived := rewrite.Arrived(resp.Body)
 	mt := mediaType(resp.Header.Get("Content-Type")) // once: parsing it allocates
 	if err := p.modifyResponse(r, resp, pl, mt); err != nil {
 		resp.Body.Close()
@@ -350,16 +351,7 @@ func buffered(src io.Reader) int {
 	return b.Buffered()
 }
 
-// bodyArrived reports whether bytes of body are already buffered, for a
-// body from package hop or one that says so (the era bridge's reader of an
-// SSE reply: Arrived); other bodies are taken not to have any.
-func bodyArrived(body io.Reader) bool {
-	if a, ok := body.(interface{ Arrived() bool }); ok {
-		return a.Arrived()
-	}
-	b, ok := body.(interface{ Buffered() int })
-	return ok && b.Buffered() > 0
-}
+
 
 // readFull reads into buf until it is full (nil error) or the body ends
 // (io.EOF, with what came before it). Not io.ReadFull: that reports a

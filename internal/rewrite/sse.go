@@ -142,17 +142,22 @@ func (r *Reader) Ready() bool {
 
 // Arrived reports whether anything of the stream has come that Next has
 // not returned: bytes the Reader holds, its source's end, or what its
-// source says has arrived (an Arrived method, as package hop's reply
-// bodies have, else a Buffered one). Unlike Ready it does not say that Next would not wait: those
-// bytes may be only part of an event. It reads nothing.
+// source says has arrived (Arrived). Unlike Ready it does not say that
+// Next would not wait: those bytes may be only part of an event. It reads
+// nothing.
 func (r *Reader) Arrived() bool {
-	if r.w > r.r || r.err != nil || r.rerr != nil {
-		return true
-	}
-	if a, ok := r.src.(interface{ Arrived() bool }); ok {
+	return r.w > r.r || r.err != nil || r.rerr != nil || Arrived(r.src)
+}
+
+// Arrived reports whether a body says any of it has arrived and not been
+// read: by an Arrived method (package hop's reply bodies, framing
+// included; the era bridge's reader of an SSE reply), else by a Buffered
+// one. A body that says neither is taken to have nothing.
+func Arrived(body io.Reader) bool {
+	if a, ok := body.(interface{ Arrived() bool }); ok {
 		return a.Arrived()
 	}
-	b, ok := r.src.(interface{ Buffered() int })
+	b, ok := body.(interface{ Buffered() int })
 	return ok && b.Buffered() > 0
 }
 
