@@ -351,8 +351,6 @@ func buffered(src io.Reader) int {
 	return b.Buffered()
 }
 
-
-
 // readFull reads into buf until it is full (nil error) or the body ends
 // (io.EOF, with what came before it). Not io.ReadFull: that reports a
 // short clean end as io.ErrUnexpectedEOF, the error a cut chunked body
