@@ -120,7 +120,7 @@ func modernParamsMarshal(params json.RawMessage, caps, info json.RawMessage, log
 // of the request as a map (see ModernParams), written directly when the
 // method is a plain string and the id and params are JSON.
 func ModernRequest(msg rewrite.Message, params json.RawMessage) []byte {
-	if !plainKey([]byte(msg.Method)) || (msg.ID != nil && !json.Valid(msg.ID)) || !json.Valid(params) {
+	if !plainKey([]byte(msg.Method)) || (msg.ID != nil && !rewrite.Valid(msg.ID)) || !rewrite.Valid(params) {
 		return modernRequestMarshal(msg, params)
 	}
 	out := make([]byte, 0, len(`{"id":,"jsonrpc":"2.0","method":"","params":}`)+len(msg.ID)+len(msg.Method)+len(params))

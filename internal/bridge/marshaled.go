@@ -109,14 +109,14 @@ func sortMembers(ms []member) bool {
 // _meta that is not an object or null, caps or info that are not JSON, a
 // log level that is not plain.
 func modernParamsDirect(params json.RawMessage, caps, info json.RawMessage, logLevel string) (json.RawMessage, bool) {
-	if !plainKey([]byte(logLevel)) || !json.Valid(caps) || !json.Valid(info) {
+	if !plainKey([]byte(logLevel)) || !rewrite.Valid(caps) || !rewrite.Valid(info) {
 		return nil, false
 	}
 	var top, meta [16]member
 	ps, ms := top[:0], meta[:0]
 	var rawMeta []byte
 	if t := bytes.TrimSpace(params); len(t) > 0 && string(t) != "null" {
-		if !json.Valid(t) {
+		if !rewrite.Valid(t) {
 			return nil, false
 		}
 		var ok bool

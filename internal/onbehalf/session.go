@@ -53,7 +53,7 @@ func (s Held) Initialize(ctx context.Context, version string, caps, info json.Ra
 	body = rewrite.AppendString(append(body, `,"method":"initialize","params":{"protocolVersion":`...), version)
 	body = append(append(body, `,"capabilities":`...), caps...)
 	body = append(append(append(body, `,"clientInfo":`...), info...), "}}"...)
-	if !json.Valid(body) {
+	if !rewrite.Valid(body) {
 		return nil, nil, errInvalidParams
 	}
 	opening := Held{URL: s.URL, Caller: s.Caller}

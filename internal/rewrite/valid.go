@@ -6,6 +6,11 @@ import "encoding/binary"
 // document with more than this many open objects and arrays.
 const maxNesting = 10000
 
+// Valid reports whether b is one JSON value, exactly as encoding/json's
+// Valid does, at valid's cost: for the packages that check JSON they were
+// handed or built before writing it into a message.
+func Valid(b []byte) bool { return valid(b) }
+
 // valid reports whether b is one JSON value (RFC 8259) with optional
 // surrounding whitespace, exactly as json.Valid does: strings are not
 // checked for valid UTF-8, control characters in them are refused, and

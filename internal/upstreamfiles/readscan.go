@@ -10,6 +10,8 @@ import (
 	"math/bits"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // readScan learns the digest of a forwarded resources/read while its reply
@@ -316,7 +318,7 @@ func (s *readScan) appendRaw(b ...byte) {
 }
 
 func (s *readScan) endLiteral() {
-	if !json.Valid(s.raw) {
+	if !rewrite.Valid(s.raw) {
 		s.fail()
 		return
 	}
