@@ -3,7 +3,6 @@ package caller
 import (
 	"context"
 	"crypto/sha256"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -128,21 +127,38 @@ func (res *Resolver) Of(r *http.Request) ID {
 // credentials hashes the credential headers of h; false when h carries
 // none (or none are believed).
 func (res *Resolver) credentials(h http.Header) (ID, bool) {
-	sum := sha256.New()
-	any := false
-	for _, k := range res.Credentials {
-		for _, v := range h.Values(k) {
-			any = true
-			io.WriteString(sum, http.CanonicalHeaderKey(k)+"\x00"+v+"\x00")
-		}
-	}
+	sum, any := HeaderSum(h, res.Credentials)
 	if !any {
 		return ID{}, false
 	}
-	var id ID
-	sum.Sum(id.sum[:0])
-	return id, true
+	return ID{sum: sum}, true
 }
+
+// HeaderSum is the one hash of what names a caller: the SHA-256 of, for
+// each list of names in turn, for each name, for each of h's values of it
+// in order, the canonical name, a NUL, the value and a NUL. any reports
+// whether h had a value of any of them. Callers' IDs, and the keys of what
+// is kept for a caller (package onbehalf), are made by it; it keeps
+// nothing it hashes. It allocates only for values of more than
+// headerSumRoom bytes together.
+func HeaderSum(h http.Header, names ...[]string) (sum [sha256.Size]byte, any bool) {
+	var room [headerSumRoom]byte
+	b := room[:0]
+	for _, list := range names {
+		for _, k := range list {
+			ck := http.CanonicalHeaderKey(k)
+			for _, v := range h[ck] {
+				any = true
+				b = append(append(append(append(b, ck...), 0), v...), 0)
+			}
+		}
+	}
+	return sha256.Sum256(b), any
+}
+
+// headerSumRoom is what HeaderSum hashes without allocating: a bearer
+// token of a few hundred bytes with its name, or a short cookie.
+const headerSumRoom = 1024
 
 // client is the client's address as the key of its share: the peer's,
 // unless the peer is trusted, then the first untrusted address named by

@@ -2,9 +2,10 @@ package onbehalf
 
 import (
 	"crypto/sha256"
-	"io"
 	"net/http"
 	"slices"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 )
 
 // DefaultCredentials are the headers that carry a caller's credentials
@@ -13,13 +14,16 @@ import (
 func DefaultCredentials() []string { return []string{"Authorization", "Cookie"} }
 
 // Credentials returns the credential headers in force: names, or
-// DefaultCredentials when names is empty.
+// DefaultCredentials when names is empty (one shared list, only to be
+// read; its capacity is its length, so an append copies).
 func Credentials(names []string) []string {
 	if len(names) == 0 {
-		return DefaultCredentials()
+		return defaultCredentials
 	}
 	return names
 }
+
+var defaultCredentials = slices.Clip(DefaultCredentials())
 
 // CopyHeaders copies the named headers of src, those that are present, to
 // dst: how a request made on a caller's behalf carries the caller's
@@ -34,16 +38,10 @@ func CopyHeaders(dst, src http.Header, names []string) {
 
 // CredentialKey hashes the values of the named headers of h: the cache key
 // of an authorization context. Credentials themselves are never stored.
+// The hash is package caller's HeaderSum.
 func CredentialKey(h http.Header, names ...string) [sha256.Size]byte {
-	sum := sha256.New()
-	for _, k := range names {
-		for _, v := range h.Values(k) {
-			io.WriteString(sum, http.CanonicalHeaderKey(k)+"\x00"+v+"\x00")
-		}
-	}
-	var out [sha256.Size]byte
-	sum.Sum(out[:0])
-	return out
+	sum, _ := caller.HeaderSum(h, names)
+	return sum
 }
 
 // identityHeaders are the headers of SetForwarded: a caller's network
@@ -77,8 +75,7 @@ func CallerHeaders(out http.Header, names []string) http.Header {
 // of extra (what else the session depends on), so two authorization
 // contexts, or two client addresses, never share one.
 func SessionKey(out http.Header, names []string, extra []byte) [sha256.Size]byte {
-	names = Credentials(names)
-	k := CredentialKey(out, slices.Concat(names, identityHeaders)...)
+	k, _ := caller.HeaderSum(out, Credentials(names), identityHeaders)
 	return sha256.Sum256(append(k[:], extra...))
 }
 
@@ -91,5 +88,6 @@ func CallerKey(r *http.Request, names ...string) [sha256.Size]byte {
 	h := make(http.Header, len(names)+len(identityHeaders))
 	CopyHeaders(h, r.Header, names)
 	SetForwarded(h, r)
-	return CredentialKey(h, slices.Concat(names, identityHeaders)...)
+	k, _ := caller.HeaderSum(h, names, identityHeaders)
+	return k
 }
