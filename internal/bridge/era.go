@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"mime"
 	"slices"
 	"strings"
 
@@ -180,7 +179,7 @@ const maxProbeReply = 1 << 20
 
 // replyMessage returns the response message of a JSON or SSE reply body.
 func replyMessage(contentType string, body []byte) (rewrite.Message, error) {
-	mt, _, _ := mime.ParseMediaType(contentType)
+	mt, _ := wire.MediaType(contentType)
 	if mt != "text/event-stream" {
 		m, err := rewrite.ParseMessage(body)
 		if err != nil {

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // readUntilReply reads a reply body up to its JSON-RPC response: all of a
@@ -15,7 +15,7 @@ import (
 // including the one that carries a response, so a stream the server keeps
 // open after it is not waited on.
 func readUntilReply(resp *http.Response, limit int) ([]byte, error) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt, _ := wire.MediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/event-stream" {
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 		if len(b) > limit {

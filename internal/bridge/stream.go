@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"strconv"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // translate shapes the legacy reply to msg, the call c, for the modern
@@ -18,7 +18,7 @@ import (
 // The reply carries the client's id where the upstream's carries c.id.
 func (t *Transport) translate(resp *http.Response, c *upcall, msg rewrite.Message) (*http.Response, error) {
 	s := c.s
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt, _ := wire.MediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxBytes())+1))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
 // modifyResponse applies the response hooks to the reply to r. Replies that need no change are
@@ -187,15 +187,7 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *
 // mediaType is ct's media type, lower case, without parameters; "" when
 // ct is empty or malformed.
 func mediaType(ct string) string {
-	switch ct {
-	case "":
-		return ""
-	case "application/json", "text/event-stream":
-		// What MCP servers send, as is: the parser would allocate a map
-		// per reply to say the same.
-		return ct
-	}
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, err := wire.MediaType(ct)
 	if err != nil {
 		return ""
 	}

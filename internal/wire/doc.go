@@ -5,7 +5,8 @@
 // the routing headers against the body ([CheckHeaders]: present and
 // equal, HTTP 400 -32020 otherwise), and the Mcp-Name header value
 // encoding both ways ([EncodeHeaderValue], [DecodeHeaderValue]: plain
-// visible ASCII, otherwise =?base64?…?=).
+// visible ASCII, otherwise =?base64?…?=), and the media type of a
+// Content-Type ([MediaType]).
 //
 // The proxy, the sidecar's own methods, the requests made on a caller's
 // behalf and the era bridge all ask it; none may keep a copy. It is pure

@@ -11,11 +11,12 @@ import (
 )
 
 // TestImportsArePure: the package reads values and returns values; net/http
-// only for its Header type (no client, no server), no clock, logger or
-// metrics (docs/design.md, decision 11: a small pure core).
+// only for its Header type (no client, no server), mime for its parser, no
+// clock, logger or metrics (docs/design.md, decision 11: a small pure
+// core).
 func TestImportsArePure(t *testing.T) {
 	t.Parallel()
-	allowed := []string{"encoding/base64", "net/http", "strconv", "strings", "unicode/utf8",
+	allowed := []string{"encoding/base64", "mime", "net/http", "strconv", "strings", "unicode/utf8",
 		"github.com/skills-sidecar/skills-sidecar/internal/reply", "github.com/skills-sidecar/skills-sidecar/internal/rewrite"}
 	files, err := filepath.Glob("*.go")
 	if err != nil {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/base64"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,4 +156,17 @@ func CheckRequest(h http.Header, msg rewrite.Message) (string, *reply.Error) {
 			Data:    map[string]any{"supported": []string{ModernVersion}, "requested": version}}
 	}
 	return version, nil
+}
+
+// MediaType is the media type of a Content-Type and the error, as
+// mime.ParseMediaType gives them, without the map that parser allocates
+// for each reply when the value is one of the two MCP servers send as
+// they are, "application/json" and "text/event-stream".
+func MediaType(contentType string) (string, error) {
+	switch contentType {
+	case "application/json", "text/event-stream":
+		return contentType, nil
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return mt, err
 }

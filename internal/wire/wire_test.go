@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"mime"
 	"net/http"
 	"strings"
 	"testing"
@@ -114,4 +115,21 @@ func FuzzHeaderValue(f *testing.F) {
 			t.Errorf("DecodeHeaderValue(EncodeHeaderValue(%q)) = %q, %v", s, got, ok)
 		}
 	})
+}
+
+// MediaType says what mime.ParseMediaType says of a Content-Type: the
+// media type and whether it failed.
+func TestMediaTypeIsMimes(t *testing.T) {
+	t.Parallel()
+	for _, ct := range []string{
+		"application/json", "text/event-stream", "", "Application/JSON", "application/json; charset=utf-8",
+		"text/event-stream;charset=utf-8", "application/json; charset", "application/json ", " application/json",
+		"text/html", "no-slash", "application/json;;", "a/b; x=\"unterminated",
+	} {
+		want, _, werr := mime.ParseMediaType(ct)
+		got, err := MediaType(ct)
+		if got != want || (err == nil) != (werr == nil) {
+			t.Errorf("MediaType(%q) = %q, %v; mime says %q, %v", ct, got, err, want, werr)
+		}
+	}
 }
