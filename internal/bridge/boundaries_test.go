@@ -368,48 +368,9 @@ func TestFrontStreamsPerSession(t *testing.T) {
 // judge is the upstream's own HTTP request ending: go-sdk v1.8.0's
 // stateless server does not cancel a tool when its client disconnects.
 func TestFrontCancelReachesModernServer(t *testing.T) {
-	started, closed := make(chan struct{}, 1), make(chan struct{})
-	fx := newFrontFixtureWith(t, 0, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(strings.NewReader(string(b)))
-			if strings.Contains(string(b), `"tools/call"`) {
-				started <- struct{}{}
-				go func() {
-					select {
-					case <-r.Context().Done():
-						close(closed)
-					case <-time.After(10 * time.Second):
-					}
-				}()
-			}
-			next.ServeHTTP(w, r)
-		})
-	})
-	// The tool runs until the test ends, so its request can only end early
-	// by being cancelled.
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	fx.server.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		select {
-		case <-ctx.Done():
-		case <-release:
-		}
-		return &mcp.CallToolResult{}, nil
-	})
-	resp, body := post(t, fx.url, legacyInit, nil)
-	if resp.StatusCode != 200 {
-		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
-	}
-	h := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-06-18"}
+	fx, h, started, closed := slowCallFront(t)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, fx.url, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := http.DefaultClient.Do(legacyCall(context.Background(), fx.url, h, 5)); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
@@ -436,6 +397,92 @@ func TestFrontCancelReachesModernServer(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Error("the upstream's request for the call is still open 3s after the legacy client cancelled it")
 	}
+}
+
+// A legacy client that goes away in the middle of a call leaves nobody to
+// take its reply: the front closes the modern upstream's stream, the
+// modern wire's cancellation, as it did before a call had a context of
+// its own (package slotctx's, which watches the client's).
+func TestFrontClientLeavingReachesModernServer(t *testing.T) {
+	fx, h, started, closed := slowCallFront(t)
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	go func() {
+		if resp, err := http.DefaultClient.Do(legacyCall(ctx, fx.url, h, 5)); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never reached the upstream")
+	}
+	select {
+	case <-closed:
+		t.Fatal("the upstream's request ended while the client waited")
+	case <-time.After(100 * time.Millisecond):
+	}
+	leave()
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second):
+		t.Error("the upstream's request for the call is still open 3s after the legacy client left")
+	}
+}
+
+// slowCallFront is a front before a modern server with a tool "slow" that
+// runs until the test ends, and a session minted on it (h, its headers):
+// started says a tools/call reached the upstream, closed that its HTTP
+// request ended. The judge is the upstream's own HTTP request ending:
+// go-sdk v1.8.0's stateless server does not cancel a tool when its client
+// disconnects.
+func slowCallFront(t *testing.T) (fx *frontFixture, h map[string]string, started, closed chan struct{}) {
+	t.Helper()
+	started, closed = make(chan struct{}, 1), make(chan struct{})
+	fx = newFrontFixtureWith(t, 0, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(b)))
+			if strings.Contains(string(b), `"tools/call"`) {
+				started <- struct{}{}
+				go func() {
+					select {
+					case <-r.Context().Done():
+						close(closed)
+					case <-time.After(10 * time.Second):
+					}
+				}()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	fx.server.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return &mcp.CallToolResult{}, nil
+	})
+	resp, body := post(t, fx.url, legacyInit, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	h = map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-06-18"}
+	return fx, h, started, closed
+}
+
+// legacyCall is a legacy tools/call of "slow" under id, with headers h.
+func legacyCall(ctx context.Context, u string, h map[string]string, id int) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(`{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	return req
 }
 
 // modernPost is a 2026-07-28 POST of body (a method request) to u.

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/sessionid"
+	"github.com/skills-sidecar/skills-sidecar/internal/slotctx"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 )
 
@@ -169,7 +169,7 @@ type LegacyFront struct {
 	// the request id's JSON, each with what cancels it: a legacy client
 	// cancels with notifications/cancelled, the modern wire by closing the
 	// stream.
-	calls map[callKey]context.CancelFunc
+	calls map[callKey]*frontCall
 }
 
 // mintedKey names a minted session in this replica's tables: the SHA-256
@@ -259,7 +259,7 @@ func (f *LegacyFront) Start(ctx context.Context) {
 	f.streams = table(tableFrontStreams, f.MaxStreams)
 	f.subs = table(tableFrontSubscriptions, f.MaxSubscriptions)
 	f.revocations = table(tableFrontRevocations, f.MaxRevoked)
-	f.calls = map[callKey]context.CancelFunc{}
+	f.calls = map[callKey]*frontCall{}
 	f.call = &onbehalf.Upstream{URL: f.Upstream, Client: &http.Client{Transport: f.Next}, Credentials: f.Credentials,
 		MaxBytes: f.MaxBytes, Purpose: "legacy-front"}
 	go func() {
@@ -446,8 +446,7 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	}
 	// The discover asked for the caller: its credentials and trace, none of
 	// its legacy session or version headers.
-	r := req.Clone(req.Context())
-	r.Header = req.Header.Clone()
+	r := req.Clone(req.Context()) // its header a clone too
 	r.Header.Del("Mcp-Session-Id")
 	r.Header.Del("Mcp-Protocol-Version")
 	meta, _ := json.Marshal(map[string]json.RawMessage{"_meta": mustMeta(caps, info)})
@@ -700,18 +699,16 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 		return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "invalid params: params and their _meta must be objects", nil)
 	}
 	body := ModernRequest(msg, params)
-	ctx, done := f.startCall(req.Context(), s, msg.ID)
-	out := req.Clone(ctx) // its header a clone too
+	call := f.startCall(req.Context(), s, msg.ID)
+	done := call.end
+	out := rebuilt(call, req, body)
 	modernHeaders(out.Header, msg.Method, params)
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	out.ContentLength = int64(len(body))
 	resp, err := f.Next.RoundTrip(out)
 	if err != nil {
 		done()
 		return nil, err
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt, _ := wire.MediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(f.MaxBytes)+1))
@@ -745,36 +742,58 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	return resp, nil
 }
 
-// startCall registers a request of s under way upstream, and returns its
-// context (a client's notifications/cancelled for its id, on this
-// replica, cancels it) and the func that ends it. A second request under
-// an id already in flight (which the legacy wire forbids) is not
-// registered: a cancellation of that id cannot tell the two apart, so it
-// cancels the first only.
-func (f *LegacyFront) startCall(client context.Context, s *frontSession, id json.RawMessage) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(client)
-	key := callKey{s.key, string(bytes.TrimSpace(id))}
+// frontCall is a request of a session under way upstream: its context,
+// which the client's leaving cancels, and so does (on this replica) the
+// client's notifications/cancelled for its id, and its place in the table
+// of calls. It is one allocation with its context (package slotctx), where
+// context.WithCancel under the client's and the upstream transport's
+// watch on it cost eleven.
+type frontCall struct {
+	slotctx.Context
+	f          *LegacyFront
+	key        callKey
+	registered bool // in f.calls
+}
+
+// startCall registers a request of s under way upstream and returns it. A
+// second request under an id already in flight (which the legacy wire
+// forbids) is not registered: a cancellation of that id cannot tell the
+// two apart, so it cancels the first only.
+func (f *LegacyFront) startCall(client context.Context, s *frontSession, id json.RawMessage) *frontCall {
+	c := &frontCall{f: f, key: callKey{s.key, string(bytes.TrimSpace(id))}}
+	c.Init(client)
+	c.Watch()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, dup := f.calls[key]; dup || key.id == "" {
-		return ctx, cancel
+	if _, dup := f.calls[c.key]; !dup && c.key.id != "" {
+		f.calls[c.key] = c
+		c.registered = true
 	}
-	f.calls[key] = cancel
-	return ctx, func() {
-		f.mu.Lock()
-		delete(f.calls, key)
-		f.mu.Unlock()
-		cancel()
+	return c
+}
+
+// end ends c: out of the table, canceled (harmless once the reply was
+// read), and no longer watching the client. Calls after the first do
+// nothing more.
+func (c *frontCall) end() {
+	if c.registered {
+		c.f.mu.Lock()
+		if c.f.calls[c.key] == c {
+			delete(c.f.calls, c.key)
+		}
+		c.f.mu.Unlock()
 	}
+	c.Cancel()
+	c.Unwatch()
 }
 
 // cancelCall cancels s's request id if it is under way here.
 func (f *LegacyFront) cancelCall(s *frontSession, id json.RawMessage) {
 	f.mu.Lock()
-	cancel := f.calls[callKey{s.key, string(bytes.TrimSpace(id))}]
+	c := f.calls[callKey{s.key, string(bytes.TrimSpace(id))}]
 	f.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if c != nil {
+		c.Cancel()
 	}
 }
 
@@ -916,21 +935,17 @@ func (f *LegacyFront) listenOnce(ctx context.Context, req *http.Request, s *fron
 		}
 	}()
 	body := ListenFilter(onbehalf.NewID("legacy-get"), subs, s.caps, s.info)
-	out := req.Clone(lctx)
+	out := rebuilt(lctx, req, body)
 	out.Method = http.MethodPost
-	out.Header = req.Header.Clone()
 	modernHeaders(out.Header, "subscriptions/listen", nil)
 	out.Header.Set("Content-Type", "application/json")
 	out.Header.Set("Accept", "application/json, text/event-stream")
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	out.ContentLength = int64(len(body))
 	resp, err := f.Next.RoundTrip(out)
 	if err != nil {
 		return reopen.Load()
 	}
 	defer resp.Body.Close()
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+	if mt, _ := wire.MediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		// No listen stream (the upstream refused it): nothing will come
 		// from it; hold the GET stream, which carries the sidecar's own
 		// notifications, until the client leaves or the filter changes.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
@@ -217,6 +218,17 @@ func requestBody(req *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// rebuilt returns req made under ctx to send body in place of its own:
+// its header a copy to edit, its URL shared (nothing below modifies a
+// request's URL), its body in memory (hop.SetBody). Every request the era
+// bridge sends on a caller's behalf from the caller's own is made so.
+func rebuilt(ctx context.Context, req *http.Request, body []byte) *http.Request {
+	out := req.WithContext(ctx)
+	out.Header = req.Header.Clone()
+	hop.SetBody(out, new(hop.MemBody), body)
+	return out
+}
+
 // inMemory is a request body whose bytes are in memory: Bytes returns
 // those not yet read, without reading them, for the caller to look at and
 // never to modify. The proxy's relay sends its bodies so, and every POST
@@ -396,8 +408,7 @@ func (t *Transport) do(req *http.Request, err error) (*http.Response, error) {
 // cancels until the call is detached.
 func (t *Transport) send(req *http.Request, s *session, body []byte, id json.RawMessage) (*http.Response, *callCtx, error) {
 	cc := newCall(req.Context(), s, id, t.cancelUpstream)
-	out := req.Clone(cc.ctx)
-	out.Header = req.Header.Clone()
+	out := rebuilt(cc.ctx, req, body)
 	out.Header.Del("Mcp-Method")
 	out.Header.Del("Mcp-Name")
 	out.Header.Del("Content-Length")
@@ -408,9 +419,6 @@ func (t *Transport) send(req *http.Request, s *session, body []byte, id json.Raw
 		out.Header.Del("Mcp-Session-Id")
 	}
 	out.Header.Set("Mcp-Protocol-Version", s.version)
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	out.ContentLength = int64(len(body))
 	resp, err := t.Next.RoundTrip(out)
 	if err != nil {
 		cc.end()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
+	"github.com/skills-sidecar/skills-sidecar/internal/slotctx"
 )
 
 // Connection states, for Shutdown.
@@ -111,7 +112,7 @@ type conn struct {
 	watching  bool       // a watcher goroutine is reading
 	stopping  bool       // the watcher is being stopped
 	hijacked  bool
-	ctx       *reqCtx // the request's context, to cancel
+	ctx       *slotctx.Context // the request's context, to cancel
 }
 
 func newConn(s *Server, rw net.Conn) *conn {
@@ -590,14 +591,14 @@ type exchange struct {
 	both     bool // framing to close after: Content-Length and Transfer-Encoding, or Transfer-Encoding in HTTP/1.0
 	body     body
 	resp     response
-	ctx      reqCtx
+	ctx      slotctx.Context
 }
 
 // run serves x and reports whether the connection may carry another
 // request.
 func (c *conn) run(x *exchange) bool {
 	req := x.req
-	x.ctx.base = c.base
+	x.ctx.Init(c.base)
 	*req = *req.WithContext(&x.ctx)
 	req.RemoteAddr = c.remote
 	w := &x.resp
@@ -614,7 +615,7 @@ func (c *conn) run(x *exchange) bool {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusExpectationFailed)
 		w.end()
-		x.ctx.cancel()
+		x.ctx.Cancel()
 		return false
 	}
 	if x.body.none {
@@ -640,7 +641,7 @@ func (c *conn) run(x *exchange) bool {
 	c.cur, c.ctx = nil, nil
 	hijacked := c.hijacked
 	c.mu.Unlock()
-	x.ctx.cancel()
+	x.ctx.Cancel()
 	if hijacked {
 		return false
 	}
@@ -738,7 +739,7 @@ func (c *conn) watch() {
 	}
 	if err != nil && !c.stopping {
 		if c.ctx != nil {
-			c.ctx.cancel()
+			c.ctx.Cancel()
 		}
 	}
 	c.mu.Unlock()

@@ -2,11 +2,8 @@ package h1
 
 import (
 	"context"
-	"errors"
 	"io"
-	"net"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -107,114 +104,4 @@ func TestRequestContextEndsWhenClientGoes(t *testing.T) {
 	time.Sleep(2 * watchDelay)
 	c.Close()
 	(<-got).ended(t)
-}
-
-// The context's own parts, without a connection.
-func TestRequestContextAfterFuncStop(t *testing.T) {
-	ctx := &reqCtx{base: context.WithValue(context.Background(), http.LocalAddrContextKey, &net.TCPAddr{})}
-	if ctx.Value(http.LocalAddrContextKey) == nil {
-		t.Error("a value of the base context is lost")
-	}
-	var stoppedRan atomic.Bool
-	ran := make(chan int, 8)
-	stop := ctx.AfterFunc(func() { stoppedRan.Store(true) })
-	for i := range 3 { // more than the two held without an allocation
-		ctx.AfterFunc(func() { ran <- i })
-	}
-	if !stop() {
-		t.Error("stop before the cancel: false, want true")
-	}
-	if stop() {
-		t.Error("stop a second time: true, want false")
-	}
-	stopLate := ctx.AfterFunc(func() { ran <- 3 })
-	ctx.cancel()
-	ctx.cancel() // a second cancel is nothing
-	seen := map[int]bool{}
-	for range 4 {
-		select {
-		case i := <-ran:
-			seen[i] = true
-		case <-time.After(5 * time.Second):
-			t.Fatalf("functions run after the cancel: %v, want 0 to 3", seen)
-		}
-	}
-	if stopLate() {
-		t.Error("stop after its function started: true, want false")
-	}
-	select {
-	case <-ctx.Done():
-	default:
-		t.Error("Done not closed after the cancel")
-	}
-	after := make(chan struct{})
-	if ctx.AfterFunc(func() { close(after) })() {
-		t.Error("stop of a function registered after the cancel: true, want false")
-	}
-	select {
-	case <-after:
-	case <-time.After(5 * time.Second):
-		t.Error("a function registered after the cancel did not run")
-	}
-	child, release := context.WithCancel(ctx)
-	defer release()
-	if !errors.Is(child.Err(), context.Canceled) {
-		t.Errorf("a child made after the cancel: Err %v", child.Err())
-	}
-	time.Sleep(50 * time.Millisecond)
-	if stoppedRan.Load() {
-		t.Error("a stopped function ran")
-	}
-}
-
-// The slot API: a function registered by slot runs at the cancel unless
-// its slot was stopped first; a slot stops once; one registered after the
-// cancel runs at once and cannot be stopped; AfterFunc's stop and a slot
-// do not touch each other's functions.
-func TestRequestContextAfterFuncSlot(t *testing.T) {
-	ctx := &reqCtx{base: context.Background()}
-	var stoppedRan atomic.Bool
-	ran := make(chan string, 8)
-	stopped, ok := ctx.AfterFuncSlot(func() { stoppedRan.Store(true) })
-	if !ok {
-		t.Fatal("AfterFuncSlot: not ok")
-	}
-	kept, _ := ctx.AfterFuncSlot(func() { ran <- "kept" })
-	stopHook := ctx.AfterFunc(func() { ran <- "hook" })
-	third, _ := ctx.AfterFuncSlot(func() { ran <- "third" }) // past the two held without an allocation
-	if stopped == kept || kept == third || stopped == third {
-		t.Fatalf("slots %d, %d, %d: not distinct", stopped, kept, third)
-	}
-	if !ctx.StopSlot(stopped) {
-		t.Error("StopSlot before the cancel: false, want true")
-	}
-	if ctx.StopSlot(stopped) {
-		t.Error("StopSlot a second time: true, want false")
-	}
-	ctx.cancel()
-	seen := map[string]bool{}
-	for range 3 {
-		select {
-		case s := <-ran:
-			seen[s] = true
-		case <-time.After(5 * time.Second):
-			t.Fatalf("functions run after the cancel: %v, want kept, hook, third", seen)
-		}
-	}
-	if ctx.StopSlot(kept) || stopHook() {
-		t.Error("a stop after its function started: true, want false")
-	}
-	late, ok := ctx.AfterFuncSlot(func() { ran <- "late" })
-	if !ok || ctx.StopSlot(late) {
-		t.Errorf("registered after the cancel: ok %v, then stopped", ok)
-	}
-	select {
-	case <-ran:
-	case <-time.After(5 * time.Second):
-		t.Error("a function registered after the cancel did not run")
-	}
-	time.Sleep(50 * time.Millisecond)
-	if stoppedRan.Load() {
-		t.Error("a stopped function ran")
-	}
 }

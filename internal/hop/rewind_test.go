@@ -11,16 +11,6 @@ import (
 	"testing"
 )
 
-// memBody is a request body in memory that tells its unread bytes
-// (Bytes), as the proxy's does, with no GetBody beside it.
-type memBody struct {
-	*strings.Reader
-	b []byte
-}
-
-func (m *memBody) Bytes() []byte { return m.b[len(m.b)-m.Len():] }
-func (*memBody) Close() error    { return nil }
-
 // TestRetryRewindsABodyInMemory: a request whose body is in memory and
 // which has no GetBody is sent again, whole, when it may be (nothing
 // written, or replayable and nothing read back) on a kept-alive
@@ -53,7 +43,7 @@ func TestRetryRewindsABodyInMemory(t *testing.T) {
 					t.Fatal(err)
 				}
 				if inMem {
-					req.Body = &memBody{Reader: strings.NewReader(body), b: []byte(body)}
+					req.Body = NewMemBody([]byte(body))
 				} else {
 					req.Body = io.NopCloser(strings.NewReader(body))
 				}

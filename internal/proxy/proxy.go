@@ -621,7 +621,7 @@ type plan struct {
 	// that carries the client's request below (package caller).
 	one       [1]rewrite.Message
 	out       http.Request
-	body      memBody
+	body      hop.MemBody
 	forwarded onbehalf.Forwarded
 	caller    caller.Bound
 }

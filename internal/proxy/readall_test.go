@@ -90,22 +90,3 @@ func TestMediaTypeFastPathAgreesWithTheParser(t *testing.T) {
 		}
 	}
 }
-
-// A request body in memory tells what is left of it without reading it,
-// and a transport below that looks (the era bridge) leaves it whole.
-func TestMemBodyBytesIsWhatIsLeft(t *testing.T) {
-	m := newMemBody([]byte("abcdef"))
-	if got := string(m.Bytes()); got != "abcdef" {
-		t.Errorf("unread: Bytes = %q, want abcdef", got)
-	}
-	p := make([]byte, 2)
-	if n, _ := m.Read(p); n != 2 {
-		t.Fatalf("read %d bytes, want 2", n)
-	}
-	if got := string(m.Bytes()); got != "cdef" {
-		t.Errorf("after reading 2: Bytes = %q, want cdef", got)
-	}
-	if rest, _ := io.ReadAll(m); string(rest) != "cdef" {
-		t.Errorf("after Bytes the body reads %q, want cdef", rest)
-	}
-}

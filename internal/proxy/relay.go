@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,16 +102,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 
 	switch {
 	case len(body) > 0:
-		pl.body.Reset(body) // with the plan: one allocation less
-		out.Body = &pl.body
-		out.ContentLength = int64(len(body))
-		out.GetBody = nil
-		if !hop.Carries(out) {
-			// net/http's Transport rewinds with GetBody alone; hop, and the
-			// era bridge that reads the body, take the bytes from the body
-			// itself (Bytes), which saves the closure's allocation.
-			out.GetBody = func() (io.ReadCloser, error) { return newMemBody(body), nil }
-		}
+		hop.SetBody(out, &pl.body, body) // the body with the plan: one allocation less
 	case body != nil || r.ContentLength == 0:
 		out.Body, out.GetBody, out.ContentLength = nil, nil, 0
 	default:
@@ -155,33 +145,6 @@ func (hp *headerPool) put(h http.Header) {
 	clear(h)
 	hp.p.Put(h)
 }
-
-// memBody is a request body already in memory, rewindable through
-// GetBody: one allocation where io.NopCloser around a bytes.Reader costs
-// two.
-type memBody struct {
-	bytes.Reader
-	b []byte
-}
-
-func newMemBody(b []byte) *memBody {
-	m := &memBody{}
-	m.Reset(b)
-	return m
-}
-
-// Reset makes m read b.
-func (m *memBody) Reset(b []byte) {
-	m.Reader.Reset(b)
-	m.b = b
-}
-
-// Bytes returns what is left to read of m, without reading it, for a
-// transport below that looks at a request's body before sending it on
-// (the era bridge, which would otherwise read a copy): not to be modified.
-func (m *memBody) Bytes() []byte { return m.b[len(m.b)-m.Len():] }
-
-func (*memBody) Close() error { return nil }
 
 // relay forwards r to the upstream and the reply to w.
 func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []byte) {
