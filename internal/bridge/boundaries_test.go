@@ -368,18 +368,8 @@ func TestFrontStreamsPerSession(t *testing.T) {
 // judge is the upstream's own HTTP request ending: go-sdk v1.8.0's
 // stateless server does not cancel a tool when its client disconnects.
 func TestFrontCancelReachesModernServer(t *testing.T) {
-	fx, h, started, closed := slowCallFront(t)
-	go func() {
-		if resp, err := http.DefaultClient.Do(legacyCall(context.Background(), fx.url, h, 5)); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call never reached the upstream")
-	}
+	fx, h, call, closed := slowCallFront(t)
+	call(context.Background(), 5)
 	// Another id cancels nothing.
 	if resp, body := post(t, fx.url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}}`, h); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("notifications/cancelled: %d %s, want 202", resp.StatusCode, body)
@@ -404,20 +394,10 @@ func TestFrontCancelReachesModernServer(t *testing.T) {
 // modern wire's cancellation, as it did before a call had a context of
 // its own (package slotctx's, which watches the client's).
 func TestFrontClientLeavingReachesModernServer(t *testing.T) {
-	fx, h, started, closed := slowCallFront(t)
+	_, _, call, closed := slowCallFront(t)
 	ctx, leave := context.WithCancel(context.Background())
 	defer leave()
-	go func() {
-		if resp, err := http.DefaultClient.Do(legacyCall(ctx, fx.url, h, 5)); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call never reached the upstream")
-	}
+	call(ctx, 5)
 	select {
 	case <-closed:
 		t.Fatal("the upstream's request ended while the client waited")
@@ -432,14 +412,16 @@ func TestFrontClientLeavingReachesModernServer(t *testing.T) {
 }
 
 // slowCallFront is a front before a modern server with a tool "slow" that
-// runs until the test ends, and a session minted on it (h, its headers):
-// started says a tools/call reached the upstream, closed that its HTTP
-// request ended. The judge is the upstream's own HTTP request ending:
-// go-sdk v1.8.0's stateless server does not cancel a tool when its client
-// disconnects.
-func slowCallFront(t *testing.T) (fx *frontFixture, h map[string]string, started, closed chan struct{}) {
+// runs until the test ends, and a session minted on it (h, its headers).
+// call starts a legacy tools/call of "slow" under id in the session, made
+// under ctx, and returns once it has reached the upstream; closed says
+// that its HTTP request there ended. The judge is the upstream's own HTTP
+// request ending: go-sdk v1.8.0's stateless server does not cancel a tool
+// when its client disconnects.
+func slowCallFront(t *testing.T) (fx *frontFixture, h map[string]string, call func(ctx context.Context, id int), closed chan struct{}) {
 	t.Helper()
-	started, closed = make(chan struct{}, 1), make(chan struct{})
+	started := make(chan struct{}, 1)
+	closed = make(chan struct{})
 	fx = newFrontFixtureWith(t, 0, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
@@ -471,18 +453,26 @@ func slowCallFront(t *testing.T) (fx *frontFixture, h map[string]string, started
 		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
 	}
 	h = map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-06-18"}
-	return fx, h, started, closed
-}
-
-// legacyCall is a legacy tools/call of "slow" under id, with headers h.
-func legacyCall(ctx context.Context, u string, h map[string]string, id int) *http.Request {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(`{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range h {
-		req.Header.Set(k, v)
+	call = func(ctx context.Context, id int) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fx.url, strings.NewReader(`{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		go func() {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call never reached the upstream")
+		}
 	}
-	return req
+	return fx, h, call, closed
 }
 
 // modernPost is a 2026-07-28 POST of body (a method request) to u.
