@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -634,5 +635,45 @@ func TestListensLeaveRoomForCalls(t *testing.T) {
 	}
 	if code, out := call(t, bt, u, "Bearer b", "{}", "tools/list"); code != 200 {
 		t.Errorf("caller B's tools/list with listens at their bound: %d %.160s, want 200", code, out)
+	}
+}
+
+// A call whose client has already gone never reaches the upstream: its
+// context is done before it is sent, as a context.WithCancel child of the
+// client's was (found in review: the first slotctx call context learnt of
+// a parent done already on another goroutine, and some calls went out).
+func TestFrontCallOfAClientGoneIsNotSent(t *testing.T) {
+	var calls atomic.Int32
+	fx := newFrontFixtureWith(t, 0, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Method") == "tools/call" {
+				calls.Add(1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	resp, body := post(t, fx.url, legacyInit, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	gone, leave := context.WithCancel(context.Background())
+	leave()
+	for i := range 50 {
+		req, _ := http.NewRequestWithContext(gone, http.MethodPost, fx.front.Upstream.String(),
+			strings.NewReader(`{"jsonrpc":"2.0","id":`+strconv.Itoa(i+2)+`,"method":"tools/call","params":{"name":"echo","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		req.RemoteAddr = "127.0.0.1:1"
+		if resp, err := fx.front.RoundTrip(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // a call that went out reaches the counter
+	if n := calls.Load(); n != 0 {
+		t.Errorf("%d of 50 calls of a client gone reached the upstream, want 0", n)
 	}
 }

@@ -125,13 +125,19 @@ func (c *Context) StopSlot(slot int) bool {
 
 // Cancel cancels c: Done closes, Err is context.Canceled, and every
 // function still registered starts. Calls after the first do nothing.
-func (c *Context) Cancel() {
+func (c *Context) Cancel() { c.cancel(context.Canceled) }
+
+// cancel cancels c with err as its Err (context.Canceled for nil).
+func (c *Context) cancel(err error) {
+	if err == nil {
+		err = context.Canceled
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
 		return
 	}
-	c.err = context.Canceled
+	c.err = err
 	if c.done != nil {
 		close(c.done)
 	}
@@ -143,19 +149,31 @@ func (c *Context) Cancel() {
 	}
 }
 
-// Watch makes the parent's cancellation cancel c (at once if the parent is
-// done already): by slot where the parent registers so, else by
-// context.AfterFunc. One allocation, the function registered. Call it
+// Watch makes the parent's cancellation cancel c, with the parent's Err
+// (context.DeadlineExceeded when its deadline passed): by slot where the
+// parent registers so, else by context.AfterFunc. A parent done already
+// cancels c before Watch returns, as context.WithCancel does, so nothing
+// made under c starts. One allocation, the function registered. Call it
 // once, after Init and before c is in use; Unwatch ends the watch.
 func (c *Context) Watch() {
-	cancel := c.Cancel
+	if err := c.parent.Err(); err != nil {
+		c.cancel(err)
+		return
+	}
+	follow := func() { c.cancel(c.parent.Err()) }
 	if a, ok := c.parent.(slotAfterFuncer); ok {
-		if slot, ok := a.AfterFuncSlot(cancel); ok {
+		if slot, ok := a.AfterFuncSlot(follow); ok {
 			c.watchOn, c.watchSlot = a, slot
+			if slot < 0 { // the parent ended between the two looks
+				follow()
+			}
 			return
 		}
 	}
-	c.watchStop = context.AfterFunc(c.parent, cancel)
+	c.watchStop = context.AfterFunc(c.parent, follow)
+	if c.parent.Err() != nil {
+		follow()
+	}
 }
 
 // Unwatch ends Watch's watch on the parent, so that a parent that lives

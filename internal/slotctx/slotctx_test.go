@@ -193,12 +193,16 @@ func TestWatch(t *testing.T) {
 				t.Error("a function registered by slot did not run at the parent's cancel")
 			}
 
+			// A parent done already: c is done when Watch returns, as a
+			// context.WithCancel child is, so no call starts under it.
 			p, cancelParent = parent()
 			cancelParent()
 			c = new(Context)
 			c.Init(p)
 			c.Watch()
-			waitDone(t, "watching a parent already done", c)
+			if !errors.Is(c.Err(), context.Canceled) {
+				t.Errorf("watching a parent already done: Err %v when Watch returned, want context.Canceled", c.Err())
+			}
 
 			p, cancelParent = parent()
 			defer cancelParent()
@@ -258,5 +262,32 @@ func TestValueAndDeadline(t *testing.T) {
 	}
 	if d, ok := c.Deadline(); !ok || !d.Equal(at) {
 		t.Errorf("Deadline = %v, %v; want the parent's", d, ok)
+	}
+}
+
+// TestWatchTakesTheParentsErr: a context that ends with its parent says
+// why as the parent does, context.DeadlineExceeded for a deadline passed,
+// at once for a parent done already and when the deadline passes later.
+func TestWatchTakesTheParentsErr(t *testing.T) {
+	past, release := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer release()
+	var c Context
+	c.Init(past)
+	c.Watch()
+	if err := c.Err(); err != context.DeadlineExceeded {
+		t.Errorf("a parent past its deadline: Err %v when Watch returned, want context.DeadlineExceeded", err)
+	}
+	soon, release2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer release2()
+	var d Context
+	d.Init(soon)
+	d.Watch()
+	select {
+	case <-d.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("not done after the parent's deadline")
+	}
+	if err := d.Err(); err != context.DeadlineExceeded {
+		t.Errorf("a parent whose deadline passed: Err %v, want context.DeadlineExceeded", err)
 	}
 }
