@@ -220,7 +220,8 @@ func requestBody(req *http.Request) ([]byte, error) {
 
 // rebuilt returns req made under ctx to send body in place of its own:
 // its header a copy to edit, its URL shared (nothing below modifies a
-// request's URL), its body in memory (hop.SetBody). Every request the era
+// request's URL), its body in memory (hop.SetBody; the edits the bridge
+// makes after touch neither the URL nor Upgrade). Every request the era
 // bridge sends on a caller's behalf from the caller's own is made so.
 func rebuilt(ctx context.Context, req *http.Request, body []byte) *http.Request {
 	out := req.WithContext(ctx)

@@ -42,8 +42,8 @@ func (*MemBody) Close() error { return nil }
 // request hop does not carry (Carries) goes to net/http's Transport, which
 // rewinds a body by GetBody alone: that request gets one too, reading b
 // afresh; one hop carries does not need it, and saves its allocation.
-// Whether hop carries req is judged on its URL and header, so SetBody
-// comes after both are set.
+// Whether hop carries req is judged on its URL's scheme and its Upgrade
+// field, so SetBody comes after those are final.
 func SetBody(req *http.Request, m *MemBody, b []byte) {
 	m.Reset(b)
 	req.Body, req.ContentLength, req.GetBody = m, int64(len(b)), nil
