@@ -148,9 +148,9 @@ func notDone(ctx context.Context) bool {
 	}
 }
 
-// parents are the two kinds of parent Watch meets: one that registers by
+// parents are the kinds of parent Watch meets: one that registers by
 // slot (a request's context in package h1, passed on by package caller),
-// and a context package one.
+// a context package one, and one with the slot methods that declines.
 func parents() map[string]func() (context.Context, func()) {
 	return map[string]func() (context.Context, func()){
 		"slot": func() (context.Context, func()) {
@@ -161,8 +161,19 @@ func parents() map[string]func() (context.Context, func()) {
 		"context package": func() (context.Context, func()) {
 			return context.WithCancel(context.Background())
 		},
+		"slot method that declines": func() (context.Context, func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			return declines{ctx}, cancel
+		},
 	}
 }
+
+// declines has the slot methods but registers nothing, as package
+// caller's Bound over a context without them (net/http's server's).
+type declines struct{ context.Context }
+
+func (declines) AfterFuncSlot(func()) (int, bool) { return 0, false }
+func (declines) StopSlot(int) bool                { return false }
 
 // TestWatch: a watched parent's cancellation cancels the context, and what
 // hangs on it; one already done cancels it at once; its own Cancel does
