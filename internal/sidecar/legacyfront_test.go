@@ -123,3 +123,80 @@ func TestLegacyClientModernOnlyUpstream(t *testing.T) {
 		t.Errorf("tools/list after DELETE: %d, want 404", code)
 	}
 }
+
+// TestLegacyClientLeavingCancelsTheModernCall: on the sidecar's own server
+// a sealed session's call follows its client's request (h1's request
+// context, passed on by package caller to the call's own, package
+// slotctx's): the legacy client's going away in the middle of a call
+// closes the upstream's stream, the modern wire's cancellation. The judge
+// is the upstream's own HTTP request ending; go-sdk's stateless server
+// does not cancel a tool when its client disconnects.
+func TestLegacyClientLeavingCancelsTheModernCall(t *testing.T) {
+	t.Parallel()
+	srv := modernonly.NewServer()
+	release := make(chan struct{})
+	srv.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return &mcp.CallToolResult{}, nil
+	})
+	started, ended := make(chan struct{}, 1), make(chan struct{})
+	h := modernonly.Handler(srv)
+	up := sidecartest.Upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Name") == "slow" {
+			select {
+			case started <- struct{}{}:
+			default:
+				t.Errorf("a second tools/call of slow reached the upstream (%s)", r.Header.Get("User-Agent"))
+			}
+			go func() {
+				select {
+				case <-r.Context().Done():
+					close(ended)
+				case <-release:
+				}
+			}()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	// After the upstream's own: cleanups run last first, and the upstream
+	// waits for the tool, which runs on until released.
+	t.Cleanup(func() { close(release) })
+	u, _ := startEraSidecar(t, up, "modern", "auto")
+	code, hdr, body := sidecartest.Call(t, u, sidecartest.Initialize, nil)
+	if code != http.StatusOK || hdr.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	sid := hdr.Get("Mcp-Session-Id")
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range legacyHeaders(sid) {
+		req.Header.Set(k, v)
+	}
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call never reached the upstream")
+	}
+	select {
+	case <-ended:
+		t.Fatal("the upstream's request ended while the client waited")
+	case <-time.After(100 * time.Millisecond):
+	}
+	leave()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second): // the server notices a client gone within about a second
+		t.Error("the upstream's request for the call is still open 10 s after the legacy client left")
+	}
+}
