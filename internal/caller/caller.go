@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/slotctx"
 )
 
 // ID names one caller. IDs are comparable and serve as map keys; they hold
@@ -72,20 +74,13 @@ func (b *Bound) AfterFunc(f func()) func() bool {
 	return context.AfterFunc(b.Context, f)
 }
 
-// slotAfterFuncer is a context that registers a function by slot (the
-// sidecar's server gives its requests one): see AfterFuncSlot.
-type slotAfterFuncer interface {
-	AfterFuncSlot(f func()) (slot int, ok bool)
-	StopSlot(slot int) bool
-}
-
 // AfterFuncSlot passes the method on to the context b was bound to, as
 // AfterFunc does: it registers f there and returns the slot StopSlot
 // takes to unregister it, so that a caller that keeps a stop function of
 // its own registers without allocating. ok is false, and nothing
 // registered, when that context has no such method.
 func (b *Bound) AfterFuncSlot(f func()) (slot int, ok bool) {
-	if a, ok := b.Context.(slotAfterFuncer); ok {
+	if a, ok := b.Context.(slotctx.SlotAfterFuncer); ok {
 		return a.AfterFuncSlot(f)
 	}
 	return 0, false
@@ -95,7 +90,7 @@ func (b *Bound) AfterFuncSlot(f func()) (slot int, ok bool) {
 // whether it did so before the function was started; only for a slot
 // AfterFuncSlot gave with ok.
 func (b *Bound) StopSlot(slot int) bool {
-	a, ok := b.Context.(slotAfterFuncer)
+	a, ok := b.Context.(slotctx.SlotAfterFuncer)
 	return ok && a.StopSlot(slot)
 }
 

@@ -80,6 +80,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/lazydeadline"
 	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
+	"github.com/skills-sidecar/skills-sidecar/internal/slotctx"
 )
 
 // Defaults for Transport fields left zero.
@@ -171,7 +172,7 @@ type conn struct {
 	// hands out cost another allocation per request.
 	closer  func()
 	unslot  func() bool
-	reg     slotAfterFuncer
+	reg     slotctx.SlotAfterFuncer
 	regSlot int
 	// slot is the room of the idle list this connection emptied when it
 	// was taken from the pool (len 0, owned by nobody else), for put to
@@ -313,20 +314,11 @@ func afterFunc(ctx context.Context, f func()) func() bool {
 	return context.AfterFunc(ctx, f)
 }
 
-// slotAfterFuncer is a context that registers a function by slot and
-// unregisters it by that slot, so that the stop function is the caller's
-// own (the sidecar's server gives its requests one, and package caller's
-// Bound passes it on).
-type slotAfterFuncer interface {
-	AfterFuncSlot(f func()) (slot int, ok bool)
-	StopSlot(slot int) bool
-}
-
 // afterFunc registers c's closer on ctx for one round trip and returns
 // its stop: c's own unslot where ctx registers by slot, else afterFunc's.
 // The stop is called once, before c carries another request.
 func (c *conn) afterFunc(ctx context.Context) func() bool {
-	if a, ok := ctx.(slotAfterFuncer); ok {
+	if a, ok := ctx.(slotctx.SlotAfterFuncer); ok {
 		if slot, ok := a.AfterFuncSlot(c.closer); ok {
 			c.reg, c.regSlot = a, slot
 			return c.unslot

@@ -33,14 +33,16 @@ type Context struct {
 	slot   [2]func()
 
 	// The watch on the parent (Watch): its slot there, or its stop.
-	watchOn   slotAfterFuncer
+	watchOn   SlotAfterFuncer
 	watchSlot int
 	watchStop func() bool
 }
 
-// slotAfterFuncer is a context that registers a function by slot, as
-// Context does (package caller's Bound passes the method on).
-type slotAfterFuncer interface {
+// SlotAfterFuncer is a context that registers a function by slot and
+// unregisters it by that slot, so that the stop function is the caller's
+// own: Context does, and package caller's Bound passes the method on. The
+// upstream transport (package hop) asserts it to watch its connection.
+type SlotAfterFuncer interface {
 	AfterFuncSlot(f func()) (slot int, ok bool)
 	StopSlot(slot int) bool
 }
@@ -161,7 +163,7 @@ func (c *Context) Watch() {
 		return
 	}
 	follow := func() { c.cancel(c.parent.Err()) }
-	if a, ok := c.parent.(slotAfterFuncer); ok {
+	if a, ok := c.parent.(SlotAfterFuncer); ok {
 		if slot, ok := a.AfterFuncSlot(follow); ok {
 			c.watchOn, c.watchSlot = a, slot
 			if slot < 0 { // the parent ended between the two looks
