@@ -720,10 +720,14 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 		if len(b) > f.MaxBytes {
 			return nil, errTooLarge
 		}
-		if t, changed := LegacyReply(msg.Method, b); changed {
-			b = t
+		// Parsed once: a reply legacyReply changes is an error.
+		m, perr := rewrite.ParseMessage(b)
+		if perr == nil {
+			if t, changed := legacyReply(msg.Method, m); changed {
+				b, m.Kind = t, rewrite.KindError
+			}
 		}
-		if m, perr := rewrite.ParseMessage(b); perr == nil && m.Kind == rewrite.KindError &&
+		if perr == nil && m.Kind == rewrite.KindError &&
 			(resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound) {
 			// A legacy server answers a JSON-RPC error with 200; a legacy
 			// client takes 404 for a lost session.
@@ -831,7 +835,7 @@ func (l *legacyEvents) Read(p []byte) (int, error) {
 		l.pending = ev.Raw
 		if ev.Data != nil {
 			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, l.msg.ID) {
-				if t, changed := LegacyReply(l.msg.Method, ev.Data); changed {
+				if t, changed := legacyReply(l.msg.Method, m); changed {
 					l.pending = reply.Event(t)
 				}
 			}

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -292,4 +293,31 @@ func FuzzLegacyShapes(f *testing.F) {
 
 func rewriteGetVersion(p []byte) (string, bool) {
 	return rewrite.GetString(p, "_meta", metaProtocol)
+}
+
+// A modern JSON reply the legacy front turns into an error (a result that
+// asks the client for input, which it does not carry) is an error to the
+// legacy client: with status 200, as a legacy server answers one, though
+// the upstream sent 400 or 404.
+func TestFrontJSONReplyMadeAnErrorIs200(t *testing.T) {
+	for _, status := range []int{http.StatusBadRequest, http.StatusNotFound} {
+		fx := newFrontFixtureWith(t, 0, func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Mcp-Method") != "tools/call" {
+					next.ServeHTTP(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","inputRequests":{}}}`)
+			})
+		})
+		resp, _ := post(t, fx.url, legacyInit, nil)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		resp, body := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`,
+			map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"})
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"input_required_not_bridged"`) {
+			t.Errorf("upstream %d: reply %d %s, want 200 with the error input_required_not_bridged", status, resp.StatusCode, body)
+		}
+	}
 }

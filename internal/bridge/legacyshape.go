@@ -165,21 +165,31 @@ func LegacyReply(method string, body []byte) ([]byte, bool) {
 	if err != nil {
 		return body, false
 	}
+	if out, changed := legacyReply(method, m); changed {
+		return out, true
+	}
+	return body, false
+}
+
+// legacyReply is LegacyReply of a reply already parsed, m: the bridge's
+// relay has parsed it to know it for the response, and does not parse it
+// again. Unchanged, it returns m.Raw.
+func legacyReply(method string, m rewrite.Message) ([]byte, bool) {
 	switch m.Kind {
 	case rewrite.KindResponse:
 		if rt, _ := rewrite.GetString(m.Result, "resultType"); rt != "input_required" {
-			return body, false
+			return m.Raw, false
 		}
 		return reply.ErrorMessage(m.ID, &reply.Error{Code: reply.CodeInternalError, Message: "the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients",
 			Data: map[string]string{"reason": "input_required_not_bridged"}}), true
 	case rewrite.KindError:
 		e := LegacyError(method, m.Error)
 		if bytes.Equal(e, m.Error) {
-			return body, false
+			return m.Raw, false
 		}
 		return reply.ErrorObjectMessage(m.ID, e), true
 	}
-	return body, false
+	return m.Raw, false
 }
 
 // LegacyError is the error object obj of a modern reply to method with
