@@ -307,12 +307,11 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		return f.Next.RoundTrip(req)
 	}
-	body, err := requestBody(req)
+	msg, ok, err := requestMessage(req)
 	if err != nil {
 		return nil, err
 	}
-	msg, perr := rewrite.ParseMessage(body)
-	if perr != nil || wire.ClaimsModern(req.Header, msg.Params) {
+	if !ok || wire.ClaimsModern(req.Header, msg.Params) {
 		return f.Next.RoundTrip(req)
 	}
 	if msg.Kind == rewrite.KindRequest && msg.Method == "initialize" {

@@ -165,12 +165,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || t.h == nil || !t.Active() {
 		return t.Next.RoundTrip(req)
 	}
-	body, err := requestBody(req)
+	msg, ok, err := requestMessage(req)
 	if err != nil {
 		return nil, err
 	}
-	msg, perr := rewrite.ParseMessage(body)
-	if perr != nil || (msg.Kind != rewrite.KindRequest && msg.Kind != rewrite.KindNotification) || !wire.ClaimsModern(req.Header, msg.Params) {
+	if !ok || (msg.Kind != rewrite.KindRequest && msg.Kind != rewrite.KindNotification) || !wire.ClaimsModern(req.Header, msg.Params) {
 		return t.Next.RoundTrip(req)
 	}
 	resp, err := t.bridge(req, msg)
@@ -191,6 +190,22 @@ func seal(h http.Header) {
 			delete(h, k)
 		}
 	}
+}
+
+// requestMessage returns the message of a POST's body, and whether it is
+// one: the message the proxy parsed already when it sent the body
+// (rewrite.Parsed), or else the body's bytes parsed, the body left
+// readable again. err is a failure to read the body.
+func requestMessage(req *http.Request) (m rewrite.Message, ok bool, err error) {
+	if m, ok := rewrite.MessageOf(req.Body); ok {
+		return m, true, nil
+	}
+	body, err := requestBody(req)
+	if err != nil {
+		return rewrite.Message{}, false, err
+	}
+	m, perr := rewrite.ParseMessage(body)
+	return m, perr == nil, nil
 }
 
 // requestBody returns the request's body and leaves it readable again.

@@ -4,11 +4,15 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
+	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
 // An outbound POST's body can be sent again by whatever carries it: a
@@ -53,3 +57,71 @@ func TestOutboundBodyCanBeSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// A POST the proxy sends knows the message the proxy parsed from it
+// (rewrite.Parsed), so that a transport below does not parse it again,
+// and that message is the one a parse of the bytes sent gives, judged by
+// rewrite.ParseMessage; a batch knows none, and neither does a body once
+// any of it was read.
+func TestSentBodyKnowsItsMessage(t *testing.T) {
+	type seen struct {
+		msg, parsed rewrite.Message
+		ok, perr    bool
+		afterRead   bool
+	}
+	var got seen
+	capture := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		b, _ := req.Body.(interface{ Bytes() []byte })
+		got = seen{}
+		got.msg, got.ok = rewrite.MessageOf(req.Body)
+		if b != nil {
+			var err error
+			got.parsed, err = rewrite.ParseMessage(b.Bytes())
+			got.perr = err != nil
+		}
+		var one [1]byte
+		_, _ = req.Body.Read(one[:])
+		_, got.afterRead = rewrite.MessageOf(req.Body)
+		return &http.Response{StatusCode: http.StatusAccepted, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	})
+	u, _ := url.Parse("http://127.0.0.1:1/mcp")
+	p, err := New(Options{Upstream: u, Transport: capture})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		body string
+		one  bool
+	}{
+		"request":      {` {"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"a":"\u00e9"}}}`, true},
+		"notification": {`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`, true},
+		"response":     {`{"jsonrpc":"2.0","id":"x","result":{}}`, true},
+		"batch":        {`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(c.body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			p.ServeHTTP(httptest.NewRecorder(), r)
+			if got.ok != c.one {
+				t.Fatalf("MessageOf the body sent: ok %v, want %v", got.ok, c.one)
+			}
+			if got.afterRead {
+				t.Error("MessageOf a body partly read: ok, want a parse of what is left")
+			}
+			if !c.one {
+				return
+			}
+			if got.perr {
+				t.Fatal("the bytes sent do not parse")
+			}
+			if diff := cmp.Diff(got.parsed, got.msg); diff != "" {
+				t.Errorf("the message the body knows is not its bytes' (-parsed +known):\n%s", diff)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

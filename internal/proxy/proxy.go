@@ -621,9 +621,25 @@ type plan struct {
 	// that carries the client's request below (package caller).
 	one       [1]rewrite.Message
 	out       http.Request
-	body      hop.MemBody
+	body      sentBody
 	forwarded onbehalf.Forwarded
 	caller    caller.Bound
+}
+
+// sentBody is the body of a POST the proxy sends: the client's bytes in
+// memory (hop.MemBody) and, when they are one message, the message the
+// proxy parsed from them (rewrite.Parsed), so that a transport below that
+// must know it (the era bridge, the stdio adapter) does not parse it again.
+type sentBody struct {
+	hop.MemBody
+	msg rewrite.Message // the message of the bytes, when one
+	one bool            // the bytes are one message: msg is theirs
+}
+
+// ParsedMessage implements rewrite.Parsed: the message, as long as none of
+// the bytes it was parsed from has been read.
+func (b *sentBody) ParsedMessage() (rewrite.Message, bool) {
+	return b.msg, b.one && int64(b.Len()) == b.Size()
 }
 
 // kind is what a request is, as far as the response path cares: one value

@@ -73,6 +73,26 @@ func ParseMessage(b []byte) (Message, error) {
 	return parseValid(trimWS(b))
 }
 
+// Parsed is a request body that knows the one message it holds, because
+// its sender parsed it already: the proxy's requests to its upstream are
+// such, so a transport below that must know a request's message (the era
+// bridge, the stdio adapter) does not parse the same bytes a second time.
+// ParsedMessage reports false when the body holds no single message (a
+// batch) or when any of it was read: the message is always the one of the
+// bytes left to send.
+type Parsed interface {
+	ParsedMessage() (Message, bool)
+}
+
+// MessageOf returns the message of a request body that knows it (Parsed),
+// and false for any other body: its bytes are then the caller's to parse.
+func MessageOf(body any) (Message, bool) {
+	if p, ok := body.(Parsed); ok {
+		return p.ParsedMessage()
+	}
+	return Message{}, false
+}
+
 // ParseBody parses a POST body: one message, or a JSON array of messages (a
 // 2025-03-26 batch, reported by batch). Every element of a batch is parsed
 // and returned, invalid ones with KindInvalid; the error then wraps

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,5 +166,26 @@ func TestCheckDepth(t *testing.T) {
 	}
 	if err := CheckDepth(deep, 3); !errors.Is(err, ErrTooDeep) {
 		t.Errorf("CheckDepth(%s, 3) = %v, want ErrTooDeep", deep, err)
+	}
+}
+
+type knows struct {
+	m  Message
+	ok bool
+}
+
+func (k knows) ParsedMessage() (Message, bool) { return k.m, k.ok }
+
+// MessageOf gives the message of a body that knows it, and nothing for a
+// body that declines or does not know (Parsed).
+func TestMessageOf(t *testing.T) {
+	m, _ := ParseMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if got, ok := MessageOf(knows{m, true}); !ok || got.Method != "ping" || string(got.ID) != "1" {
+		t.Errorf("MessageOf a body that knows its message = %+v, %v", got, ok)
+	}
+	for name, body := range map[string]any{"declines": knows{m, false}, "does not know": strings.NewReader("{}"), "nil": nil} {
+		if _, ok := MessageOf(body); ok {
+			t.Errorf("MessageOf a body that %s: ok, want none", name)
+		}
 	}
 }

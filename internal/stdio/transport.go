@@ -275,17 +275,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		return respond(req, http.StatusMethodNotAllowed, nil, errorReply(nil, reply.CodeInvalidRequest, "method not allowed", "")), nil
 	}
-	var body []byte
-	if req.Body != nil {
-		var err error
-		body, err = io.ReadAll(io.LimitReader(req.Body, maxBody))
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	msg, err := rewrite.ParseMessage(body)
+	msg, err := requestMessage(req)
 	if err != nil {
+		return nil, err
+	}
+	if msg.Kind == rewrite.KindInvalid {
 		return respond(req, http.StatusBadRequest, nil, errorReply(msg.ID, reply.CodeInvalidRequest, "not a JSON-RPC message", "")), nil
 	}
 	if sid != "" {
@@ -308,6 +302,29 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return respond(req, http.StatusServiceUnavailable, nil, errorReply(msg.ID, reply.CodeInternalError, "the stdio upstream could not be started", "stdio_unavailable")), nil
 	}
 	return t.post(req, p, msg, nil)
+}
+
+// requestMessage returns the message of a POST's body, closed: the one
+// the proxy parsed already (rewrite.Parsed), or else the body read and
+// parsed; KindInvalid, with the id when one was found, when it is none.
+// err is a failure to read the body.
+func requestMessage(req *http.Request) (rewrite.Message, error) {
+	if req.Body == nil {
+		return rewrite.Message{}, nil
+	}
+	defer req.Body.Close()
+	if m, ok := rewrite.MessageOf(req.Body); ok {
+		return m, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
+	if err != nil {
+		return rewrite.Message{}, err
+	}
+	m, err := rewrite.ParseMessage(body)
+	if err != nil {
+		m.Kind = rewrite.KindInvalid
+	}
+	return m, nil
 }
 
 // session returns the live session sid, or nil: unknown, ended, or its
