@@ -243,6 +243,8 @@ func TestLegacyReply(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"private","x":"a\u0026b"}}`},
 		"input_required refused": {"tools/call", `{"jsonrpc":"2.0","id":"a","result":{"resultType":"input_required","inputRequests":{}}}`,
 			`{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients","data":{"reason":"input_required_not_bridged"}}}`},
+		"input_required spelled with an escape refused": {"tools/call", `{"jsonrpc":"2.0","id":"a","result":{"resultType":"input\u005frequired"}}`,
+			`{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients","data":{"reason":"input_required_not_bridged"}}}`},
 		"resource not found": {"resources/read", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Resource not found","data":{"uri":"x://y"}}}`,
 			`{"jsonrpc":"2.0","id":2,"error":{"code":-32002,"data":{"uri":"x://y"},"message":"Resource not found"}}`},
 		"invalid params elsewhere kept": {"tools/call", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"not found"}}`,

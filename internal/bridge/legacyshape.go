@@ -177,7 +177,8 @@ func LegacyReply(method string, body []byte) ([]byte, bool) {
 func legacyReply(method string, m rewrite.Message) ([]byte, bool) {
 	switch m.Kind {
 	case rewrite.KindResponse:
-		if rt, _ := rewrite.GetString(m.Result, "resultType"); rt != "input_required" {
+		raw, _ := rewrite.GetKey(m.Result, []string{"resultType"})
+		if rt, _ := rewrite.StringBytes(raw); string(rt) != "input_required" { // compared, not copied
 			return m.Raw, false
 		}
 		return reply.ErrorMessage(m.ID, &reply.Error{Code: reply.CodeInternalError, Message: "the upstream asked the client for input (input_required), which the era bridge does not carry to legacy clients",
