@@ -209,14 +209,14 @@ func requestMessage(req *http.Request) (m rewrite.Message, ok bool, err error) {
 }
 
 // requestBody returns the request's body and leaves it readable again.
-// A body that holds its bytes in memory and tells them (the proxy's, see
-// inMemory) is looked at where it lies: neither read nor copied.
+// A body that holds its bytes in memory (the proxy's, hop.MemBytes) is
+// looked at where it lies: neither read nor copied.
 func requestBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil
 	}
-	if m, ok := req.Body.(inMemory); ok {
-		return m.Bytes(), nil
+	if b, ok := hop.MemBytes(req); ok {
+		return b, nil
 	}
 	var rc io.ReadCloser = req.Body
 	if req.GetBody != nil {
@@ -243,15 +243,6 @@ func rebuilt(ctx context.Context, req *http.Request, body []byte) *http.Request 
 	out.Header = req.Header.Clone()
 	hop.SetBody(out, new(hop.MemBody), body)
 	return out
-}
-
-// inMemory is a request body whose bytes are in memory: Bytes returns
-// those not yet read, without reading them, for the caller to look at and
-// never to modify. The proxy's relay sends its bodies so, and every POST
-// it forwards to a legacy-only upstream is looked at here.
-type inMemory interface {
-	io.ReadCloser
-	Bytes() []byte
 }
 
 func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Response, error) {

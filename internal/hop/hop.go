@@ -200,7 +200,7 @@ func Carries(req *http.Request) bool {
 // that fails before the upstream could have acted on it (nothing written,
 // or, for a replayable request, nothing read back) is retried once on a
 // fresh connection, as net/http does, its body from GetBody or, without
-// one, from the bytes of a body in memory (inMemory).
+// one, from the bytes of a body in memory (MemBytes).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !Carries(req) {
 		if t.Fallback == nil {
@@ -212,7 +212,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	addr := hostPort(req)
 	key := t.poolKey(addr, req)
-	mem, inMem := memBytes(req)
+	mem, inMem := MemBytes(req)
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			closeBody(req)
@@ -882,13 +882,17 @@ func (t *Transport) poolKey(addr string, req *http.Request) string {
 
 // inMemory is a request body whose bytes are in memory: Bytes returns
 // those not yet read, without reading them, never to be modified (the
-// proxy's bodies are such). Read before the first attempt, they are the
-// whole body, which a retry sends again where there is no GetBody: the
-// proxy leaves it out for the requests carried here, one allocation less.
+// proxy's bodies are such, and MemBody is). Read before the first attempt,
+// they are the whole body, which a retry sends again where there is no
+// GetBody: the proxy leaves it out for the requests carried here, one
+// allocation less.
 type inMemory interface{ Bytes() []byte }
 
-// memBytes returns the bytes of req's body, unread, if it is in memory.
-func memBytes(req *http.Request) ([]byte, bool) {
+// MemBytes returns the bytes of req's body not yet read, without reading
+// them, when the body holds them in memory (a MemBody, or a body that
+// embeds one): for the caller to look at, never to modify. The era bridge
+// looks at a body so.
+func MemBytes(req *http.Request) ([]byte, bool) {
 	m, ok := req.Body.(inMemory)
 	if !ok {
 		return nil, false
