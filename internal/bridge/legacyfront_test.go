@@ -300,9 +300,9 @@ func rewriteGetVersion(p []byte) (string, bool) {
 // A modern JSON reply the legacy front turns into an error (a result that
 // asks the client for input, which it does not carry) is an error to the
 // legacy client: with status 200, as a legacy server answers one, though
-// the upstream sent 400 or 404.
+// the upstream sent 400 or 404; any other status stays.
 func TestFrontJSONReplyMadeAnErrorIs200(t *testing.T) {
-	for _, status := range []int{http.StatusBadRequest, http.StatusNotFound} {
+	for status, want := range map[int]int{http.StatusBadRequest: http.StatusOK, http.StatusNotFound: http.StatusOK, http.StatusInternalServerError: http.StatusInternalServerError} {
 		fx := newFrontFixtureWith(t, 0, func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Header.Get("Mcp-Method") != "tools/call" {
@@ -318,8 +318,8 @@ func TestFrontJSONReplyMadeAnErrorIs200(t *testing.T) {
 		sid := resp.Header.Get("Mcp-Session-Id")
 		resp, body := post(t, fx.url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`,
 			map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"})
-		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"input_required_not_bridged"`) {
-			t.Errorf("upstream %d: reply %d %s, want 200 with the error input_required_not_bridged", status, resp.StatusCode, body)
+		if resp.StatusCode != want || !strings.Contains(body, `"input_required_not_bridged"`) {
+			t.Errorf("upstream %d: reply %d %s, want %d with the error input_required_not_bridged", status, resp.StatusCode, body, want)
 		}
 	}
 }

@@ -1,10 +1,14 @@
 package bridge
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -123,5 +127,80 @@ func checkBridged(t *testing.T, rt http.RoundTripper, req *http.Request, b *look
 	}
 	if b.looked > 0 {
 		t.Errorf("the body's bytes were looked at %d times: its message parsed again", b.looked)
+	}
+}
+
+// brokenBody is a request body whose reads fail, as a client's that broke
+// off mid-body.
+type brokenBody struct{}
+
+func (brokenBody) Read([]byte) (int, error) { return 0, errors.New("the client's connection broke") }
+func (brokenBody) Close() error             { return nil }
+
+// A body that cannot be read fails the round trip: neither bridge sends
+// the request on as though it held no message.
+func TestUnreadableBodyFails(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodPost, "http://upstream/mcp", nil)
+	req.Body = brokenBody{}
+	if _, ok, err := requestMessage(req); err == nil || ok {
+		t.Errorf("requestMessage of a body that fails: ok %v, %v; want the read's error", ok, err)
+	}
+	fx := newFrontFixture(t, 0)
+	resp, _ := post(t, fx.url, legacyInit, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	bt, u := newBridge(t, demo.Handler(nil), 0)
+	for name, c := range map[string]struct {
+		rt  http.RoundTripper
+		url string
+		h   map[string]string
+	}{
+		"legacy front": {fx.front, fx.front.Upstream.String(), map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}},
+		"era bridge":   {bt, u, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, c.url, nil)
+		req.Body, req.ContentLength = brokenBody{}, 40
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range c.h {
+			req.Header.Set(k, v)
+		}
+		if resp, err := c.rt.RoundTrip(req); err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: a body that fails gave a reply %d, want the read's error", name, resp.StatusCode)
+		}
+	}
+}
+
+// A POST that is no single message (a batch) passes the legacy front on a
+// session as it came, to the upstream, which answers it.
+func TestFrontPassesABatchOn(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	fx := newFrontFixtureWith(t, 0, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			seen = append(seen, string(b))
+			mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			next.ServeHTTP(w, r)
+		})
+	})
+	resp, _ := post(t, fx.url, legacyInit, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	const batch = `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`
+	post(t, fx.url, batch, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"})
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(seen, batch) {
+		t.Errorf("the batch did not reach the upstream as it came; the upstream saw %q", seen)
+	}
+}
+
+// legacyReply of a complete result allocates nothing: it compares the
+// result's resultType where it lies.
+func TestLegacyReplyAllocations(t *testing.T) {
+	m, _ := rewrite.ParseMessage([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}`))
+	if n := testing.AllocsPerRun(100, func() { legacyReply("tools/call", m) }); n != 0 {
+		t.Errorf("legacyReply of a complete result: %v allocations, want 0", n)
 	}
 }

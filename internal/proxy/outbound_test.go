@@ -70,9 +70,10 @@ func TestSentBodyKnowsItsMessage(t *testing.T) {
 		afterRead   bool
 	}
 	var got seen
+	called := false
 	capture := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		b, _ := req.Body.(interface{ Bytes() []byte })
-		got = seen{}
+		called = true
 		got.msg, got.ok = rewrite.MessageOf(req.Body)
 		if b != nil {
 			var err error
@@ -102,7 +103,11 @@ func TestSentBodyKnowsItsMessage(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(c.body))
 			r.Header.Set("Content-Type", "application/json")
 			r.Header.Set("Accept", "application/json, text/event-stream")
+			got, called = seen{}, false
 			p.ServeHTTP(httptest.NewRecorder(), r)
+			if !called {
+				t.Fatal("the request was not sent")
+			}
 			if got.ok != c.one {
 				t.Fatalf("MessageOf the body sent: ok %v, want %v", got.ok, c.one)
 			}

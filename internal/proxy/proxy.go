@@ -632,14 +632,16 @@ type plan struct {
 // must know it (the era bridge, the stdio adapter) does not parse it again.
 type sentBody struct {
 	hop.MemBody
-	msg rewrite.Message // the message of the bytes, when one
-	one bool            // the bytes are one message: msg is theirs
+	msg *rewrite.Message // the message of the bytes (the plan's); nil: a batch
 }
 
 // ParsedMessage implements rewrite.Parsed: the message, as long as none of
 // the bytes it was parsed from has been read.
 func (b *sentBody) ParsedMessage() (rewrite.Message, bool) {
-	return b.msg, b.one && int64(b.Len()) == b.Size()
+	if b.msg == nil || int64(b.Len()) != b.Size() {
+		return rewrite.Message{}, false
+	}
+	return *b.msg, true
 }
 
 // kind is what a request is, as far as the response path cares: one value

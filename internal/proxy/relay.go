@@ -103,7 +103,10 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 	switch {
 	case len(body) > 0:
 		hop.SetBody(out, &pl.body.MemBody, body) // the body with the plan: one allocation less
-		pl.body.msg, pl.body.one = pl.one[0], pl.kind == kindSingle
+		pl.body.msg = nil
+		if pl.kind == kindSingle {
+			pl.body.msg = &pl.one[0]
+		}
 		out.Body = &pl.body // the same bytes, and the message parsed from them
 	case body != nil || r.ContentLength == 0:
 		out.Body, out.GetBody, out.ContentLength = nil, nil, 0

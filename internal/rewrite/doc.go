@@ -12,6 +12,10 @@
 // re-encoded. JSON is walked by byte offsets after one validity check;
 // nothing is unmarshalled into maps.
 //
+// It also defines the hand-off of a parsed message (Parsed, MessageOf): a
+// request body the proxy parsed tells the transports below it the message,
+// so that no one parses the same bytes twice.
+//
 // The package is pure: it takes bytes and returns bytes. It must not import
 // the network, the clock, a logger or metrics, hold package-level mutable
 // state, or decide policy (which method's reply to rewrite is the proxy's

@@ -3,7 +3,10 @@ package stdio
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -51,5 +54,71 @@ func TestKnownMessageIsNotReadAgain(t *testing.T) {
 	}
 	if b.reads > 0 {
 		t.Errorf("the body was read %d times: its message parsed again", b.reads)
+	}
+}
+
+// closeCount is a body that counts its Close, and fails its reads when
+// failRead is set.
+type closeCount struct {
+	io.Reader
+	closed   int
+	failRead bool
+}
+
+func (c *closeCount) Read(p []byte) (int, error) {
+	if c.failRead {
+		return 0, errors.New("the client's connection broke")
+	}
+	return c.Reader.Read(p)
+}
+func (c *closeCount) Close() error { c.closed++; return nil }
+
+// readMessage: a message, known or read, is ok; a body that holds none is
+// not, with the id when one was found; a failed read is an error; the
+// body is closed once in every case.
+func TestReadMessage(t *testing.T) {
+	const call = `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}`
+	for name, c := range map[string]struct {
+		body     string
+		failRead bool
+		wantOK   bool
+		wantID   string
+		wantErr  bool
+	}{
+		"a message":              {body: call, wantOK: true, wantID: "4"},
+		"not JSON":               {body: `nope`},
+		"no jsonrpc 2.0, its id": {body: `{"jsonrpc":"1.0","id":9,"method":"x"}`, wantID: "9"},
+		"a batch":                {body: `[` + call + `]`},
+		"a read that fails":      {body: call, failRead: true, wantErr: true},
+		"an empty body":          {body: ``},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := &closeCount{Reader: strings.NewReader(c.body), failRead: c.failRead}
+			req, _ := http.NewRequest(http.MethodPost, "http://stdio.invalid/mcp", nil)
+			req.Body = b
+			m, ok, err := readMessage(req)
+			if (err != nil) != c.wantErr || ok != c.wantOK || string(m.ID) != c.wantID {
+				t.Errorf("readMessage = id %s, ok %v, %v; want id %q, ok %v, error %v", m.ID, ok, err, c.wantID, c.wantOK, c.wantErr)
+			}
+			if b.closed != 1 {
+				t.Errorf("the body closed %d times, want once", b.closed)
+			}
+		})
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://stdio.invalid/mcp", nil)
+	if _, ok, err := readMessage(req); ok || err != nil {
+		t.Errorf("readMessage of no body: ok %v, %v; want no message and no error", ok, err)
+	}
+}
+
+// A POST that holds no JSON-RPC message is refused with 400 and the id it
+// carried, before its session's process is asked.
+func TestNotAMessageIs400(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", nil)
+	sid := initialize(t, tr)
+	e := do(t, tr, "POST", sid, `{"jsonrpc":"1.0","id":9,"method":"tools/list"}`, nil)
+	if e.status != http.StatusBadRequest || e.last()["id"] != float64(9) {
+		t.Errorf("POST of no message in a session = %d %v, want 400 with id 9", e.status, e.msgs)
 	}
 }

@@ -41,8 +41,9 @@ const (
 	// DefaultGrace is each wait of the shutdown sequence: after stdin is
 	// closed, and again after SIGTERM, before SIGKILL.
 	DefaultGrace = 2 * time.Second
-	// maxBody bounds a request body the adapter reads; the proxy has
-	// already applied the sidecar's own, smaller, limit.
+	// maxBody bounds a request body the adapter reads itself. A body
+	// whose message the proxy parsed already (rewrite.Parsed) is not read
+	// again: the sidecar's own limit (max-body-bytes) bounded it.
 	maxBody = 64 << 20
 )
 
@@ -275,11 +276,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		return respond(req, http.StatusMethodNotAllowed, nil, errorReply(nil, reply.CodeInvalidRequest, "method not allowed", "")), nil
 	}
-	msg, err := requestMessage(req)
+	msg, ok, err := readMessage(req)
 	if err != nil {
 		return nil, err
 	}
-	if msg.Kind == rewrite.KindInvalid {
+	if !ok {
 		return respond(req, http.StatusBadRequest, nil, errorReply(msg.ID, reply.CodeInvalidRequest, "not a JSON-RPC message", "")), nil
 	}
 	if sid != "" {
@@ -304,27 +305,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.post(req, p, msg, nil)
 }
 
-// requestMessage returns the message of a POST's body, closed: the one
-// the proxy parsed already (rewrite.Parsed), or else the body read and
-// parsed; KindInvalid, with the id when one was found, when it is none.
-// err is a failure to read the body.
-func requestMessage(req *http.Request) (rewrite.Message, error) {
+// readMessage reads the message of a POST's body and closes the body:
+// the message the proxy parsed already (rewrite.Parsed), or else the body
+// read (up to maxBody) and parsed. ok is false when the body holds no
+// message, which then still carries the id when one was found, for the
+// error reply; err is a failure to read the body.
+func readMessage(req *http.Request) (m rewrite.Message, ok bool, err error) {
 	if req.Body == nil {
-		return rewrite.Message{}, nil
+		return rewrite.Message{}, false, nil
 	}
 	defer req.Body.Close()
 	if m, ok := rewrite.MessageOf(req.Body); ok {
-		return m, nil
+		return m, true, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
 	if err != nil {
-		return rewrite.Message{}, err
+		return rewrite.Message{}, false, err
 	}
-	m, err := rewrite.ParseMessage(body)
-	if err != nil {
-		m.Kind = rewrite.KindInvalid
-	}
-	return m, nil
+	m, perr := rewrite.ParseMessage(body)
+	return m, perr == nil, nil
 }
 
 // session returns the live session sid, or nil: unknown, ended, or its
