@@ -74,16 +74,18 @@ func (c *closeCount) Read(p []byte) (int, error) {
 func (c *closeCount) Close() error { c.closed++; return nil }
 
 // readMessage: a message, known or read, is ok; a body that holds none is
-// not, with the id when one was found; a failed read is an error; the
-// body is closed once in every case.
+// not, with the id when one was found; a failed read is an error, a body
+// over the limit errTooLarge; the body is closed once in every case.
 func TestReadMessage(t *testing.T) {
 	const call = `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}`
 	for name, c := range map[string]struct {
 		body     string
+		limit    int64 // 1 KiB when 0
 		failRead bool
 		wantOK   bool
 		wantID   string
 		wantErr  bool
+		want413  bool
 	}{
 		"a message":              {body: call, wantOK: true, wantID: "4"},
 		"not JSON":               {body: `nope`},
@@ -91,14 +93,23 @@ func TestReadMessage(t *testing.T) {
 		"a batch":                {body: `[` + call + `]`},
 		"a read that fails":      {body: call, failRead: true, wantErr: true},
 		"an empty body":          {body: ``},
+		"exactly the limit":      {body: call, limit: int64(len(call)), wantOK: true, wantID: "4"},
+		"a byte over the limit":  {body: call, limit: int64(len(call)) - 1, wantErr: true, want413: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := &closeCount{Reader: strings.NewReader(c.body), failRead: c.failRead}
 			req, _ := http.NewRequest(http.MethodPost, "http://stdio.invalid/mcp", nil)
 			req.Body = b
-			m, ok, err := readMessage(req)
+			limit := c.limit
+			if limit == 0 {
+				limit = 1 << 10
+			}
+			m, ok, err := readMessage(req, limit)
 			if (err != nil) != c.wantErr || ok != c.wantOK || string(m.ID) != c.wantID {
 				t.Errorf("readMessage = id %s, ok %v, %v; want id %q, ok %v, error %v", m.ID, ok, err, c.wantID, c.wantOK, c.wantErr)
+			}
+			if errors.Is(err, errTooLarge) != c.want413 {
+				t.Errorf("readMessage error %v; want errTooLarge: %v", err, c.want413)
 			}
 			if b.closed != 1 {
 				t.Errorf("the body closed %d times, want once", b.closed)
@@ -106,7 +117,7 @@ func TestReadMessage(t *testing.T) {
 		})
 	}
 	req, _ := http.NewRequest(http.MethodPost, "http://stdio.invalid/mcp", nil)
-	if _, ok, err := readMessage(req); ok || err != nil {
+	if _, ok, err := readMessage(req, 1<<10); ok || err != nil {
 		t.Errorf("readMessage of no body: ok %v, %v; want no message and no error", ok, err)
 	}
 }
@@ -121,4 +132,43 @@ func TestNotAMessageIs400(t *testing.T) {
 	if e.status != http.StatusBadRequest || e.last()["id"] != float64(9) {
 		t.Errorf("POST of no message in a session = %d %v, want 400 with id 9", e.status, e.msgs)
 	}
+}
+
+// A body the adapter reads itself (here a plain one, as a batch or a
+// caller other than the proxy sends) that runs past maxBody is refused
+// with 413 and says so, instead of being cut and misread; the process is
+// not asked.
+func TestBodyOverLimitIs413(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", nil)
+	sid := initialize(t, tr)
+	// A JSON string of spaces inside a message, one byte over the limit.
+	head := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`
+	tail := `"}}}`
+	pad := int64(maxBody) + 1 - int64(len(head)+len(tail))
+	body := io.MultiReader(strings.NewReader(head), io.LimitReader(spaces{}, pad), strings.NewReader(tail))
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://stdio.invalid/mcp", body)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !bytes.Contains(got, []byte(`larger than 67108864 bytes`)) {
+		t.Errorf("a body of maxBody+1 bytes = %d %s, want 413 naming the limit", resp.StatusCode, got)
+	}
+}
+
+// spaces reads as an endless run of spaces.
+type spaces struct{}
+
+func (spaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
 }

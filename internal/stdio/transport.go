@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -41,11 +42,15 @@ const (
 	// DefaultGrace is each wait of the shutdown sequence: after stdin is
 	// closed, and again after SIGTERM, before SIGKILL.
 	DefaultGrace = 2 * time.Second
-	// maxBody bounds a request body the adapter reads itself. A body
-	// whose message the proxy parsed already (rewrite.Parsed) is not read
-	// again: the sidecar's own limit (max-body-bytes) bounded it.
+	// maxBody bounds a request body the adapter reads itself; a longer
+	// one is answered 413. A body whose message the proxy parsed already
+	// (rewrite.Parsed) is not read again: the sidecar's own limit
+	// (max-body-bytes) bounded it.
 	maxBody = 64 << 20
 )
+
+// errTooLarge is readMessage's error for a body over its limit.
+var errTooLarge = errors.New("stdio: request body over the limit")
 
 // Events counted through Metrics.StdioEvent.
 const (
@@ -276,7 +281,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		return respond(req, http.StatusMethodNotAllowed, nil, errorReply(nil, reply.CodeInvalidRequest, "method not allowed", "")), nil
 	}
-	msg, ok, err := readMessage(req)
+	msg, ok, err := readMessage(req, maxBody)
+	if errors.Is(err, errTooLarge) {
+		return respond(req, http.StatusRequestEntityTooLarge, nil, errorReply(nil, reply.CodeInvalidRequest, fmt.Sprintf("request body larger than %d bytes", maxBody), "")), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -307,10 +315,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // readMessage reads the message of a POST's body and closes the body:
 // the message the proxy parsed already (rewrite.Parsed), or else the body
-// read (up to maxBody) and parsed. ok is false when the body holds no
-// message, which then still carries the id when one was found, for the
-// error reply; err is a failure to read the body.
-func readMessage(req *http.Request) (m rewrite.Message, ok bool, err error) {
+// read and parsed. ok is false when the body holds no message, which then
+// still carries the id when one was found, for the error reply; err is a
+// failure to read the body, errTooLarge for a body over limit bytes.
+func readMessage(req *http.Request, limit int64) (m rewrite.Message, ok bool, err error) {
 	if req.Body == nil {
 		return rewrite.Message{}, false, nil
 	}
@@ -318,9 +326,12 @@ func readMessage(req *http.Request) (m rewrite.Message, ok bool, err error) {
 	if m, ok := rewrite.MessageOf(req.Body); ok {
 		return m, true, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 	if err != nil {
 		return rewrite.Message{}, false, err
+	}
+	if int64(len(body)) > limit {
+		return rewrite.Message{}, false, errTooLarge
 	}
 	m, perr := rewrite.ParseMessage(body)
 	return m, perr == nil, nil
