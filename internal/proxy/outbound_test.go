@@ -130,3 +130,21 @@ func TestSentBodyKnowsItsMessage(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A sent body made to read other bytes forgets the message of the old.
+func TestSentBodyResetForgetsItsMessage(t *testing.T) {
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`
+	m, err := rewrite.ParseMessage([]byte(call))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &sentBody{msg: &m}
+	b.MemBody.Reset([]byte(call))
+	if _, ok := rewrite.MessageOf(b); !ok {
+		t.Fatal("a sent body with its message: MessageOf not ok")
+	}
+	b.Reset([]byte(`{"jsonrpc":"2.0","id":8,"method":"ping"}`))
+	if got, ok := rewrite.MessageOf(b); ok {
+		t.Errorf("after Reset to other bytes, MessageOf = %s %s, ok; want no message", got.ID, got.Method)
+	}
+}

@@ -644,6 +644,13 @@ func (b *sentBody) ParsedMessage() (rewrite.Message, bool) {
 	return *b.msg, true
 }
 
+// Reset makes b read p, bytes that carry no message it knows: the
+// promoted MemBody.Reset would keep the message of the bytes before.
+func (b *sentBody) Reset(p []byte) {
+	b.MemBody.Reset(p)
+	b.msg = nil
+}
+
 // kind is what a request is, as far as the response path cares: one value
 // where there were four booleans that could contradict each other.
 type kind uint8
