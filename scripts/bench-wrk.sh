@@ -15,7 +15,8 @@
 # Interleaved, ROUNDS times (default 3), for each concurrency in CONNS
 # (default "1 32") and each era in ERAS (default "legacy modern": a
 # 2025-11-25 tools/call without a session, and a 2026-07-28 one), it runs
-# every target for DURATION (default 5s) and records wrk's counts and what
+# every target for DURATION (default 5s), in reverse order on even rounds,
+# and records wrk's counts and what
 # the target's processes spent over the run, from /proc: user+system CPU
 # (/proc/PID/stat; nginx: master and workers), read/write-family system
 # calls (syscr+syscw of /proc/PID/io) and context switches of every thread
@@ -334,16 +335,27 @@ measure() {
   echo "$kind era=$era c=$c target=${t#sealed-} round=$r ${line#RESULT } $(delta "$before" "$after") $extra" >>"$results"
 }
 
+# Rounds run the targets in the order they started, and even rounds in
+# the reverse order: the upstream they share drifts in cost over a run (by
+# more than a hop's CPU at Go's default collector), and a fixed order would
+# lay that drift on the later targets (docs/performance.md, "The upstream's
+# cost behind each hop, alternated").
 for ((r = 1; r <= rounds; r++)); do
+  order=("${targets[@]}") sealed_order=("${sealed_targets[@]}")
+  if ((r % 2 == 0)); then
+    order=() sealed_order=()
+    for ((i = ${#targets[@]} - 1; i >= 0; i--)); do order+=("${targets[i]}"); done
+    for ((i = ${#sealed_targets[@]} - 1; i >= 0; i--)); do sealed_order+=("${sealed_targets[i]}"); done
+  fi
   for c in "${conns_list[@]}"; do
     for era in "${eras[@]}"; do
-      for t in "${targets[@]}"; do measure call "$era" "$c" "$t" "$r" "$duration"; done
+      for t in "${order[@]}"; do measure call "$era" "$c" "$t" "$r" "$duration"; done
     done
-    for t in "${sealed_targets[@]}"; do measure call sealed "$c" "$t" "$r" "$duration"; done
+    for t in "${sealed_order[@]}"; do measure call sealed "$c" "$t" "$r" "$duration"; done
   done
   for c in "${sse_conns[@]}"; do
     for era in "${eras[@]}"; do
-      for t in "${targets[@]}"; do measure sse "$era" "$c" "$t" "$r" "$duration"; done
+      for t in "${order[@]}"; do measure sse "$era" "$c" "$t" "$r" "$duration"; done
     done
   done
 done
