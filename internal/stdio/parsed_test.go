@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -82,6 +83,7 @@ func TestReadMessage(t *testing.T) {
 		body     string
 		limit    int64 // 1 KiB when 0
 		failRead bool
+		pastEnd  bool // the body goes on, spaces then a failing read, after limit+1 bytes
 		wantOK   bool
 		wantID   string
 		wantErr  bool
@@ -95,9 +97,14 @@ func TestReadMessage(t *testing.T) {
 		"an empty body":          {body: ``},
 		"exactly the limit":      {body: call, limit: int64(len(call)), wantOK: true, wantID: "4"},
 		"a byte over the limit":  {body: call, limit: int64(len(call)) - 1, wantErr: true, want413: true},
+		"read no further than a byte past the limit": {body: call, limit: int64(len(call)) - 1, pastEnd: true, wantErr: true, want413: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := &closeCount{Reader: strings.NewReader(c.body), failRead: c.failRead}
+			var r io.Reader = strings.NewReader(c.body)
+			if c.pastEnd {
+				r = io.MultiReader(r, io.LimitReader(spaces{}, 1<<10), &closeCount{failRead: true})
+			}
+			b := &closeCount{Reader: r, failRead: c.failRead}
 			req, _ := http.NewRequest(http.MethodPost, "http://stdio.invalid/mcp", nil)
 			req.Body = b
 			limit := c.limit
@@ -134,10 +141,10 @@ func TestNotAMessageIs400(t *testing.T) {
 	}
 }
 
-// A body the adapter reads itself (here a plain one, as a batch or a
-// caller other than the proxy sends) that runs past maxBody is refused
-// with 413 and says so, instead of being cut and misread; the process is
-// not asked.
+// A body the adapter reads itself (here a plain one, as the era bridge's
+// translation of a message is) that runs past maxBody is refused with 413
+// and the proxy's JSON-RPC error for a body over its limit, instead of
+// being cut and misread.
 func TestBodyOverLimitIs413(t *testing.T) {
 	t.Parallel()
 	tr, _ := start(t, "", nil)
@@ -158,8 +165,12 @@ func TestBodyOverLimitIs413(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	got, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !bytes.Contains(got, []byte(`larger than 67108864 bytes`)) {
-		t.Errorf("a body of maxBody+1 bytes = %d %s, want 413 naming the limit", resp.StatusCode, got)
+	want := reply.ErrorMessage(nil, &reply.Error{Code: reply.CodeInvalidRequest, Message: "request body larger than 67108864 bytes"})
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !bytes.Equal(got, want) {
+		t.Errorf("a body of maxBody+1 bytes = %d %s, want 413 %s", resp.StatusCode, got, want)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("its Content-Type %q, want application/json", ct)
 	}
 }
 

@@ -42,8 +42,10 @@ const (
 	// DefaultGrace is each wait of the shutdown sequence: after stdin is
 	// closed, and again after SIGTERM, before SIGKILL.
 	DefaultGrace = 2 * time.Second
-	// maxBody bounds a request body the adapter reads itself; a longer
-	// one is answered 413. A body whose message the proxy parsed already
+	// maxBody bounds a request body the adapter reads itself (a batch, a
+	// message the era bridge translated); a longer one is answered 413,
+	// as the proxy answers one over max-body-bytes. A body whose message
+	// the proxy parsed already
 	// (rewrite.Parsed) is not read again: the sidecar's own limit
 	// (max-body-bytes) bounded it.
 	maxBody = 64 << 20
