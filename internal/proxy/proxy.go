@@ -463,7 +463,7 @@ func bodyBuffered(r *http.Request) bool {
 // set the read deadline (zero: it did not).
 func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration, set time.Time) ([]byte, *reply.Error) {
 	if r.ContentLength > max {
-		return nil, tooLarge(max)
+		return nil, reply.TooLarge(max)
 	}
 	src := r.Body
 	if r.ContentLength < 0 {
@@ -487,7 +487,7 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Du
 	}
 	switch {
 	case errors.As(err, &mbe):
-		return nil, tooLarge(max)
+		return nil, reply.TooLarge(max)
 	case timedOut:
 		// The deadline stays passed: net/http would otherwise wait for the
 		// rest of the body to discard it before closing the connection.
@@ -578,11 +578,6 @@ func (s *stallReader) done() {
 	if s.set {
 		_ = s.rc.SetReadDeadline(time.Time{})
 	}
-}
-
-func tooLarge(max int64) *reply.Error {
-	return &reply.Error{Status: http.StatusRequestEntityTooLarge, Code: reply.CodeInvalidRequest,
-		Message: fmt.Sprintf("request body larger than %d bytes", max)}
 }
 
 func parseError(err error) *reply.Error {

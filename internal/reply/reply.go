@@ -13,7 +13,11 @@
 // the repository's root). It must not write a reply nor do I/O.
 package reply
 
-import "io"
+import (
+	"fmt"
+	"io"
+	"net/http"
+)
 
 // JSON-RPC error codes the sidecar answers with: JSON-RPC 2.0's, and the
 // MCP ones of its own methods.
@@ -57,6 +61,14 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// TooLarge is the error for a request body over limit bytes: HTTP 413,
+// Invalid Request. The proxy answers it for max-body-bytes, the stdio
+// adapter for its own bound.
+func TooLarge(limit int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeInvalidRequest,
+		Message: fmt.Sprintf("request body larger than %d bytes", limit)}
+}
 
 // Body is a result written a piece at a time: exactly Len bytes of JSON,
 // which Encode writes to w (a large skill file, encoded as it is read, so a

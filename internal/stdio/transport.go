@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -45,9 +44,8 @@ const (
 	// maxBody bounds a request body the adapter reads itself (a batch, a
 	// message the era bridge translated); a longer one is answered 413,
 	// as the proxy answers one over max-body-bytes. A body whose message
-	// the proxy parsed already
-	// (rewrite.Parsed) is not read again: the sidecar's own limit
-	// (max-body-bytes) bounded it.
+	// the proxy parsed already (rewrite.Parsed) is not read again: the
+	// sidecar's own limit (max-body-bytes) bounded it.
 	maxBody = 64 << 20
 )
 
@@ -285,7 +283,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	msg, ok, err := readMessage(req, maxBody)
 	if errors.Is(err, errTooLarge) {
-		return respond(req, http.StatusRequestEntityTooLarge, nil, errorReply(nil, reply.CodeInvalidRequest, fmt.Sprintf("request body larger than %d bytes", maxBody), "")), nil
+		e := reply.TooLarge(maxBody)
+		return respond(req, e.Status, nil, reply.ErrorMessage(nil, e)), nil
 	}
 	if err != nil {
 		return nil, err
