@@ -442,7 +442,15 @@ type body struct {
 	mu    sync.Mutex
 	done  bool
 	reply *http.Response // the plain reply it is the body of, until Release
+
+	// closed: Close was called; every later read fails, as net/http's
+	// reply bodies do, instead of returning what was left of the reply.
+	closed atomic.Bool
 }
+
+// errReadAfterClose is what a read of a body after its Close returns,
+// in the words of net/http's Transport.
+var errReadAfterClose = errors.New("http: read on closed response body")
 
 // maxReleased bounds the header maps Release keeps: one grown by an
 // unusual reply is left to the collector.
@@ -479,6 +487,9 @@ func Release(resp *http.Response) {
 }
 
 func (b *body) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errReadAfterClose
+	}
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
 		b.finish(true)
@@ -512,8 +523,10 @@ func (b *body) Arrived() bool {
 }
 
 // Close closes the body; a connection whose reply was not read to the end
-// is closed rather than pooled, since what is left on it is unknown.
+// is closed rather than pooled, since what is left on it is unknown. A
+// read after Close fails, as it does on net/http's reply bodies.
 func (b *body) Close() error {
+	b.closed.Store(true)
 	b.finish(false)
 	return nil
 }

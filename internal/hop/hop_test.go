@@ -879,3 +879,40 @@ func TestIdleTimerCountsFromTheLastReturn(t *testing.T) {
 	}
 	waitFor(t, "the idle timeout to empty the pool", func() bool { return tr.Idle() == 0 })
 }
+
+// TestReadAfterCloseFails: a reply body read after its Close says so, as
+// net/http's Transport's bodies do, whether the reply was read half, whole
+// or not at all, of a length or chunked; it does not hand out what was
+// left of the reply in the connection's buffer. net/http's Transport is
+// the judge, against the same server.
+func TestReadAfterCloseFails(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("chunked") == "" {
+			w.Header().Set("Content-Length", "12")
+		}
+		io.WriteString(w, "hello, world")
+	}))
+	t.Cleanup(srv.Close)
+	judge := &http.Transport{}
+	t.Cleanup(judge.CloseIdleConnections)
+	for _, url := range []string{srv.URL, srv.URL + "?chunked=1"} {
+		for _, before := range []int{0, 5, 12} {
+			var outcome [2]string
+			for i, rt := range []http.RoundTripper{judge, newTransport(t)} {
+				resp, err := rt.RoundTrip(get(t, url))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(resp.Body, make([]byte, before)); err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				n, err := resp.Body.Read(make([]byte, 64))
+				outcome[i] = fmt.Sprintf("%d, %v", n, err)
+			}
+			if outcome[0] != outcome[1] {
+				t.Errorf("%s, %d bytes read before Close: a read after it gives %q, net/http's Transport %q", url, before, outcome[1], outcome[0])
+			}
+		}
+	}
+}
