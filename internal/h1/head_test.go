@@ -341,3 +341,38 @@ func FuzzHeadLimit(f *testing.F) {
 		}
 	})
 }
+
+// TestManyFieldsCostNoMoreAllocations: a plain head with as many fields as
+// a Node or browser client sends (with Authorization and trace context)
+// costs the allocations of one with nine, beyond which only the header
+// map's own growth costs more; each field past the values plainHead
+// keeps room for costs one.
+func TestManyFieldsCostNoMoreAllocations(t *testing.T) {
+	names := []string{"Content-Type", "Accept", "Mcp-Protocol-Version", "Mcp-Session-Id", "Content-Length",
+		"Connection", "User-Agent", "Accept-Encoding", "Accept-Language", "Sec-Fetch-Mode", "Authorization",
+		"Traceparent", "Tracestate", "Baggage", "X-Request-Id"}
+	allocs := func(n int) float64 {
+		head := "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+		for _, k := range names[:n] {
+			v := "v"
+			if k == "Content-Length" {
+				v = "10"
+			}
+			head += k + ": " + v + "\r\n"
+		}
+		b := []byte(head + "\r\n")
+		var p plainHead
+		return testing.AllocsPerRun(50, func() {
+			p = plainHead{}
+			if !parsePlain(&p, b) {
+				t.Fatalf("a plain head of %d fields was not parsed here", n+1)
+			}
+		})
+	}
+	base := allocs(8) // nine fields with Host: past the map's first group
+	for n := 9; n <= len(names); n++ {
+		if a := allocs(n); a != base {
+			t.Errorf("a head of %d fields costs %v allocations, one of 9 %v", n+1, a, base)
+		}
+	}
+}
