@@ -279,3 +279,49 @@ func TestResponseHeadIsBounded(t *testing.T) {
 		t.Errorf("a head inside the bound: %d, %d bytes of body, %v; want 200 and the 3 MiB body", resp.StatusCode, len(got), err)
 	}
 }
+
+// TestPoolKeyOfCredentials: the key of a request with credentials costs one
+// allocation (its string) and tells apart what differs anywhere in the
+// values, past the room it is laid out in too; values split differently
+// across fields do not collide, and a request without any costs nothing.
+func TestPoolKeyOfCredentials(t *testing.T) {
+	tr := &Transport{Partition: []string{"Authorization", "Cookie"}}
+	key := func(h http.Header) string {
+		return tr.poolKey("up:80", &http.Request{Header: h})
+	}
+	long := strings.Repeat("x", 3000)
+	seen := map[string]string{}
+	for _, h := range []http.Header{
+		{},
+		{"Authorization": {"Bearer a"}},
+		{"Authorization": {"Bearer b"}},
+		{"Authorization": {""}},
+		{"Authorization": {"Bearer a"}, "Cookie": {"s=1"}},
+		{"Authorization": {"Bearer a", "s=1"}},
+		{"Authorization": {"Bearer as=1"}},
+		{"Authorization": {"Bearer " + long + "1"}},
+		{"Authorization": {"Bearer " + long + "2"}},
+	} {
+		k := key(h)
+		if prev, dup := seen[k]; dup {
+			t.Errorf("%v and %s have the same key", h, prev)
+		}
+		seen[k] = fmt.Sprint(h)
+		if strings.Contains(k, "Bearer") || strings.Contains(k, "s=1") {
+			t.Errorf("the key of %v holds a credential: %q", h, k)
+		}
+	}
+	if k := key(http.Header{}); k != "up:80" {
+		t.Errorf("the key of a request without credentials is %q, want the address", k)
+	}
+	if k1, k2 := key(http.Header{"Authorization": {"Bearer a"}}), key(http.Header{"Authorization": {"Bearer a"}}); k1 != k2 {
+		t.Errorf("one credential, two keys: %q, %q", k1, k2)
+	}
+	h := http.Header{"Authorization": {"Bearer eyJhbGciOiJSUzI1NiJ9.payload.signature"}}
+	if a := testing.AllocsPerRun(100, func() { key(h) }); a > 1 {
+		t.Errorf("a key of a request with credentials costs %v allocations, want 1", a)
+	}
+	if a := testing.AllocsPerRun(100, func() { key(http.Header{}) }); a > 0 {
+		t.Errorf("a key of a request without credentials costs %v allocations, want 0", a)
+	}
+}
