@@ -45,6 +45,13 @@
 # by the CPU the tables report for floor-busy against the sidecar's. A table
 # sets the sidecar's throughput against it round by round. Off by default.
 #
+# With CLIENT_HEADERS=node, every call also carries the fields Node's fetch
+# adds to an MCP client's own, with an Authorization and trace context
+# (User-Agent, Accept-Encoding, Accept-Language, Sec-Fetch-Mode,
+# Connection, Authorization, Traceparent: 15 fields with Host, where wrk
+# alone sends 8), for what a real client's head costs each hop. The
+# upstreams check no credentials, so the Authorization only travels.
+#
 # With UPSTREAM_GOGC=N, the upstreams run with GOGC=N. At Go's default the
 # demo upstream allocates about half a megabyte per call against a heap goal
 # held at Go's 4 MB minimum, so it collects garbage every four or five calls
@@ -81,6 +88,8 @@ sealed_on=${SEALED:-1}
 stdio_on=${STDIO:-1}
 nethttp_on=${NETHTTP:-1}
 floor_busy=${FLOOR_BUSY:-}
+client_headers=${CLIENT_HEADERS:-}
+[[ -z $client_headers || $client_headers == node ]] || { echo "CLIENT_HEADERS is node or empty, not $client_headers" >&2 && exit 2; }
 upstream_env=(env)
 [[ -n ${UPSTREAM_GOGC:-} ]] && upstream_env+=("GOGC=$UPSTREAM_GOGC")
 
@@ -206,7 +215,18 @@ lua() {
     tool=progress args="{\"n\":$sse_events}" extra='wrk.headers["Bench-Stream"] = "1"'
     meta="\"progressToken\":\"p\"${meta:+,$meta}"
   fi
-  [[ -n $session ]] && extra="wrk.headers[\"Mcp-Session-Id\"] = \"$session\""
+  [[ -n $session ]] && extra="$extra
+wrk.headers[\"Mcp-Session-Id\"] = \"$session\""
+  if [[ $client_headers == node ]]; then
+    extra="$extra
+wrk.headers[\"User-Agent\"] = \"node\"
+wrk.headers[\"Accept-Encoding\"] = \"gzip, deflate\"
+wrk.headers[\"Accept-Language\"] = \"*\"
+wrk.headers[\"Sec-Fetch-Mode\"] = \"cors\"
+wrk.headers[\"Connection\"] = \"keep-alive\"
+wrk.headers[\"Authorization\"] = \"Bearer bench-token-0123456789abcdef\"
+wrk.headers[\"Traceparent\"] = \"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\""
+  fi
   cat <<LUA
 wrk.method = "POST"
 wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"$tool","arguments":$args,"_meta":{$meta}}}'
