@@ -349,7 +349,7 @@ func readHead(br *bufio.Reader, afterPost bool, limit int, waiting func(have int
 				br.Discard(off + n)
 				x.req = &x.head.req
 				x.plain = true
-				x.hosts, x.haveHost = x.req.Header["Host"]
+				x.hosts, x.haveHost = x.head.hosts, len(x.head.hosts) > 0
 				return x, nil
 			}
 			break

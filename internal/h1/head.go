@@ -52,6 +52,7 @@ type plainHead struct {
 	req    http.Request
 	url    url.URL
 	values [16]string
+	hosts  []string // the Host fields' values, kept out of the header
 }
 
 // parsePlain builds into p the request http.ReadRequest makes of head, a
@@ -82,22 +83,21 @@ func parsePlain(p *plainHead, head []byte) bool {
 		}
 	}
 	r.URL = u
-	h := plainhead.Fields(s[end+2:], p.values[:])
+	h, hosts := plainhead.RequestFields(s[end+2:], p.values[:])
 	r.Header = h
+	p.hosts = hosts
 	if _, ok := h["Trailer"]; ok {
 		return false
 	}
 	if _, ok := h["Pragma"]; ok {
 		return false
 	}
-	if len(h["Host"]) > 1 {
+	if len(hosts) > 1 {
 		return false
 	}
 	r.Host = u.Host
-	if r.Host == "" {
-		if hv := h["Host"]; len(hv) > 0 {
-			r.Host = hv[0]
-		}
+	if r.Host == "" && len(hosts) > 0 {
+		r.Host = hosts[0]
 	}
 	conn := h["Connection"]
 	hasClose := httpguts.HeaderValuesContainsToken(conn, "close")

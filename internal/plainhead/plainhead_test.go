@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,7 +147,8 @@ func FuzzScan(f *testing.F) {
 	f.Add([]byte("X\r\nA: b\r\nC-D:e \r\n\r\n"), "12")
 	f.Add([]byte("X\r\nA: b\r\n c\r\n\r\n"), "+1")
 	f.Add([]byte("X\r\nmcp-protocol-version: 2026-07-28\r\nx-custom-Thing:\t1 \r\nACCEPT: a\r\naccept: b\r\n\r\n"), "7")
-	f.Add([]byte("X\r\nA: b\t\r\nC:\t \t\r\n\r\n"), "3") // tabs and spaces trimmed from either end
+	f.Add([]byte("X\r\nA: b\t\r\nC:\t \t\r\n\r\n"), "3")                   // tabs and spaces trimmed from either end
+	f.Add([]byte("X\r\nhost: a\r\nA: b\r\nHOST: c\r\nHost:\r\n\r\n"), "1") // three Hosts, one empty
 	f.Fuzz(func(t *testing.T, head []byte, length string) {
 		if n, ok := Length(length); ok {
 			if m, err := strconv.ParseInt(length, 10, 64); err != nil || m != n {
@@ -179,6 +181,19 @@ func FuzzScan(f *testing.F) {
 			clear(kept)
 			if got := FieldsInto(kept, string(head[first:n]), room); !reflect.DeepEqual(got, http.Header(h)) {
 				t.Errorf("%q: FieldsInto a kept map = %v, net/textproto %v", head[:n], got, h)
+			}
+		}
+		// A request's: the same header but its Host fields, whose
+		// values, in order, come apart.
+		for _, room := range [][]string{nil, make([]string, 1), make([]string, 16)} {
+			got, hosts := RequestFields(string(head[first:n]), room)
+			want := http.Header(h).Clone()
+			delete(want, "Host")
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q: RequestFields = %v, net/textproto without Host %v", head[:n], got, want)
+			}
+			if !slices.Equal(hosts, h["Host"]) {
+				t.Errorf("%q: RequestFields hosts = %q, net/textproto %q", head[:n], hosts, h["Host"])
 			}
 		}
 		lines := strings.Split(string(head[:n]), "\r\n")
