@@ -199,6 +199,13 @@ var headCases = []string{
 	"GET /a#f HTTP/1.1\r\nHost: a\r\n\r\n",
 	"GET /a/../b/./c HTTP/1.1\r\nHost: a\r\n\r\n",
 	"",
+	"GET / HTTP/1.1\r\nHost:\r\n\r\n", // an empty Host
+	"GET / HTTP/1.1\r\nhOsT: a\r\nHost: a\r\n\r\n",          // two Hosts, one not canonical
+	"GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",          // two Hosts in HTTP/1.0
+	"GET http://b/x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", // absolute form, two Hosts
+	"POST /mcp HTTP/1.1\r\nAccept: a\r\nAccept-Encoding: gzip\r\nConnection: keep-alive\r\nUser-Agent: u\r\n" +
+		"host: a\r\nmcp-protocol-version: 2025-11-25\r\nmcp-session-id: s\r\nContent-Type: application/json\r\n" +
+		"Content-Length: 2\r\n\r\n{}", // nine fields, Host among them, as httpx sends
 }
 
 func TestHeadSameAsNetHTTP(t *testing.T) {
