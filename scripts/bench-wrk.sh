@@ -48,8 +48,8 @@
 # With CLIENT_HEADERS=node, every call also carries the fields Node's fetch
 # adds to an MCP client's own, with an Authorization and trace context
 # (User-Agent, Accept-Encoding, Accept-Language, Sec-Fetch-Mode,
-# Connection, Authorization, Traceparent: 15 fields with Host, where wrk
-# alone sends 8), for what a real client's head costs each hop. The
+# Connection, Authorization, Traceparent: 14 fields with Host on a call,
+# where wrk alone sends 7), for what a real client's head costs each hop. The
 # upstreams check no credentials, so the Authorization only travels.
 #
 # With UPSTREAM_GOGC=N, the upstreams run with GOGC=N. At Go's default the

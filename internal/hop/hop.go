@@ -869,7 +869,8 @@ func hostPort(req *http.Request) string {
 // credentials out of the pool's keys; a request without them costs nothing,
 // and one with them the key's string alone: what is hashed is laid out in
 // room on the stack (a larger set of values, such as a long JWT, grows it
-// once), where a streaming hash cost four allocations more.
+// once), where a streaming hash cost three allocations more (four with a
+// value longer than 32 bytes).
 func (t *Transport) poolKey(addr string, req *http.Request) string {
 	var room [1024]byte
 	b := room[:0]

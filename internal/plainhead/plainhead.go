@@ -93,7 +93,7 @@ func FieldLine(line []byte) bool {
 // of values while there are any (room the caller keeps beside the head),
 // so a usual head costs the map alone.
 func Fields(fields string, values []string) http.Header {
-	return FieldsInto(make(http.Header, strings.Count(fields, "\n")-1), fields, values)
+	return FieldsInto(make(http.Header, sizeHint(fields, 1)), fields, values)
 }
 
 // FieldsInto is Fields building into h, an empty map the caller gives
@@ -109,7 +109,14 @@ func FieldsInto(h http.Header, fields string, values []string) http.Header {
 // fields, Host among them, makes a header of eight, which a Go map holds
 // in its first group: the ninth entry costs three allocations.
 func RequestFields(fields string, values []string) (h http.Header, hosts []string) {
-	return fieldsInto(make(http.Header, max(strings.Count(fields, "\n")-2, 0)), fields, values, true)
+	return fieldsInto(make(http.Header, sizeHint(fields, 2)), fields, values, true)
+}
+
+// sizeHint is the size to make a header map of for fields, less fewer: its
+// line count, at most 1000 as net/textproto's reader caps it, so that a head
+// of many empty fields does not make a map far larger than its bytes.
+func sizeHint(fields string, fewer int) int {
+	return min(max(strings.Count(fields, "\n")-fewer, 0), 1000)
 }
 
 // fieldsInto builds into h as FieldsInto does, the Host fields into hosts

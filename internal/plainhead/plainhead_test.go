@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -222,4 +223,24 @@ func contains(vv []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestManyEmptyFieldsMakeASmallMap: a head of a mebibyte of empty fields
+// of one name makes a map of one entry, not one sized by its line count
+// (which took 45 MB for such a head); the values it holds cost what they
+// must.
+func TestManyEmptyFieldsMakeASmallMap(t *testing.T) {
+	fields := strings.Repeat("a:\r\n", 1<<18) + "\r\n"
+	for name, build := range map[string]func(){
+		"Fields":        func() { Fields(fields, nil) },
+		"RequestFields": func() { RequestFields(fields, nil) },
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		build()
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 32*uint64(len(fields)) {
+			t.Errorf("%s of %d bytes allocated %d bytes", name, len(fields), got)
+		}
+	}
 }
