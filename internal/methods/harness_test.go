@@ -90,9 +90,14 @@ func dialEra(t testing.TB, ctx context.Context, ec eraCase, endpoint, token stri
 // SDK's default, 2026-07-28) and returns a caller in the era negotiated.
 func dialVersion(t testing.TB, ctx context.Context, endpoint, token, version string) *sidecartest.Caller {
 	t.Helper()
-	hc := &http.Client{Timeout: 20 * time.Second}
+	// A transport of its own: httptest.Server.Close in a parallel test
+	// closes http.DefaultTransport's idle connections, which can break one
+	// this client has just dialed ("CloseIdleConnections called").
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Timeout: 20 * time.Second, Transport: tr}
 	if token != "" {
-		hc.Transport = bearer{token: token, next: http.DefaultTransport}
+		hc.Transport = bearer{token: token, next: tr}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: 1},
