@@ -186,11 +186,11 @@ func (e *refusal) Error() string {
 // reader took, and drops the Host field as it does. A head parsed here
 // has field names and values known good.
 func checkRequest(x *exchange) error {
-	r, plain, hosts, haveHost := x.req, x.plain, x.hosts, x.haveHost
+	r, plain, hosts := x.req, x.plain, x.hosts
 	if r.ProtoMajor != 1 {
 		return &refusal{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
 	}
-	if r.ProtoMinor >= 1 && (!haveHost || len(hosts) == 0) && r.Method != http.MethodConnect {
+	if r.ProtoMinor >= 1 && len(hosts) == 0 && r.Method != http.MethodConnect {
 		return &refusal{http.StatusBadRequest, "missing required Host header"}
 	}
 	if r.RequestURI == "*" && r.Method != http.MethodOptions {
