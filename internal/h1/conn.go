@@ -349,7 +349,6 @@ func readHead(br *bufio.Reader, afterPost bool, limit int, waiting func(have int
 				br.Discard(off + n)
 				x.req = &x.head.req
 				x.plain = true
-				x.hosts = x.head.hosts
 				return x, nil
 			}
 			break
@@ -465,7 +464,7 @@ func headFields(x *exchange, buf []byte) {
 	if err != nil {
 		return
 	}
-	x.hosts = h["Host"]
+	x.head.hosts = h["Host"]
 	x.te = len(h["Transfer-Encoding"]) > 0
 	x.both = x.te && len(h["Content-Length"]) > 0
 }
@@ -584,10 +583,9 @@ func (c *conn) closeWriteAndWait() {
 type exchange struct {
 	head  plainHead
 	req   *http.Request
-	plain bool     // the head was parsed here
-	hosts []string // its Host fields' values (net/textproto makes no key without one)
-	te    bool     // it had a Transfer-Encoding (read by headFields)
-	both  bool     // framing to close after: Content-Length and Transfer-Encoding, or Transfer-Encoding in HTTP/1.0
+	plain bool // the head was parsed here
+	te    bool // it had a Transfer-Encoding (read by headFields)
+	both  bool // framing to close after: Content-Length and Transfer-Encoding, or Transfer-Encoding in HTTP/1.0
 	body  body
 	resp  response
 	ctx   slotctx.Context

@@ -52,7 +52,10 @@ type plainHead struct {
 	req    http.Request
 	url    url.URL
 	values [16]string
-	hosts  []string // the Host fields' values, kept out of the header
+	// hosts are the Host fields' values, kept out of the header; for a
+	// head net/http's reader took, headFields fills them (net/textproto
+	// makes no key without a value).
+	hosts []string
 }
 
 // parsePlain builds into p the request http.ReadRequest makes of head, a
@@ -186,7 +189,7 @@ func (e *refusal) Error() string {
 // reader took, and drops the Host field as it does. A head parsed here
 // has field names and values known good.
 func checkRequest(x *exchange) error {
-	r, plain, hosts := x.req, x.plain, x.hosts
+	r, plain, hosts := x.req, x.plain, x.head.hosts
 	if r.ProtoMajor != 1 {
 		return &refusal{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
 	}
