@@ -24,6 +24,13 @@ import (
 // Context is a context.Context canceled by Cancel, or by its parent's
 // cancellation once Watch is called. Its zero value is unusable: Init it
 // first. Deadline and Value are the parent's.
+//
+// context.Cause of a Context is what it is of one made by
+// context.WithCancel under the same parent (TestCauseAsWithCancel), but in
+// one case: canceled by Cancel and then its parent canceled with a cause
+// of its own (context.WithCancelCause), it gives the parent's cause where
+// WithCancel's gives context.Canceled, because Cause finds the nearest of
+// the context package's own cancelable contexts through Value.
 type Context struct {
 	parent context.Context
 	mu     sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -300,5 +301,98 @@ func TestWatchTakesTheParentsErr(t *testing.T) {
 	}
 	if err := d.Err(); err != context.DeadlineExceeded {
 		t.Errorf("a parent whose deadline passed: Err %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// TestCauseAsWithCancel holds context.Cause of a Context, and of a
+// context made under it, to what the context package's own WithCancel
+// gives under the same parent after the same events: nil before a cancel,
+// context.Canceled after its own, the parent's cause after the parent's.
+// net/http's Transport returns context.Cause of a request's context as
+// the error of a canceled round trip. One case differs and is left out
+// (see Context): canceled first, then its parent with a cause of its own.
+func TestCauseAsWithCancel(t *testing.T) {
+	why := errors.New("the parent's own reason")
+	parents := map[string]func() (context.Context, func()){
+		"background": func() (context.Context, func()) { return context.Background(), nil }, // cannot be canceled
+		"WithCancel": func() (context.Context, func()) {
+			p, cancel := context.WithCancel(context.Background())
+			return p, cancel
+		},
+		"WithCancelCause": func() (context.Context, func()) {
+			p, cancel := context.WithCancelCause(context.Background())
+			return p, func() { cancel(why) }
+		},
+		"a Context watching WithCancelCause": func() (context.Context, func()) {
+			pp, cancel := context.WithCancelCause(context.Background())
+			p := new(Context)
+			p.Init(pp)
+			p.Watch()
+			return p, func() { cancel(why) }
+		},
+	}
+	type step struct {
+		name string
+		do   func(own func(), parent func())
+	}
+	steps := []step{
+		{"nothing", nil},
+		{"its own cancel", func(own, parent func()) { own() }},
+		{"the parent's cancel", func(own, parent func()) { parent() }},
+		{"its own, then the parent's without a cause", func(own, parent func()) { own(); parent() }},
+	}
+	run := func(s step, own, parent func(), c, child context.Context) {
+		if s.do != nil {
+			s.do(own, parent)
+			settled(t, c, child)
+		}
+	}
+	for pname, mk := range parents {
+		for _, s := range steps {
+			if _, cancel := mk(); cancel == nil && strings.Contains(s.name, "parent") {
+				continue
+			}
+			if strings.Contains(s.name, "without a cause") && strings.Contains(pname, "Cause") {
+				continue // the one case that differs
+			}
+			// The reference: the context package's WithCancel.
+			rp, rparent := mk()
+			ref, refCancel := context.WithCancel(rp)
+			refChild, refChildCancel := context.WithCancel(ref)
+			run(s, refCancel, rparent, ref, refChild)
+			want, wantChild := context.Cause(ref), context.Cause(refChild)
+			refCancel()
+			refChildCancel()
+
+			gp, gparent := mk()
+			c := new(Context)
+			c.Init(gp)
+			c.Watch()
+			child, childCancel := context.WithCancel(c)
+			run(s, c.Cancel, gparent, c, child)
+			if got := context.Cause(c); got != want {
+				t.Errorf("%s, %s: context.Cause = %v, want %v", pname, s.name, got, want)
+			}
+			if got := context.Cause(child); got != wantChild {
+				t.Errorf("%s, %s: context.Cause of a context made under it = %v, want %v", pname, s.name, got, wantChild)
+			}
+			c.Unwatch()
+			c.Cancel()
+			childCancel()
+		}
+	}
+}
+
+// settled waits for a context and one made under it to be done: a
+// cancel reaches a context made under one of this package's, and one made
+// under that, in a goroutine of its own.
+func settled(t *testing.T, c, child context.Context) {
+	t.Helper()
+	for _, x := range []context.Context{c, child} {
+		select {
+		case <-x.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("not done 5 s after a cancel")
+		}
 	}
 }
