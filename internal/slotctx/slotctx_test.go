@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -309,83 +308,95 @@ func TestWatchTakesTheParentsErr(t *testing.T) {
 // gives under the same parent after the same events: nil before a cancel,
 // context.Canceled after its own, the parent's cause after the parent's.
 // net/http's Transport returns context.Cause of a request's context as
-// the error of a canceled round trip. One case differs and is left out
-// (see Context): canceled first, then its parent with a cause of its own.
+// the error of a canceled round trip. One case differs, as Context says:
+// canceled first, then its parent with a cause of its own.
 func TestCauseAsWithCancel(t *testing.T) {
 	why := errors.New("the parent's own reason")
-	parents := map[string]func() (context.Context, func()){
-		"background": func() (context.Context, func()) { return context.Background(), nil }, // cannot be canceled
-		"WithCancel": func() (context.Context, func()) {
-			p, cancel := context.WithCancel(context.Background())
-			return p, cancel
-		},
-		"WithCancelCause": func() (context.Context, func()) {
+	type parent struct {
+		name string
+		// make returns a fresh parent and its cancel, nil if it has none;
+		// cause says whether that cancel gives a cause of its own.
+		make  func() (context.Context, func())
+		cause bool
+	}
+	parents := []parent{
+		{"background", func() (context.Context, func()) { return context.Background(), nil }, false},
+		{"WithCancel", func() (context.Context, func()) {
+			return context.WithCancel(context.Background())
+		}, false},
+		{"WithCancelCause", func() (context.Context, func()) {
 			p, cancel := context.WithCancelCause(context.Background())
 			return p, func() { cancel(why) }
-		},
-		"a Context watching WithCancelCause": func() (context.Context, func()) {
+		}, true},
+		{"a Context watching WithCancelCause", func() (context.Context, func()) {
 			pp, cancel := context.WithCancelCause(context.Background())
 			p := new(Context)
 			p.Init(pp)
 			p.Watch()
 			return p, func() { cancel(why) }
-		},
+		}, true},
 	}
 	type step struct {
-		name string
-		do   func(own func(), parent func())
+		name          string
+		own, byParent bool // canceled by its own cancel, then by the parent's
 	}
 	steps := []step{
-		{"nothing", nil},
-		{"its own cancel", func(own, parent func()) { own() }},
-		{"the parent's cancel", func(own, parent func()) { parent() }},
-		{"its own, then the parent's without a cause", func(own, parent func()) { own(); parent() }},
+		{"nothing", false, false},
+		{"its own cancel", true, false},
+		{"the parent's cancel", false, true},
+		{"its own cancel, then the parent's", true, true},
 	}
-	run := func(s step, own, parent func(), c, child context.Context) {
-		if s.do != nil {
-			s.do(own, parent)
+	// events cancels as s says, waiting after each cancel for c and child
+	// to be done: a cancel reaches a context made under one of this
+	// package's in a goroutine of its own.
+	events := func(s step, own, byParent func(), c, child context.Context) {
+		if s.own {
+			own()
+			settled(t, c, child)
+		}
+		if s.byParent {
+			byParent()
 			settled(t, c, child)
 		}
 	}
-	for pname, mk := range parents {
+	for _, p := range parents {
 		for _, s := range steps {
-			if _, cancel := mk(); cancel == nil && strings.Contains(s.name, "parent") {
+			rp, rcancel := p.make()
+			gp, gcancel := p.make()
+			if s.byParent && rcancel == nil {
 				continue
 			}
-			if strings.Contains(s.name, "without a cause") && strings.Contains(pname, "Cause") {
-				continue // the one case that differs
-			}
 			// The reference: the context package's WithCancel.
-			rp, rparent := mk()
 			ref, refCancel := context.WithCancel(rp)
 			refChild, refChildCancel := context.WithCancel(ref)
-			run(s, refCancel, rparent, ref, refChild)
+			events(s, refCancel, rcancel, ref, refChild)
 			want, wantChild := context.Cause(ref), context.Cause(refChild)
-			refCancel()
-			refChildCancel()
+			if s.own && s.byParent && p.cause {
+				want = why // the one case that differs, as Context says
+			}
 
-			gp, gparent := mk()
 			c := new(Context)
 			c.Init(gp)
 			c.Watch()
 			child, childCancel := context.WithCancel(c)
-			run(s, c.Cancel, gparent, c, child)
+			events(s, c.Cancel, gcancel, c, child)
 			if got := context.Cause(c); got != want {
-				t.Errorf("%s, %s: context.Cause = %v, want %v", pname, s.name, got, want)
+				t.Errorf("%s, %s: context.Cause = %v, want %v", p.name, s.name, got, want)
 			}
 			if got := context.Cause(child); got != wantChild {
-				t.Errorf("%s, %s: context.Cause of a context made under it = %v, want %v", pname, s.name, got, wantChild)
+				t.Errorf("%s, %s: context.Cause of a context made under it = %v, want %v", p.name, s.name, got, wantChild)
 			}
-			c.Unwatch()
-			c.Cancel()
-			childCancel()
+			for _, end := range []func(){refChildCancel, refCancel, childCancel, c.Unwatch, c.Cancel, rcancel, gcancel} {
+				if end != nil {
+					end()
+				}
+			}
 		}
 	}
 }
 
-// settled waits for a context and one made under it to be done: a
-// cancel reaches a context made under one of this package's, and one made
-// under that, in a goroutine of its own.
+// settled waits (a bound far above what it takes) for a context and one
+// made under it to be done.
 func settled(t *testing.T, c, child context.Context) {
 	t.Helper()
 	for _, x := range []context.Context{c, child} {
