@@ -3,6 +3,7 @@ package hop
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -323,5 +324,99 @@ func TestPoolKeyOfCredentials(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(100, func() { key(http.Header{}) }); a > 0 {
 		t.Errorf("a key of a request without credentials costs %v allocations, want 0", a)
+	}
+}
+
+// errGone is the error of a request body whose client went away.
+var errGone = errors.New("the client went away")
+
+// failingBody gives a few bytes, then fails as a client's body does when
+// the client leaves part-way.
+type failingBody struct{ sent bool }
+
+func (b *failingBody) Read(p []byte) (int, error) {
+	if !b.sent {
+		b.sent = true
+		return copy(p, "partial body"), nil
+	}
+	return 0, errGone
+}
+
+func (b *failingBody) Close() error { return nil }
+
+// TestRequestFailingPartWayFailsAtOnce: a request streamed through net/http's
+// writer (length unknown, or larger than goes in one write) fails part-way
+// on its own account: its body's Read fails, or its body is shorter than
+// its ContentLength. The upstream has the head and some of the body and
+// waits for the rest, so no answer is coming: the round trip fails with the
+// request's error while the caller is still there, as net/http's
+// Transport's does on the same bytes.
+func TestRequestFailingPartWayFailsAtOnce(t *testing.T) {
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		_, _ = io.Copy(io.Discard, br) // reads on, answers nothing
+	})
+	for _, tc := range []struct {
+		name   string
+		method string
+		body   func() io.ReadCloser
+		length int64
+		want   func(error) bool
+	}{
+		{"body fails", http.MethodPut, func() io.ReadCloser { return &failingBody{} }, -1,
+			func(err error) bool { return errors.Is(err, errGone) }},
+		{"body shorter than its length", http.MethodPost, func() io.ReadCloser { return io.NopCloser(strings.NewReader("short")) }, 100 << 10,
+			func(err error) bool {
+				return err != nil && strings.Contains(err.Error(), "ContentLength=102400 with Body length 5")
+			}},
+	} {
+		for _, rt := range []struct {
+			name string
+			rt   http.RoundTripper
+		}{{"net/http", &http.Transport{}}, {"hop", &Transport{}}} {
+			t.Run(tc.name+"/"+rt.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, tc.method, url, tc.body())
+				req.ContentLength = tc.length
+				resp, err := rt.rt.RoundTrip(req)
+				if resp != nil {
+					resp.Body.Close()
+				}
+				if ctx.Err() != nil || !tc.want(err) {
+					t.Errorf("RoundTrip: %v (the caller's context: %v); want the request's own error before the caller leaves", err, ctx.Err())
+				}
+			})
+		}
+	}
+}
+
+// TestEarlyAnswerOutlastsABlockedWrite: with ResponseHeaderTimeout set,
+// the upstream reads the head, then for longer than the timeout reads
+// none of a body too large for the socket buffers, then answers 401 and
+// closes. The write that blocked meanwhile fails; the answer that came is
+// the reply, as with no timeout: the timeout bounds the wait for an answer
+// from when the request is out, and the write never ended.
+func TestEarlyAnswerOutlastsABlockedWrite(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil || line == "\r\n" {
+				break
+			}
+		}
+		time.Sleep(5 * timeout) // none of the body read meanwhile
+		_, _ = io.WriteString(c, "HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 12\r\n\r\nlog in first")
+	}) // and closes, the body unread: the kernel resets the connection
+	tr := &Transport{ResponseHeaderTimeout: timeout}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(bytes.Repeat([]byte("x"), 16<<20)))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip: %v; want the upstream's 401", err)
+	}
+	defer resp.Body.Close()
+	if body, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusUnauthorized || string(body) != "log in first" {
+		t.Errorf("got %d %q, want the upstream's 401", resp.StatusCode, body)
 	}
 }

@@ -230,7 +230,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		retry := attempt == 0 && c.reused && ctx.Err() == nil && (rewindable(req) || inMem) && !errors.Is(err, errBodyLength) &&
+		retry := attempt == 0 && c.reused && ctx.Err() == nil && (rewindable(req) || inMem) &&
+			!errors.Is(err, errBodyLength) && !errors.Is(err, errRequest) &&
 			(!wrote || (replayable(req) && errors.Is(err, io.EOF)))
 		if !retry {
 			closeBody(req)
@@ -272,7 +273,9 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 	}
 	if err != nil {
 		werr := fmt.Errorf("hop: write request: %w", err)
-		if n == 0 || ctx.Err() != nil {
+		if n == 0 || ctx.Err() != nil || errors.Is(err, errRequest) {
+			// Nothing went out, the caller left, or the request itself
+			// failed part-way (its body): no answer is coming.
 			return fail(n > 0, werr)
 		}
 		// The upstream stopped taking the request part-way. It may have
@@ -281,8 +284,11 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		// returns a response that arrives while the body is still being
 		// written and nginx reads an upstream's early header. Without an
 		// answer the write error stands. Either way the connection is
-		// never reused: the upstream did not read the whole request.
-		resp, rerr := t.readResponse(c, req, sent)
+		// never reused: the upstream did not read the whole request. The
+		// wait for the answer counts from now: the write that failed may
+		// have been blocked for longer than ResponseHeaderTimeout, with
+		// the answer arrived meanwhile.
+		resp, rerr := t.readResponse(c, req, time.Now())
 		if rerr != nil {
 			return fail(true, werr)
 		}

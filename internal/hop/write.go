@@ -42,6 +42,13 @@ var errNotInline = errors.New("hop: request not written inline")
 // would not mend it.
 var errBodyLength = errors.New("hop: request body length differs from its ContentLength")
 
+// errRequest says net/http's writer failed on the request itself, not on
+// the connection: its body's Read or Close failed, or the body was shorter
+// than its ContentLength, possibly after the head and part of the body went
+// out. The upstream is left waiting for the rest, so there is no answer to
+// wait for, and sending the request again would not mend it.
+var errRequest = errors.New("hop: request")
+
 // writeRequest writes req to w, and reports how many bytes went out and
 // when the last write began, which ResponseHeaderTimeout counts from. A
 // plain request (see appendInline) leaves as one write, head and body
@@ -63,12 +70,27 @@ func writeRequest(w io.Writer, req *http.Request) (int64, time.Time, error) {
 		cw := &countingWriter{w: w}
 		bw := writers.Get().(*bufio.Writer)
 		bw.Reset(cw)
+		var rb *readingBody
+		if req.Body != nil && req.Body != http.NoBody {
+			// The body's own error, which net/http's writer returns in a
+			// type of its own that does not unwrap.
+			rb = &readingBody{ReadCloser: req.Body}
+			r := *req
+			r.Body = rb
+			req = &r
+		}
 		err = req.Write(bw)
 		if err == nil {
 			err = bw.Flush()
 		}
 		bw.Reset(nil)
 		writers.Put(bw)
+		if err != nil && cw.err == nil {
+			if rb != nil && rb.err != nil {
+				err = rb.err
+			}
+			err = fmt.Errorf("%w: %w", errRequest, err)
+		}
 		return cw.n, cw.last, err
 	}
 	if err != nil {
@@ -232,17 +254,37 @@ func hasCloseToken(values []string) bool {
 	return false
 }
 
+// readingBody keeps the first error of a request body's Read but io.EOF.
+type readingBody struct {
+	io.ReadCloser
+	err error
+}
+
+func (b *readingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
 // countingWriter counts what net/http's writer got out, for the retry
-// rule, and notes when its last write began.
+// rule, notes when its last write began, and keeps the connection's first
+// write error, which tells a failed connection from a failed request in
+// what the writer returns.
 type countingWriter struct {
 	w    io.Writer
 	n    int64
 	last time.Time
+	err  error
 }
 
 func (cw *countingWriter) Write(p []byte) (int, error) {
 	cw.last = time.Now()
 	n, err := cw.w.Write(p)
 	cw.n += int64(n)
+	if cw.err == nil {
+		cw.err = err
+	}
 	return n, err
 }
