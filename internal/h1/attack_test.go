@@ -208,6 +208,133 @@ func TestIdleConnectionMemory(t *testing.T) {
 	}
 }
 
+// stalledMemPerConn opens n connections that each send headLen bytes of a
+// head and stall, and returns the heap they hold, per connection, while
+// they wait for the rest.
+func stalledMemPerConn(t *testing.T, serve serveFunc, n, headLen int) uint64 {
+	addr := serve(t, http.NotFoundHandler())
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	before := heap()
+	part := "GET / HTTP/1.1\r\nHost: a\r\nX-Pad: " + strings.Repeat("p", headLen)
+	for range n {
+		c, _ := dial(t, addr)
+		io.WriteString(c, part)
+	}
+	time.Sleep(300 * time.Millisecond) // for the servers to read what came
+	after := heap()
+	if after < before {
+		return 0
+	}
+	return (after - before) / uint64(n)
+}
+
+// A client that sends part of a long head and stalls makes the server hold
+// about what net/http's holds for it, not a buffer of MaxHeaderBytes: the
+// read buffer grows with the head, not to the limit at once.
+func TestStalledLongHeadMemory(t *testing.T) {
+	for _, headLen := range []int{4200, 20 << 10, 40 << 10} {
+		var got [2]uint64
+		for i, serve := range []serveFunc{netServer, ownServer} {
+			got[i] = stalledMemPerConn(t, serve, 100, headLen)
+		}
+		t.Logf("stalled after %6d B of head: net/http %6d B/conn, h1 %6d B/conn", headLen, got[0], got[1])
+		if got[1] > 2*got[0]+16<<10 {
+			t.Errorf("stalled after %d B of head, h1 holds %d B per connection, net/http %d", headLen, got[1], got[0])
+		}
+	}
+}
+
+// A chunked body whose next chunk comes after the server's own timeouts
+// have passed is read to its end: ReadHeaderTimeout bounds the head and
+// IdleTimeout the wait for one, and neither is left in force on a body
+// read that waits for the socket with part of the body already buffered,
+// here the chunk's first bytes. net/http's server sets no deadline on a
+// body unless the handler does. Three ways in: the connection's first
+// request, a request after one on a kept-alive connection (the idle
+// deadline), and a head with bare LFs, which net/http's reader parses and
+// whose body it reads.
+func TestBodyOutlastsTheServersOwnTimeouts(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	servers := []struct {
+		name  string
+		serve func(t *testing.T) string
+	}{
+		{"net/http", func(t *testing.T) string {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &http.Server{Handler: echo(), ReadHeaderTimeout: timeout, IdleTimeout: timeout, MaxHeaderBytes: 64 << 10, ErrorLog: discardLog()}
+			go s.Serve(l)
+			t.Cleanup(func() { s.Close() })
+			return l.Addr().String()
+		}},
+		{"h1", func(t *testing.T) string {
+			_, addr, _ := start(t, echo(), func(s *Server) { s.ReadHeaderTimeout, s.IdleTimeout = timeout, timeout })
+			return addr
+		}},
+	}
+	for _, tc := range []struct{ name, before, head string }{
+		{"first request", "", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"},
+		{"after a request", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"},
+		{"head for net/http's reader", "", "POST / HTTP/1.1\nHost: a\nTransfer-Encoding: chunked\n\n"},
+	} {
+		for _, srv := range servers {
+			t.Run(tc.name+"/"+srv.name, func(t *testing.T) {
+				c, br := dial(t, srv.serve(t))
+				c.SetReadDeadline(time.Now().Add(hangGuard))
+				if tc.before != "" {
+					io.WriteString(c, tc.before)
+					readReply(t, br, "GET")
+				}
+				io.WriteString(c, tc.head+"5\r\nhel")
+				time.Sleep(3 * timeout)
+				io.WriteString(c, "lo\r\n0\r\n\r\n")
+				if resp, body := readReply(t, br, "POST"); resp.StatusCode != 200 || body != "hello" {
+					t.Errorf("got %d %q, want 200 \"hello\"", resp.StatusCode, body)
+				}
+			})
+		}
+	}
+}
+
+// A handler that reads the body on a goroutine of its own, as a proxy's
+// transport does, while it sets its write deadline: the "100 Continue"
+// the read sends and the handler's deadline touch the same state, which
+// the race detector (go test -race, this project's default) watches. The
+// deadline set stays in force over the reply.
+func TestContinueBesideSetWriteDeadline(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		done := make(chan []byte)
+		go func() {
+			b, _ := io.ReadAll(r.Body)
+			done <- b
+		}()
+		rc.SetWriteDeadline(time.Now().Add(hangGuard))
+		rc.SetWriteDeadline(time.Now().Add(hangGuard))
+		w.Write(<-done)
+	})
+	_, addr, _ := start(t, h)
+	c, br := dial(t, addr)
+	for range 20 {
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+		if resp, err := http.ReadResponse(br, &http.Request{Method: "POST"}); err != nil || resp.StatusCode != 100 {
+			t.Fatalf("want 100 Continue: %v %v", resp, err)
+		}
+		io.WriteString(c, "hello")
+		if resp, body := readReply(t, br, "POST"); resp.StatusCode != 200 || body != "hello" {
+			t.Fatalf("got %d %q, want 200 \"hello\"", resp.StatusCode, body)
+		}
+	}
+}
+
 // The proxy's client-body-timeout: a read deadline the handler sets bounds
 // a stalled body, and its 408 goes out.
 func TestHandlerReadDeadlineBoundsBody(t *testing.T) {

@@ -120,7 +120,12 @@ func (b *body) read(p []byte) (int, error) {
 		return 0, nil
 	}
 	c := b.c
-	if c != nil && b.br.Buffered() == 0 && !b.drainNow {
+	// A read may wait on the socket: one of a Content-Length body when
+	// nothing of it is buffered; one of a chunked body or of net/http's
+	// whenever, since framing or the rest of a chunk may be yet to come
+	// behind what is buffered. The server's own deadline (the head's,
+	// the idle one) is lifted first; the read-off keeps the one it set.
+	if c != nil && !b.drainNow && (b.br.Buffered() == 0 || b.chunk != nil || b.src != nil) {
 		c.bodyDeadline()
 	}
 	var n int

@@ -86,6 +86,11 @@ type conn struct {
 	dlMu   sync.Mutex
 	rdAt   time.Time
 
+	// What the write deadline in force is, under wdMu: the handler's
+	// SetWriteDeadline and SetWriteTimeout may run on one of its
+	// goroutines while another's read of the body sends "100 Continue",
+	// which lifts a stale deadline first.
+	wdMu    sync.Mutex
 	wdSet   bool // the handler set a write deadline during this request
 	wdStale bool // one set during an earlier request may still be in force
 	// The write deadline in force as SetWriteTimeout set it: for wdFor
@@ -201,10 +206,12 @@ func (c *conn) readRequest() (*exchange, error) {
 	// the same first on a connection and pipelined.
 	c.cr.limited, c.cr.remain = true, int64(limit-c.br.Buffered())
 	x, err := readHead(c.br, c.lastPost, limit, c.waiting)
-	if err == errHeadTooLong {
-		// A long head: the buffer grows to hold the whole of it. Nothing
-		// was taken from it: the head is read again from its start.
-		c.br = grow(c.br, &c.cr, limit)
+	for err == errHeadTooLong {
+		// A long head: the buffer doubles, up to the limit, until it holds
+		// the whole of it, so that a client that stalls part-way holds
+		// about twice what it sent, not the limit. Nothing was taken from
+		// the buffer: the head is read again from its start.
+		c.br = grow(c.br, &c.cr, min(2*c.br.Size(), limit))
 		x, err = readHead(c.br, c.lastPost, limit, c.waiting)
 	}
 	if err != nil {
@@ -514,6 +521,8 @@ func (c *conn) bodyDeadline() {
 // liftStaleWriteDeadline lifts a write deadline a handler set for an
 // earlier request.
 func (c *conn) liftStaleWriteDeadline() {
+	c.wdMu.Lock()
+	defer c.wdMu.Unlock()
 	if c.wdStale {
 		c.rwc.SetWriteDeadline(time.Time{})
 		c.wdStale, c.wdFor = false, 0
@@ -647,11 +656,13 @@ func (c *conn) run(x *exchange) bool {
 		return false
 	}
 	w.end()
+	c.wdMu.Lock()
 	if c.wdSet {
 		// Lifted lazily, before the next write the handler does not
 		// bound itself: a proxy that sets one per reply pays one move.
 		c.wdStale, c.wdSet = true, false
 	}
+	c.wdMu.Unlock()
 	if c.rdKind == dlHandler {
 		c.rdKind = dlStale
 	}

@@ -639,7 +639,9 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c.rwc.SetDeadline(time.Time{})
 	c.rdKind = dlNone
 	c.dlMu.Unlock()
+	c.wdMu.Lock()
 	c.wdSet, c.wdStale, c.wdFor = false, false, 0
+	c.wdMu.Unlock()
 	if c.cr.hasStash {
 		c.br.Peek(c.br.Buffered() + 1) // the watcher's byte, into the buffer
 	}
@@ -662,8 +664,11 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets the connection's write deadline until the reply
 // is complete, for http.ResponseController.
 func (w *response) SetWriteDeadline(t time.Time) error {
-	w.c.wdSet, w.c.wdStale, w.c.wdFor = true, false, 0
-	return w.c.rwc.SetWriteDeadline(t)
+	c := w.c
+	c.wdMu.Lock()
+	defer c.wdMu.Unlock()
+	c.wdSet, c.wdStale, c.wdFor = true, false, 0
+	return c.rwc.SetWriteDeadline(t)
 }
 
 // SetWriteTimeout sets the connection's write deadline to d from now
@@ -677,6 +682,8 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 func (w *response) SetWriteTimeout(d time.Duration) error {
 	c := w.c
 	now := time.Now()
+	c.wdMu.Lock()
+	defer c.wdMu.Unlock()
 	if c.wdFor == d && d > 0 && (c.wdSet || c.wdStale) && !lazydeadline.Due(c.wdAt, now, d) {
 		c.wdSet, c.wdStale = true, false
 		return nil
