@@ -13,3 +13,7 @@ type peeker struct{}
 func newPeeker(net.Conn) *peeker { return &peeker{} }
 
 func (*peeker) alive() bool { return true }
+
+// watch cannot peek on this platform: a request's write waits for the
+// upstream to read it, or fail.
+func (*peeker) watch(net.Conn) func() bool { return func() bool { return false } }

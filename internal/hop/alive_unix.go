@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/rawsock"
 )
@@ -65,5 +66,45 @@ func (pk *peeker) alive() bool {
 		return false
 	default:
 		return false // n == 0 is end of stream; n > 0 is a stray byte
+	}
+}
+
+// watch watches the connection for the upstream's first byte, or its end,
+// while a request that goes out in several writes is written on nc: the
+// first stops the write, by a write deadline in the past, so that the round
+// trip reads what the upstream said (RFC 9112, 9.6: a client sending a body
+// watches for an answer meanwhile), where it would wait for the upstream
+// to read a body it may never read. stop ends the watch once the write is
+// over and reports whether it saw anything; it leaves nc with no read or
+// write deadline. One goroutine a call: only for requests net/http's
+// writer streams (a body over maxInline or of unknown length).
+func (pk *peeker) watch(nc net.Conn) (stop func() (saw bool)) {
+	if pk.rc == nil || pk.bad {
+		return func() bool { return false }
+	}
+	done := make(chan bool, 1)
+	go func() {
+		var buf [1]byte
+		var perr error
+		err := pk.rc.Read(func(fd uintptr) bool {
+			_, perr = rawsock.Peek(fd, buf[:])
+			return !errors.Is(perr, syscall.EAGAIN) && !errors.Is(perr, syscall.EWOULDBLOCK)
+		})
+		saw := err == nil // a byte, the end or a reset: not the stop's deadline
+		if saw {
+			nc.SetWriteDeadline(aLongTimeAgo)
+		}
+		done <- saw
+	}()
+	return func() bool {
+		nc.SetReadDeadline(aLongTimeAgo) // wakes the watch if it still waits
+		saw := <-done
+		nc.SetReadDeadline(time.Time{})
+		if saw {
+			// An answer that came after the write was over (a quick
+			// one) stopped no write, and must not stop the next.
+			nc.SetWriteDeadline(time.Time{})
+		}
+		return saw
 	}
 }

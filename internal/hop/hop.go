@@ -267,7 +267,7 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		return nil, wrote, err
 	}
 
-	n, sent, err := writeRequest(c.w, req)
+	n, sent, err := writeRequest(c.w, req, c)
 	if t.wrote != nil {
 		t.wrote()
 	}
@@ -290,6 +290,12 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		// the answer arrived meanwhile.
 		resp, rerr := t.readResponse(c, req, time.Now())
 		if rerr != nil {
+			if errors.Is(err, errAnswered) && errors.Is(rerr, io.EOF) {
+				// The upstream hung up on the request without a word, as
+				// the write alone would have found out: the read's error
+				// stands, which allows a retry where one is safe.
+				return fail(true, rerr)
+			}
 			return fail(true, werr)
 		}
 		resp.Close = true
@@ -301,6 +307,20 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 	}
 	return t.finish(c, req, resp, stop), true, nil
 }
+
+// watchAnswer is conn's answerWatcher: its peeker's watch of nc, with
+// no read deadline in force (one ResponseHeaderTimeout left from the last
+// reply would end the watch), as the watch's stop leaves it.
+func (c *conn) watchAnswer() func() bool {
+	if !c.headSet.IsZero() {
+		c.clearHeadDeadline()
+	}
+	return c.peek.watch(c.nc)
+}
+
+// aLongTimeAgo is a deadline in the past, to stop a blocked read or write
+// at once.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // afterFuncer is a context that registers a function to run when it is
 // done by itself: the context package's own hook for such a parent.

@@ -49,14 +49,27 @@ var errBodyLength = errors.New("hop: request body length differs from its Conten
 // wait for, and sending the request again would not mend it.
 var errRequest = errors.New("hop: request")
 
+// errAnswered says a request's write failed after the upstream had begun
+// to answer (or hung up): its answer, if any, is the reply.
+var errAnswered = errors.New("hop: the upstream answered while the request was being written")
+
+// answerWatcher watches a connection for an answer while a request that
+// goes out in several writes is written, and stops the write when one
+// comes (conn, by its peeker's watch). stop ends the watch and reports
+// whether it saw one.
+type answerWatcher interface {
+	watchAnswer() (stop func() (saw bool))
+}
+
 // writeRequest writes req to w, and reports how many bytes went out and
 // when the last write began, which ResponseHeaderTimeout counts from. A
 // plain request (see appendInline) leaves as one write, head and body
 // together: net/http's writer flushes the head on its own whenever the
 // body is not a reader it knows to be in memory, and sorts the header's
 // keys on every request. Anything else goes through net/http's writer
-// unchanged.
-func writeRequest(w io.Writer, req *http.Request) (int64, time.Time, error) {
+// unchanged, watched by wa, if not nil: a write that fails after it saw
+// the upstream answer is errAnswered.
+func writeRequest(w io.Writer, req *http.Request, wa answerWatcher) (int64, time.Time, error) {
 	bp := heads.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= maxInline+8<<10 {
@@ -79,17 +92,26 @@ func writeRequest(w io.Writer, req *http.Request) (int64, time.Time, error) {
 			r.Body = rb
 			req = &r
 		}
+		var stop func() bool
+		if wa != nil {
+			stop = wa.watchAnswer()
+		}
 		err = req.Write(bw)
 		if err == nil {
 			err = bw.Flush()
 		}
 		bw.Reset(nil)
 		writers.Put(bw)
-		if err != nil && cw.err == nil {
+		saw := stop != nil && stop()
+		switch {
+		case err == nil:
+		case cw.err == nil:
 			if rb != nil && rb.err != nil {
 				err = rb.err
 			}
 			err = fmt.Errorf("%w: %w", errRequest, err)
+		case saw:
+			err = fmt.Errorf("%w: %w", errAnswered, err)
 		}
 		return cw.n, cw.last, err
 	}
