@@ -19,7 +19,13 @@ import (
 // handler may read the body on one goroutine while another sends the
 // reply's head (a Flush), at which the server reads off what is left of
 // the body (drain). A read holds mu while it waits on the socket, so the
-// read-off waits for it, as under net/http. What may not wait for it
+// read-off waits for it, as under net/http. With "Expect: 100-continue"
+// the head itself waits for such a read (the reply's ordering after the
+// "100 Continue" takes mu), where net/http's sends it at once and closes
+// the connection after: a handler that sends its head while another of
+// its goroutines waits for the rest of the body holds its head until the
+// body comes (the sidecar's proxy reads a body whole before it forwards
+// it, so it never does). What may not wait for it
 // does not take mu: the handler's SetReadDeadline, which is how it stops
 // such a read (the deadline's moves have their own lock, conn.dlMu), and
 // Hijack, which stops the read as net/http's does (a deadline in the
