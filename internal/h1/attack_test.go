@@ -159,6 +159,15 @@ func TestHijackKeepsWatcherByte(t *testing.T) {
 	}
 }
 
+// heapInUse is the heap in use after two collections.
+func heapInUse() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
 // memPerConn opens n kept-alive connections that each send one request
 // with a head of headLen bytes and read a reply of replyLen bytes, and
 // returns the heap they hold, per connection, while idle.
@@ -167,14 +176,7 @@ func memPerConn(t *testing.T, serve serveFunc, n, headLen, replyLen int) uint64 
 	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, body)
 	}))
-	heap := func() uint64 {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return m.HeapInuse
-	}
-	before := heap()
+	before := heapInUse()
 	pad := strings.Repeat("p", headLen)
 	for range n {
 		c, br := dial(t, addr)
@@ -184,7 +186,7 @@ func memPerConn(t *testing.T, serve serveFunc, n, headLen, replyLen int) uint64 
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	after := heap()
+	after := heapInUse()
 	if after < before {
 		return 0
 	}
@@ -213,21 +215,14 @@ func TestIdleConnectionMemory(t *testing.T) {
 // they wait for the rest.
 func stalledMemPerConn(t *testing.T, serve serveFunc, n, headLen int) uint64 {
 	addr := serve(t, http.NotFoundHandler())
-	heap := func() uint64 {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return m.HeapInuse
-	}
-	before := heap()
+	before := heapInUse()
 	part := "GET / HTTP/1.1\r\nHost: a\r\nX-Pad: " + strings.Repeat("p", headLen)
 	for range n {
 		c, _ := dial(t, addr)
 		io.WriteString(c, part)
 	}
 	time.Sleep(300 * time.Millisecond) // for the servers to read what came
-	after := heap()
+	after := heapInUse()
 	if after < before {
 		return 0
 	}
