@@ -69,32 +69,50 @@ func (pk *peeker) alive() bool {
 	}
 }
 
-// watch watches the connection for the upstream's first byte, or its end,
-// while a request that goes out in several writes is written on nc: the
-// first stops the write, by a write deadline in the past, so that the round
-// trip reads what the upstream said (RFC 9112, 9.6: a client sending a body
-// watches for an answer meanwhile), where it would wait for the upstream
-// to read a body it may never read. stop ends the watch once the write is
-// over and reports whether it saw anything; it leaves nc with no read or
-// write deadline. One goroutine a call: only for requests net/http's
-// writer streams (a body over maxInline or of unknown length).
+// watch watches the connection, while a request that goes out in several
+// writes is written on nc, for the upstream's end (a close or a reset) or
+// an answer that says the connection closes (answerCloses), and stops the
+// write at the first, by a write deadline in the past, so that the round
+// trip reads what the upstream said where it would wait for the upstream
+// to read a body it will not read: RFC 9112, 9.6, a client sending a body
+// watches for a response that says the server does not want the body and
+// is closing the connection. Interim replies (100 Continue, 103 Early
+// Hints) and an answer that keeps the connection (an upstream may answer
+// while it reads on) leave the write to go on. stop ends the watch once
+// the write is over and reports whether it stopped anything; it leaves nc
+// with no read or write deadline. One goroutine a call: only for requests
+// net/http's writer streams (a body over maxInline or of unknown length).
 func (pk *peeker) watch(nc net.Conn) (stop func() (saw bool)) {
 	if pk.rc == nil || pk.bad {
 		return func() bool { return false }
 	}
 	done := make(chan bool, 1)
 	go func() {
-		var buf [1]byte
-		var perr error
+		var buf [watchWindow]byte
+		saw := false
 		err := pk.rc.Read(func(fd uintptr) bool {
-			_, perr = rawsock.Peek(fd, buf[:])
-			return !errors.Is(perr, syscall.EAGAIN) && !errors.Is(perr, syscall.EWOULDBLOCK)
+			n, perr := rawsock.Peek(fd, buf[:])
+			switch {
+			case errors.Is(perr, syscall.EAGAIN) || errors.Is(perr, syscall.EWOULDBLOCK):
+				return false // nothing yet: wait for it
+			case perr != nil || n == 0: // a reset, or the upstream's end
+				saw = true
+				return true
+			}
+			switch answerCloses(buf[:n]) {
+			case answerMore:
+				if n < len(buf) {
+					return false // part of a head: wait for the rest
+				}
+			case answerClose:
+				saw = true
+			}
+			return true // a head that keeps the connection, or too long to judge: the watch ends
 		})
-		saw := err == nil // a byte, the end or a reset: not the stop's deadline
-		if saw {
+		if err == nil && saw {
 			nc.SetWriteDeadline(aLongTimeAgo)
 		}
-		done <- saw
+		done <- err == nil && saw
 	}()
 	return func() bool {
 		nc.SetReadDeadline(aLongTimeAgo) // wakes the watch if it still waits

@@ -421,64 +421,6 @@ func TestEarlyAnswerOutlastsABlockedWrite(t *testing.T) {
 	}
 }
 
-// TestEarlyAnswerWhileTheUpstreamStopsReading: the upstream answers 413 as
-// soon as it has the request head and then neither reads the rest of a
-// body too large for the socket buffers nor closes. The answer is the
-// reply, as net/http's Transport, which reads while it writes, returns it
-// on the same bytes (RFC 9112, 9.6: a client sending a body watches for
-// an answer meanwhile): the write is not left waiting for reads that never
-// come. The connection is not reused. A well-behaved upstream, which reads
-// a large body whole and then answers, keeps its connection.
-func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
-	release := make(chan struct{})
-	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			if req.URL.Path == "/stall" {
-				_, _ = io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 9\r\n\r\ntoo large")
-				<-release // reads nothing more, and stays
-				return
-			}
-			n, _ := io.Copy(io.Discard, req.Body)
-			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.FormatInt(n, 10)+"\r\n\r\n"+strings.Repeat("r", int(n)))
-		}
-	})
-	t.Cleanup(func() { close(release) }) // before rawServer's cleanup waits for it
-	big := bytes.Repeat([]byte("x"), 32<<20)
-	for _, rt := range []struct {
-		name string
-		rt   http.RoundTripper
-	}{{"net/http", &http.Transport{}}, {"hop", newTransport(t)}} {
-		t.Run(rt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/stall", bytes.NewReader(big))
-			resp, err := rt.rt.RoundTrip(req)
-			if err != nil {
-				t.Fatalf("RoundTrip: %v; want the upstream's 413", err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too large" {
-				t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
-			}
-		})
-	}
-	tr := newTransport(t)
-	for range 2 {
-		req, _ := http.NewRequest(http.MethodPost, url+"/read", bytes.NewReader(big[:1<<20]))
-		if resp, body := do(t, tr, req); resp.StatusCode != http.StatusOK || len(body) != 1<<20 {
-			t.Fatalf("a body read whole: got %d and %d bytes, want 200 and as many bytes", resp.StatusCode, len(body))
-		}
-	}
-	if got := tr.dials.Load(); got != 1 {
-		t.Errorf("two large requests to an upstream that reads them whole took %d connections, want 1", got)
-	}
-}
-
 // hangGuard is how long a test waits for what a correct Transport does at
 // once before it counts as never: a guard against a hang, not a measure
 // of speed.

@@ -303,3 +303,46 @@ func trailerEnds(br *bufio.Reader) bool {
 		}
 	}
 }
+
+// watchWindow is how much of an upstream's answer the watch for one
+// (peeker.watch) looks at: interim replies and the final head must lie
+// within it to be judged.
+const watchWindow = 4 << 10
+
+// What answerCloses makes of the start of an upstream's answer.
+const (
+	answerMore  = iota // no final head yet: interim replies at most, or part of a head
+	answerClose        // a final head that refuses the request and closes the connection
+	answerKeep         // any other final head, or bytes that are no head
+)
+
+// answerCloses judges the bytes an upstream has sent while a request was
+// still being written, as net/http's reader reads them: interim replies
+// (1xx) are passed over, and the first final head says whether the
+// upstream refuses the rest (a status of 300 or more) and closes the
+// connection after its reply (Connection: close, HTTP/1.0 without
+// keep-alive, or a body that ends with the connection). An upstream that
+// answers 2xx early may read on (a reply streamed while the request
+// comes), so only a refusal counts.
+func answerCloses(b []byte) int {
+	br := bufio.NewReaderSize(bytes.NewReader(b), len(b)+16)
+	for {
+		// Only a whole head is judged: net/http's reader takes a line
+		// cut short as a whole one.
+		if rest, _ := br.Peek(len(b)); !bytes.Contains(rest, []byte("\n\r\n")) && !bytes.Contains(rest, []byte("\n\n")) {
+			return answerMore
+		}
+		resp, err := http.ReadResponse(br, nil)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return answerMore
+		case err != nil:
+			return answerKeep // not a head: the read after the write says what it is
+		case resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols:
+			continue
+		case resp.Close && resp.StatusCode >= 300:
+			return answerClose
+		}
+		return answerKeep
+	}
+}

@@ -3,17 +3,25 @@
 package hop
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
-// TestWatchLeavesNoDeadline: a watch that saw the upstream's answer only
-// after the request was out (a quick answer), and one that saw nothing,
-// leave the connection as they found it: the next write and the next
-// read are not cut short by a deadline of the watch's.
+// TestWatchLeavesNoDeadline: a watch that saw the upstream refuse the
+// request only after the request was out (a quick answer), and one that
+// saw nothing, leave the connection as they found it: the next write and
+// the next read are not cut short by a deadline of the watch's.
 func TestWatchLeavesNoDeadline(t *testing.T) {
+	const refusal = "HTTP/1.1 413 Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 	for _, answer := range []bool{true, false} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -31,8 +39,10 @@ func TestWatchLeavesNoDeadline(t *testing.T) {
 		}
 		defer up.Close()
 		stop := newPeeker(nc).watch(nc)
+		want := "b"
 		if answer {
-			up.Write([]byte("a"))
+			up.Write([]byte(refusal))
+			want = refusal + want
 			waitFor(t, "the watch to see the answer", func() bool {
 				// The watch's own deadline on writes is what it sets when it
 				// sees one: a write fails at once.
@@ -50,13 +60,134 @@ func TestWatchLeavesNoDeadline(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // the read below waits for it
 			up.Write([]byte("b"))
 		}()
-		buf := make([]byte, 2)
-		want := "ab"
-		if !answer {
-			want = "b"
+		buf := make([]byte, len(want))
+		if _, err := io.ReadFull(nc, buf); err != nil || string(buf) != want {
+			t.Errorf("answered %v: a read after the watch: %q, %v", answer, buf, err)
 		}
-		if _, err := io.ReadFull(nc, buf[:len(want)]); err != nil || string(buf[:len(want)]) != want {
-			t.Errorf("answered %v: a read after the watch: %q, %v", answer, buf[:len(want)], err)
+	}
+}
+
+// TestEarlyAnswerWhileTheUpstreamStopsReading: the upstream answers 413 as
+// soon as it has the request head and then neither reads the rest of a
+// body too large for the socket buffers nor closes. The answer is the
+// reply, as net/http's Transport, which reads while it writes, returns it
+// on the same bytes (RFC 9112, 9.6: a client sending a body watches for
+// an answer meanwhile): the write is not left waiting for reads that never
+// come. The connection is not reused. A well-behaved upstream, which reads
+// a large body whole and then answers, keeps its connection.
+func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
+	release := make(chan struct{})
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.URL.Path == "/stall" {
+				_, _ = io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 9\r\n\r\ntoo large")
+				<-release // reads nothing more, and stays
+				return
+			}
+			n, _ := io.Copy(io.Discard, req.Body)
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.FormatInt(n, 10)+"\r\n\r\n"+strings.Repeat("r", int(n)))
+		}
+	})
+	t.Cleanup(func() { close(release) }) // before rawServer's cleanup waits for it
+	big := bytes.Repeat([]byte("x"), 32<<20)
+	for _, rt := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{{"net/http", &http.Transport{}}, {"hop", newTransport(t)}} {
+		t.Run(rt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/stall", bytes.NewReader(big))
+			resp, err := rt.rt.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip: %v; want the upstream's 413", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too large" {
+				t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
+			}
+		})
+	}
+	tr := newTransport(t)
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodPost, url+"/read", bytes.NewReader(big[:1<<20]))
+		if resp, body := do(t, tr, req); resp.StatusCode != http.StatusOK || len(body) != 1<<20 {
+			t.Fatalf("a body read whole: got %d and %d bytes, want 200 and as many bytes", resp.StatusCode, len(body))
+		}
+	}
+	if got := tr.dials.Load(); got != 1 {
+		t.Errorf("two large requests to an upstream that reads them whole took %d connections, want 1", got)
+	}
+}
+
+// TestWatchLetsTheRequestGoOn: answers an upstream gives while it still
+// reads the request do not stop the request's write: 100 Continue (Go's
+// server sends it at the handler's first read of a body whose request
+// expects it), 103 Early Hints, and a 2xx head sent before the body is
+// read. Each call gets its reply whole, as through net/http's Transport
+// on the same bytes.
+func TestWatchLetsTheRequestGoOn(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 8<<20) // more than the socket buffers hold
+	goServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		io.WriteString(w, strconv.FormatInt(n, 10))
+	}))
+	t.Cleanup(goServer.Close)
+	raw := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			switch req.URL.Path {
+			case "/early-hints":
+				io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n")
+				n, _ := io.Copy(io.Discard, req.Body)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(strconv.FormatInt(n, 10)))+"\r\n\r\n"+strconv.FormatInt(n, 10))
+			case "/head-first":
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+				n, _ := io.Copy(io.Discard, req.Body)
+				s := strconv.FormatInt(n, 10)
+				io.WriteString(c, strconv.FormatInt(int64(len(s)), 16)+"\r\n"+s+"\r\n0\r\n\r\n")
+			}
+		}
+	})
+	netHTTP := &http.Transport{}
+	t.Cleanup(netHTTP.CloseIdleConnections) // before the upstreams wait for their connections
+	for _, tc := range []struct {
+		name, url string
+		expect    bool
+	}{
+		{"100 Continue from Go's server", goServer.URL + "/", true},
+		{"103 Early Hints", raw + "/early-hints", false},
+		{"a 2xx head before the body is read", raw + "/head-first", false},
+	} {
+		for _, rt := range []struct {
+			name string
+			rt   http.RoundTripper
+		}{{"net/http", netHTTP}, {"hop", newTransport(t)}} {
+			t.Run(tc.name+"/"+rt.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tc.url, bytes.NewReader(body))
+				if tc.expect {
+					req.Header.Set("Expect", "100-continue")
+				}
+				resp, err := rt.rt.RoundTrip(req)
+				if err != nil {
+					t.Fatalf("RoundTrip: %v", err)
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK || string(got) != strconv.Itoa(len(body)) {
+					t.Errorf("got %d %q (%v); want 200 and the upstream's count of the whole body, %d", resp.StatusCode, got, err, len(body))
+				}
+			})
 		}
 	}
 }

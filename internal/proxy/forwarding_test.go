@@ -506,3 +506,40 @@ func TestEachReplyCarriesOnlyItsOwnHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeCallExpectingContinue: a call of a few MiB whose client asks
+// "Expect: 100-continue" (as curl does for a large upload) passes to a Go
+// upstream, which sends "100 Continue" when its handler first reads the
+// body while the sidecar is still writing it: the interim reply does not
+// stop the write, and the upstream's answer to the whole body comes back.
+func TestLargeCallExpectingContinue(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":1,"result":{"read":%d}}`, n)
+	}))
+	t.Cleanup(up.Close)
+	u := sidecarWith(t, up.URL+"/mcp", proxy.Options{MaxBodyBytes: 8 << 20})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"pad":"` +
+		strings.Repeat("x", 6<<20) + `"}}}`
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: 5 * time.Second}}
+	defer client.CloseIdleConnections()
+	for range 5 { // loopback's socket buffers sometimes take the whole body before the 100
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Expect", "100-continue")
+		resp, err := client.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if want := fmt.Sprintf(`"read":%d`, len(body)); resp.StatusCode != http.StatusOK || !strings.Contains(string(got), want) {
+			t.Fatalf("got %d %q, want 200 and the upstream's answer to the whole body (%s)", resp.StatusCode, got, want)
+		}
+	}
+}
