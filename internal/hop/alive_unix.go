@@ -82,32 +82,45 @@ func (pk *peeker) alive() bool {
 // the write is over and reports whether it stopped anything; it leaves nc
 // with no read or write deadline. One goroutine a call: only for requests
 // net/http's writer streams (a body over maxInline or of unknown length).
+// It stops a write the socket holds up, not a read of the request's body:
+// a body that waits in its Read (a pipe) holds the write, past the
+// caller's cancellation too, until the Read returns, where net/http's
+// Transport writes on a goroutine of its own. The sidecar's calls carry
+// their bodies in memory.
 func (pk *peeker) watch(nc net.Conn) (stop func() (saw bool)) {
 	if pk.rc == nil || pk.bad {
 		return func() bool { return false }
 	}
 	done := make(chan bool, 1)
 	go func() {
-		var buf [watchWindow]byte
+		buf := make([]byte, watchWindow)
 		saw := false
 		err := pk.rc.Read(func(fd uintptr) bool {
-			n, perr := rawsock.Peek(fd, buf[:])
-			switch {
-			case errors.Is(perr, syscall.EAGAIN) || errors.Is(perr, syscall.EWOULDBLOCK):
-				return false // nothing yet: wait for it
-			case perr != nil || n == 0: // a reset, or the upstream's end
-				saw = true
-				return true
-			}
-			switch answerCloses(buf[:n]) {
-			case answerMore:
-				if n < len(buf) {
-					return false // part of a head: wait for the rest
+			for {
+				n, perr := rawsock.Peek(fd, buf)
+				switch {
+				case errors.Is(perr, syscall.EAGAIN) || errors.Is(perr, syscall.EWOULDBLOCK):
+					return false // nothing yet: wait for it
+				case perr != nil || n == 0: // a reset, or the upstream's end
+					saw = true
+					return true
 				}
-			case answerClose:
-				saw = true
+				switch answerCloses(buf[:n]) {
+				case answerMore:
+					if n < len(buf) {
+						return false // part of a head: wait for the rest
+					}
+					if len(buf) < MaxResponseHead {
+						// Long interim replies or a long head: look at
+						// more of it, up to the bound on a reply's head.
+						buf = make([]byte, min(2*len(buf), MaxResponseHead))
+						continue
+					}
+				case answerClose:
+					saw = true
+				}
+				return true // a head that keeps the connection, or past the bound: the watch ends
 			}
-			return true // a head that keeps the connection, or too long to judge: the watch ends
 		})
 		if err == nil && saw {
 			nc.SetWriteDeadline(aLongTimeAgo)

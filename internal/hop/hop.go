@@ -273,7 +273,8 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 	}
 	if err != nil {
 		werr := fmt.Errorf("hop: write request: %w", err)
-		if n == 0 || ctx.Err() != nil || errors.Is(err, errRequest) {
+		answered := errors.Is(err, errAnswered)
+		if !answered && n == 0 || ctx.Err() != nil || errors.Is(err, errRequest) {
 			// Nothing went out, the caller left, or the request itself
 			// failed part-way (its body): no answer is coming.
 			return fail(n > 0, werr)
@@ -288,15 +289,18 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		// wait for the answer counts from now: the write that failed may
 		// have been blocked for longer than ResponseHeaderTimeout, with
 		// the answer arrived meanwhile.
+		// The watch (errAnswered) may have stopped the write before its
+		// first byte: the upstream had hung up already.
 		resp, rerr := t.readResponse(c, req, time.Now())
 		if rerr != nil {
-			if errors.Is(err, errAnswered) && errors.Is(rerr, io.EOF) {
+			if answered && errors.Is(rerr, io.EOF) {
 				// The upstream hung up on the request without a word, as
 				// the write alone would have found out: the read's error
-				// stands, which allows a retry where one is safe.
-				return fail(true, rerr)
+				// stands, not the watch's deadline, and allows a retry
+				// where one is safe.
+				return fail(n > 0, rerr)
 			}
-			return fail(true, werr)
+			return fail(n > 0, werr)
 		}
 		resp.Close = true
 		return t.finish(c, req, resp, stop), true, nil

@@ -305,8 +305,8 @@ func trailerEnds(br *bufio.Reader) bool {
 }
 
 // watchWindow is how much of an upstream's answer the watch for one
-// (peeker.watch) looks at: interim replies and the final head must lie
-// within it to be judged.
+// (peeker.watch) looks at first; it doubles, up to MaxResponseHead, while
+// interim replies and a final head do not lie whole within it.
 const watchWindow = 4 << 10
 
 // What answerCloses makes of the start of an upstream's answer.

@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,6 +78,12 @@ func TestWatchLeavesNoDeadline(t *testing.T) {
 // come. The connection is not reused. A well-behaved upstream, which reads
 // a large body whole and then answers, keeps its connection.
 func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
+	// What comes before the answer, and fields it carries besides: a
+	// head, or interim replies before it, longer than the watch's first
+	// look (watchWindow) are judged too.
+	hint := "HTTP/1.1 103 Early Hints\r\nLink: </" + strings.Repeat("a", 1000) + ">; rel=preload\r\n\r\n"
+	stalls := map[string]string{"/stall": "", "/long-head": "", "/long-hints": strings.Repeat(hint, 5)}
+	stallFields := map[string]string{"/long-head": "X-Filler: " + strings.Repeat("f", 5000) + "\r\n"}
 	release := make(chan struct{})
 	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		for {
@@ -83,8 +91,9 @@ func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if req.URL.Path == "/stall" {
-				_, _ = io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 9\r\n\r\ntoo large")
+			if before, ok := stalls[req.URL.Path]; ok {
+				_, _ = io.WriteString(c, before+"HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\n"+
+					stallFields[req.URL.Path]+"Content-Length: 9\r\n\r\ntoo large")
 				<-release // reads nothing more, and stays
 				return
 			}
@@ -98,20 +107,22 @@ func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
 		name string
 		rt   http.RoundTripper
 	}{{"net/http", &http.Transport{}}, {"hop", newTransport(t)}} {
-		t.Run(rt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/stall", bytes.NewReader(big))
-			resp, err := rt.rt.RoundTrip(req)
-			if err != nil {
-				t.Fatalf("RoundTrip: %v; want the upstream's 413", err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too large" {
-				t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
-			}
-		})
+		for path := range stalls {
+			t.Run(rt.name+path, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+path, bytes.NewReader(big))
+				resp, err := rt.rt.RoundTrip(req)
+				if err != nil {
+					t.Fatalf("RoundTrip: %v; want the upstream's 413", err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too large" {
+					t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
+				}
+			})
+		}
 	}
 	tr := newTransport(t)
 	for range 2 {
@@ -188,6 +199,29 @@ func TestWatchLetsTheRequestGoOn(t *testing.T) {
 					t.Errorf("got %d %q (%v); want 200 and the upstream's count of the whole body, %d", resp.StatusCode, got, err, len(body))
 				}
 			})
+		}
+	}
+}
+
+// TestUpstreamGoneBeforeTheRequestIsNoTimeout: an upstream that closes each
+// connection as soon as it is made. The watch of a large request may see
+// the close before the request's first byte goes out and stop the write
+// then; the call fails as a hang-up (io.EOF, which the proxy answers 502),
+// never with the watch's own deadline, which reads as a timeout (504).
+// Many calls, for the close to come first in some.
+func TestUpstreamGoneBeforeTheRequestIsNoTimeout(t *testing.T) {
+	url := rawServer(t, func(int, net.Conn, *bufio.Reader) {}) // closes at once
+	tr := newTransport(t)
+	body := bytes.Repeat([]byte("x"), 1<<20)
+	for i := range 2000 {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("call %d: an answer from an upstream that closes at once", i)
+		}
+		if ne, ok := err.(net.Error); ok && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("call %d: %v, a timeout; want the upstream's hang-up", i, err)
 		}
 	}
 }
