@@ -122,10 +122,11 @@ func (pk *peeker) watch(nc net.Conn) (stop func() (saw bool)) {
 				return true // a head that keeps the connection, or past the bound: the watch ends
 			}
 		})
-		if err == nil && saw {
+		saw = saw && err == nil // not when the stop's deadline ended the wait
+		if saw {
 			nc.SetWriteDeadline(aLongTimeAgo)
 		}
-		done <- err == nil && saw
+		done <- saw
 	}()
 	return func() bool {
 		nc.SetReadDeadline(aLongTimeAgo) // wakes the watch if it still waits

@@ -273,6 +273,9 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 	}
 	if err != nil {
 		werr := fmt.Errorf("hop: write request: %w", err)
+		// The watch (errAnswered) may have stopped the write before its
+		// first byte, the upstream having hung up already: its read below
+		// says so, not the watch's deadline.
 		answered := errors.Is(err, errAnswered)
 		if !answered && n == 0 || ctx.Err() != nil || errors.Is(err, errRequest) {
 			// Nothing went out, the caller left, or the request itself
@@ -289,8 +292,6 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		// wait for the answer counts from now: the write that failed may
 		// have been blocked for longer than ResponseHeaderTimeout, with
 		// the answer arrived meanwhile.
-		// The watch (errAnswered) may have stopped the write before its
-		// first byte: the upstream had hung up already.
 		resp, rerr := t.readResponse(c, req, time.Now())
 		if rerr != nil {
 			if answered && errors.Is(rerr, io.EOF) {
