@@ -87,11 +87,22 @@ var masks = []struct {
 
 // Normalize masks what differs between two runs of the same server without
 // meaning anything: loopback hosts and their ports, UUIDs and timestamps.
+//
+// The masks are applied until nothing changes, so that masking is
+// idempotent: a mask's "<...>" can put a word boundary where there was none
+// ("localhost0f8fad5b-..." masks the host, and then the UUID). That ends:
+// no mask matches inside another's replacement, so each pass that changes
+// anything uses up bytes of the message.
 func Normalize(msg string) string {
-	for _, m := range masks {
-		msg = m.re.ReplaceAllString(msg, m.with)
+	for {
+		before := msg
+		for _, m := range masks {
+			msg = m.re.ReplaceAllString(msg, m.with)
+		}
+		if msg == before {
+			return msg
+		}
 	}
-	return msg
 }
 
 // Row is one difference between the two sides.

@@ -38,6 +38,23 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+// TestNormalizeMasksWhatAMaskUncovers: a mask's replacement can put a word
+// boundary before text that had none; that text is masked too, so masking
+// twice changes nothing (inputs the fuzz target found).
+func TestNormalizeMasksWhatAMaskUncovers(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"localhost0f8fad5b-d9cb-469f-a165-70867728950e":   "<host><uuid>",
+		"127.0.0.1localhost":                              "<host><host>",
+		"port 1af8fad5b-d9cb-469f-a165-70867728950e gone": "port <port><uuid> gone",
+		"port 1localhost:80":                              "port <port><host>",
+	} {
+		if got := Normalize(in); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestParseAllow(t *testing.T) {
 	t.Parallel()
 	rules, err := ParseAllow("# comment\n\n* pending sep-2640-* * SKIPPED SUCCESS the sidecar serves skills\n")
@@ -246,6 +263,8 @@ func FuzzParseAllow(f *testing.F) {
 func FuzzNormalize(f *testing.F) {
 	f.Add("http://127.0.0.1:3001/mcp at 2026-12-01T09:12:34.702Z")
 	f.Add("[::1]:80 0f8fad5b-d9cb-469f-a165-70867728950e port 9")
+	f.Add("localhost0f8fad5b-d9cb-469f-a165-70867728950e")
+	f.Add("port 1localhost")
 	f.Fuzz(func(t *testing.T, s string) {
 		if n := Normalize(s); Normalize(n) != n {
 			t.Errorf("Normalize(Normalize(%q)) = %q, want %q", s, Normalize(n), n)
