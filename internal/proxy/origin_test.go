@@ -58,6 +58,11 @@ func TestHostAllowed(t *testing.T) {
 		{"localhost.evil.example", true, nil, false},
 		{"127.0.0.1.evil.example", true, nil, false},
 		{"10.0.0.1:8080", true, nil, false},
+		// A zone (RFC 4007) names an interface, not another machine; go-sdk
+		// accepts a zoned loopback too. A zone makes no other address local.
+		{"[::1%lo]:8080", true, nil, true},
+		{"[fe80::1%lo]:8080", true, nil, false},
+		{"127.0.0.1%lo", true, nil, false},
 		{"", true, nil, false},
 		{"mcp.example:8080", true, []string{"mcp.example"}, true},
 		{"mcp.example:8080", true, []string{"mcp.example:8080"}, true},
@@ -78,7 +83,8 @@ func TestHostAllowed(t *testing.T) {
 }
 
 func FuzzOriginAllowed(f *testing.F) {
-	for _, s := range []string{"http://localhost:1", "https://evil.example", "null", "http://[::1]", "http://127.0.0.1.evil", "http://sidecar.example:8080"} {
+	for _, s := range []string{"http://localhost:1", "https://evil.example", "null", "http://[::1]", "http://127.0.0.1.evil", "http://sidecar.example:8080",
+		"http://[::1%25lo]:1", "http://[fe80::1%25lo]"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, origin string) {
@@ -94,8 +100,7 @@ func FuzzOriginAllowed(f *testing.F) {
 			t.Fatalf("allowed an unparsable origin %q", origin)
 		}
 		h := u.Hostname()
-		ip := net.ParseIP(h)
-		if !strings.EqualFold(u.Host, "sidecar.example:8080") && !strings.EqualFold(h, "localhost") && (ip == nil || !ip.IsLoopback()) {
+		if !strings.EqualFold(u.Host, "sidecar.example:8080") && !namesThisMachine(h) {
 			t.Fatalf("allowed foreign origin %q (host %q)", origin, h)
 		}
 		// Not vouched for, the request's own host is not enough.
@@ -108,7 +113,8 @@ func FuzzOriginAllowed(f *testing.F) {
 // FuzzHostAllowed: on a loopback listener with no list, only Hosts that
 // name this machine pass.
 func FuzzHostAllowed(f *testing.F) {
-	for _, s := range []string{"localhost", "127.0.0.1:80", "[::1]:1", "evil.example", "localhost.evil", "127.0.0.1.nip.io", ""} {
+	for _, s := range []string{"localhost", "127.0.0.1:80", "[::1]:1", "evil.example", "localhost.evil", "127.0.0.1.nip.io", "",
+		"::1%0", "[::1%lo]:1", "[fe80::1%lo]:1", "127.0.0.1%0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, host string) {
@@ -119,10 +125,27 @@ func FuzzHostAllowed(f *testing.F) {
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			name = h
 		}
-		name = strings.Trim(name, "[]")
-		ip := net.ParseIP(name)
-		if !strings.EqualFold(name, "localhost") && (ip == nil || !ip.IsLoopback()) {
+		if !namesThisMachine(strings.Trim(name, "[]")) {
 			t.Fatalf("hostAllowed(%q) on loopback = true", host)
 		}
 	})
+}
+
+// namesThisMachine is the fuzz targets' judgement of a host name, written
+// apart from loopbackHost: localhost, or a loopback address (127.0.0.0/8,
+// ::1, ::ffff:127.0.0.0/104). An IPv6 address may carry a zone (RFC 4007,
+// section 11: "%" and a non-empty interface name); the address still names
+// this machine, and go-sdk's own check, by netip's parser, accepts it.
+func namesThisMachine(name string) bool {
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	if addr, zone, zoned := strings.Cut(name, "%"); zoned {
+		if zone == "" || !strings.Contains(addr, ":") {
+			return false
+		}
+		name = addr
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
 }
