@@ -17,10 +17,21 @@ const (
 // resourcesPrefix is what the two notifications' names begin with.
 var resourcesPrefix = []byte("notifications/resources/")
 
-// maxWatchedEvent bounds the bytes of one SSE event the watcher keeps to
-// parse. A resource-change notification is a few hundred bytes; a longer
-// event (a reply, a skill file) is passed through without being kept.
+// maxWatchedEvent bounds one SSE event's data that the watcher keeps to
+// parse: an event whose data, its data lines' values joined by LF as the SSE
+// spec joins them, is at most this many bytes is parsed; one with more is
+// passed through without being kept or parsed. Only data counts: the
+// "data:" field names, the space after them, the line ends and other
+// fields (event, id, comments, of any length) do not. A resource-change
+// notification is a few hundred bytes; a longer event (a reply, a skill
+// file) is no notification to find.
 const maxWatchedEvent = 64 << 10
+
+// maxWatchedLine is the longest line the watcher keeps: a data line whose
+// value is maxWatchedEvent bytes. A longer line is a data line whose value
+// alone is over maxWatchedEvent, or another field, which the watcher
+// ignores whatever its length.
+const maxWatchedLine = len("data: ") + maxWatchedEvent
 
 // watchBody passes an SSE stream through untouched while parsing it into
 // events (the SSE spec's line rules: LF, CRLF or CR line ends; data lines
@@ -28,16 +39,18 @@ const maxWatchedEvent = 64 << 10
 // into JSON-RPC messages. fire is called for a notification whose method is
 // one of the two above, never for bytes that merely contain the name (a
 // tool's result quoting it, a request or reply carrying it as data). It
-// keeps at most maxWatchedEvent bytes of the current event and line.
+// keeps at most maxWatchedEvent bytes of the current event's data (and one
+// LF after it) and maxWatchedLine bytes of the current line.
 type watchBody struct {
 	io.ReadCloser
 	r    *http.Request // the request the stream answers, for fire
 	fire func(r *http.Request, method, uri string)
 
 	line     []byte // the current line so far
-	lineOver bool   // the current line outgrew maxWatchedEvent
-	data     []byte // the current event's data so far
-	over     bool   // the current event outgrew maxWatchedEvent
+	lineOver bool   // the current line outgrew maxWatchedLine
+	overData bool   // and it is a data line
+	data     []byte // the current event's data lines so far, each with an LF after it
+	over     bool   // the current event's data outgrew maxWatchedEvent
 	cr       bool   // the last byte seen was a CR (a CRLF may be split)
 
 	// room is the first room of line and data, in the body's own
@@ -100,8 +113,14 @@ func indexFrom(b []byte, off int, c byte) int {
 }
 
 func (b *watchBody) appendLine(seg []byte) {
-	if b.lineOver || len(b.line)+len(seg) > maxWatchedEvent {
-		b.lineOver, b.line = true, b.line[:0]
+	if b.lineOver {
+		return
+	}
+	if len(b.line)+len(seg) > maxWatchedLine {
+		// Whether it is a data line, from its first bytes: there are more
+		// of them than "data:" has.
+		b.line = append(b.line, seg[:min(len(seg), len("data:"))]...)
+		b.lineOver, b.overData, b.line = true, bytes.HasPrefix(b.line, []byte("data:")), b.line[:0]
 		return
 	}
 	if b.line == nil {
@@ -118,32 +137,35 @@ func (b *watchBody) appendLine(seg []byte) {
 const firstWatchLine = 512
 
 func (b *watchBody) endLine() {
-	line, over := b.line, b.lineOver
-	b.line, b.lineOver = b.line[:0], false
+	line, over, overData := b.line, b.lineOver, b.overData
+	b.line, b.lineOver, b.overData = b.line[:0], false, false
 	switch {
 	case len(line) == 0 && !over:
 		if !b.over && len(b.data) > 0 {
-			b.dispatch(b.data)
+			b.dispatch(b.data[:len(b.data)-1]) // less the last data line's LF
 		}
 		b.data, b.over = b.data[:0], false
 	case over:
-		b.over = true // a line too long to keep: the event is no notification to parse
-	case bytes.HasPrefix(line, []byte("data:")):
-		v := line[len("data:"):]
+		if overData {
+			b.over = true // a data value alone over maxWatchedEvent
+		}
+	case bytes.HasPrefix(line, []byte("data:")), string(line) == "data":
+		// The field's value: after the colon and one space, if any; a
+		// line of the field name alone has an empty value.
+		v := line[min(len(line), len("data:")):]
 		if len(v) > 0 && v[0] == ' ' {
 			v = v[1:]
 		}
-		if b.over || len(b.data)+len(v)+1 > maxWatchedEvent {
+		// len(b.data) counts the LF that joins v to the data before it.
+		if b.over || len(b.data)+len(v) > maxWatchedEvent {
 			b.over = true
 			return
 		}
 		if b.data == nil {
 			b.data = b.room[firstWatchLine:firstWatchLine]
 		}
-		if len(b.data) > 0 {
-			b.data = append(b.data, '\n')
-		}
 		b.data = append(b.data, v...)
+		b.data = append(b.data, '\n')
 	}
 }
 
