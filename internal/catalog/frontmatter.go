@@ -364,6 +364,13 @@ func (c *converter) flowColon(n *yaml.Node) error {
 	return nil
 }
 
+// maxImplicitKey is the most characters an implicit key (one without "?")
+// may have: YAML 1.2.2 §7.4.2 wants its ":" at most 1024 Unicode characters
+// past the key's start, and YAML 1.1 readers (PyYAML, libyaml, yaml.v3)
+// refuse a longer simple key. A plain key this long is fine, but its
+// quoted spelling is 2 characters longer, so such a fix is an explicit key.
+const maxImplicitKey = 1024
+
 // check11 notes the plain scalar n (core tag, a mapping key when key) when
 // YAML 1.1 reads it as different JSON. A key's path ends with the key.
 func (c *converter) check11(n *yaml.Node, tag string, key bool) {
@@ -380,6 +387,8 @@ func (c *converter) check11(n *yaml.Node, tag string, key bool) {
 	var quoted bytes.Buffer
 	writeJSONString(&quoted, n.Value)
 	switch {
+	case key && utf8.RuneCount(quoted.Bytes()) > maxImplicitKey:
+		a.Fix = "? " + quoted.String() + ` with ": ..." on the next line (quoted, the key is too long to be implicit)`
 	case key:
 		a.Fix = quoted.String() + ": ..."
 	case len(c.path) > 0 && !strings.HasPrefix(c.path[len(c.path)-1], "["):

@@ -36,7 +36,9 @@ type Ambiguity struct {
 	// YAML11 and YAML12 say what each reader makes of it ("the boolean
 	// true", "the string \"yes\"").
 	YAML11, YAML12 string
-	// Fix shows the quoted spelling both read alike, e.g. `enabled: "yes"`.
+	// Fix shows the quoted spelling both read alike, e.g. `enabled: "yes"`;
+	// a key too long to be implicit once quoted is shown as an explicit
+	// key ("? ...").
 	Fix string
 }
 

@@ -3,7 +3,9 @@ package catalog
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -104,6 +106,13 @@ func FuzzAmbiguities(f *testing.F) {
 	for _, tc := range frontmatterCases {
 		f.Add([]byte(tc.in))
 	}
+	// Scalars near the 1024-character limit on implicit keys: a value
+	// whose quoted spelling is too long for a key, and keys whose quoted
+	// spelling just fits (1024 characters) or does not (1025 and 1026).
+	f.Add([]byte("---\nv: 1_" + strings.Repeat("0", 1021) + "\n---\n"))
+	f.Add([]byte("---\n1_" + strings.Repeat("0", 1020) + ": x\n---\n"))
+	f.Add([]byte("---\n1_" + strings.Repeat("0", 1021) + ": x\n---\n"))
+	f.Add([]byte("---\nm:\n  1_" + strings.Repeat("0", 1022) + ": x\n---\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fm, _, amb, err := ParseFrontmatterAmbiguities(b)
 		if err != nil {
@@ -121,7 +130,19 @@ func FuzzAmbiguities(f *testing.F) {
 			}
 			var quoted bytes.Buffer
 			writeJSONString(&quoted, a.Text)
-			doc := "---\nk: " + quoted.String() + "\n" + quoted.String() + ": v\n---\n"
+			// As a key, the quoted text is an implicit key only up to 1024
+			// characters (YAML 1.2.2 §7.4.2; YAML 1.1 and PyYAML alike);
+			// a longer one must be explicit, and a key's fix must say so.
+			key := quoted.String() + ": v\n"
+			keyFix := quoted.String() + ": ..."
+			if utf8.RuneCount(quoted.Bytes()) > 1024 {
+				key = "? " + quoted.String() + "\n: v\n"
+				keyFix = "? " + quoted.String() + " "
+			}
+			if a.Key && !strings.HasPrefix(a.Fix, keyFix) {
+				t.Fatalf("%q: the fix for key %s is %s, want it to begin %s", b, quoted.String(), a.Fix, keyFix)
+			}
+			doc := "---\nk: " + quoted.String() + "\n" + key + "---\n"
 			fixed, _, again, err := ParseFrontmatterAmbiguities([]byte(doc))
 			if err != nil || len(again) > 0 {
 				t.Fatalf("%q: the fix %s does not hold: %s %v %v", b, a.Fix, fixed, again, err)
