@@ -427,10 +427,22 @@ func parseCoreInt(s string) (*big.Int, bool) {
 }
 
 // writeJSONString writes s as a JSON string without HTML escaping, so the
-// frontmatter reads the way the author wrote it.
+// frontmatter reads the way the author wrote it. NEL (U+0085) is escaped,
+// as encoding/json already escapes LS and PS (U+2028, U+2029): YAML 1.1
+// readers (PyYAML, yaml.v3) take all three for line breaks even inside a
+// quoted string, so a host reading the JSON as YAML would see a space where
+// the author wrote one of them. Escaped, the JSON is the same value and
+// reads alike to every YAML reader.
 func writeJSONString(buf *bytes.Buffer, s string) {
+	start := buf.Len()
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	buf.Truncate(buf.Len() - 1)
+	if strings.Contains(s, "\u0085") {
+		// Valid UTF-8 out of the encoder holds these two bytes only as NEL.
+		escaped := bytes.ReplaceAll(buf.Bytes()[start:], []byte("\u0085"), []byte(`\u0085`))
+		buf.Truncate(start)
+		buf.Write(escaped)
+	}
 }

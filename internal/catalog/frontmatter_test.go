@@ -36,6 +36,10 @@ var frontmatterCases = map[string]struct {
 	"scalar document":   {in: "---\njust text\n---\n", want: `"just text"`},
 	"crlf block scalar": {in: "---\r\nd: |\r\n  one\r\n  two\r\n---\r\n", want: `{"d":"one\ntwo\n"}`},
 	"html not escaped":  {in: "---\nd: <a> & b\n---\n", want: `{"d":"<a> & b"}`},
+	// YAML 1.1 readers (PyYAML, yaml.v3) take a raw NEL, LS or PS for a line
+	// break, even inside a quoted string; the JSON carries them escaped.
+	"yaml 1.1 line breaks escaped": {in: "---\nx: \"a\\Nb\"\nl: \"\\L\"\np: \"\\P\"\n---\n",
+		want: `{"x":"a\u0085b","l":"\u2028","p":"\u2029"}`},
 
 	// YAML 1.2 core schema (YAML 1.2.2 §10.3.2), where YAML 1.1 differs.
 	"yes is a string":       {in: "---\na: yes\nb: on\nc: Y\nd: off\n---\n", want: `{"a":"yes","b":"on","c":"Y","d":"off"}`},
@@ -331,6 +335,7 @@ func FuzzParseFrontmatter(f *testing.F) {
 	for _, tc := range frontmatterCases {
 		f.Add([]byte(tc.in))
 	}
+	f.Add([]byte("---\nx: \"a\\Nb\"\n---\n")) // \N is NEL (U+0085), a line break to YAML 1.1
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fm, body, err := ParseFrontmatter(b)
 		if err != nil {
