@@ -161,6 +161,8 @@ func FuzzMergeAcknowledgement(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`), true, true, "skill://a/SKILL.md")
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"notifications":{"toolsListChanged":true,"resourceSubscriptions":["x"]}}}`), false, true, "x")
 	f.Add([]byte(`{"method":"notifications/subscriptions/acknowledged"}`), true, false, "")
+	f.Add([]byte(`{"method":"notifications/subscriptions/acknowledged","Method":"x"}`), true, false, "")
+	f.Add([]byte(`{"method":"notifications/subscriptions/acknowledged","Params":{"Notifications":{"ResourcesListChanged":false}}}`), true, true, "u")
 	f.Fuzz(func(t *testing.T, in []byte, res, agents bool, uri string) {
 		if !utf8.ValidString(uri) {
 			// A catalog URI is valid UTF-8 (the catalog refuses other
@@ -179,28 +181,40 @@ func FuzzMergeAcknowledgement(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("invalid JSON out of %q: %q", in, out)
 		}
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Notifications struct {
-					R    bool              `json:"resourcesListChanged"`
-					A    bool              `json:"agentsListChanged"`
-					Subs []json.RawMessage `json:"resourceSubscriptions"`
-				} `json:"notifications"`
-			} `json:"params"`
-		}
+		// Maps, not structs: member names are matched exactly, as the
+		// protocol spells them and MergeAcknowledgement reads them (a
+		// struct would also take "Method" or "Params"); of duplicate keys
+		// the last counts, in both.
+		var m map[string]json.RawMessage
 		if err := json.Unmarshal(out, &m); err != nil {
-			return // a duplicate key of another type, as encoding/json reads it
+			t.Fatalf("merge of %q is not a JSON object: %q", in, out)
 		}
-		if m.Method != MethodAcknowledged || (res && !m.Params.Notifications.R) || (agents && !m.Params.Notifications.A) {
-			t.Fatalf("merge of %q lost something: %q", in, out)
+		var method string
+		if json.Unmarshal(m["method"], &method) != nil || method != MethodAcknowledged {
+			t.Fatalf("merge of %q lost the method: %q", in, out)
+		}
+		if !res && !agents && uri == "" {
+			return
+		}
+		var params, notif map[string]json.RawMessage
+		if json.Unmarshal(m["params"], &params) != nil || json.Unmarshal(params["notifications"], &notif) != nil || notif == nil {
+			t.Fatalf("merge of %q has no params.notifications object: %q", in, out)
+		}
+		for key, want := range map[string]bool{"resourcesListChanged": res, "agentsListChanged": agents} {
+			var on bool
+			if want && (json.Unmarshal(notif[key], &on) != nil || !on) {
+				t.Fatalf("merge of %q lost %s: %q", in, key, out)
+			}
 		}
 		if uri != "" {
+			var subs []json.RawMessage
 			found := false
-			for _, s := range m.Params.Notifications.Subs {
-				var u string
-				if json.Unmarshal(s, &u) == nil && u == uri {
-					found = true
+			if json.Unmarshal(notif["resourceSubscriptions"], &subs) == nil {
+				for _, s := range subs {
+					var u string
+					if json.Unmarshal(s, &u) == nil && u == uri {
+						found = true
+					}
 				}
 			}
 			if !found {
