@@ -15,11 +15,12 @@ import (
 // raw JSON-RPC id got as the reply to its request sent with the raw id
 // want. Clients match ids more loosely than byte for byte: the TypeScript
 // SDK looks a response up by Number(id), so "1", " 1", "0x1" and 1.0 all
-// answer a request 1; go-sdk turns a number into an int64 by truncation,
-// so 1.5 does too; equal strings match however they are escaped. The
-// answer errs towards yes: a message wrongly counted as a reply costs only
-// an observation (two replies publish nothing), one wrongly passed over
-// could publish a digest of bytes no client took.
+// answer a request 1; go-sdk turns the number of a request's id and of a
+// response's alike into an int64 by truncation, so 1.5 answers a request
+// 1 and 1 a request 1.5; equal strings match however they are escaped.
+// The answer errs towards yes: a message wrongly counted as a reply costs
+// only an observation (two replies publish nothing), one wrongly passed
+// over could publish a digest of bytes no client took.
 func mayAnswer(want, got []byte) bool {
 	if bytes.Equal(want, got) {
 		return true
@@ -38,10 +39,29 @@ func mayAnswer(want, got []byte) bool {
 		return true
 	}
 	if isJSONNumber(want) && isJSONNumber(got) {
-		// go-sdk: int64(float64(id)), undefined outside int64's range.
-		return math.Abs(gn) >= 1<<63 || math.Trunc(gn) == wn
+		return goSDKSameID(wn, gn)
 	}
 	return false
+}
+
+// goSDKSameID reports whether go-sdk could give JSON numbers w and g the
+// same id: it decodes a number as a float64 (refusing one beyond
+// float64's range) and keeps int64(f), which truncates towards zero
+// inside [-2^63, 2^63). Outside that range Go leaves the conversion's
+// result to the implementation (amd64 gives -2^63 whatever the sign,
+// arm64 saturates, soft float gives 0), so such an id is taken to answer,
+// and be answered by, any number; so is ±Infinity, which go-sdk refuses.
+func goSDKSameID(w, g float64) bool {
+	if !inInt64Range(w) || !inInt64Range(g) {
+		return true
+	}
+	return math.Trunc(w) == math.Trunc(g)
+}
+
+// inInt64Range: -2^63 <= f < 2^63, where int64(f) is f truncated (false
+// for NaN).
+func inInt64Range(f float64) bool {
+	return f >= -(1<<63) && f < 1<<63
 }
 
 // idString decodes a JSON string id.

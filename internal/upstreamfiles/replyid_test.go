@@ -63,7 +63,14 @@ func TestMayAnswer(t *testing.T) {
 		{`"a"`, `"b"`, false},
 		{`1`, `null`, false},
 		{`2`, `1.5`, false},
-		{`1`, `1e400`, true}, // go-sdk's int64 of it is undefined
+		{`1`, `1e400`, true}, // go-sdk refuses it; counted towards yes
+		{`1.5`, `1`, true},   // go-sdk truncates the request's id too
+		{`1.5`, `1.7`, true},
+		{`-0.5`, `0`, true},
+		{`2.5`, `1.5`, false},
+		{`1e19`, `-9223372036854775808`, true}, // int64 of 1e19 is implementation-dependent
+		{`1e300`, `-1e300`, true},
+		{`1e300`, `1`, true},
 	} {
 		if got := mayAnswer([]byte(tc.want), []byte(tc.got)); got != tc.match {
 			t.Errorf("mayAnswer(%s, %s) = %v, want %v", tc.want, tc.got, got, tc.match)
@@ -75,7 +82,7 @@ func TestMayAnswer(t *testing.T) {
 // (jsonrpc.DecodeMessage, compared by ID as its client does) is one
 // mayAnswer counts; and an id always answers itself.
 func FuzzMayAnswer(f *testing.F) {
-	for _, s := range [][2]string{{`1`, `1.0`}, {`1`, `"1"`}, {`7`, `7.9`}, {`"x"`, `"\u0078"`}, {`0`, `null`}, {`1`, `1e400`}} {
+	for _, s := range [][2]string{{`1`, `1.0`}, {`1`, `"1"`}, {`7`, `7.9`}, {`"x"`, `"\u0078"`}, {`0`, `null`}, {`1`, `1e400`}, {`1.5`, `1`}, {`1.5`, `1.7`}} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, want, got string) {
