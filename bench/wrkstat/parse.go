@@ -23,6 +23,11 @@ const (
 	// maxCount bounds every number, far above any real count, so sums
 	// over MaxRecords cannot overflow a float's exact integers.
 	maxCount = 1e12
+	// minFigure is the smallest number other than 0 accepted: the
+	// script's finest resolution (seconds to three decimals). With every
+	// number 0 or within [minFigure, maxCount], every figure derived from
+	// them (a rate, a count per operation, their ratios) is finite.
+	minFigure = 1e-3
 )
 
 // Kinds of record.
@@ -201,8 +206,8 @@ func (f *fields) num(k string) float64 {
 		return 0
 	}
 	x, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(x) || x < 0 || x > maxCount {
-		f.fail(fmt.Errorf("%s=%q is not a count from 0 to %g", k, v, maxCount))
+	if err != nil || math.IsNaN(x) || x < 0 || x > maxCount || x > 0 && x < minFigure {
+		f.fail(fmt.Errorf("%s=%q is not 0 or a number from %g to %g", k, v, minFigure, maxCount))
 		return 0
 	}
 	return x

@@ -67,6 +67,9 @@ func TestParseRecordsRefusesBrokenLines(t *testing.T) {
 		"switches empty":        good + " switches=",
 		"huge":                  strings.Replace(good, "requests=1", "requests=1e300", 1),
 		"zero seconds":          strings.Replace(good, "seconds=1", "seconds=0", 1),
+		"tiny seconds":          strings.Replace(good, "seconds=1", "seconds=1e-310", 1),
+		"tiny requests":         strings.Replace(good, "requests=1", "requests=1e-300", 1),
+		"tiny cpu":              strings.Replace(good, "cpu_us=1", "cpu_us=0.0001", 1),
 		"fractional round":      strings.Replace(good, "round=1", "round=1.5", 1),
 		"sse no events":         strings.Replace(good, "call ", "sse ", 1),
 		"line too long":         good + " x=" + strings.Repeat("9", MaxLine),
@@ -79,6 +82,14 @@ func TestParseRecordsRefusesBrokenLines(t *testing.T) {
 	}
 	if _, err := ParseRecords(strings.NewReader(good)); err != nil {
 		t.Errorf("the good line itself: %v", err)
+	}
+	// A number too small to divide by is refused by name: requests/seconds
+	// or cpu_us/requests would overflow to Inf.
+	for _, field := range []string{"seconds", "requests"} {
+		line := strings.Replace(good, field+"=1", field+"=1e-310", 1)
+		if _, err := ParseRecords(strings.NewReader(line)); err == nil || !strings.Contains(err.Error(), field+"=") {
+			t.Errorf("%q: error %v, want one naming %s", line, err, field)
+		}
 	}
 }
 
@@ -237,6 +248,8 @@ func TestWriteWithoutNginx(t *testing.T) {
 func FuzzParseRecords(f *testing.F) {
 	f.Add(results)
 	f.Add("call era=x c=1 target=t round=1 requests=0 seconds=1 p50_us=0 p99_us=0 errors=0 wrong=0 cpu_us=0 syscalls=0")
+	f.Add("call era=x c=1 target=t round=1 requests=1 seconds=1e-310 p50_us=0 p99_us=0 errors=0 wrong=0 cpu_us=0 syscalls=0")
+	f.Add("call era=x c=1 target=t round=1 requests=1e-300 seconds=1 p50_us=0 p99_us=0 errors=0 wrong=0 cpu_us=1e12 syscalls=0")
 	f.Fuzz(func(t *testing.T, s string) {
 		rec, err := ParseRecords(strings.NewReader(s))
 		if err != nil {
