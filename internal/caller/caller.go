@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 	"github.com/skills-sidecar/skills-sidecar/internal/slotctx"
 )
 
@@ -230,7 +231,7 @@ func forwardedFor(h http.Header) []string {
 			for elem := range strings.SplitSeq(line, ",") {
 				for pair := range strings.SplitSeq(elem, ";") {
 					k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
-					if ok && strings.EqualFold(k, "for") {
+					if ok && plainhead.EqualFold(k, "for") {
 						out = append(out, v)
 					}
 				}

@@ -794,7 +794,7 @@ func hasToken(v, token string) bool {
 		if end := sp + len(token); end != len(v) && !isTokenBoundary(v[end]) {
 			continue
 		}
-		if strings.EqualFold(v[sp:sp+len(token)], token) {
+		if plainhead.EqualFold(v[sp:sp+len(token)], token) {
 			return true
 		}
 	}

@@ -114,7 +114,7 @@ func parsePlain(p *plainHead, head []byte) bool {
 		if r.ProtoMinor == 0 {
 			return false // net/http ignores and drops it: its reader's case
 		}
-		if len(te) != 1 || len(cl) != 0 || !strings.EqualFold(te[0], "chunked") {
+		if len(te) != 1 || len(cl) != 0 || !plainhead.EqualFold(te[0], "chunked") {
 			return false
 		}
 		delete(h, "Transfer-Encoding")

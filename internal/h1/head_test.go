@@ -233,6 +233,9 @@ func FuzzHead(f *testing.F) {
 	for _, c := range headCases {
 		f.Add([]byte(c), false)
 	}
+	// A Kelvin sign folds to "k" in Unicode but not in net/http, which
+	// answers 501 to this coding: found by a review of the fuzz targets.
+	f.Add([]byte("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chun\xe2\x84\xaaed\r\n\r\n0\r\n\r\n"), false)
 	f.Fuzz(func(t *testing.T, data []byte, trickle bool) {
 		if len(data) > 8<<10 {
 			return

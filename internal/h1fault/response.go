@@ -27,11 +27,12 @@ type Response struct {
 	CloseDelimited bool
 }
 
-// Get returns the values of the field name (case-insensitive), in order.
+// Get returns the values of the field name (ASCII case-insensitive), in
+// order.
 func (r *Response) Get(name string) []string {
 	var out []string
 	for _, f := range r.Fields {
-		if strings.EqualFold(f[0], name) {
+		if equalFoldASCII(f[0], name) {
 			out = append(out, f[1])
 		}
 	}
@@ -39,11 +40,11 @@ func (r *Response) Get(name string) []string {
 }
 
 // HasToken reports whether a comma-separated field (Connection,
-// Transfer-Encoding) holds token, case-insensitive.
+// Transfer-Encoding) holds token, ASCII case-insensitive.
 func (r *Response) HasToken(name, token string) bool {
 	for _, v := range r.Get(name) {
 		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
+			if equalFoldASCII(trimOWS(t), token) {
 				return true
 			}
 		}
@@ -214,7 +215,7 @@ func readBody(br *bufio.Reader, method string, r *Response) error {
 	if te := r.Get("Transfer-Encoding"); len(te) > 0 {
 		// Point 4 for a response: chunked must be the final coding, and
 		// the judge takes no coding but chunked from a server.
-		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+		if len(te) != 1 || !equalFoldASCII(trimOWS(te[0]), "chunked") {
 			return fmt.Errorf("transfer-encoding %q: the judge reads chunked alone", te)
 		}
 		if len(r.Get("Content-Length")) > 0 {
@@ -261,7 +262,7 @@ func contentLength(vals []string) (int, error) {
 	n := -1
 	for _, v := range vals {
 		for _, p := range strings.Split(v, ",") {
-			p = strings.TrimSpace(p)
+			p = trimOWS(p)
 			if p == "" || len(p) > 12 {
 				return 0, fmt.Errorf("invalid content-length %q", vals)
 			}
@@ -367,3 +368,31 @@ func isTchar(c byte) bool {
 	}
 	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
+
+// equalFoldASCII reports whether s and t are equal ignoring the case of
+// ASCII letters alone: tokens are ASCII (RFC 9110 5.6.2), and a Kelvin
+// sign or a long s, which strings.EqualFold folds to "k" and "s", is no
+// letter of one. The judge keeps its own rather than ask the code it
+// judges.
+func equalFoldASCII(s, t string) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		a, b := s[i], t[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// trimOWS cuts the optional white space around s: spaces and tabs only
+// (RFC 9110 5.6.3), not every Unicode space as strings.TrimSpace does.
+func trimOWS(s string) string { return strings.Trim(s, " \t") }

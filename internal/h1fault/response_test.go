@@ -43,6 +43,12 @@ var responseTable = []struct {
 	{"differing lengths", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", "GET", 0, "", true, false},
 	{"plus length", "HTTP/1.1 200 OK\r\nContent-Length: +3\r\n\r\nabc", "GET", 0, "", true, false},
 	{"length and chunked", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "GET", 0, "", true, false},
+	{"chunked in capitals", "HTTP/1.1 200 OK\r\nTransfer-Encoding: CHUNKED\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "GET", 200, "abc", false, false},
+	// Tokens are ASCII (RFC 9110 5.6.2) and so is OWS (5.6.3): net/http's
+	// reader refuses both of these, a Kelvin sign is no "k" and a no-break
+	// space no white space.
+	{"kelvin sign in chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chun\u212aed\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "GET", 0, "", true, false},
+	{"no-break space after length", "HTTP/1.1 200 OK\r\nContent-Length: 3\u00a0\r\n\r\nabc", "GET", 0, "", true, false},
 	{"gzip only", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabc", "GET", 0, "", true, false},
 	{"chunk size junk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3g\r\nabc\r\n0\r\n\r\n", "GET", 0, "", true, false},
 	{"chunk size 0x", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x3\r\nabc\r\n0\r\n\r\n", "GET", 0, "", true, false},

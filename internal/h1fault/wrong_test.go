@@ -160,7 +160,7 @@ func (s *wrongConn) serve() bool {
 		if !ok || name == "" || strings.IndexFunc(name, func(r rune) bool { return r > 0x7f || !isTchar(byte(r)) }) >= 0 || strings.ContainsAny(value, "\r\x00") {
 			return s.refuse(400)
 		}
-		if strings.EqualFold(name, "Content-Length") {
+		if equalFoldASCII(name, "Content-Length") {
 			if s.w.clNoOWS {
 				cls = append(cls, strings.TrimPrefix(value, " "))
 			} else {
@@ -203,7 +203,7 @@ func (s *wrongConn) serve() bool {
 	// Framing, RFC 9112 6.1 and 6.3.
 	var body *wrongBody
 	if te := hdr.Values("Transfer-Encoding"); len(te) > 0 {
-		if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
+		if len(te) != 1 || !equalFoldASCII(te[0], "chunked") {
 			return s.refuse(501)
 		}
 		if len(cls) > 0 || proto == "HTTP/1.0" {
@@ -233,7 +233,7 @@ func (s *wrongConn) serve() bool {
 		body = &wrongBody{s: s, left: n}
 		req.ContentLength = n
 	}
-	expect := strings.EqualFold(hdr.Get("Expect"), "100-continue") && proto == "HTTP/1.1" && body != nil
+	expect := equalFoldASCII(hdr.Get("Expect"), "100-continue") && proto == "HTTP/1.1" && body != nil
 	if body != nil {
 		body.expect = expect && !s.w.no100
 		req.Body = body
@@ -283,7 +283,7 @@ func (s *wrongConn) run(rw *wrongWriter, req *http.Request) (ok bool) {
 func hasToken(h http.Header, name, token string) bool {
 	for _, v := range h.Values(name) {
 		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
+			if equalFoldASCII(trimOWS(t), token) {
 				return true
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 )
 
 // maxInline is the largest request body written together with the
@@ -264,11 +266,13 @@ func plainHost(host string) bool {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' }
 
-// hasCloseToken reports whether a Connection field's values hold "close".
+// hasCloseToken reports whether a Connection field's values hold "close",
+// as net/http's writer looks for it: spaces and tabs trimmed, ASCII case
+// folded.
 func hasCloseToken(values []string) bool {
 	for _, v := range values {
 		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), "close") {
+			if plainhead.EqualFold(strings.Trim(t, " \t"), "close") {
 				return true
 			}
 		}

@@ -386,3 +386,33 @@ func FuzzWriteRequest(f *testing.F) {
 		}
 	})
 }
+
+// A request to be closed says so unless its Connection field holds the
+// token "close" already: the token in ASCII, as net/http's writer looks
+// for it (RFC 9110 5.6.2). A long s or a Kelvin sign in the field is no
+// "close", and the server must still read the request as the last.
+func TestWriteCloseToken(t *testing.T) {
+	for _, conn := range []string{"close", "Close", "CLOSE", "x, close", "x,\tclose", "clo\u017fe", "\u212aeep-alive", "keep-alive"} {
+		mk := func() *http.Request {
+			req := newReq("GET", "http://up/mcp", http.Header{"Connection": {conn}}, nil)
+			req.Close = true
+			return req
+		}
+		var want bytes.Buffer
+		if err := mk().Write(&want); err != nil {
+			t.Fatal(err)
+		}
+		b, err := appendInline(nil, mk())
+		if err != nil {
+			t.Fatalf("Connection %q: appendInline: %v", conn, err)
+		}
+		wantReq, werr := parse(t, want.Bytes())
+		got, gerr := parse(t, b)
+		if werr != nil || gerr != nil || !reflect.DeepEqual(got, wantReq) {
+			t.Errorf("Connection %q: inline\n%q (%v)\nreads as\n%+v\nnet/http's\n%q (%v)\nreads as\n%+v", conn, b, gerr, got, want.Bytes(), werr, wantReq)
+		}
+		if !got.Close {
+			t.Errorf("Connection %q: inline request not read as the last", conn)
+		}
+	}
+}

@@ -11,6 +11,13 @@
 // fields apart) builds its header, Length reads a Content-Length both readers take as
 // net/http would.
 //
+// It also owns EqualFold, the one comparison of HTTP tokens (a transfer
+// coding, a Connection option, a field name, a media type, a host name)
+// the sidecar makes: ASCII letters only, as RFC 9110 5.6.2 defines tokens
+// and as net/http compares them. Every package that compares a token asks
+// it rather than strings.EqualFold, whose Unicode folding takes the Kelvin
+// sign for "k" and the long s for "s".
+//
 // It is pure: bytes in, verdicts out. It must not read a connection,
 // parse a first line (each reader judges its own: a request line, a status
 // line) or build a request or a response around the header.
@@ -250,4 +257,28 @@ func Length(s string) (int64, bool) {
 		n = n*10 + int64(c-'0')
 	}
 	return n, true
+}
+
+// EqualFold reports whether s and t are equal ignoring the case of ASCII
+// letters, as net/http compares HTTP tokens: a byte that is not an ASCII
+// letter must be the same byte in both. Unlike strings.EqualFold it folds
+// no other character, so "chun\u212aed" (a Kelvin sign) is not "chunked"
+// and "clo\u017fe" (a long s) is not "close".
+func EqualFold(s, t string) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if lower(s[i]) != lower(t[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

@@ -244,3 +244,31 @@ func TestManyEmptyFieldsMakeASmallMap(t *testing.T) {
 		}
 	}
 }
+
+// TestEqualFold: ASCII letters fold, nothing else does, as net/http
+// compares tokens (RFC 9110 5.6.2: a token is ASCII).
+func TestEqualFold(t *testing.T) {
+	for _, c := range []struct {
+		s, t string
+		want bool
+	}{
+		{"chunked", "chunked", true},
+		{"Chunked", "chunked", true},
+		{"CHUNKED", "chunked", true},
+		{"", "", true},
+		{"chunked", "chunke", false},
+		{"chun\u212aed", "chunked", false}, // Kelvin sign, which Unicode folds to k
+		{"clo\u017fe", "close", false},     // long s, which Unicode folds to s
+		{"LOCALHO\u017fT", "localhost", false},
+		{"[", "{", false}, // 0x5B and 0x7B differ by the case bit but are no letters
+		{"@", "`", false},
+		{"\xc3\xa9", "\xc3\x89", false}, // é and É: no fold beyond ASCII
+	} {
+		if got := EqualFold(c.s, c.t); got != c.want {
+			t.Errorf("EqualFold(%q, %q) = %v, want %v", c.s, c.t, got, c.want)
+		}
+		if got := EqualFold(c.t, c.s); got != c.want {
+			t.Errorf("EqualFold(%q, %q) = %v, want %v", c.t, c.s, got, c.want)
+		}
+	}
+}

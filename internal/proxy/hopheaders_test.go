@@ -15,6 +15,10 @@ func FuzzRemoveHopHeaders(f *testing.F) {
 	f.Add("keep-alive, X-Hop", "X-Hop", "X-End")
 	f.Add(" ,close,,Upgrade ", "upgrade", "Te")
 	f.Add("x-a\tx-b", "X-A", "X-B")
+	// Not keep-alive nor close (a Kelvin sign, a long s): fields named so,
+	// dropped by name like any other option.
+	f.Add("\u212aeep-alive", "\u212aeep-alive", "X")
+	f.Add("clo\u017fe", "clo\u017fe", "X")
 	f.Fuzz(func(t *testing.T, connection, named, other string) {
 		h := http.Header{}
 		h["Connection"] = []string{connection}
@@ -69,6 +73,8 @@ func TestHasToken(t *testing.T) {
 		{[]string{"deflate, Trailers"}, true},
 		{[]string{"deflate", " trailers ;q=0"}, false}, // a parameter makes it another token
 		{[]string{"trailersx"}, false},
+		{[]string{"TRAILERS"}, true},
+		{[]string{"trailer\u017f"}, false}, // a long s is not "s" (RFC 9110 5.6.2: tokens are ASCII)
 		{nil, false},
 	}
 	for _, tc := range tests {

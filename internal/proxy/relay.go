@@ -14,6 +14,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -47,11 +48,11 @@ func removeHopHeaders(h http.Header) {
 		for sf := range strings.SplitSeq(f, ",") {
 			switch sf = textproto.TrimString(sf); {
 			case sf == "":
-			case strings.EqualFold(sf, "keep-alive"):
+			case plainhead.EqualFold(sf, "keep-alive"):
 				// The usual token (go-sdk's SSE replies, Node's requests),
 				// in hopHeaders already: Del would canonicalize a lower
 				// case spelling into a new string.
-			case strings.EqualFold(sf, "close"):
+			case plainhead.EqualFold(sf, "close"):
 				delete(h, "Close")
 			default:
 				h.Del(sf)
@@ -446,11 +447,11 @@ func (p *Proxy) abort(r *http.Request, pl *plan, err error) {
 }
 
 // hasToken reports whether any of the comma-separated values holds token,
-// case-insensitively.
+// ASCII case-insensitively, as net/http reads a token list.
 func hasToken(values []string, token string) bool {
 	for _, v := range values {
 		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(textproto.TrimString(t), token) {
+			if plainhead.EqualFold(textproto.TrimString(t), token) {
 				return true
 			}
 		}

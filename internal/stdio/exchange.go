@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -198,12 +199,14 @@ func (t *Transport) delete(req *http.Request, sid string) *http.Response {
 	return respond(req, http.StatusOK, nil, nil)
 }
 
-// acceptsSSE reports whether req's Accept lists text/event-stream.
+// acceptsSSE reports whether req's Accept lists text/event-stream, its
+// type and subtype compared in ASCII, case-insensitively (RFC 9110 8.3.1),
+// spaces and tabs (OWS) around it cut.
 func acceptsSSE(req *http.Request) bool {
 	for _, v := range req.Header.Values("Accept") {
 		for _, part := range strings.Split(v, ",") {
-			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+			mt, _, _ := strings.Cut(part, ";")
+			if plainhead.EqualFold(strings.Trim(mt, " \t"), "text/event-stream") {
 				return true
 			}
 		}

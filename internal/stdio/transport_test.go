@@ -599,3 +599,26 @@ func TestListensShareProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptsSSE: a media type's type and subtype are tokens, compared in
+// ASCII without regard to case (RFC 9110 8.3.1, 5.6.2), with OWS (spaces
+// and tabs) around a list element; a long s is no "s", a no-break space
+// no white space.
+func TestAcceptsSSE(t *testing.T) {
+	t.Parallel()
+	for accept, want := range map[string]bool{
+		"text/event-stream":                    true,
+		"application/json, TEXT/Event-Stream":  true,
+		"application/json,\ttext/event-stream": true,
+		"text/event-stream ;q=0.5":             true,
+		"application/json":                     false,
+		"text/event-\u017ftream":               false,
+		"\u00a0text/event-stream":              false,
+		"text/event-streams":                   false,
+	} {
+		req := &http.Request{Header: http.Header{"Accept": {accept}}}
+		if got := acceptsSSE(req); got != want {
+			t.Errorf("acceptsSSE(Accept: %q) = %v, want %v", accept, got, want)
+		}
+	}
+}
