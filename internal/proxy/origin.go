@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 )
 
 // DNS rebinding protection, which the MCP transport spec asks of every
@@ -31,31 +32,38 @@ func hostAllowed(host string, loopbackListener bool, allowed []string) bool {
 
 // hostListed reports whether host (a Host header: name or name:port) is in
 // allowed: an entry with a port must match it whole, an entry without one
-// matches the name on any port, "*" matches everything; case-insensitive.
+// matches the name on any port, "*" matches everything; ASCII
+// case-insensitive, as host names compare (RFC 4343).
 func hostListed(host string, allowed []string) bool {
 	name := hostName(host)
 	for _, a := range allowed {
-		if a == "*" || strings.EqualFold(a, host) || strings.EqualFold(a, name) {
+		if a == "*" || plainhead.EqualFold(a, host) || plainhead.EqualFold(a, name) {
 			return true
 		}
 	}
 	return false
 }
 
-// hostName is host without its port and brackets.
+// hostName is host without its port and without the brackets of an IP
+// literal: one "[" first and one "]" last, together, as net.SplitHostPort
+// takes them off when there is a port. A stray bracket stays, so that
+// "localhost]" or "]]]127.0.0.1" names nothing.
 func hostName(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		return h
 	}
-	return strings.Trim(host, "[]")
+	if len(host) >= 2 && host[0] == '[' && host[len(host)-1] == ']' {
+		return host[1 : len(host)-1]
+	}
+	return host
 }
 
 // loopbackHost reports whether host (with or without a port) names this
-// machine: localhost or a loopback address. Not "*.localhost": go-sdk does
-// not accept it either.
+// machine: localhost (ASCII letters in any case, nothing else folded) or a
+// loopback address. Not "*.localhost": go-sdk does not accept it either.
 func loopbackHost(host string) bool {
 	name := hostName(host)
-	if strings.EqualFold(name, "localhost") {
+	if plainhead.EqualFold(name, "localhost") {
 		return true
 	}
 	ip, err := netip.ParseAddr(name)
@@ -93,7 +101,7 @@ func addrLoopback(a net.Addr) bool {
 // equal to its own Host.
 func originAllowed(origin, host string, hostVouched bool, allowed []string) bool {
 	for _, a := range allowed {
-		if a == "*" || strings.EqualFold(a, origin) {
+		if a == "*" || plainhead.EqualFold(a, origin) {
 			return true
 		}
 	}
@@ -101,7 +109,7 @@ func originAllowed(origin, host string, hostVouched bool, allowed []string) bool
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	if hostVouched && strings.EqualFold(u.Host, host) {
+	if hostVouched && plainhead.EqualFold(u.Host, host) {
 		return true
 	}
 	return loopbackHost(u.Host)

@@ -30,6 +30,16 @@ func TestOriginAllowed(t *testing.T) {
 		{"https://app.example", "sidecar:8080", false, []string{"https://app.example"}, true},
 		{"https://other.example", "sidecar:8080", false, []string{"https://app.example"}, false},
 		{"https://anything.example", "sidecar:8080", false, []string{"*"}, true},
+		// Host names compare in ASCII: a long s is not an "s".
+		{"http://localho\u017ft", "sidecar:8080", false, nil, false},
+		{"https://\u017fidecar:8080", "sidecar:8080", true, nil, false},
+		{"https://app.example", "sidecar:8080", false, []string{"https://APP.example"}, true},
+		{"https://app.example", "sidecar:8080", false, []string{"http\u017f://app.example"}, false},
+		// A stray bracket makes no IP literal (RFC 3986 3.2.2): these name
+		// no host of this machine.
+		{"http://localhost]", "sidecar:8080", false, nil, false},
+		{"http://]localhost", "sidecar:8080", false, nil, false},
+		{"http://]]]127.0.0.0", "sidecar:8080", false, nil, false},
 	}
 	for _, tt := range tests {
 		if got := originAllowed(tt.origin, tt.host, tt.vouched, tt.allowed); got != tt.want {
@@ -64,6 +74,27 @@ func TestHostAllowed(t *testing.T) {
 		{"[fe80::1%lo]:8080", true, nil, false},
 		{"127.0.0.1%lo", true, nil, false},
 		{"", true, nil, false},
+		// localhost is ASCII, in any case (RFC 4343); go-sdk takes it only
+		// exactly so, and a long s (U+017F) or a Kelvin sign (U+212A) is
+		// no letter of it.
+		{"LocalHost", true, nil, true},
+		{"localho\u017ft", true, nil, false},
+		{"localho\u017ft:8080", true, nil, false},
+		{"[localho\u017ft]:8080", true, nil, false},
+		// Brackets come off as a pair around the whole name, never one
+		// alone: "localhost]" or "]]]127.0.0.1" is no loopback name.
+		{"localhost]", true, nil, false},
+		{"[localhost", true, nil, false},
+		{"]]]127.0.0.1", true, nil, false},
+		{"127.0.0.1]", true, nil, false},
+		{"[[::1]]", true, nil, false},
+		{"[::1]]", true, nil, false},
+		// A pair around a name is taken off as net.SplitHostPort takes it
+		// off "[localhost]:8080", and as go-sdk does.
+		{"[localhost]", true, nil, true},
+		{"[localhost]:8080", true, nil, true},
+		{"ma\u212ae.example:8080", true, []string{"make.example"}, false},
+		{"MAKE.example:8080", true, []string{"make.example"}, true},
 		{"mcp.example:8080", true, []string{"mcp.example"}, true},
 		{"mcp.example:8080", true, []string{"mcp.example:8080"}, true},
 		{"mcp.example:9999", true, []string{"mcp.example:8080"}, false},
@@ -84,7 +115,9 @@ func TestHostAllowed(t *testing.T) {
 
 func FuzzOriginAllowed(f *testing.F) {
 	for _, s := range []string{"http://localhost:1", "https://evil.example", "null", "http://[::1]", "http://127.0.0.1.evil", "http://sidecar.example:8080",
-		"http://[::1%25lo]:1", "http://[fe80::1%25lo]"} {
+		"http://[::1%25lo]:1", "http://[fe80::1%25lo]",
+		// Found by a review of the fuzz targets: stray brackets, a long s.
+		"http://localhost]", "http://]localhost", "http://]]]127.0.0.0", "http://[::1%25a]", "http://localho\u017ft"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, origin string) {
@@ -114,7 +147,8 @@ func FuzzOriginAllowed(f *testing.F) {
 // name this machine pass.
 func FuzzHostAllowed(f *testing.F) {
 	for _, s := range []string{"localhost", "127.0.0.1:80", "[::1]:1", "evil.example", "localhost.evil", "127.0.0.1.nip.io", "",
-		"::1%0", "[::1%lo]:1", "[fe80::1%lo]:1", "127.0.0.1%0"} {
+		"::1%0", "[::1%lo]:1", "[fe80::1%lo]:1", "127.0.0.1%0",
+		"localhost]", "]]]127.0.0.1", "[localhost]", "localho\u017ft", "[::1%a]:1", "::1%a"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, host string) {
@@ -124,8 +158,14 @@ func FuzzHostAllowed(f *testing.F) {
 		name := host
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			name = h
+		} else if inner, ok := strings.CutPrefix(host, "["); ok {
+			// An IP literal's brackets, a pair around the whole: a lone
+			// one stays, and no name holding one is this machine's.
+			if inner, ok = strings.CutSuffix(inner, "]"); ok {
+				name = inner
+			}
 		}
-		if !namesThisMachine(strings.Trim(name, "[]")) {
+		if !namesThisMachine(name) {
 			t.Fatalf("hostAllowed(%q) on loopback = true", host)
 		}
 	})
@@ -136,8 +176,12 @@ func FuzzHostAllowed(f *testing.F) {
 // ::1, ::ffff:127.0.0.0/104). An IPv6 address may carry a zone (RFC 4007,
 // section 11: "%" and a non-empty interface name); the address still names
 // this machine, and go-sdk's own check, by netip's parser, accepts it.
+//
+// localhost is compared in ASCII (RFC 9110 5.6.2 and RFC 4343; go-sdk
+// takes it exactly): a name holding any other byte is not it, whatever
+// Unicode folds it to.
 func namesThisMachine(name string) bool {
-	if strings.EqualFold(name, "localhost") {
+	if strings.IndexFunc(name, func(r rune) bool { return r >= 0x80 }) < 0 && strings.ToLower(name) == "localhost" {
 		return true
 	}
 	if addr, zone, zoned := strings.Cut(name, "%"); zoned {
