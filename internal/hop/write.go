@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
-
-	"github.com/skills-sidecar/skills-sidecar/internal/plainhead"
 )
 
 // maxInline is the largest request body written together with the
@@ -190,7 +188,7 @@ func appendInline(b []byte, req *http.Request) ([]byte, error) {
 		b = append(b, ua...)
 		b = append(b, "\r\n"...)
 	}
-	if req.Close && !hasCloseToken(req.Header["Connection"]) {
+	if req.Close && !httpguts.HeaderValuesContainsToken(req.Header["Connection"], "close") {
 		b = append(b, "Connection: close\r\n"...)
 	}
 	if hasBody || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
@@ -265,20 +263,6 @@ func plainHost(host string) bool {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' }
-
-// hasCloseToken reports whether a Connection field's values hold "close",
-// as net/http's writer looks for it: spaces and tabs trimmed, ASCII case
-// folded.
-func hasCloseToken(values []string) bool {
-	for _, v := range values {
-		for t := range strings.SplitSeq(v, ",") {
-			if plainhead.EqualFold(strings.Trim(t, " \t"), "close") {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // readingBody keeps the first error of a request body's Read but io.EOF.
 type readingBody struct {

@@ -16,7 +16,8 @@
 // the sidecar makes: ASCII letters only, as RFC 9110 5.6.2 defines tokens
 // and as net/http compares them. Every package that compares a token asks
 // it rather than strings.EqualFold, whose Unicode folding takes the Kelvin
-// sign for "k" and the long s for "s".
+// sign for "k" and the long s for "s"; whether a comma-separated list holds
+// a token is httpguts.HeaderValuesContainsToken's, as in net/http.
 //
 // It is pure: bytes in, verdicts out. It must not read a connection,
 // parse a first line (each reader judges its own: a request line, a status

@@ -5,6 +5,8 @@ import (
 	"net/textproto"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // FuzzRemoveHopHeaders checks removeHopHeaders against what RFC 9110
@@ -78,8 +80,8 @@ func TestHasToken(t *testing.T) {
 		{nil, false},
 	}
 	for _, tc := range tests {
-		if got := hasToken(tc.values, "trailers"); got != tc.want {
-			t.Errorf("hasToken(%q, trailers) = %v, want %v", tc.values, got, tc.want)
+		if got := httpguts.HeaderValuesContainsToken(tc.values, "trailers"); got != tc.want {
+			t.Errorf("HeaderValuesContainsToken(%q, trailers) = %v, want %v", tc.values, got, tc.want)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
@@ -88,7 +90,7 @@ func (p *Proxy) outbound(ctx context.Context, r *http.Request, pl *plan, body []
 		h[k] = vv // shared, never modified: Set and Del replace the slice
 	}
 	removeHopHeaders(h)
-	if hasToken(r.Header["Te"], "trailers") {
+	if httpguts.HeaderValuesContainsToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
 	onbehalf.SetForwardedIn(h, r, &pl.forwarded)
@@ -444,17 +446,4 @@ func (p *Proxy) abort(r *http.Request, pl *plan, err error) {
 		pl.err = fmt.Errorf("upstream reply cut short: %w", err)
 	}
 	panic(http.ErrAbortHandler)
-}
-
-// hasToken reports whether any of the comma-separated values holds token,
-// ASCII case-insensitively, as net/http reads a token list.
-func hasToken(values []string, token string) bool {
-	for _, v := range values {
-		for t := range strings.SplitSeq(v, ",") {
-			if plainhead.EqualFold(textproto.TrimString(t), token) {
-				return true
-			}
-		}
-	}
-	return false
 }
