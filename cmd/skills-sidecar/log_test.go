@@ -343,3 +343,38 @@ func TestLogLevelFollowsAnnotations(t *testing.T) {
 	waitFor(t, "a line saying the level went from warn to info", func() bool { return strings.Contains(buf.String(), raised) },
 		func() string { return "log:\n" + buf.String() })
 }
+
+// TestLogFormatAnyCase holds what Validate accepts to what newLogger does:
+// a log format in any ASCII case selects that encoding, so --log-format
+// Console is not silently JSON.
+func TestLogFormatAnyCase(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		format   string
+		demoMode bool
+		json     bool
+	}{
+		{"json", false, true},
+		{"JSON", true, true},
+		{"console", false, false},
+		{"Console", false, false},
+		{"CONSOLE", false, false},
+		{"auto", true, false},
+		{"AUTO", true, false},
+		{"Auto", false, true},
+	} {
+		cfg := config.Config{LogLevel: "INFO", LogFormat: tt.format}
+		if err := cfg.Validate(); err != nil && strings.Contains(err.Error(), "log-") {
+			t.Errorf("Validate(log-format %q) = %v, want it accepted", tt.format, err)
+		}
+		var buf strings.Builder
+		_, log, err := newLogger(cfg, tt.demoMode, &buf)
+		if err != nil {
+			t.Fatalf("newLogger(%q): %v", tt.format, err)
+		}
+		log.Info("probe")
+		if got := json.Valid([]byte(strings.TrimSpace(buf.String()))); got != tt.json {
+			t.Errorf("--log-format %q (demo %v) wrote %q: JSON = %v, want %v", tt.format, tt.demoMode, buf.String(), got, tt.json)
+		}
+	}
+}

@@ -78,7 +78,8 @@ func newLogger(cfg config.Config, demoMode bool, stderr io.Writer) (zap.AtomicLe
 	if err != nil {
 		return zap.AtomicLevel{}, nil, fmt.Errorf("log-level: %w", err)
 	}
-	format := cfg.LogFormat
+	// Validate takes the format in any ASCII case, so it is read so here.
+	format := strings.ToLower(cfg.LogFormat)
 	if format == "auto" {
 		format = "json"
 		if demoMode {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // AnnotationPrefix is the prefix of every pod annotation the sidecar reads.
@@ -274,7 +275,15 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// oneOf reports whether v is one of allowed, in any ASCII case. Only ASCII
+// is folded: strings.EqualFold alone would take a long s (U+017F) for "s"
+// and the Kelvin sign for "k", and the value's users compare in ASCII.
 func oneOf(v string, allowed ...string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
 	for _, a := range allowed {
 		if strings.EqualFold(v, a) {
 			return true

@@ -66,6 +66,9 @@ func TestLoadRefusals(t *testing.T) {
 		{"host-compat", Sources{Args: []string{"--host-compat", "prompts,resources", "--host-compat-prefix", "a.b"}}, []string{"host-compat:", `"resources"`, "host-compat-prefix:"}},
 		{"negative limits", Sources{Args: []string{"--max-body-bytes", "0", "--max-event-bytes", "-1"}}, []string{"max-body-bytes", "max-event-bytes"}},
 		{"portability mode", Sources{Environ: []string{"SKILLS_SIDECAR_FRONTMATTER_PORTABILITY=serve"}}, []string{"frontmatter-portability:", `"serve"`}},
+		// Log values take any ASCII case; a long s (U+017F), which Unicode
+		// case folding takes for "s", is not an s.
+		{"log format folded outside ASCII", Sources{Args: []string{"--log-format", "con\u017fole"}}, []string{"log-format:"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
