@@ -107,11 +107,16 @@ func (p *pipe) named(msg rewrite.Message) (*call, []byte) {
 // server's own streamable HTTP transport would send it, on the POST stream
 // of the one request in flight if there is exactly one, otherwise on a
 // legacy session's GET stream; with neither it is dropped and counted.
+// A subscriptions/listen is never that one request: each notification on
+// its stream names it (_meta subscriptionId), and on the shared process it
+// may be another caller's than the request that left the message behind.
 func (p *pipe) deliver(c *call, out []byte) {
 	p.mu.Lock()
 	if c == nil && len(p.pending) == 1 {
 		for _, only := range p.pending {
-			c = only
+			if !only.listen {
+				c = only
+			}
 		}
 	}
 	if c == nil && p.stream != nil {
