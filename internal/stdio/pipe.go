@@ -120,7 +120,11 @@ func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 
 // send writes one message as one line; a message with a newline in its
 // whitespace (pretty-printed JSON) is compacted first, since the stdio
-// framing forbids embedded newlines.
+// framing forbids embedded newlines. A line cut part-way (the process
+// stopped reading its stdin until the write deadline) ends the process:
+// the transport allows only whole messages on its stdin, and the next one
+// would be read glued to the remnant (go-sdk's StdioTransport ends its
+// connection on it), so every call on it fails as in a crash.
 func (p *pipe) send(msg []byte) error {
 	if bytes.IndexByte(msg, '\n') >= 0 {
 		var b bytes.Buffer
@@ -131,6 +135,9 @@ func (p *pipe) send(msg []byte) error {
 	}
 	line := append(append(make([]byte, 0, len(msg)+1), msg...), '\n')
 	if err := p.proc.write(line, time.Now().Add(p.t.RequestTimeout)); err != nil {
+		if errors.Is(err, errCutMidLine) {
+			p.end()
+		}
 		return errExited
 	}
 	return nil

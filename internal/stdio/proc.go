@@ -93,13 +93,21 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
+// errCutMidLine is a write that failed after part of its line reached
+// the pipe: whatever is written next would be read as the rest of that
+// line, so nothing more may be.
+var errCutMidLine = errors.New("stdio: a write to the process stopped mid-line")
+
 // write sends one message line; deadline bounds a child that stopped
-// reading its stdin.
+// reading its stdin. A write that fails part-way is errCutMidLine.
 func (p *process) write(line []byte, deadline time.Time) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	_ = p.stdin.SetWriteDeadline(deadline)
-	_, err := p.in.Write(line)
+	n, err := p.in.Write(line)
+	if err != nil && n > 0 {
+		return fmt.Errorf("%w: %w", errCutMidLine, err)
+	}
 	return err
 }
 

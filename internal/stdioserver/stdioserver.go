@@ -11,6 +11,8 @@
 //	child     start a grandchild (the same binary, sleeping) at start and
 //	          name its pid on stderr ("grandchild N")
 //	mute      read stdin and never answer
+//	strict    exit (4) on a stdin line that is not JSON, as go-sdk's
+//	          StdioTransport ends its connection on one
 //	gosdk     be a go-sdk server on its StdioTransport instead (one tool, echo)
 //
 // A subscriptions/listen is acknowledged and sent one
@@ -21,7 +23,9 @@
 // long), progress (a notifications/progress with the call's token, then
 // the reply), log (a notifications/message naming nothing, then the reply),
 // later (the reply, then 50 ms later a notifications/message naming nothing),
-// cancelled (the requestIds of the notifications/cancelled received).
+// cancelled (the requestIds of the notifications/cancelled received),
+// stall (the reply, then stdin is not read until SIGUSR1: a server busy
+// with one request at a time).
 //
 // It is a test peer only: nothing in the sidecar imports it, and it imports
 // nothing of the sidecar.
@@ -69,6 +73,7 @@ type testServer struct {
 	out       *bufio.Writer
 	cancelled []json.RawMessage
 	modern    bool
+	strict    bool
 }
 
 func run(mode string) {
@@ -85,7 +90,7 @@ func run(mode string) {
 		runGoSDKServer()
 		return
 	}
-	s := &testServer{out: bufio.NewWriter(os.Stdout), modern: has("modern")}
+	s := &testServer{out: bufio.NewWriter(os.Stdout), modern: has("modern"), strict: has("strict")}
 	if has("banner") {
 		fmt.Println("Test server v1 starting on stdio (not JSON)")
 	}
@@ -144,6 +149,10 @@ type inMsg struct {
 func (s *testServer) handle(line []byte) {
 	var m inMsg
 	if err := json.Unmarshal(line, &m); err != nil {
+		if s.strict {
+			fmt.Fprintln(os.Stderr, "a stdin line that is not JSON; exiting")
+			os.Exit(4)
+		}
 		return
 	}
 	result := func(r any) { s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": r}) }
@@ -178,6 +187,14 @@ func (s *testServer) handle(line []byte) {
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": meta})
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": meta})
 	case "tools/call":
+		if m.Params.Name == "stall" {
+			resume := make(chan os.Signal, 1)
+			signal.Notify(resume, syscall.SIGUSR1)
+			text("stalled")
+			<-resume
+			signal.Stop(resume)
+			return
+		}
 		go s.tool(m, text)
 	default:
 		if m.ID != nil && m.Method != "" {
