@@ -56,3 +56,60 @@ func TestUnnamedMessageSkipsAnotherCallersListen(t *testing.T) {
 		t.Errorf("the listen stream got %q, a message naming no request", got[2:])
 	}
 }
+
+// TestLateProgressSkipsAnotherCaller: on the shared process a
+// notifications/progress whose token names a call no longer in flight
+// (answered, timed out, or its caller gone while the server goes on)
+// names a request, just not one waiting: it is dropped and counted, not
+// handed to another caller's request because that one is alone in flight.
+func TestLateProgressSkipsAnotherCaller(t *testing.T) {
+	t.Parallel()
+	tr, m := start(t, "modern", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	// Another caller's request, in flight until the test ends.
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(toolCall(9, "never", nil)))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	var mu sync.Mutex
+	var got []string
+	go func() {
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				mu.Lock()
+				got = append(got, d)
+				mu.Unlock()
+			}
+		}
+	}()
+	waitFor(t, "the other call in flight", func() bool {
+		tr.mu.Lock()
+		p := tr.shared
+		tr.mu.Unlock()
+		if p == nil {
+			return false
+		}
+		n, _ := p.busy()
+		return n == 1
+	})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lateprogress","arguments":{"text":"mine"},` +
+		`"_meta":{"progressToken":"tok","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	if e := do(t, tr, "POST", "", body, nil); text(e.last()) != "done" {
+		t.Fatalf("lateprogress = %d %v", e.status, e.msgs)
+	}
+	waitFor(t, "the late progress to be routed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) > 0 || m.event(EventDroppedMessage) > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) > 0 {
+		t.Errorf("another caller's request got %q, the progress of a call no longer in flight", got)
+	}
+}

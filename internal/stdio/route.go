@@ -60,7 +60,11 @@ func (p *pipe) route(msg rewrite.Message) {
 		}
 		p.deliver(nil, msg.Raw)
 	case rewrite.KindNotification:
-		c, out := p.named(msg)
+		c, out, stale := p.named(msg)
+		if stale {
+			p.t.event(EventDroppedMessage)
+			return
+		}
 		p.deliver(c, out)
 	}
 }
@@ -83,24 +87,31 @@ func (p *pipe) take(id string) *call {
 // names it by mapped back to the caller's: notifications/progress by its
 // progressToken, a 2026-07-28 subscription notification by its _meta
 // subscription id (the listen request's id). Nil when it names none.
-func (p *pipe) named(msg rewrite.Message) (*call, []byte) {
+// stale: on the shared process, it names by a minted value a call no
+// longer in flight (answered, timed out, its caller gone while the server
+// goes on): it is that call's, so no other caller's request may have it.
+func (p *pipe) named(msg rewrite.Message) (c *call, out []byte, stale bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if tok, ok := rewrite.GetKey(msg.Params, []string{"progressToken"}); ok {
 		if c := p.tokens[string(tok)]; c != nil {
 			if out, err := rewrite.SetKey(msg.Raw, []string{"params", "progressToken"}, c.token); err == nil {
-				return c, out
+				return c, out, false
 			}
+		}
+		if p.shared {
+			return nil, nil, true
 		}
 	}
 	if sub, ok := rewrite.GetKey(msg.Params, []string{"_meta", metaSubscriptionID}); ok && p.shared {
 		if c := p.pending[string(sub)]; c != nil && c.listen {
 			if out, err := rewrite.SetKey(msg.Raw, []string{"params", "_meta", metaSubscriptionID}, c.id); err == nil {
-				return c, out
+				return c, out, false
 			}
 		}
+		return nil, nil, true
 	}
-	return nil, msg.Raw
+	return nil, msg.Raw, false
 }
 
 // deliver queues out for c. A message naming no call (c nil) goes, as the

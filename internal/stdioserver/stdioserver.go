@@ -23,6 +23,9 @@
 // long), progress (a notifications/progress with the call's token, then
 // the reply), log (a notifications/message naming nothing, then the reply),
 // later (the reply, then 50 ms later a notifications/message naming nothing),
+// lateprogress (the reply, then 50 ms later a notifications/progress with
+// the call's token, as a server that goes on after a call it was told is
+// cancelled),
 // cancelled (the requestIds of the notifications/cancelled received),
 // stall (the reply, then stdin is not read until SIGUSR1: a server busy
 // with one request at a time).
@@ -223,6 +226,11 @@ func (s *testServer) tool(m inMsg, text func(string)) {
 		text("later")
 		time.Sleep(50 * time.Millisecond)
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "later"}})
+	case "lateprogress":
+		text("done")
+		time.Sleep(50 * time.Millisecond)
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+			"params": map[string]any{"progressToken": m.Params.Meta.ProgressToken, "progress": 2, "message": m.Params.Arguments.Text}})
 	case "log":
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}})
 		text("logged")
