@@ -347,9 +347,23 @@ func readHead(br *bufio.Reader, afterPost bool, limit int, waiting func(have int
 		_, err := br.Peek(n + 1)
 		return err
 	}
+	// A head that comes in pieces has each piece looked at once, as
+	// net/textproto reads one line by line: the scan resumes where the
+	// line not yet whole starts (next), and only once a line end has come
+	// since the last look (at the seen bytes). Looking again at the whole
+	// head at each read made a head sent a byte at a time cost work in
+	// its length squared: a 64 KiB one, seconds of CPU.
+	next, seen, at := 0, 0, -1 // at: the off next and seen count from
 	for {
 		buf, off := view()
-		n, v := scanHead(buf)
+		if off != at {
+			next, seen, at = 0, 0, off // CR or LF skipped since: the head starts later
+		}
+		n, v := 0, plainhead.Partial
+		if bytes.IndexByte(buf[seen:], '\n') >= 0 {
+			n, v, next = scanHead(buf, next)
+		}
+		seen = len(buf)
 		if v == plainhead.Plain {
 			x := new(exchange)
 			if parsePlain(&x.head, buf[:n]) {
@@ -370,14 +384,27 @@ func readHead(br *bufio.Reader, afterPost bool, limit int, waiting func(have int
 			break // net/http's reader meets the error again and says what it makes of it
 		}
 	}
+	next, seen, at = 0, 0, -1
+	lineOK := false // the first line is whole, and that reader takes it
 	for {
 		buf, off := view()
-		if line, _, ok := bytes.Cut(buf, []byte{'\n'}); ok && !requestLineOK(string(bytes.TrimSuffix(line, []byte{'\r'}))) {
-			break // refused at its first line
+		if off != at {
+			next, seen, at, lineOK = 0, 0, off, false
 		}
-		if headEnd(buf) >= 0 {
-			break
+		if bytes.IndexByte(buf[seen:], '\n') >= 0 {
+			if !lineOK {
+				line, _, _ := bytes.Cut(buf, []byte{'\n'})
+				if !requestLineOK(string(bytes.TrimSuffix(line, []byte{'\r'}))) {
+					break // refused at its first line
+				}
+				lineOK = true
+			}
+			var end int
+			if end, next = headEndFrom(buf, next); end >= 0 {
+				break
+			}
 		}
+		seen = len(buf)
 		if err := more(buf, off+len(buf)); err != nil {
 			if isHeadVerdict(err) {
 				return nil, err
@@ -433,22 +460,34 @@ func requestLineOK(line string) bool {
 // line and fields up to the empty line, LF or CRLF ended, as net/textproto
 // reads lines), or -1 if it is not whole.
 func headEnd(buf []byte) int {
-	pos := bytes.IndexByte(buf, '\n')
-	if pos < 0 {
-		return -1
+	end, _ := headEndFrom(buf, 0)
+	return end
+}
+
+// headEndFrom is headEnd resumed at from: 0, or the next an earlier call
+// returned for the start of the same bytes. next is where the line not
+// yet whole starts (0 while the first line is not), for a call with more
+// of the head.
+func headEndFrom(buf []byte, from int) (end, next int) {
+	pos := from
+	if pos == 0 {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return -1, 0
+		}
+		pos = i + 1
 	}
-	pos++
 	for {
 		rest := buf[pos:]
 		switch {
 		case len(rest) >= 1 && rest[0] == '\n':
-			return pos + 1
+			return pos + 1, pos
 		case len(rest) >= 2 && rest[0] == '\r' && rest[1] == '\n':
-			return pos + 2
+			return pos + 2, pos
 		}
 		j := bytes.IndexByte(rest, '\n')
 		if j < 0 {
-			return -1
+			return -1, pos
 		}
 		pos += j + 1
 	}

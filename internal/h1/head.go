@@ -12,8 +12,11 @@ import (
 )
 
 // scanHead looks at the start of a request for a plain head
-// (internal/plainhead) whose first line is "METHOD /target HTTP/1.x".
-func scanHead(buf []byte) (int, int) { return plainhead.Scan(buf, plainRequestLine) }
+// (internal/plainhead) whose first line is "METHOD /target HTTP/1.x",
+// resuming at from as plainhead.ScanFrom does.
+func scanHead(buf []byte, from int) (n, verdict, next int) {
+	return plainhead.ScanFrom(buf, from, plainRequestLine)
+}
 
 // plainRequestLine reports whether line is a token, a space, a target in
 // origin form (a slash, then bytes above space but DEL), a space and

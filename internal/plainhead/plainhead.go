@@ -6,7 +6,8 @@
 // every line ended by CRLF, no bare CR or LF, no line starting with
 // whitespace (obs-fold), a field name that is a token (so no space before
 // the colon), value bytes net/http accepts (no control byte but tab, no
-// DEL). Scan finds such a head, FieldLine judges one field line, Fields
+// DEL). Scan finds such a head (ScanFrom resumes it as the head comes in
+// pieces), FieldLine judges one field line, Fields
 // (or FieldsInto, into a map the caller kept; RequestFields, with the Host
 // fields apart) builds its header, Length reads a Content-Length both readers take as
 // net/http would.
@@ -46,30 +47,43 @@ const (
 // a head net/http's reader would refuse at its first line is not waited
 // on to its end.
 func Scan(buf []byte, firstLine func([]byte) bool) (int, int) {
-	pos := 0
-	for i := 0; ; i++ {
+	n, v, _ := ScanFrom(buf, 0, firstLine)
+	return n, v
+}
+
+// ScanFrom is Scan resumed at from: 0, or the next an earlier call
+// returned with Partial for the start of the same bytes (buf holding
+// those bytes and maybe more). It returns, besides Scan's answer, next:
+// where the first line not yet whole starts, every line before it judged
+// plain. A reader that gets a head in pieces so judges each line once,
+// where calling Scan on every piece judged the whole head again each
+// time: work in the head's length times its pieces.
+func ScanFrom(buf []byte, from int, firstLine func([]byte) bool) (n, verdict, next int) {
+	pos := from
+	for {
 		j := bytes.IndexByte(buf[pos:], '\n')
 		if j < 0 {
-			return 0, Partial
+			return 0, Partial, pos
 		}
+		start := pos
 		line := buf[pos : pos+j]
 		pos += j + 1
 		if len(line) == 0 || line[len(line)-1] != '\r' {
-			return 0, NotPlain // a bare LF ends this line
+			return 0, NotPlain, start // a bare LF ends this line
 		}
 		line = line[:len(line)-1]
 		if bytes.IndexByte(line, '\r') >= 0 {
-			return 0, NotPlain
+			return 0, NotPlain, start
 		}
 		switch {
-		case i == 0:
+		case start == 0:
 			if !firstLine(line) {
-				return 0, NotPlain
+				return 0, NotPlain, start
 			}
 		case len(line) == 0:
-			return pos, Plain
+			return pos, Plain, start
 		case !FieldLine(line):
-			return 0, NotPlain
+			return 0, NotPlain, start
 		}
 	}
 }

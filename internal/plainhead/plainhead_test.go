@@ -46,6 +46,25 @@ func TestScan(t *testing.T) {
 	}
 }
 
+// TestScanFromJudgesEachLineOnce: a head given a byte at a time, each call
+// resuming where the last left off, has its first line judged once and
+// ends as Scan ends on the whole of it.
+func TestScanFromJudgesEachLineOnce(t *testing.T) {
+	head := []byte("X\r\nA: b\r\nC: d\r\n\r\nbody")
+	judged := 0
+	first := func([]byte) bool { judged++; return true }
+	next, n, v := 0, 0, Partial
+	for i := 0; i <= len(head) && v == Partial; i++ {
+		n, v, next = ScanFrom(head[:i], next, first)
+	}
+	if wn, wv := Scan(head, anyLine); n != wn || v != wv {
+		t.Errorf("resumed: %d, %d; Scan: %d, %d", n, v, wn, wv)
+	}
+	if judged != 1 {
+		t.Errorf("first line judged %d times, want once", judged)
+	}
+}
+
 // TestCanonicalKey holds canonicalKey to net/http's CanonicalHeaderKey
 // over spellings a client may send: canonical, lower case (Node's fetch),
 // upper case, mixed, with digits and dashes in odd places, and a name
@@ -157,6 +176,15 @@ func FuzzScan(f *testing.F) {
 			}
 		}
 		n, v := Scan(head, anyLine)
+		// Resumed over every prefix, as a reader that gets the head a
+		// byte at a time calls it, ScanFrom ends where Scan does.
+		next, rn, rv := 0, 0, Partial
+		for i := 0; i <= len(head) && rv == Partial; i++ {
+			rn, rv, next = ScanFrom(head[:i], next, anyLine)
+		}
+		if rn != n || rv != v {
+			t.Errorf("%q: ScanFrom over its prefixes = %d, %d; Scan %d, %d", head, rn, rv, n, v)
+		}
 		if v != Plain {
 			return
 		}
