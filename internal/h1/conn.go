@@ -299,6 +299,17 @@ func (c *conn) waiting(have int) {
 // errHeadTooLong is a head that does not fit in the reader's buffer.
 var errHeadTooLong = errors.New("request head longer than the buffer")
 
+// lookHook, set only by a test, is told the bytes of a head each look at
+// it spans (looked): what readHead's cost grows with, counted where a
+// clock would only be noisy.
+var lookHook func(n int)
+
+func looked(n int) {
+	if lookHook != nil {
+		lookHook(n)
+	}
+}
+
 // readHead reads a request head of at most limit bytes from br: a plain
 // one (scanHead) parsed here once it lies whole in the buffer, anything
 // else by http.ReadRequest once it lies whole in the buffer too (so that
@@ -360,6 +371,7 @@ func readHead(br *bufio.Reader, afterPost bool, limit int, waiting func(have int
 			next, seen, at = 0, 0, off // CR or LF skipped since: the head starts later
 		}
 		n, v := 0, plainhead.Partial
+		looked(len(buf) - seen)
 		if bytes.IndexByte(buf[seen:], '\n') >= 0 {
 			n, v, next = scanHead(buf, next)
 		}
@@ -391,6 +403,7 @@ func readHead(br *bufio.Reader, afterPost bool, limit int, waiting func(have int
 		if off != at {
 			next, seen, at, lineOK = 0, 0, off, false
 		}
+		looked(len(buf) - seen)
 		if bytes.IndexByte(buf[seen:], '\n') >= 0 {
 			if !lineOK {
 				line, _, _ := bytes.Cut(buf, []byte{'\n'})
@@ -469,6 +482,7 @@ func headEnd(buf []byte) int {
 // yet whole starts (0 while the first line is not), for a call with more
 // of the head.
 func headEndFrom(buf []byte, from int) (end, next int) {
+	looked(len(buf) - from)
 	pos := from
 	if pos == 0 {
 		i := bytes.IndexByte(buf, '\n')

@@ -15,6 +15,7 @@ import (
 // (internal/plainhead) whose first line is "METHOD /target HTTP/1.x",
 // resuming at from as plainhead.ScanFrom does.
 func scanHead(buf []byte, from int) (n, verdict, next int) {
+	looked(len(buf) - from)
 	return plainhead.ScanFrom(buf, from, plainRequestLine)
 }
 
