@@ -57,7 +57,7 @@ type Config struct {
 	// SendTimeout bounds each write of a reply to the client.
 	SendTimeout time.Duration `key:"send-timeout" default:"60s" help:"How long a client may accept no bytes of a reply (JSON, SSE, a GET stream, the sidecar's own answers) before its connection is closed and the upstream request behind it ended (nginx's send_timeout). A stream that is merely quiet is not cut."`
 	// DialTimeout bounds connecting to the upstream.
-	DialTimeout time.Duration `key:"dial-timeout" default:"5s" help:"How long to wait for a TCP connection to the upstream before answering 502."`
+	DialTimeout time.Duration `key:"dial-timeout" default:"5s" help:"How long to wait for a TCP connection to the upstream. A connection not made in time is answered 504 upstream_timeout, as a late reply is; a refused one 502 upstream_unreachable."`
 	// DrainTimeout bounds graceful shutdown.
 	DrainTimeout time.Duration `key:"drain-timeout" default:"20s" help:"On SIGTERM or SIGINT: how long in-flight requests may take to finish before they are cut. Standalone GET streams are ended at once, cleanly, so clients reconnect elsewhere."`
 	// ShutdownDelay keeps the listener open after the signal.
