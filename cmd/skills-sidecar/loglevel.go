@@ -77,7 +77,7 @@ func (w *annotationWatch) apply(ann map[string]string) {
 	}
 	lvl, err := zapcore.ParseLevel(v)
 	switch {
-	case err != nil:
+	case err != nil || !config.ValidLogLevel(v):
 		w.warnOnce(logLevelKey, v, "annotation cannot be applied: not a log level (debug, info, warn, error)")
 		return
 	case w.fixed:

@@ -30,6 +30,17 @@ func TestAnnotationChangesAreNeverSilent(t *testing.T) {
 		{name: "bad level warns once", wantLevel: zapcore.InfoLevel,
 			edits: []map[string]string{with(start, p+"log-level", "loud"), with(start, p+"log-level", "loud")},
 			want:  []line{{"warn", "annotation cannot be applied: not a log level (debug, info, warn, error)", p + "log-level"}}},
+		// zap parses more names than the configuration accepts; a value
+		// that would stop the next start is not applied now either.
+		{name: "level zap knows but the sidecar refuses warns", wantLevel: zapcore.InfoLevel,
+			edits: []map[string]string{with(start, p+"log-level", "fatal"), with(start, p+"log-level", "warning")},
+			want: []line{
+				{"warn", "annotation cannot be applied: not a log level (debug, info, warn, error)", p + "log-level"},
+				{"warn", "annotation cannot be applied: not a log level (debug, info, warn, error)", p + "log-level"},
+			}},
+		{name: "level in capitals applies", wantLevel: zapcore.DebugLevel,
+			edits: []map[string]string{with(start, p+"log-level", "Debug")},
+			want:  []line{{"info", "log level changed by annotation", ""}}},
 		{name: "level applies", wantLevel: zapcore.DebugLevel,
 			edits: []map[string]string{with(start, p+"log-level", "debug")},
 			want:  []line{{"info", "log level changed by annotation", ""}}},

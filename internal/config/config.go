@@ -266,7 +266,7 @@ func (c *Config) Validate() error {
 	if c.PollInterval <= 0 {
 		bad("poll-interval", "must be positive, got %s", c.PollInterval)
 	}
-	if !oneOf(c.LogLevel, "debug", "info", "warn", "error") {
+	if !ValidLogLevel(c.LogLevel) {
 		bad("log-level", "%q is not one of debug, info, warn, error", c.LogLevel)
 	}
 	if !oneOf(c.LogFormat, "auto", "json", "console") {
@@ -274,6 +274,11 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ValidLogLevel reports whether v is a value log-level accepts: debug,
+// info, warn or error, in any ASCII case. zap parses more (warning, fatal,
+// panic), which the sidecar refuses at start and so at run time too.
+func ValidLogLevel(v string) bool { return oneOf(v, "debug", "info", "warn", "error") }
 
 // oneOf reports whether v is one of allowed, in any ASCII case. Only ASCII
 // is folded: strings.EqualFold alone would take a long s (U+017F) for "s"
