@@ -91,3 +91,30 @@ func with(m map[string]string, k, v string) map[string]string {
 	out[k] = v
 	return out
 }
+
+// TestLevelFixed: the log level is fixed by a flag or the environment, not
+// by the arguments of a stdio server after "--", which are the server's
+// own (many servers take a --log-level of their own).
+func TestLevelFixed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		environ []string
+		want    bool
+	}{
+		{name: "nothing", args: []string{"--listen", ":17080"}},
+		{name: "flag", args: []string{"--log-level", "debug"}, want: true},
+		{name: "flag with value", args: []string{"-log-level=debug"}, want: true},
+		{name: "environment", environ: []string{config.EnvName("log-level") + "=debug"}, want: true},
+		{name: "server's own flag", args: []string{"--plugin-dir", "p", "--", "server", "--log-level", "debug"}},
+		{name: "flag before the server", args: []string{"--log-level=warn", "--", "server", "--log-level", "debug"}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := levelFixed(tc.args, tc.environ); got != tc.want {
+				t.Errorf("levelFixed(%q, %q) = %v, want %v", tc.args, tc.environ, got, tc.want)
+			}
+		})
+	}
+}

@@ -59,8 +59,13 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 
 // levelFixed reports whether a flag or the environment sets the log level,
 // which then outranks the annotation at run time as it does at start.
+// Flags end at "--": what follows is a stdio server's command line, whose
+// own --log-level is the server's.
 func levelFixed(args, environ []string) bool {
 	for _, a := range args {
+		if a == "--" {
+			break
+		}
 		if strings.HasPrefix(strings.TrimLeft(a, "-"), "log-level") {
 			return true
 		}
