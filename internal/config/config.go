@@ -61,7 +61,7 @@ type Config struct {
 	// DrainTimeout bounds graceful shutdown.
 	DrainTimeout time.Duration `key:"drain-timeout" default:"20s" help:"On SIGTERM or SIGINT: how long in-flight requests may take to finish before they are cut. Standalone GET streams are ended at once, cleanly, so clients reconnect elsewhere."`
 	// ShutdownDelay keeps the listener open after the signal.
-	ShutdownDelay time.Duration `key:"shutdown-delay" default:"0s" help:"On SIGTERM or SIGINT: how long to keep accepting requests, with /readyz at 503, before draining starts, so that Kubernetes takes the pod out of its Services first. Set a few seconds when the sidecar runs as a regular container; a native sidecar is signalled only after the server has exited."`
+	ShutdownDelay time.Duration `key:"shutdown-delay" default:"0s" help:"On SIGTERM or SIGINT: how long to keep accepting requests, with /readyz at 503, before draining starts, so that Kubernetes takes the pod out of its Services first. Set a few seconds when the sidecar runs as a regular container; a native sidecar is signalled only after the server has exited. At most 10m."`
 	// MaxBodyBytes limits a request body.
 	MaxBodyBytes int64 `key:"max-body-bytes" default:"4194304" help:"Largest request body accepted, in bytes; larger gets HTTP 413."`
 	// MaxProcs is the processors the sidecar process runs Go code on.
@@ -80,7 +80,7 @@ type Config struct {
 	MaxEventBytes int `key:"max-event-bytes" default:"33554432" help:"Largest single SSE event or JSON reply from the upstream that the sidecar holds to rewrite (initialize, server/discover, resources/list); a larger one ends the stream loudly, never truncated. A forwarded read of an upstream-served skill file is hashed as it passes and never held, so this limit does not apply to it."`
 	// PageSize is the page length of skills/list, agents/list, directory
 	// reads and the sidecar's part of resources/list.
-	PageSize int `key:"page-size" default:"100" help:"Entries per page of skills/list, agents/list, resources/directory/read and the sidecar's part of resources/list."`
+	PageSize int `key:"page-size" default:"100" help:"Entries per page of skills/list, agents/list, resources/directory/read and the sidecar's part of resources/list: 1 to 10000."`
 	// CacheTTLMs is ttlMs of the sidecar's cacheable results.
 	CacheTTLMs int64 `key:"cache-ttl-ms" default:"0" help:"ttlMs of the sidecar's cacheable results (skills/*, agents/*); 0 means immediately stale."`
 	// CacheScope is cacheScope of the sidecar's cacheable results.
@@ -117,7 +117,7 @@ type Config struct {
 	HostCompat string `key:"host-compat" default:"" help:"Comma-separated: prompts (one prompt per skill, returning its SKILL.md and links to its files, and per agent, returning its instructions) and/or tools (a tool that loads a skill by name and one that reads a skill file), appended to the upstream's own prompts/list and tools/list, for hosts that do not speak the Skills extension. Empty (default) adds nothing."`
 	// HostCompatPrefix starts the name of every prompt and tool host-compat
 	// adds.
-	HostCompatPrefix string `key:"host-compat-prefix" default:"skill_" help:"Prefix of the prompt and tool names host-compat adds: prompts are the prefix and the skill's path (/ written __), tools the prefix and load or read. Letters, digits, _ and - only."`
+	HostCompatPrefix string `key:"host-compat-prefix" default:"skill_" help:"Prefix of the prompt and tool names host-compat adds: prompts are the prefix and the skill's path (/ written __), tools the prefix and load or read. 1 to 32 letters, digits, _ and -."`
 	// LimitMode is what happens to a skill over the SEP-2640 limits.
 	LimitMode string `key:"limit-mode" default:"skip" help:"A skill over 512 files or 16 MiB: skip (default; SEP-2640 says SHOULD NOT serve) or warn (serve it and report)."`
 	// FrontmatterPortability is what happens to a skill whose frontmatter
