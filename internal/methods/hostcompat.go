@@ -383,6 +383,20 @@ type contentItem struct {
 	MIMEType string          `json:"mimeType,omitempty"`
 }
 
+// MarshalJSON writes a text block's text even when it is "" (an empty
+// file): the MCP schema requires TextContent's text, and the TypeScript
+// SDK refuses a result whose text block lacks it.
+func (c contentItem) MarshalJSON() ([]byte, error) {
+	if c.Type != "text" {
+		type plain contentItem
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{c.Type, c.Text})
+}
+
 type promptMessage struct {
 	Role    string      `json:"role"`
 	Content contentItem `json:"content"`
