@@ -14,6 +14,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
+	"github.com/skills-sidecar/skills-sidecar/internal/upstreamfiles"
 )
 
 // HostCompat configures the prompts and tools the sidecar adds for hosts
@@ -332,8 +333,7 @@ func (h *Handler) served(r *http.Request, msg rewrite.Message, v *view, f *catal
 		}
 		result = buf.Bytes()
 	}
-	raw, _ := rewrite.GetKey(result, []string{"contents"})
-	c, ok := rewrite.FirstElement(raw)
+	c, ok := upstreamfiles.ServedEntry(f.URI, result)
 	if !ok {
 		return nil, errors.New("no contents for " + f.URI)
 	}

@@ -473,8 +473,7 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (Se
 // is decoded in small chunks into the hash, with no copy of its bytes, and
 // plain text is hashed where it lies.
 func servedOf(uri string, result json.RawMessage, portability string) (Served, error) {
-	raw, _ := rewrite.GetKey(result, []string{"contents"})
-	c, ok := rewrite.FirstElement(raw)
+	c, ok := ServedEntry(uri, result)
 	if !ok {
 		return Served{}, fmt.Errorf("upstream resources/read %s: no contents", uri)
 	}
@@ -509,6 +508,33 @@ func servedOf(uri string, result json.RawMessage, portability string) (Served, e
 		s.Frontmatter, s.Withheld = servedFrontmatter(text, portability)
 	}
 	return s, nil
+}
+
+// ServedEntry returns the contents entry of a resources/read result that
+// serves uri: the first whose uri is uri, as a forwarded read is judged
+// (readScan), else the first entry. Both the overlay's own reads and a
+// forwarded read so publish one digest for one reply, and host
+// compatibility embeds the entry whose digest is published. An entry is
+// looked past only when the first is another URI's, so the common reply of
+// one entry costs one scan, with no copy.
+func ServedEntry(uri string, result []byte) (json.RawMessage, bool) {
+	raw, _ := rewrite.GetKey(result, []string{"contents"})
+	first, ok := rewrite.FirstElement(raw)
+	if !ok {
+		return nil, false
+	}
+	if u, ok := rewrite.GetString(first, "uri"); ok && u == uri {
+		return first, true
+	}
+	var all []json.RawMessage
+	if json.Unmarshal(raw, &all) == nil {
+		for _, c := range all {
+			if u, ok := rewrite.GetString(c, "uri"); ok && u == uri {
+				return c, true
+			}
+		}
+	}
+	return first, true
 }
 
 // servedFrontmatter reads the frontmatter of a SKILL.md the upstream serves

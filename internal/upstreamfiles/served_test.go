@@ -38,8 +38,8 @@ func TestServedOfBigBlobMemory(t *testing.T) {
 }
 
 // FuzzServedOf checks servedOf against encoding/json: for any result that
-// is JSON, it digests exactly the bytes a Go client decodes from the first
-// content's text or blob, and errs exactly when that client would find no
+// is JSON, it digests exactly the bytes a Go client decodes from the text
+// or blob of the first content for the URI read (else the first content), and errs exactly when that client would find no
 // string there or a blob that is not standard base64.
 func FuzzServedOf(f *testing.F) {
 	for _, s := range []string{
@@ -54,6 +54,7 @@ func FuzzServedOf(f *testing.F) {
 		`{"contents":[{"uri":"u","blob":null}]}`,
 		`{"contents":[{"uri":"u","text":1}]}`,
 		`{"contents":{"a":1}}`,
+		`{"contents":[{"uri":"u","text":"x"},{"uri":"skill://s/f.bin","text":"y"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -69,8 +70,19 @@ func FuzzServedOf(f *testing.F) {
 		var want []byte
 		wantOK := json.Unmarshal(in, &res) == nil && json.Unmarshal(res["contents"], &contents) == nil && len(contents) > 0
 		if wantOK {
+			entry := contents[0]
+			for _, e := range contents {
+				var u struct {
+					URI *string `json:"uri"`
+				}
+				var m map[string]json.RawMessage
+				if json.Unmarshal(e, &m) == nil && json.Unmarshal(m["uri"], &u.URI) == nil && u.URI != nil && *u.URI == "skill://s/f.bin" {
+					entry = e
+					break
+				}
+			}
 			var c map[string]json.RawMessage
-			wantOK = json.Unmarshal(contents[0], &c) == nil
+			wantOK = json.Unmarshal(entry, &c) == nil
 			if t, has := c["text"]; wantOK && has {
 				var s string
 				wantOK = len(t) > 0 && t[0] == '"' && json.Unmarshal(t, &s) == nil
