@@ -232,6 +232,27 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 	if err != nil {
 		return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams, "invalid subscriptions/listen params: notifications must be an object of booleans and resourceSubscriptions an array of strings", nil)
 	}
+	// Each URI becomes a resources/subscribe request upstream and is held
+	// for the stream's life: once each, and as bounded as a minted
+	// session's subscriptions (legacyfront.go), so one listen's body
+	// cannot become thousands of upstream requests.
+	var uris []string
+	seen := map[string]bool{}
+	for _, uri := range filter.ResourceSubscriptions {
+		switch {
+		case seen[uri]:
+			continue
+		case len(uri) > MaxSubscriptionURI:
+			return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams,
+				"era bridge: a subscribed URI is at most "+strconv.Itoa(MaxSubscriptionURI)+" bytes", map[string]string{"reason": "bridge_subscription_uri_too_long"})
+		case len(uris) == DefaultMaxFrontSubscriptions:
+			return nil, refuse(http.StatusBadRequest, reply.CodeInvalidParams,
+				"era bridge: a listen subscribes to at most "+strconv.Itoa(DefaultMaxFrontSubscriptions)+" resources", map[string]string{"reason": "bridge_listen_subscriptions_too_many"})
+		}
+		seen[uri] = true
+		uris = append(uris, uri)
+	}
+	filter.ResourceSubscriptions = uris
 	// The listen's session is held like the others (counted against
 	// MaxSessions, making room by closing idle ones) but never evicted or
 	// expired: it ends with its stream.
