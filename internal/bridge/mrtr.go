@@ -346,6 +346,17 @@ func (t *Transport) release(c *upcall, why string) {
 	c.close()
 }
 
+// answerItself answers upstream a server request m on s that no client
+// is asked: ping with {} (2025-11-25 basic/utilities/ping: the receiver
+// MUST respond promptly), anything else with -32601.
+func (t *Transport) answerItself(s *session, m rewrite.Message) {
+	if m.Method == "ping" {
+		_ = t.answerUpstream(s, reply.ResultMessage(m.ID, emptyResult))
+		return
+	}
+	_ = t.answerUpstream(s, reply.ErrorMessage(m.ID, &reply.Error{Code: reply.CodeMethodNotFound, Message: "the client does not offer " + m.Method}))
+}
+
 // serverRequest decides what becomes of a server-to-client request m on
 // c's stream. It returns the event to write to the client, whether the
 // client's stream ends with it, and whether the call now waits for a
@@ -354,11 +365,8 @@ func (t *Transport) release(c *upcall, why string) {
 // and the stream goes on.
 func (t *Transport) serverRequest(c *upcall, clientID json.RawMessage, m rewrite.Message) (event []byte, end, pending bool) {
 	switch {
-	case m.Method == "ping":
-		_ = t.answerUpstream(c.s, reply.ResultMessage(m.ID, emptyResult))
-		return nil, false, false
-	case !slices.Contains(inputMethods, m.Method):
-		_ = t.answerUpstream(c.s, reply.ErrorMessage(m.ID, &reply.Error{Code: reply.CodeMethodNotFound, Message: "the client does not offer " + m.Method}))
+	case m.Method == "ping" || !slices.Contains(inputMethods, m.Method):
+		t.answerItself(c.s, m)
 		return nil, false, false
 	case !slices.Contains(mrtrMethods, c.method):
 		t.release(&upcall{s: c.s, body: c.body, asked: []asked{{id: m.ID}}}, "the client cannot answer "+m.Method+" inside "+c.method)

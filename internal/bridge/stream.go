@@ -321,6 +321,14 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 				}
 				continue
 			}
+			if m, err := rewrite.ParseMessage(ev.Data); err == nil && m.Kind == rewrite.KindRequest {
+				// A request of the server's on the session's stream, tied
+				// to no call: nobody can answer it but the bridge, and a
+				// server that pings (go-sdk's KeepAlive) ends a session
+				// whose ping goes unanswered.
+				t.answerItself(s, m)
+				continue
+			}
 			if out, ok := ListenNotification(ev.Data, msg.ID, honoured); ok {
 				if writeEvent(pw, out) != nil {
 					return

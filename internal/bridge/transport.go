@@ -41,7 +41,8 @@ import (
 //   - subscriptions/listen opens its own legacy session and serves its GET
 //     stream: the acknowledgement first, then the notifications the filter
 //     asked for, each with _meta subscriptionId; resourceSubscriptions are
-//     sent as resources/subscribe on that session;
+//     sent as resources/subscribe on that session, and the server's
+//     requests on that stream answered (ping {}, any other -32601);
 //   - a server-to-client request inside a call becomes an input_required
 //     result (mrtr.go): sampling/createMessage, elicitation/create and
 //     roots/list inside tools/call, prompts/get or resources/read, when the
