@@ -28,7 +28,8 @@ func (id ID) ByAddress() bool { return id.byAddress }
 type Resolver struct {
 	// Credentials are the headers whose values the auth gate verifies
 	// against the upstream (config auth-headers, when auth-gate is
-	// upstream); nil or empty: no credentials are believed, every caller
+	// upstream); the first of them a request carries, in this order, names
+	// its caller. Nil or empty: no credentials are believed, every caller
 	// is its address.
 	Credentials []string
 	// TrustedProxies are the peers whose X-Forwarded-For or Forwarded
@@ -120,14 +121,19 @@ func (res *Resolver) Of(r *http.Request) ID {
 	return ID{byAddress: true, sum: sha256.Sum256([]byte(res.client(r.RemoteAddr, r.Header)))}
 }
 
-// credentials hashes the credential headers of h; false when h carries
-// none (or none are believed).
+// credentials hashes the first of the credential headers, in the order
+// listed, that h carries; false when h carries none (or none are
+// believed). One header, not all of them: an upstream that verifies one
+// (a bearer token) ignores the others (a cookie), so a caller that holds
+// a valid token would become a new caller, with a share of its own, each
+// time it invented another value of a header nobody checks.
 func (res *Resolver) credentials(h http.Header) (ID, bool) {
-	sum, any := HeaderSum(h, res.Credentials)
-	if !any {
-		return ID{}, false
+	for i := range res.Credentials {
+		if sum, any := HeaderSum(h, res.Credentials[i:i+1]); any {
+			return ID{sum: sum}, true
+		}
 	}
-	return ID{sum: sum}, true
+	return ID{}, false
 }
 
 // HeaderSum is the one hash of what names a caller: the SHA-256 of, for

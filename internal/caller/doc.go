@@ -7,8 +7,9 @@
 // table is full, both with data.reason, both counted by table).
 //
 // A caller is the credentials the auth gate verifies against the upstream
-// (the configured credential headers, when the gate is on and the request
-// carries any of them); without verified credentials (gate off, anonymous,
+// (the first of the configured credential headers the request carries,
+// when the gate is on: the one the upstream verifies, listed first, not
+// the others it ignores); without verified credentials (gate off, anonymous,
 // a stdio upstream) it is the client's address: the TCP peer's, or, only
 // when the peer is a configured trusted proxy, the address that proxy
 // names in X-Forwarded-For or Forwarded (read right to left, past every
