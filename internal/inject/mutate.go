@@ -141,14 +141,30 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	// The sidecar's own loader judges what it will start with: the
 	// container's arguments and the pod's runtime annotations together,
 	// so nothing admitted here crash-loops there. A stdio server's argv
-	// after "--" becomes the key upstream-command.
+	// after "--" becomes the key upstream-command, and as the sidecar
+	// runs in that container, its environment configures the sidecar too,
+	// above the annotations.
 	args := c.Args[1:]
+	var environ []string
+	made := "these annotations"
 	if s.stdio != nil {
 		argv, _ := json.Marshal(s.stdio.argv) // strings: cannot fail
 		args = append(slices.Clone(args), "--upstream-command="+string(argv))
+		if environ = s.stdio.environ; len(environ) > 0 {
+			made += " and container " + s.stdio.name + "'s environment"
+		}
 	}
-	if _, _, err := config.Load(config.Sources{Annotations: s.runtime, Args: args}); err != nil {
-		return nil, "", fmt.Errorf("the sidecar would not start with what these annotations make: %w", err)
+	cfg, _, err := config.Load(config.Sources{Annotations: s.runtime, Environ: environ, Args: args})
+	if err != nil {
+		return nil, "", fmt.Errorf("the sidecar would not start with what %s make: %w", made, err)
+	}
+	if len(environ) > 0 {
+		// The ports and probes follow the annotation (runtimeKeys): a
+		// listener the environment moves is one the kubelet never reaches.
+		if ann, _, _ := config.Load(config.Sources{Annotations: s.runtime}); cfg.MetricsListen != ann.MetricsListen {
+			return nil, "", fmt.Errorf("annotation %s: container %s sets %s=%q, where the injector gives the sidecar its ports and probes from the annotation %smetrics-listen (%q); set that annotation instead",
+				AnnotationUpstreamStdio, s.stdio.name, config.EnvName("metrics-listen"), cfg.MetricsListen, config.AnnotationPrefix, ann.MetricsListen)
+		}
 	}
 
 	if s.takeover != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 )
 
 // Names and paths of AnnotationUpstreamStdio.
@@ -30,6 +32,7 @@ type stdioTarget struct {
 	name      string
 	container int      // index in spec.Containers
 	argv      []string // the container's command and args: the server
+	environ   []string // its SKILLS_SIDECAR_* variables, as the sidecar will read them (stdioEnviron)
 }
 
 // resolveStdio finds the container AnnotationUpstreamStdio names and
@@ -80,7 +83,41 @@ func resolveStdio(v string, ann map[string]string, spec *corev1.PodSpec) (*stdio
 	if hasContainer(*spec, InstallContainerName) {
 		bad("the pod already has a container named %q, the name of the injector's init container; rename it", InstallContainerName)
 	}
-	return &stdioTarget{name: name, container: i, argv: slices.Concat(c.Command, c.Args)}, errs
+	environ, envErrs := stdioEnviron(c)
+	errs = append(errs, envErrs...)
+	return &stdioTarget{name: name, container: i, argv: slices.Concat(c.Command, c.Args), environ: environ}, errs
+}
+
+// stdioEnviron is the container's SKILLS_SIDECAR_* environment as
+// "KEY=value": the sidecar runs in that container and reads those
+// variables as its configuration, above the annotations, so Mutate judges
+// them with the rest. A variable whose value only the kubelet knows
+// (valueFrom, a $(VAR) reference) is judged by its name alone. A key the
+// injector sets itself (injectorOwnedRuntimeKeys) is refused, as its
+// annotation is: the flag would silently override it, or (annotations-file)
+// it would hide the annotations from the sidecar.
+func stdioEnviron(c corev1.Container) ([]string, []error) {
+	known := map[string]bool{}
+	for _, k := range config.Keys() {
+		known[config.EnvName(k.Name)] = true
+	}
+	var environ []string
+	var errs []error
+	for _, e := range c.Env {
+		if !strings.HasPrefix(e.Name, config.EnvPrefix) {
+			continue
+		}
+		for key := range injectorOwnedRuntimeKeys {
+			if e.Name == config.EnvName(key) {
+				errs = append(errs, fmt.Errorf("annotation %s: container %s sets %s, a setting the injector makes itself for the sidecar that runs in that container; drop it", AnnotationUpstreamStdio, c.Name, e.Name))
+			}
+		}
+		if (e.ValueFrom != nil || strings.Contains(e.Value, "$(")) && known[e.Name] {
+			continue
+		}
+		environ = append(environ, e.Name+"="+e.Value)
+	}
+	return environ, errs
 }
 
 // installContainer copies the sidecar's binary into StdioBinVolume: the

@@ -139,6 +139,54 @@ func TestMutateStdioRefusals(t *testing.T) {
 	}
 }
 
+// TestMutateStdioChecksEnvironment: the sidecar runs in the named
+// container, so that container's SKILLS_SIDECAR_* environment is the
+// sidecar's configuration too (above annotations, below flags). What it
+// could not start with is refused at admission, as annotations are, with
+// the sidecar's own loader judging it; a variable whose value the kubelet
+// fills in (valueFrom, $(VAR)) is judged by its name alone, and the
+// variables the sidecar would start with are admitted.
+func TestMutateStdioChecksEnvironment(t *testing.T) {
+	t.Parallel()
+	withEnv := func(env ...corev1.EnvVar) corev1.Pod {
+		pod := stdioPod()
+		pod.Spec.Containers[0].Env = env
+		return pod
+	}
+	lit := func(k, v string) corev1.EnvVar { return corev1.EnvVar{Name: k, Value: v} }
+	fromSecret := func(k string) corev1.EnvVar {
+		return corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}
+	}
+	for name, tc := range map[string]struct {
+		pod  corev1.Pod
+		want []string
+	}{
+		"unknown key":         {withEnv(lit("SKILLS_SIDECAR_BOGUS", "1")), []string{"container server", "SKILLS_SIDECAR_BOGUS", "unknown key"}},
+		"unknown key by ref":  {withEnv(fromSecret("SKILLS_SIDECAR_BOGUS")), []string{"container server", "SKILLS_SIDECAR_BOGUS", "unknown key"}},
+		"bad value":           {withEnv(lit("SKILLS_SIDECAR_LOG_LEVEL", "verbose")), []string{"container server", "log-level"}},
+		"upstream as well":    {withEnv(lit("SKILLS_SIDECAR_UPSTREAM", "http://127.0.0.1:3000/mcp")), []string{"container server", "SKILLS_SIDECAR_UPSTREAM"}},
+		"annotations hidden":  {withEnv(lit("SKILLS_SIDECAR_ANNOTATIONS_FILE", "/nowhere")), []string{"container server", "SKILLS_SIDECAR_ANNOTATIONS_FILE"}},
+		"metrics unprobeable": {withEnv(lit("SKILLS_SIDECAR_METRICS_LISTEN", "127.0.0.1:17090")), []string{"container server", "SKILLS_SIDECAR_METRICS_LISTEN", config.AnnotationPrefix + "metrics-listen"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			wantMutateError(t, tc.pod, tc.want)
+		})
+	}
+	for name, pod := range map[string]corev1.Pod{
+		"known key":           withEnv(lit("SKILLS_SIDECAR_LOG_LEVEL", "debug"), lit("OTHER", "x")),
+		"known key by ref":    withEnv(fromSecret("SKILLS_SIDECAR_LOG_LEVEL")),
+		"expanded by kubelet": withEnv(lit("LEVEL", "debug"), lit("SKILLS_SIDECAR_LOG_LEVEL", "$(LEVEL)")),
+		"metrics as probed":   withEnv(lit("SKILLS_SIDECAR_METRICS_LISTEN", ":17090")),
+	} {
+		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
+		if err != nil || ops == nil {
+			t.Errorf("%s: Mutate = %d ops, %v; want the sidecar", name, len(ops), err)
+		}
+	}
+}
+
 // FuzzMutateStdio feeds arbitrary container names and command words:
 // Mutate never panics, and a patch it returns applies, decodes strictly
 // and hands the sidecar the container's command and args unchanged after
