@@ -258,6 +258,7 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 	}
 	if len(errs) == 0 {
 		errs = append(errs, checkPorts(s, spec)...)
+		errs = append(errs, checkPodResources(s, spec, opts.NativeSidecar)...)
 	}
 	return s, errors.Join(errs...)
 }
@@ -587,3 +588,99 @@ func checkPorts(s settings, spec *corev1.PodSpec) []error {
 // isASCIIControl reports whether r is a control character a URL may not
 // hold (net/url refuses them).
 func isASCIIControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// checkPodResources applies the API server's rules for a pod with
+// pod-level resources (spec.resources; validatePodResourceConsistency) to
+// the pod as injected: its requests at least what its containers request
+// together (regular containers and native sidecars summed, an init
+// container with the sidecars started before it), and a regular
+// container's limit at most the pod's. The pod the webhook sees has been
+// defaulted already, its pod-level requests set to what its containers
+// requested before the sidecar (or to its pod-level limits), and they are
+// not defaulted again after the patch; so a sidecar that does not fit is
+// refused here, naming what to change, instead of by the API server,
+// naming a field the pod's owner may never have written (and, with
+// failurePolicy Ignore, refusing a pod that should have been admitted
+// without the sidecar).
+func checkPodResources(s settings, spec *corev1.PodSpec, native bool) []error {
+	if spec.Resources == nil {
+		return nil
+	}
+	side := corev1.Container{Name: ContainerName, Resources: s.resources}
+	containers, inits := spec.Containers, spec.InitContainers
+	switch {
+	case s.stdio != nil:
+		inits = append(slices.Clone(inits), corev1.Container{Name: InstallContainerName, Resources: s.resources})
+	case native:
+		side.RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
+		inits = append(slices.Clone(inits), side)
+	default:
+		containers = append(slices.Clone(containers), side)
+	}
+	var errs []error
+	total := aggregateRequests(containers, inits)
+	for _, n := range slices.Sorted(maps.Keys(spec.Resources.Requests)) {
+		pod := spec.Resources.Requests[n]
+		if got, ok := total[n]; ok && got.Cmp(pod) > 0 {
+			errs = append(errs, fmt.Errorf("annotation %s: with the sidecar the pod's containers request %s %s, more than its spec.resources.requests %s (set there, or defaulted by the API server to what they requested before the sidecar), so the API server would refuse the pod; raise spec.resources.requests by the sidecar's share, or give the sidecar less", AnnotationResources, n, got.String(), pod.String()))
+		}
+	}
+	if s.stdio == nil && !native {
+		for _, n := range slices.Sorted(maps.Keys(s.resources.Limits)) {
+			lim := s.resources.Limits[n]
+			if pod, ok := spec.Resources.Limits[n]; ok && lim.Cmp(pod) > 0 {
+				errs = append(errs, fmt.Errorf("annotation %s: the sidecar's %s limit %s is more than the pod's spec.resources.limits %s, so the API server would refuse the pod; give the sidecar a lower limit", AnnotationResources, n, lim.String(), pod.String()))
+			}
+		}
+	}
+	return errs
+}
+
+// aggregateRequests is what a pod's containers request together, as the
+// API server counts it (AggregateContainerRequests): regular containers
+// and native sidecars summed, and at least each init container's requests
+// plus those of the sidecars started before it. A request left out
+// defaults to its limit.
+func aggregateRequests(containers, inits []corev1.Container) corev1.ResourceList {
+	requests := func(c corev1.Container) corev1.ResourceList {
+		r := corev1.ResourceList{}
+		for n, q := range c.Resources.Limits {
+			r[n] = q.DeepCopy()
+		}
+		for n, q := range c.Resources.Requests {
+			r[n] = q.DeepCopy()
+		}
+		return r
+	}
+	add := func(to, l corev1.ResourceList) {
+		for n, q := range l {
+			v := to[n].DeepCopy()
+			v.Add(q)
+			to[n] = v
+		}
+	}
+	atLeast := func(to, l corev1.ResourceList) {
+		for n, q := range l {
+			if cur, ok := to[n]; !ok || q.Cmp(cur) > 0 {
+				to[n] = q.DeepCopy()
+			}
+		}
+	}
+	sum, sidecars, inited := corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}
+	for _, c := range containers {
+		add(sum, requests(c))
+	}
+	for _, c := range inits {
+		r := requests(c)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(sum, r)
+			add(sidecars, r)
+			atLeast(inited, sidecars)
+			continue
+		}
+		add(r, sidecars)
+		atLeast(inited, r)
+	}
+	atLeast(sum, inited)
+	return sum
+}

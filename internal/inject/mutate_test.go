@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	yamlv3 "gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -484,5 +485,65 @@ func TestSessionKeysVolume(t *testing.T) {
 	}
 	if !cmp.Equal(secrets, []string{"team-keys"}) {
 		t.Errorf("session keys volumes of a pod that brings its own: %q, want [team-keys]", secrets)
+	}
+}
+
+// TestMutatePodLevelResources: a pod with pod-level resources
+// (spec.resources, PodLevelResources, on by default from Kubernetes 1.34)
+// must request at least what its containers request together, sidecar
+// included, and a regular container may not be limited above the pod
+// (ValidatePodSpec's validatePodResourceConsistency). The pod the webhook
+// sees has been defaulted already: its pod-level requests are its
+// containers' before the sidecar, or its pod-level limits, and are not
+// defaulted again after the patch. A pod the sidecar would push over is
+// refused here, naming what to change, not by the API server naming a
+// field its owner may never have written; a pod with room is admitted.
+func TestMutatePodLevelResources(t *testing.T) {
+	t.Parallel()
+	q := resource.MustParse
+	pod := func(podReq, podLim, appReq corev1.ResourceList, ann ...string) corev1.Pod {
+		p := testPod(optIn(ann...), 3000)
+		p.Spec.Resources = &corev1.ResourceRequirements{Requests: podReq, Limits: podLim}
+		p.Spec.Containers[0].Resources.Requests = appReq
+		return p
+	}
+	app := corev1.ResourceList{corev1.ResourceCPU: q("500m"), corev1.ResourceMemory: q("256Mi")}
+	lim := corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("1Gi")}
+	for name, tc := range map[string]struct {
+		pod    corev1.Pod
+		native bool
+		want   []string
+	}{
+		// As the API server defaults it: the containers' requests.
+		"defaulted to the app's requests, native": {pod(app, lim, app), true, []string{"spec.resources.requests", "cpu", "550m", AnnotationResources}},
+		"defaulted to the app's requests":         {pod(app, lim, app), false, []string{"spec.resources.requests", "memory", AnnotationResources}},
+		"limit below the sidecar's":               {pod(corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}, corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}, nil), false, []string{"spec.resources.limits", "memory", "256Mi", AnnotationResources}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i", NativeSidecar: tc.native, Resources: DefaultResources()})
+			if ops != nil || err == nil {
+				t.Fatalf("Mutate = %d ops, %q, %v; want an error", len(ops), skip, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	for name, tc := range map[string]struct {
+		pod    corev1.Pod
+		native bool
+	}{
+		"room for the sidecar":         {pod(corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("512Mi")}, lim, app), true},
+		"no container requests":        {pod(lim, lim, nil), false},
+		"sidecar given less":           {pod(app, lim, corev1.ResourceList{corev1.ResourceCPU: q("450m"), corev1.ResourceMemory: q("192Mi")}), true},
+		"native limit above pod limit": {pod(corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}, corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}, nil), true},
+	} {
+		ops, _, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i", NativeSidecar: tc.native, Resources: DefaultResources()})
+		if err != nil || ops == nil {
+			t.Errorf("%s: Mutate = %d ops, %v; want the sidecar", name, len(ops), err)
+		}
 	}
 }
