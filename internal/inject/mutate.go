@@ -117,7 +117,7 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 		return nil, "", err
 	case !want:
 		return nil, SkipNotOptedIn, nil
-	case meta.Annotations[AnnotationStatus] != "":
+	case hasKey(meta.Annotations, AnnotationStatus): // any value, as the webhook's match condition
 		return nil, SkipInjected, nil
 	case hasContainer(spec, ContainerName):
 		return nil, SkipHasSidecar, nil
@@ -351,3 +351,9 @@ func pluginVolumes(s settings) ([]corev1.Volume, []corev1.VolumeMount) {
 func configMapVolume(i int) string { return PluginVolume + "-" + strconv.Itoa(i) }
 
 func ptr[T any](v T) *T { return &v }
+
+// hasKey reports whether m holds key, whatever its value.
+func hasKey(m map[string]string, key string) bool {
+	_, ok := m[key]
+	return ok
+}

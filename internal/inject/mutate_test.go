@@ -229,7 +229,10 @@ func TestMutateSkips(t *testing.T) {
 		"opted out":      {testPod(optIn(AnnotationInject, "false"), 3000), SkipNotOptedIn},
 		"injected":       {testPod(optIn(AnnotationStatus, `{"image":"i"}`), 3000), SkipInjected},
 		"injected (old)": {testPod(optIn(AnnotationStatus, "injected"), 3000), SkipInjected},
-		"has sidecar":    {withSidecar, SkipHasSidecar},
+		// Any value, the empty one too: the webhook's match condition
+		// tests the key's presence, so inject -f must skip what it skips.
+		"injected (empty)": {testPod(optIn(AnnotationStatus, ""), 3000), SkipInjected},
+		"has sidecar":      {withSidecar, SkipHasSidecar},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
