@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,37 +24,15 @@ func TestUnnamedMessageSkipsAnotherCallersListen(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(listen))
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var mu sync.Mutex
-	var got []string
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				mu.Lock()
-				got = append(got, d)
-				mu.Unlock()
-			}
-		}
-	}()
-	waitFor(t, "the listen's acknowledgement", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
+	got := streamData(t, tr, req)
+	waitFor(t, "the listen's acknowledgement", func() bool { return len(got()) == 2 })
 	// Another request: its reply, then a notifications/message naming nothing.
 	if e := do(t, tr, "POST", "", toolCall(1, "later", nil), nil); text(e.last()) != "later" {
 		t.Fatalf("later = %d %v", e.status, e.msgs)
 	}
-	waitFor(t, "the late message to be routed", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) > 2 || m.event(EventDroppedMessage) > 0
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) > 2 {
-		t.Errorf("the listen stream got %q, a message naming no request", got[2:])
+	waitFor(t, "the late message to be routed", func() bool { return len(got()) > 2 || m.event(EventDroppedMessage) > 0 })
+	if d := got(); len(d) > 2 {
+		t.Errorf("the listen stream got %q, a message naming no request", d[2:])
 	}
 }
 
@@ -70,23 +49,7 @@ func TestLateProgressSkipsAnotherCaller(t *testing.T) {
 	// Another caller's request, in flight until the test ends.
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(toolCall(9, "never", nil)))
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	var mu sync.Mutex
-	var got []string
-	go func() {
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			return
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				mu.Lock()
-				got = append(got, d)
-				mu.Unlock()
-			}
-		}
-	}()
+	got := streamData(t, tr, req)
 	waitFor(t, "the other call in flight", func() bool {
 		tr.mu.Lock()
 		p := tr.shared
@@ -102,14 +65,38 @@ func TestLateProgressSkipsAnotherCaller(t *testing.T) {
 	if e := do(t, tr, "POST", "", body, nil); text(e.last()) != "done" {
 		t.Fatalf("lateprogress = %d %v", e.status, e.msgs)
 	}
-	waitFor(t, "the late progress to be routed", func() bool {
+	waitFor(t, "the late progress to be routed", func() bool { return len(got()) > 0 || m.event(EventDroppedMessage) > 0 })
+	if d := got(); len(d) > 0 {
+		t.Errorf("another caller's request got %q, the progress of a call no longer in flight", d)
+	}
+}
+
+// streamData sends req through tr in the background and gathers the data
+// of the SSE events its reply carries; got returns those seen so far. The
+// round trip is not waited for: a call in flight may not answer its head
+// until the test ends.
+func streamData(t *testing.T, tr *Transport, req *http.Request) (got func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var data []string
+	go func() {
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				mu.Lock()
+				data = append(data, d)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(got) > 0 || m.event(EventDroppedMessage) > 0
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) > 0 {
-		t.Errorf("another caller's request got %q, the progress of a call no longer in flight", got)
+		return slices.Clone(data)
 	}
 }
