@@ -1,8 +1,11 @@
 package methods
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
@@ -11,7 +14,8 @@ import (
 // skill URIs; *notify.Hub implements it.
 type Subscriptions interface {
 	// Subscribe records that session sid subscribed to uri; an error means
-	// a bound was reached and nothing was recorded.
+	// a bound was reached and nothing was recorded (notify.ErrURITooLong:
+	// the URI's own length).
 	Subscribe(sid, uri string) error
 	// Unsubscribe forgets one subscription; an unknown one is no error.
 	Unsubscribe(sid, uri string)
@@ -49,7 +53,10 @@ func (h *Handler) subscribe(msg rewrite.Message, r *http.Request, uri string) ([
 		h.opts.Subscriptions.Unsubscribe(sid, uri)
 		return []byte("{}"), nil
 	}
-	if err := h.opts.Subscriptions.Subscribe(sid, uri); err != nil {
+	if err := h.opts.Subscriptions.Subscribe(sid, uri); errors.Is(err, notify.ErrURITooLong) {
+		return nil, &reply.Error{Status: http.StatusOK, Code: reply.CodeInvalidParams,
+			Message: msg.Method + ": a subscribed URI is at most " + strconv.Itoa(notify.MaxSubscriptionURI) + " bytes"}
+	} else if err != nil {
 		// The hub's only error is a bound (notify.ErrLimit); its text
 		// names no secret.
 		return nil, &reply.Error{Status: http.StatusOK, Code: reply.CodeInternalError, Message: err.Error() + ": " + quote(uri) + " not subscribed"}

@@ -3,6 +3,7 @@ package methods_test
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
@@ -76,6 +77,56 @@ func TestSubscribeBoundaries(t *testing.T) {
 			t.Errorf("%s: reply %s, want the empty result", tc.name, w.Body)
 		case tc.code != 0 && (rep.Error == nil || rep.Error.Code != tc.code):
 			t.Errorf("%s: reply %s, want error %d", tc.name, w.Body, tc.code)
+		}
+	}
+}
+
+// TestSubscribeLongURI: a subscription is held for as long as its session
+// is, so the URI it names is memory held that long. A skill URI longer
+// than notify.MaxSubscriptionURI (the era bridge's bound on the
+// subscriptions it keeps) is refused with invalid params and recorded
+// nowhere; one at the bound is accepted.
+func TestSubscribeLongURI(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sidecartest.WriteTree(t, dir, pluginPDF())
+	snap, err := catalog.Load(dir, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := notify.New(notify.Options{})
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Subscriptions: hub})
+	const prefix = "skill://pdf-processing/"
+	at := prefix + strings.Repeat("a", 8<<10-len(prefix))
+	for _, tc := range []struct {
+		name string
+		uri  string
+		code int // 0: the empty result
+	}{
+		{"at the bound", at, 0},
+		{"one byte over", at + "a", -32602},
+		{"a megabyte", prefix + strings.Repeat("a", 1<<20), -32602},
+	} {
+		r, msg := localRequest(t, false, "resources/subscribe", map[string]any{"uri": tc.uri})
+		r.Header.Set("Mcp-Session-Id", "A")
+		w := httptest.NewRecorder()
+		if !serveLocal(h, w, r, msg) {
+			t.Fatalf("%s: forwarded, want the sidecar's answer", tc.name)
+		}
+		var rep struct {
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil {
+			t.Fatalf("%s: reply %.200q: %v", tc.name, w.Body, err)
+		}
+		switch {
+		case tc.code == 0 && (rep.Error != nil || string(rep.Result) != "{}"):
+			t.Errorf("%s: reply %.200s, want the empty result", tc.name, w.Body)
+		case tc.code != 0 && (rep.Error == nil || rep.Error.Code != tc.code):
+			t.Errorf("%s: reply %.200s, want error %d", tc.name, w.Body, tc.code)
 		}
 	}
 }

@@ -18,11 +18,20 @@ const (
 	DefaultMaxSubscriptions     = 256
 	// MaxPendingURIs bounds the resources/updated URIs waiting on one stream.
 	MaxPendingURIs = 64
+	// MaxSubscriptionURI bounds a subscribed URI, in bytes, as the era
+	// bridge bounds the subscriptions it keeps: a subscription is held for
+	// as long as its session, so its URI is memory held that long, and
+	// without a bound one session's MaxSubscriptions could each be a
+	// whole request body.
+	MaxSubscriptionURI = 8 << 10
 )
 
 // ErrLimit reports a subscription past Options.MaxSessions or
 // Options.MaxSubscriptions.
 var ErrLimit = errors.New("notify: subscription limit reached")
+
+// ErrURITooLong reports a subscription to a URI over MaxSubscriptionURI.
+var ErrURITooLong = errors.New("notify: subscribed URI too long")
 
 // Options bound a Hub. The zero value uses the defaults.
 type Options struct {
@@ -180,10 +189,13 @@ func (h *Hub) Streams() int {
 // to uri. When MaxSessions hold subscriptions, the least recently used
 // one with no stream open loses them to make room; past the bounds (every
 // such session streaming, or MaxSubscriptions for sid) it returns ErrLimit
-// and records nothing.
+// and records nothing. A uri over MaxSubscriptionURI is ErrURITooLong.
 func (h *Hub) Subscribe(sid, uri string) error {
 	if h == nil {
 		return ErrLimit
+	}
+	if len(uri) > MaxSubscriptionURI {
+		return ErrURITooLong
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
