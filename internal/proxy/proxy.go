@@ -330,11 +330,15 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, pl *plan) string {
 				pl.kind = kindResumed
 			}
 			pl.session = r.Header.Get("Mcp-Session-Id")
-		} else if r.Method == http.MethodDelete {
-			// The session ends: its subscriptions to the sidecar's URIs go.
-			p.opts.Notify.Forget(r.Header.Get("Mcp-Session-Id"))
 		}
 		p.relay(w, r, pl, nil)
+		if r.Method == http.MethodDelete && pl.upstreamStatus >= 200 && pl.upstreamStatus < 300 {
+			// The session ended: its subscriptions to the sidecar's URIs
+			// go. Only when the upstream (or the legacy front) ended it: a
+			// DELETE it refused, such as another user's of a session bound
+			// to its owner (go-sdk's 403), ended nothing.
+			p.opts.Notify.Forget(r.Header.Get("Mcp-Session-Id"))
+		}
 		return routeUpstream
 	}
 	pl.method = "invalid" // until the body proves otherwise
