@@ -53,9 +53,17 @@ func (p *Proxy) withNotify(w http.ResponseWriter, sid string) (http.ResponseWrit
 // serveOwnStream answers a standalone GET the upstream refused with 405 (it
 // sends nothing unsolicited) with a stream of the sidecar's notifications
 // alone, until the client leaves or EndStreams, and reports whether it did:
-// not without a hub or a session, or past a bound.
+// not without a hub or a session, for a caller AdmitStream refuses, or
+// past a bound.
 func (p *Proxy) serveOwnStream(w http.ResponseWriter, r *http.Request, sid string) bool {
 	if p.opts.Notify == nil || sid == "" {
+		return false
+	}
+	if p.opts.AdmitStream != nil && p.opts.AdmitStream(r) != nil {
+		// An upstream may answer 405 before it looks at the session: the
+		// stream carries that session's notifications and takes one of its
+		// places, so it is only for a caller the upstream admits in it (an
+		// upstream that binds sessions to users refuses everyone else).
 		return false
 	}
 	f, _ := w.(http.Flusher)

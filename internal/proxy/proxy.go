@@ -82,6 +82,12 @@ type Options struct {
 	// subscriptions/listen stream whose filter asks for what the sidecar
 	// honours (listen.go). Nil sends none.
 	Notify *notify.Hub
+	// AdmitStream, when set, is asked before the sidecar serves a legacy
+	// session its own notification stream (an upstream that answered the
+	// GET with 405 did not say whose the session is): nil admits the
+	// caller of r to the session r names; an error leaves the upstream's
+	// 405 as the answer. Nil serves every such GET.
+	AdmitStream func(r *http.Request) error
 	// OwnsURI, when set, reports whether uri is a skill URI the sidecar
 	// serves itself: a subscriptions/listen filter's resourceSubscriptions
 	// entry the sidecar then honours (listen.go). Nil honours none.

@@ -246,7 +246,17 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		}
 	}
 	s.Methods = methods.New(mo)
+	var admitStream func(*http.Request) error
+	if s.Gate != nil {
+		// The sidecar's own GET stream of a legacy session: the gate's
+		// legacy probe (ping) carries the caller's credentials and that
+		// session's id, so the upstream judges whether the session is the
+		// caller's.
+		ping := rewrite.Message{Kind: rewrite.KindRequest, Method: "ping"}
+		admitStream = func(r *http.Request) error { return s.Gate.Admit(r, ping) }
+	}
 	s.Proxy, err = proxy.New(proxy.Options{
+		AdmitStream:        admitStream,
 		Listener:           o.Listener,
 		Upstream:           up,
 		Transport:          transport,
