@@ -17,6 +17,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -61,8 +62,9 @@ const (
 	DefaultMaxFrontSubscriptionsAll = 4096
 	// MaxSubscriptionURI bounds a subscribed URI, in bytes: a
 	// subscription is kept for as long as its session's state, so its
-	// size is memory held for that long.
-	MaxSubscriptionURI = 8 << 10
+	// size is memory held for that long. The notification hub's bound,
+	// so a URI is refused alike wherever the sidecar keeps it.
+	MaxSubscriptionURI = notify.MaxSubscriptionURI
 )
 
 // LegacyFront is the other half of the era bridge: while

@@ -18,11 +18,11 @@ const (
 	DefaultMaxSubscriptions     = 256
 	// MaxPendingURIs bounds the resources/updated URIs waiting on one stream.
 	MaxPendingURIs = 64
-	// MaxSubscriptionURI bounds a subscribed URI, in bytes, as the era
-	// bridge bounds the subscriptions it keeps: a subscription is held for
-	// as long as its session, so its URI is memory held that long, and
-	// without a bound one session's MaxSubscriptions could each be a
-	// whole request body.
+	// MaxSubscriptionURI bounds a subscribed URI, in bytes, here and in
+	// the era bridge (its subscriptions are kept by this same bound): a
+	// subscription is held for as long as its session, so its URI is
+	// memory held that long, and without a bound one session's
+	// MaxSubscriptions could each be a whole request body.
 	MaxSubscriptionURI = 8 << 10
 )
 
