@@ -16,6 +16,12 @@ const (
 	DefaultMaxStreamsPerSession = 8
 	DefaultMaxSessions          = 4096
 	DefaultMaxSubscriptions     = 256
+	// DefaultMaxSubscriptionsAll bounds the subscriptions of every
+	// session together, as the era bridge's legacy front bounds those of
+	// its minted sessions: with MaxSubscriptionURI, at most 32 MiB of URIs
+	// held, where the sessions' bounds alone allowed a million
+	// subscriptions.
+	DefaultMaxSubscriptionsAll = 4096
 	// MaxPendingURIs bounds the resources/updated URIs waiting on one stream.
 	MaxPendingURIs = 64
 	// MaxSubscriptionURI bounds a subscribed URI, in bytes, here and in
@@ -26,8 +32,8 @@ const (
 	MaxSubscriptionURI = 8 << 10
 )
 
-// ErrLimit reports a subscription past Options.MaxSessions or
-// Options.MaxSubscriptions.
+// ErrLimit reports a subscription past Options.MaxSessions,
+// Options.MaxSubscriptions or Options.MaxSubscriptionsAll.
 var ErrLimit = errors.New("notify: subscription limit reached")
 
 // ErrURITooLong reports a subscription to a URI over MaxSubscriptionURI.
@@ -47,6 +53,9 @@ type Options struct {
 	// MaxSubscriptions bounds one session's subscribed URIs; 0 means
 	// DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// MaxSubscriptionsAll bounds the subscribed URIs of all sessions
+	// together; 0 means DefaultMaxSubscriptionsAll.
+	MaxSubscriptionsAll int
 	// Count, when set, is told of every notification written to a stream
 	// (coalesced false) and of every one folded into one already pending
 	// on a slow stream (coalesced true), by method. It is called with the
@@ -64,6 +73,7 @@ type Hub struct {
 	streams    map[*Stream]struct{}
 	perSession map[string]int
 	subs       map[string]map[string]struct{} // session → subscribed URIs
+	total      int                            // the URIs in subs, all sessions'
 	// used orders the sessions with subscriptions by their last use (a
 	// subscription, a stream ending), for eviction when MaxSessions hold
 	// some: a session that ends without DELETE (most clients never send
@@ -85,6 +95,9 @@ func New(opts Options) *Hub {
 	}
 	if opts.MaxSubscriptions <= 0 {
 		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if opts.MaxSubscriptionsAll <= 0 {
+		opts.MaxSubscriptionsAll = DefaultMaxSubscriptionsAll
 	}
 	return &Hub{opts: opts, streams: map[*Stream]struct{}{}, perSession: map[string]int{}, subs: map[string]map[string]struct{}{}, used: map[string]uint64{}}
 }
@@ -157,10 +170,10 @@ func (h *Hub) touch(sid string) {
 // evictLocked drops the subscriptions of the least recently used session
 // with no stream open (a live client has one, or receives nothing anyway
 // until it opens one) and reports whether there was one; h.mu is held.
-func (h *Hub) evictLocked() bool {
+func (h *Hub) evictLocked(except string) bool {
 	victim, oldest := "", uint64(0)
 	for sid := range h.subs {
-		if h.perSession[sid] > 0 {
+		if h.perSession[sid] > 0 || sid == except {
 			continue
 		}
 		if u := h.used[sid]; victim == "" || u < oldest {
@@ -170,9 +183,15 @@ func (h *Hub) evictLocked() bool {
 	if victim == "" {
 		return false
 	}
-	delete(h.subs, victim)
-	delete(h.used, victim)
+	h.forgetLocked(victim)
 	return true
+}
+
+// forgetLocked drops every subscription of session sid.
+func (h *Hub) forgetLocked(sid string) {
+	h.total -= len(h.subs[sid])
+	delete(h.subs, sid)
+	delete(h.used, sid)
 }
 
 // Streams returns how many streams are registered.
@@ -186,10 +205,11 @@ func (h *Hub) Streams() int {
 }
 
 // Subscribe records that legacy session sid subscribed (resources/subscribe)
-// to uri. When MaxSessions hold subscriptions, the least recently used
-// one with no stream open loses them to make room; past the bounds (every
-// such session streaming, or MaxSubscriptions for sid) it returns ErrLimit
-// and records nothing. A uri over MaxSubscriptionURI is ErrURITooLong.
+// to uri. When MaxSessions hold subscriptions, or MaxSubscriptionsAll are
+// held, the least recently used session with no stream open (never sid)
+// loses its subscriptions to make room; past the bounds (every such
+// session streaming, or MaxSubscriptions for sid) it returns ErrLimit and
+// records nothing. A uri over MaxSubscriptionURI is ErrURITooLong.
 func (h *Hub) Subscribe(sid, uri string) error {
 	if h == nil {
 		return ErrLimit
@@ -200,17 +220,27 @@ func (h *Hub) Subscribe(sid, uri string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	set := h.subs[sid]
-	if set == nil {
-		if len(h.subs) >= h.opts.MaxSessions && !h.evictLocked() {
+	if _, ok := set[uri]; ok {
+		h.touch(sid)
+		return nil
+	}
+	if len(set) >= h.opts.MaxSubscriptions {
+		return ErrLimit
+	}
+	if set == nil && len(h.subs) >= h.opts.MaxSessions && !h.evictLocked(sid) {
+		return ErrLimit
+	}
+	for h.total >= h.opts.MaxSubscriptionsAll {
+		if !h.evictLocked(sid) {
 			return ErrLimit
 		}
+	}
+	if set == nil {
 		set = map[string]struct{}{}
 		h.subs[sid] = set
 	}
-	if _, ok := set[uri]; !ok && len(set) >= h.opts.MaxSubscriptions {
-		return ErrLimit
-	}
 	set[uri] = struct{}{}
+	h.total++
 	h.touch(sid)
 	return nil
 }
@@ -223,7 +253,10 @@ func (h *Hub) Unsubscribe(sid, uri string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if set := h.subs[sid]; set != nil {
-		delete(set, uri)
+		if _, ok := set[uri]; ok {
+			delete(set, uri)
+			h.total--
+		}
 		if len(set) == 0 {
 			delete(h.subs, sid)
 			delete(h.used, sid)
@@ -238,8 +271,7 @@ func (h *Hub) Forget(sid string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.subs, sid)
-	delete(h.used, sid)
+	h.forgetLocked(sid)
 }
 
 // Publish sends what c calls for to every stream that asked for it. It

@@ -344,3 +344,56 @@ func TestPromptsToolsListChanged(t *testing.T) {
 		t.Errorf("a stream that did not ask got %q", got)
 	}
 }
+
+// TestSubscriptionsAllBound: the subscriptions of all sessions together
+// are bounded (MaxSubscriptionsAll), not only each session's and the
+// number of sessions, whose product allowed a million URIs of up to
+// 8 KiB each. Past the bound the least recently used idle session other
+// than the subscriber's gives way; with none, the subscription is
+// refused. Unsubscribe and Forget give places back.
+func TestSubscriptionsAllBound(t *testing.T) {
+	t.Parallel()
+	h := New(Options{MaxSubscriptionsAll: 3})
+	sub := func(sid, uri string) error { return h.Subscribe(sid, "skill://"+uri+"/SKILL.md") }
+	for _, s := range [][2]string{{"A", "a1"}, {"A", "a2"}, {"B", "b1"}, {"A", "a2"}} {
+		if err := sub(s[0], s[1]); err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+	}
+	// Three held: B is the least recently used (A subscribed a2 again).
+	if err := sub("C", "c1"); err != nil {
+		t.Fatalf("C past the bound with B idle: %v", err)
+	}
+	var b lockedBuf
+	sb := h.Open(Filter{Session: "B"}, &b, nil)
+	defer sb.Close()
+	if err := sub("B", "b1"); err != nil {
+		t.Fatalf("B again: %v", err)
+	}
+	// A (2) and B (1) held, B streams: C's second makes A give way, never
+	// C itself.
+	if err := sub("C", "c2"); err != nil {
+		t.Fatalf("C's second with A idle: %v", err)
+	}
+	var c lockedBuf
+	sc := h.Open(Filter{Session: "C"}, &c, nil)
+	defer sc.Close()
+	// B (1) and C (2) held, both streaming: nothing can give way.
+	if err := sub("D", "d1"); err == nil {
+		t.Error("D subscribed past the bound while every session holding one streams")
+	}
+	if err := sub("C", "c3"); err == nil {
+		t.Error("C's third subscribed past the bound while every other session streams")
+	}
+	h.Unsubscribe("C", "skill://c2/SKILL.md")
+	if err := sub("D", "d1"); err != nil {
+		t.Fatalf("D after an unsubscribe gave a place back: %v", err)
+	}
+	h.Forget("B")
+	if err := sub("D", "d2"); err != nil {
+		t.Fatalf("D after B was forgotten: %v", err)
+	}
+	h.Publish(catalog.Changes{Files: []string{"skill://c1/SKILL.md", "skill://c2/SKILL.md"}})
+	want := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"skill://c1/SKILL.md\"}}\n\n"
+	waitFor(t, func() bool { return c.String() == want })
+}
