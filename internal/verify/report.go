@@ -54,7 +54,9 @@ type Summary struct {
 }
 
 // Report is everything one verification found. Status is the worst status
-// of any check; ExitCode is what Run returns for it.
+// of any check, and fail when the run could not go on (Error: no answer, or
+// authorization required), whatever it had checked so far; ExitCode is
+// what Run returns for it.
 type Report struct {
 	URL             string  `json:"url"`
 	Era             string  `json:"era,omitempty"`
@@ -140,6 +142,11 @@ func (r *Report) finish() {
 	if r.ExitCode == ExitOK && r.Status == StatusFail {
 		r.ExitCode = ExitNonconformant
 	}
+	// A run cut short verified nothing past that point: its verdict is not
+	// ok, even with no check failed (the exit code says why).
+	if r.Error != "" {
+		r.Status = StatusFail
+	}
 }
 
 // writeJSON writes the report as one indented JSON object.
@@ -162,7 +169,11 @@ func (r *Report) writeText(w io.Writer) error {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "  error: %s\n", r.Error)
 	}
-	writeChecks(&b, "server", r.Server)
+	server := worst(r.Server)
+	if r.Error != "" {
+		server = StatusFail // the server was not (all) checked
+	}
+	writeChecks(&b, "server", server, r.Server)
 	for _, it := range r.Skills {
 		writeItem(&b, "skill", it)
 	}
@@ -184,8 +195,8 @@ func writeItem(b *strings.Builder, kind string, it *Item) {
 	}
 }
 
-func writeChecks(b *strings.Builder, label string, cs []Check) {
-	fmt.Fprintf(b, "%-4s %s\n", worst(cs), label)
+func writeChecks(b *strings.Builder, label string, st Status, cs []Check) {
+	fmt.Fprintf(b, "%-4s %s\n", st, label)
 	for _, c := range cs {
 		if c.Status == StatusWarn || c.Status == StatusFail {
 			fmt.Fprintf(b, "       %-4s %s: %s\n", c.Status, c.Name, c.Reason)
