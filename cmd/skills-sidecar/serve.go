@@ -139,6 +139,16 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 		defer stop()
 		plugin = examples.Plugin()
 	}
+	// SIGHUP reloads a plugin folder (reloadOnHangup). It is taken from
+	// here until serve returns, so that one sent during the initial load or
+	// the drain is not the signal's default action, which ends the process
+	// at once, cutting what it still serves.
+	var hup chan os.Signal
+	if cfg.PluginDir != "" {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	// Bound before the sidecar is built: the Host check depends on the
 	// address it listens on (connections wait in the backlog until Serve).
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -155,8 +165,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stdout io.Wr
 	if s.Stdio != nil && os.Getpid() == 1 {
 		go reapOrphans(ctx, s.Stdio.Owns)
 	}
-	if s.Watcher != nil {
-		go reloadOnHangup(ctx, s.Watcher)
+	if s.Watcher != nil && hup != nil {
+		go reloadOnHangup(ctx, hup, s.Watcher)
 	}
 	up, _ := url.Parse(cfg.Upstream) // sidecar.New parsed it
 	ready := newReadiness(up, cfg.AuthGate)
@@ -302,13 +312,12 @@ func displayAddr(a net.Addr) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
-// reloadOnHangup reloads the plugin folder on each SIGHUP until ctx is done,
-// as daemons conventionally do: for a folder whose change no event or poll
-// has seen yet (an image volume, a network file system).
-func reloadOnHangup(ctx context.Context, w *catalog.Watcher) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// reloadOnHangup reloads the plugin folder on each SIGHUP hup receives
+// until ctx is done, as daemons conventionally do: for a folder whose
+// change no event or poll has seen yet (an image volume, a network file
+// system). Its caller keeps hup registered until the process is done, so a
+// SIGHUP while draining is ignored.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, w *catalog.Watcher) {
 	for {
 		select {
 		case <-ctx.Done():
