@@ -324,7 +324,7 @@ func phaseOneWant(upText1, upText2 string) []series {
 		want = append(want, series{"skills_sidecar_stdio_events_total", map[string]string{"event": e}, 0})
 	}
 	// Every table callers share exists, none refused anyone.
-	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions", "bridge_revocations"} {
+	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions", "bridge_revocations", "notify_subscriptions", "notify_streams"} {
 		for _, refusal := range []string{"share", "full"} {
 			want = append(want, series{"skills_sidecar_caller_refusals_total", map[string]string{"table": table, "refusal": refusal}, 0})
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -53,6 +54,9 @@ type Options struct {
 	// notifications/resources/updated to that session (package notify).
 	// Nil leaves those requests to the upstream, as any other.
 	Subscriptions Subscriptions
+	// Callers says whose place of Subscriptions' share a subscription
+	// takes (package caller); nil knows every caller by its address.
+	Callers *caller.Resolver
 	// Serves, when set, reports whether the sidecar answers its own methods
 	// on the modern (true) or legacy (false) era: the upstream speaks that
 	// era, or the era bridge makes it so. A request of an era it does not

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -13,10 +14,11 @@ import (
 // Subscriptions records legacy sessions' subscriptions to the sidecar's own
 // skill URIs; *notify.Hub implements it.
 type Subscriptions interface {
-	// Subscribe records that session sid subscribed to uri; an error means
-	// a bound was reached and nothing was recorded (notify.ErrURITooLong:
-	// the URI's own length).
-	Subscribe(sid, uri string) error
+	// Subscribe records that session sid subscribed to uri for caller
+	// who; an error means a bound was reached and nothing was recorded
+	// (notify.ErrURITooLong: the URI's own length; a *caller.Refusal: who
+	// holds its share of the subscriptions).
+	Subscribe(sid, uri string, who caller.ID) error
 	// Unsubscribe forgets one subscription; an unknown one is no error.
 	Unsubscribe(sid, uri string)
 }
@@ -53,9 +55,16 @@ func (h *Handler) subscribe(msg rewrite.Message, r *http.Request, uri string) ([
 		h.opts.Subscriptions.Unsubscribe(sid, uri)
 		return []byte("{}"), nil
 	}
-	if err := h.opts.Subscriptions.Subscribe(sid, uri); errors.Is(err, notify.ErrURITooLong) {
+	var refused *caller.Refusal
+	if err := h.opts.Subscriptions.Subscribe(sid, uri, h.opts.Callers.Of(r)); errors.Is(err, notify.ErrURITooLong) {
 		return nil, &reply.Error{Status: http.StatusOK, Code: reply.CodeInvalidParams,
 			Message: msg.Method + ": a subscribed URI is at most " + strconv.Itoa(notify.MaxSubscriptionURI) + " bytes"}
+	} else if errors.As(err, &refused) {
+		// Over the caller's share, as every table callers share refuses
+		// it (docs/security.md): 429 with Retry-After, data.reason
+		// caller_share_exhausted; the era bridge refuses a subscription
+		// on its minted sessions so.
+		return nil, refused.Reply()
 	} else if err != nil {
 		// The hub's only error is a bound (notify.ErrLimit); its text
 		// names no secret.

@@ -2,6 +2,7 @@ package methods_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -128,5 +129,53 @@ func TestSubscribeLongURI(t *testing.T) {
 		case tc.code != 0 && (rep.Error == nil || rep.Error.Code != tc.code):
 			t.Errorf("%s: reply %.200s, want error %d", tc.name, w.Body, tc.code)
 		}
+	}
+}
+
+// TestSubscribeShare: the subscriptions of all sessions are a table
+// callers share (package caller): a caller at its share of it is refused
+// as over any other table's share (429, Retry-After, -32603 with
+// data.reason caller_share_exhausted and data.table), and another caller
+// still subscribes.
+func TestSubscribeShare(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sidecartest.WriteTree(t, dir, pluginPDF())
+	snap, err := catalog.Load(dir, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := notify.New(notify.Options{MaxSubscriptionsAll: 4, SharePercent: 25}) // a share of 1
+	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Subscriptions: hub})
+	sub := func(addr, sid, uri string) *httptest.ResponseRecorder {
+		r, msg := localRequest(t, false, "resources/subscribe", map[string]any{"uri": uri})
+		r.RemoteAddr = addr + ":40000"
+		r.Header.Set("Mcp-Session-Id", sid)
+		w := httptest.NewRecorder()
+		if !serveLocal(h, w, r, msg) {
+			t.Fatalf("%s %s: forwarded, want the sidecar's answer", addr, uri)
+		}
+		return w
+	}
+	if w := sub("192.0.2.1", "A", "skill://pdf-processing/SKILL.md"); w.Code != 200 || !strings.Contains(w.Body.String(), `"result":{}`) {
+		t.Fatalf("first subscription: %d %s", w.Code, w.Body)
+	}
+	w := sub("192.0.2.1", "A", "skill://pdf-processing/forms.md")
+	var rep struct {
+		Error *struct {
+			Code int               `json:"code"`
+			Data map[string]string `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil || rep.Error == nil {
+		t.Fatalf("past the share: %d %s, want an error", w.Code, w.Body)
+	}
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" || rep.Error.Code != -32603 ||
+		rep.Error.Data["reason"] != "caller_share_exhausted" || rep.Error.Data["table"] != "notify_subscriptions" {
+		t.Errorf("past the share: %d Retry-After %q %s, want 429 with Retry-After, -32603, caller_share_exhausted of notify_subscriptions",
+			w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if w := sub("192.0.2.2", "B", "skill://pdf-processing/forms.md"); w.Code != 200 || !strings.Contains(w.Body.String(), `"result":{}`) {
+		t.Errorf("another caller: %d %s, want the empty result", w.Code, w.Body)
 	}
 }

@@ -33,9 +33,17 @@
 //     basic/patterns/subscriptions).
 //   - Every registry is bounded (Options); a stream past the bound is not
 //     registered and relays the upstream untouched.
+//   - The subscriptions of all sessions and the streams are tables callers
+//     share (package caller, notify_subscriptions and notify_streams): one
+//     caller holds at most its share of each. A subscriber at its share
+//     makes room from its own idle sessions only, else gets a
+//     *caller.Refusal; a stream past its caller's share relays the
+//     upstream untouched. A session with a stream open never loses its
+//     subscriptions.
 //
 // It must not: log, touch the network or metrics (it reports what it sent
-// and coalesced through Options.Count), or hold a lock while it
+// and coalesced through Options.Count, and its tables count their
+// refusals through the caller.Table they are), or hold a lock while it
 // writes to a client, except the one stream lock that orders that stream's
 // own writes.
 package notify

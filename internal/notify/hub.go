@@ -7,7 +7,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 )
 
 // Defaults for Options fields left zero.
@@ -32,8 +34,20 @@ const (
 	MaxSubscriptionURI = 8 << 10
 )
 
+// The hub's tables shared per caller (package caller): their data.table
+// and metric label.
+const (
+	// TableSubscriptions is the subscriptions of all sessions together
+	// (MaxSubscriptionsAll).
+	TableSubscriptions = "notify_subscriptions"
+	// TableStreams is the streams registered (MaxStreams).
+	TableStreams = "notify_streams"
+)
+
 // ErrLimit reports a subscription past Options.MaxSessions,
-// Options.MaxSubscriptions or Options.MaxSubscriptionsAll.
+// Options.MaxSubscriptions or Options.MaxSubscriptionsAll. A subscriber
+// past its own share of MaxSubscriptionsAll gets a *caller.Refusal
+// instead.
 var ErrLimit = errors.New("notify: subscription limit reached")
 
 // ErrURITooLong reports a subscription to a URI over MaxSubscriptionURI.
@@ -56,6 +70,14 @@ type Options struct {
 	// MaxSubscriptionsAll bounds the subscribed URIs of all sessions
 	// together; 0 means DefaultMaxSubscriptionsAll.
 	MaxSubscriptionsAll int
+	// SharePercent is the part of MaxSubscriptionsAll and of MaxStreams
+	// one caller may hold (caller.Share); 0 means
+	// caller.DefaultSharePercent. The zero caller.ID (a caller nobody
+	// resolved) is held to no share, only to the bounds.
+	SharePercent int
+	// Metrics counts the refusals of those two tables (caller.Table);
+	// nil counts nothing.
+	Metrics *metrics.Metrics
 	// Count, when set, is told of every notification written to a stream
 	// (coalesced false) and of every one folded into one already pending
 	// on a slow stream (coalesced true), by method. It is called with the
@@ -68,12 +90,16 @@ type Options struct {
 // opens no stream.
 type Hub struct {
 	opts Options
+	// subShares and streamShares count the places each caller holds of
+	// the subscriptions of all sessions and of the streams. Their lock is
+	// taken under h.mu, never the other way round.
+	subShares, streamShares *caller.Table
 
 	mu         sync.Mutex
 	streams    map[*Stream]struct{}
 	perSession map[string]int
-	subs       map[string]map[string]struct{} // session → subscribed URIs
-	total      int                            // the URIs in subs, all sessions'
+	subs       map[string]map[string]caller.ID // session → subscribed URI → who subscribed it
+	total      int                             // the URIs in subs, all sessions'
 	// used orders the sessions with subscriptions by their last use (a
 	// subscription, a stream ending), for eviction when MaxSessions hold
 	// some: a session that ends without DELETE (most clients never send
@@ -99,7 +125,11 @@ func New(opts Options) *Hub {
 	if opts.MaxSubscriptionsAll <= 0 {
 		opts.MaxSubscriptionsAll = DefaultMaxSubscriptionsAll
 	}
-	return &Hub{opts: opts, streams: map[*Stream]struct{}{}, perSession: map[string]int{}, subs: map[string]map[string]struct{}{}, used: map[string]uint64{}}
+	return &Hub{opts: opts, streams: map[*Stream]struct{}{}, perSession: map[string]int{}, subs: map[string]map[string]caller.ID{}, used: map[string]uint64{},
+		subShares: caller.NewTable(caller.TableOptions{Name: TableSubscriptions, Cap: opts.MaxSubscriptionsAll,
+			SharePercent: opts.SharePercent, Metrics: opts.Metrics}),
+		streamShares: caller.NewTable(caller.TableOptions{Name: TableStreams, Cap: opts.MaxStreams,
+			SharePercent: opts.SharePercent, Metrics: opts.Metrics})}
 }
 
 // Filter says what one stream receives.
@@ -121,11 +151,16 @@ type Filter struct {
 	// SubscriptionID is a modern stream's listen request id, raw; nil for
 	// a legacy stream. A modern stream receives nothing until MarkAcked.
 	SubscriptionID json.RawMessage
+	// Caller is who opened the stream: it takes a place of that caller's
+	// share of MaxStreams. The zero ID is held to no share.
+	Caller caller.ID
 }
 
 // Open registers a stream with filter f writing to w (flush, when not nil,
 // is called after each write). It returns nil when the hub is nil or a bound
-// is reached; the caller then relays without the sidecar's notifications.
+// is reached, f.Caller's share of MaxStreams among them (a refusal counted
+// in the metrics); the caller then relays without the sidecar's
+// notifications.
 // The caller must Close the stream when it ends.
 func (h *Hub) Open(f Filter, w io.Writer, flush func()) *Stream {
 	if h == nil {
@@ -135,6 +170,9 @@ func (h *Hub) Open(f Filter, w io.Writer, flush func()) *Stream {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.streams) >= h.opts.MaxStreams || (f.Session != "" && h.perSession[f.Session] >= h.opts.MaxStreamsPerSession) {
+		return nil
+	}
+	if f.Caller != (caller.ID{}) && h.streamShares.Acquire(f.Caller, nil) != nil {
 		return nil
 	}
 	h.streams[s] = struct{}{}
@@ -151,6 +189,9 @@ func (h *Hub) remove(s *Stream) {
 		return
 	}
 	delete(h.streams, s)
+	if s.f.Caller != (caller.ID{}) {
+		h.streamShares.Release(s.f.Caller)
+	}
 	if sid := s.f.Session; sid != "" {
 		if h.perSession[sid]--; h.perSession[sid] <= 0 {
 			delete(h.perSession, sid)
@@ -169,11 +210,16 @@ func (h *Hub) touch(sid string) {
 
 // evictLocked drops the subscriptions of the least recently used session
 // with no stream open (a live client has one, or receives nothing anyway
-// until it opens one) and reports whether there was one; h.mu is held.
-func (h *Hub) evictLocked(except string) bool {
+// until it opens one), never except, and, when own is set, one holding
+// some of who's subscriptions; it reports whether there was one. h.mu is
+// held.
+func (h *Hub) evictLocked(except string, who caller.ID, own bool) bool {
 	victim, oldest := "", uint64(0)
-	for sid := range h.subs {
+	for sid, set := range h.subs {
 		if h.perSession[sid] > 0 || sid == except {
+			continue
+		}
+		if own && !holds(set, who) {
 			continue
 		}
 		if u := h.used[sid]; victim == "" || u < oldest {
@@ -187,8 +233,22 @@ func (h *Hub) evictLocked(except string) bool {
 	return true
 }
 
-// forgetLocked drops every subscription of session sid.
+// holds reports whether who subscribed any of set.
+func holds(set map[string]caller.ID, who caller.ID) bool {
+	for _, id := range set {
+		if id == who {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetLocked drops every subscription of session sid, giving each
+// subscriber's place back.
 func (h *Hub) forgetLocked(sid string) {
+	for _, who := range h.subs[sid] {
+		h.release(who)
+	}
 	h.total -= len(h.subs[sid])
 	delete(h.subs, sid)
 	delete(h.used, sid)
@@ -204,13 +264,23 @@ func (h *Hub) Streams() int {
 	return len(h.streams)
 }
 
+// release gives back a place of who's share of the subscriptions.
+func (h *Hub) release(who caller.ID) {
+	if who != (caller.ID{}) {
+		h.subShares.Release(who)
+	}
+}
+
 // Subscribe records that legacy session sid subscribed (resources/subscribe)
-// to uri. When MaxSessions hold subscriptions, or MaxSubscriptionsAll are
-// held, the least recently used session with no stream open (never sid)
-// loses its subscriptions to make room; past the bounds (every such
-// session streaming, or MaxSubscriptions for sid) it returns ErrLimit and
-// records nothing. A uri over MaxSubscriptionURI is ErrURITooLong.
-func (h *Hub) Subscribe(sid, uri string) error {
+// to uri, for caller who. When MaxSessions hold subscriptions, or
+// MaxSubscriptionsAll are held, the least recently used session with no
+// stream open (never sid) loses its subscriptions to make room; past the
+// bounds (every such session streaming, or MaxSubscriptions for sid) it
+// returns ErrLimit and records nothing. When who holds its share of
+// MaxSubscriptionsAll, the least recently used such session of its own
+// gives way, and with none it is refused: a *caller.Refusal (not Full),
+// counted in the metrics. A uri over MaxSubscriptionURI is ErrURITooLong.
+func (h *Hub) Subscribe(sid, uri string, who caller.ID) error {
 	if h == nil {
 		return ErrLimit
 	}
@@ -227,19 +297,32 @@ func (h *Hub) Subscribe(sid, uri string) error {
 	if len(set) >= h.opts.MaxSubscriptions {
 		return ErrLimit
 	}
-	if set == nil && len(h.subs) >= h.opts.MaxSessions && !h.evictLocked(sid) {
+	if who != (caller.ID{}) {
+		// The share first: a caller at its own gives up its own places,
+		// never another's. makeRoom runs here, with h.mu held.
+		err := h.subShares.Acquire(who, func(own bool) bool { return h.evictLocked(sid, who, own) })
+		var r *caller.Refusal
+		if errors.As(err, &r) && !r.Full {
+			return r
+		} else if err != nil {
+			return ErrLimit
+		}
+	}
+	if set == nil && len(h.subs) >= h.opts.MaxSessions && !h.evictLocked(sid, who, false) {
+		h.release(who)
 		return ErrLimit
 	}
 	for h.total >= h.opts.MaxSubscriptionsAll {
-		if !h.evictLocked(sid) {
+		if !h.evictLocked(sid, who, false) {
+			h.release(who)
 			return ErrLimit
 		}
 	}
 	if set == nil {
-		set = map[string]struct{}{}
+		set = map[string]caller.ID{}
 		h.subs[sid] = set
 	}
-	set[uri] = struct{}{}
+	set[uri] = who
 	h.total++
 	h.touch(sid)
 	return nil
@@ -253,9 +336,10 @@ func (h *Hub) Unsubscribe(sid, uri string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if set := h.subs[sid]; set != nil {
-		if _, ok := set[uri]; ok {
+		if who, ok := set[uri]; ok {
 			delete(set, uri)
 			h.total--
+			h.release(who)
 		}
 		if len(set) == 0 {
 			delete(h.subs, sid)

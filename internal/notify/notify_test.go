@@ -3,12 +3,15 @@ package notify
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
@@ -145,7 +148,7 @@ func TestFilters(t *testing.T) {
 	defer sa.Close()
 	defer sb.Close()
 	defer sm.Close()
-	if err := h.Subscribe("A", "skill://x/SKILL.md"); err != nil {
+	if err := h.Subscribe("A", "skill://x/SKILL.md", caller.ID{}); err != nil {
 		t.Fatal(err)
 	}
 	h.Publish(catalog.Changes{Skills: true, Agents: true, Files: []string{"skill://x/SKILL.md", "skill://y/SKILL.md"}})
@@ -197,25 +200,25 @@ func TestBounds(t *testing.T) {
 		t.Errorf("Streams() = %d after a Close, want 1", got)
 	}
 	h.Publish(catalog.Changes{Skills: true})
-	if err := h.Subscribe("A", "u1"); err != nil {
+	if err := h.Subscribe("A", "u1", caller.ID{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Subscribe("A", "u2"); err == nil {
+	if err := h.Subscribe("A", "u2", caller.ID{}); err == nil {
 		t.Error("a second URI subscribed past MaxSubscriptions 1")
 	}
 	// At MaxSessions, a session with no stream open (A's was closed: a
 	// client gone without DELETE) gives up its place (found in review:
 	// such sessions kept their places for ever, and past 4096 of them no
 	// session could subscribe).
-	if err := h.Subscribe("B", "u1"); err != nil {
+	if err := h.Subscribe("B", "u1", caller.ID{}); err != nil {
 		t.Errorf("B subscribing past MaxSessions 1 while A has no stream: %v, want A's place", err)
 	}
 	// B streams (s2): nothing is taken from it.
-	if err := h.Subscribe("C", "u1"); err == nil {
+	if err := h.Subscribe("C", "u1", caller.ID{}); err == nil {
 		t.Error("C subscribed past MaxSessions 1 while the session holding the place streams")
 	}
 	h.Forget("B")
-	if err := h.Subscribe("C", "u1"); err != nil {
+	if err := h.Subscribe("C", "u1", caller.ID{}); err != nil {
 		t.Errorf("Subscribe after Forget freed the place: %v", err)
 	}
 	var nilHub *Hub
@@ -263,7 +266,7 @@ func TestCount(t *testing.T) {
 	var w lockedBuf
 	s := h.Open(Filter{Session: "A", ResourcesListChanged: true}, &w, nil)
 	defer s.Close()
-	if err := h.Subscribe("A", "skill://x/a.md"); err != nil {
+	if err := h.Subscribe("A", "skill://x/a.md", caller.ID{}); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = s.Write([]byte("data: {\"upstream\":")) // an event left open: nothing may be inserted
@@ -292,12 +295,12 @@ func TestIdleSubscriptionsMakeRoom(t *testing.T) {
 	t.Parallel()
 	h := New(Options{MaxSessions: 2})
 	for _, sub := range [][2]string{{"A", "skill://a/SKILL.md"}, {"B", "skill://b/SKILL.md"}, {"A", "skill://a/x.md"}} {
-		if err := h.Subscribe(sub[0], sub[1]); err != nil {
+		if err := h.Subscribe(sub[0], sub[1], caller.ID{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// B is now the least recently used: C takes its place, not A's.
-	if err := h.Subscribe("C", "skill://c/SKILL.md"); err != nil {
+	if err := h.Subscribe("C", "skill://c/SKILL.md", caller.ID{}); err != nil {
 		t.Fatalf("C past MaxSessions 2 with two idle sessions: %v", err)
 	}
 	var a, b lockedBuf
@@ -313,10 +316,10 @@ func TestIdleSubscriptionsMakeRoom(t *testing.T) {
 	}
 	// Every session with subscriptions now streams or is C: with A and B
 	// streaming, only C (idle) can give way.
-	if err := h.Subscribe("B", "skill://b/SKILL.md"); err != nil {
+	if err := h.Subscribe("B", "skill://b/SKILL.md", caller.ID{}); err != nil {
 		t.Fatalf("B again, C idle: %v", err)
 	}
-	if err := h.Subscribe("D", "skill://d/SKILL.md"); err == nil {
+	if err := h.Subscribe("D", "skill://d/SKILL.md", caller.ID{}); err == nil {
 		t.Error("D subscribed while every session holding a place streams")
 	}
 }
@@ -354,7 +357,7 @@ func TestPromptsToolsListChanged(t *testing.T) {
 func TestSubscriptionsAllBound(t *testing.T) {
 	t.Parallel()
 	h := New(Options{MaxSubscriptionsAll: 3})
-	sub := func(sid, uri string) error { return h.Subscribe(sid, "skill://"+uri+"/SKILL.md") }
+	sub := func(sid, uri string) error { return h.Subscribe(sid, "skill://"+uri+"/SKILL.md", caller.ID{}) }
 	for _, s := range [][2]string{{"A", "a1"}, {"A", "a2"}, {"B", "b1"}, {"A", "a2"}} {
 		if err := sub(s[0], s[1]); err != nil {
 			t.Fatalf("%v: %v", s, err)
@@ -396,4 +399,85 @@ func TestSubscriptionsAllBound(t *testing.T) {
 	h.Publish(catalog.Changes{Files: []string{"skill://c1/SKILL.md", "skill://c2/SKILL.md"}})
 	want := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"skill://c1/SKILL.md\"}}\n\n"
 	waitFor(t, func() bool { return c.String() == want })
+}
+
+// callerAt is the caller the zero Resolver makes of a client at addr.
+func callerAt(addr string) caller.ID {
+	return (*caller.Resolver)(nil).Of(&http.Request{RemoteAddr: addr + ":1", Header: http.Header{}})
+}
+
+// TestCallerShares: one caller holds at most its share of the
+// subscriptions of all sessions and of the streams, and others still get
+// places (found in review: one client could subscribe 4096 URIs over its
+// own sessions, or open 4096 streams, and leave no other any).
+func TestCallerShares(t *testing.T) {
+	t.Parallel()
+	h := New(Options{MaxSubscriptionsAll: 8, MaxStreams: 8, SharePercent: 25}) // a share of 2
+	a, b := callerAt("192.0.2.1"), callerAt("192.0.2.2")
+	sub := func(sid, uri string, who caller.ID) error { return h.Subscribe(sid, "skill://"+uri+"/SKILL.md", who) }
+	isShare := func(err error, table string) bool {
+		var r *caller.Refusal
+		return errors.As(err, &r) && !r.Full && r.Table == table && r.Reason() == "caller_share_exhausted"
+	}
+
+	// Streams: A opens two, its share; a third is refused, B's is not.
+	var a1, w lockedBuf
+	s1 := h.Open(Filter{Session: "A1", Caller: a}, &a1, nil)
+	s2 := h.Open(Filter{Session: "A2", Caller: a}, &w, nil)
+	if s1 == nil || s2 == nil {
+		t.Fatal("A's streams within its share refused")
+	}
+	defer s2.Close()
+	if s := h.Open(Filter{Session: "A5", Caller: a}, &w, nil); s != nil {
+		t.Error("A's third stream registered past its share of 2")
+	}
+	sb := h.Open(Filter{Session: "B1", Caller: b}, &w, nil)
+	if sb == nil {
+		t.Fatal("B's stream refused while A holds its share")
+	}
+	defer sb.Close()
+
+	// Subscriptions: A1 and A2 stream, so neither gives its place up.
+	if err := sub("A1", "a1", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub("A2", "a2", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub("A1", "a3", a); !isShare(err, "notify_subscriptions") {
+		t.Fatalf("A's third subscription: %v, want a share refusal of notify_subscriptions", err)
+	}
+	if err := sub("A3", "a3", a); !isShare(err, "notify_subscriptions") {
+		t.Fatalf("A3 past A's share, every own session streaming: %v, want a share refusal", err)
+	}
+	if err := sub("B1", "b1", b); err != nil {
+		t.Fatalf("B refused while A holds its share: %v", err)
+	}
+	if err := sub("B2", "b2", b); err != nil {
+		t.Fatalf("B's second refused: %v", err)
+	}
+	h.Unsubscribe("A2", "skill://a2/SKILL.md")
+	if err := sub("A3", "a3", a); err != nil {
+		t.Fatalf("A3 after an unsubscribe gave A a place back: %v", err)
+	}
+	// A at its share again: its own idle session (A3) gives way, not B2
+	// (idle, but B's), nor A1 (streaming).
+	if err := sub("A4", "a4", a); err != nil {
+		t.Fatalf("A4 with A's own A3 idle: %v", err)
+	}
+	// B at its share: its own idle B2 gives way.
+	if err := sub("B3", "b3", b); err != nil {
+		t.Fatalf("B's third with B's own B2 idle: %v", err)
+	}
+	h.Publish(catalog.Changes{Files: []string{"skill://a1/SKILL.md"}})
+	want := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"skill://a1/SKILL.md\"}}\n\n"
+	waitFor(t, func() bool { return a1.String() == want })
+
+	// A stream closed gives its place back.
+	s1.Close()
+	s5 := h.Open(Filter{Session: "A5", Caller: a}, &w, nil)
+	if s5 == nil {
+		t.Fatal("A's stream refused after one of its two closed")
+	}
+	s5.Close()
 }

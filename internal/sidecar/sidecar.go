@@ -139,7 +139,6 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	// One hub for the sidecar's own change notifications: the catalog
 	// publishes into it, the proxy's streams read from it.
 	s := &Sidecar{Metrics: metrics.New(reg, o.Version)}
-	s.Notify = notify.New(notify.Options{Count: s.Metrics.Notification})
 	trusted, err := cfg.TrustedProxyPrefixes()
 	if err != nil {
 		return nil, fmt.Errorf("trusted-proxies: %w", err)
@@ -148,6 +147,8 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	if cfg.AuthGate == "upstream" {
 		s.Callers.Credentials = cfg.AuthHeaderList()
 	}
+	// Its subscriptions and streams are tables callers share.
+	s.Notify = notify.New(notify.Options{Count: s.Metrics.Notification, SharePercent: s.SharePercent, Metrics: s.Metrics})
 	if err := s.startCatalog(ctx, cfg, o); err != nil {
 		return nil, err
 	}
@@ -213,6 +214,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 	mo := methods.Options{
 		Overlay:          s.Overlay,
 		Subscriptions:    s.Notify,
+		Callers:          s.Callers,
 		Snapshot:         s.Snapshot,
 		PageSize:         cfg.PageSize,
 		TTLMs:            cfg.CacheTTLMs,
