@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 )
 
 // A standalone GET stream spends its life waiting, and while a handler
@@ -83,7 +85,7 @@ func (p *Proxy) detach(w http.ResponseWriter, resp *http.Response, mt string, d 
 	p.detached.Add(1)
 	go func() {
 		defer p.detached.Done()
-		pl.err = p.pump(conn, head, resp.Body, d.cancel, pl.session)
+		pl.err = p.pump(conn, head, resp.Body, d.cancel, pl.session, pl.who)
 		p.record(pl, routeUpstream, http.StatusOK) // its duration is the stream's life
 	}()
 	return true
@@ -116,7 +118,7 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // a last chunk, so the client sees a broken stream, not a finished one,
 // and is returned for the request's log line; a client that left is not an
 // error.
-func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel context.CancelFunc, session string) error {
+func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel context.CancelFunc, session string, who caller.ID) error {
 	defer conn.Close()
 	defer cancel()
 	defer body.Close()
@@ -142,7 +144,7 @@ func (p *Proxy) pump(conn net.Conn, head []byte, body io.ReadCloser, cancel cont
 		return nil
 	}
 	cw := &chunkWriter{conn: conn, send: send}
-	out, end := p.withNotify(cw, session)
+	out, end := p.withNotify(cw, session, who)
 	err := copyBody(out, body, nil, eachRead, p.buffers)
 	end() // nothing more of the sidecar's goes after the stream's end
 	switch {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -69,12 +70,13 @@ func (p *Proxy) planListen(msg rewrite.Message) *listenPlan {
 	return &listenPlan{honoured: h}
 }
 
-// listenFilter is the notify filter of a listen stream.
-func listenFilter(pl *plan) notify.Filter {
+// listenFilter is the notify filter of a listen stream of who's, which
+// takes a place of who's share of the hub's streams.
+func listenFilter(pl *plan, who caller.ID) notify.Filter {
 	h := pl.listen.honoured
 	return notify.Filter{ResourcesListChanged: h.ResourcesListChanged, AgentsListChanged: h.AgentsListChanged,
 		PromptsListChanged: h.PromptsListChanged, ToolsListChanged: h.ToolsListChanged,
-		URIs: h.ResourceSubscriptions, SubscriptionID: pl.id}
+		URIs: h.ResourceSubscriptions, SubscriptionID: pl.id, Caller: who}
 }
 
 // sseData frames one JSON-RPC message as an SSE event with no id: line.
@@ -151,7 +153,7 @@ func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, re
 	case !ours:
 		s = passThrough{w: w, flush: flush}
 	default:
-		if ns := p.opts.Notify.Open(listenFilter(pl), w, flush); ns != nil {
+		if ns := p.opts.Notify.Open(listenFilter(pl, p.opts.Callers.Of(r)), w, flush); ns != nil {
 			s = ns
 		}
 	}
@@ -331,7 +333,7 @@ func (p *Proxy) serveListenAlone(w http.ResponseWriter, r *http.Request, pl *pla
 	if f != nil {
 		flush = f.Flush
 	}
-	s := p.opts.Notify.Open(listenFilter(pl), w, flush)
+	s := p.opts.Notify.Open(listenFilter(pl, p.opts.Callers.Of(r)), w, flush)
 	if s == nil {
 		writeError(w, pl.id, &reply.Error{Status: http.StatusOK, Code: reply.CodeInternalError, Message: "too many open streams: subscriptions/listen not served"})
 		return

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 )
 
@@ -15,11 +16,12 @@ import (
 // the list_changed notifications of what the sidecar adds (unsolicited on
 // the legacy wire, as the upstream's own are: resources and agents, and
 // prompts and tools when the declaration adds them) and resources/updated
-// for the session's subscriptions.
-func (p *Proxy) legacyFilter(sid string) notify.Filter {
+// for the session's subscriptions. The stream takes a place of who's
+// share of the hub's streams.
+func (p *Proxy) legacyFilter(sid string, who caller.ID) notify.Filter {
 	d := p.opts.Declaration
 	return notify.Filter{Session: sid, ResourcesListChanged: true, AgentsListChanged: true,
-		PromptsListChanged: d.Prompts, ToolsListChanged: d.Tools}
+		PromptsListChanged: d.Prompts, ToolsListChanged: d.Tools, Caller: who}
 }
 
 // notifyWriter is the http.ResponseWriter copyBody writes a GET stream
@@ -34,8 +36,9 @@ func (w notifyWriter) Flush()                      { w.s.Flush() }
 
 // withNotify returns w wrapped for the session's notifications, and the
 // function that ends them, or w itself and a no-op when there are none
-// (no hub, no session, or a bound reached).
-func (p *Proxy) withNotify(w http.ResponseWriter, sid string) (http.ResponseWriter, func()) {
+// (no hub, no session, or a bound reached: who's share of the streams
+// among them).
+func (p *Proxy) withNotify(w http.ResponseWriter, sid string, who caller.ID) (http.ResponseWriter, func()) {
 	if p.opts.Notify == nil || sid == "" {
 		return w, func() {}
 	}
@@ -43,7 +46,7 @@ func (p *Proxy) withNotify(w http.ResponseWriter, sid string) (http.ResponseWrit
 	if f, ok := w.(http.Flusher); ok {
 		flush = f.Flush
 	}
-	s := p.opts.Notify.Open(p.legacyFilter(sid), w, flush)
+	s := p.opts.Notify.Open(p.legacyFilter(sid, who), w, flush)
 	if s == nil {
 		return w, func() {}
 	}
@@ -71,7 +74,7 @@ func (p *Proxy) serveOwnStream(w http.ResponseWriter, r *http.Request, sid strin
 	if f != nil {
 		flush = f.Flush
 	}
-	s := p.opts.Notify.Open(p.legacyFilter(sid), w, flush)
+	s := p.opts.Notify.Open(p.legacyFilter(sid, p.opts.Callers.Of(r)), w, flush)
 	if s == nil {
 		return false
 	}

@@ -82,6 +82,9 @@ type Options struct {
 	// subscriptions/listen stream whose filter asks for what the sidecar
 	// honours (listen.go). Nil sends none.
 	Notify *notify.Hub
+	// Callers says whose place of the hub's streams a stream takes
+	// (package caller); nil knows every caller by its address.
+	Callers *caller.Resolver
 	// AdmitStream, when set, is asked before the sidecar serves a legacy
 	// session its own notification stream (an upstream that answered the
 	// GET with 405 did not say whose the session is): nil admits the
@@ -608,6 +611,7 @@ type plan struct {
 	handshake []json.RawMessage   // ids of initialize/server/discover requests
 	kind      kind
 	session   string      // a standalone GET's Mcp-Session-Id, for notify.go
+	who       caller.ID   // a detached GET stream's caller, for notify.go
 	listen    *listenPlan // a subscriptions/listen the sidecar honours part of (listen.go)
 	// detached says what became of a GET stream, not what it is: relayed
 	// off its handler (detach.go), which records it.

@@ -216,13 +216,18 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, pl *plan, body []b
 		p.relayListen(w, r, pl, resp, mt)
 		return
 	}
+	if detach != nil && p.opts.Notify != nil && pl.session != "" {
+		// Whose place of the hub's streams a detached stream takes: its
+		// relay outlives r.
+		pl.who = p.opts.Callers.Of(r)
+	}
 	if detach != nil && p.detach(w, resp, mt, detach) {
 		return
 	}
 	defer resp.Body.Close()
 	if pl.get() && resp.StatusCode == http.StatusOK && mt == "text/event-stream" {
 		var end func()
-		w, end = p.withNotify(w, pl.session)
+		w, end = p.withNotify(w, pl.session, p.opts.Callers.Of(r))
 		defer end()
 	}
 

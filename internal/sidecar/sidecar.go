@@ -266,6 +266,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		Metrics:            s.Metrics,
 		OnResourcesChanged: s.onResourcesChanged(),
 		Notify:             s.Notify,
+		Callers:            s.Callers,
 		OwnsURI:            s.Methods.OwnsURI,
 		Declaration:        decl,
 		Logger:             o.Logger,
