@@ -33,13 +33,6 @@ func TestOwnStreamOnlyForTheSessionsCaller(t *testing.T) {
 		"agents/triage.md":      "---\nname: triage\ndescription: Sorts.\n---\nSort.\n",
 	})
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
-	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
-		id, ok := map[string]string{"alice-token": "alice", "bob-token": "bob"}[tok]
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: id, Expiration: time.Now().Add(time.Hour)}, nil
-	}
 	inner := testupstream.Handler(s, nil)
 	noGET := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
@@ -48,7 +41,7 @@ func TestOwnStreamOnlyForTheSessionsCaller(t *testing.T) {
 		}
 		inner.ServeHTTP(w, r)
 	})
-	up := testupstream.ServeHandler(t, auth.RequireBearerToken(verify, nil)(noGET))
+	up := testupstream.ServeHandler(t, auth.RequireBearerToken(aliceOrBob, nil)(noGET))
 	endpoint := startFolder(t, up.URL+"/mcp", root, func(c *config.Config) { c.AuthGate = "upstream" })
 
 	status, hdr, body := sidecartest.Call(t, endpoint, sidecartest.Initialize, map[string]string{"Authorization": "Bearer alice-token"})
@@ -79,4 +72,14 @@ func TestOwnStreamOnlyForTheSessionsCaller(t *testing.T) {
 	if got := get("alice-token"); got != http.StatusOK {
 		t.Errorf("alice's GET = HTTP %d, want the sidecar's own stream", got)
 	}
+}
+
+// aliceOrBob verifies the bearer tokens of two users of a go-sdk upstream
+// that binds each session to the user who opened it.
+func aliceOrBob(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+	id, ok := map[string]string{"alice-token": "alice", "bob-token": "bob"}[tok]
+	if !ok {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{UserID: id, Expiration: time.Now().Add(time.Hour)}, nil
 }

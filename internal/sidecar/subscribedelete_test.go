@@ -37,15 +37,7 @@ func TestRefusedDeleteKeepsSubscriptions(t *testing.T) {
 	}
 	swap := kubeletPlugin(t, root, v1)
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
-	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
-		users := map[string]string{"alice-token": "alice", "bob-token": "bob"}
-		id, ok := users[tok]
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: id, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	up := testupstream.ServeHandler(t, auth.RequireBearerToken(verify, nil)(testupstream.Handler(s, nil)))
+	up := testupstream.ServeHandler(t, auth.RequireBearerToken(aliceOrBob, nil)(testupstream.Handler(s, nil)))
 	endpoint := startFolder(t, up.URL+"/mcp", root, func(c *config.Config) {
 		c.AuthGate = "upstream"
 		c.PollInterval = 200 * time.Millisecond
