@@ -18,14 +18,7 @@ import (
 // which it leaves to the upstream.
 func TestSubscribeBoundaries(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	sidecartest.WriteTree(t, dir, pluginPDF())
-	snap, err := catalog.Load(dir, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub := notify.New(notify.Options{MaxSubscriptions: 1})
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Subscriptions: hub})
+	h := subscribeHandler(t, notify.Options{MaxSubscriptions: 1})
 	const uri = "skill://pdf-processing/SKILL.md"
 	for _, tc := range []struct {
 		name    string
@@ -62,23 +55,7 @@ func TestSubscribeBoundaries(t *testing.T) {
 			}
 			continue
 		}
-		var rep struct {
-			ID     int             `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Code int `json:"code"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil || rep.ID != 1 {
-			t.Errorf("%s: reply %q is not a JSON-RPC reply to id 1", tc.name, w.Body)
-			continue
-		}
-		switch {
-		case tc.code == 0 && (rep.Error != nil || string(rep.Result) != "{}"):
-			t.Errorf("%s: reply %s, want the empty result", tc.name, w.Body)
-		case tc.code != 0 && (rep.Error == nil || rep.Error.Code != tc.code):
-			t.Errorf("%s: reply %s, want error %d", tc.name, w.Body, tc.code)
-		}
+		checkEmptyOrCode(t, tc.name, w.Body.Bytes(), tc.code)
 	}
 }
 
@@ -89,14 +66,7 @@ func TestSubscribeBoundaries(t *testing.T) {
 // nowhere; one at the bound is accepted.
 func TestSubscribeLongURI(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	sidecartest.WriteTree(t, dir, pluginPDF())
-	snap, err := catalog.Load(dir, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub := notify.New(notify.Options{})
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Subscriptions: hub})
+	h := subscribeHandler(t, notify.Options{})
 	const prefix = "skill://pdf-processing/"
 	at := prefix + strings.Repeat("a", 8<<10-len(prefix))
 	for _, tc := range []struct {
@@ -114,21 +84,7 @@ func TestSubscribeLongURI(t *testing.T) {
 		if !serveLocal(h, w, r, msg) {
 			t.Fatalf("%s: forwarded, want the sidecar's answer", tc.name)
 		}
-		var rep struct {
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Code int `json:"code"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil {
-			t.Fatalf("%s: reply %.200q: %v", tc.name, w.Body, err)
-		}
-		switch {
-		case tc.code == 0 && (rep.Error != nil || string(rep.Result) != "{}"):
-			t.Errorf("%s: reply %.200s, want the empty result", tc.name, w.Body)
-		case tc.code != 0 && (rep.Error == nil || rep.Error.Code != tc.code):
-			t.Errorf("%s: reply %.200s, want error %d", tc.name, w.Body, tc.code)
-		}
+		checkEmptyOrCode(t, tc.name, w.Body.Bytes(), tc.code)
 	}
 }
 
@@ -139,14 +95,7 @@ func TestSubscribeLongURI(t *testing.T) {
 // still subscribes.
 func TestSubscribeShare(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	sidecartest.WriteTree(t, dir, pluginPDF())
-	snap, err := catalog.Load(dir, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub := notify.New(notify.Options{MaxSubscriptionsAll: 4, SharePercent: 25}) // a share of 1
-	h := methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Subscriptions: hub})
+	h := subscribeHandler(t, notify.Options{MaxSubscriptionsAll: 4, SharePercent: 25}) // a share of 1
 	sub := func(addr, sid, uri string) *httptest.ResponseRecorder {
 		r, msg := localRequest(t, false, "resources/subscribe", map[string]any{"uri": uri})
 		r.RemoteAddr = addr + ":40000"
@@ -177,5 +126,39 @@ func TestSubscribeShare(t *testing.T) {
 	}
 	if w := sub("192.0.2.2", "B", "skill://pdf-processing/forms.md"); w.Code != 200 || !strings.Contains(w.Body.String(), `"result":{}`) {
 		t.Errorf("another caller: %d %s, want the empty result", w.Code, w.Body)
+	}
+}
+
+// subscribeHandler is a Handler over the PDF plugin whose subscriptions
+// go to a hub with opts.
+func subscribeHandler(t *testing.T, opts notify.Options) *methods.Handler {
+	t.Helper()
+	dir := t.TempDir()
+	sidecartest.WriteTree(t, dir, pluginPDF())
+	snap, err := catalog.Load(dir, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return methods.New(methods.Options{Snapshot: func() *catalog.Snapshot { return snap }, Subscriptions: notify.New(opts)})
+}
+
+// checkEmptyOrCode checks that body is a JSON-RPC reply to id 1: the
+// empty result when code is 0, else an error with that code.
+func checkEmptyOrCode(t *testing.T, name string, body []byte, code int) {
+	t.Helper()
+	var rep struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	switch {
+	case json.Unmarshal(body, &rep) != nil || rep.ID != 1:
+		t.Errorf("%s: reply %.200q is not a JSON-RPC reply to id 1", name, body)
+	case code == 0 && (rep.Error != nil || string(rep.Result) != "{}"):
+		t.Errorf("%s: reply %.200s, want the empty result", name, body)
+	case code != 0 && (rep.Error == nil || rep.Error.Code != code):
+		t.Errorf("%s: reply %.200s, want error %d", name, body, code)
 	}
 }
