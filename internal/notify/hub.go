@@ -342,8 +342,7 @@ func (h *Hub) Unsubscribe(sid, uri string) {
 			h.release(who)
 		}
 		if len(set) == 0 {
-			delete(h.subs, sid)
-			delete(h.used, sid)
+			h.forgetLocked(sid)
 		}
 	}
 }
