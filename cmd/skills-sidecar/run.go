@@ -59,8 +59,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	case "install-self":
 		return runInstallSelf(args, stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, versionString())
-		return exitOK
+		return runVersion(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		fmt.Fprint(stdout, "\nFlags of serve (each is also an environment variable and a pod annotation; see docs/configuration.md):\n")
@@ -112,6 +111,22 @@ func getenvFrom(environ []string) func(string) string {
 		}
 		return ""
 	}
+}
+
+// runVersion prints the version. It takes no argument, and refuses one
+// as every other command refuses what it does not take.
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	const use = "Usage: skills-sidecar version\n\nPrints the version and the commit it was built from.\n"
+	switch {
+	case len(args) == 0:
+		fmt.Fprintln(stdout, versionString())
+		return exitOK
+	case len(args) == 1 && isHelp(args[0]):
+		fmt.Fprint(stdout, use)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "skills-sidecar version: unexpected argument %q\n\n%s", args[0], use)
+	return exitUsage
 }
 
 func versionString() string {

@@ -26,6 +26,8 @@ func TestRunCommands(t *testing.T) {
 		out, errOut string
 	}{
 		{name: "version", args: []string{"version"}, code: 0, out: "skills-sidecar "},
+		{name: "version refuses an argument", args: []string{"version", "extra"}, code: 2, errOut: `version: unexpected argument "extra"`},
+		{name: "version help", args: []string{"version", "-h"}, code: 0, out: "Usage: skills-sidecar version\n"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, errOut: `unknown command "frobnicate"`},
 		{name: "unknown flag", args: []string{"--upstreem", "http://x"}, code: 2, errOut: "flag --upstreem: unknown flag (did you mean --upstream?)"},
 		{name: "unknown flag after a good one", args: []string{"serve", "--listen", "127.0.0.1:0", "-plugin-dri=x"}, code: 2, errOut: "did you mean --plugin-dir?"},
