@@ -158,9 +158,9 @@ type Filter struct {
 
 // Open registers a stream with filter f writing to w (flush, when not nil,
 // is called after each write). It returns nil when the hub is nil or a bound
-// is reached, f.Caller's share of MaxStreams among them (a refusal counted
-// in the metrics); the caller then relays without the sidecar's
-// notifications.
+// is reached: MaxStreams and f.Caller's share of it are the notify_streams
+// table's refusals (full and share), counted in the metrics; the caller
+// then relays without the sidecar's notifications.
 // The caller must Close the stream when it ends.
 func (h *Hub) Open(f Filter, w io.Writer, flush func()) *Stream {
 	if h == nil {
@@ -169,10 +169,20 @@ func (h *Hub) Open(f Filter, w io.Writer, flush func()) *Stream {
 	s := &Stream{hub: h, f: f, w: w, flush: flush, acked: f.SubscriptionID == nil}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.streams) >= h.opts.MaxStreams || (f.Session != "" && h.perSession[f.Session] >= h.opts.MaxStreamsPerSession) {
+	if f.Session != "" && h.perSession[f.Session] >= h.opts.MaxStreamsPerSession {
 		return nil
 	}
-	if f.Caller != (caller.ID{}) && h.streamShares.Acquire(f.Caller, nil) != nil {
+	// The table first, as Subscribe asks it: its cap is MaxStreams, so it
+	// is the one that finds the streams full and counts the refusal. The
+	// hub's own bound then holds the streams of no caller too.
+	who := f.Caller != (caller.ID{})
+	if who && h.streamShares.Acquire(f.Caller, nil) != nil {
+		return nil
+	}
+	if len(h.streams) >= h.opts.MaxStreams {
+		if who {
+			h.streamShares.Release(f.Caller)
+		}
 		return nil
 	}
 	h.streams[s] = struct{}{}

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
@@ -480,4 +483,60 @@ func TestCallerShares(t *testing.T) {
 		t.Fatal("A's stream refused after one of its two closed")
 	}
 	s5.Close()
+}
+
+// TestStreamsFullCounted: a stream refused because the streams table is
+// full is counted as that table's full refusal in caller_refusals_total,
+// as docs/security.md promises of every shared table, and one refused over
+// its caller's share as a share refusal (found in review: the hub's own
+// bound refused first, uncounted, so refusal="full" of notify_streams
+// never moved).
+func TestStreamsFullCounted(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	h := New(Options{MaxStreams: 4, SharePercent: 50, Metrics: metrics.New(reg, "test")}) // a share of 2
+	var w lockedBuf
+	for i, addr := range []string{"192.0.2.1", "192.0.2.1", "192.0.2.2", "192.0.2.2"} {
+		s := h.Open(Filter{Session: fmt.Sprint("S", i), Caller: callerAt(addr)}, &w, nil)
+		if s == nil {
+			t.Fatalf("stream %d of 4, within its caller's share, refused", i+1)
+		}
+		defer s.Close()
+	}
+	if s := h.Open(Filter{Session: "S4", Caller: callerAt("192.0.2.3")}, &w, nil); s != nil {
+		t.Fatal("a fifth stream registered past MaxStreams 4")
+	}
+	if s := h.Open(Filter{Session: "S5", Caller: callerAt("192.0.2.3")}, &w, nil); s != nil {
+		t.Fatal("a sixth stream registered past MaxStreams 4")
+	}
+	for refusal, want := range map[string]float64{"full": 2, "share": 0} {
+		if got := refusals(t, reg, TableStreams, refusal); got != want {
+			t.Errorf("caller_refusals_total{table=%s,refusal=%s} = %v, want %v", TableStreams, refusal, got, want)
+		}
+	}
+}
+
+// refusals is caller_refusals_total of table and refusal in reg.
+func refusals(t *testing.T, reg *prometheus.Registry, table, refusal string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != metrics.Namespace+"_caller_refusals_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["table"] == table && labels["refusal"] == refusal {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no caller_refusals_total series of table %s, refusal %s", table, refusal)
+	return 0
 }
