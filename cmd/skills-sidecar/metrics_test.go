@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -260,6 +261,38 @@ func unchecked(mfs map[string]*dto.MetricFamily, want []series, also ...string) 
 	return out
 }
 
+// undocumented returns the families of a scrape that docs/operations.md
+// does not name: each must be there in backquotes, by its name or by a
+// prefix written as `prefix_*` (the Go and process collectors' families).
+// It reads the scrape, not the metrics package: /metrics also serves
+// families registered outside it.
+func undocumented(t *testing.T, mfs map[string]*dto.MetricFamily) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	var prefixes []string
+	for _, m := range regexp.MustCompile("`([a-z_]+_)\\*`").FindAllStringSubmatch(doc, -1) {
+		prefixes = append(prefixes, m[1])
+	}
+	var out []string
+	for name := range mfs {
+		named := strings.Contains(doc, "`"+name+"`")
+		if !strings.HasPrefix(name, "skills_sidecar_") { // the sidecar's own, each by its name
+			for _, p := range prefixes {
+				named = named || strings.HasPrefix(name, p)
+			}
+		}
+		if !named {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // phaseOneWant is what TestScrapeAfterTraffic's first phase must leave on
 // the scrape, derived from the traffic it sends.
 func phaseOneWant(upText1, upText2 string) []series {
@@ -423,6 +456,9 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	}
 	if extra := unchecked(mfs, want, "skills_sidecar_catalog_last_reload_timestamp_seconds"); len(extra) > 0 {
 		t.Errorf("scrape has families this test does not check: %q", extra)
+	}
+	if missing := undocumented(t, mfs); len(missing) > 0 {
+		t.Errorf("/metrics serves families docs/operations.md does not name: %q", missing)
 	}
 
 	// Phase 2: the folder is rewritten (broken gets its description, a
