@@ -22,8 +22,27 @@ import (
 
 func main() {
 	ownsProcess = true
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go onSignals(sigs, cancel, os.Exit)
 	code := run(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
 	os.Exit(code)
+}
+
+// onSignals cancels run's context on the first signal sigs receives, which
+// starts the graceful drain, and ends the process on the second, with 128
+// plus its number, as a shell reports a process a signal ended: an
+// operator's second Ctrl-C or kill cuts a long drain short. The signals
+// stay registered for that, rather than going back to their default
+// action, which a process that is PID 1 in its container never takes.
+func onSignals(sigs <-chan os.Signal, cancel func(), exit func(int)) {
+	<-sigs
+	cancel()
+	code := exitFail
+	if n, ok := (<-sigs).(syscall.Signal); ok {
+		code = 128 + int(n)
+	}
+	exit(code)
 }
