@@ -293,6 +293,8 @@ func (s *Sidecar) startStdio(ctx context.Context, cfg config.Config, argv []stri
 		Caller:         s.Callers.Of,
 		Sessions: caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: stdio.DefaultMaxProcesses,
 			SharePercent: s.SharePercent, Metrics: s.Metrics}),
+		Calls: caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: stdio.DefaultMaxCalls,
+			SharePercent: s.SharePercent, Metrics: s.Metrics}),
 	}
 	if o.Environ != nil {
 		t.Env = stdio.ChildEnv(o.Environ)

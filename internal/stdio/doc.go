@@ -11,7 +11,8 @@
 // next request on it gets 404 so the client re-initializes. The number of
 // these processes is bounded, with a per-caller share. When the server
 // answers server/discover (asked once, in a probe process then ended),
-// 2026-07-28 requests share one long-lived process. On every pipe each
+// 2026-07-28 requests share one long-lived process, whose calls in flight
+// are bounded too, with a per-caller share (Transport.Calls). On every pipe each
 // request carries an id the Transport minted (package idmap, as the era
 // bridge's held sessions do), and what names it is mapped
 // back: the reply, progressToken (minted too on the shared process), the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -31,6 +32,11 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 		onFinal = func([]byte) {}
 	}
 	c, err := p.start(msg, t.callerOf(req))
+	var refusal *caller.Refusal
+	if errors.As(err, &refusal) {
+		onFinal(nil)
+		return refused(req, msg.ID, refusal.Reply()), nil
+	}
 	if err != nil {
 		onFinal(nil)
 		if s != nil {

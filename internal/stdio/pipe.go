@@ -83,7 +83,10 @@ func newPipe(t *Transport, proc *process, shared bool) *pipe {
 // start writes msg, a request, to the process under a minted id and
 // returns its call. On a shared pipe a progressToken is minted too, since
 // two callers may have chosen the same one; on a session's own process the
-// caller's token is kept, and recorded to route progress by.
+// caller's token is kept, and recorded to route progress by. On a shared
+// pipe the call takes a place of its caller's share of Transport.Calls
+// until it leaves the pipe (drop); past it start returns the
+// *caller.Refusal.
 func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 	c := &call{id: msg.ID, pipeID: p.t.mint(), who: who, listen: msg.Method == "subscriptions/listen",
 		msgs: make(chan []byte, callQueue), final: make(chan []byte, 1)}
@@ -100,10 +103,18 @@ func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 			}
 		}
 	}
+	if p.shared {
+		if err := p.t.Calls.Acquire(who, nil); err != nil {
+			return nil, err
+		}
+	}
 	p.mu.Lock()
 	p.opening = false
 	if p.dead || p.retired {
 		p.mu.Unlock()
+		if p.shared {
+			p.t.Calls.Release(who)
+		}
 		return nil, errExited
 	}
 	p.pending[c.pipeID] = c
@@ -151,11 +162,20 @@ func (p *pipe) forget(c *call) bool {
 	if p.pending[c.pipeID] != c {
 		return false
 	}
+	p.dropLocked(c)
+	return true
+}
+
+// dropLocked removes c, in flight, from the pipe's tables and gives its
+// place in Transport.Calls back.
+func (p *pipe) dropLocked(c *call) {
 	delete(p.pending, c.pipeID)
 	if c.minted != "" {
 		delete(p.tokens, c.minted)
 	}
-	return true
+	if p.shared {
+		p.t.Calls.Release(c.who)
+	}
 }
 
 // cancel gives up on c: it is forgotten and the process is told with
@@ -178,8 +198,11 @@ func (p *pipe) end() {
 		return
 	}
 	p.dead = true
-	calls := p.pending
-	p.pending, p.tokens = map[string]*call{}, map[string]*call{}
+	calls := make([]*call, 0, len(p.pending))
+	for _, c := range p.pending {
+		calls = append(calls, c)
+		p.dropLocked(c)
+	}
 	if p.stream != nil {
 		close(p.stream.done)
 		p.stream = nil

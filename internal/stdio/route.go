@@ -75,10 +75,7 @@ func (p *pipe) take(id string) *call {
 	defer p.mu.Unlock()
 	c := p.pending[id]
 	if c != nil {
-		delete(p.pending, id)
-		if c.minted != "" {
-			delete(p.tokens, c.minted)
-		}
+		p.dropLocked(c)
 	}
 	return c
 }

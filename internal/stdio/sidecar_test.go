@@ -17,7 +17,7 @@ import (
 
 // startStdioSidecar runs the sidecar, as the binary assembles it, in front
 // of this test binary run as the stdio test server in mode.
-func startStdioSidecar(t *testing.T, mode string) *sidecartest.Sidecar {
+func startStdioSidecar(t *testing.T, mode string, set ...func(*config.Config)) *sidecartest.Sidecar {
 	t.Helper()
 	cmd, env, err := stdioserver.Command(mode)
 	if err != nil {
@@ -28,6 +28,9 @@ func startStdioSidecar(t *testing.T, mode string) *sidecartest.Sidecar {
 		Config: func(c *config.Config) {
 			c.UpstreamCommand = string(argv)
 			c.AuthGate = "none"
+			for _, f := range set {
+				f(c)
+			}
 		},
 		Plugin:  examples.Plugin(),
 		Environ: env,

@@ -30,6 +30,10 @@ const (
 	// is a real process (tens of MiB for a Node or Python server), so the
 	// cap is far below the bridge's sessions.
 	DefaultMaxProcesses = 32
+	// DefaultMaxCalls caps the calls in flight on the process 2026-07-28
+	// requests share (subscriptions/listen streams included), all callers
+	// together; each caller holds at most its share of them.
+	DefaultMaxCalls = 256
 	// DefaultIdleTimeout ends a legacy session unused this long.
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultRequestTimeout is how long a request waits for its next
@@ -91,6 +95,10 @@ type Transport struct {
 	// share; nil means a table "stdio_sessions" of MaxProcesses places
 	// and the default share (caller.DefaultSharePercent), counted nowhere.
 	Sessions *caller.Table
+	// Calls bounds the calls in flight on the shared process, with each
+	// caller's share; nil means a table "stdio_calls" of DefaultMaxCalls
+	// places and the default share, counted nowhere.
+	Calls *caller.Table
 	// Zero values mean the Default of each.
 	MaxProcesses                                              int
 	IdleTimeout, RequestTimeout, MaxRequestTime, Grace, Probe time.Duration
@@ -165,6 +173,9 @@ func (t *Transport) defaults() {
 	t.ids = idmap.NewMinter("stdio")
 	if t.Sessions == nil {
 		t.Sessions = caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: t.MaxProcesses})
+	}
+	if t.Calls == nil {
+		t.Calls = caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: DefaultMaxCalls})
 	}
 	t.sessions = map[string]*session{}
 	t.probed = make(chan struct{})
