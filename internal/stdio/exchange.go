@@ -99,14 +99,14 @@ func (t *Transport) next(ctx context.Context, p *pipe, c *call, deadline time.Ti
 			defer timer.Stop() // at most one per loop: the loop turns only when a reply raced its timeout
 		}
 		select {
-		case m := <-c.msgs:
-			return m, false, nil
+		case m := <-c.msgs.ch:
+			return c.msgs.taken(m), false, nil
 		case f := <-c.final:
 			// What the process sent before its reply goes first.
 			select {
-			case m := <-c.msgs:
+			case m := <-c.msgs.ch:
 				c.final <- f
-				return m, false, nil
+				return c.msgs.taken(m), false, nil
 			default:
 			}
 			return f, true, nil
@@ -176,8 +176,8 @@ func (t *Transport) getStream(req *http.Request, s *session) *http.Response {
 		defer cancel()
 		for {
 			select {
-			case m := <-sk.msgs:
-				if _, err := pw.Write(sseEvent(m)); err != nil {
+			case m := <-sk.msgs.ch:
+				if _, err := pw.Write(sseEvent(sk.msgs.taken(m))); err != nil {
 					return
 				}
 			case <-sk.done:

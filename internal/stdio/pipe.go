@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
@@ -21,11 +22,49 @@ var errExited = errors.New("stdio: the upstream process has exited")
 const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 
 // Queue bounds: messages waiting for a slow caller are dropped (counted)
-// past these, so a slow reader never stops the process's stdout.
+// past these, or past MaxLine bytes (queue), so a slow reader never stops
+// the process's stdout.
 const (
 	callQueue   = 64
 	streamQueue = 256
 )
+
+// queue is the messages waiting for one stream's reader: at most cap(ch)
+// of them and at most limit bytes, though an empty queue takes any one
+// message, so that one as long as a line may be is never dropped for its
+// length alone. Only the pipe's reader puts; the stream's writer takes
+// from ch and tells taken.
+type queue struct {
+	ch    chan []byte
+	bytes atomic.Int64 // of the messages put and not yet taken
+	limit int64
+}
+
+func newQueue(n, limit int) *queue {
+	return &queue{ch: make(chan []byte, n), limit: int64(limit)}
+}
+
+// put queues m; false when it is over either bound, and dropped.
+func (q *queue) put(m []byte) bool {
+	n := int64(len(m))
+	if held := q.bytes.Load(); held > 0 && held+n > q.limit {
+		return false
+	}
+	q.bytes.Add(n)
+	select {
+	case q.ch <- m:
+		return true
+	default:
+		q.bytes.Add(-n)
+		return false
+	}
+}
+
+// taken is told of m, just received from ch, and returns it.
+func (q *queue) taken(m []byte) []byte {
+	q.bytes.Add(-int64(len(m)))
+	return m
+}
 
 // pipe is one process with the requests in flight on it. Every request
 // written to it carries an id minted by the Transport, unique on the pipe;
@@ -59,13 +98,13 @@ type call struct {
 	minted string          // the minted progress token, as raw JSON
 	who    caller.ID
 	listen bool        // subscriptions/listen: no reply expected, no timeout
-	msgs   chan []byte // messages for the caller before its reply, mapped back
+	msgs   *queue      // messages for the caller before its reply, mapped back
 	final  chan []byte // the reply, mapped back (capacity 1)
 }
 
 // sink is a legacy session's standalone GET stream.
 type sink struct {
-	msgs chan []byte
+	msgs *queue
 	done chan struct{}
 }
 
@@ -89,7 +128,7 @@ func newPipe(t *Transport, proc *process, shared bool) *pipe {
 // *caller.Refusal.
 func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 	c := &call{id: msg.ID, pipeID: p.t.mint(), who: who, listen: msg.Method == "subscriptions/listen",
-		msgs: make(chan []byte, callQueue), final: make(chan []byte, 1)}
+		msgs: newQueue(callQueue, p.t.MaxLine), final: make(chan []byte, 1)}
 	out, err := rewrite.SetKey(msg.Raw, []string{"id"}, json.RawMessage(c.pipeID))
 	if err != nil {
 		return nil, err
@@ -250,7 +289,7 @@ func (p *pipe) openStream() (sk *sink, gone bool) {
 	if p.stream != nil {
 		return nil, false
 	}
-	p.stream = &sink{msgs: make(chan []byte, streamQueue), done: make(chan struct{})}
+	p.stream = &sink{msgs: newQueue(streamQueue, p.t.MaxLine), done: make(chan struct{})}
 	return p.stream, false
 }
 

@@ -114,7 +114,9 @@ func (p *pipe) named(msg rewrite.Message) (c *call, out []byte, stale bool) {
 // deliver queues out for c. A message naming no call (c nil) goes, as the
 // server's own streamable HTTP transport would send it, on the POST stream
 // of the one request in flight if there is exactly one, otherwise on a
-// legacy session's GET stream; with neither it is dropped and counted.
+// legacy session's GET stream; with neither, or past the bounds of the
+// stream's queue (a reader that does not keep up), it is dropped and
+// counted.
 // A subscriptions/listen is never that one request: each notification on
 // its stream names it (_meta subscriptionId), and on the shared process it
 // may be another caller's than the request that left the message behind.
@@ -128,23 +130,14 @@ func (p *pipe) deliver(c *call, out []byte) {
 		}
 	}
 	if c == nil && p.stream != nil {
-		s := p.stream
-		select {
-		case s.msgs <- out:
-		default:
+		if !p.stream.msgs.put(out) {
 			p.t.event(EventDroppedMessage)
 		}
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Unlock()
-	if c == nil {
-		p.t.event(EventDroppedMessage)
-		return
-	}
-	select {
-	case c.msgs <- out:
-	default:
+	if c == nil || !c.msgs.put(out) {
 		p.t.event(EventDroppedMessage)
 	}
 }

@@ -26,6 +26,9 @@
 // lateprogress (the reply, then 50 ms later a notifications/progress with
 // the call's token, as a server that goes on after a call it was told is
 // cancelled),
+// flood (arguments.count notifications, each with arguments.size bytes of
+// text: notifications/progress with the call's token when it has one,
+// else notifications/message naming nothing; then the reply),
 // cancelled (the requestIds of the notifications/cancelled received),
 // stall (the reply, then stdin is not read until SIGUSR1: a server busy
 // with one request at a time).
@@ -140,8 +143,9 @@ type inMsg struct {
 		Name      string `json:"name"`
 		RequestID json.RawMessage
 		Arguments struct {
-			Text string `json:"text"`
-			Size int    `json:"size"`
+			Text  string `json:"text"`
+			Size  int    `json:"size"`
+			Count int    `json:"count"`
 		} `json:"arguments"`
 		Meta struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
@@ -231,6 +235,17 @@ func (s *testServer) tool(m inMsg, text func(string)) {
 		time.Sleep(50 * time.Millisecond)
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
 			"params": map[string]any{"progressToken": m.Params.Meta.ProgressToken, "progress": 2, "message": m.Params.Arguments.Text}})
+	case "flood":
+		fill := strings.Repeat("x", m.Params.Arguments.Size)
+		for i := range m.Params.Arguments.Count {
+			if m.Params.Meta.ProgressToken != nil {
+				s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+					"params": map[string]any{"progressToken": m.Params.Meta.ProgressToken, "progress": i + 1, "message": fill}})
+			} else {
+				s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": fill}})
+			}
+		}
+		text("flooded")
 	case "log":
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}})
 		text("logged")
