@@ -62,26 +62,36 @@ func (f ListenFilter) flags() []struct {
 // ParseListenFilter reads params.notifications of a subscriptions/listen
 // request. A missing or mistyped filter is an error (the upstream answers
 // such a request with its own error; the sidecar then honours nothing).
+// Member names are matched exactly, as the upstream reads them (go-sdk
+// decodes case-sensitively, as a JavaScript object is keyed), not folded
+// as encoding/json matches a struct's fields; of a member written twice
+// the last counts.
 func ParseListenFilter(params []byte) (ListenFilter, error) {
-	var p struct {
-		Notifications *struct {
-			ResourcesListChanged  bool     `json:"resourcesListChanged"`
-			AgentsListChanged     bool     `json:"agentsListChanged"`
-			PromptsListChanged    bool     `json:"promptsListChanged"`
-			ToolsListChanged      bool     `json:"toolsListChanged"`
-			ResourceSubscriptions []string `json:"resourceSubscriptions"`
-		} `json:"notifications"`
+	if !valid(params) {
+		return ListenFilter{}, fmt.Errorf("listen filter: %w", ErrParse)
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return ListenFilter{}, fmt.Errorf("listen filter: %w", err)
-	}
-	if p.Notifications == nil {
+	n, ok := GetKey(params, []string{"notifications"})
+	if !ok || string(n) == "null" {
 		return ListenFilter{}, fmt.Errorf("listen filter: no params.notifications: %w", ErrInvalidRequest)
 	}
-	n := p.Notifications
-	return ListenFilter{ResourcesListChanged: n.ResourcesListChanged, AgentsListChanged: n.AgentsListChanged,
-		PromptsListChanged: n.PromptsListChanged, ToolsListChanged: n.ToolsListChanged,
-		ResourceSubscriptions: n.ResourceSubscriptions}, nil
+	if n[0] != '{' {
+		return ListenFilter{}, fmt.Errorf("listen filter: params.notifications: %w", ErrNotObject)
+	}
+	var f ListenFilter
+	members := []struct {
+		key string
+		dst any
+	}{{"resourcesListChanged", &f.ResourcesListChanged}, {"agentsListChanged", &f.AgentsListChanged},
+		{"promptsListChanged", &f.PromptsListChanged}, {"toolsListChanged", &f.ToolsListChanged},
+		{"resourceSubscriptions", &f.ResourceSubscriptions}}
+	for _, m := range members {
+		if v, ok := GetKey(n, []string{m.key}); ok {
+			if err := json.Unmarshal(v, m.dst); err != nil {
+				return ListenFilter{}, fmt.Errorf("listen filter: %s: %w", m.key, err)
+			}
+		}
+	}
+	return f, nil
 }
 
 // MergeAcknowledgement returns the acknowledgement msg with what add names

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -114,6 +115,70 @@ func TestParseListenFilter(t *testing.T) {
 			t.Errorf("ParseListenFilter(%s) accepted", bad)
 		}
 	}
+}
+
+// TestParseListenFilterKeysAreExact: a filter's member names are matched as
+// the schema spells them, code unit by code unit (RFC 8259 §8.3), as the
+// upstream behind the sidecar reads the same params (go-sdk decodes
+// case-sensitively, JavaScript objects are case-sensitive): a member
+// spelled in another case asks for nothing, and of a member written twice
+// the last exact spelling counts. The sidecar must not honour, and push,
+// what the upstream reads as not asked for.
+func TestParseListenFilterKeysAreExact(t *testing.T) {
+	f, err := ParseListenFilter([]byte(`{"notifications":{"ResourcesListChanged":true,"AGENTSLISTCHANGED":true,` +
+		`"promptsListchanged":true,"ToolsListChanged":true,"ResourceSubscriptions":["skill://a/SKILL.md"]}}`))
+	if err != nil || f.Any() {
+		t.Errorf("filter of members in other cases = %+v, %v; want one asking nothing", f, err)
+	}
+	f, err = ParseListenFilter([]byte(`{"notifications":{"resourcesListChanged":true,"ResourcesListChanged":false,` +
+		`"resourceSubscriptions":["skill://a/SKILL.md"],"resourcesubscriptions":[]}}`))
+	if err != nil || !f.ResourcesListChanged || len(f.ResourceSubscriptions) != 1 {
+		t.Errorf("filter with members repeated in another case = %+v, %v; want the exact spellings'", f, err)
+	}
+	f, err = ParseListenFilter([]byte(`{"notifications":{"agentsListChanged":false,"agents\u004cistChanged":true}}`))
+	if err != nil || !f.AgentsListChanged {
+		t.Errorf("filter with an escaped member name = %+v, %v; want it read as its unescaped name", f, err)
+	}
+	if f, err := ParseListenFilter([]byte(`{"Notifications":{"resourcesListChanged":true}}`)); err == nil {
+		t.Errorf("filter under params.Notifications = %+v accepted; want no params.notifications", f)
+	}
+}
+
+// FuzzParseListenFilter holds ParseListenFilter to a reading of the same
+// params through maps, whose keys encoding/json matches exactly (last of
+// duplicates winning), as the upstream reads them.
+func FuzzParseListenFilter(f *testing.F) {
+	f.Add([]byte(`{"notifications":{"toolsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["skill://a/SKILL.md"]}}`))
+	f.Add([]byte(`{"notifications":{"ResourcesListChanged":true,"resourcesListChanged":false,"agents\u004cistChanged":true}}`))
+	f.Add([]byte(`{"notifications":{"resourceSubscriptions":null,"promptsListChanged":null},"notifications":{"toolsListChanged":1}}`))
+	f.Add([]byte(`{"Notifications":{},"notifications":null}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := ParseListenFilter(in)
+		want, ok := refListenFilter(in)
+		if ok != (err == nil) || ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("ParseListenFilter(%q) = %+v, %v; want %+v, ok %v", in, got, err, want, ok)
+		}
+	})
+}
+
+// refListenFilter reads params as maps: false where ParseListenFilter must
+// fail (not JSON, no params.notifications object, a mistyped member).
+func refListenFilter(in []byte) (ListenFilter, bool) {
+	var p, n map[string]json.RawMessage
+	if json.Unmarshal(in, &p) != nil {
+		return ListenFilter{}, false
+	}
+	if raw, ok := p["notifications"]; !ok || json.Unmarshal(raw, &n) != nil || n == nil {
+		return ListenFilter{}, false
+	}
+	var f ListenFilter
+	for key, dst := range map[string]any{"resourcesListChanged": &f.ResourcesListChanged, "agentsListChanged": &f.AgentsListChanged,
+		"promptsListChanged": &f.PromptsListChanged, "toolsListChanged": &f.ToolsListChanged, "resourceSubscriptions": &f.ResourceSubscriptions} {
+		if raw, ok := n[key]; ok && json.Unmarshal(raw, dst) != nil {
+			return ListenFilter{}, false
+		}
+	}
+	return f, true
 }
 
 // The sidecar's own acknowledgement and closing result, checked against
