@@ -98,7 +98,9 @@ func ParseListenFilter(params []byte) (ListenFilter, error) {
 // honoured as well: resourcesListChanged and agentsListChanged set to true
 // where add asks for them, and add's URIs appended to resourceSubscriptions
 // (each once; ones already there are not repeated). Every other byte of msg
-// is kept. upstream reports whether msg already honoured anything (a member
+// is kept. A null params, params.notifications or resourceSubscriptions is
+// read as absent, as go-sdk reads it, and replaced when something goes
+// under it. upstream reports whether msg already honoured anything (a member
 // of params.notifications that is not false, null or empty), which tells a
 // stream the upstream will end at once from one it keeps open.
 func MergeAcknowledgement(msg []byte, add ListenFilter) (out []byte, upstream bool, err error) {
@@ -113,7 +115,7 @@ func MergeAcknowledgement(msg []byte, add ListenFilter) (out []byte, upstream bo
 	}
 	path := []string{"params", "notifications"}
 	notif, has := GetKey(msg, path)
-	if has {
+	if has && string(notif) != "null" {
 		if len(notif) == 0 || notif[0] != '{' {
 			return nil, false, fmt.Errorf("merge acknowledgement: params.notifications: %w", ErrNotObject)
 		}
@@ -125,6 +127,17 @@ func MergeAcknowledgement(msg []byte, add ListenFilter) (out []byte, upstream bo
 		}
 	}
 	out = msg
+	if add.Any() {
+		// null where the schema has an object is read as absent (go-sdk
+		// decodes it to the zero value): one is made in its place.
+		for _, p := range [][]string{path[:1], path} {
+			if v, ok := GetKey(out, p); ok && string(v) == "null" {
+				if out, err = SetKey(out, p, json.RawMessage("{}")); err != nil {
+					return nil, false, err
+				}
+			}
+		}
+	}
 	set := func(key string) error {
 		if v, ok := GetKey(out, append(path, key)); ok && string(v) == "true" {
 			return nil
@@ -143,7 +156,11 @@ func MergeAcknowledgement(msg []byte, add ListenFilter) (out []byte, upstream bo
 	if len(add.ResourceSubscriptions) > 0 {
 		upath := append(path, "resourceSubscriptions")
 		var have []json.RawMessage
-		if raw, ok := GetKey(out, upath); ok {
+		if raw, ok := GetKey(out, upath); ok && string(raw) == "null" {
+			if out, err = SetKey(out, upath, json.RawMessage("[]")); err != nil { // null: no URIs
+				return nil, false, err
+			}
+		} else if ok {
 			if json.Unmarshal(raw, &have) != nil {
 				return nil, false, fmt.Errorf("merge acknowledgement: resourceSubscriptions: %w", ErrNotArray)
 			}

@@ -77,6 +77,34 @@ func TestMergeAcknowledgement(t *testing.T) {
 			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`,
 			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`,
 		},
+		// null where the schema has an object or an array is read as
+		// absent by go-sdk (the zero value) and by a JavaScript client's
+		// optional members (?? []): the acknowledgement is one, merged as if
+		// the member were missing, never refused (the proxy would take it
+		// for an early notification and hold it).
+		{
+			name: "resourceSubscriptions null: an array made in its place",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":null}}}`,
+			add:  ListenFilter{ResourceSubscriptions: []string{"skill://x/SKILL.md"}},
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["skill://x/SKILL.md"]}}}`,
+		},
+		{
+			name: "notifications null: an object made in its place",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{` + meta + `,"notifications":null}}`,
+			add:  ListenFilter{AgentsListChanged: true},
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{` + meta + `,"notifications":{"agentsListChanged":true}}}`,
+		},
+		{
+			name: "notifications null, nothing to add: unchanged",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":null}}`,
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":null}}`,
+		},
+		{
+			name: "params null: an object made in its place",
+			in:   `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":null}`,
+			add:  ListenFilter{ResourcesListChanged: true},
+			want: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourcesListChanged":true}}}`,
+		},
 		{name: "another notification", in: `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`, add: ListenFilter{AgentsListChanged: true}, err: ErrNotAcknowledgement},
 		{name: "a request of that name", in: `{"jsonrpc":"2.0","id":1,"method":"notifications/subscriptions/acknowledged","params":{}}`, err: ErrNotAcknowledgement},
 		{name: "not JSON", in: `{"jsonrpc":`, err: ErrParse},
@@ -228,6 +256,8 @@ func FuzzMergeAcknowledgement(f *testing.F) {
 	f.Add([]byte(`{"method":"notifications/subscriptions/acknowledged"}`), true, false, "")
 	f.Add([]byte(`{"method":"notifications/subscriptions/acknowledged","Method":"x"}`), true, false, "")
 	f.Add([]byte(`{"method":"notifications/subscriptions/acknowledged","Params":{"Notifications":{"ResourcesListChanged":false}}}`), true, true, "u")
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":null}}}`), false, false, "skill://a/SKILL.md")
+	f.Add([]byte(`{"method":"notifications/subscriptions/acknowledged","params":null,"params":{"notifications":null}}`), true, false, "u")
 	f.Fuzz(func(t *testing.T, in []byte, res, agents bool, uri string) {
 		if !utf8.ValidString(uri) {
 			// A catalog URI is valid UTF-8 (the catalog refuses other

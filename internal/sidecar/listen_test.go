@@ -341,3 +341,42 @@ func TestListenAcknowledgementComesFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestListenAcknowledgementWithNullFilter: an upstream whose
+// acknowledgement carries "notifications": null (read as no filter by
+// go-sdk, which decodes null to the zero value, and by a JavaScript
+// client's optional members) gets it to the client first, with what the
+// sidecar honours merged in: it is the acknowledgement, not a message to
+// hold until one comes. A notification of the subscription follows, so the
+// stream has something after it either way.
+func TestListenAcknowledgementWithNullFilter(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{HasTools: true})
+	inner := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := listenRequest(r)
+		if !ok {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		meta := `"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(id) + `}`
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{`+meta+`,"notifications":null}}`+"\n\n")
+		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{`+meta+`}}`+"\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	root := filepath.Join(t.TempDir(), "plugin")
+	v1, _ := notesPlugin()
+	kubeletPlugin(t, root, v1)
+	endpoint := startFolder(t, srv.URL+"/mcp", root, func(c *config.Config) { c.AuthGate = "none" })
+	const sub = `"nullfilter"`
+	events := openListen(t, ctx, endpoint, sub, `{"resourcesListChanged":true}`)
+	if ack := listenAck(t, events, sub); string(ack["resourcesListChanged"]) != "true" {
+		t.Errorf("acknowledgement %v, want the sidecar's resourcesListChanged merged in", ack)
+	}
+}
