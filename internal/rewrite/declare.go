@@ -92,6 +92,12 @@ func (d Declaration) empty() bool {
 // ones that describe what the client will get.
 func (d Declaration) apply(caps []byte) ([]byte, error) {
 	out := caps
+	if v, ok := GetKey(out, []string{"extensions"}); ok && len(d.Extensions) > 0 && isNull(v) {
+		var err error
+		if out, err = setKey(out, []string{"extensions"}, []byte("{}")); err != nil {
+			return nil, err
+		}
+	}
 	for _, ext := range d.Extensions {
 		settings := []byte("{}")
 		if ext.Settings != nil {
@@ -113,10 +119,12 @@ func (d Declaration) apply(caps []byte) ([]byte, error) {
 }
 
 // capability declares the capability key in caps: added ({} or, with
-// listChanged, {"listChanged":true}) when absent and add is set, and
-// listChanged set in an object already there when listChanged is.
+// listChanged, {"listChanged":true}) when absent or null and add is set
+// (a null is replaced in place), and listChanged set in an object already
+// there when listChanged is.
 func capability(caps []byte, key string, add, listChanged bool) ([]byte, error) {
-	start, _, has := lookup(caps, []string{key})
+	start, end, has := lookup(caps, []string{key})
+	has = has && !isNull(caps[start:end])
 	switch {
 	case !has && add && listChanged:
 		return setKey(caps, []string{key}, []byte(`{"listChanged":true}`))
@@ -137,6 +145,12 @@ type handshake struct {
 	hasCaps               bool
 	hasProto, hasVersions bool
 }
+
+// isNull reports whether the raw JSON value v is null, which a reader of a
+// handshake result takes for an absent member (go-sdk decodes it to the
+// zero value; a JavaScript client's optional members test it as false):
+// the splice then adds what it adds to a result without the member.
+func isNull(v []byte) bool { return string(v) == "null" }
 
 // capsObject reports whether capabilities is present and an object.
 func (h handshake) capsObject(msg []byte) bool {
@@ -192,10 +206,12 @@ func LooksLikeHandshakeResult(msg []byte) bool {
 // replaced in place by d's (the sidecar serves that extension, so d's
 // settings are the truth). Every other byte of msg is kept.
 //
-// A message that is not such a response (an error response, a request, a
-// result without capabilities, protocolVersion or supportedVersions, or
-// with capabilities or extensions that are not objects) comes back
-// unchanged with changed false and no error. Splicing is idempotent.
+// A capabilities, extensions or capability given as null is taken as
+// absent, as clients read it, and replaced in place. A message that is not
+// such a response (an error response, a request, a result without
+// capabilities, protocolVersion or supportedVersions, or with capabilities
+// or extensions that are neither objects nor null) comes back unchanged
+// with changed false and no error. Splicing is idempotent.
 // Errors: ErrParse when msg is not JSON, ErrBadDeclaration for a bad d; msg
 // is returned unchanged with them.
 func SpliceDeclaration(msg []byte, d Declaration) (out []byte, changed bool, err error) {
@@ -214,7 +230,7 @@ func spliceValid(msg []byte, d Declaration) ([]byte, bool, error) {
 	if !ok || d.empty() || !(h.hasCaps || h.hasProto || h.hasVersions) {
 		return msg, false, nil
 	}
-	if !h.hasCaps {
+	if !h.hasCaps || isNull(msg[h.caps.valStart:h.caps.valEnd]) {
 		caps, err := d.apply([]byte("{}"))
 		if err != nil {
 			return msg, false, fmt.Errorf("splice declaration: %w", err)

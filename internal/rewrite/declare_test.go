@@ -1,8 +1,10 @@
 package rewrite
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -49,10 +51,14 @@ func spliceCases() map[string]spliceCase {
 			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"resources":{"listChanged":true},` + sidecarExt + `}}}`,
 			wantChanged: true,
 		},
-		"error response":        {in: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"capabilities"}}`, want: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"capabilities"}}`},
-		"other result":          {in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`, want: `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`},
-		"request":               {in: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`, want: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`},
-		"capabilities null":     {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":null}}`, want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":null}}`},
+		"error response": {in: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"capabilities"}}`, want: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"capabilities"}}`},
+		"other result":   {in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`, want: `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`},
+		"request":        {in: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`, want: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`},
+		"capabilities null": {
+			in:          `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":null}}`,
+			want:        `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{` + sidecarExt + `,"resources":{"listChanged":true}}}}`,
+			wantChanged: true,
+		},
 		"extensions not object": {in: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":[]}}}`, want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"v","capabilities":{"extensions":[]}}}`},
 		"result not object":     {in: `{"jsonrpc":"2.0","id":1,"result":"capabilities"}`, want: `{"jsonrpc":"2.0","id":1,"result":"capabilities"}`},
 		"not an object":         {in: `[1]`, want: `[1]`},
@@ -83,6 +89,43 @@ func TestSpliceDeclarationReplacesUpstreamSettings(t *testing.T) {
 	got, changed, err := SpliceDeclaration([]byte(in), SkillsSidecar())
 	if err != nil || !changed || string(got) != want {
 		t.Errorf("SpliceDeclaration(%s) = %s, %v, %v, want %s, true, nil", in, got, changed, err, want)
+	}
+}
+
+// TestSpliceDeclarationNullIsAbsent: a capability, capabilities or
+// extensions given as null is absent to a client that reads the reply
+// (go-sdk decodes null into a pointer, map or struct as its zero value; a
+// JavaScript client's optional members test null as false): the splice
+// declares what it declares when the member is missing, replacing the null
+// in place, so the client is told of the extensions and capabilities the
+// sidecar serves.
+func TestSpliceDeclarationNullIsAbsent(t *testing.T) {
+	t.Parallel()
+	d := SkillsSidecar()
+	d.Prompts = true
+	for _, tc := range []struct{ withNull, without string }{
+		{`{"protocolVersion":"v","capabilities":null}`, `{"protocolVersion":"v"}`},
+		{`{"supportedVersions":["v"],"capabilities":null,"serverInfo":{}}`, `{"supportedVersions":["v"],"serverInfo":{}}`},
+		{`{"protocolVersion":"v","capabilities":{"tools":{},"extensions":null}}`, `{"protocolVersion":"v","capabilities":{"tools":{}}}`},
+		{`{"protocolVersion":"v","capabilities":{"resources":null,"tools":{}}}`, `{"protocolVersion":"v","capabilities":{"tools":{}}}`},
+		{`{"protocolVersion":"v","capabilities":{"prompts":null}}`, `{"protocolVersion":"v","capabilities":{}}`},
+	} {
+		msg := func(res string) []byte { return []byte(`{"jsonrpc":"2.0","id":1,"result":` + res + `}`) }
+		got, changed, err := SpliceDeclaration(msg(tc.withNull), d)
+		want, _, _ := SpliceDeclaration(msg(tc.without), d)
+		if err != nil || !changed || !json.Valid(got) {
+			t.Errorf("SpliceDeclaration(%s) = %s, %v, %v; want it spliced", tc.withNull, got, changed, err)
+			continue
+		}
+		var g, w any
+		_ = json.Unmarshal(got, &g)
+		_ = json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("SpliceDeclaration(%s) = %s\nwant the value of %s", tc.withNull, got, want)
+		}
+		if again, changed, _ := SpliceDeclaration(got, d); changed || !bytes.Equal(again, got) {
+			t.Errorf("splicing %s again changed it: %s", got, again)
+		}
 	}
 }
 

@@ -228,6 +228,7 @@ func refSplice(t *testing.T, msg []byte, d Declaration) any {
 		exts[ext.ID] = decode(t, ext.Settings)
 	}
 	r, ok := caps["resources"]
+	ok = ok && r != nil // null reads as absent
 	switch {
 	case !ok && d.AddResources && d.ResourcesListChanged:
 		caps["resources"] = map[string]any{"listChanged": true}
