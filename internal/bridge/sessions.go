@@ -33,6 +33,9 @@ type session struct {
 	init    initResult
 	url     string      // the upstream endpoint, for DELETE
 	creds   http.Header // the credentials it was opened with, for DELETE
+	// unwatch ends the session's GET stream (watch); nil when none
+	// was opened.
+	unwatch func()
 
 	ready chan struct{} // closed when opened (or failed)
 	err   error

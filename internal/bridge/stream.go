@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -306,35 +307,74 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 				Data: map[string]string{"reason": "upstream_refused_stream"}}))
 			return
 		}
-		r := rewrite.NewReader(resp.Body, t.maxBytes())
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				return // the upstream ended the stream: so does the client's
-			}
+		// The upstream ending the stream ends the client's.
+		t.serverStream(s, resp.Body, func(ev rewrite.Event) error {
 			if ev.Data == nil {
-				if ev.HasID {
-					continue // the held session's event ids stay with it
-				}
-				if _, err := pw.Write(ev.Raw); err != nil {
-					return
-				}
-				continue
+				_, err := pw.Write(ev.Raw) // comments, keep-alives
+				return err
 			}
+			if out, ok := ListenNotification(ev.Data, msg.ID, honoured); ok {
+				return writeEvent(pw, out)
+			}
+			return nil
+		})
+	}()
+	return nil, &reply.Answer{Events: pr}
+}
+
+// serverStream reads body, the GET stream of s (the server's messages
+// tied to no call), until it ends or pass fails. A request of the
+// server's there is answered by the bridge (answerItself): nobody else
+// can, and a server that pings (go-sdk's KeepAlive) ends a session whose
+// ping goes unanswered. The stream's event ids stay with the held
+// session; every other event goes to pass (nil: dropped).
+func (t *Transport) serverStream(s *session, body io.Reader, pass func(rewrite.Event) error) {
+	r := rewrite.NewReader(body, t.maxBytes())
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return
+		}
+		if ev.Data == nil && ev.HasID {
+			continue
+		}
+		if ev.Data != nil {
 			if m, err := rewrite.ParseMessage(ev.Data); err == nil && m.Kind == rewrite.KindRequest {
-				// A request of the server's on the session's stream, tied
-				// to no call: nobody can answer it but the bridge, and a
-				// server that pings (go-sdk's KeepAlive) ends a session
-				// whose ping goes unanswered.
 				t.answerItself(s, m)
 				continue
 			}
-			if out, ok := ListenNotification(ev.Data, msg.ID, honoured); ok {
-				if writeEvent(pw, out) != nil {
-					return
-				}
-			}
 		}
+		if pass != nil && pass(ev) != nil {
+			return
+		}
+	}
+}
+
+// watch opens the GET stream of s, a session held for callers' requests
+// (a listen's session reads its own), and answers the server's requests
+// on it until the session is dropped (endSession stops it). A legacy
+// client MAY open that stream (2025-11-25 basic/transports); go-sdk's
+// KeepAlive sends its pings there, and closes a session whose ping it
+// cannot deliver, which ended every held session after one interval and
+// lost the calls waiting on it for a client's input. An upstream that
+// offers no stream (405), or ends it, leaves s as it was: it is not
+// reopened.
+func (t *Transport) watch(s *session) {
+	if s.id == "" {
+		return // no session: a server without one sends no requests
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.unwatch = cancel
+	go func() {
+		defer cancel()
+		resp, err := t.do(s.held().Listen(ctx))
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if mt, _ := wire.MediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
+			return
+		}
+		t.serverStream(s, resp.Body, nil)
 	}()
-	return nil, &reply.Answer{Events: pr}
 }

@@ -33,7 +33,10 @@ import (
 //   - server/discover is answered from the session's initialize result;
 //   - other requests are sent with the session's Mcp-Session-Id and
 //     MCP-Protocol-Version, the per-request _meta era fields removed, and
-//     reopened once on 404 (the upstream forgot the session);
+//     reopened once on 404 (the upstream forgot the session); each held
+//     session's GET stream is held open and the server's requests there
+//     answered (ping {}, any other -32601), so a server that pings its
+//     clients keeps it;
 //   - results get resultType, cache fields (ttlMs 0, cacheScope) and
 //     serverInfo where absent; -32002 becomes -32602;
 //   - notifications/message on a reply stream pass only when the request
@@ -385,6 +388,9 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 	if r, err := t.do(s.held().Initialized(ctx)); err == nil {
 		drain(r)
 	}
+	if !s.pinned {
+		t.watch(s)
+	}
 }
 
 // held is s as package onbehalf builds the requests on it: where it
@@ -458,6 +464,9 @@ func (b *endingBody) Close() error {
 
 // endSession ends a dropped session on the upstream with DELETE.
 func (t *Transport) endSession(s *session) {
+	if s.unwatch != nil {
+		s.unwatch()
+	}
 	if s.id == "" || s.url == "" {
 		return
 	}
