@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
@@ -765,7 +766,7 @@ type frontCall struct {
 // forbids) is not registered: a cancellation of that id cannot tell the
 // two apart, so it cancels the first only.
 func (f *LegacyFront) startCall(client context.Context, s *frontSession, id json.RawMessage) *frontCall {
-	c := &frontCall{f: f, key: callKey{s.key, string(bytes.TrimSpace(id))}}
+	c := &frontCall{f: f, key: callKey{s.key, idmap.Key(id)}}
 	c.Init(client)
 	c.Watch()
 	f.mu.Lock()
@@ -795,7 +796,7 @@ func (c *frontCall) end() {
 // cancelCall cancels s's request id if it is under way here.
 func (f *LegacyFront) cancelCall(s *frontSession, id json.RawMessage) {
 	f.mu.Lock()
-	c := f.calls[callKey{s.key, string(bytes.TrimSpace(id))}]
+	c := f.calls[callKey{s.key, idmap.Key(id)}]
 	f.mu.Unlock()
 	if c != nil {
 		c.Cancel()
@@ -835,7 +836,7 @@ func (l *legacyEvents) Read(p []byte) (int, error) {
 		}
 		l.pending = ev.Raw
 		if ev.Data != nil {
-			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, l.msg.ID) {
+			if m, perr := rewrite.ParseMessage(ev.Data); perr == nil && (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && idmap.Same(m.ID, l.msg.ID) {
 				if t, changed := legacyReply(l.msg.Method, m); changed {
 					l.pending = reply.Event(t)
 				}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 )
 
 // TestRebuilt: a request the bridge rebuilds from a caller's carries its
@@ -46,7 +47,8 @@ func TestRebuilt(t *testing.T) {
 
 // TestFrontCallEnd: a call in flight is in the table until it ends, then
 // canceled and out of it; a second call under the same id is not put in
-// the table, and its end leaves the first's place alone.
+// the table, and its end leaves the first's place alone; a cancellation
+// naming the id spelled otherwise cancels it.
 func TestFrontCallEnd(t *testing.T) {
 	f := &LegacyFront{calls: map[callKey]*frontCall{}}
 	s := &frontSession{}
@@ -54,19 +56,20 @@ func TestFrontCallEnd(t *testing.T) {
 	defer leave()
 	first := f.startCall(client, s, json.RawMessage(" 7 "))
 	second := f.startCall(client, s, json.RawMessage("7"))
-	if f.calls[callKey{s.key, "7"}] != first || len(f.calls) != 1 {
+	if f.calls[callKey{s.key, idmap.Key(json.RawMessage("7"))}] != first || len(f.calls) != 1 {
 		t.Fatalf("table %v: want the first call alone under id 7", f.calls)
 	}
 	second.end()
-	if f.calls[callKey{s.key, "7"}] != first {
+	if f.calls[callKey{s.key, idmap.Key(json.RawMessage("7"))}] != first {
 		t.Error("the second call's end took the first's place")
 	}
 	if second.Err() == nil || first.Err() != nil {
 		t.Errorf("after the second's end: its Err %v, the first's %v; want canceled, nil", second.Err(), first.Err())
 	}
-	f.cancelCall(s, json.RawMessage("7"))
+	// 7.0 is the id 7 (a JSON number is its value).
+	f.cancelCall(s, json.RawMessage("7.0"))
 	if first.Err() == nil {
-		t.Error("notifications/cancelled for id 7 did not cancel the call")
+		t.Error("notifications/cancelled for id 7.0 did not cancel the call of id 7")
 	}
 	first.end()
 	first.end()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
@@ -46,7 +47,7 @@ func (t *Transport) translate(resp *http.Response, c *upcall, msg rewrite.Messag
 			// already under way could not.
 			p := peek(r)
 			if p.err == nil {
-				if m, perr := rewrite.ParseMessage(p.ev.Data); perr == nil && m.Kind == rewrite.KindError && bytes.Equal(m.ID, c.id) {
+				if m, perr := rewrite.ParseMessage(p.ev.Data); perr == nil && m.Kind == rewrite.KindError && idmap.Same(m.ID, c.id) {
 					c.close() // c.body is resp.Body
 					// The upstream's error, translated, answers the caller
 					// (the proxy gives it the caller's id).
@@ -185,7 +186,7 @@ func (t *Transport) pumpReply(first *peeked, pw *io.PipeWriter, c *upcall, clien
 		}
 		switch {
 		case perr != nil:
-		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && bytes.Equal(m.ID, c.id):
+		case (m.Kind == rewrite.KindResponse || m.Kind == rewrite.KindError) && idmap.Same(m.ID, c.id):
 			// The answer is the last message of its stream on the modern
 			// wire; a legacy server may keep its stream open after it
 			// (closing it is only a SHOULD there), so the bridge ends the

@@ -5,10 +5,13 @@
 // send id 1, which a shared session refuses or, worse, answers to the
 // wrong one), and what names a request upstream (its
 // notifications/cancelled) names it by that id. The caller's id goes back
-// onto what answers it where the reply is read (rewrite.SetKey).
+// onto what answers it where the reply is read (rewrite.SetKey). Where
+// the era bridge matches a reply or a cancellation to a request, ids are
+// compared as the JSON values they are (Same, Key: 1.0 is 1), not as
+// bytes.
 //
 // It is pure: no I/O, no table of calls (each carrier keeps its own, as
-// its streams differ), nothing but a counter.
+// its streams differ), nothing but a counter and the comparison.
 package idmap
 
 import (
