@@ -212,7 +212,8 @@ func TestPassThroughUntouched(t *testing.T) {
 // BenchmarkHeldSessionMemory reports the heap each held session costs the
 // sidecar. The upstream is a stateless stand-in (it mints session ids and
 // keeps nothing), so the upstream's own per-session state, which would
-// share this process's heap, is not counted.
+// share this process's heap, is not counted; it offers no GET stream, so
+// neither is the stream a session holds where one is offered (watch).
 func BenchmarkHeldSessionMemory(b *testing.B) {
 	var next int
 	var mu sync.Mutex
