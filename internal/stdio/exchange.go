@@ -25,8 +25,13 @@ const codeSessionNotFound = -32001
 // stream of every message for it, the reply last, when the client accepts
 // one (as a streamable HTTP server's own transport answers by default, so
 // what the client sees does not depend on the timing of the server's
-// notifications); otherwise JSON, when the reply is the first message. onFinal, when set, sees the reply (nil
-// when there was none).
+// notifications); otherwise JSON, when the reply is the first message.
+// onFinal, when set, is called once on every path: with the reply (or the
+// error standing for it: a timeout, the process's end) once it is in, even
+// when the client went away as it was being written, since what the
+// server answered stands, as its own transport would keep a session its
+// client left; with nil when there was none (the request was not sent, or
+// its client left before the reply came).
 func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *session, hdr http.Header, onFinal func([]byte)) (*http.Response, error) {
 	if onFinal == nil {
 		onFinal = func([]byte) {}
@@ -59,24 +64,30 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		defer cancel()
+		// One exit: onFinal runs once, on every path, before the stream
+		// ends (a client that read to its end finds the session settled).
+		var got []byte // the reply, once read
+		var ended error
+		defer func() {
+			onFinal(got)
+			_ = pw.CloseWithError(ended) // nil: the stream ends at its reply
+			cancel()
+		}()
 		m, fin := first, final
 		for {
+			if fin {
+				got = m // the process answered, whether or not the client takes it
+			}
 			if _, err := pw.Write(sseEvent(m)); err != nil {
 				if !fin {
 					p.cancel(c, "the client went away")
-					onFinal(nil)
 				}
 				return
 			}
 			if fin {
-				onFinal(m)
-				_ = pw.Close()
 				return
 			}
-			if m, fin, err = t.next(ctx, p, c, deadline); err != nil {
-				onFinal(nil)
-				_ = pw.CloseWithError(err)
+			if m, fin, ended = t.next(ctx, p, c, deadline); ended != nil {
 				return
 			}
 		}

@@ -1,0 +1,63 @@
+package stdio
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// leaveBeforeReply sends body, a legacy initialize, as a client that
+// accepts an SSE stream, and goes away without reading it: the stream is
+// closed with the reply still unwritten. It returns the session id the
+// reply's header named. When the process's reply is its only message,
+// the Transport has it before it returns the stream, so it is the final
+// event whose write finds the client gone.
+func leaveBeforeReply(t *testing.T, tr *Transport, body string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(body))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("initialize = %d %v, want a 200 SSE stream naming its session", resp.StatusCode, resp.Header)
+	}
+	_ = resp.Body.Close()
+	return sid
+}
+
+// TestRefusedInitializeEndsWhenClientLeaves: the session of an initialize
+// the server refuses ends at once (docs/stdio.md), also when its client
+// went away just before the refusal was written to it. go-sdk's server
+// answers an initialize whose params are not its params with an error,
+// and with no other message before it.
+func TestRefusedInitializeEndsWhenClientLeaves(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "gosdk", nil)
+	sid := leaveBeforeReply(t, tr, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":7}}`)
+	waitFor(t, "the refused session to end", func() bool { return tr.Sessions.Len() == 0 })
+	if e := do(t, tr, "POST", sid, toolCall(1, "echo", map[string]any{"text": "hi"}), nil); e.status != http.StatusNotFound {
+		t.Errorf("a request on the refused session = %d %v, want 404", e.status, e.msgs)
+	}
+}
+
+// TestAcceptedInitializeKeptWhenClientLeaves: an initialize the server
+// accepted made a session, whose id its reply's header carried, whether
+// or not its client read the body: as a streamable HTTP server keeps a
+// session its client left while the reply was under way, the session
+// serves the next request with that id, and the Transport is ready.
+func TestAcceptedInitializeKeptWhenClientLeaves(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "gosdk", nil)
+	tr.ready.Store(false) // the probe's handshake made it ready; this one must too
+	sid := leaveBeforeReply(t, tr, initReq)
+	waitFor(t, "the handshake to make the Transport ready", tr.Ready)
+	if e := do(t, tr, "POST", sid, toolCall(1, "echo", map[string]any{"text": "hi"}), nil); text(e.last()) != "hi" {
+		t.Errorf("a request on the session = %d %v, want its echo", e.status, e.msgs)
+	}
+}
