@@ -296,6 +296,7 @@ func (s *Sidecar) startStdio(ctx context.Context, cfg config.Config, argv []stri
 		Calls: caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: stdio.DefaultMaxCalls,
 			SharePercent: s.SharePercent, Metrics: s.Metrics}),
 	}
+	s.Metrics.CallerRefusalTable(stdio.TableSessionCalls) // its refusals, at 0 until one
 	if o.Environ != nil {
 		t.Env = stdio.ChildEnv(o.Environ)
 	}

@@ -9,7 +9,8 @@
 // a session id the Transport mints (a stdio server's legacy session is its
 // process); DELETE, the idle timeout or the process's end end it, and the
 // next request on it gets 404 so the client re-initializes. The number of
-// these processes is bounded, with a per-caller share. When the server
+// these processes is bounded, with a per-caller share, and so are the
+// calls in flight on each (DefaultMaxSessionCalls). When the server
 // answers server/discover (asked once, in a probe process then ended),
 // 2026-07-28 requests share one long-lived process, whose calls in flight
 // are bounded too, with a per-caller share (Transport.Calls). On every pipe each

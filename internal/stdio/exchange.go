@@ -37,10 +37,10 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 		onFinal = func([]byte) {}
 	}
 	c, err := p.start(msg, t.callerOf(req))
-	var refusal *caller.Refusal
+	var refusal *reply.Error
 	if errors.As(err, &refusal) {
 		onFinal(nil)
-		return refused(req, msg.ID, refusal.Reply()), nil
+		return refused(req, msg.ID, refusal), nil
 	}
 	if err != nil {
 		onFinal(nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,8 +125,9 @@ func newPipe(t *Transport, proc *process, shared bool) *pipe {
 // two callers may have chosen the same one; on a session's own process the
 // caller's token is kept, and recorded to route progress by. On a shared
 // pipe the call takes a place of its caller's share of Transport.Calls
-// until it leaves the pipe (drop); past it start returns the
-// *caller.Refusal.
+// until it leaves the pipe (drop); on a session's own process it is one
+// of at most DefaultMaxSessionCalls in flight there. Past either bound
+// start returns the refusal, as the *reply.Error its caller gets.
 func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 	c := &call{id: msg.ID, pipeID: p.t.mint(), who: who, listen: msg.Method == "subscriptions/listen",
 		msgs: newQueue(callQueue, p.t.MaxLine), final: make(chan []byte, 1)}
@@ -144,7 +146,7 @@ func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 	}
 	if p.shared {
 		if err := p.t.Calls.Acquire(who, nil); err != nil {
-			return nil, err
+			return nil, err.(*caller.Refusal).Reply()
 		}
 	}
 	p.mu.Lock()
@@ -156,6 +158,10 @@ func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 		}
 		return nil, errExited
 	}
+	if !p.shared && len(p.pending) >= DefaultMaxSessionCalls {
+		p.mu.Unlock()
+		return nil, p.t.sessionCallsFull()
+	}
 	p.pending[c.pipeID] = c
 	if c.minted != "" {
 		p.tokens[c.minted] = c
@@ -166,6 +172,20 @@ func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// sessionCallsFull is the refusal of a call past DefaultMaxSessionCalls
+// on a session's own process, counted: a full table's (HTTP 503, data.reason
+// stdio_session_calls_exhausted, data.table TableSessionCalls), the table
+// being the session's calls, which its message names.
+func (t *Transport) sessionCallsFull() *reply.Error {
+	if t.Metrics != nil {
+		t.Metrics.CallerRefusal(TableSessionCalls, true)
+	}
+	n := DefaultMaxSessionCalls
+	e := (&caller.Refusal{Table: TableSessionCalls, Full: true, Share: n, Cap: n}).Reply()
+	e.Message = "too many calls in flight on this session (" + strconv.Itoa(n) + "); try again later"
+	return e
 }
 
 // send writes one message as one line; a message with a newline in its

@@ -34,6 +34,12 @@ const (
 	// requests share (subscriptions/listen streams included), all callers
 	// together; each caller holds at most its share of them.
 	DefaultMaxCalls = 256
+	// DefaultMaxSessionCalls caps the calls in flight on one legacy
+	// session's process: the process is one caller's, so there is no
+	// share, and as many as one caller's default share of the shared
+	// process's (DefaultMaxCalls). Past it a call is refused as a full
+	// table refuses, the table being TableSessionCalls.
+	DefaultMaxSessionCalls = 64
 	// DefaultIdleTimeout ends a legacy session unused this long.
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultRequestTimeout is how long a request waits for its next
@@ -52,6 +58,10 @@ const (
 	// sidecar's own limit (max-body-bytes) bounded it.
 	maxBody = 64 << 20
 )
+
+// TableSessionCalls names, in a refusal's data.table and the metrics, the
+// calls in flight on one legacy session's process (DefaultMaxSessionCalls).
+const TableSessionCalls = "stdio_session_calls"
 
 // errTooLarge is readMessage's error for a body over its limit.
 var errTooLarge = errors.New("stdio: request body over the limit")
@@ -73,6 +83,9 @@ type Metrics interface {
 	StdioProcesses(n int)
 	StdioRestart()
 	StdioEvent(event string)
+	// CallerRefusal counts a refusal of a table the Transport bounds
+	// itself (TableSessionCalls), as caller.Table counts its own.
+	CallerRefusal(table string, full bool)
 }
 
 // Transport is an http.RoundTripper that serves the streamable HTTP

@@ -27,6 +27,7 @@ type counts struct {
 	events   map[string]int
 	restarts int
 	procs    int
+	refusals map[string]int // by table and refusal ("share", "full"): "table/full"
 }
 
 func (c *counts) StdioProcesses(n int) { c.mu.Lock(); c.procs = n; c.mu.Unlock() }
@@ -40,6 +41,23 @@ func (c *counts) StdioEvent(e string) {
 	c.events[e]++
 }
 func (c *counts) event(e string) int { c.mu.Lock(); defer c.mu.Unlock(); return c.events[e] }
+func (c *counts) CallerRefusal(table string, full bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refusals == nil {
+		c.refusals = map[string]int{}
+	}
+	r := "share"
+	if full {
+		r = "full"
+	}
+	c.refusals[table+"/"+r]++
+}
+func (c *counts) refused(table, refusal string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refusals[table+"/"+refusal]
+}
 
 // start runs a Transport over the test server in mode.
 func start(t *testing.T, mode string, set func(*Transport)) (*Transport, *counts) {
