@@ -28,7 +28,7 @@ const codeSessionNotFound = -32001
 // notifications); otherwise JSON, when the reply is the first message.
 // onFinal, when set, is called once on every path: with the reply (or the
 // error standing for it: a timeout, the process's end) once it is in, even
-// when the client went away as it was being written, since what the
+// when the client went away before it was written to it, since what the
 // server answered stands, as its own transport would keep a session its
 // client left; with nil when there was none (the request was not sent, or
 // its client left before the reply came).
@@ -79,8 +79,8 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 				got = m // the process answered, whether or not the client takes it
 			}
 			if _, err := pw.Write(sseEvent(m)); err != nil {
-				if !fin {
-					p.cancel(c, "the client went away")
+				if !fin && !p.cancel(c, "the client went away") {
+					got = <-c.final // the reply was in already (or is being put there)
 				}
 				return
 			}

@@ -61,3 +61,33 @@ func TestAcceptedInitializeKeptWhenClientLeaves(t *testing.T) {
 		t.Errorf("a request on the session = %d %v, want its echo", e.status, e.msgs)
 	}
 }
+
+// TestAcceptedInitializeKeptWhenClientLeavesMidStream: the same when the
+// client goes away while a message before the reply is being written to
+// it, the reply being in already: the test server sends a notification
+// before its initialize reply, and the stream is closed unread once the
+// reply has left the pipe.
+func TestAcceptedInitializeKeptWhenClientLeavesMidStream(t *testing.T) {
+	t.Parallel()
+	tr, _ := start(t, "", nil)
+	tr.ready.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(initReq))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	s := tr.session(sid)
+	if resp.StatusCode != http.StatusOK || s == nil {
+		t.Fatalf("initialize = %d %v, want 200 naming a live session", resp.StatusCode, resp.Header)
+	}
+	waitFor(t, "the initialize reply to leave the pipe", func() bool { n, _ := s.p.busy(); return n == 0 })
+	_ = resp.Body.Close()
+	waitFor(t, "the handshake to make the Transport ready", tr.Ready)
+	if e := do(t, tr, "POST", sid, toolCall(1, "echo", map[string]any{"text": "hi"}), nil); text(e.last()) != "hi" {
+		t.Errorf("a request on the session = %d %v, want its echo", e.status, e.msgs)
+	}
+}
