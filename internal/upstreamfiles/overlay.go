@@ -1,14 +1,9 @@
 package upstreamfiles
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -468,47 +463,36 @@ func (o *Overlay) probe(r *http.Request, caller rewrite.Message, uri string) (Se
 
 // servedOf digests the bytes a resources/read result serves: the UTF-8
 // bytes of text, or the decoded bytes of blob (SEP-2640), and reads a
-// SKILL.md's frontmatter under portability (servedFrontmatter). result comes from
-// a message already checked to be JSON, so it is walked by offsets: a blob
-// is decoded in small chunks into the hash, with no copy of its bytes, and
-// plain text is hashed where it lies.
+// SKILL.md's frontmatter under portability (servedFrontmatter). The entry
+// ServedEntry takes is judged by the rule a forwarded read's is
+// (readScan), fed to it in place as a reply holding that entry alone, so
+// an entry clients could read more than one way (text that is not
+// Unicode, text beside blob, a duplicate member, no uri) has no digest on
+// either path.
 func servedOf(uri string, result json.RawMessage, portability string) (Served, error) {
 	c, ok := ServedEntry(uri, result)
 	if !ok {
 		return Served{}, fmt.Errorf("upstream resources/read %s: no contents", uri)
 	}
-	h := sha256.New()
-	var size int64
-	var text []byte
-	if t, ok := rewrite.GetKey(c, []string{"text"}); ok {
-		if text, ok = rewrite.StringBytes(t); !ok {
-			return Served{}, fmt.Errorf("upstream resources/read %s: text is not a string", uri)
-		}
-		h.Write(text)
-		size = int64(len(text))
-	} else if b, ok := rewrite.GetKey(c, []string{"blob"}); ok {
-		enc, ok := rewrite.StringBytes(b)
-		if !ok {
-			return Served{}, fmt.Errorf("upstream resources/read %s: blob is not a string", uri)
-		}
-		// A literal with no escapes decodes to its own bytes; every escape
-		// shortens it (invalid UTF-8 lengthens it, but is no base64
-		// either). Equal lengths mean enc holds no line breaks, so
-		// hashBase64 need not look for them.
-		n, err := hashBase64(h, enc, len(enc) == len(b)-2)
-		if err != nil {
-			return Served{}, fmt.Errorf("upstream resources/read %s: blob: %w", uri, err)
-		}
-		size = n
-	} else {
-		return Served{}, fmt.Errorf("upstream resources/read %s: neither text nor blob", uri)
+	own, _ := rewrite.GetString(c, "uri") // another URI's, when ServedEntry took the first entry
+	s := newReadScan(own, ownReadID)
+	s.skill, s.portability = strings.HasSuffix(uri, "/SKILL.md"), portability
+	s.Write(ownReadHead)
+	s.Write(c)
+	s.Write(ownReadTail)
+	if out, served := s.End(); out == scanServed {
+		return served, nil
 	}
-	s := Served{Upstream: true, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Size: size}
-	if strings.HasSuffix(uri, "/SKILL.md") {
-		s.Frontmatter, s.Withheld = servedFrontmatter(text, portability)
-	}
-	return s, nil
+	return Served{}, fmt.Errorf("upstream resources/read %s: the contents entry is not one every client reads alike", uri)
 }
+
+// ownReadHead and ownReadTail wrap the entry servedOf judges as a reply,
+// whose id is ownReadID.
+var (
+	ownReadID   = []byte("0")
+	ownReadHead = []byte(`{"jsonrpc":"2.0","id":0,"result":{"contents":[`)
+	ownReadTail = []byte(`]}}`)
+)
 
 // ServedEntry returns the contents entry of a resources/read result that
 // serves uri: the first whose uri is uri, as a forwarded read is judged
@@ -557,48 +541,12 @@ func servedFrontmatter(text []byte, portability string) (fm json.RawMessage, wit
 	return fm, ""
 }
 
-// hashChunk is how much base64 hashBase64 decodes at a time: a multiple of
-// 4, so every chunk but the last decodes on its own, and small enough that
-// the decoded bytes are still in the CPU's first-level cache when they are
-// hashed (8 KiB ran about 20% faster than 32 KiB here).
+// hashChunk is how much base64 a read's blob is decoded at a time
+// (b64Stream): a multiple of 4, so every chunk but the last decodes on its
+// own, and small enough that the decoded bytes are still in the CPU's
+// first-level cache when they are hashed (8 KiB ran about 20% faster than
+// 32 KiB here).
 const hashChunk = 8 << 10
-
-// hashBase64 writes the standard-base64 decoding of enc to w, a chunk at a
-// time, and returns the decoded length. Like base64.StdEncoding it ignores
-// "\r" and "\n" (which a JSON string can hold only escaped, so plain says
-// there are none); such an encoding is first copied without them, so
-// chunks stay aligned.
-func hashBase64(w io.Writer, enc []byte, plain bool) (int64, error) {
-	if !plain && (bytes.IndexByte(enc, '\r') >= 0 || bytes.IndexByte(enc, '\n') >= 0) { // not ContainsAny: no SIMD
-		clean := make([]byte, 0, len(enc))
-		for _, c := range enc {
-			if c != '\r' && c != '\n' {
-				clean = append(clean, c)
-			}
-		}
-		enc = clean
-	}
-	var buf [hashChunk / 4 * 3]byte
-	var total int64
-	for off := 0; off < len(enc); off += hashChunk {
-		chunk := enc[off:min(off+hashChunk, len(enc))]
-		n, err := decodeBase64(buf[:], chunk)
-		if err != nil {
-			if ce, ok := err.(base64.CorruptInputError); ok {
-				err = base64.CorruptInputError(int64(ce) + int64(off))
-			}
-			return total, err
-		}
-		w.Write(buf[:n])
-		total += int64(n)
-		if n < len(buf) && off+hashChunk < len(enc) {
-			// Padding ended a chunk that is not the last: the rest is
-			// data after the end of the encoding.
-			return total, base64.CorruptInputError(int64(off + len(chunk)))
-		}
-	}
-	return total, nil
-}
 
 // quoted is s as a JSON string.
 func quoted(s string) json.RawMessage {

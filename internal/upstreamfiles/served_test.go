@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestServedOfBigBlobMemory hashes a 16 MiB blob reply and checks that the
@@ -38,9 +39,11 @@ func TestServedOfBigBlobMemory(t *testing.T) {
 }
 
 // FuzzServedOf checks servedOf against encoding/json: for any result that
-// is JSON, it digests exactly the bytes a Go client decodes from the text
-// or blob of the first content for the URI read (else the first content), and errs exactly when that client would find no
-// string there or a blob that is not standard base64.
+// is JSON it either fails or digests exactly the bytes a Go client decodes
+// from the text or blob of the first content for the URI read (else the
+// first content), never other bytes; and the text of any UTF-8 string, and
+// the bytes of any blob, encoded as a client's library would, are always
+// digested.
 func FuzzServedOf(f *testing.F) {
 	for _, s := range []string{
 		`{"contents":[{"uri":"u","text":"hi\n"}]}`,
@@ -50,6 +53,8 @@ func FuzzServedOf(f *testing.F) {
 		`{"contents":[{"uri":"u","blob":"aGk"}]}`,
 		`{"contents":[{"uri":"u","text":"\u00e9\ud800"}]}`,
 		`{"contents":[{"uri":"u","text":"x","text":"y"}]}`,
+		`{"contents":[{"uri":"u","text":"x","blob":"eQ=="}]}`,
+		"{\"contents\":[{\"uri\":\"u\",\"text\":\"a\xffb\"}]}",
 		`{"contents":[]}`,
 		`{"contents":[{"uri":"u","blob":null}]}`,
 		`{"contents":[{"uri":"u","text":1}]}`,
@@ -58,50 +63,58 @@ func FuzzServedOf(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	const uri = "skill://s/f.bin"
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if !json.Valid(in) {
-			return // servedOf is only given results of messages checked to be JSON
-		}
-		got, err := servedOf("skill://s/f.bin", in, "")
-		// Maps, not structs: member names are matched exactly, as the
-		// protocol spells them (a struct would also take "Contents").
-		var res map[string]json.RawMessage
-		var contents []json.RawMessage
-		var want []byte
-		wantOK := json.Unmarshal(in, &res) == nil && json.Unmarshal(res["contents"], &contents) == nil && len(contents) > 0
-		if wantOK {
-			entry := contents[0]
-			for _, e := range contents {
-				var u struct {
-					URI *string `json:"uri"`
+		if json.Valid(in) { // servedOf is only given results of messages checked to be JSON
+			got, err := servedOf(uri, in, "")
+			// Maps, not structs: member names are matched exactly, as the
+			// protocol spells them (a struct would also take "Contents").
+			var res map[string]json.RawMessage
+			var contents []json.RawMessage
+			var want []byte
+			wantOK := json.Unmarshal(in, &res) == nil && json.Unmarshal(res["contents"], &contents) == nil && len(contents) > 0
+			if wantOK {
+				entry := contents[0]
+				for _, e := range contents {
+					var u struct {
+						URI *string `json:"uri"`
+					}
+					var m map[string]json.RawMessage
+					if json.Unmarshal(e, &m) == nil && json.Unmarshal(m["uri"], &u.URI) == nil && u.URI != nil && *u.URI == uri {
+						entry = e
+						break
+					}
 				}
-				var m map[string]json.RawMessage
-				if json.Unmarshal(e, &m) == nil && json.Unmarshal(m["uri"], &u.URI) == nil && u.URI != nil && *u.URI == "skill://s/f.bin" {
-					entry = e
-					break
+				var c map[string]json.RawMessage
+				wantOK = json.Unmarshal(entry, &c) == nil
+				if t, has := c["text"]; wantOK && has {
+					var s string
+					wantOK = len(t) > 0 && t[0] == '"' && json.Unmarshal(t, &s) == nil
+					want = []byte(s)
+				} else if b, has := c["blob"]; wantOK && has {
+					wantOK = len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &want) == nil
+				} else {
+					wantOK = false
 				}
 			}
-			var c map[string]json.RawMessage
-			wantOK = json.Unmarshal(entry, &c) == nil
-			if t, has := c["text"]; wantOK && has {
-				var s string
-				wantOK = len(t) > 0 && t[0] == '"' && json.Unmarshal(t, &s) == nil
-				want = []byte(s)
-			} else if b, has := c["blob"]; wantOK && has {
-				wantOK = len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &want) == nil
-			} else {
-				wantOK = false
+			if err == nil && !wantOK {
+				t.Fatalf("servedOf(%q) = %s; encoding/json decodes no bytes from it", in, got.Digest)
+			}
+			sum := sha256.Sum256(want)
+			if d := "sha256:" + hex.EncodeToString(sum[:]); err == nil && (got.Digest != d || got.Size != int64(len(want))) {
+				t.Fatalf("servedOf(%q) = %s %d, want %s %d (%q)", in, got.Digest, got.Size, d, len(want), want)
 			}
 		}
-		if (err == nil) != wantOK {
-			t.Fatalf("servedOf(%q) error = %v; encoding/json decodes it: %v", in, err, wantOK)
-		}
-		if err != nil {
-			return
-		}
-		sum := sha256.Sum256(want)
-		if d := "sha256:" + hex.EncodeToString(sum[:]); got.Digest != d || got.Size != int64(len(want)) {
-			t.Fatalf("servedOf(%q) = %s %d, want %s %d (%q)", in, got.Digest, got.Size, d, len(want), want)
+		want := sha256.Sum256(in)
+		for field, v := range map[string]any{"text": string(in), "blob": in} {
+			if field == "text" && !utf8.Valid(in) {
+				continue // no client's library encodes such a string
+			}
+			result, _ := json.Marshal(map[string]any{"contents": []any{map[string]any{"uri": uri, "mimeType": "text/plain", field: v}}})
+			got, err := servedOf(uri, result, "")
+			if d := "sha256:" + hex.EncodeToString(want[:]); err != nil || got.Digest != d || got.Size != int64(len(in)) {
+				t.Fatalf("servedOf(%s) = %s %d, %v; want %s %d", result, got.Digest, got.Size, err, d, len(in))
+			}
 		}
 	})
 }
