@@ -70,7 +70,11 @@ func ParseFrontmatterAmbiguities(b []byte) (fm json.RawMessage, body []byte, amb
 	if !utf8.Valid(text) {
 		return nil, nil, nil, ErrFrontmatterEncoding
 	}
-	fm, amb, err = yamlToJSON(normalizeNewlines(text))
+	text = normalizeNewlines(text)
+	if err := yaml11Breaks(text); err != nil {
+		return nil, nil, nil, err
+	}
+	fm, amb, err = yamlToJSON(text)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -122,6 +126,29 @@ func normalizeNewlines(b []byte) []byte {
 	}
 	b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
 	return bytes.ReplaceAll(b, []byte("\r"), []byte("\n"))
+}
+
+// yaml11Breaks refuses a raw NEL, LS or PS (U+0085, U+2028, U+2029) in the
+// YAML text (LF line breaks only). YAML 1.1 readers (PyYAML, and yaml.v3,
+// which this package parses with) take each for a line break; YAML 1.2
+// readers for a character (YAML 1.2.2 §5.4). Raw, one can end a comment
+// or fold a quoted string for one reader and not the other, so no JSON is
+// what both read; escaped in a double-quoted string (\N, \L, \P), it is
+// the same character to both.
+func yaml11Breaks(text []byte) error {
+	at, r := -1, rune(0)
+	for _, b := range []rune{'\u0085', '\u2028', '\u2029'} {
+		// In valid UTF-8 these bytes are only ever that character.
+		if i := bytes.Index(text, utf8.AppendRune(nil, b)); i >= 0 && (at < 0 || i < at) {
+			at, r = i, b
+		}
+	}
+	if at < 0 {
+		return nil
+	}
+	esc := map[rune]string{'\u0085': `\N`, '\u2028': `\L`, '\u2029': `\P`}[r]
+	return fmt.Errorf("%w: line %d: a raw %U is a line break to YAML 1.1 readers (PyYAML) and a character to YAML 1.2 readers; write it as %s inside a double-quoted string",
+		ErrFrontmatterSyntax, bytes.Count(text[:at], []byte("\n"))+2, r, esc)
 }
 
 // yamlToJSON parses one YAML document at the node level and writes its JSON
