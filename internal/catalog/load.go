@@ -453,10 +453,30 @@ func (l *loader) scanSkills() ([]candidate, []string, error) {
 // buildSkills turns each folder holding a SKILL.md into a skill, or a Problem.
 func (l *loader) buildSkills(files []candidate, roots []string) []*Skill {
 	l.data = map[string]*File{}
+	isRoot := make(map[string]bool, len(roots))
+	for _, root := range roots {
+		isRoot[root] = true
+	}
 	var skills []*Skill
 	for _, root := range roots {
 		if root == "." {
 			l.probs.skip("skills/SKILL.md", KindPath, "SKILL.md directly under skills/ has no skill path; put it in a folder named after the skill")
+			continue
+		}
+		// A skill nested in another stands in whenever the outermost one
+		// does (a file of either still being written): the outer's
+		// previous manifest lists the nested files as they were, and a
+		// snapshot states one digest per URI.
+		outer := root
+		for d := path.Dir(root); d != "."; d = path.Dir(d) {
+			if isRoot[d] {
+				outer = d
+			}
+		}
+		if rel := l.changing(filesUnder(files, outer)); rel != "" {
+			if sk := l.standInSkill(root, rel); sk != nil {
+				skills = append(skills, sk)
+			}
 			continue
 		}
 		if sk := l.buildSkill(root, filesUnder(files, root)); sk != nil {
@@ -485,14 +505,21 @@ func spanUnder(files []candidate, root string) (i, j int) {
 	return i, j
 }
 
-// buildSkill checks and reads one skill; nil means it is skipped.
-func (l *loader) buildSkill(root string, files []candidate) *Skill {
-	skillMD := "skills/" + root + "/SKILL.md"
+// changing returns the first of files still being written (settling), or
+// "".
+func (l *loader) changing(files []candidate) string {
 	for _, c := range files {
 		if _, err := l.read(c.rel, files); errors.Is(err, errChanging) {
-			return l.standInSkill(root, c.rel)
+			return c.rel
 		}
 	}
+	return ""
+}
+
+// buildSkill checks and reads one skill whose files are settled; nil means
+// it is skipped.
+func (l *loader) buildSkill(root string, files []candidate) *Skill {
+	skillMD := "skills/" + root + "/SKILL.md"
 	md, err := l.read(root+"/SKILL.md", files)
 	if err != nil {
 		l.probs.skip(skillMD, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
@@ -559,7 +586,7 @@ func (l *loader) manifest(root string, files []candidate) (manifest []*File, ok 
 		}
 		f, err := l.read(c.rel, files)
 		if errors.Is(err, errChanging) {
-			return nil, false // buildSkill saw it first; a file that changed since is the next load's
+			return nil, false // buildSkills saw it first; a file that changed since is the next load's
 		}
 		if err != nil {
 			l.probs.skip("skills/"+c.rel, KindRead, fmt.Sprintf("cannot be read: %v", unwrapPathError(err)))
