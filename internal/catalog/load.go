@@ -153,8 +153,8 @@ func loadRoot(root string, opts Options, scanOnly bool, settle *settling) (*Snap
 	}
 	for attempt := 1; ; attempt++ {
 		before := generation(root)
-		s, fp, err := loadRootOnce(root, opts, scanOnly, settle)
-		if err != nil || generation(root) == before {
+		s, fp, t, err := loadRootOnce(root, opts, scanOnly, settle)
+		if err != nil || generation(root) == before && !swappedDuring(root, t) {
 			return s, fp, err
 		}
 		if attempt == maxLoadAttempts {
@@ -163,6 +163,25 @@ func loadRoot(root string, opts Options, scanOnly bool, settle *settling) (*Snap
 			return nil, fp, fmt.Errorf("%w: %s changed during %d loads in a row", ErrUnreadable, root, attempt)
 		}
 	}
+}
+
+// swappedDuring reports whether an atomic-writer volume anywhere in the
+// folder (a ConfigMap, Secret or projected volume, which may be mounted at
+// any folder of the plugin) was swapped while t read it: it was gone
+// through by two data folders, or its "..data" no longer points at the
+// one t went through. A data folder with no "..data" beside it is no
+// volume the kubelet swaps, and never counts.
+func swappedDuring(root string, t *tree) bool {
+	if t == nil {
+		return false
+	}
+	for vol, data := range t.volumes {
+		target, err := os.Readlink(filepath.Join(root, filepath.FromSlash(vol), "..data"))
+		if err == nil && (data == "" || filepath.Base(target) != data) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxLoadAttempts bounds the loads of one reload while the root's links keep
@@ -190,27 +209,29 @@ func rootLinks(root string) string {
 	return b.String()
 }
 
-func loadRootOnce(root string, opts Options, scanOnly bool, settle *settling) (*Snapshot, [sha256.Size]byte, error) {
+// loadRootOnce is one load of loadRoot; the tree it read is returned for
+// swappedDuring (nil when it read none).
+func loadRootOnce(root string, opts Options, scanOnly bool, settle *settling) (*Snapshot, [sha256.Size]byte, *tree, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		err = fmt.Errorf("%w: open %s: %w", ErrUnreadable, root, unwrapPathError(err))
-		return nil, sha256.Sum256([]byte(err.Error())), err
+		return nil, sha256.Sum256([]byte(err.Error())), nil, err
 	}
 	defer r.Close()
 	if err := opts.Validate(); err != nil {
-		return nil, [sha256.Size]byte{}, err
+		return nil, [sha256.Size]byte{}, nil, err
 	}
 	opts = opts.withDefaults()
 	l, err := newLoader(r.FS(), opts)
 	if err != nil {
-		return nil, sha256.Sum256([]byte(err.Error())), err
+		return nil, sha256.Sum256([]byte(err.Error())), nil, err
 	}
 	l.scanOnly, l.settle = scanOnly, settle
 	s, err := l.load()
 	if err != nil {
 		fmt.Fprintf(l.tree.seen, "failed %v\n", err)
 	}
-	return s, l.tree.fingerprint(), err
+	return s, l.tree.fingerprint(), l.tree, err
 }
 
 // newLoader prepares one load of fsys in opts.Layout (opts has its
@@ -330,6 +351,9 @@ func (l *loader) load() (*Snapshot, error) {
 		return nil, nil
 	}
 	l.checkLayout()
+	if h := afterScan.Load(); h != nil {
+		(*h)()
+	}
 	l.prefetch(files, roots)
 	skills := l.buildSkills(files, roots)
 	agents, err := l.loadAgents(newSkillIndex(skills))
@@ -363,6 +387,10 @@ func (l *loader) load() (*Snapshot, error) {
 	s.unsettled = l.unsettled
 	return s, nil
 }
+
+// afterScan, when set, runs between a load's walk of skills/ and its reads
+// of the files found: a test's way to change the folder there.
+var afterScan atomic.Pointer[func()]
 
 // pluginEntries are the top-level names that make a folder a plugin folder.
 var pluginEntries = []string{"skills", "agents", ".claude-plugin"}

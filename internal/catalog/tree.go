@@ -30,6 +30,24 @@ type tree struct {
 	truncated  bool
 	dirs       []string  // canonical directories read, for the watcher
 	seen       hash.Hash // fingerprint of everything resolved, in order
+
+	// volumes maps each folder holding a kubelet atomic-writer volume
+	// that a path was resolved through (canonical, "." for the root) to
+	// the data folder it went through, "" when it went through two (a
+	// swap during the load). See swappedDuring.
+	volumes map[string]string
+}
+
+// throughVolume notes that a path was resolved through the data folder
+// data of the atomic-writer volume held by the folder vol.
+func (t *tree) throughVolume(vol, data string) {
+	if t.volumes == nil {
+		t.volumes = map[string]string{}
+	}
+	if old, ok := t.volumes[vol]; ok && old != data {
+		data = ""
+	}
+	t.volumes[vol] = data
 }
 
 func newTree(fsys fs.FS, maxEntries int) *tree {
@@ -84,6 +102,9 @@ func (t *tree) canonical(name string) (string, error) {
 			}
 			cur = path.Dir(cur)
 			continue
+		}
+		if atomicWriterName(c) {
+			t.throughVolume(cur, c)
 		}
 		next := path.Join(cur, c)
 		if t.links == nil {
