@@ -757,7 +757,13 @@ func (l *loader) loadAgents(ix skillIndex) ([]*Agent, error) {
 	byName := map[string]string{}
 	for _, e := range ents {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".md") {
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if !l.tree.count("agents", &l.probs) {
+			break
+		}
+		if !strings.HasSuffix(name, ".md") {
 			continue
 		}
 		file := "agents/" + name

@@ -255,11 +255,7 @@ func (t *tree) walk(n node, stack []string, ps *problems, visit visitFunc) {
 		if strings.HasPrefix(name, ".") {
 			continue // dot-files and dot-folders are not part of any skill
 		}
-		if t.entries++; t.entries > t.maxEntries {
-			if !t.truncated {
-				t.truncated = true
-				ps.skip(n.rel, KindLimits, fmt.Sprintf("the plugin folder has more than %d entries; the rest is not read", t.maxEntries))
-			}
+		if !t.count(n.rel, ps) {
 			return
 		}
 		rel := path.Join(n.rel, name)
@@ -279,6 +275,20 @@ func (t *tree) walk(n node, stack []string, ps *problems, visit visitFunc) {
 			ps.skip(rel, KindSpecial, fmt.Sprintf("%s, not a regular file", describeMode(child.info.Mode())))
 		}
 	}
+}
+
+// count counts one more entry of the folder, read in the folder rel; false
+// when it is past maxEntries and is not to be read (the first such entry
+// is a problem).
+func (t *tree) count(rel string, ps *problems) bool {
+	if t.entries++; t.entries <= t.maxEntries {
+		return true
+	}
+	if !t.truncated {
+		t.truncated = true
+		ps.skip(rel, KindLimits, fmt.Sprintf("the plugin folder has more than %d entries; the rest is not read", t.maxEntries))
+	}
+	return false
 }
 
 func entryErrorKind(err error) string {
