@@ -182,7 +182,116 @@ func yamlToJSON(text []byte) (out json.RawMessage, amb []Ambiguity, err error) {
 	if err := c.node(doc.Content[0]); err != nil {
 		return nil, nil, err
 	}
+	if bytes.IndexByte(text, '\t') >= 0 {
+		if err := tabsPyYAMLRefuses(c.lines, doc.Content[0]); err != nil {
+			return nil, nil, err
+		}
+	}
 	return json.RawMessage(c.buf.Bytes()), c.amb, nil
+}
+
+// tabsPyYAMLRefuses refuses a tab PyYAML does not take. YAML 1.2 takes a
+// tab for separating white space; PyYAML (YAML 1.1) takes one only inside
+// a quoted scalar, in a block scalar's text past its indentation, and in a
+// comment, and refuses the whole document for any other ("found character
+// '\t' that cannot start any token"), so such a host could not read the
+// skill at all. lines is the YAML text (LF breaks) of the document root.
+func tabsPyYAMLRefuses(lines []string, root *yaml.Node) error {
+	runes := make([][]rune, len(lines))
+	for i, l := range lines {
+		runes[i] = []rune(l)
+	}
+	// taken[line] holds the rune ranges [from, to) where a tab is text.
+	taken := make([][][2]int, len(lines))
+	take := func(l, from, to int) { taken[l] = append(taken[l], [2]int{from, to}) }
+	var visit func(n *yaml.Node)
+	visit = func(n *yaml.Node) {
+		for _, k := range n.Content {
+			visit(k)
+		}
+		if n.Kind != yaml.ScalarNode || n.Line < 1 || n.Line > len(lines) || n.Column < 1 {
+			return
+		}
+		l, p := n.Line-1, n.Column-1
+		switch {
+		case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+			quotedSpan(runes, l, p, take)
+		case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+			blockSpan(runes, l, take)
+		}
+	}
+	visit(root)
+	for l, line := range runes {
+	scan:
+		for i, r := range line {
+			for _, t := range taken[l] {
+				if i >= t[0] && i < t[1] {
+					continue scan
+				}
+			}
+			switch {
+			case r == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+				break scan // a comment: the rest of the line
+			case r == '\t':
+				return fmt.Errorf("%w: line %d: a tab outside a quoted string, a block scalar's text or a comment; YAML 1.1 readers (PyYAML) refuse the whole frontmatter for it: use spaces",
+					ErrFrontmatterSyntax, l+2)
+			}
+		}
+	}
+	return nil
+}
+
+// quotedSpan gives take the text of the quoted scalar whose opening quote is
+// rune p of line l, quotes included; nothing when no quote is there.
+func quotedSpan(runes [][]rune, l, p int, take func(l, from, to int)) {
+	if p >= len(runes[l]) || runes[l][p] != '"' && runes[l][p] != '\'' {
+		return
+	}
+	q, from := runes[l][p], p
+	for p++; l < len(runes); l, p, from = l+1, 0, 0 {
+		for ; p < len(runes[l]); p++ {
+			switch r := runes[l][p]; {
+			case q == '"' && r == '\\':
+				p++ // the escaped character; at the end of a line, the break
+			case q == '\'' && r == '\'' && p+1 < len(runes[l]) && runes[l][p+1] == '\'':
+				p++
+			case r == q:
+				take(l, from, p+1)
+				return
+			}
+		}
+		take(l, from, len(runes[l])+1)
+	}
+}
+
+// blockSpan gives take the text of the block scalar whose header is on line
+// l: the lines after it up to the first that is not blank and is indented
+// no deeper than the header's line, each from the indentation of the first
+// line with text.
+func blockSpan(runes [][]rune, l int, take func(l, from, to int)) {
+	spaces := func(line []rune) int {
+		n := 0
+		for n < len(line) && line[n] == ' ' {
+			n++
+		}
+		return n
+	}
+	header, indent := spaces(runes[l]), 0
+	for l++; l < len(runes); l++ {
+		s := spaces(runes[l])
+		if s == len(runes[l]) {
+			continue // blank
+		}
+		if indent == 0 {
+			if s <= header {
+				return
+			}
+			indent = s
+		} else if s < indent {
+			return
+		}
+		take(l, indent, len(runes[l]))
+	}
 }
 
 func trimYAMLPrefix(err error) string {
