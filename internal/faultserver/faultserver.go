@@ -57,12 +57,17 @@ const (
 	// written as fast as the connection takes them, until a write fails.
 	// Active counts the streams still being written.
 	Stream
+	// EarlyReplyKeep answers as soon as the request head is read, as
+	// EarlyReply does, but without Connection: close, and then neither
+	// reads the rest of the request nor closes: the connection stays open,
+	// unread, until the server closes.
+	EarlyReplyKeep
 )
 
 // String names the mode, for subtest names.
 func (m Mode) String() string {
 	names := [...]string{"normal", "unsolicited", "short-length", "stray-byte", "close-after",
-		"early-reply", "reset-after-headers", "stream"}
+		"early-reply", "reset-after-headers", "stream", "early-reply-keep"}
 	if int(m) < len(names) && m >= 0 {
 		return names[m]
 	}
@@ -83,7 +88,7 @@ type Options struct {
 	// StrayByte follows; 0 means 20ms.
 	Delay time.Duration
 	// Reply builds the answer to a request (body is what was read of it,
-	// nil in EarlyReply mode); nil means EchoReply.
+	// nil in EarlyReply and EarlyReplyKeep modes); nil means EchoReply.
 	Reply func(r *http.Request, body []byte) Reply
 	// EventBytes is the size of one Stream event; 0 means 16 KiB.
 	EventBytes int
@@ -242,7 +247,7 @@ func (s *Server) serve(c net.Conn) {
 		s.conns[c] = true
 		s.mu.Unlock()
 		var body []byte
-		if s.opts.Mode != EarlyReply {
+		if s.opts.Mode != EarlyReply && s.opts.Mode != EarlyReplyKeep {
 			body, err = io.ReadAll(req.Body)
 			if err != nil {
 				return
@@ -264,6 +269,10 @@ func (s *Server) serve(c net.Conn) {
 			_ = write(append(head(reply, len(reply.Body), "Connection: close\r\n"), reply.Body...))
 			// Close at once with the request body unread: the kernel
 			// answers what is still arriving with a reset.
+			return
+		case EarlyReplyKeep:
+			_ = write(append(head(reply, len(reply.Body), ""), reply.Body...))
+			<-s.closed // reads nothing more, and stays
 			return
 		case ResetAfterHeaders:
 			_ = write(head(reply, len(reply.Body), ""))

@@ -71,14 +71,17 @@ func (pk *peeker) alive() bool {
 
 // watch watches the connection, while a request that goes out in several
 // writes is written on nc, for the upstream's end (a close or a reset) or
-// an answer that says the connection closes (answerCloses), and stops the
-// write at the first, by a write deadline in the past, so that the round
-// trip reads what the upstream said where it would wait for the upstream
-// to read a body it will not read: RFC 9112, 9.6, a client sending a body
-// watches for a response that says the server does not want the body and
-// is closing the connection. Interim replies (100 Continue, 103 Early
-// Hints) and an answer that keeps the connection (an upstream may answer
-// while it reads on) leave the write to go on. stop ends the watch once
+// an answer that refuses the request (answerRefuses), and stops the write
+// at the first, by a write deadline in the past, so that the round trip
+// reads what the upstream said where it would wait for the upstream to
+// read a body it may never read: RFC 9112, 9.6, a client sending a body
+// watches for a response that says the server does not want the body. A
+// refusal stops the write whether or not it says the connection closes:
+// one that does not may come from an upstream that reads on, or from one
+// that has stopped reading for good, and the connection, the request not
+// written whole, is not reused either way. Interim replies (100 Continue,
+// 103 Early Hints) and a 2xx answer (an upstream may answer while it
+// reads on) leave the write to go on. stop ends the watch once
 // the write is over and reports whether it stopped anything; it leaves nc
 // with no read or write deadline. One goroutine a call: only for requests
 // net/http's writer streams (a body over maxInline or of unknown length).
@@ -105,7 +108,7 @@ func (pk *peeker) watch(nc net.Conn) (stop func() (saw bool)) {
 					saw = true
 					return true
 				}
-				switch answerCloses(buf[:n]) {
+				switch answerRefuses(buf[:n]) {
 				case answerMore:
 					if n < len(buf) {
 						return false // part of a head: wait for the rest
@@ -116,10 +119,10 @@ func (pk *peeker) watch(nc net.Conn) (stop func() (saw bool)) {
 						buf = make([]byte, min(2*len(buf), MaxResponseHead))
 						continue
 					}
-				case answerClose:
+				case answerRefuse:
 					saw = true
 				}
-				return true // a head that keeps the connection, or past the bound: the watch ends
+				return true // a head that is no refusal, or past the bound: the watch ends
 			}
 		})
 		saw = saw && err == nil // not when the stop's deadline ended the wait

@@ -150,6 +150,10 @@ type conn struct {
 	key    string  // the pool key: host:port, and the partition's hash
 	addr   string  // host:port
 	reused bool
+	// refused: the last watch of a request's write (watchAnswer) saw the
+	// upstream refuse the request or hang up; such a connection is never
+	// reused, so a later request never finds it set.
+	refused bool
 	// headSet is when the read deadline of ResponseHeaderTimeout in force
 	// was set; zero: none is.
 	headSet time.Time
@@ -310,17 +314,31 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 	if err != nil {
 		return fail(true, err)
 	}
+	if c.refused {
+		// The upstream refused the request (or hung up) while it was
+		// still going out, and the write ended before the watch could
+		// stop it: whether the upstream read the rest, or left it in the
+		// socket's buffers unread, is unknown, so the connection is not
+		// reused, as when the write was stopped.
+		resp.Close = true
+	}
 	return t.finish(c, req, resp, stop), true, nil
 }
 
 // watchAnswer is conn's answerWatcher: its peeker's watch of nc, with
 // no read deadline in force (one ResponseHeaderTimeout left from the last
-// reply would end the watch), as the watch's stop leaves it.
+// reply would end the watch), as the watch's stop leaves it. Its stop
+// notes in c.refused whether the watch saw the upstream refuse the request
+// or hang up.
 func (c *conn) watchAnswer() func() bool {
 	if !c.headSet.IsZero() {
 		c.clearHeadDeadline()
 	}
-	return c.peek.watch(c.nc)
+	stop := c.peek.watch(c.nc)
+	return func() bool {
+		c.refused = stop()
+		return c.refused
+	}
 }
 
 // aLongTimeAgo is a deadline in the past, to stop a blocked read or write

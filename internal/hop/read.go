@@ -309,22 +309,25 @@ func trailerEnds(br *bufio.Reader) bool {
 // interim replies and a final head do not lie whole within it.
 const watchWindow = 4 << 10
 
-// What answerCloses makes of the start of an upstream's answer.
+// What answerRefuses makes of the start of an upstream's answer.
 const (
-	answerMore  = iota // no final head yet: interim replies at most, or part of a head
-	answerClose        // a final head that refuses the request and closes the connection
-	answerKeep         // any other final head, or bytes that are no head
+	answerMore   = iota // no final head yet: interim replies at most, or part of a head
+	answerRefuse        // a final head that refuses the request: the write stops
+	answerKeep          // any other final head, or bytes that are no head
 )
 
-// answerCloses judges the bytes an upstream has sent while a request was
+// answerRefuses judges the bytes an upstream has sent while a request was
 // still being written, as net/http's reader reads them: interim replies
 // (1xx) are passed over, and the first final head says whether the
-// upstream refuses the rest (a status of 300 or more) and closes the
-// connection after its reply (Connection: close, HTTP/1.0 without
-// keep-alive, or a body that ends with the connection). An upstream that
-// answers 2xx early may read on (a reply streamed while the request
-// comes), so only a refusal counts.
-func answerCloses(b []byte) int {
+// upstream refuses the rest (a status of 300 or more), whether or not it
+// says the connection closes after it: an upstream that answers 413 and
+// keeps the connection may read on, or may not, and only the caller's
+// wait can tell, where net/http's Transport hands the answer over at once
+// and reuses the connection only if the write ends soon after. An
+// upstream that answers 2xx early may read on (a reply streamed while the
+// request comes, and what it streams may depend on the rest), so only a
+// refusal counts.
+func answerRefuses(b []byte) int {
 	br := bufio.NewReaderSize(bytes.NewReader(b), len(b)+16)
 	for {
 		// Only a whole head is judged: net/http's reader takes a line
@@ -340,8 +343,8 @@ func answerCloses(b []byte) int {
 			return answerKeep // not a head: the read after the write says what it is
 		case resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols:
 			continue
-		case resp.Close && resp.StatusCode >= 300:
-			return answerClose
+		case resp.StatusCode >= 300:
+			return answerRefuse
 		}
 		return answerKeep
 	}

@@ -337,14 +337,15 @@ func FuzzReadResponse(f *testing.F) {
 	})
 }
 
-// TestAnswerCloses: what the watch for an early answer makes of the bytes
+// TestAnswerRefuses: what the watch for an early answer makes of the bytes
 // an upstream sent while the request was still going out. Expected values
-// from RFC 9110 (15.2: interim replies are not the answer) and RFC 9112
-// (9.6: the client stops sending for an answer that refuses the body and
-// closes the connection; 9.3 and 6.3: a reply closes it with "Connection:
-// close", as HTTP/1.0 without keep-alive, or when its body has no length);
-// an early 2xx is not a refusal.
-func TestAnswerCloses(t *testing.T) {
+// from RFC 9110 (15.2: interim replies are not the answer; 15.3: a 2xx
+// accepts the request, so its sender may read on) and RFC 9112 (9.6: the
+// client stops sending for an answer that refuses the body); a refusal
+// stops the write whether it says the connection closes or not, as
+// net/http's Transport hands either to its caller without waiting for the
+// write.
+func TestAnswerRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int
@@ -353,30 +354,31 @@ func TestAnswerCloses(t *testing.T) {
 		{"HTTP/1.1 413 Too Large\r\nConnection: close\r\n", answerMore},
 		{"HTTP/1.1 100 Continue\r\n\r\n", answerMore},
 		{"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n", answerMore},
-		{"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 413 Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", answerClose},
-		{"HTTP/1.1 413 Too Large\r\nConnection: close\r\nContent-Length: 9\r\n\r\ntoo large", answerClose},
-		{"HTTP/1.1 401 Unauthorized\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n", answerClose},
-		{"HTTP/1.0 403 Forbidden\r\nContent-Length: 0\r\n\r\n", answerClose},
-		{"HTTP/1.0 403 Forbidden\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", answerKeep},
-		{"HTTP/1.1 500 Internal Server Error\r\n\r\n", answerClose},
-		{"HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\n\r\n", answerKeep},
-		{"HTTP/1.1 100 Continue\n\nHTTP/1.1 413 Too Large\nConnection: close\n\n", answerClose},
+		{"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 413 Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", answerRefuse},
+		{"HTTP/1.1 413 Too Large\r\nConnection: close\r\nContent-Length: 9\r\n\r\ntoo large", answerRefuse},
+		{"HTTP/1.1 401 Unauthorized\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n", answerRefuse},
+		{"HTTP/1.0 403 Forbidden\r\nContent-Length: 0\r\n\r\n", answerRefuse},
+		{"HTTP/1.0 403 Forbidden\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", answerRefuse},
+		{"HTTP/1.1 500 Internal Server Error\r\n\r\n", answerRefuse},
+		{"HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\n\r\n", answerRefuse},
+		{"HTTP/1.1 307 Temporary Redirect\r\nLocation: /b\r\nContent-Length: 0\r\n\r\n", answerRefuse},
+		{"HTTP/1.1 100 Continue\n\nHTTP/1.1 413 Too Large\nConnection: close\n\n", answerRefuse},
 		{"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", answerKeep},
 		{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n", answerKeep},
 		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", answerKeep},
 		{"not an answer\r\n\r\n", answerKeep},
 	} {
-		if got := answerCloses([]byte(tc.in)); got != tc.want {
-			t.Errorf("answerCloses(%q) = %d, want %d", tc.in, got, tc.want)
+		if got := answerRefuses([]byte(tc.in)); got != tc.want {
+			t.Errorf("answerRefuses(%q) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
 }
 
-// FuzzAnswerCloses holds answerCloses to net/http's reader on the same
-// bytes: a final head it says refuses and closes is one http.ReadResponse,
-// past the interim replies, reads with a status of 300 or more and Close
-// set, and one it says does not, read whole, has not both.
-func FuzzAnswerCloses(f *testing.F) {
+// FuzzAnswerRefuses holds answerRefuses to net/http's reader on the same
+// bytes: a final head it says refuses is one http.ReadResponse, past the
+// interim replies, reads with a status of 300 or more, and one it says
+// does not, read whole, has a lower status.
+func FuzzAnswerRefuses(f *testing.F) {
 	for _, s := range []string{
 		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 413 Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
@@ -387,22 +389,22 @@ func FuzzAnswerCloses(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got := answerCloses(b)
+		got := answerRefuses(b)
 		br := bufio.NewReader(bytes.NewReader(b))
 		for {
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
-				if got == answerClose {
-					t.Fatalf("answerCloses(%q) = close where net/http's reader fails: %v", b, err)
+				if got == answerRefuse {
+					t.Fatalf("answerRefuses(%q) = refuse where net/http's reader fails: %v", b, err)
 				}
 				return
 			}
 			if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 				continue
 			}
-			refuses := resp.Close && resp.StatusCode >= 300
-			if got == answerClose && !refuses || got == answerKeep && refuses {
-				t.Fatalf("answerCloses(%q) = %d; net/http's reader: status %d, Close %v", b, got, resp.StatusCode, resp.Close)
+			refuses := resp.StatusCode >= 300
+			if got == answerRefuse && !refuses || got == answerKeep && refuses {
+				t.Fatalf("answerRefuses(%q) = %d; net/http's reader: status %d", b, got, resp.StatusCode)
 			}
 			return
 		}

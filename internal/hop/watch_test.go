@@ -71,10 +71,11 @@ func TestWatchLeavesNoDeadline(t *testing.T) {
 
 // TestEarlyAnswerWhileTheUpstreamStopsReading: the upstream answers 413 as
 // soon as it has the request head and then neither reads the rest of a
-// body too large for the socket buffers nor closes. The answer is the
-// reply, as net/http's Transport, which reads while it writes, returns it
-// on the same bytes (RFC 9112, 9.6: a client sending a body watches for
-// an answer meanwhile): the write is not left waiting for reads that never
+// body too large for the socket buffers nor closes, whether its answer
+// says the connection closes or not (/keeps). The answer is the reply, as
+// net/http's Transport, which reads while it writes, returns it on the
+// same bytes (RFC 9112, 9.6: a client sending a body watches for an
+// answer meanwhile): the write is not left waiting for reads that never
 // come. The connection is not reused. A well-behaved upstream, which reads
 // a large body whole and then answers, keeps its connection.
 func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
@@ -82,8 +83,14 @@ func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
 	// head, or interim replies before it, longer than the watch's first
 	// look (watchWindow) are judged too.
 	hint := "HTTP/1.1 103 Early Hints\r\nLink: </" + strings.Repeat("a", 1000) + ">; rel=preload\r\n\r\n"
-	stalls := map[string]string{"/stall": "", "/long-head": "", "/long-hints": strings.Repeat(hint, 5)}
+	stalls := map[string]string{"/stall": "", "/long-head": "", "/long-hints": strings.Repeat(hint, 5), "/keeps": ""}
 	stallFields := map[string]string{"/long-head": "X-Filler: " + strings.Repeat("f", 5000) + "\r\n"}
+	closes := func(path string) string {
+		if path == "/keeps" {
+			return "" // nor does it read on
+		}
+		return "Connection: close\r\n"
+	}
 	release := make(chan struct{})
 	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		for {
@@ -92,7 +99,7 @@ func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
 				return
 			}
 			if before, ok := stalls[req.URL.Path]; ok {
-				_, _ = io.WriteString(c, before+"HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\n"+
+				_, _ = io.WriteString(c, before+"HTTP/1.1 413 Request Entity Too Large\r\n"+closes(req.URL.Path)+
 					stallFields[req.URL.Path]+"Content-Length: 9\r\n\r\ntoo large")
 				<-release // reads nothing more, and stays
 				return
@@ -120,6 +127,9 @@ func TestEarlyAnswerWhileTheUpstreamStopsReading(t *testing.T) {
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too large" {
 					t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
+				}
+				if tr, ok := rt.rt.(*Transport); ok && tr.Idle() != 0 {
+					t.Errorf("the connection whose request was not written whole was pooled")
 				}
 			})
 		}

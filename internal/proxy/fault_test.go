@@ -1,8 +1,10 @@
 package proxy_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -29,14 +31,25 @@ import (
 // its metrics and every log entry kept.
 func faultSidecar(t *testing.T, upstream string) (string, *prometheus.Registry, *observer.ObservedLogs) {
 	t.Helper()
+	return faultSidecarWith(t, upstream, nil)
+}
+
+// faultSidecarWith is faultSidecar with its options (an upstream timeout
+// of 5 s) changed by set, if not nil.
+func faultSidecarWith(t *testing.T, upstream string, set func(*proxy.Options)) (string, *prometheus.Registry, *observer.ObservedLogs) {
+	t.Helper()
 	u, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
 	core, logs := observer.New(zapcore.DebugLevel)
-	p, err := proxy.New(proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(),
-		Metrics: metrics.New(reg, "test"), Logger: zap.New(core), UpstreamTimeout: 5 * time.Second})
+	opts := proxy.Options{Upstream: u, Declaration: rewrite.SkillsSidecar(),
+		Metrics: metrics.New(reg, "test"), Logger: zap.New(core), UpstreamTimeout: 5 * time.Second}
+	if set != nil {
+		set(&opts)
+	}
+	p, err := proxy.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +122,54 @@ func TestEarlyUpstreamAnswerReachesTheCaller(t *testing.T) {
 					resp.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="http://auth.example/x"` {
 					t.Fatalf("got %d %q WWW-Authenticate %q, want the upstream's %d", resp.StatusCode, b, resp.Header.Get("WWW-Authenticate"), status)
 				}
+			}
+		})
+	}
+}
+
+// TestEarlyAnswerThatKeepsTheConnectionReachesTheCaller: the upstream
+// answers 413 (or 401) as soon as it has the request head, without
+// Connection: close, and then reads nothing more of a 16 MiB body (more
+// than the socket buffers hold) nor closes. The caller gets that answer at once, as net/http's Transport
+// hands it over while its write still waits (RFC 9112, 9.6), not a 504
+// after the upstream timeout, here far longer than the test's guard. The
+// next request does not go on the connection left half written: the
+// upstream reads the head of every request the sidecar sends.
+func TestEarlyAnswerThatKeepsTheConnectionReachesTheCaller(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusRequestEntityTooLarge, http.StatusUnauthorized} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			t.Parallel()
+			reply := func(*http.Request, []byte) faultserver.Reply {
+				return faultserver.Reply{Status: status, Body: []byte(`{"error":"no"}`),
+					Header: http.Header{"Www-Authenticate": {`Bearer resource_metadata="http://auth.example/x"`}, "Content-Type": {"application/json"}}}
+			}
+			up := faultserver.Start(t, faultserver.Options{Mode: faultserver.EarlyReplyKeep, Reply: reply})
+			u, _, _ := faultSidecarWith(t, up.URL+"/mcp", func(o *proxy.Options) {
+				o.UpstreamTimeout = time.Hour
+				o.MaxBodyBytes = 32 << 20
+			})
+			const calls = 3
+			for i := range calls {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard only
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(bigCall(16<<20)))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					cancel()
+					t.Fatalf("call %d: %v; want the upstream's %d", i, err, status)
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				cancel()
+				if err != nil || resp.StatusCode != status || string(b) != `{"error":"no"}` ||
+					resp.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="http://auth.example/x"` {
+					t.Fatalf("call %d: got %d %q (%v) WWW-Authenticate %q, want the upstream's %d", i, resp.StatusCode, b, err, resp.Header.Get("WWW-Authenticate"), status)
+				}
+			}
+			if got := up.Requests(); got != calls {
+				t.Errorf("the upstream read %d request heads, want %d: a request went on a connection left half written", got, calls)
 			}
 		})
 	}
