@@ -16,4 +16,4 @@ func (*peeker) alive() bool { return true }
 
 // watch cannot peek on this platform: a request's write waits for the
 // upstream to read it, or fail.
-func (*peeker) watch(net.Conn) func() bool { return func() bool { return false } }
+func (*peeker) watch(net.Conn, *headLimit) func() bool { return func() bool { return false } }

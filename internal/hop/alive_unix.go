@@ -71,63 +71,82 @@ func (pk *peeker) alive() bool {
 
 // watch watches the connection, while a request that goes out in several
 // writes is written on nc, for the upstream's end (a close or a reset) or
-// an answer that refuses the request (answerRefuses), and stops the write
-// at the first, by a write deadline in the past, so that the round trip
-// reads what the upstream said where it would wait for the upstream to
-// read a body it may never read: RFC 9112, 9.6, a client sending a body
-// watches for a response that says the server does not want the body. A
-// refusal stops the write whether or not it says the connection closes:
-// one that does not may come from an upstream that reads on, or from one
-// that has stopped reading for good, and the connection, the request not
-// written whole, is not reused either way. Interim replies (100 Continue,
-// 103 Early Hints) and a 2xx answer (an upstream may answer while it
-// reads on) leave the write to go on. stop ends the watch once
-// the write is over and reports whether it stopped anything; it leaves nc
-// with no read or write deadline. One goroutine a call: only for requests
-// net/http's writer streams (a body over maxInline or of unknown length).
-// It stops a write the socket holds up, not a read of the request's body:
-// a body that waits in its Read (a pipe) holds the write, past the
-// caller's cancellation too, until the Read returns, where net/http's
-// Transport writes on a goroutine of its own. The sidecar's calls carry
-// their bodies in memory.
-func (pk *peeker) watch(nc net.Conn) (stop func() (saw bool)) {
+// an answer that refuses the request (answerScan), and stops the write at
+// the first, by a write deadline in the past, so that the round trip reads
+// what the upstream said where it would wait for the upstream to read a
+// body it may never read: RFC 9112, 9.6, a client sending a body watches
+// for a response that says the server does not want the body. A refusal
+// stops the write whether or not it says the connection closes: one that
+// does not may come from an upstream that reads on, or from one that has
+// stopped reading for good, and the connection, the request not written
+// whole, is not reused either way. Interim replies (100 Continue, 103
+// Early Hints) and a 2xx answer (an upstream may answer while it reads
+// on) leave the write to go on.
+//
+// The watch reads what the upstream sends, at most MaxResponseHead, and
+// leaves it in lim.early for the reply's reader, which reads it before the
+// socket, and judges each piece once (answerScan): a peek at everything
+// sent so far at each piece of it cost work in the answer's length times
+// its pieces, and an answer sent a byte at a time, left unread, stopped
+// coming after some KiB (seen on Linux), before its head was whole. A
+// reply the watch read came while the request was still going out, well
+// within ResponseHeaderTimeout, and is taken however late it is read.
+//
+// stop ends the watch once the write is over and reports whether it
+// stopped anything; it leaves nc with no read or write deadline. One
+// goroutine a call: only for requests net/http's writer streams (a body
+// over maxInline or of unknown length). It stops a write the socket holds
+// up, not a read of the request's body: a body that waits in its Read (a
+// pipe) holds the write, past the caller's cancellation too, until the
+// Read returns, where net/http's Transport writes on a goroutine of its
+// own. The sidecar's calls carry their bodies in memory.
+func (pk *peeker) watch(nc net.Conn, lim *headLimit) (stop func() (saw bool)) {
 	if pk.rc == nil || pk.bad {
 		return func() bool { return false }
 	}
 	done := make(chan bool, 1)
 	go func() {
-		buf := make([]byte, watchWindow)
+		buf := make([]byte, 0, watchWindow)
+		var scan answerScan
 		saw := false
 		err := pk.rc.Read(func(fd uintptr) bool {
 			for {
-				n, perr := rawsock.Peek(fd, buf)
+				if len(buf) == cap(buf) {
+					if cap(buf) >= MaxResponseHead {
+						return true // past the bound on a reply's head: the watch ends
+					}
+					// Long interim replies or a long head: room for more,
+					// up to the bound.
+					looked(len(buf))
+					buf = append(make([]byte, 0, min(2*cap(buf), MaxResponseHead)), buf...)
+				}
+				n, rerr := syscall.Read(int(fd), buf[len(buf):cap(buf)])
 				switch {
-				case errors.Is(perr, syscall.EAGAIN) || errors.Is(perr, syscall.EWOULDBLOCK):
+				case rerr == syscall.EINTR:
+					continue
+				case errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK):
 					return false // nothing yet: wait for it
-				case perr != nil || n == 0: // a reset, or the upstream's end
+				case rerr != nil || n <= 0: // a reset, or the upstream's end
 					saw = true
 					return true
 				}
-				switch answerRefuses(buf[:n]) {
+				looked(n)
+				buf = buf[:len(buf)+n]
+				switch scan.judge(buf) {
 				case answerMore:
-					if n < len(buf) {
-						return false // part of a head: wait for the rest
-					}
-					if len(buf) < MaxResponseHead {
-						// Long interim replies or a long head: look at
-						// more of it, up to the bound on a reply's head.
-						buf = make([]byte, min(2*len(buf), MaxResponseHead))
-						continue
-					}
+					continue // more may have come already
 				case answerRefuse:
 					saw = true
 				}
-				return true // a head that is no refusal, or past the bound: the watch ends
+				return true // a head that is no refusal: the watch ends
 			}
 		})
 		saw = saw && err == nil // not when the stop's deadline ended the wait
 		if saw {
 			nc.SetWriteDeadline(aLongTimeAgo)
+		}
+		if len(buf) > 0 {
+			lim.early = buf
 		}
 		done <- saw
 	}()

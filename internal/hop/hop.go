@@ -334,7 +334,7 @@ func (c *conn) watchAnswer() func() bool {
 	if !c.headSet.IsZero() {
 		c.clearHeadDeadline()
 	}
-	stop := c.peek.watch(c.nc)
+	stop := c.peek.watch(c.nc, c.lim)
 	return func() bool {
 		c.refused = stop()
 		return c.refused
@@ -559,7 +559,7 @@ func (b *body) Buffered() int {
 	if b.done || b.chunked {
 		return 0
 	}
-	return b.c.br.Buffered()
+	return b.c.buffered()
 }
 
 // Arrived reports whether any of the body has arrived and not been read,
@@ -567,7 +567,7 @@ func (b *body) Buffered() int {
 func (b *body) Arrived() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !b.done && b.c.br.Buffered() > 0
+	return !b.done && b.c.buffered() > 0
 }
 
 // Close closes the body; a connection whose reply was not read to the end
@@ -606,7 +606,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 			// moved anyway; lifted before the peek, which it could fail.
 			c.clearHeadDeadline()
 		}
-		if c.br.Buffered() == 0 && c.peek.alive() {
+		if c.buffered() == 0 && c.peek.alive() {
 			c.reused = true
 			return c, nil
 		}
@@ -622,7 +622,7 @@ func (t *Transport) get(ctx context.Context, addr, key string, spare bool) (*con
 		if c == nil {
 			break
 		}
-		if c.br.Buffered() == 0 && c.peek.alive() {
+		if c.buffered() == 0 && c.peek.alive() {
 			c.key = key // from now on the connection is key's, like one it dialled
 			c.reused = true
 			return c, nil
@@ -670,15 +670,18 @@ const MaxResponseHead = 1 << 20
 var ErrResponseHeadTooLarge = errors.New("hop: response head larger than 1 MiB")
 
 // headLimit passes reads to r, at most n bytes of them while n >= 0
-// (then ErrResponseHeadTooLarge); n < 0 means no bound.
+// (then ErrResponseHeadTooLarge); n < 0 means no bound. What the watch of
+// a request's write read of the reply (peeker.watch) is in early, read
+// before r.
 type headLimit struct {
-	r io.Reader
-	n int64
+	r     io.Reader
+	n     int64
+	early []byte
 }
 
 func (l *headLimit) Read(p []byte) (int, error) {
 	if l.n < 0 {
-		return l.r.Read(p)
+		return l.read(p)
 	}
 	if l.n == 0 {
 		return 0, ErrResponseHeadTooLarge
@@ -686,10 +689,26 @@ func (l *headLimit) Read(p []byte) (int, error) {
 	if int64(len(p)) > l.n {
 		p = p[:l.n]
 	}
-	n, err := l.r.Read(p)
+	n, err := l.read(p)
 	l.n -= int64(n)
 	return n, err
 }
+
+func (l *headLimit) read(p []byte) (int, error) {
+	if len(l.early) == 0 {
+		return l.r.Read(p)
+	}
+	n := copy(p, l.early)
+	l.early = l.early[n:]
+	if len(l.early) == 0 {
+		l.early = nil // the watch's buffer is not held
+	}
+	return n, nil
+}
+
+// buffered is how many bytes have come from the upstream and not been
+// read: in br, and those the watch read ahead of it.
+func (c *conn) buffered() int { return c.br.Buffered() + len(c.lim.early) }
 
 // dial connects to addr within DialTimeout.
 func (t *Transport) dial(ctx context.Context, addr string) (net.Conn, error) {
@@ -731,7 +750,7 @@ func (t *Transport) put(c *conn) {
 	if max <= 0 {
 		max = DefaultMaxIdle
 	}
-	if c.br.Buffered() > 0 {
+	if c.buffered() > 0 {
 		c.drop() // bytes past the reply's end: nobody asked for them
 		return
 	}

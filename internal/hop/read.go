@@ -304,48 +304,110 @@ func trailerEnds(br *bufio.Reader) bool {
 	}
 }
 
+// lookHook, set only by a test, is told the bytes of an upstream's early
+// answer each look at it spans (looked): what the watch's cost grows with,
+// counted where a clock would only be noisy.
+var lookHook func(n int)
+
+func looked(n int) {
+	if lookHook != nil {
+		lookHook(n)
+	}
+}
+
 // watchWindow is how much of an upstream's answer the watch for one
-// (peeker.watch) looks at first; it doubles, up to MaxResponseHead, while
-// interim replies and a final head do not lie whole within it.
+// (peeker.watch) reads first; its buffer doubles, up to MaxResponseHead,
+// while interim replies and a final head do not lie whole within it.
 const watchWindow = 4 << 10
 
-// What answerRefuses makes of the start of an upstream's answer.
+// What answerScan makes of the start of an upstream's answer.
 const (
 	answerMore   = iota // no final head yet: interim replies at most, or part of a head
 	answerRefuse        // a final head that refuses the request: the write stops
 	answerKeep          // any other final head, or bytes that are no head
 )
 
-// answerRefuses judges the bytes an upstream has sent while a request was
-// still being written, as net/http's reader reads them: interim replies
-// (1xx) are passed over, and the first final head says whether the
-// upstream refuses the rest (a status of 300 or more), whether or not it
-// says the connection closes after it: an upstream that answers 413 and
-// keeps the connection may read on, or may not, and only the caller's
-// wait can tell, where net/http's Transport hands the answer over at once
-// and reuses the connection only if the write ends soon after. An
-// upstream that answers 2xx early may read on (a reply streamed while the
-// request comes, and what it streams may depend on the rest), so only a
-// refusal counts.
+// answerRefuses judges b, the bytes an upstream has sent while a request
+// was still being written, at once (answerScan).
 func answerRefuses(b []byte) int {
-	br := bufio.NewReaderSize(bytes.NewReader(b), len(b)+16)
+	var s answerScan
+	return s.judge(b)
+}
+
+// answerScan judges the bytes an upstream sends while a request is still
+// being written, as net/http's reader reads them: interim replies (1xx)
+// are passed over, and the first final head says whether the upstream
+// refuses the rest (a status of 300 or more), whether or not it says the
+// connection closes after it: an upstream that answers 413 and keeps the
+// connection may read on, or may not, and only the caller's wait can
+// tell, where net/http's Transport hands the answer over at once and
+// reuses the connection only if the write ends soon after. An upstream
+// that answers 2xx early may read on (a reply streamed while the request
+// comes, and what it streams may depend on the rest), so only a refusal
+// counts.
+//
+// The bytes come in pieces, a byte at a time from a slow upstream, and
+// the scan resumes where it stopped: each byte is looked at for the end
+// of its head once (with the two before it, which may start that end),
+// and each head is parsed once, when it is whole. Judging every piece
+// from the start cost work in the answer's length times its pieces.
+type answerScan struct {
+	head int // where the head not yet judged starts: past the interim replies passed over
+	seen int // how many bytes the scan has looked at
+}
+
+// judge judges b, the bytes so far: those an earlier call was given, and
+// maybe more.
+func (s *answerScan) judge(b []byte) int {
 	for {
-		// Only a whole head is judged: net/http's reader takes a line
-		// cut short as a whole one.
-		if rest, _ := br.Peek(len(b)); !bytes.Contains(rest, []byte("\n\r\n")) && !bytes.Contains(rest, []byte("\n\n")) {
+		from := max(s.head, s.seen-2)
+		looked(len(b) - from)
+		end := headEnd(b, from)
+		if end < 0 {
+			s.seen = len(b)
 			return answerMore
 		}
-		resp, err := http.ReadResponse(br, nil)
+		s.seen = end
+		// Only a whole head is parsed, and only that head: net/http's
+		// reader takes a line cut short as a whole one, and would read
+		// on into what follows.
+		h := b[s.head:end]
+		looked(len(h))
+		resp, err := http.ReadResponse(bufio.NewReaderSize(bytes.NewReader(h), len(h)+16), nil)
 		switch {
 		case err == io.EOF || err == io.ErrUnexpectedEOF:
-			return answerMore
+			// Not the end of the head after all: look on from the LF that
+			// ends the empty line, which may start another end.
+			s.seen = end + 1
+			continue
 		case err != nil:
 			return answerKeep // not a head: the read after the write says what it is
 		case resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols:
+			s.head = end
 			continue
 		case resp.StatusCode >= 300:
 			return answerRefuse
 		}
 		return answerKeep
+	}
+}
+
+// headEnd returns where the first head of b ends (past the empty line
+// that ends it, which net/http's reader takes as "\r\n" or "\n"), the
+// search starting at from, or -1 if no line from there on is followed by
+// an empty one.
+func headEnd(b []byte, from int) int {
+	for i := from; ; {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		i += j + 1
+		switch {
+		case i < len(b) && b[i] == '\n':
+			return i + 1
+		case i+1 < len(b) && b[i] == '\r' && b[i+1] == '\n':
+			return i + 2
+		}
 	}
 }

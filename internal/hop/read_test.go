@@ -377,7 +377,9 @@ func TestAnswerRefuses(t *testing.T) {
 // FuzzAnswerRefuses holds answerRefuses to net/http's reader on the same
 // bytes: a final head it says refuses is one http.ReadResponse, past the
 // interim replies, reads with a status of 300 or more, and one it says
-// does not, read whole, has a lower status.
+// does not, read whole, has a lower status. The same bytes given to one
+// answerScan in pieces of step bytes (as they come off a socket) are
+// judged at each piece as all the bytes so far are at once.
 func FuzzAnswerRefuses(f *testing.F) {
 	for _, s := range []string{
 		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 413 Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
@@ -386,10 +388,21 @@ func FuzzAnswerRefuses(f *testing.F) {
 		"HTTP/1.1 413 Too Large\r\nConnection: close\r\n",
 		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s), uint8(1))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(t *testing.T, b []byte, step uint8) {
 		got := answerRefuses(b)
+		var scan answerScan
+		for n := 0; n < len(b); {
+			n = min(n+max(int(step), 1), len(b))
+			piecewise, whole := scan.judge(b[:n]), answerRefuses(b[:n])
+			if piecewise != whole {
+				t.Fatalf("%q in pieces of %d: %d after %d bytes, where all of them at once are %d", b, step, piecewise, n, whole)
+			}
+			if piecewise != answerMore {
+				break
+			}
+		}
 		br := bufio.NewReader(bytes.NewReader(b))
 		for {
 			resp, err := http.ReadResponse(br, nil)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -40,7 +41,8 @@ func TestWatchLeavesNoDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer up.Close()
-		stop := newPeeker(nc).watch(nc)
+		lim := &headLimit{r: nc, n: -1} // what the watch read, then the socket
+		stop := newPeeker(nc).watch(nc, lim)
 		want := "b"
 		if answer {
 			up.Write([]byte(refusal))
@@ -63,7 +65,7 @@ func TestWatchLeavesNoDeadline(t *testing.T) {
 			up.Write([]byte("b"))
 		}()
 		buf := make([]byte, len(want))
-		if _, err := io.ReadFull(nc, buf); err != nil || string(buf) != want {
+		if _, err := io.ReadFull(lim, buf); err != nil || string(buf) != want {
 			t.Errorf("answered %v: a read after the watch: %q, %v", answer, buf, err)
 		}
 	}
@@ -233,5 +235,74 @@ func TestUpstreamGoneBeforeTheRequestIsNoTimeout(t *testing.T) {
 		if ne, ok := err.(net.Error); ok && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("call %d: %v, a timeout; want the upstream's hang-up", i, err)
 		}
+	}
+}
+
+// TestTrickledAnswerIsLookedAtOnce: an upstream that sends its early
+// answer a byte at a time (an interim reply, then a long final head) while
+// a large request is still being written must cost the watch work in
+// proportion to the answer's length, not its length times the pieces it
+// came in: looking again at all of it at each piece made a head of
+// MaxResponseHead cost about its length squared. Counted by the bytes each
+// look spans (lookHook), not by a clock; each byte is sent once the watch
+// has looked at the one before, so that every byte is a piece of its own.
+// Not parallel: lookHook is the package's.
+func TestTrickledAnswerIsLookedAtOnce(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n")
+	b.WriteString("HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 9\r\n")
+	for b.Len() < watchWindow+watchWindow/2 {
+		b.WriteString("X-Pad: 0123456789abcdef\r\n") // past the watch's first window
+	}
+	b.WriteString("\r\n")
+	head := b.String()
+	var spanned atomic.Int64
+	woke := make(chan struct{}, 1)
+	lookHook = func(n int) {
+		spanned.Add(int64(n))
+		select {
+		case woke <- struct{}{}:
+		default:
+		}
+	}
+	defer func() { lookHook = nil }()
+	release := make(chan struct{})
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		guard := time.NewTimer(hangGuard) // a hang guard only: past it, the bytes go unpaced
+		defer guard.Stop()
+		for i := 0; i < len(head); i++ {
+			if _, err := io.WriteString(c, head[i:i+1]); err != nil {
+				return
+			}
+			select {
+			case <-woke:
+			case <-guard.C:
+			}
+		}
+		io.WriteString(c, "too large")
+		<-release // reads nothing more, and stays
+	})
+	t.Cleanup(func() { close(release) }) // before rawServer's cleanup waits for it
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(bytes.Repeat([]byte("x"), 32<<20)))
+	resp, err := newTransport(t).RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip: %v; want the upstream's 413", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too large" {
+		t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
+	}
+	// Each byte is looked at a few times: as it is read, as the end of
+	// its head is looked for (with the two bytes before it), and once
+	// more when its head is judged whole. Looking again at all of it at
+	// each byte spans about its length squared, tens of millions here.
+	if bound := int64(8 * len(head)); spanned.Load() > bound {
+		t.Errorf("a %d-byte answer sent a byte at a time was looked at over %d bytes, want at most %d", len(head), spanned.Load(), bound)
 	}
 }
