@@ -2,10 +2,8 @@ package main
 
 import (
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,70 +19,48 @@ import (
 // since the test's cannot take a signal's default action.
 func TestHangupWhileDrainingDoesNotKill(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := filepath.Join(t.TempDir(), "plugin")
 	sidecartest.WriteTree(t, root, map[string]string{"skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes.\n---\n# Notes\n"})
-	cmd := exec.Command(exe, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--annotations-file", "",
+	s := startServed(t, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--annotations-file", "",
 		"--log-format", "json", "--upstream", "http://127.0.0.1:1/mcp", "--auth-gate", "none", "--era-bridge", "off",
 		"--plugin-dir", root, "--poll-interval", "1h", "--shutdown-delay", "2s", "--drain-timeout", "1s")
-	cmd.Env = append(os.Environ(), asMain+"=1")
-	errOut := &syncBuffer{}
-	cmd.Stderr = errOut
-	if err := cmd.Start(); err != nil {
+	logged := s.logged
+	waitFor(t, "the sidecar to listen", logged("skills-sidecar listening"), s.detail)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	done := false
-	defer func() {
-		if !done {
-			_ = cmd.Process.Kill() // the process this test started, by its handle
-			<-exited
-		}
-	}()
-	logged := func(msg string) func() bool {
-		return func() bool { return strings.Contains(errOut.String(), `"msg":"`+msg+`"`) }
-	}
-	detail := func() string { return "log:\n" + errOut.String() }
-	waitFor(t, "the sidecar to listen", logged("skills-sidecar listening"), detail)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the shutdown delay to begin", logged("shutting down: still serving, not ready"), detail)
+	waitFor(t, "the shutdown delay to begin", logged("shutting down: still serving, not ready"), s.detail)
 	// SIGHUPs through the rest of the delay (a bounded number): each
 	// must be taken by the sidecar, none by the default action.
 	var waitErr error
 	for range 40 {
-		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			break // it has exited
 		}
 		select {
-		case waitErr = <-exited:
-			done = true
+		case waitErr = <-s.exited:
+			s.done = true
 		case <-time.After(50 * time.Millisecond):
 		}
-		if done || logged("shutting down: draining")() {
+		if s.done || logged("shutting down: draining")() {
 			break
 		}
 	}
-	if !done {
+	if !s.done {
 		select {
-		case waitErr = <-exited:
+		case waitErr = <-s.exited:
 		case <-time.After(time.Minute): // a hang guard only
 			t.Fatal("the sidecar did not exit within a minute of SIGTERM")
 		}
-		done = true
+		s.done = true
 	}
 	var ee *exec.ExitError
 	if errors.As(waitErr, &ee) {
-		t.Fatalf("the sidecar, sent SIGHUP while shutting down, ended with %v, want exit 0\n%s", ee.ProcessState, detail())
+		t.Fatalf("the sidecar, sent SIGHUP while shutting down, ended with %v, want exit 0\n%s", ee.ProcessState, s.detail())
 	} else if waitErr != nil {
 		t.Fatal(waitErr)
 	}
 	if !logged("shutting down: draining")() {
-		t.Errorf("exit 0 without draining\n%s", detail())
+		t.Errorf("exit 0 without draining\n%s", s.detail())
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -49,31 +48,11 @@ func TestSecondSignalEndsDrain(t *testing.T) {
 			defer up.Close()
 			defer close(release)
 
-			exe, err := os.Executable()
-			if err != nil {
-				t.Fatal(err)
-			}
 			addr := freeAddr(t)
-			cmd := exec.Command(exe, "serve", "--listen", addr, "--metrics-listen", "", "--annotations-file", "",
+			s := startServed(t, "serve", "--listen", addr, "--metrics-listen", "", "--annotations-file", "",
 				"--log-format", "json", "--upstream", up.URL+"/mcp", "--auth-gate", "none", "--era-bridge", "off",
 				"--upstream-timeout", "1h", "--drain-timeout", "1h")
-			cmd.Env = append(os.Environ(), asMain+"=1")
-			errOut := &syncBuffer{}
-			cmd.Stderr = errOut
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			done := false
-			defer func() {
-				if !done {
-					_ = cmd.Process.Kill() // the process this test started, by its handle
-					<-exited
-				}
-			}()
-			detail := func() string { return "log:\n" + errOut.String() }
-			waitFor(t, "the sidecar to listen", func() bool { return strings.Contains(errOut.String(), `"msg":"skills-sidecar listening"`) }, detail)
+			waitFor(t, "the sidecar to listen", s.logged("skills-sidecar listening"), s.detail)
 
 			go func() {
 				resp, err := http.Post("http://"+addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -82,26 +61,26 @@ func TestSecondSignalEndsDrain(t *testing.T) {
 				}
 			}()
 			<-arrived
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the drain to begin", func() bool { return strings.Contains(errOut.String(), `"msg":"shutting down: draining"`) }, detail)
-			if err := cmd.Process.Signal(c.second); err != nil {
+			waitFor(t, "the drain to begin", s.logged("shutting down: draining"), s.detail)
+			if err := s.cmd.Process.Signal(c.second); err != nil {
 				t.Fatal(err)
 			}
 			var waitErr error
 			select {
-			case waitErr = <-exited:
-				done = true
+			case waitErr = <-s.exited:
+				s.done = true
 			case <-time.After(time.Minute): // a hang guard only: the drain would last an hour
-				t.Fatalf("the sidecar, draining, did not exit on a second signal (%v)\n%s", c.second, detail())
+				t.Fatalf("the sidecar, draining, did not exit on a second signal (%v)\n%s", c.second, s.detail())
 			}
 			var ee *exec.ExitError
 			if !errors.As(waitErr, &ee) {
-				t.Fatalf("the sidecar ended with %v on a second signal, want exit %d\n%s", waitErr, c.want, detail())
+				t.Fatalf("the sidecar ended with %v on a second signal, want exit %d\n%s", waitErr, c.want, s.detail())
 			}
 			if got := ee.ExitCode(); got != c.want {
-				t.Errorf("the sidecar ended with %v on a second signal, want exit %d\n%s", ee.ProcessState, c.want, detail())
+				t.Errorf("the sidecar ended with %v on a second signal, want exit %d\n%s", ee.ProcessState, c.want, s.detail())
 			}
 		})
 	}
