@@ -1,7 +1,6 @@
 package stdio
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,10 +14,7 @@ import (
 // event whose write finds the client gone.
 func leaveBeforeReply(t *testing.T, tr *Transport, body string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(body))
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req := sseRequest(t, body)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +67,7 @@ func TestAcceptedInitializeKeptWhenClientLeavesMidStream(t *testing.T) {
 	t.Parallel()
 	tr, _ := start(t, "", nil)
 	tr.ready.Store(false)
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(initReq))
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req := sseRequest(t, initReq)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)

@@ -20,10 +20,7 @@ func TestUnnamedMessageSkipsAnotherCallersListen(t *testing.T) {
 	tr, m := start(t, "modern", nil)
 	const listen = `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(listen))
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req := sseRequest(t, listen)
 	got := streamData(t, tr, req)
 	waitFor(t, "the listen's acknowledgement", func() bool { return len(got()) == 2 })
 	// Another request: its reply, then a notifications/message naming nothing.
@@ -44,11 +41,8 @@ func TestUnnamedMessageSkipsAnotherCallersListen(t *testing.T) {
 func TestLateProgressSkipsAnotherCaller(t *testing.T) {
 	t.Parallel()
 	tr, m := start(t, "modern", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
 	// Another caller's request, in flight until the test ends.
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(toolCall(9, "never", nil)))
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req := sseRequest(t, toolCall(9, "never", nil))
 	got := streamData(t, tr, req)
 	waitFor(t, "the other call in flight", func() bool {
 		tr.mu.Lock()
@@ -69,6 +63,17 @@ func TestLateProgressSkipsAnotherCaller(t *testing.T) {
 	if d := got(); len(d) > 0 {
 		t.Errorf("another caller's request got %q, the progress of a call no longer in flight", d)
 	}
+}
+
+// sseRequest is a POST of body to the Transport, as a client that takes
+// an SSE stream sends it, bounded by the hang guard.
+func sseRequest(t *testing.T, body string) *http.Request {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(body))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	return req
 }
 
 // streamData sends req through tr in the background and gathers the data

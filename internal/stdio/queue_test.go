@@ -30,10 +30,7 @@ func TestSlowCallStreamBoundedByBytes(t *testing.T) {
 	tr, m := start(t, "modern", func(tr *Transport) { tr.MaxLine = floodMaxLine })
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{"count":32,"size":16384},` +
 		`"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
-	ctx, cancel := context.WithTimeout(context.Background(), hang)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(body))
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req := sseRequest(t, body)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)

@@ -593,10 +593,7 @@ func TestListensShareProcess(t *testing.T) {
 	const listen = `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
 	for range 2 {
-		ctx, cancel := context.WithTimeout(context.Background(), hang)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://stdio.invalid/mcp", strings.NewReader(listen))
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		req := sseRequest(t, listen)
 		resp, err := tr.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
