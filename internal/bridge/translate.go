@@ -201,34 +201,41 @@ type Filter struct {
 // Honoured returns the part of f a server with the legacy capabilities
 // caps can deliver: a list_changed kind only when it declared listChanged,
 // resource subscriptions only when it declared resources.subscribe.
+// Member names are matched exactly (last of duplicates counting), as a
+// legacy client of the server reads them.
 func (f Filter) Honoured(caps json.RawMessage) Filter {
-	var c struct {
-		Tools     struct{ ListChanged bool } `json:"tools"`
-		Prompts   struct{ ListChanged bool } `json:"prompts"`
-		Resources struct {
-			ListChanged bool `json:"listChanged"`
-			Subscribe   bool `json:"subscribe"`
-		} `json:"resources"`
+	declared := func(path ...string) bool {
+		var b bool
+		raw, ok := rewrite.GetKey(caps, path)
+		return ok && json.Unmarshal(raw, &b) == nil && b
 	}
-	_ = json.Unmarshal(caps, &c)
 	out := Filter{
-		ToolsListChanged:     f.ToolsListChanged && c.Tools.ListChanged,
-		PromptsListChanged:   f.PromptsListChanged && c.Prompts.ListChanged,
-		ResourcesListChanged: f.ResourcesListChanged && c.Resources.ListChanged,
+		ToolsListChanged:     f.ToolsListChanged && declared("tools", "listChanged"),
+		PromptsListChanged:   f.PromptsListChanged && declared("prompts", "listChanged"),
+		ResourcesListChanged: f.ResourcesListChanged && declared("resources", "listChanged"),
 	}
-	if c.Resources.Subscribe {
+	if declared("resources", "subscribe") {
 		out.ResourceSubscriptions = f.ResourceSubscriptions
 	}
 	return out
 }
 
-// ParseListen reads a subscriptions/listen request's filter.
+// ParseListen reads a subscriptions/listen request's filter as
+// rewrite.ParseListenFilter does (member names matched exactly, as the
+// client that wrote them reads them), except that params without a
+// notifications object (none, or null) ask for nothing.
 func ParseListen(params json.RawMessage) (Filter, error) {
-	var p struct {
-		Notifications Filter `json:"notifications"`
+	l, err := rewrite.ParseListenFilter(params)
+	if errors.Is(err, rewrite.ErrInvalidRequest) {
+		if t := bytes.TrimSpace(params); isObject(t) || string(t) == "null" {
+			return Filter{}, nil
+		}
 	}
-	err := json.Unmarshal(params, &p)
-	return p.Notifications, err
+	if err != nil {
+		return Filter{}, err
+	}
+	return Filter{ToolsListChanged: l.ToolsListChanged, PromptsListChanged: l.PromptsListChanged,
+		ResourcesListChanged: l.ResourcesListChanged, ResourceSubscriptions: l.ResourceSubscriptions}, nil
 }
 
 // Acknowledged is the first event of a listen stream: the filter the

@@ -150,3 +150,106 @@ func FuzzTranslate(f *testing.F) {
 		}
 	})
 }
+
+// TestListenKeysAreExact: the bridge reads a listen filter, and the legacy
+// upstream's capabilities it honours it by, with member names matched as
+// the schemas spell them, as the client that wrote the filter and a legacy
+// client of the upstream read them (go-sdk decodes case-sensitively,
+// JavaScript objects are keyed exactly): a member in another case asks for,
+// or declares, nothing, and of a member written twice the last counts. The
+// bridge must not acknowledge, and relay, kinds the client did not ask for.
+func TestListenKeysAreExact(t *testing.T) {
+	f, err := ParseListen(json.RawMessage(`{"notifications":{"ToolsListChanged":true,"PROMPTSLISTCHANGED":true,` +
+		`"resourcesListchanged":true,"ResourceSubscriptions":["a://1"]}}`))
+	if err != nil || !reflect.DeepEqual(f, Filter{}) {
+		t.Errorf("filter of members in other cases = %+v, %v; want one asking nothing", f, err)
+	}
+	f, err = ParseListen(json.RawMessage(`{"notifications":{"toolsListChanged":true,"ToolsListChanged":false,` +
+		`"resourceSubscriptions":["a://1"],"resourcesubscriptions":[]}}`))
+	if want := (Filter{ToolsListChanged: true, ResourceSubscriptions: []string{"a://1"}}); err != nil || !reflect.DeepEqual(f, want) {
+		t.Errorf("filter with members repeated in another case = %+v, %v; want %+v", f, err, want)
+	}
+	if f, err := ParseListen(json.RawMessage(`{"Notifications":{"toolsListChanged":true}}`)); err != nil || !reflect.DeepEqual(f, Filter{}) {
+		t.Errorf("filter under params.Notifications = %+v, %v; want one asking nothing", f, err)
+	}
+	all := Filter{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourceSubscriptions: []string{"a://1"}}
+	h := all.Honoured(json.RawMessage(`{"tools":{"ListChanged":true},"Prompts":{"listChanged":true},` +
+		`"resources":{"listChanged":true,"ListChanged":false,"Subscribe":true}}`))
+	if want := (Filter{ResourcesListChanged: true}); !reflect.DeepEqual(h, want) {
+		t.Errorf("honoured by capabilities in other cases = %+v; want %+v", h, want)
+	}
+}
+
+// FuzzListenKeys holds ParseListen and Honoured to a reading of the same
+// bytes through maps, whose keys encoding/json matches exactly (last of
+// duplicates winning), as the client and a legacy client of the upstream
+// read them.
+func FuzzListenKeys(f *testing.F) {
+	f.Add([]byte(`{"notifications":{"toolsListChanged":true,"ToolsListChanged":false,"resourceSubscriptions":["a://1"]}}`),
+		[]byte(`{"tools":{"listChanged":true},"resources":{"Subscribe":true,"subscribe":true}}`))
+	f.Add([]byte(`{"notifications":null,"Notifications":{"promptsListChanged":true}}`), []byte(`{"prompts":{"listChanged":1}}`))
+	f.Add([]byte(`{"notifications":{"promptsListChanged":null,"resourceSubscriptions":null}}`), []byte(`null`))
+	f.Add([]byte(` null `), []byte(`{"resources":{"listChanged":true,"ListChanged":false}}`))
+	f.Fuzz(func(t *testing.T, params, caps []byte) {
+		got, err := ParseListen(params)
+		want, ok := refListen(params)
+		if ok != (err == nil) || ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("ParseListen(%q) = %+v, %v; want %+v, ok %v", params, got, err, want, ok)
+		}
+		if !ok || !json.Valid(caps) {
+			return
+		}
+		var c any
+		_ = json.Unmarshal(caps, &c)
+		declared := func(path ...string) bool {
+			v := c
+			for _, k := range path {
+				m, _ := v.(map[string]any)
+				v = m[k]
+			}
+			return v == true
+		}
+		want = Filter{ToolsListChanged: want.ToolsListChanged && declared("tools", "listChanged"),
+			PromptsListChanged:   want.PromptsListChanged && declared("prompts", "listChanged"),
+			ResourcesListChanged: want.ResourcesListChanged && declared("resources", "listChanged")}
+		if declared("resources", "subscribe") {
+			want.ResourceSubscriptions = got.ResourceSubscriptions
+		}
+		if h := got.Honoured(caps); !reflect.DeepEqual(h, want) {
+			t.Fatalf("%+v.Honoured(%q) = %+v; want %+v", got, caps, h, want)
+		}
+	})
+}
+
+// refListen reads params as maps: false where ParseListen must fail (not
+// JSON, neither an object nor null, a notifications that is not an object,
+// a mistyped member); params without notifications ask for nothing.
+func refListen(in []byte) (Filter, bool) {
+	var v any
+	if json.Unmarshal(in, &v) != nil {
+		return Filter{}, false
+	}
+	if v == nil {
+		return Filter{}, true
+	}
+	var p, n map[string]json.RawMessage
+	if json.Unmarshal(in, &p) != nil {
+		return Filter{}, false
+	}
+	raw, ok := p["notifications"]
+	if !ok || string(raw) == "null" {
+		return Filter{}, true
+	}
+	if json.Unmarshal(raw, &n) != nil {
+		return Filter{}, false
+	}
+	var f Filter
+	var agents bool // read, and refused when mistyped, as the sidecar's filter reads it
+	for key, dst := range map[string]any{"toolsListChanged": &f.ToolsListChanged, "promptsListChanged": &f.PromptsListChanged,
+		"resourcesListChanged": &f.ResourcesListChanged, "resourceSubscriptions": &f.ResourceSubscriptions, "agentsListChanged": &agents} {
+		if raw, ok := n[key]; ok && json.Unmarshal(raw, dst) != nil {
+			return Filter{}, false
+		}
+	}
+	return f, true
+}
