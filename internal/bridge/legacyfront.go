@@ -412,29 +412,25 @@ func unknownSession() error {
 // initialize answers a legacy initialize from the upstream's
 // server/discover and mints a session.
 func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.Response, error) {
-	var p struct {
-		ProtocolVersion string          `json:"protocolVersion"`
-		Capabilities    json.RawMessage `json:"capabilities"`
-		ClientInfo      json.RawMessage `json:"clientInfo"`
-	}
-	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) != nil {
+	requested, theirCaps, theirInfo, ok := initializeParams(msg.Params)
+	if !ok {
 		return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "invalid initialize params", nil)
 	}
 	caps := json.RawMessage("{}")
-	if isObject(p.Capabilities) {
+	if isObject(theirCaps) {
 		var c bytes.Buffer
-		if json.Compact(&c, p.Capabilities) == nil {
+		if json.Compact(&c, theirCaps) == nil {
 			caps = c.Bytes()
 		}
 	}
 	info := bridgeClientInfo
-	if isObject(p.ClientInfo) {
+	if isObject(theirInfo) {
 		var c bytes.Buffer
-		if json.Compact(&c, p.ClientInfo) == nil {
+		if json.Compact(&c, theirInfo) == nil {
 			info = c.Bytes()
 		}
 	}
-	version := NegotiateLegacy(p.ProtocolVersion)
+	version := NegotiateLegacy(requested)
 	// Sealed first: a client whose capabilities and clientInfo do not fit
 	// in an id costs the upstream nothing.
 	sid, err := f.mint(req, version, caps, info)

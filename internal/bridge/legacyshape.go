@@ -29,6 +29,27 @@ func NegotiateLegacy(requested string) string {
 	return BridgedLegacyVersions[0]
 }
 
+// initializeParams reads a legacy initialize's params (valid JSON, or
+// none) as a legacy server reads them: member names matched exactly, the
+// last of duplicates counting, as go-sdk decodes them and a JavaScript
+// object is keyed. ok is false when params is neither none, null nor an
+// object, or protocolVersion is there and neither a string nor null.
+func initializeParams(params json.RawMessage) (version string, caps, info json.RawMessage, ok bool) {
+	p := bytes.TrimSpace(params)
+	if len(p) == 0 || string(p) == "null" {
+		return "", nil, nil, true
+	}
+	if !isObject(p) {
+		return "", nil, nil, false
+	}
+	if raw, found := rewrite.GetKey(p, []string{"protocolVersion"}); found && json.Unmarshal(raw, &version) != nil {
+		return "", nil, nil, false
+	}
+	caps, _ = rewrite.GetKey(p, []string{"capabilities"})
+	info, _ = rewrite.GetKey(p, []string{"clientInfo"})
+	return version, caps, info, true
+}
+
 // frontServerInfo names the upstream when its discover result names no one
 // (InitializeResult requires serverInfo).
 var frontServerInfo = json.RawMessage(`{"name":"skills-sidecar-era-bridge","version":"1"}`)
