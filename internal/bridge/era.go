@@ -101,30 +101,27 @@ func FromDiscover(contentType string, body []byte) (Eras, error) {
 	}
 	switch m.Kind {
 	case rewrite.KindResponse:
-		var r struct {
-			SupportedVersions []string `json:"supportedVersions"`
-		}
-		if json.Unmarshal(m.Result, &r) != nil || len(r.SupportedVersions) == 0 {
+		var versions []string
+		if found, ok := decodeAt(m.Result, &versions, "supportedVersions"); !found || !ok || len(versions) == 0 {
 			return Eras{}, errUndecided
 		}
-		e := fromVersions(r.SupportedVersions, "server/discover")
+		e := fromVersions(versions, "server/discover")
 		if !e.Known {
 			return Eras{}, errUndecided
 		}
 		return e, nil
 	case rewrite.KindError:
-		var er struct {
-			Code int `json:"code"`
-			Data struct {
-				Supported []string `json:"supported"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(m.Error, &er) != nil {
+		var code int
+		if found, ok := decodeAt(m.Error, &code, "code"); !found || !ok {
 			return Eras{}, errUndecided
 		}
-		switch er.Code {
+		switch code {
 		case reply.CodeUnsupportedVersion:
-			if e := fromVersions(er.Data.Supported, "server/discover"); e.Known {
+			var supported []string // mistyped: none named
+			if _, ok := decodeAt(m.Error, &supported, "data", "supported"); !ok {
+				supported = nil
+			}
+			if e := fromVersions(supported, "server/discover"); e.Known {
 				// A server that refuses 2026-07-28 by its modern code is
 				// still reached by modern rules only for what it names.
 				return e, nil
@@ -147,13 +144,11 @@ func FromInitialize(contentType string, body []byte) (Eras, error) {
 	if m.Kind != rewrite.KindResponse {
 		return Eras{}, errUndecided
 	}
-	var r struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
-	if json.Unmarshal(m.Result, &r) != nil || r.ProtocolVersion == "" || r.ProtocolVersion >= ModernVersion {
+	v, ok := rewrite.GetString(m.Result, "protocolVersion")
+	if !ok || v == "" || v >= ModernVersion {
 		return Eras{}, errUndecided
 	}
-	return Eras{Known: true, Legacy: true, Versions: []string{r.ProtocolVersion}, Via: "initialize"}, nil
+	return Eras{Known: true, Legacy: true, Versions: []string{v}, Via: "initialize"}, nil
 }
 
 // Merge returns the eras of a dual probe: a discover that found the modern
@@ -208,13 +203,24 @@ func SpeaksModern(msg []byte) bool {
 	if err != nil || m.Kind != rewrite.KindResponse {
 		return false
 	}
-	var r struct {
-		SupportedVersions []string `json:"supportedVersions"`
-	}
-	if json.Unmarshal(m.Result, &r) != nil {
+	var versions []string
+	if _, ok := decodeAt(m.Result, &versions, "supportedVersions"); !ok {
 		return false
 	}
-	return slices.ContainsFunc(r.SupportedVersions, func(v string) bool { return v >= ModernVersion })
+	return slices.ContainsFunc(versions, func(v string) bool { return v >= ModernVersion })
+}
+
+// decodeAt decodes into dst the member of the JSON value obj that path
+// names, its names matched exactly and the last of duplicates counting
+// (rewrite.GetKey), as a peer's decoder reads them: not folded, as
+// encoding/json matches a struct's fields. found is false when there is
+// no such member; ok is false when there is one that does not decode.
+func decodeAt(obj json.RawMessage, dst any, path ...string) (found, ok bool) {
+	raw, found := rewrite.GetKey(obj, path)
+	if !found {
+		return false, true
+	}
+	return true, json.Unmarshal(raw, dst) == nil
 }
 
 // Serves reports whether the sidecar may declare and answer its own methods

@@ -6,11 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -112,6 +115,107 @@ func FuzzInitializeParams(f *testing.F) {
 		}
 		if ok && (version != want || !bytes.Equal(caps, p["capabilities"]) || !bytes.Equal(info, p["clientInfo"])) {
 			t.Fatalf("initializeParams(%q) = %q, %s, %s; want %q, %s, %s", in, version, caps, info, want, p["capabilities"], p["clientInfo"])
+		}
+	})
+}
+
+// TestErasKeysAreExact: the era probes, and the check of whether a
+// server/discover reply speaks 2026-07-28, read the upstream's replies
+// with member names matched as the schema spells them, as a client of the
+// upstream reads the same bytes (go-sdk decodes case-sensitively,
+// JavaScript objects are keyed exactly): a member in another case is not
+// there, and of a member written twice the last counts. The sidecar must
+// not route by, or declare its extensions on, versions a client does not
+// see.
+func TestErasKeysAreExact(t *testing.T) {
+	const ct = "application/json"
+	discover := []byte(`{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2025-11-25"],"SupportedVersions":["2026-07-28"]}}`)
+	if e, err := FromDiscover(ct, discover); err != nil || e.Modern || !e.Legacy {
+		t.Errorf("FromDiscover of supportedVersions [2025-11-25] then SupportedVersions [2026-07-28] = %+v, %v; want legacy only", e, err)
+	}
+	if SpeaksModern(discover) {
+		t.Errorf("SpeaksModern of supportedVersions [2025-11-25] then SupportedVersions [2026-07-28]: true; want false")
+	}
+	folded := []byte(`{"jsonrpc":"2.0","id":1,"result":{"SupportedVersions":["2026-07-28"]}}`)
+	if e, err := FromDiscover(ct, folded); err == nil {
+		t.Errorf("FromDiscover of only SupportedVersions = %+v; want undecided", e)
+	}
+	if SpeaksModern(folded) {
+		t.Errorf("SpeaksModern of only SupportedVersions: true; want false")
+	}
+	refusal := []byte(`{"jsonrpc":"2.0","id":1,"error":{"Code":-32022,"message":"unsupported","data":{"supported":["2025-11-25"]}}}`)
+	if e, err := FromDiscover(ct, refusal); err == nil {
+		t.Errorf("FromDiscover of an error with only Code -32022 = %+v; want undecided", e)
+	}
+	refusal = []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2026-07-28"],"Supported":["2025-11-25"]}}}`)
+	if e, err := FromDiscover(ct, refusal); err != nil || !e.Modern || e.Legacy {
+		t.Errorf("FromDiscover of -32022 with supported [2026-07-28] then Supported [2025-11-25] = %+v, %v; want modern only", e, err)
+	}
+	initialize := []byte(`{"jsonrpc":"2.0","id":1,"result":{"ProtocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+	if e, err := FromInitialize(ct, initialize); err == nil {
+		t.Errorf("FromInitialize of only ProtocolVersion = %+v; want undecided", e)
+	}
+}
+
+// FuzzErasKeys holds FromDiscover, FromInitialize and SpeaksModern to a
+// reading of the same reply through maps, whose keys encoding/json matches
+// exactly (last of duplicates winning), as a client of the upstream reads
+// them.
+func FuzzErasKeys(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2025-11-25"],"SupportedVersions":["2026-07-28"],"protocolVersion":"2025-06-18"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"Code":1,"data":{"supported":["2026-07-28"],"Supported":["2025-11-25"]}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"data":{"supported":[1]}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"data":"x"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := rewrite.ParseMessage(body)
+		if err != nil {
+			return
+		}
+		var result, errObj, data map[string]json.RawMessage
+		_ = json.Unmarshal(m.Result, &result)
+		_ = json.Unmarshal(m.Error, &errObj)
+		var versions []string
+		versionsOK := json.Unmarshal(result["supportedVersions"], &versions) == nil
+		if _, found := result["supportedVersions"]; !found {
+			versionsOK = true
+		}
+		want, wantOK := Eras{}, false
+		switch m.Kind {
+		case rewrite.KindResponse:
+			if _, found := result["supportedVersions"]; found && versionsOK && len(versions) > 0 {
+				want = fromVersions(versions, "server/discover")
+				wantOK = want.Known
+			}
+		case rewrite.KindError:
+			var code int
+			if raw, found := errObj["code"]; found && json.Unmarshal(raw, &code) == nil {
+				switch code {
+				case reply.CodeUnsupportedVersion:
+					_ = json.Unmarshal(errObj["data"], &data)
+					var supported []string
+					if json.Unmarshal(data["supported"], &supported) != nil {
+						supported = nil
+					}
+					want, wantOK = fromVersions(supported, "server/discover"), true
+					if !want.Known {
+						want = Eras{Known: true, Modern: true, Via: "server/discover"}
+					}
+				case reply.CodeHeaderMismatch, reply.CodeMissingClientCapability:
+					want, wantOK = Eras{Known: true, Modern: true, Versions: []string{ModernVersion}, Via: "server/discover"}, true
+				}
+			}
+		}
+		if got, err := FromDiscover("application/json", body); (err == nil) != wantOK || wantOK && !reflect.DeepEqual(got, want) {
+			t.Fatalf("FromDiscover(%q) = %+v, %v; want %+v, ok %v", body, got, err, want, wantOK)
+		}
+		var v string
+		wantInit := m.Kind == rewrite.KindResponse && json.Unmarshal(result["protocolVersion"], &v) == nil && v != "" && v < ModernVersion
+		if got, err := FromInitialize("application/json", body); (err == nil) != wantInit || wantInit && got.Versions[0] != v {
+			t.Fatalf("FromInitialize(%q) = %+v, %v; want version %q, ok %v", body, got, err, v, wantInit)
+		}
+		wantSpeaks := m.Kind == rewrite.KindResponse && versionsOK && slices.ContainsFunc(versions, func(v string) bool { return v >= ModernVersion })
+		if got := SpeaksModern(body); got != wantSpeaks {
+			t.Fatalf("SpeaksModern(%q) = %v; want %v", body, got, wantSpeaks)
 		}
 	})
 }
