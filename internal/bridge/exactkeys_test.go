@@ -219,3 +219,117 @@ func FuzzErasKeys(f *testing.F) {
 		}
 	})
 }
+
+// TestHandshakeTranslationKeysAreExact: the bridge translates one era's
+// handshake result into the other's from the members a client of the
+// upstream reads, their names matched exactly (go-sdk decodes
+// case-sensitively, JavaScript objects are keyed exactly), the last of
+// duplicates counting: a member in another case is not translated.
+func TestHandshakeTranslationKeysAreExact(t *testing.T) {
+	// A modern upstream's server/discover result, as a legacy initialize
+	// result for the legacy front's callers.
+	out, err := InitializeFromDiscover(json.RawMessage(`{"supportedVersions":["2026-07-28"],`+
+		`"capabilities":{"tools":{"listChanged":true}},"Capabilities":{},"Instructions":"folded",`+
+		`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"_META":{"io.modelcontextprotocol/serverInfo":{"name":"folded","version":"1"}}}`), "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var init map[string]json.RawMessage
+	_ = json.Unmarshal(out, &init)
+	if name, _ := rewrite.GetString(init["serverInfo"], "name"); name != "up" || init["instructions"] != nil || !bytes.Contains(init["capabilities"], []byte(`"tools"`)) {
+		t.Errorf("initialize result from a discover result with folded members = %s; want the exact members' (tools, server up, no instructions)", out)
+	}
+
+	// A legacy upstream's initialize result, as a server/discover result
+	// for modern callers.
+	legacy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if m, _ := rewrite.GetString(b, "method"); m != "initialize" {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		_, _ = io.WriteString(w, initReply(b, `{"protocolVersion":"2025-11-25","ProtocolVersion":"2025-03-26",`+
+			`"capabilities":{"tools":{"listChanged":true}},"Capabilities":{},"serverInfo":{"name":"up","version":"1"},`+
+			`"ServerInfo":{"name":"folded","version":"1"},"Instructions":"folded"}`))
+	})
+	bt, u := newBridge(t, legacy, 0)
+	code, body := call(t, bt, u, "", "{}", "server/discover")
+	result, _ := rewrite.GetKey(sseData(body), []string{"result"})
+	var discover struct {
+		SupportedVersions []string        `json:"supportedVersions"`
+		Capabilities      json.RawMessage `json:"capabilities"`
+		Instructions      *string         `json:"instructions"`
+	}
+	_ = json.Unmarshal(result, &discover) // the sidecar's own bytes: no folded members
+	name, _ := rewrite.GetString(result, "_meta", metaServerInfo, "name")
+	if code != http.StatusOK || slices.Contains(discover.SupportedVersions, "2025-03-26") || !bytes.Contains(discover.Capabilities, []byte(`"tools"`)) ||
+		discover.Instructions != nil || name != "up" {
+		t.Errorf("server/discover from an initialize result with folded members = %d %s; want the exact members' (2025-11-25, tools, server up, no instructions)", code, body)
+	}
+}
+
+// FuzzHandshakeKeys holds readInitResult and InitializeFromDiscover to a
+// reading of the same result through maps, whose keys encoding/json
+// matches exactly (last of duplicates winning), as a client of the
+// upstream reads them.
+func FuzzHandshakeKeys(f *testing.F) {
+	f.Add([]byte(`{"protocolVersion":"2025-11-25","ProtocolVersion":"x","capabilities":{"tools":{}},"Capabilities":{},"instructions":null}`))
+	f.Add([]byte(`{"capabilities":{},"Instructions":"x","instructions":"y","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m"}},"serverInfo":{"name":"s"}}`))
+	f.Add([]byte(`{"_meta":null,"serverInfo":{"name":"s"},"serverInfo":5}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) {
+			return // a result is valid JSON
+		}
+		var m map[string]json.RawMessage
+		isMap := json.Unmarshal(in, &m) == nil
+		var version string
+		initOK := isMap && (m["protocolVersion"] == nil || json.Unmarshal(m["protocolVersion"], &version) == nil)
+		var got initResult
+		if err := readInitResult(in, &got); (err == nil) != initOK {
+			t.Fatalf("readInitResult(%q): %v; want ok %v", in, err, initOK)
+		}
+		want := initResult{ProtocolVersion: version, Capabilities: m["capabilities"], ServerInfo: m["serverInfo"], Instructions: m["instructions"]}
+		if initOK && !reflect.DeepEqual(got, want) {
+			t.Fatalf("readInitResult(%q) = %+v; want %+v", in, got, want)
+		}
+
+		var instructions *string
+		var meta map[string]json.RawMessage
+		discoverOK := isMap && (m["instructions"] == nil || json.Unmarshal(m["instructions"], &instructions) == nil) &&
+			(m["_meta"] == nil || json.Unmarshal(m["_meta"], &meta) == nil)
+		out, err := InitializeFromDiscover(in, "2025-11-25")
+		if (err == nil) != discoverOK {
+			t.Fatalf("InitializeFromDiscover(%q): %v; want ok %v", in, err, discoverOK)
+		}
+		if !discoverOK {
+			return
+		}
+		var res map[string]json.RawMessage
+		_ = json.Unmarshal(out, &res)
+		caps, info := m["capabilities"], meta[metaServerInfo]
+		if !isObject(caps) {
+			caps = json.RawMessage(`{}`)
+		}
+		if !isObject(info) {
+			info = m["serverInfo"]
+		}
+		if !isObject(info) {
+			info = frontServerInfo
+		}
+		var gotInstr *string
+		_ = json.Unmarshal(res["instructions"], &gotInstr)
+		if !jsonEqual(res["capabilities"], caps) || !jsonEqual(res["serverInfo"], info) ||
+			(instructions == nil) != (gotInstr == nil) || instructions != nil && *instructions != *gotInstr {
+			t.Fatalf("InitializeFromDiscover(%q) = %s; want capabilities %s, serverInfo %s, instructions %v", in, out, caps, info, instructions)
+		}
+	})
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}

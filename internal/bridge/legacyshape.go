@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 
@@ -60,30 +61,34 @@ var frontServerInfo = json.RawMessage(`{"name":"skills-sidecar-era-bridge","vers
 // in _meta), and version, the negotiated legacy protocol version. The
 // cache fields and resultType of the discover result have no place in it.
 func InitializeFromDiscover(discover json.RawMessage, version string) (json.RawMessage, error) {
-	var d struct {
-		Capabilities json.RawMessage            `json:"capabilities"`
-		Instructions *string                    `json:"instructions"`
-		ServerInfo   json.RawMessage            `json:"serverInfo"`
-		Meta         map[string]json.RawMessage `json:"_meta"`
+	// Its members are read with their names matched exactly, the last of
+	// duplicates counting, as a modern client reads them.
+	if t := bytes.TrimSpace(discover); !isObject(t) && string(t) != "null" {
+		return nil, errors.New("server/discover result is not an object")
 	}
-	if err := json.Unmarshal(discover, &d); err != nil {
-		return nil, err
+	var instructions *string
+	var meta map[string]json.RawMessage
+	if _, ok := decodeAt(discover, &instructions, "instructions"); !ok {
+		return nil, errors.New("server/discover result: instructions is not a string")
 	}
-	caps := d.Capabilities
+	if _, ok := decodeAt(discover, &meta, "_meta"); !ok {
+		return nil, errors.New("server/discover result: _meta is not an object")
+	}
+	caps, _ := rewrite.GetKey(discover, []string{"capabilities"})
 	if !isObject(caps) {
 		caps = json.RawMessage("{}")
 	}
-	info := d.Meta[metaServerInfo]
+	info := meta[metaServerInfo]
 	if !isObject(info) {
-		info = d.ServerInfo
+		info, _ = rewrite.GetKey(discover, []string{"serverInfo"})
 	}
 	if !isObject(info) {
 		info = frontServerInfo
 	}
 	v, _ := json.Marshal(version)
 	result := map[string]json.RawMessage{"protocolVersion": v, "capabilities": caps, "serverInfo": info}
-	if d.Instructions != nil {
-		result["instructions"], _ = json.Marshal(*d.Instructions)
+	if instructions != nil {
+		result["instructions"], _ = json.Marshal(*instructions)
 	}
 	return marshal(result), nil
 }

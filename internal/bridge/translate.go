@@ -146,12 +146,32 @@ func marshal(v any) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// initResult is what the bridge keeps of an initialize result.
+// initResult is what the bridge keeps of an initialize result (read by
+// readInitResult, not by encoding/json, whose matching of names is folded).
 type initResult struct {
 	ProtocolVersion string          `json:"protocolVersion"`
 	Capabilities    json.RawMessage `json:"capabilities"`
 	ServerInfo      json.RawMessage `json:"serverInfo"`
 	Instructions    json.RawMessage `json:"instructions"` // a string, as the server spelled it
+}
+
+// readInitResult reads a legacy initialize result into init, its member
+// names matched exactly and the last of duplicates counting, as a legacy
+// client reads them (not folded, as encoding/json matches a struct's
+// fields). A result that is not an object, or whose protocolVersion is not
+// a string, is an error.
+func readInitResult(result json.RawMessage, init *initResult) error {
+	if t := bytes.TrimSpace(result); !isObject(t) && string(t) != "null" {
+		return errors.New("not an object")
+	}
+	*init = initResult{}
+	if _, ok := decodeAt(result, &init.ProtocolVersion, "protocolVersion"); !ok {
+		return errors.New("protocolVersion is not a string")
+	}
+	init.Capabilities, _ = rewrite.GetKey(result, []string{"capabilities"})
+	init.ServerInfo, _ = rewrite.GetKey(result, []string{"serverInfo"})
+	init.Instructions, _ = rewrite.GetKey(result, []string{"instructions"})
+	return nil
 }
 
 // Discover builds the server/discover result (2026-07-28 DiscoverResult)

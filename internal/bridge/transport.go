@@ -377,7 +377,7 @@ func (t *Transport) open(req *http.Request, s *session, msg rewrite.Message, cap
 		s.err = fmt.Errorf("upstream refused initialize: %s", bytes.TrimSpace(m.Error))
 		return
 	}
-	if err := json.Unmarshal(m.Result, &s.init); err != nil {
+	if err := readInitResult(m.Result, &s.init); err != nil {
 		s.err = fmt.Errorf("upstream initialize result: %w", err)
 		return
 	}
