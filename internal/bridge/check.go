@@ -102,10 +102,8 @@ func replyStatus(body []byte, status int) int {
 	if err != nil || m.Kind != rewrite.KindError {
 		return status
 	}
-	var e struct {
-		Code int `json:"code"`
-	}
-	if json.Unmarshal(m.Error, &e) == nil && e.Code == reply.CodeMethodNotFound {
+	var code int // as the client reads it: the exact name (decodeAt)
+	if found, ok := decodeAt(m.Error, &code, "code"); found && ok && code == reply.CodeMethodNotFound {
 		return http.StatusNotFound
 	}
 	return status

@@ -73,7 +73,9 @@ func TestCheckModern(t *testing.T) {
 }
 
 // TestReplyStatus: a bridged method-not-found travels as HTTP 404 on the
-// modern wire; other replies keep their status.
+// modern wire; other replies keep their status. The code is the one a
+// client reads, its name matched exactly (go-sdk decodes case-sensitively,
+// JavaScript objects are keyed exactly), the last of duplicates counting.
 func TestReplyStatus(t *testing.T) {
 	for _, c := range []struct {
 		reply string
@@ -83,6 +85,9 @@ func TestReplyStatus(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`, 200},
 		{`{"jsonrpc":"2.0","id":1,"result":{}}`, 200},
 		{`not json`, 200},
+		{`{"jsonrpc":"2.0","id":1,"error":{"Code":-32601,"message":"folded"}}`, 200},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"CODE":-32601,"message":"folded last"}}`, 200},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"Code":-32602,"message":"exact, folded last"}}`, 404},
 	} {
 		if got := replyStatus([]byte(c.reply), 200); got != c.want {
 			t.Errorf("%s: %d, want %d", c.reply, got, c.want)
