@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
 	"net/http"
 	"path"
@@ -193,16 +194,19 @@ func (h *Handler) mergeCache(out []byte) []byte {
 	return out
 }
 
-// pageNames are the names of the entries of result[kind].
+// pageNames are the names of the entries of result[kind], read as the
+// caller's client reads them: by the exact member name (not folded, as
+// encoding/json matches a struct's fields), the last of duplicates
+// counting. An entry without a string name takes none.
 func pageNames(result json.RawMessage, kind string) map[string]bool {
 	taken := map[string]bool{}
 	raw, _ := rewrite.GetKey(result, []string{kind})
-	var items []struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(raw, &items) // what does not decode takes no name
+	var items []json.RawMessage
+	_ = json.Unmarshal(raw, &items) // not an array: no names
 	for _, it := range items {
-		taken[it.Name] = true
+		if name, ok := rewrite.GetString(it, "name"); ok {
+			taken[name] = true
+		}
 	}
 	return taken
 }
@@ -345,12 +349,36 @@ func (h *Handler) servedContents(r *http.Request, msg rewrite.Message, v *view, 
 	var c contents
 	raw, err := h.served(r, msg, v, f)
 	if err == nil {
-		err = json.Unmarshal(raw, &c)
+		c, err = readContents(raw)
 	}
 	return raw, c, err
 }
 
-// contents is a decoded entry of contents.
+// readContents decodes a contents entry with its member names matched
+// exactly, the last of duplicates counting, as a client reading the same
+// resources/read result does (and the overlay hashing it, servedOf): not
+// folded, as encoding/json matches a struct's fields, so a "Text" beside
+// "text" is not the text. An entry that is not an object, or a mistyped
+// member, is an error.
+func readContents(raw json.RawMessage) (contents, error) {
+	var c contents
+	if !isObjectOrNull(raw) {
+		return c, errors.New("a contents entry is not an object")
+	}
+	for _, m := range []struct {
+		key string
+		dst any
+	}{{"uri", &c.URI}, {"mimeType", &c.MIMEType}, {"text", &c.Text}, {"blob", &c.Blob}} {
+		if v, ok := rewrite.GetKey(raw, []string{m.key}); ok {
+			if err := json.Unmarshal(v, m.dst); err != nil {
+				return contents{}, fmt.Errorf("contents %s: %w", m.key, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// contents is a decoded entry of contents (readContents reads it).
 type contents struct {
 	URI      string  `json:"uri"`
 	MIMEType string  `json:"mimeType,omitempty"`

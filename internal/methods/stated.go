@@ -116,19 +116,21 @@ func encodeResourceSized(snap *catalog.Snapshot, f *catalog.File, size *int64) [
 }
 
 // pageURIs returns the uri of every entry of a resources/list result's
-// resources array.
+// resources array, read as the caller's client reads them: by the exact
+// member names (not folded, as encoding/json matches a struct's fields),
+// the last of duplicates counting. An entry without a string uri names
+// none.
 func pageURIs(result json.RawMessage) map[string]bool {
-	var page struct {
-		Resources []struct {
-			URI string `json:"uri"`
-		} `json:"resources"`
-	}
-	if json.Unmarshal(result, &page) != nil {
+	raw, _ := rewrite.GetKey(result, []string{"resources"})
+	var entries []json.RawMessage
+	if json.Unmarshal(raw, &entries) != nil {
 		return nil
 	}
-	out := make(map[string]bool, len(page.Resources))
-	for _, e := range page.Resources {
-		out[e.URI] = true
+	out := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if uri, ok := rewrite.GetString(e, "uri"); ok {
+			out[uri] = true
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package methods
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -100,12 +101,18 @@ func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]
 		if m.Kind != rewrite.KindResponse {
 			return nil, fmt.Errorf("upstream %s/list failed: %s", list, m.Error)
 		}
-		var page struct {
-			NextCursor string `json:"nextCursor"`
-		}
+		// Members are read by their exact names, the last of duplicates
+		// counting, as the caller's client reads the same listing (not
+		// folded, as encoding/json matches a struct's fields).
+		var next string
 		var items []json.RawMessage
-		if err := json.Unmarshal(m.Result, &page); err != nil {
-			return nil, fmt.Errorf("decode upstream %s/list: %w", list, err)
+		if !isObjectOrNull(m.Result) {
+			return nil, fmt.Errorf("decode upstream %s/list: the result is not an object", list)
+		}
+		if raw, ok := rewrite.GetKey(m.Result, []string{"nextCursor"}); ok {
+			if err := json.Unmarshal(raw, &next); err != nil {
+				return nil, fmt.Errorf("decode upstream %s/list: %w", list, err)
+			}
 		}
 		if raw, ok := rewrite.GetKey(m.Result, []string{list}); ok {
 			if err := json.Unmarshal(raw, &items); err != nil {
@@ -113,19 +120,23 @@ func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]
 			}
 		}
 		for _, t := range items {
-			var named struct {
-				Name string `json:"name"`
-			}
-			if json.Unmarshal(t, &named) == nil && named.Name != "" {
-				if _, dup := out[named.Name]; !dup {
-					out[named.Name] = t
+			if name, ok := rewrite.GetString(t, "name"); ok && name != "" {
+				if _, dup := out[name]; !dup {
+					out[name] = t
 				}
 			}
 		}
-		if page.NextCursor == "" {
+		if next == "" {
 			return out, nil
 		}
-		cursor = page.NextCursor
+		cursor = next
 	}
 	return nil, fmt.Errorf("upstream %s/list: more than %d pages", list, maxPages)
+}
+
+// isObjectOrNull reports whether the valid JSON raw is an object or null,
+// what encoding/json decodes into a struct.
+func isObjectOrNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' || string(t) == "null"
 }
