@@ -278,6 +278,28 @@ func (h *Handler) finish(b []byte, e era, cacheable bool) []byte {
 	return append(b, '}')
 }
 
+// mergeCache gives a merged modern listing (the upstream's last page of
+// resources/list, prompts/list or tools/list with the sidecar's entries
+// appended) the stricter of both sides' cache fields: the lower ttlMs, and
+// private when either side is.
+func (h *Handler) mergeCache(out []byte) []byte {
+	if raw, ok := rewrite.GetKey(out, []string{"result", "ttlMs"}); ok {
+		var theirs int64
+		if json.Unmarshal(raw, &theirs) == nil && h.opts.TTLMs < theirs {
+			if o, err := rewrite.SetKey(out, []string{"result", "ttlMs"}, mustJSON(h.opts.TTLMs)); err == nil {
+				out = o
+			}
+		}
+	}
+	result, _ := rewrite.GetKey(out, []string{"result"})
+	if s, ok := rewrite.GetString(result, "cacheScope"); ok && s != "private" && h.opts.CacheScope == "private" {
+		if o, err := rewrite.SetKey(out, []string{"result", "cacheScope"}, json.RawMessage(`"private"`)); err == nil {
+			out = o
+		}
+	}
+	return out
+}
+
 func invalidParams(msg string) *reply.Error {
 	return &reply.Error{Status: http.StatusOK, Code: reply.CodeInvalidParams, Message: msg}
 }

@@ -174,26 +174,6 @@ func (h *Handler) appendCompat(r *http.Request, msg rewrite.Message, v *view, e 
 	return out
 }
 
-// mergeCache gives a merged modern listing the stricter of both sides'
-// cache fields: the lower ttlMs, and private when either side is.
-func (h *Handler) mergeCache(out []byte) []byte {
-	if raw, ok := rewrite.GetKey(out, []string{"result", "ttlMs"}); ok {
-		var theirs int64
-		if json.Unmarshal(raw, &theirs) == nil && h.opts.TTLMs < theirs {
-			if o, err := rewrite.SetKey(out, []string{"result", "ttlMs"}, mustJSON(h.opts.TTLMs)); err == nil {
-				out = o
-			}
-		}
-	}
-	result, _ := rewrite.GetKey(out, []string{"result"})
-	if s, ok := rewrite.GetString(result, "cacheScope"); ok && s != "private" && h.opts.CacheScope == "private" {
-		if o, err := rewrite.SetKey(out, []string{"result", "cacheScope"}, json.RawMessage(`"private"`)); err == nil {
-			out = o
-		}
-	}
-	return out
-}
-
 // pageNames are the names of the entries of result[kind], read as the
 // caller's client reads them: by the exact member name (not folded, as
 // encoding/json matches a struct's fields), the last of duplicates

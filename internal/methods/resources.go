@@ -98,6 +98,11 @@ func (h *Handler) appendResources(r *http.Request, msg rewrite.Message, v *view,
 			return reply
 		}
 	}
+	if e.modern {
+		// The page now holds the sidecar's entries too: a cache may keep
+		// it no longer, nor share it more widely, than either side allows.
+		out = h.mergeCache(out)
+	}
 	return out
 }
 

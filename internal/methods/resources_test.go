@@ -2,6 +2,7 @@ package methods_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -136,6 +137,57 @@ func TestResourcesListWithoutUpstreamResources(t *testing.T) {
 					t.Errorf("resources/list (-want +got):\n%s", diff)
 				}
 			})
+		}
+	}
+}
+
+// TestResourcesListModernCache: on 2026-07-28 the upstream's last page of
+// resources/list carries the sidecar's skill files too, so its cache
+// fields must allow no more than either side's would (SEP-2549): the
+// lower ttlMs, and private when either side is. A page the sidecar
+// answers alone carries its own.
+func TestResourcesListModernCache(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	sidecartest.WriteTree(t, dir, pluginPDF())
+	w := newWatcher(t, dir)
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, TTLMs: 60000, Resources: 1})
+	direct := dialEra(t, ctx, eras()[1], up.URL, "")
+	type cacheFields struct {
+		TTL        *int64 `json:"ttlMs"`
+		Scope      string `json:"cacheScope"`
+		NextCursor string `json:"nextCursor"`
+	}
+	var theirs cacheFields
+	direct.Call("resources/list", nil).OK(t, "resources/list from the upstream", &theirs)
+	if theirs.TTL == nil || *theirs.TTL != 60000 || theirs.Scope != "public" || theirs.NextCursor != "" {
+		t.Fatalf("the upstream's resources/list = ttlMs %v, cacheScope %q, nextCursor %q; the test assumes 60000, public and one page", theirs.TTL, theirs.Scope, theirs.NextCursor)
+	}
+	for _, tt := range []struct {
+		ttl   int64
+		scope string
+		want  string
+	}{
+		{0, "private", `"ttlMs":0,"cacheScope":"private"`},
+		{5000, "public", `"ttlMs":5000,"cacheScope":"public"`},
+		{90000, "public", `"ttlMs":60000,"cacheScope":"public"`},
+	} {
+		side := newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.CacheTTLMs, c.CacheScope, c.PageSize = tt.ttl, tt.scope, 2 })
+		via := dialEra(t, ctx, eras()[1], side, "")
+		var got cacheFields
+		via.Call("resources/list", nil).OK(t, "resources/list", &got)
+		if got.TTL == nil || got.NextCursor == "" {
+			t.Fatalf("sidecar ttl %d %s: merged page ttlMs %v, nextCursor %q; want both", tt.ttl, tt.scope, got.TTL, got.NextCursor)
+		}
+		if g := fmt.Sprintf(`"ttlMs":%d,"cacheScope":%q`, *got.TTL, got.Scope); g != tt.want {
+			t.Errorf("sidecar ttl %d %s: merged resources/list page = %s, want %s", tt.ttl, tt.scope, g, tt.want)
+		}
+		var own cacheFields
+		via.Call("resources/list", map[string]any{"cursor": got.NextCursor}).OK(t, "resources/list, the sidecar's page", &own)
+		if g, want := fmt.Sprintf(`"ttlMs":%d,"cacheScope":%q`, *own.TTL, own.Scope), fmt.Sprintf(`"ttlMs":%d,"cacheScope":%q`, tt.ttl, tt.scope); g != want {
+			t.Errorf("sidecar ttl %d %s: its own resources/list page = %s, want %s", tt.ttl, tt.scope, g, want)
 		}
 	}
 }
