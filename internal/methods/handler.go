@@ -137,8 +137,13 @@ func (h *Handler) ServeLocal(r *http.Request, msg rewrite.Message) (reply.Reply,
 			return reply.Reply{}, false
 		}
 	case "resources/directory/read":
-		uri, _ = paramString(msg.Params, "uri")
-		if !h.ownsURI(v, uri) {
+		// A uri that is missing or not a string is no URI of the
+		// upstream's either: while the sidecar serves skills (and so
+		// the method it declares), it refuses those params itself, where
+		// an upstream without the method would say it does not exist.
+		var ok bool
+		uri, ok = paramString(msg.Params, "uri")
+		if ok && !h.ownsURI(v, uri) || !ok && len(v.skillURIs) == 0 {
 			return reply.Reply{}, false
 		}
 	case "resources/subscribe", "resources/unsubscribe":
@@ -460,6 +465,9 @@ func indexOf(sorted []string, key string) int {
 }
 
 func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, r *http.Request, uri string) ([]byte, error) {
+	if _, ok := paramString(msg.Params, "uri"); !ok {
+		return nil, invalidParams("resources/directory/read needs params.uri, a string")
+	}
 	var d *catalog.Dir
 	if v.snap != nil {
 		d, _ = v.snap.Dir(uri)

@@ -679,3 +679,31 @@ func TestDirectoryRead(t *testing.T) {
 		}
 	})
 }
+
+// TestDirectoryReadParamTypes: the sidecar declares directoryRead, so a
+// resources/directory/read whose uri is missing or not a string is a
+// request of that method with invalid params (-32602, naming params.uri),
+// answered by the sidecar; forwarded, an upstream that does not know the
+// method would deny that the method exists at all.
+func TestDirectoryReadParamTypes(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		sidecartest.WriteTree(t, dir, pluginPDF())
+		w := newWatcher(t, dir)
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
+		for _, params := range []map[string]any{nil, {}, {"uri": 42}, {"uri": nil}, {"uri": []string{"skill://pdf-processing"}}, {"uri": map[string]any{}}} {
+			what := fmt.Sprintf("resources/directory/read %v", params)
+			e := c.Call("resources/directory/read", params).Failed(t, what, http.StatusOK, -32602)
+			if e != nil && !strings.Contains(e.Message, "uri") {
+				t.Errorf("%s: message %q does not say what is wrong with params.uri", what, e.Message)
+			}
+		}
+		for _, s := range up.Seen() {
+			if strings.HasPrefix(s, "resources/directory/read") {
+				t.Errorf("upstream received %q; a directory read with invalid params is the sidecar's to refuse", s)
+			}
+		}
+	})
+}
