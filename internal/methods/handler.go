@@ -484,15 +484,21 @@ func (h *Handler) directoryRead(v *view, e era, msg rewrite.Message, r *http.Req
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(d.Entries))
+	// The pages are keyed on the children's URIs (in name order, as they
+	// share the directory's prefix), so a cursor names its directory: one
+	// of another directory is refused, never taken as a place in this one.
+	if rest, ok := strings.CutPrefix(last, d.URI+"/"); has && (!ok || rest == "" || strings.Contains(rest, "/")) {
+		return nil, invalidParams("invalid cursor: it does not page the directory " + quote(uri))
+	}
+	keys := make([]string, len(d.Entries))
 	entries := make([]json.RawMessage, len(d.Entries))
 	for i, de := range d.Entries {
-		names[i], entries[i] = de.Name, encodeDirEntry(de)
+		keys[i], entries[i] = de.URI, encodeDirEntry(de)
 	}
-	entries = h.statedDirEntries(r, msg, v, d, names, entries, last, has)
+	entries = h.statedDirEntries(r, msg, v, d, keys, entries, last, has)
 	b := make([]byte, 0, 1024)
 	b = append(b, '{')
-	b = listPage(b, "resources", names, entries, last, has, h.opts.PageSize, cursorDir)
+	b = listPage(b, "resources", keys, entries, last, has, h.opts.PageSize, cursorDir)
 	return h.finish(b, e, false), nil
 }
 

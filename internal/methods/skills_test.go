@@ -707,3 +707,47 @@ func TestDirectoryReadParamTypes(t *testing.T) {
 		}
 	})
 }
+
+// TestDirectoryReadForeignCursor: a directory read's cursor pages the
+// directory that issued it; another directory's (or another listing's)
+// is an invalid cursor, -32602, as skills/list refuses one of
+// agents/list, never a page of this directory starting at a name that
+// belongs to another.
+func TestDirectoryReadForeignCursor(t *testing.T) {
+	t.Parallel()
+	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
+		dir := t.TempDir()
+		sidecartest.WriteTree(t, dir, pluginPDF())
+		w := newWatcher(t, dir)
+		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
+		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 1 }), "")
+		cursorOf := func(uri string) string {
+			t.Helper()
+			var pg dirPage
+			c.Call("resources/directory/read", map[string]any{"uri": uri}).OK(t, "resources/directory/read "+uri, &pg)
+			if pg.NextCursor == "" {
+				t.Fatalf("directory read of %s with page size 1 has no nextCursor", uri)
+			}
+			return pg.NextCursor
+		}
+		root, ref := "skill://pdf-processing", "skill://pdf-processing/reference"
+		rootCursor, refCursor := cursorOf(root), cursorOf(ref)
+		var skills skillsPage
+		c.Call("skills/list", nil).OK(t, "skills/list", &skills)
+		for _, tt := range []struct{ uri, cursor, from string }{
+			{ref, rootCursor, "the skill root's page"},
+			{root, refCursor, "a subdirectory's page"},
+			{"skill://acme/billing/refunds", rootCursor, "another skill's page"},
+			{root, skills.NextCursor, "skills/list"},
+		} {
+			what := fmt.Sprintf("directory read of %s with a cursor from %s", tt.uri, tt.from)
+			c.Call("resources/directory/read", map[string]any{"uri": tt.uri, "cursor": tt.cursor}).Failed(t, what, http.StatusOK, -32602)
+		}
+		// Its own cursor still pages it.
+		var pg dirPage
+		c.Call("resources/directory/read", map[string]any{"uri": ref, "cursor": refCursor}).OK(t, "directory read with its own cursor", &pg)
+		if len(pg.Resources) != 1 || pg.Resources[0].URI != ref+"/forms.md" {
+			t.Errorf("second page of %s = %+v, want forms.md", ref, pg.Resources)
+		}
+	})
+}

@@ -137,7 +137,7 @@ func pageURIs(result json.RawMessage) map[string]bool {
 
 // statedDirEntries gives the files of a directory page that the upstream
 // serves their served sizes (stated.go), as skills/list states them.
-func (h *Handler) statedDirEntries(r *http.Request, caller rewrite.Message, v *view, d *catalog.Dir, names []string, entries []json.RawMessage, last string, has bool) []json.RawMessage {
+func (h *Handler) statedDirEntries(r *http.Request, caller rewrite.Message, v *view, d *catalog.Dir, keys []string, entries []json.RawMessage, last string, has bool) []json.RawMessage {
 	o := h.opts.Overlay
 	if o == nil || v.snap == nil {
 		return entries
@@ -146,7 +146,7 @@ func (h *Handler) statedDirEntries(r *http.Request, caller rewrite.Message, v *v
 	if l == nil {
 		return entries
 	}
-	from, to, _ := page(names, last, has, h.opts.PageSize)
+	from, to, _ := page(keys, last, has, h.opts.PageSize)
 	var files []*catalog.File
 	var at []int
 	for i := from; i < to; i++ {

@@ -147,7 +147,7 @@ const (
 	cursorSkills    = "s1:"
 	cursorAgents    = "a1:"
 	cursorResources = "skills-sidecar/r1:"
-	cursorDir       = "d1:"
+	cursorDir       = "d2:" // keyed on a child's URI (d1: was its name)
 )
 
 func makeCursor(kind, lastKey string) string {
