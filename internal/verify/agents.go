@@ -38,12 +38,10 @@ func (v *verifier) verifyAgents(ctx context.Context) {
 	// "agent_not_found".
 	var re *RPCError
 	if errors.As(err, &re) && re.Code == codeInvalidParams {
-		var d struct {
-			Reason any `json:"reason"`
-		}
-		_ = json.Unmarshal(re.Data, &d)
-		if d.Reason != "agent_not_found" {
-			v.server.fail("agents.get.unknown", "agents/get of an unknown name: data.reason is %s, want \"agent_not_found\"", truncate(mustCompact(d.Reason), 80))
+		var reason any
+		_ = readFields(re.Data, map[string]any{"reason": &reason})
+		if reason != "agent_not_found" {
+			v.server.fail("agents.get.unknown", "agents/get of an unknown name: data.reason is %s, want \"agent_not_found\"", truncate(mustCompact(reason), 80))
 		}
 	}
 }

@@ -151,25 +151,27 @@ func checkSkillMD(content *content, data []byte, e *entry, cs *checks) {
 
 // content is one entry of a resources/read result.
 type content struct {
-	URI      string  `json:"uri"`
-	MIMEType string  `json:"mimeType"`
-	Text     *string `json:"text"`
-	Blob     *string `json:"blob"`
+	URI      string
+	MIMEType string
+	Text     *string
+	Blob     *string
 }
 
 // decodeContent finds uri's content in a resources/read result and returns
-// the bytes a client hashes: the UTF-8 of text, or the decoded blob.
+// the bytes a client hashes: the UTF-8 of text, or the decoded blob. Member
+// names are read exactly, as clients read them (members).
 func decodeContent(res json.RawMessage, uri string) (*content, []byte, error) {
-	var r struct {
-		Contents []content `json:"contents"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
+	var list []json.RawMessage
+	if err := readFields(res, map[string]any{"contents": &list}); err != nil {
 		return nil, nil, fmt.Errorf("result: %w: %w", ErrBadResponse, err)
 	}
-	if len(r.Contents) == 0 {
+	if len(list) == 0 {
 		return nil, nil, fmt.Errorf("contents is empty: %w", ErrBadResponse)
 	}
-	c := &r.Contents[0]
+	c := &content{}
+	if err := readFields(list[0], map[string]any{"uri": &c.URI, "mimeType": &c.MIMEType, "text": &c.Text, "blob": &c.Blob}); err != nil {
+		return nil, nil, fmt.Errorf("result: %w: %w", ErrBadResponse, err)
+	}
 	if c.URI != uri {
 		return nil, nil, fmt.Errorf("contents[0].uri is %q: %w", c.URI, ErrBadResponse)
 	}
@@ -284,12 +286,8 @@ func compareDir(dir string, want map[string]bool, items []listed) string {
 	got := map[string]bool{}
 	var problems []string
 	for _, it := range items {
-		var r struct {
-			URI      string `json:"uri"`
-			Name     string `json:"name"`
-			MIMEType string `json:"mimeType"`
-		}
-		if err := json.Unmarshal(it.raw, &r); err != nil {
+		var r struct{ URI, Name, MIMEType string }
+		if err := readFields(it.raw, map[string]any{"uri": &r.URI, "name": &r.Name, "mimeType": &r.MIMEType}); err != nil {
 			problems = append(problems, "an entry is not a resource object")
 			continue
 		}

@@ -189,10 +189,11 @@ func (v *verifier) handshake(ctx context.Context) bool {
 		return false
 	}
 	var init struct {
-		ProtocolVersion string         `json:"protocolVersion"`
-		Capabilities    map[string]any `json:"capabilities"`
+		ProtocolVersion string
+		Capabilities    map[string]any
 	}
-	if err := json.Unmarshal(res, &init); err != nil || init.ProtocolVersion == "" || init.Capabilities == nil {
+	if err := readFields(res, map[string]any{"protocolVersion": &init.ProtocolVersion, "capabilities": &init.Capabilities}); err != nil ||
+		init.ProtocolVersion == "" || init.Capabilities == nil {
 		v.server.fail("handshake", "initialize result lacks protocolVersion or capabilities: %s", snippet(res))
 		return false
 	}
@@ -219,10 +220,10 @@ func (v *verifier) discover(ctx context.Context) (map[string]any, error) {
 		return nil, err
 	}
 	var d struct {
-		SupportedVersions []string       `json:"supportedVersions"`
-		Capabilities      map[string]any `json:"capabilities"`
+		SupportedVersions []string
+		Capabilities      map[string]any
 	}
-	if err := json.Unmarshal(res, &d); err != nil {
+	if err := readFields(res, map[string]any{"supportedVersions": &d.SupportedVersions, "capabilities": &d.Capabilities}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadResponse, err)
 	}
 	found := false
@@ -348,11 +349,11 @@ func (v *verifier) cacheFields(name string, res json.RawMessage) {
 // or returns "".
 func cacheProblem(res json.RawMessage) string {
 	var r struct {
-		ResultType *string      `json:"resultType"`
-		TTLMs      *json.Number `json:"ttlMs"`
-		CacheScope *string      `json:"cacheScope"`
+		ResultType *string
+		TTLMs      *json.Number
+		CacheScope *string
 	}
-	if err := json.Unmarshal(res, &r); err != nil {
+	if err := readFields(res, map[string]any{"resultType": &r.ResultType, "ttlMs": &r.TTLMs, "cacheScope": &r.CacheScope}); err != nil {
 		return fmt.Sprintf("result fields have the wrong type: %v", err)
 	}
 	switch {

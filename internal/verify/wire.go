@@ -76,11 +76,11 @@ type client struct {
 
 // rpcMessage is the part of a JSON-RPC message the client looks at.
 type rpcMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Result  json.RawMessage `json:"result"`
-	Error   *RPCError       `json:"error"`
+	JSONRPC string
+	ID      json.RawMessage
+	Method  string
+	Result  json.RawMessage
+	Error   *RPCError
 }
 
 // call sends one request and returns its raw result. A JSON-RPC error comes
@@ -203,16 +203,47 @@ func (c *client) readReply(resp *http.Response, id string) (*rpcMessage, error) 
 	return m, nil
 }
 
-// decodeMessage parses one JSON-RPC message.
+// decodeMessage parses one JSON-RPC message, its member names read
+// exactly (members).
 func decodeMessage(b []byte) (*rpcMessage, error) {
 	var m rpcMessage
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := readMessage(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadResponse, err)
 	}
 	if m.JSONRPC != "2.0" {
 		return nil, fmt.Errorf("%w: jsonrpc is %q, want \"2.0\"", ErrBadResponse, m.JSONRPC)
 	}
 	return &m, nil
+}
+
+func readMessage(b []byte, m *rpcMessage) error {
+	obj, err := members(b)
+	if err != nil {
+		return err
+	}
+	if _, err := member(obj, "jsonrpc", &m.JSONRPC); err != nil {
+		return fmt.Errorf("jsonrpc: %w", err)
+	}
+	if _, err := member(obj, "method", &m.Method); err != nil {
+		return fmt.Errorf("method: %w", err)
+	}
+	m.ID, m.Result = obj["id"], obj["result"]
+	raw, ok := obj["error"]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	e, err := members(raw)
+	if err != nil {
+		return fmt.Errorf("error: %w", err)
+	}
+	m.Error = &RPCError{Data: e["data"]}
+	if _, err := member(e, "code", &m.Error.Code); err != nil {
+		return fmt.Errorf("error.code: %w", err)
+	}
+	if _, err := member(e, "message", &m.Error.Message); err != nil {
+		return fmt.Errorf("error.message: %w", err)
+	}
+	return nil
 }
 
 func snippet(b []byte) string {
