@@ -7,7 +7,9 @@
 // file back with resources/read to check size, then digest, compares the
 // frontmatter of the served SKILL.md field by field with the entry, compares
 // skills/get with the listing, walks resources/directory/read when declared,
-// and resolves every agent's tools against tools/list.
+// and resolves every agent's tools against tools/list. It reads replies as
+// go-sdk's and a TypeScript client read them (member names exact, the last
+// of duplicates), and fails a reply that clients could read two ways.
 //
 // It owns its own wire client, SKILL.md frontmatter parser and rules, and
 // must not import the sidecar's serving packages (internal/proxy,

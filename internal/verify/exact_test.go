@@ -223,12 +223,35 @@ func TestReadsMemberNamesExactly(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			rep := Verify(ctx, Options{URL: url, Era: tt.era})
+			// Each lie is also a reply read two ways, which fails at the
+			// read whatever the check after it (TestFailsRepliesReadTwoWays).
 			c, ok := findCheck(rep, tt.item, tt.check)
-			if !ok || c.Status != StatusFail || rep.ExitCode != ExitNonconformant {
+			if (!ok || c.Status != StatusFail) && !failedTwoWays(rep) || rep.ExitCode != ExitNonconformant {
 				t.Errorf("check %s of %q: %+v (found %t), exit %d; want fail, exit 1\n%s", tt.check, tt.item, c, ok, rep.ExitCode, textOf(t, rep))
 			}
 		})
 	}
+}
+
+// failedTwoWays reports whether a check of rep failed because clients
+// could read a reply two ways.
+func failedTwoWays(rep *Report) bool {
+	for _, list := range append([][]Check{rep.Server}, itemChecks(rep)...) {
+		for _, c := range list {
+			if c.Status == StatusFail && strings.Contains(c.Reason, "clients could read the reply two ways") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func itemChecks(rep *Report) [][]Check {
+	var out [][]Check
+	for _, it := range append(append([]*Item{}, rep.Skills...), rep.Agents...) {
+		out = append(out, it.Checks)
+	}
+	return out
 }
 
 // TestDecodeReadsExactNames holds the readings themselves to exact names,
@@ -254,5 +277,196 @@ func TestDecodeReadsExactNames(t *testing.T) {
 	}
 	if p := cacheProblem(json.RawMessage(`{"ResultType":"complete","TTLMs":0,"CacheScope":"public"}`)); p == "" {
 		t.Error("cacheProblem took ResultType, TTLMs and CacheScope for the cache fields")
+	}
+}
+
+// foldingText is the text a client that decodes with encoding/json into
+// structs (names matched in any case, the last spelling winning) takes
+// from a resources/read reply.
+func foldingText(t *testing.T, reply string) string {
+	t.Helper()
+	var m struct {
+		Result struct {
+			Contents []struct{ Text string }
+		}
+	}
+	if err := json.Unmarshal([]byte(reply), &m); err != nil || len(m.Result.Contents) == 0 {
+		t.Fatalf("folding reader: %v", err)
+	}
+	return m.Result.Contents[0].Text
+}
+
+// TestFailsRepliesReadTwoWays: a reply that clients read two ways is one
+// whose digest some client cannot reproduce, however the verifier reads
+// it, so verify fails it. Each lie leaves what go-sdk's client reads
+// equal to the listing (so reading exactly alone would pass it) and makes
+// another client read something else: one that matches names in any case
+// (encoding/json structs), one that keeps the first of duplicates, the
+// WHATWG decoder a TypeScript client reads its body with (one U+FFFD per
+// maximal subpart of bytes that are not UTF-8, where Go puts one per
+// byte), Python (which keeps an escaped lone surrogate and cannot encode
+// it as UTF-8).
+func TestFailsRepliesReadTwoWays(t *testing.T) {
+	t.Parallel()
+	listedText := newFake().files[dupMD].text
+	isRead := func(m string, p map[string]any) bool { return m == "resources/read" && p["uri"] == dupMD }
+	const other = "# Duplicate\n\nother bytes\n"
+	tests := map[string]struct {
+		lie     func(method string, p map[string]any, reply string) string
+		setText string // dup.md's text as the fake lists and serves it
+		item    string
+		check   string
+		// folding: a folding reader of dup.md's reply reads other.
+		folding bool
+	}{
+		"Text beside text": {
+			lie: func(m string, p map[string]any, reply string) string {
+				if !isRead(m, p) {
+					return reply
+				}
+				return replaceOnce(reply, `"text":`+jsonString(listedText), `"text":`+jsonString(listedText)+`,"Text":`+jsonString(other))
+			},
+			item: refunds, check: "files.read", folding: true,
+		},
+		"text written twice": {
+			lie: func(m string, p map[string]any, reply string) string {
+				if !isRead(m, p) {
+					return reply
+				}
+				return replaceOnce(reply, `"text":`+jsonString(listedText), `"text":`+jsonString(other)+`,"text":`+jsonString(listedText))
+			},
+			item: refunds, check: "files.read",
+		},
+		"text beside blob": {
+			lie: func(m string, p map[string]any, reply string) string {
+				if !isRead(m, p) {
+					return reply
+				}
+				return replaceOnce(reply, `"text":`, `"blob":"b3RoZXI=","text":`)
+			},
+			item: refunds, check: "files.read",
+		},
+		"Digest beside digest in the listing": {
+			lie: func(m string, p map[string]any, reply string) string {
+				if (m != "skills/list" && m != "skills/get") || !strings.Contains(reply, dupMD) {
+					return reply
+				}
+				return replaceOnce(reply, `"digest":`, `"Digest":"sha256:`+hex64('a')+`","digest":`)
+			},
+			check: "skills.list",
+		},
+		"size written twice in the listing": {
+			lie: func(m string, p map[string]any, reply string) string {
+				if (m != "skills/list" && m != "skills/get") || !strings.Contains(reply, dupMD) {
+					return reply
+				}
+				return replaceOnce(reply, `"size":`, `"size":1,"size":`)
+			},
+			check: "skills.list",
+		},
+		// Go reads E2 82 as two U+FFFD, the listed bytes; Node as one.
+		"text with bytes that are not UTF-8": {
+			setText: "a\uFFFD\uFFFDb",
+			lie: func(m string, p map[string]any, reply string) string {
+				if !isRead(m, p) {
+					return reply
+				}
+				return replaceOnce(reply, "a\uFFFD\uFFFDb", "a\xe2\x82b")
+			},
+			item: refunds, check: "files.read",
+		},
+		// Go reads \ud800 as U+FFFD, the listed bytes; Python keeps it.
+		"text with an escaped lone surrogate": {
+			setText: "a\uFFFDb",
+			lie: func(m string, p map[string]any, reply string) string {
+				if !isRead(m, p) {
+					return reply
+				}
+				return replaceOnce(reply, "a\uFFFDb", `a\ud800b`)
+			},
+			item: refunds, check: "files.read",
+		},
+		// Control: a surrogate pair written escaped is one character to
+		// every client.
+		"text with an escaped surrogate pair": {
+			setText: "a\U0001F600b",
+			lie: func(m string, p map[string]any, reply string) string {
+				if !isRead(m, p) {
+					return reply
+				}
+				return replaceOnce(reply, "a\U0001F600b", `a\ud83d\ude00b`)
+			},
+			item: refunds, check: "files.read",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake()
+			if tt.setText != "" {
+				f.files[dupMD] = fakeFile{text: tt.setText, mime: "text/markdown"}
+				f.skills[0] = f.entry(refunds, f.skills[0]["frontmatter"].(map[string]any))
+			}
+			want := f.files[dupMD].text
+			var lastRead string
+			url := newHTTPServer(t, &lyingServer{fake: f, lie: func(m string, p map[string]any, reply string) string {
+				out := tt.lie(m, p, reply)
+				if isRead(m, p) {
+					lastRead = out
+				}
+				return out
+			}})
+			// The premise: go-sdk's client reads the listed bytes.
+			if got := goSDKRead(t, url, dupMD); got != want {
+				t.Fatalf("go-sdk client reads %q, want the listed %q", got, want)
+			}
+			if tt.folding {
+				if got := foldingText(t, lastRead); got != other {
+					t.Fatalf("folding reader reads %q, want %q", got, other)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			rep := Verify(ctx, Options{URL: url})
+			c, ok := findCheck(rep, tt.item, tt.check)
+			if strings.Contains(name, "surrogate pair") {
+				if !ok || c.Status != StatusOK || rep.ExitCode != ExitOK {
+					t.Errorf("check %s of %q: %+v (found %t), exit %d; want ok, exit 0\n%s", tt.check, tt.item, c, ok, rep.ExitCode, textOf(t, rep))
+				}
+				return
+			}
+			if !ok || c.Status != StatusFail || rep.ExitCode != ExitNonconformant {
+				t.Errorf("check %s of %q: %+v (found %t), exit %d; want fail, exit 1\n%s", tt.check, tt.item, c, ok, rep.ExitCode, textOf(t, rep))
+			}
+		})
+	}
+}
+
+// TestTwoWaysRule pins where the rule looks: names compared as decoded,
+// free-form maps (metadata, _meta, a tool's schemas) holding data whose
+// names differ in case, and escapes read as JSON reads them.
+func TestTwoWaysRule(t *testing.T) {
+	t.Parallel()
+	for msg, twoWay := range map[string]bool{
+		`{"a":{"text":"x"},"b":[{"text":"y"}]}`:                        false,
+		`{"te\u0078t":"x","text":"y"}`:                                 true, // one name, escaped once
+		`{"a":[{"uri":"u","URI":"v"}]}`:                                true,
+		`{"a":{"metadata":{"Owner":"a","owner":"b"}}}`:                 false,
+		`{"a":{"metadata":{"owner":"a","owner":"b"}}}`:                 true,
+		`{"tools":[{"inputSchema":{"properties":{"id":{},"ID":{}}}}]}`: false,
+		`{"tools":[{"inputSchema":{"properties":{"id":{},"id":{}}}}]}`: true,
+		`{"a":"\\ud800"}`:              false, // a backslash, then "ud800"
+		`{"a":"\ud83d\ude00"}`:         false,
+		`{"a":"\ude00"}`:               true,
+		`{"a":"\ud83d"}`:               true,
+		`{"a":"\ud83dx"}`:              true,
+		`{"a":"\"\ud800"}`:             true,
+		"{\"a\":\"\xff\"}":             true,
+		`{"K":1,"` + "\u212a" + `":2}`: true, // KELVIN SIGN folds to k
+		`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"u","text":"a"}]}}`: false,
+	} {
+		if got := twoWays([]byte(msg)); (got != "") != twoWay {
+			t.Errorf("twoWays(%s) = %q, want two ways %t", msg, got, twoWay)
+		}
 	}
 }

@@ -81,6 +81,7 @@ type rpcMessage struct {
 	Method  string
 	Result  json.RawMessage
 	Error   *RPCError
+	raw     []byte // the whole message
 }
 
 // call sends one request and returns its raw result. A JSON-RPC error comes
@@ -124,6 +125,9 @@ func (c *client) call(ctx context.Context, method string, params map[string]any)
 	msg, err := c.readReply(resp, strconv.FormatInt(id, 10))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if p := twoWays(msg.raw); p != "" {
+		return nil, fmt.Errorf("%s: clients could read the reply two ways: %s: %w", method, p, ErrBadResponse)
 	}
 	if msg.Error != nil {
 		msg.Error.Status = resp.StatusCode
@@ -206,7 +210,7 @@ func (c *client) readReply(resp *http.Response, id string) (*rpcMessage, error) 
 // decodeMessage parses one JSON-RPC message, its member names read
 // exactly (members).
 func decodeMessage(b []byte) (*rpcMessage, error) {
-	var m rpcMessage
+	m := rpcMessage{raw: b}
 	if err := readMessage(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadResponse, err)
 	}
