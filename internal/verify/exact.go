@@ -88,6 +88,14 @@ func twoWays(b []byte) string {
 	if s := loneSurrogate(b); s != "" {
 		return "it has an escaped lone surrogate " + s
 	}
+	if !json.Valid(b) {
+		// decodeMessage reports it. Walked, a value cut short ("[" then
+		// a byte no value starts with) would stop the walk's Token at that
+		// byte for good while More still saw a value there: the walk
+		// never ended. Valid also bounds the nesting the walk recurses
+		// through (10000, encoding/json's).
+		return ""
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	return walkNames(dec, false)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -467,6 +468,49 @@ func TestTwoWaysRule(t *testing.T) {
 	} {
 		if got := twoWays([]byte(msg)); (got != "") != twoWay {
 			t.Errorf("twoWays(%s) = %q, want two ways %t", msg, got, twoWay)
+		}
+	}
+}
+
+// FuzzTwoWays: twoWays reads any bytes without failing, and of an object
+// with two member names it finds them read two ways exactly when
+// strings.EqualFold (the case-insensitive match of encoding/json's struct
+// decoding, which folds the same way) says they are one name.
+func FuzzTwoWays(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"text":"a","Text":"b"}}`), "text", "Text")
+	f.Add([]byte(`{"a":"\ud800"}`), "K", "\u212a") // Kelvin sign folds to k
+	f.Add([]byte(strings.Repeat("[", 20000)), "s", "\u017f")
+	f.Add([]byte(`{"_meta":{"id":1,"ID":2}}`), "a", "a")
+	f.Fuzz(func(t *testing.T, b []byte, k1, k2 string) {
+		_ = twoWays(b)
+		if !utf8.ValidString(k1) || !utf8.ValidString(k2) {
+			return
+		}
+		n1, _ := json.Marshal(k1)
+		n2, _ := json.Marshal(k2)
+		obj := []byte(`{` + string(n1) + `:1,` + string(n2) + `:2}`)
+		if got, want := twoWays(obj) != "", strings.EqualFold(k1, k2); got != want {
+			t.Fatalf("twoWays(%s) = %q; strings.EqualFold(%q, %q) = %v", obj, twoWays(obj), k1, k2, want)
+		}
+	})
+}
+
+// TestTwoWaysEndsOnBrokenJSON: a reply cut short inside an array ("[" and
+// then a byte no JSON value starts with) is left to decodeMessage to
+// report; the walk of its member names stopped at that byte for good while
+// the array still seemed to go on, and verify never ended. Found by
+// FuzzTwoWays.
+func TestTwoWaysEndsOnBrokenJSON(t *testing.T) {
+	for _, b := range []string{"[\x00", "[[1,\x00", `{"a":[` + "\x00", "[" + strings.Repeat("[", 20000)} {
+		done := make(chan string, 1)
+		go func() { done <- twoWays([]byte(b)) }()
+		select {
+		case got := <-done:
+			if got != "" {
+				t.Errorf("twoWays(%.20q) = %q, want \"\" (decodeMessage reports what does not decode)", b, got)
+			}
+		case <-time.After(10 * time.Second): // a hang guard only: it returns at once
+			t.Fatalf("twoWays(%.20q) did not return", b)
 		}
 	}
 }
