@@ -291,18 +291,20 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		// a close): that answer is the reply, as net/http's Transport
 		// returns a response that arrives while the body is still being
 		// written and nginx reads an upstream's early header. Without an
-		// answer the write error stands. Either way the connection is
-		// never reused: the upstream did not read the whole request. The
-		// wait for the answer counts from now: the write that failed may
-		// have been blocked for longer than ResponseHeaderTimeout, with
-		// the answer arrived meanwhile.
+		// answer the write error stands, but for one the watch stopped:
+		// its error is the watch's own deadline. Either way the connection
+		// is never reused: the upstream did not read the whole request.
+		// The wait for the answer counts from now: the write that failed
+		// may have been blocked for longer than ResponseHeaderTimeout,
+		// with the answer arrived meanwhile.
 		resp, rerr := t.readResponse(c, req, time.Now())
 		if rerr != nil {
-			if answered && errors.Is(rerr, io.EOF) {
-				// The upstream hung up on the request without a word, as
-				// the write alone would have found out: the read's error
-				// stands, not the watch's deadline, and allows a retry
-				// where one is safe.
+			if answered {
+				// The upstream hung up on the request, without a word or
+				// with a head cut short, as the write alone would have
+				// found out: the read's error stands, not the watch's
+				// deadline (an "i/o timeout"), and allows a retry where
+				// one is safe.
 				return fail(n > 0, rerr)
 			}
 			return fail(n > 0, werr)

@@ -306,3 +306,43 @@ func TestTrickledAnswerIsLookedAtOnce(t *testing.T) {
 		t.Errorf("a %d-byte answer sent a byte at a time was looked at over %d bytes, want at most %d", len(head), spanned.Load(), bound)
 	}
 }
+
+// TestHalfAnswerThenHangUpIsNoTimeout: the upstream starts an answer while
+// a large request is still going out, then ends its side of the connection
+// before the head is whole, and reads no more. The watch sees the end and
+// stops the write by a deadline of its own; the call fails on the head cut
+// short, as net/http's Transport reports it, not on that deadline ("i/o
+// timeout", which the proxy answers 504 when nothing hides it), though the
+// upstream neither kept the caller waiting nor said it would time out.
+func TestHalfAnswerThenHangUpIsNoTimeout(t *testing.T) {
+	release := make(chan struct{})
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		// A head with no end, then its end of the connection, with no
+		// reset: it reads nothing more, and stays.
+		io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 9\r\n")
+		c.(*net.TCPConn).CloseWrite()
+		<-release
+	})
+	t.Cleanup(func() { close(release) }) // before rawServer's cleanup waits for it
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(bytes.Repeat([]byte("x"), 32<<20)))
+	resp, err := newTransport(t).RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("got %d; want the call to fail on the head cut short", resp.StatusCode)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the call waited for its caller to give up: %v", err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) || strings.Contains(err.Error(), "timeout") {
+		t.Errorf("%v: the watch's deadline; want the upstream's hang-up", err)
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("%v; want the head cut short (unexpected EOF)", err)
+	}
+}
