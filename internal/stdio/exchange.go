@@ -54,7 +54,7 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 	first, final, err := t.next(ctx, p, c, deadline)
 	if err != nil {
 		cancel()
-		onFinal(nil)
+		onFinal(first) // the reply when it was in already, else nil
 		return nil, err
 	}
 	if final && !acceptsSSE(req) {
@@ -88,6 +88,9 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 				return
 			}
 			if m, fin, ended = t.next(ctx, p, c, deadline); ended != nil {
+				if fin {
+					got = m // in already as the client left
+				}
 				return
 			}
 		}
@@ -100,7 +103,8 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 // deadline, the call is cancelled on the pipe (notifications/cancelled)
 // and answered with an error. A subscriptions/listen waits as long as its
 // caller does. When ctx ends first the call is cancelled and ctx's error
-// returned.
+// returned, with the reply (final) when it was in already: what the
+// server answered stands whichever of the two the wait met first.
 func (t *Transport) next(ctx context.Context, p *pipe, c *call, deadline time.Time) ([]byte, bool, error) {
 	for {
 		var expire <-chan time.Time
@@ -127,7 +131,9 @@ func (t *Transport) next(ctx context.Context, p *pipe, c *call, deadline time.Ti
 				return errorReply(c.id, reply.CodeInternalError, "the stdio upstream did not answer in time", "stdio_request_timeout"), true, nil
 			}
 		case <-ctx.Done():
-			p.cancel(c, "the client went away")
+			if !p.cancel(c, "the client went away") {
+				return <-c.final, true, ctx.Err() // the reply was in (or is being put there)
+			}
 			return nil, false, ctx.Err()
 		}
 	}

@@ -1,9 +1,14 @@
 package stdio
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // leaveBeforeReply sends body, a legacy initialize, as a client that
@@ -82,5 +87,33 @@ func TestAcceptedInitializeKeptWhenClientLeavesMidStream(t *testing.T) {
 	waitFor(t, "the handshake to make the Transport ready", tr.Ready)
 	if e := do(t, tr, "POST", sid, toolCall(1, "echo", map[string]any{"text": "hi"}), nil); text(e.last()) != "hi" {
 		t.Errorf("a request on the session = %d %v, want its echo", e.status, e.msgs)
+	}
+}
+
+// TestNextGivesTheReplyInWhenClientLeft: a client that went away while
+// its call waited gets, from next, the reply that was in already, not its
+// leaving: onFinal must see what the server answered (an accepted
+// initialize keeps its session) whichever of the two the wait met first.
+// The reply is put in as the pipe's reader puts it (taken off the pipe,
+// then into final) and the caller's context is ended before the wait,
+// so both are ready at once; each round is one draw of the wait's choice.
+func TestNextGivesTheReplyInWhenClientLeft(t *testing.T) {
+	t.Parallel()
+	tr := &Transport{RequestTimeout: hang, MaxRequestTime: hang}
+	p := &pipe{t: tr, pending: map[string]*call{}, tokens: map[string]*call{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 64 {
+		c := &call{id: json.RawMessage(`1`), pipeID: strconv.Itoa(i), msgs: newQueue(callQueue, 1<<20), final: make(chan []byte, 1)}
+		p.pending[c.pipeID] = c
+		reply := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+		if p.take(c.pipeID) != c {
+			t.Fatal("the call was not in flight")
+		}
+		c.final <- reply
+		m, fin, _ := tr.next(ctx, p, c, time.Now().Add(hang))
+		if !fin || !bytes.Equal(m, reply) {
+			t.Fatalf("round %d: next = %q final=%v, want the reply that was in", i, m, fin)
+		}
 	}
 }
