@@ -56,7 +56,7 @@ func CheckModern(h http.Header, msg rewrite.Message) *Refusal {
 	if _, e := wire.CheckRequest(h, msg); e != nil {
 		return &Refusal{e.Status, e.Code, e.Message, e.Data}
 	}
-	if caps, _ := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps}); !isObject(caps) {
+	if caps, _ := rewrite.GetKey(msg.Params, []string{"_meta", metaClientCaps}); !rewrite.IsObject(caps) {
 		return &Refusal{http.StatusBadRequest, reply.CodeInvalidParams, metaClientCaps + " must be an object", nil}
 	}
 	if msg.Kind == rewrite.KindRequest && slices.Contains(removedMethods, msg.Method) {
@@ -72,26 +72,15 @@ func CheckModern(h http.Header, msg rewrite.Message) *Refusal {
 // object of objects (2026-07-28 schema).
 func validInputResponses(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage
-	if !isObject(raw) || json.Unmarshal(raw, &m) != nil {
+	if !rewrite.IsObject(raw) || json.Unmarshal(raw, &m) != nil {
 		return false
 	}
 	for _, v := range m {
-		if !isObject(v) {
+		if !rewrite.IsObject(v) {
 			return false
 		}
 	}
 	return true
-}
-
-func isObject(raw json.RawMessage) bool {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c == '{'
-	}
-	return false
 }
 
 // replyStatus is the HTTP status a bridged JSON body travels with: 404

@@ -310,13 +310,13 @@ func FuzzHandshakeKeys(f *testing.F) {
 		var res map[string]json.RawMessage
 		_ = json.Unmarshal(out, &res)
 		caps, info := m["capabilities"], meta[metaServerInfo]
-		if !isObject(caps) {
+		if !rewrite.IsObject(caps) {
 			caps = json.RawMessage(`{}`)
 		}
-		if !isObject(info) {
+		if !rewrite.IsObject(info) {
 			info = m["serverInfo"]
 		}
-		if !isObject(info) {
+		if !rewrite.IsObject(info) {
 			info = frontServerInfo
 		}
 		var gotInstr *string

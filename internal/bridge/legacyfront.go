@@ -417,14 +417,14 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 		return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "invalid initialize params", nil)
 	}
 	caps := json.RawMessage("{}")
-	if isObject(theirCaps) {
+	if rewrite.IsObject(theirCaps) {
 		var c bytes.Buffer
 		if json.Compact(&c, theirCaps) == nil {
 			caps = c.Bytes()
 		}
 	}
 	info := bridgeClientInfo
-	if isObject(theirInfo) {
+	if rewrite.IsObject(theirInfo) {
 		var c bytes.Buffer
 		if json.Compact(&c, theirInfo) == nil {
 			info = c.Bytes()

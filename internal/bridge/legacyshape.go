@@ -40,7 +40,7 @@ func initializeParams(params json.RawMessage) (version string, caps, info json.R
 	if len(p) == 0 || string(p) == "null" {
 		return "", nil, nil, true
 	}
-	if !isObject(p) {
+	if !rewrite.IsObject(p) {
 		return "", nil, nil, false
 	}
 	if raw, found := rewrite.GetKey(p, []string{"protocolVersion"}); found && json.Unmarshal(raw, &version) != nil {
@@ -63,7 +63,7 @@ var frontServerInfo = json.RawMessage(`{"name":"skills-sidecar-era-bridge","vers
 func InitializeFromDiscover(discover json.RawMessage, version string) (json.RawMessage, error) {
 	// Its members are read with their names matched exactly, the last of
 	// duplicates counting, as a modern client reads them.
-	if t := bytes.TrimSpace(discover); !isObject(t) && string(t) != "null" {
+	if !rewrite.IsObjectOrNull(discover) {
 		return nil, errors.New("server/discover result is not an object")
 	}
 	var instructions *string
@@ -75,14 +75,14 @@ func InitializeFromDiscover(discover json.RawMessage, version string) (json.RawM
 		return nil, errors.New("server/discover result: _meta is not an object")
 	}
 	caps, _ := rewrite.GetKey(discover, []string{"capabilities"})
-	if !isObject(caps) {
+	if !rewrite.IsObject(caps) {
 		caps = json.RawMessage("{}")
 	}
 	info := meta[metaServerInfo]
-	if !isObject(info) {
+	if !rewrite.IsObject(info) {
 		info, _ = rewrite.GetKey(discover, []string{"serverInfo"})
 	}
-	if !isObject(info) {
+	if !rewrite.IsObject(info) {
 		info = frontServerInfo
 	}
 	v, _ := json.Marshal(version)

@@ -161,7 +161,7 @@ type initResult struct {
 // fields). A result that is not an object, or whose protocolVersion is not
 // a string, is an error.
 func readInitResult(result json.RawMessage, init *initResult) error {
-	if t := bytes.TrimSpace(result); !isObject(t) && string(t) != "null" {
+	if !rewrite.IsObjectOrNull(result) {
 		return errors.New("not an object")
 	}
 	*init = initResult{}
@@ -247,7 +247,7 @@ func (f Filter) Honoured(caps json.RawMessage) Filter {
 func ParseListen(params json.RawMessage) (Filter, error) {
 	l, err := rewrite.ParseListenFilter(params)
 	if errors.Is(err, rewrite.ErrInvalidRequest) {
-		if t := bytes.TrimSpace(params); isObject(t) || string(t) == "null" {
+		if rewrite.IsObjectOrNull(params) {
 			return Filter{}, nil
 		}
 	}

@@ -342,7 +342,7 @@ func (h *Handler) servedContents(r *http.Request, msg rewrite.Message, v *view, 
 // member, is an error.
 func readContents(raw json.RawMessage) (contents, error) {
 	var c contents
-	if !isObjectOrNull(raw) {
+	if !rewrite.IsObjectOrNull(raw) {
 		return c, errors.New("a contents entry is not an object")
 	}
 	for _, m := range []struct {

@@ -1,7 +1,6 @@
 package methods
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -106,7 +105,7 @@ func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]
 		// folded, as encoding/json matches a struct's fields).
 		var next string
 		var items []json.RawMessage
-		if !isObjectOrNull(m.Result) {
+		if !rewrite.IsObjectOrNull(m.Result) {
 			return nil, fmt.Errorf("decode upstream %s/list: the result is not an object", list)
 		}
 		if raw, ok := rewrite.GetKey(m.Result, []string{"nextCursor"}); ok {
@@ -132,11 +131,4 @@ func (u *UpstreamTools) fetch(r *http.Request, msg rewrite.Message) (map[string]
 		cursor = next
 	}
 	return nil, fmt.Errorf("upstream %s/list: more than %d pages", list, maxPages)
-}
-
-// isObjectOrNull reports whether the valid JSON raw is an object or null,
-// what encoding/json decodes into a struct.
-func isObjectOrNull(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) > 0 && t[0] == '{' || string(t) == "null"
 }

@@ -92,7 +92,7 @@ func (d Declaration) empty() bool {
 // ones that describe what the client will get.
 func (d Declaration) apply(caps []byte) ([]byte, error) {
 	out := caps
-	if v, ok := GetKey(out, []string{"extensions"}); ok && len(d.Extensions) > 0 && isNull(v) {
+	if v, ok := GetKey(out, []string{"extensions"}); ok && len(d.Extensions) > 0 && IsNull(v) {
 		var err error
 		if out, err = setKey(out, []string{"extensions"}, []byte("{}")); err != nil {
 			return nil, err
@@ -124,7 +124,7 @@ func (d Declaration) apply(caps []byte) ([]byte, error) {
 // there when listChanged is.
 func capability(caps []byte, key string, add, listChanged bool) ([]byte, error) {
 	start, end, has := lookup(caps, []string{key})
-	has = has && !isNull(caps[start:end])
+	has = has && !IsNull(caps[start:end])
 	switch {
 	case !has && add && listChanged:
 		return setKey(caps, []string{key}, []byte(`{"listChanged":true}`))
@@ -145,12 +145,6 @@ type handshake struct {
 	hasCaps               bool
 	hasProto, hasVersions bool
 }
-
-// isNull reports whether the raw JSON value v is null, which a reader of a
-// handshake result takes for an absent member (go-sdk decodes it to the
-// zero value; a JavaScript client's optional members test it as false):
-// the splice then adds what it adds to a result without the member.
-func isNull(v []byte) bool { return string(v) == "null" }
 
 // capsObject reports whether capabilities is present and an object.
 func (h handshake) capsObject(msg []byte) bool {
@@ -230,7 +224,7 @@ func spliceValid(msg []byte, d Declaration) ([]byte, bool, error) {
 	if !ok || d.empty() || !(h.hasCaps || h.hasProto || h.hasVersions) {
 		return msg, false, nil
 	}
-	if !h.hasCaps || isNull(msg[h.caps.valStart:h.caps.valEnd]) {
+	if !h.hasCaps || IsNull(msg[h.caps.valStart:h.caps.valEnd]) {
 		caps, err := d.apply([]byte("{}"))
 		if err != nil {
 			return msg, false, fmt.Errorf("splice declaration: %w", err)

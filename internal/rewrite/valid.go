@@ -11,6 +11,26 @@ const maxNesting = 10000
 // handed or built before writing it into a message.
 func Valid(b []byte) bool { return valid(b) }
 
+// IsObject reports whether the JSON value raw, white space around it
+// allowed, is an object.
+func IsObject(raw []byte) bool {
+	i := skipWS(raw, 0)
+	return i < len(raw) && raw[i] == '{'
+}
+
+// IsNull reports whether the JSON value raw, white space around it
+// allowed, is null, which readers of MCP messages take for an absent
+// member (go-sdk decodes it to the zero value; a JavaScript client's
+// optional members test it as false).
+func IsNull(raw []byte) bool {
+	i := skipWS(raw, 0)
+	return len(raw) >= i+4 && string(raw[i:i+4]) == "null" && skipWS(raw, i+4) == len(raw)
+}
+
+// IsObjectOrNull reports whether the JSON value raw is an object or null,
+// what encoding/json decodes into a struct.
+func IsObjectOrNull(raw []byte) bool { return IsObject(raw) || IsNull(raw) }
+
 // valid reports whether b is one JSON value (RFC 8259) with optional
 // surrounding whitespace, exactly as json.Valid does: strings are not
 // checked for valid UTF-8, control characters in them are refused, and

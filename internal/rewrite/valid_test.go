@@ -80,3 +80,43 @@ func BenchmarkValid(b *testing.B) {
 		})
 	}
 }
+
+// TestJSONShapes holds IsObject, IsNull and IsObjectOrNull to the JSON
+// grammar (RFC 8259: white space is space, tab, line feed and carriage
+// return) and to what encoding/json decodes into a struct without error.
+func TestJSONShapes(t *testing.T) {
+	for _, tc := range []struct {
+		raw          string
+		object, null bool
+	}{
+		{`{}`, true, false},
+		{" \t\r\n{\"a\":1} ", true, false},
+		{`null`, false, true},
+		{" null\n", false, true},
+		{`nul`, false, false},
+		{`nullx`, false, false},
+		{`"null"`, false, false},
+		{`[]`, false, false},
+		{`0`, false, false},
+		{"\v{}", false, false}, // vertical tab is not JSON white space
+		{``, false, false},
+		{`   `, false, false},
+	} {
+		if got := IsObject([]byte(tc.raw)); got != tc.object {
+			t.Errorf("IsObject(%q) = %v, want %v", tc.raw, got, tc.object)
+		}
+		if got := IsNull([]byte(tc.raw)); got != tc.null {
+			t.Errorf("IsNull(%q) = %v, want %v", tc.raw, got, tc.null)
+		}
+		if got := IsObjectOrNull([]byte(tc.raw)); got != (tc.object || tc.null) {
+			t.Errorf("IsObjectOrNull(%q) = %v", tc.raw, got)
+		}
+		// A struct decodes from exactly the values IsObjectOrNull accepts.
+		var s struct{}
+		if json.Valid([]byte(tc.raw)) {
+			if ok := json.Unmarshal([]byte(tc.raw), &s) == nil; ok != (tc.object || tc.null) {
+				t.Errorf("%q: encoding/json decodes into a struct: %v, IsObjectOrNull says %v", tc.raw, ok, tc.object || tc.null)
+			}
+		}
+	}
+}
