@@ -14,6 +14,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
 
 // Wire constants the tests spell out themselves rather than borrow from the
@@ -58,6 +59,20 @@ func newSidecar(t testing.TB, upstreamURL string, snap func() *catalog.Snapshot,
 			edit(c)
 		}
 	}}).URL
+}
+
+// pdfSidecar writes the pdf-processing plugin to a folder of its own,
+// starts an upstream with cfg in ec's era (cfg.Stateless is set from it)
+// and a sidecar in front of it (edit as newSidecar's), and dials the
+// sidecar in ec's era.
+func pdfSidecar(t *testing.T, ctx context.Context, ec eraCase, cfg testupstream.Config, edit func(*config.Config)) (*sidecartest.Caller, *testupstream.Upstream, *catalog.Watcher) {
+	t.Helper()
+	dir := t.TempDir()
+	sidecartest.WriteTree(t, dir, pluginPDF())
+	w := newWatcher(t, dir)
+	cfg.Stateless = ec.stateless
+	up := testupstream.Start(t, cfg)
+	return dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, edit), ""), up, w
 }
 
 // bearer adds an Authorization header to every request.

@@ -65,11 +65,7 @@ func uris(rs []*mcp.Resource) []string {
 func TestResourcesListComposed(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		dir := t.TempDir()
-		sidecartest.WriteTree(t, dir, pluginPDF())
-		w := newWatcher(t, dir)
-		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, PageSize: 2, Resources: 5})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
+		c, up, w := pdfSidecar(t, ctx, ec, testupstream.Config{PageSize: 2, Resources: 5}, func(c *config.Config) { c.PageSize = 3 })
 		direct := dialEra(t, ctx, ec, up.URL, "")
 
 		want, upstreamPages := listAll(t, ctx, direct.CS)
@@ -119,12 +115,8 @@ func TestResourcesListWithoutUpstreamResources(t *testing.T) {
 				t.Parallel()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				dir := t.TempDir()
-				sidecartest.WriteTree(t, dir, pluginPDF())
-				w := newWatcher(t, dir)
-				up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, NoResourcesMethod: noMethod,
-					Tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
-				c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 4 }), "")
+				c, up, w := pdfSidecar(t, ctx, ec, testupstream.Config{NoResourcesMethod: noMethod,
+					Tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}}, func(c *config.Config) { c.PageSize = 4 })
 				direct := dialEra(t, ctx, ec, up.URL, "")
 				if direct.CS.InitializeResult().Capabilities.Resources != nil {
 					t.Fatalf("the upstream declares resources; the test needs one that does not")

@@ -365,11 +365,7 @@ func pluginPDF() map[string]string {
 func TestSkillsGetErrors(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		dir := t.TempDir()
-		sidecartest.WriteTree(t, dir, pluginPDF())
-		w := newWatcher(t, dir)
-		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
+		c, _, _ := pdfSidecar(t, ctx, ec, testupstream.Config{}, nil)
 		c.Call("skills/get", map[string]any{"uri": "skill://pdf-processing/SKILL.md"}).OK(t, "skills/get of a served skill", nil)
 		tests := []struct {
 			name, uri string
@@ -464,11 +460,7 @@ func TestCheckServedDigestsRejectsMismatches(t *testing.T) {
 func TestResourcesReadServedBytes(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		dir := t.TempDir()
-		sidecartest.WriteTree(t, dir, pluginPDF())
-		w := newWatcher(t, dir)
-		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless, Resources: 2})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
+		c, up, _ := pdfSidecar(t, ctx, ec, testupstream.Config{Resources: 2}, nil)
 
 		var pg struct {
 			Skills []listedSkill `json:"skills"`
@@ -560,11 +552,7 @@ func TestResourcesReadUnknownSkillURI(t *testing.T) {
 	t.Parallel()
 	wantCode := map[string]int{"legacy": -32002, "modern": -32602}
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		dir := t.TempDir()
-		sidecartest.WriteTree(t, dir, pluginPDF())
-		w := newWatcher(t, dir)
-		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
+		c, _, _ := pdfSidecar(t, ctx, ec, testupstream.Config{}, nil)
 		for _, uri := range []string{"skill://nope/SKILL.md", "skill://pdf-processing/reference", "skill://pdf-processing/missing.md", "skill://PDF-processing/SKILL.md"} {
 			e := c.Call("resources/read", map[string]any{"uri": uri}).Failed(t, "resources/read "+uri, http.StatusOK, wantCode[ec.name])
 			if e != nil && !strings.Contains(e.Message, uri) {
@@ -594,11 +582,7 @@ type dirPage struct {
 func TestDirectoryRead(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		dir := t.TempDir()
-		sidecartest.WriteTree(t, dir, pluginPDF())
-		w := newWatcher(t, dir)
-		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 3 }), "")
+		c, up, _ := pdfSidecar(t, ctx, ec, testupstream.Config{}, func(c *config.Config) { c.PageSize = 3 })
 
 		readAll := func(uri string) []dirEntry {
 			t.Helper()
@@ -688,11 +672,7 @@ func TestDirectoryRead(t *testing.T) {
 func TestDirectoryReadParamTypes(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		dir := t.TempDir()
-		sidecartest.WriteTree(t, dir, pluginPDF())
-		w := newWatcher(t, dir)
-		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, nil), "")
+		c, up, _ := pdfSidecar(t, ctx, ec, testupstream.Config{}, nil)
 		for _, params := range []map[string]any{nil, {}, {"uri": 42}, {"uri": nil}, {"uri": []string{"skill://pdf-processing"}}, {"uri": map[string]any{}}} {
 			what := fmt.Sprintf("resources/directory/read %v", params)
 			e := c.Call("resources/directory/read", params).Failed(t, what, http.StatusOK, -32602)
@@ -716,11 +696,7 @@ func TestDirectoryReadParamTypes(t *testing.T) {
 func TestDirectoryReadForeignCursor(t *testing.T) {
 	t.Parallel()
 	eachEra(t, func(t *testing.T, ctx context.Context, ec eraCase) {
-		dir := t.TempDir()
-		sidecartest.WriteTree(t, dir, pluginPDF())
-		w := newWatcher(t, dir)
-		up := testupstream.Start(t, testupstream.Config{Stateless: ec.stateless})
-		c := dialEra(t, ctx, ec, newSidecar(t, up.URL, w.Snapshot, func(c *config.Config) { c.PageSize = 1 }), "")
+		c, _, _ := pdfSidecar(t, ctx, ec, testupstream.Config{}, func(c *config.Config) { c.PageSize = 1 })
 		cursorOf := func(uri string) string {
 			t.Helper()
 			var pg dirPage
