@@ -269,6 +269,25 @@ func TestPluginChangeNotifiesListenStreams(t *testing.T) {
 // rules allow there.
 func earlyNoticeUpstream(t *testing.T, bom bool) string {
 	t.Helper()
+	return listenUpstream(t, func(w http.ResponseWriter, meta string) {
+		notice := `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{` + meta + `}}` + "\n\n"
+		if bom {
+			_, _ = io.WriteString(w, "\xef\xbb\xbf")
+		}
+		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`+"\n\n")
+		_, _ = io.WriteString(w, notice)
+		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{`+meta+`,"notifications":{"toolsListChanged":true}}}`+"\n\n")
+		_, _ = io.WriteString(w, notice)
+	})
+}
+
+// listenUpstream starts a stateless go-sdk upstream whose
+// subscriptions/listen requests stream is left to write: it is handed
+// the stream's writer, the event stream's head already set, and the
+// request's _meta member naming the subscription; the stream stays open
+// until the client leaves. It returns the upstream's MCP endpoint.
+func listenUpstream(t *testing.T, stream func(w http.ResponseWriter, meta string)) string {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{HasTools: true})
 	inner := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -277,17 +296,9 @@ func earlyNoticeUpstream(t *testing.T, bom bool) string {
 			inner.ServeHTTP(w, r)
 			return
 		}
-		meta := `"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(id) + `}`
-		notice := `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{` + meta + `}}` + "\n\n"
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
-		if bom {
-			_, _ = io.WriteString(w, "\xef\xbb\xbf")
-		}
-		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`+"\n\n")
-		_, _ = io.WriteString(w, notice)
-		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{`+meta+`,"notifications":{"toolsListChanged":true}}}`+"\n\n")
-		_, _ = io.WriteString(w, notice)
+		stream(w, `"_meta":{"io.modelcontextprotocol/subscriptionId":`+string(id)+`}`)
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
@@ -353,27 +364,14 @@ func TestListenAcknowledgementWithNullFilter(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{HasTools: true})
-	inner := testupstream.Handler(s, &mcp.StreamableHTTPOptions{Stateless: true})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := listenRequest(r)
-		if !ok {
-			inner.ServeHTTP(w, r)
-			return
-		}
-		meta := `"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(id) + `}`
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
+	upstream := listenUpstream(t, func(w http.ResponseWriter, meta string) {
 		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{`+meta+`,"notifications":null}}`+"\n\n")
 		_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{`+meta+`}}`+"\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	t.Cleanup(srv.Close)
+	})
 	root := filepath.Join(t.TempDir(), "plugin")
 	v1, _ := notesPlugin()
 	kubeletPlugin(t, root, v1)
-	endpoint := startFolder(t, srv.URL+"/mcp", root, func(c *config.Config) { c.AuthGate = "none" })
+	endpoint := startFolder(t, upstream, root, func(c *config.Config) { c.AuthGate = "none" })
 	const sub = `"nullfilter"`
 	events := openListen(t, ctx, endpoint, sub, `{"resourcesListChanged":true}`)
 	if ack := listenAck(t, events, sub); string(ack["resourcesListChanged"]) != "true" {
