@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/http"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 )
 
@@ -93,6 +95,19 @@ func (s Held) Listen(ctx context.Context) (*http.Request, error) {
 	req.Header = s.Header()
 	req.Header.Set("Accept", "text/event-stream")
 	return req, nil
+}
+
+// Resume is the GET that opens s's stream of server messages anew after
+// one ended, with Last-Event-ID lastEventID (the last id the server gave
+// an event on it) so the server can replay what it sent since
+// (2025-11-25 basic/transports, resumability); none when lastEventID is ""
+// or could not be a header's value.
+func (s Held) Resume(ctx context.Context, lastEventID string) (*http.Request, error) {
+	req, err := s.Listen(ctx)
+	if err == nil && lastEventID != "" && httpguts.ValidHeaderFieldValue(lastEventID) {
+		req.Header.Set("Last-Event-Id", lastEventID)
+	}
+	return req, err
 }
 
 // End is the DELETE that ends s on the upstream.

@@ -39,6 +39,21 @@ func TestHeld(t *testing.T) {
 		get.Header.Get("Mcp-Protocol-Version") != "2025-11-25" || get.Header.Get("Authorization") != "Bearer a" {
 		t.Errorf("listen: %s %v", get.Method, get.Header)
 	}
+	for _, c := range []struct{ last, want string }{
+		{"", ""}, {"s_3", "s_3"}, {"a\x01b", ""}, {"a\x7fb", ""},
+	} {
+		get, err := s.Resume(context.Background(), c.last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if get.Method != http.MethodGet || get.Header.Get("Accept") != "text/event-stream" || get.Header.Get("Mcp-Session-Id") != "sid" ||
+			get.Header.Get("Authorization") != "Bearer a" || get.Header.Get("Last-Event-ID") != c.want {
+			t.Errorf("resume after %q: %s %v, want Last-Event-ID %q", c.last, get.Method, get.Header, c.want)
+		}
+		if _, ok := get.Header["Last-Event-Id"]; ok != (c.want != "") {
+			t.Errorf("resume after %q: Last-Event-ID sent: %v, want %v", c.last, ok, c.want != "")
+		}
+	}
 	del, err := s.End(context.Background())
 	if err != nil {
 		t.Fatal(err)
