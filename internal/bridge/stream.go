@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
@@ -328,38 +329,90 @@ func (t *Transport) listen(req *http.Request, msg rewrite.Message, caps json.Raw
 // server's there is answered by the bridge (answerItself): nobody else
 // can, and a server that pings (go-sdk's KeepAlive) ends a session whose
 // ping goes unanswered. The stream's event ids stay with the held
-// session; every other event goes to pass (nil: dropped).
-func (t *Transport) serverStream(s *session, body io.Reader, pass func(rewrite.Event) error) {
+// session; every other event goes to pass (nil: dropped). It returns
+// what watch needs to open the stream anew.
+func (t *Transport) serverStream(s *session, body io.Reader, pass func(rewrite.Event) error) (end streamEnd) {
 	r := rewrite.NewReader(body, t.maxBytes())
 	for {
 		ev, err := r.Next()
 		if err != nil {
-			return
+			return end
+		}
+		if ev.HasID {
+			end.id, end.hasID = ev.ID, true
 		}
 		if ev.Data == nil && ev.HasID {
 			continue
 		}
 		if ev.Data != nil {
+			end.messages = end.messages || len(bytes.TrimSpace(ev.Data)) > 0
 			if m, err := rewrite.ParseMessage(ev.Data); err == nil && m.Kind == rewrite.KindRequest {
 				t.answerItself(s, m)
 				continue
 			}
 		}
 		if pass != nil && pass(ev) != nil {
-			return
+			return end
 		}
 	}
+}
+
+// streamEnd is what serverStream saw of a stream: the last event id the
+// server gave (hasID: it gave one) and whether any message came.
+type streamEnd struct {
+	id              string
+	hasID, messages bool
+}
+
+// Re-opening a held session's GET stream (watch).
+const (
+	// maxRewatch is how many times in a row the bridge opens a held
+	// session's GET stream anew when each ended (or failed) without a
+	// message; then it stops watching the session.
+	maxRewatch = 3
+	// rewatchInterval is the backoff's unit: the first new stream is
+	// opened at once, the next after one interval, then two, four, …
+	rewatchInterval = time.Second
+	// maxEventID bounds the event id kept for Last-Event-ID.
+	maxEventID = 1 << 10
+)
+
+// rewatchDelay is how long watch waits before its quiet-th new stream in
+// a row after one that brought no message.
+func rewatchDelay(quiet int) time.Duration {
+	if quiet <= 1 {
+		return 0
+	}
+	return rewatchInterval << (quiet - 2)
+}
+
+// Why watch stopped watching a session (watchHooks.ended).
+const (
+	watchDropped   = "dropped"   // the session was dropped (endSession)
+	watchNoStream  = "no stream" // 405, or a reply that is no event stream
+	watchForgotten = "forgotten" // 404: the upstream forgot the session
+	watchQuiet     = "quiet"     // maxRewatch streams in a row without a message
+)
+
+// watchHooks are the tests' view of watch: delay, when set, replaces
+// rewatchDelay; ended is told why a watch stopped.
+type watchHooks struct {
+	delay func(quiet int) time.Duration
+	ended func(why string)
 }
 
 // watch opens the GET stream of s, a session held for callers' requests
 // (a listen's session reads its own), and answers the server's requests
 // on it until the session is dropped (endSession stops it). A legacy
-// client MAY open that stream (2025-11-25 basic/transports); go-sdk's
-// KeepAlive sends its pings there, and closes a session whose ping it
-// cannot deliver, which ended every held session after one interval and
-// lost the calls waiting on it for a client's input. An upstream that
-// offers no stream (405), or ends it, leaves s as it was: it is not
-// reopened.
+// client MAY open that stream, and open it again at any time (2025-11-25
+// basic/transports); go-sdk's KeepAlive sends its pings there, and closes
+// a session whose ping it cannot deliver, which ended every held session
+// after one interval and lost the calls waiting on it for a client's
+// input. A stream the upstream ends is opened anew, with Last-Event-ID
+// when its events had ids, so a server that keeps what it sent meanwhile
+// replays it: at once after a stream that brought a message, else with a
+// backoff, and not past maxRewatch in a row without one. An upstream that
+// offers no stream (405) or forgot the session (404) is not asked again.
 func (t *Transport) watch(s *session) {
 	if s.id == "" {
 		return // no session: a server without one sends no requests
@@ -368,14 +421,75 @@ func (t *Transport) watch(s *session) {
 	s.unwatch = cancel
 	go func() {
 		defer cancel()
-		resp, err := t.do(s.held().Listen(ctx))
-		if err != nil {
-			return
+		why := t.watchStreams(ctx, s)
+		if t.hooks.ended != nil {
+			t.hooks.ended(why)
 		}
-		defer resp.Body.Close()
-		if mt, _ := wire.MediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
-			return
-		}
-		t.serverStream(s, resp.Body, nil)
 	}()
+}
+
+// watchStreams is watch's loop; it returns why it stopped.
+func (t *Transport) watchStreams(ctx context.Context, s *session) string {
+	var lastID string
+	for quiet := 0; ; {
+		resp, err := t.do(s.held().Resume(ctx, lastID))
+		messages := false
+		switch {
+		case ctx.Err() != nil:
+			if err == nil {
+				resp.Body.Close()
+			}
+			return watchDropped
+		case err != nil:
+			// The upstream not reached: counted as a quiet stream.
+		case resp.StatusCode == http.StatusNotFound:
+			drain(resp)
+			return watchForgotten
+		case resp.StatusCode == http.StatusMethodNotAllowed:
+			drain(resp)
+			return watchNoStream
+		case resp.StatusCode != http.StatusOK:
+			// Any other refusal: counted as a quiet stream, and the next
+			// one is opened fresh (go-sdk refuses with 400 a Last-Event-ID
+			// whose events it no longer keeps): what it would have
+			// replayed is lost either way.
+			drain(resp)
+			lastID = ""
+		default:
+			if mt, _ := wire.MediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+				drain(resp)
+				return watchNoStream
+			}
+			end := t.serverStream(s, resp.Body, nil)
+			resp.Body.Close()
+			messages = end.messages
+			if end.hasID {
+				lastID = end.id
+				if len(lastID) > maxEventID {
+					lastID = "" // not kept: the stream is opened without it
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return watchDropped
+		}
+		if messages {
+			quiet = 0
+		} else if quiet++; quiet > maxRewatch {
+			return watchQuiet
+		}
+		delay := rewatchDelay(quiet)
+		if t.hooks.delay != nil {
+			delay = t.hooks.delay(quiet)
+		}
+		if delay > 0 {
+			tm := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				tm.Stop()
+				return watchDropped
+			case <-tm.C:
+			}
+		}
+	}
 }

@@ -34,9 +34,10 @@ import (
 //   - other requests are sent with the session's Mcp-Session-Id and
 //     MCP-Protocol-Version, the per-request _meta era fields removed, and
 //     reopened once on 404 (the upstream forgot the session); each held
-//     session's GET stream is held open and the server's requests there
-//     answered (ping {}, any other -32601), so a server that pings its
-//     clients keeps it;
+//     session's GET stream is held open (opened again, resumed with
+//     Last-Event-ID, when the upstream ends it: watch) and the server's
+//     requests there answered (ping {}, any other -32601), so a server
+//     that pings its clients keeps it;
 //   - results get resultType, cache fields (ttlMs 0, cacheScope) and
 //     serverInfo where absent; -32002 becomes -32602;
 //   - notifications/message on a reply stream pass only when the request
@@ -96,6 +97,7 @@ type Transport struct {
 	h       *holder
 	pending *pendingCalls
 	init    atomic.Bool
+	hooks   watchHooks // tests only
 }
 
 // Active reports whether the bridge translates modern requests now.
