@@ -302,6 +302,10 @@ func TestMRTRUpstreamGone(t *testing.T) {
 	bt := mrtrBridge(t, srv, 0)
 	r := modernCall(t, bt, srv.URL, "", "1", "sample", `{"sampling":{}}`, "")
 	key := oneRequest(t, r, "sampling/createMessage")
+	// The listener first: the held session's GET stream, cut by
+	// CloseClientConnections, is opened again at once (watch), and
+	// srv.Close waits for every request it has accepted.
+	srv.Listener.Close()
 	srv.CloseClientConnections()
 	srv.Close()
 	// The bridge fails the retry with the reply the proxy writes (with
