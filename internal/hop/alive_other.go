@@ -15,5 +15,7 @@ func newPeeker(net.Conn) *peeker { return &peeker{} }
 func (*peeker) alive() bool { return true }
 
 // watch cannot peek on this platform: a request's write waits for the
-// upstream to read it, or fail.
-func (*peeker) watch(net.Conn, *headLimit) func() bool { return func() bool { return false } }
+// upstream to read it, or fail, even behind an early 2xx answer.
+func (*peeker) watch(net.Conn, *headLimit) (func() bool, <-chan struct{}) {
+	return func() bool { return false }, nil
+}

@@ -81,7 +81,10 @@ func (pk *peeker) alive() bool {
 // stopped reading for good, and the connection, the request not written
 // whole, is not reused either way. Interim replies (100 Continue, 103
 // Early Hints) and a 2xx answer (an upstream may answer while it reads
-// on) leave the write to go on.
+// on) leave the write to go on: behind a 2xx, on its own goroutine while
+// the caller reads the reply (writeRequest), since an upstream that
+// streams its reply as it reads would otherwise wait on the caller's read
+// while the caller waits on its write.
 //
 // The watch reads what the upstream sends, at most MaxResponseHead, and
 // leaves it in lim.early for the reply's reader, which reads it before the
@@ -93,18 +96,22 @@ func (pk *peeker) alive() bool {
 // within ResponseHeaderTimeout, and is taken however late it is read.
 //
 // stop ends the watch once the write is over and reports whether it
-// stopped anything; it leaves nc with no read or write deadline. One
-// goroutine a call: only for requests net/http's writer streams (a body
-// over maxInline or of unknown length). It stops a write the socket holds
-// up, not a read of the request's body: a body that waits in its Read (a
-// pipe) holds the write, past the caller's cancellation too, until the
-// Read returns, where net/http's Transport writes on a goroutine of its
-// own. The sidecar's calls carry their bodies in memory.
-func (pk *peeker) watch(nc net.Conn, lim *headLimit) (stop func() (saw bool)) {
+// stopped anything; it leaves nc with no read or write deadline. ended is
+// closed when the watch has ended by itself on an answer that stops
+// nothing (or one past the bound), for the reply's reader to read at once
+// while the write goes on behind it (writeRequest). One goroutine a call,
+// besides the write's: only for requests net/http's writer streams (a
+// body over maxInline or of unknown length). It stops a write the socket
+// holds up, not a read of the request's body: a body that waits in its
+// Read (a pipe) holds the round trip, past the caller's cancellation too,
+// until the Read returns, where net/http's Transport leaves its writer
+// behind. The sidecar's calls carry their bodies in memory.
+func (pk *peeker) watch(nc net.Conn, lim *headLimit) (stop func() (saw bool), ended <-chan struct{}) {
 	if pk.rc == nil || pk.bad {
-		return func() bool { return false }
+		return func() bool { return false }, nil
 	}
 	done := make(chan bool, 1)
+	end := make(chan struct{})
 	go func() {
 		buf := make([]byte, 0, watchWindow)
 		var scan answerScan
@@ -149,6 +156,9 @@ func (pk *peeker) watch(nc net.Conn, lim *headLimit) (stop func() (saw bool)) {
 			lim.early = buf
 		}
 		done <- saw
+		if !saw && err == nil {
+			close(end)
+		}
 	}()
 	return func() bool {
 		nc.SetReadDeadline(aLongTimeAgo) // wakes the watch if it still waits
@@ -160,5 +170,5 @@ func (pk *peeker) watch(nc net.Conn, lim *headLimit) (stop func() (saw bool)) {
 			nc.SetWriteDeadline(time.Time{})
 		}
 		return saw
-	}
+	}, end
 }

@@ -8,7 +8,10 @@
 // and a proxy pays them on top of the server's own; that is most of what a
 // default Go reverse proxy adds to a loopback round trip. Here the caller
 // writes the request and reads the reply itself, the way nginx's event loop
-// does, and a connection in the pool costs no goroutine at all.
+// does, and a connection in the pool costs no goroutine at all. Only a
+// request whose body is streamed (write.go) is written on a goroutine of
+// its own, which goes on behind an upstream's early 2xx answer while the
+// caller reads it.
 //
 // A pooled connection carries nothing but replies to requests it was asked:
 // one on which the upstream wrote anything unasked (a second response, a
@@ -133,6 +136,9 @@ type Transport struct {
 	// wrote, when set (by tests), runs between a request's write and the
 	// read of its reply: where a busy machine may stall the round trip.
 	wrote func()
+	// restWait, when set (by tests), is how long a reply read whole waits
+	// for the write of its request behind it; zero: restWait.
+	restWait time.Duration
 
 	// headers holds header maps Release gave back, cleared, for the
 	// replies read next.
@@ -271,9 +277,21 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		return nil, wrote, err
 	}
 
-	n, sent, err := writeRequest(c.w, req, c)
+	n, sent, rest, err := writeRequest(c.w, req, c)
 	if t.wrote != nil {
 		t.wrote()
+	}
+	if rest != nil {
+		// The upstream answered, and refused nothing, while the request
+		// was still going out: its reply is read while the rest is
+		// written behind it.
+		resp, err := t.readResponse(c, req, time.Now())
+		if err != nil {
+			c.drop()
+			<-rest.done
+			return fail(true, err)
+		}
+		return t.finish(c, req, resp, stop, rest), true, nil
 	}
 	if err != nil {
 		werr := fmt.Errorf("hop: write request: %w", err)
@@ -310,7 +328,7 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 			return fail(n > 0, werr)
 		}
 		resp.Close = true
-		return t.finish(c, req, resp, stop), true, nil
+		return t.finish(c, req, resp, stop, nil), true, nil
 	}
 	resp, err := t.readResponse(c, req, sent)
 	if err != nil {
@@ -324,7 +342,7 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 		// reused, as when the write was stopped.
 		resp.Close = true
 	}
-	return t.finish(c, req, resp, stop), true, nil
+	return t.finish(c, req, resp, stop, nil), true, nil
 }
 
 // watchAnswer is conn's answerWatcher: its peeker's watch of nc, with
@@ -332,16 +350,19 @@ func (t *Transport) roundTrip(ctx context.Context, c *conn, req *http.Request) (
 // reply would end the watch), as the watch's stop leaves it. Its stop
 // notes in c.refused whether the watch saw the upstream refuse the request
 // or hang up.
-func (c *conn) watchAnswer() func() bool {
+func (c *conn) watchAnswer() (func() bool, <-chan struct{}) {
 	if !c.headSet.IsZero() {
 		c.clearHeadDeadline()
 	}
-	stop := c.peek.watch(c.nc, c.lim)
+	stop, ended := c.peek.watch(c.nc, c.lim)
 	return func() bool {
 		c.refused = stop()
 		return c.refused
-	}
+	}, ended
 }
+
+// cut closes c's connection, for a write behind its reply that failed.
+func (c *conn) cut() { c.nc.Close() }
 
 // aLongTimeAgo is a deadline in the past, to stop a blocked read or write
 // at once.
@@ -447,29 +468,51 @@ func (c *conn) clearHeadDeadline() {
 }
 
 // finish hands resp's body the connection, which goes back to the pool
-// when the body has been read whole (at once for a reply without one).
-func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop func() bool) *http.Response {
+// when the body has been read whole (at once for a reply without one) and
+// the write of the request behind it, rest if not nil, is over.
+func (t *Transport) finish(c *conn, req *http.Request, resp *http.Response, stop func() bool, rest *bodyWrite) *http.Response {
 	keep := !resp.Close && !req.Close
 	chunked := len(resp.TransferEncoding) > 0
 	if resp.Body == http.NoBody {
-		t.release(c, stop, keep)
+		t.release(c, stop, keep, rest)
 		return resp
 	}
 	if b, ok := resp.Body.(plainBody); ok {
 		if w := b.takeWrap(); w != nil {
 			// A reply read by plainResponse brought room for the wrapper.
-			w.rc, w.t, w.c, w.stop, w.keep, w.reply, w.chunked = resp.Body, t, c, stop, keep, resp, chunked
+			w.rc, w.t, w.c, w.stop, w.keep, w.reply, w.chunked, w.rest = resp.Body, t, c, stop, keep, resp, chunked, rest
 			resp.Body = w
 			return resp
 		}
 	}
-	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep, chunked: chunked}
+	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: keep, chunked: chunked, rest: rest}
 	return resp
 }
 
+// restWait is how long a reply read whole waits for the write of its
+// request behind it to end before its connection is closed instead of
+// pooled: net/http's Transport waits as long (maxWriteWaitBeforeConnReuse)
+// for its writer to report before it reuses a connection. An upstream that
+// answers whole before it has read the whole request may never read the
+// rest.
+const restWait = 50 * time.Millisecond
+
 // release ends a round trip on c: back to the pool when the reply was read
-// whole and both sides allow it, closed otherwise.
-func (t *Transport) release(c *conn, stop func() bool, keep bool) {
+// whole, both sides allow it, and the request's write behind the reply,
+// rest if not nil, ended whole; closed otherwise, which ends that write,
+// waited for so that nothing of the round trip runs on.
+func (t *Transport) release(c *conn, stop func() bool, keep bool, rest *bodyWrite) {
+	if rest != nil {
+		wait := t.restWait
+		if wait == 0 {
+			wait = restWait
+		}
+		keep = keep && rest.wait(wait) == nil
+		if !keep {
+			c.drop()
+			<-rest.done
+		}
+	}
 	if !stop() || !keep {
 		// The context fired (and closed the connection) or a side asked to close.
 		c.drop()
@@ -488,6 +531,8 @@ type body struct {
 	// chunked: the body is chunked, and Buffered cannot tell data from
 	// framing.
 	chunked bool
+	// rest: the request's write that goes on behind this reply, or nil.
+	rest *bodyWrite
 
 	mu    sync.Mutex
 	done  bool
@@ -544,6 +589,9 @@ func (b *body) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		b.finish(true)
 	} else if err != nil {
+		if b.rest != nil {
+			err = b.rest.readErr(err)
+		}
 		b.finish(false)
 	}
 	return n, err
@@ -588,7 +636,7 @@ func (b *body) finish(whole bool) {
 		return
 	}
 	b.done = true
-	b.t.release(b.c, b.stop, whole && b.keep)
+	b.t.release(b.c, b.stop, whole && b.keep, b.rest)
 }
 
 // get returns a pooled connection of key that is still open and quiet,

@@ -42,7 +42,7 @@ func TestWatchLeavesNoDeadline(t *testing.T) {
 		}
 		defer up.Close()
 		lim := &headLimit{r: nc, n: -1} // what the watch read, then the socket
-		stop := newPeeker(nc).watch(nc, lim)
+		stop, _ := newPeeker(nc).watch(nc, lim)
 		want := "b"
 		if answer {
 			up.Write([]byte(refusal))

@@ -56,9 +56,115 @@ var errAnswered = errors.New("hop: the upstream answered while the request was b
 // answerWatcher watches a connection for an answer while a request that
 // goes out in several writes is written, and stops the write when one
 // comes (conn, by its peeker's watch). stop ends the watch and reports
-// whether it saw one.
+// whether it saw one; ended, nil where there is no watch, is closed when
+// the watch ended by itself on an answer that stops nothing (a 2xx). cut
+// closes the connection.
 type answerWatcher interface {
-	watchAnswer() (stop func() (saw bool))
+	watchAnswer() (stop func() (saw bool), ended <-chan struct{})
+	cut()
+}
+
+// bodyWrite is a request's write by net/http's writer, on a goroutine of
+// its own where it is watched: an upstream may answer 2xx before it has
+// read the whole request and stream its reply while it reads on (RFC
+// 9110, 6.4), and a write that waited for it to read would wait for ever
+// while it waits for its reply to be read. The write then goes on behind
+// the answer (writeRequest returns it), as net/http's Transport writes
+// every request while the reply is read. It holds what the write needs,
+// in one allocation.
+type bodyWrite struct {
+	req http.Request // the request, its body as rb
+	bw  *bufio.Writer
+	cw  countingWriter
+	rb  readingBody
+
+	done chan struct{} // closed when the write has ended: err is set
+	err  error
+
+	mu     sync.Mutex
+	ended  bool
+	cut    func() // set once the write goes on behind the answer
+	cutErr bool   // the request failed, and its write cut the connection
+}
+
+// run writes w.req, then ends w. A write behind the answer that fails on
+// the request itself (errRequest: its body's Read failed, or it was
+// short) cuts the connection: the upstream waits for the rest of a
+// request that is not coming, and the reply's reader gets an error that
+// says so (bodyWrite.readErr) instead of waiting on it. One that fails on
+// the connection leaves the reply to be read as far as it came; either way
+// the connection is not reused.
+func (w *bodyWrite) run() {
+	err := w.req.Write(w.bw)
+	if err == nil {
+		err = w.bw.Flush()
+	}
+	w.bw.Reset(nil)
+	writers.Put(w.bw)
+	w.bw = nil
+	if err != nil && w.cw.err == nil {
+		if w.rb.err != nil {
+			err = w.rb.err
+		}
+		err = fmt.Errorf("%w: %w", errRequest, err)
+	}
+	w.mu.Lock()
+	w.err, w.ended = err, true
+	cut := w.cut
+	w.cutErr = cut != nil && errors.Is(err, errRequest)
+	w.mu.Unlock()
+	close(w.done)
+	if w.cutErr {
+		cut()
+	}
+}
+
+// behind lets the write go on behind the answer, cutting the connection
+// with cut if it fails, unless it has ended already.
+func (w *bodyWrite) behind(cut func()) (ended bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		w.cut = cut
+	}
+	return w.ended
+}
+
+// wait waits at most d for the write to end and returns its error, or
+// errStillWriting.
+func (w *bodyWrite) wait(d time.Duration) error {
+	select {
+	case <-w.done:
+		return w.err
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return w.err
+	case <-t.C:
+		return errStillWriting
+	}
+}
+
+// errStillWriting says a request's write behind its reply had not ended
+// when the reply had.
+var errStillWriting = errors.New("hop: request still being written after its reply")
+
+// readErr is what a reply's read that failed with err returns: when the
+// write behind it cut the connection, the write's error, which says why,
+// with the read's.
+func (w *bodyWrite) readErr(err error) error {
+	select {
+	case <-w.done:
+	default:
+		return err
+	}
+	if !w.cutErr {
+		return err
+	}
+	return fmt.Errorf("hop: write request behind its reply: %w (%v)", w.err, err)
 }
 
 // writeRequest writes req to w, and reports how many bytes went out and
@@ -68,8 +174,11 @@ type answerWatcher interface {
 // body is not a reader it knows to be in memory, and sorts the header's
 // keys on every request. Anything else goes through net/http's writer
 // unchanged, watched by wa, if not nil: a write that fails after it saw
-// the upstream answer is errAnswered.
-func writeRequest(w io.Writer, req *http.Request, wa answerWatcher) (int64, time.Time, error) {
+// the upstream answer is errAnswered. A final answer that refuses nothing
+// (a 2xx), come while the write goes on, returns that write, rest: it
+// goes on behind the answer (bodyWrite), for the caller to read the
+// answer meanwhile; the counts are then zero.
+func writeRequest(w io.Writer, req *http.Request, wa answerWatcher) (n int64, last time.Time, rest *bodyWrite, err error) {
 	bp := heads.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= maxInline+8<<10 {
@@ -80,49 +189,57 @@ func writeRequest(w io.Writer, req *http.Request, wa answerWatcher) (int64, time
 	b, err := appendInline((*bp)[:0], req)
 	*bp = b
 	if err == errNotInline {
-		cw := &countingWriter{w: w}
-		bw := writers.Get().(*bufio.Writer)
-		bw.Reset(cw)
-		var rb *readingBody
+		write := &bodyWrite{req: *req, done: make(chan struct{})}
+		write.cw.w = w
+		write.bw = writers.Get().(*bufio.Writer)
+		write.bw.Reset(&write.cw)
 		if req.Body != nil && req.Body != http.NoBody {
 			// The body's own error, which net/http's writer returns in a
 			// type of its own that does not unwrap.
-			rb = &readingBody{ReadCloser: req.Body}
-			r := *req
-			r.Body = rb
-			req = &r
+			write.rb.ReadCloser = req.Body
+			write.req.Body = &write.rb
 		}
 		var stop func() bool
+		var ended <-chan struct{}
 		if wa != nil {
-			stop = wa.watchAnswer()
+			stop, ended = wa.watchAnswer()
 		}
-		err = req.Write(bw)
-		if err == nil {
-			err = bw.Flush()
-		}
-		bw.Reset(nil)
-		writers.Put(bw)
-		saw := stop != nil && stop()
-		switch {
-		case err == nil:
-		case cw.err == nil:
-			if rb != nil && rb.err != nil {
-				err = rb.err
+		saw, stopped := false, false
+		if ended == nil {
+			write.run()
+		} else {
+			go write.run()
+			select {
+			case <-write.done:
+			case <-ended:
+				// An answer that stops nothing (ended is not closed for
+				// one that does): the watch is over, and did not touch the
+				// write.
+				stop()
+				stopped = true
+				if !write.behind(wa.cut) {
+					return 0, time.Time{}, write, nil
+				}
+				<-write.done // it ended meanwhile
 			}
-			err = fmt.Errorf("%w: %w", errRequest, err)
-		case saw:
+		}
+		if stop != nil && !stopped {
+			saw = stop()
+		}
+		err = write.err
+		if saw && err != nil && !errors.Is(err, errRequest) {
 			err = fmt.Errorf("%w: %w", errAnswered, err)
 		}
-		return cw.n, cw.last, err
+		return write.cw.n, write.cw.last, nil, err
 	}
 	if err != nil {
 		closeBody(req)
-		return 0, time.Time{}, err
+		return 0, time.Time{}, nil, err
 	}
 	closeBody(req)
 	sent := time.Now()
-	n, err := w.Write(b)
-	return int64(n), sent, err
+	m, err := w.Write(b)
+	return int64(m), sent, nil, err
 }
 
 // appendInline appends req as it goes on the wire to b, or returns

@@ -193,7 +193,7 @@ func TestUnplainRequestsGoThroughNetHTTP(t *testing.T) {
 				t.Fatalf("appendInline: %v, want errNotInline", err)
 			}
 			var got bytes.Buffer
-			if _, _, err := writeRequest(&got, mk(), nil); err != nil {
+			if _, _, _, err := writeRequest(&got, mk(), nil); err != nil {
 				t.Fatal(err)
 			}
 			if want := netHTTPBytes(t, mk()); !bytes.Equal(got.Bytes(), want) {
@@ -231,7 +231,7 @@ func TestPlainRequestIsOneWrite(t *testing.T) {
 			req.ContentLength = int64(size)
 		}
 		var w writeCounter
-		n, _, err := writeRequest(&w, req, nil)
+		n, _, _, err := writeRequest(&w, req, nil)
 		if err != nil || n != int64(w.Len()) {
 			t.Fatalf("size %d: wrote %d (%d buffered), %v", size, n, w.Len(), err)
 		}
@@ -273,7 +273,7 @@ func TestBodyMustMatchItsLength(t *testing.T) {
 			req := newReq("POST", "http://up/", nil, nil)
 			req.Body, req.ContentLength = body, c.length
 			var w writeCounter
-			_, _, err := writeRequest(&w, req, nil)
+			_, _, _, err := writeRequest(&w, req, nil)
 			if body.closed != 1 {
 				t.Errorf("body closed %d times, want once", body.closed)
 			}
@@ -316,7 +316,7 @@ func TestInlineBodyLength(t *testing.T) {
 	}{{"abc", 2}, {"abc", 4}} {
 		req := &http.Request{Method: "POST", URL: u, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(c.body)), ContentLength: c.n}
 		var out bytes.Buffer
-		if _, _, err := writeRequest(&out, req, nil); !errors.Is(err, errBodyLength) {
+		if _, _, _, err := writeRequest(&out, req, nil); !errors.Is(err, errBodyLength) {
 			t.Errorf("body %q, ContentLength %d: %v, want errBodyLength", c.body, c.n, err)
 		}
 		if out.Len() != 0 {
@@ -337,7 +337,7 @@ func TestInlineWriteAllocations(t *testing.T) {
 	req := &http.Request{Method: "POST", URL: u, Header: h, Body: io.NopCloser(rd), ContentLength: int64(len(body))}
 	allocs := testing.AllocsPerRun(100, func() {
 		rd.Reset(body)
-		if _, _, err := writeRequest(io.Discard, req, nil); err != nil {
+		if _, _, _, err := writeRequest(io.Discard, req, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
