@@ -295,8 +295,10 @@ func (s *Sidecar) startStdio(ctx context.Context, cfg config.Config, argv []stri
 			SharePercent: s.SharePercent, Metrics: s.Metrics}),
 		Calls: caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: stdio.DefaultMaxCalls,
 			SharePercent: s.SharePercent, Metrics: s.Metrics}),
+		SharePercent: s.SharePercent, // of the bytes held for slow readers (stdio.DefaultMaxQueued)
 	}
-	s.Metrics.CallerRefusalTable(stdio.TableSessionCalls) // its refusals, at 0 until one
+	s.Metrics.CallerRefusalTable(stdio.TableSessionCalls) // their refusals, at 0 until one
+	s.Metrics.CallerRefusalTable(stdio.TableQueuedBytes)
 	if o.Environ != nil {
 		t.Env = stdio.ChildEnv(o.Environ)
 	}

@@ -13,7 +13,9 @@
 // calls in flight on each (DefaultMaxSessionCalls). When the server
 // answers server/discover (asked once, in a probe process then ended),
 // 2026-07-28 requests share one long-lived process, whose calls in flight
-// are bounded too, with a per-caller share (Transport.Calls). On every pipe each
+// are bounded too, with a per-caller share (Transport.Calls); and so are
+// the bytes held for callers' streams, every process together (budget:
+// MaxQueued). On every pipe each
 // request carries an id the Transport minted (package idmap, as the era
 // bridge's held sessions do), and what names it is mapped
 // back: the reply, progressToken (minted too on the shared process), the

@@ -55,32 +55,42 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 	if err != nil {
 		cancel()
 		onFinal(first) // the reply when it was in already, else nil
+		c.msgs.sent(first)
+		c.msgs.close()
 		return nil, err
 	}
 	if final && !acceptsSSE(req) {
 		cancel()
 		onFinal(first)
+		c.msgs.sent(first) // handed over as the body
+		c.msgs.close()
 		return respond(req, http.StatusOK, hdr, first), nil
 	}
 	pr, pw := io.Pipe()
 	go func() {
 		// One exit: onFinal runs once, on every path, before the stream
 		// ends (a client that read to its end finds the session settled).
+		// Each message leaves the budget once written (or let go), and
+		// what is left queued when the stream ends.
 		var got []byte // the reply, once read
 		var ended error
 		defer func() {
 			onFinal(got)
 			_ = pw.CloseWithError(ended) // nil: the stream ends at its reply
 			cancel()
+			c.msgs.close()
 		}()
 		m, fin := first, final
 		for {
 			if fin {
 				got = m // the process answered, whether or not the client takes it
 			}
-			if _, err := pw.Write(sseEvent(m)); err != nil {
+			_, err := pw.Write(sseEvent(m))
+			c.msgs.sent(m)
+			if err != nil {
 				if !fin && !p.cancel(c, "the client went away") {
 					got = <-c.final // the reply was in already (or is being put there)
+					c.msgs.sent(got)
 				}
 				return
 			}
@@ -91,6 +101,7 @@ func (t *Transport) call(req *http.Request, p *pipe, msg rewrite.Message, s *ses
 				if fin {
 					got = m // in already as the client left
 				}
+				c.msgs.sent(m)
 				return
 			}
 		}
@@ -128,7 +139,7 @@ func (t *Transport) next(ctx context.Context, p *pipe, c *call, deadline time.Ti
 		case <-expire:
 			if p.cancel(c, "timed out") {
 				t.event(EventTimeout)
-				return errorReply(c.id, reply.CodeInternalError, "the stdio upstream did not answer in time", "stdio_request_timeout"), true, nil
+				return c.msgs.force(errorReply(c.id, reply.CodeInternalError, "the stdio upstream did not answer in time", "stdio_request_timeout")), true, nil
 			}
 		case <-ctx.Done():
 			if !p.cancel(c, "the client went away") {
@@ -179,7 +190,7 @@ func (t *Transport) get(req *http.Request, sid string) *http.Response {
 
 // getStream opens the GET stream of s, a session looked up.
 func (t *Transport) getStream(req *http.Request, s *session) *http.Response {
-	sk, gone := s.p.openStream()
+	sk, gone := s.p.openStream(s.who)
 	if gone {
 		return notFound(req, nil) // ended or retired since the lookup: re-initialize
 	}
@@ -189,12 +200,15 @@ func (t *Transport) getStream(req *http.Request, s *session) *http.Response {
 	ctx, cancel := context.WithCancel(req.Context())
 	pr, pw := io.Pipe()
 	go func() {
+		defer sk.msgs.close() // what is left queued leaves the budget
 		defer s.p.closeStream(sk)
 		defer cancel()
 		for {
 			select {
 			case m := <-sk.msgs.ch:
-				if _, err := pw.Write(sseEvent(sk.msgs.taken(m))); err != nil {
+				_, err := pw.Write(sseEvent(sk.msgs.taken(m)))
+				sk.msgs.sent(m)
+				if err != nil {
 					return
 				}
 			case <-sk.done:

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 )
 
 // leaveBeforeReply sends body, a legacy initialize, as a client that
@@ -104,7 +106,7 @@ func TestNextGivesTheReplyInWhenClientLeft(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := range 64 {
-		c := &call{id: json.RawMessage(`1`), pipeID: strconv.Itoa(i), msgs: newQueue(callQueue, 1<<20), final: make(chan []byte, 1)}
+		c := &call{id: json.RawMessage(`1`), pipeID: strconv.Itoa(i), msgs: newQueue(callQueue, 1<<20, caller.ID{}, newBudget(1<<20, 0, func(bool) {})), final: make(chan []byte, 1)}
 		p.pending[c.pipeID] = c
 		reply := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
 		if p.take(c.pipeID) != c {

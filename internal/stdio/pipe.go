@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
@@ -23,8 +22,9 @@ var errExited = errors.New("stdio: the upstream process has exited")
 const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 
 // Queue bounds: messages waiting for a slow caller are dropped (counted)
-// past these, or past MaxLine bytes (queue), so a slow reader never stops
-// the process's stdout.
+// past these, or past MaxLine bytes (queue), or past the caller's share of
+// the bytes the Transport holds for every stream (budget), so a slow
+// reader never stops the process's stdout.
 const (
 	callQueue   = 64
 	streamQueue = 256
@@ -33,38 +33,91 @@ const (
 // queue is the messages waiting for one stream's reader: at most cap(ch)
 // of them and at most limit bytes, though an empty queue takes any one
 // message, so that one as long as a line may be is never dropped for its
-// length alone. Only the pipe's reader puts; the stream's writer takes
-// from ch and tells taken.
+// length alone; and each within its caller's share of the Transport's
+// budget, counted there from its put until its writer handed it over
+// (sent). Only the pipe's reader puts; the stream's writer takes from ch,
+// tells taken, writes the message and tells sent, and closes the queue
+// when the stream ends, giving back what is left in it.
 type queue struct {
 	ch    chan []byte
-	bytes atomic.Int64 // of the messages put and not yet taken
-	limit int64
+	limit int
+	who   caller.ID
+	b     *budget
+
+	mu     sync.Mutex
+	bytes  int // of the messages put and not yet taken
+	closed bool
 }
 
-func newQueue(n, limit int) *queue {
-	return &queue{ch: make(chan []byte, n), limit: int64(limit)}
+func newQueue(n, limit int, who caller.ID, b *budget) *queue {
+	return &queue{ch: make(chan []byte, n), limit: limit, who: who, b: b}
 }
 
-// put queues m; false when it is over either bound, and dropped.
+// put queues m; false when it is over a bound, or the queue closed, and
+// dropped.
 func (q *queue) put(m []byte) bool {
-	n := int64(len(m))
-	if held := q.bytes.Load(); held > 0 && held+n > q.limit {
+	n := len(m)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || len(q.ch) == cap(q.ch) || q.bytes > 0 && q.bytes+n > q.limit {
 		return false
 	}
-	q.bytes.Add(n)
-	select {
-	case q.ch <- m:
-		return true
-	default:
-		q.bytes.Add(-n)
+	if q.b.take(q.who, n) != nil {
 		return false
 	}
+	q.bytes += n
+	q.ch <- m // room: only put sends, under mu
+	return true
 }
 
-// taken is told of m, just received from ch, and returns it.
+// taken is told of m, just received from ch, and returns it; the budget
+// still counts it until sent.
 func (q *queue) taken(m []byte) []byte {
-	q.bytes.Add(-int64(len(m)))
+	q.mu.Lock()
+	q.bytes -= len(m)
+	q.mu.Unlock()
 	return m
+}
+
+// sent gives back the budget of m, a message for this stream (from ch,
+// or its call's reply) that its writer handed over or let go.
+func (q *queue) sent(m []byte) { q.b.give(q.who, len(m)) }
+
+// charge counts m, the reply of this stream's call, in the budget, and
+// returns it; past a bound it returns the refusal, which then stands for
+// the reply (counted past any bound), and the refusal as the error.
+func (q *queue) charge(id json.RawMessage, m []byte) ([]byte, error) {
+	r := q.b.take(q.who, len(m))
+	if r == nil {
+		return m, nil
+	}
+	e := r.Reply()
+	e.Message = "the stdio upstream's reply was dropped: " + e.Message
+	return q.force(reply.ErrorMessage(id, e)), r
+}
+
+// force counts m, an error written in place of a reply, in the budget
+// past any bound, and returns it.
+func (q *queue) force(m []byte) []byte {
+	q.b.force(q.who, len(m))
+	return m
+}
+
+// close refuses every later put and gives back the budget of the
+// messages left in the queue.
+func (q *queue) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	for {
+		select {
+		case m := <-q.ch:
+			q.bytes -= len(m)
+			q.b.give(q.who, len(m))
+		default:
+			return
+		}
+	}
 }
 
 // pipe is one process with the requests in flight on it. Every request
@@ -130,7 +183,7 @@ func newPipe(t *Transport, proc *process, shared bool) *pipe {
 // start returns the refusal, as the *reply.Error its caller gets.
 func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 	c := &call{id: msg.ID, pipeID: p.t.mint(), who: who, listen: msg.Method == "subscriptions/listen",
-		msgs: newQueue(callQueue, p.t.MaxLine), final: make(chan []byte, 1)}
+		msgs: newQueue(callQueue, p.t.MaxLine, who, p.t.queued), final: make(chan []byte, 1)}
 	out, err := rewrite.SetKey(msg.Raw, []string{"id"}, json.RawMessage(c.pipeID))
 	if err != nil {
 		return nil, err
@@ -168,7 +221,10 @@ func (p *pipe) start(msg rewrite.Message, who caller.ID) (*call, error) {
 	}
 	p.mu.Unlock()
 	if err := p.send(out); err != nil {
-		p.forget(c)
+		if !p.forget(c) {
+			c.msgs.sent(<-c.final) // the process's end answered it: not handed on
+		}
+		c.msgs.close()
 		return nil, err
 	}
 	return c, nil
@@ -271,7 +327,7 @@ func (p *pipe) end() {
 	// end, so that their next request finds it gone.
 	p.t.exited(p)
 	for _, c := range calls {
-		c.final <- errorReply(c.id, reply.CodeInternalError, "the stdio upstream process exited", "stdio_process_exited")
+		c.final <- c.msgs.force(errorReply(c.id, reply.CodeInternalError, "the stdio upstream process exited", "stdio_process_exited"))
 	}
 }
 
@@ -300,7 +356,7 @@ func (p *pipe) retire(streamHolds bool) bool {
 
 // openStream registers a session's GET stream; nil when one is open, and
 // gone too when the pipe has ended or is retired.
-func (p *pipe) openStream() (sk *sink, gone bool) {
+func (p *pipe) openStream(who caller.ID) (sk *sink, gone bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dead || p.retired {
@@ -309,7 +365,7 @@ func (p *pipe) openStream() (sk *sink, gone bool) {
 	if p.stream != nil {
 		return nil, false
 	}
-	p.stream = &sink{msgs: newQueue(streamQueue, p.t.MaxLine), done: make(chan struct{})}
+	p.stream = &sink{msgs: newQueue(streamQueue, p.t.MaxLine, who, p.t.queued), done: make(chan struct{})}
 	return p.stream, false
 }
 

@@ -12,7 +12,8 @@ import (
 )
 
 // TestSharedCallsPlacesComeBackOnEveryPath: a call on the shared process
-// gives its place in stdio_calls back however it ends: answered as JSON,
+// gives its place in stdio_calls back, and the bytes it held for its
+// reader in the budget of queued bytes, however it ends: answered as JSON,
 // answered on a stream read to its end, its client gone before reading
 // the stream, its client gone while the call waits, timed out, refused
 // past the caller's places, or ended by the process's exit. With a table
@@ -45,7 +46,7 @@ func TestSharedCallsPlacesComeBackOnEveryPath(t *testing.T) {
 	}
 	empty := func(tr *Transport, what string) {
 		t.Helper()
-		waitFor(t, what+": the table to be empty", func() bool { return tr.Calls.Len() == 0 })
+		waitFor(t, what+": the table and the budget of queued bytes to be empty", func() bool { return tr.Calls.Len() == 0 && tr.queued.Len() == 0 })
 	}
 	for round := range 3 * places {
 		id := 1000 * (round + 1)

@@ -66,8 +66,10 @@ func (t *Transport) ask(ctx context.Context, request string) (result, answered b
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	deadline := time.Now().Add(probeTimeout)
+	defer c.msgs.close()
 	for {
 		m, final, err := t.next(ctx, p, c, deadline)
+		c.msgs.sent(m) // read here, not handed on: out of the budget
 		if err != nil {
 			return false, false
 		}

@@ -50,7 +50,9 @@ func (p *pipe) route(msg rewrite.Message) {
 		}
 		out, err := rewrite.SetKey(msg.Raw, []string{"id"}, c.id)
 		if err != nil {
-			out = errorReply(c.id, reply.CodeInternalError, "the stdio upstream sent a malformed reply", "stdio_bad_reply")
+			out = c.msgs.force(errorReply(c.id, reply.CodeInternalError, "the stdio upstream sent a malformed reply", "stdio_bad_reply"))
+		} else if out, err = c.msgs.charge(c.id, out); err != nil {
+			p.t.event(EventDroppedMessage) // past a bound of the budget: the refusal stands for it
 		}
 		c.final <- out
 	case rewrite.KindRequest:
@@ -168,7 +170,7 @@ func (p *pipe) overlong(long *overlong) {
 	}
 	p.mu.Unlock()
 	if c := p.take(hit); c != nil {
-		c.final <- errorReply(c.id, reply.CodeInternalError, "the stdio upstream's reply is over the line limit", "stdio_line_too_long")
+		c.final <- c.msgs.force(errorReply(c.id, reply.CodeInternalError, "the stdio upstream's reply is over the line limit", "stdio_line_too_long"))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
+	"github.com/skills-sidecar/skills-sidecar/internal/stdio"
 )
 
 // from is an HTTP client whose connections come from the loopback address
@@ -87,5 +88,23 @@ func TestSharedCallsShareThroughTheSidecar(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil || len(got.Result.Content) == 0 || got.Result.Content[0].Text != "other's" {
 		t.Errorf("another client's call = %d %.300s, want its echo", code, body)
+	}
+}
+
+// TestQueuedBytesThroughTheSidecar: the sidecar as the binary assembles
+// it gives a stdio upstream the budget of bytes held for slow readers at
+// its documented size, shared by caller-share-percent as the other
+// tables callers share, and counts its refusals by table from the start.
+func TestQueuedBytesThroughTheSidecar(t *testing.T) {
+	t.Parallel()
+	s := startStdioSidecar(t, "modern", func(c *config.Config) { c.CallerSharePercent = 10 })
+	if s.Stdio.MaxQueued != stdio.DefaultMaxQueued || s.Stdio.SharePercent != 10 {
+		t.Errorf("budget of queued bytes %d shared by %d%%, want %d by caller-share-percent (10%%)", s.Stdio.MaxQueued, s.Stdio.SharePercent, stdio.DefaultMaxQueued)
+	}
+	mfs := sidecartest.Gather(t, s.Registry)
+	for _, refusal := range []string{"share", "full"} {
+		if v, ok := sidecartest.Sample(mfs, "skills_sidecar_caller_refusals_total", map[string]string{"table": stdio.TableQueuedBytes, "refusal": refusal}); !ok || v != 0 {
+			t.Errorf("caller_refusals_total{table=%q,refusal=%q} = %v (present %v), want a series at 0", stdio.TableQueuedBytes, refusal, v, ok)
+		}
 	}
 }

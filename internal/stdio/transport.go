@@ -40,6 +40,17 @@ const (
 	// process's (DefaultMaxCalls). Past it a call is refused as a full
 	// table refuses, the table being TableSessionCalls.
 	DefaultMaxSessionCalls = 64
+	// DefaultMaxQueued caps the bytes of the messages held for callers'
+	// streams and not yet handed to their readers (queued behind a slow
+	// reader, or a reply waiting for one), every process together; each
+	// caller holds at most its share (caller.Share: a quarter by default,
+	// 16 MiB), past which its messages are dropped and its replies
+	// refused. Twice the line limit (DefaultMaxLine): any one reply of
+	// the longest a line may be is taken by a caller holding nothing
+	// while the rest holds less than a line, and one caller that does
+	// not read holds at most a line's worth however many calls it makes,
+	// where each queue alone holds up to a line.
+	DefaultMaxQueued = 2 * DefaultMaxLine
 	// DefaultIdleTimeout ends a legacy session unused this long.
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultRequestTimeout is how long a request waits for its next
@@ -63,6 +74,10 @@ const (
 // calls in flight on one legacy session's process (DefaultMaxSessionCalls).
 const TableSessionCalls = "stdio_session_calls"
 
+// TableQueuedBytes names, in a refusal's data.table and the metrics, the
+// bytes held for callers' streams (MaxQueued).
+const TableQueuedBytes = "stdio_queued_bytes"
+
 // errTooLarge is readMessage's error for a body over its limit.
 var errTooLarge = errors.New("stdio: request body over the limit")
 
@@ -70,7 +85,7 @@ var errTooLarge = errors.New("stdio: request body over the limit")
 const (
 	EventSkippedLine    = "skipped_line"    // a stdout line that is not a JSON-RPC message
 	EventLineTooLong    = "line_too_long"   // a stdout line over MaxLine
-	EventDroppedMessage = "dropped_message" // a message no stream could take
+	EventDroppedMessage = "dropped_message" // a message no stream could take (a reply: replaced by a refusal)
 	EventUnmatchedReply = "unmatched_reply" // a reply to no call in flight
 	EventTimeout        = "timeout"         // a request cancelled after RequestTimeout
 	EventRefused        = "refused"         // a session refused: every candidate busy
@@ -84,7 +99,8 @@ type Metrics interface {
 	StdioRestart()
 	StdioEvent(event string)
 	// CallerRefusal counts a refusal of a table the Transport bounds
-	// itself (TableSessionCalls), as caller.Table counts its own.
+	// itself (TableSessionCalls, TableQueuedBytes), as caller.Table
+	// counts its own.
 	CallerRefusal(table string, full bool)
 }
 
@@ -117,11 +133,19 @@ type Transport struct {
 	IdleTimeout, RequestTimeout, MaxRequestTime, Grace, Probe time.Duration
 	// MaxLine is the longest stdout line read; 0 means DefaultMaxLine.
 	MaxLine int
+	// MaxQueued bounds the bytes held for callers' streams, with each
+	// caller's share (SharePercent, as caller.Share); 0 means
+	// DefaultMaxQueued.
+	MaxQueued int
+	// SharePercent is the part of MaxQueued one caller may hold; 0 means
+	// caller.DefaultSharePercent.
+	SharePercent int
 
-	ids   *idmap.Minter // the ids requests go to a process with
-	pids  sync.Map      // int: the processes started and not yet waited for
-	stops sync.WaitGroup
-	live  atomic.Int64
+	ids    *idmap.Minter // the ids requests go to a process with
+	queued *budget       // the bytes held for streams (MaxQueued)
+	pids   sync.Map      // int: the processes started and not yet waited for
+	stops  sync.WaitGroup
+	live   atomic.Int64
 
 	shut      atomic.Bool // Close has begun
 	mu        sync.Mutex
@@ -183,6 +207,14 @@ func (t *Transport) defaults() {
 	if t.Logger == nil {
 		t.Logger = zap.NewNop()
 	}
+	if t.MaxQueued <= 0 {
+		t.MaxQueued = DefaultMaxQueued
+	}
+	t.queued = newBudget(t.MaxQueued, t.SharePercent, func(full bool) {
+		if t.Metrics != nil {
+			t.Metrics.CallerRefusal(TableQueuedBytes, full)
+		}
+	})
 	t.ids = idmap.NewMinter("stdio")
 	if t.Sessions == nil {
 		t.Sessions = caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: t.MaxProcesses})
