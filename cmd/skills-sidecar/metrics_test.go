@@ -356,8 +356,10 @@ func phaseOneWant(upText1, upText2 string) []series {
 	for _, e := range []string{"skipped_line", "line_too_long", "dropped_message", "unmatched_reply", "timeout", "refused", "evicted", "stderr_dropped"} {
 		want = append(want, series{"skills_sidecar_stdio_events_total", map[string]string{"event": e}, 0})
 	}
-	// Every table callers share exists, none refused anyone.
-	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions", "bridge_revocations", "notify_subscriptions", "notify_streams"} {
+	// Every table callers share exists, and every bound of one session's
+	// own the legacy front keeps; none refused anyone.
+	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions", "bridge_revocations", "notify_subscriptions", "notify_streams",
+		"bridge_session_streams", "bridge_session_subscriptions"} {
 		for _, refusal := range []string{"share", "full"} {
 			want = append(want, series{"skills_sidecar_caller_refusals_total", map[string]string{"table": table, "refusal": refusal}, 0})
 		}

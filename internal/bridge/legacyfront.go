@@ -262,6 +262,8 @@ func (f *LegacyFront) Start(ctx context.Context) {
 	f.streams = table(tableFrontStreams, f.MaxStreams)
 	f.subs = table(tableFrontSubscriptions, f.MaxSubscriptions)
 	f.revocations = table(tableFrontRevocations, f.MaxRevoked)
+	f.Metrics.CallerRefusalTable(tableFrontSessionStreams) // the sessions' own bounds: at 0 until one
+	f.Metrics.CallerRefusalTable(tableFrontSessionSubscriptions)
 	f.calls = map[callKey]*frontCall{}
 	f.call = &onbehalf.Upstream{URL: f.Upstream, Client: &http.Client{Transport: f.Next}, Credentials: f.Credentials,
 		MaxBytes: f.MaxBytes, Purpose: "legacy-front"}
@@ -371,7 +373,7 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, &failure{reply: refused.Reply()}
 		}
 		if r := f.subscribe(l, uri, msg.Method == "resources/subscribe"); r != nil {
-			return nil, &failure{reply: r.Reply()}
+			return nil, &failure{reply: r}
 		}
 		return nil, answered(emptyResult)
 	}
@@ -619,9 +621,10 @@ func (f *LegacyFront) Sessions() int {
 }
 
 // subscribe adds uri to l's subscriptions (on) or removes it: at most
-// DefaultMaxFrontSubscriptions per session, and a place of the table
+// DefaultMaxFrontSubscriptions per session (the session's own bound,
+// bridge_session_subscriptions), and a place of the table
 // bridge_subscriptions for l's owner each; a refusal otherwise.
-func (f *LegacyFront) subscribe(l *frontLocal, uri string, on bool) *caller.Refusal {
+func (f *LegacyFront) subscribe(l *frontLocal, uri string, on bool) *reply.Error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	select {
@@ -633,10 +636,11 @@ func (f *LegacyFront) subscribe(l *frontLocal, uri string, on bool) *caller.Refu
 	switch {
 	case on && i < 0:
 		if len(l.subs) >= DefaultMaxFrontSubscriptions {
-			return &caller.Refusal{Table: tableFrontSubscriptions, Share: DefaultMaxFrontSubscriptions, Cap: f.subs.Cap(), RetryAfter: caller.DefaultRetryAfter}
+			f.Metrics.CallerRefusal(tableFrontSessionSubscriptions, true)
+			return caller.SessionBound(tableFrontSessionSubscriptions, DefaultMaxFrontSubscriptions, "subscriptions")
 		}
 		if err := f.subs.Acquire(l.owner, nil); err != nil {
-			return err.(*caller.Refusal)
+			return err.(*caller.Refusal).Reply()
 		}
 		l.subs = append(l.subs, uri)
 	case !on && i >= 0:
@@ -880,8 +884,8 @@ func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response
 	l.mu.Lock()
 	if l.streams >= f.MaxSessionStreams {
 		l.mu.Unlock()
-		return nil, refuse(http.StatusServiceUnavailable, reply.CodeInternalError,
-			"era bridge: too many GET streams on this session ("+strconv.Itoa(f.MaxSessionStreams)+")", map[string]string{"reason": "bridge_session_streams_exhausted"})
+		f.Metrics.CallerRefusal(tableFrontSessionStreams, true)
+		return nil, &failure{reply: caller.SessionBound(tableFrontSessionStreams, f.MaxSessionStreams, "GET streams")}
 	}
 	who := f.Callers.Of(req)
 	if err := f.streams.Acquire(who, nil); err != nil {

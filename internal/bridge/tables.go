@@ -24,4 +24,10 @@ const (
 	tableFrontStreams       = "bridge_streams"
 	tableFrontSubscriptions = "bridge_subscriptions"
 	tableFrontRevocations   = "bridge_revocations"
+
+	// The bounds of one minted session's own (its GET streams, its
+	// subscriptions): no caller shares them, so a refusal is a full
+	// table's (caller.SessionBound), counted under these names.
+	tableFrontSessionStreams       = "bridge_session_streams"
+	tableFrontSessionSubscriptions = "bridge_session_subscriptions"
 )

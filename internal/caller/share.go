@@ -76,6 +76,19 @@ func (r *Refusal) Reply() *reply.Error {
 	return e
 }
 
+// SessionBound is the refusal of a place past a bound of one session's own
+// (its calls in flight, streams or subscriptions: n of them, the bound
+// named table), which no caller shares: refused as a full table is (HTTP
+// 503, data.reason "<table>_exhausted", data.table, no Retry-After), not
+// as a share (429), since the caller may hold other sessions with room and
+// the session keeps its places until it gives them back. what names the
+// places in the message. The caller counts it (CallerRefusal, full).
+func SessionBound(table string, n int, what string) *reply.Error {
+	e := (&Refusal{Table: table, Full: true, Share: n, Cap: n}).Reply()
+	e.Message = "too many " + what + " on this session (" + strconv.Itoa(n) + "); try again later"
+	return e
+}
+
 // tableNoun is a table's name as words ("bridge_sessions": "bridge sessions").
 func tableNoun(t string) string {
 	b := []byte(t)

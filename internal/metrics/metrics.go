@@ -117,7 +117,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "What a stdio upstream's processes did that a client does not see, by event: skipped_line (stdout not JSON-RPC), line_too_long, dropped_message (no stream to take it, or past a slow reader's queue bound), unmatched_reply, timeout (a request cancelled), refused (a new session refused: every session it could replace busy), evicted (an idle session ended to make room), stderr_dropped (over the log budget)."},
 			[]string{"event"}),
 		callerRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "caller_refusals_total",
-			Help: "Places in a bounded table callers share (held sessions, pending calls, listen streams, subscriptions) refused, by table and refusal (share: the caller held its own share, HTTP 429; full: the table was full, HTTP 503)."},
+			Help: "Places in a bounded table callers share (held sessions, pending calls, listen streams, subscriptions) refused, by table and refusal (share: the caller held its own share, HTTP 429; full: the table, or a bound of one session's own, was full, HTTP 503)."},
 			[]string{"table", "refusal"}),
 		hostCompatCollisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "host_compat_collisions_total",
 			Help: "Prompts and tools of host-compat left out of a listing because the upstream uses the same name for that caller, by kind (prompt, tool)."},

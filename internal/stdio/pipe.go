@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"sync"
 	"time"
 
@@ -238,10 +237,7 @@ func (t *Transport) sessionCallsFull() *reply.Error {
 	if t.Metrics != nil {
 		t.Metrics.CallerRefusal(TableSessionCalls, true)
 	}
-	n := DefaultMaxSessionCalls
-	e := (&caller.Refusal{Table: TableSessionCalls, Full: true, Share: n, Cap: n}).Reply()
-	e.Message = "too many calls in flight on this session (" + strconv.Itoa(n) + "); try again later"
-	return e
+	return caller.SessionBound(TableSessionCalls, DefaultMaxSessionCalls, "calls in flight")
 }
 
 // send writes one message as one line; a message with a newline in its
