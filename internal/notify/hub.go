@@ -157,39 +157,43 @@ type Filter struct {
 }
 
 // Open registers a stream with filter f writing to w (flush, when not nil,
-// is called after each write). It returns nil when the hub is nil or a bound
-// is reached: MaxStreams and f.Caller's share of it are the notify_streams
-// table's refusals (full and share), counted in the metrics; the caller
-// then relays without the sidecar's notifications.
-// The caller must Close the stream when it ends.
-func (h *Hub) Open(f Filter, w io.Writer, flush func()) *Stream {
+// is called after each write). It returns a nil stream and an error when
+// the hub is nil or a bound is reached: MaxStreams and f.Caller's share of
+// it are the notify_streams table's refusals, a *caller.Refusal (full or
+// share) counted in the metrics, whose Reply a stream the sidecar serves
+// alone answers; a session's own MaxStreamsPerSession, and a nil hub, are
+// ErrLimit. A relayed stream then goes on without the sidecar's
+// notifications. The caller must Close the stream when it ends.
+func (h *Hub) Open(f Filter, w io.Writer, flush func()) (*Stream, error) {
 	if h == nil {
-		return nil
+		return nil, ErrLimit
 	}
 	s := &Stream{hub: h, f: f, w: w, flush: flush, acked: f.SubscriptionID == nil}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if f.Session != "" && h.perSession[f.Session] >= h.opts.MaxStreamsPerSession {
-		return nil
+		return nil, ErrLimit
 	}
 	// The table first, as Subscribe asks it: its cap is MaxStreams, so it
 	// is the one that finds the streams full and counts the refusal. The
 	// hub's own bound then holds the streams of no caller too.
 	who := f.Caller != (caller.ID{})
-	if who && h.streamShares.Acquire(f.Caller, nil) != nil {
-		return nil
+	if who {
+		if err := h.streamShares.Acquire(f.Caller, nil); err != nil {
+			return nil, err
+		}
 	}
 	if len(h.streams) >= h.opts.MaxStreams {
 		if who {
 			h.streamShares.Release(f.Caller)
 		}
-		return nil
+		return nil, ErrLimit
 	}
 	h.streams[s] = struct{}{}
 	if f.Session != "" {
 		h.perSession[f.Session]++
 	}
-	return s
+	return s, nil
 }
 
 func (h *Hub) remove(s *Stream) {

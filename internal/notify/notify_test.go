@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
@@ -90,7 +91,7 @@ func TestInsertAtBoundary(t *testing.T) {
 	t.Parallel()
 	h := New(Options{})
 	var out lockedBuf
-	s := h.Open(Filter{Session: "s1", ResourcesListChanged: true, AgentsListChanged: true}, &out, nil)
+	s, _ := h.Open(Filter{Session: "s1", ResourcesListChanged: true, AgentsListChanged: true}, &out, nil)
 	defer s.Close()
 	_, _ = s.Write([]byte("id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n"))
 	h.Publish(catalog.Changes{Skills: true})
@@ -115,7 +116,7 @@ func TestCoalesce(t *testing.T) {
 	t.Parallel()
 	h := New(Options{})
 	out := &lockedBuf{block: make(chan struct{})}
-	s := h.Open(Filter{Session: "s1", ResourcesListChanged: true}, out, nil)
+	s, _ := h.Open(Filter{Session: "s1", ResourcesListChanged: true}, out, nil)
 	defer s.Close()
 	done := make(chan struct{})
 	go func() {
@@ -145,9 +146,9 @@ func TestFilters(t *testing.T) {
 	t.Parallel()
 	h := New(Options{})
 	var a, b, m lockedBuf
-	sa := h.Open(Filter{Session: "A"}, &a, nil)
-	sb := h.Open(Filter{Session: "B"}, &b, nil)
-	sm := h.Open(Filter{URIs: []string{"skill://x/SKILL.md"}, AgentsListChanged: true, SubscriptionID: json.RawMessage(`"listen-1"`)}, &m, nil)
+	sa, _ := h.Open(Filter{Session: "A"}, &a, nil)
+	sb, _ := h.Open(Filter{Session: "B"}, &b, nil)
+	sm, _ := h.Open(Filter{URIs: []string{"skill://x/SKILL.md"}, AgentsListChanged: true, SubscriptionID: json.RawMessage(`"listen-1"`)}, &m, nil)
 	defer sa.Close()
 	defer sb.Close()
 	defer sm.Close()
@@ -186,15 +187,15 @@ func TestBounds(t *testing.T) {
 	t.Parallel()
 	h := New(Options{MaxStreams: 2, MaxStreamsPerSession: 1, MaxSessions: 1, MaxSubscriptions: 1})
 	var w lockedBuf
-	s1 := h.Open(Filter{Session: "A"}, &w, nil)
-	if s := h.Open(Filter{Session: "A"}, &w, nil); s != nil {
+	s1, _ := h.Open(Filter{Session: "A"}, &w, nil)
+	if s, _ := h.Open(Filter{Session: "A"}, &w, nil); s != nil {
 		t.Error("a second stream of session A was registered past MaxStreamsPerSession 1")
 	}
-	s2 := h.Open(Filter{Session: "B"}, &w, nil)
+	s2, _ := h.Open(Filter{Session: "B"}, &w, nil)
 	if s1 == nil || s2 == nil {
 		t.Fatal("streams within bounds refused")
 	}
-	if s := h.Open(Filter{Session: "C"}, &w, nil); s != nil {
+	if s, _ := h.Open(Filter{Session: "C"}, &w, nil); s != nil {
 		t.Error("a third stream registered past MaxStreams 2")
 	}
 	s1.Close()
@@ -225,7 +226,7 @@ func TestBounds(t *testing.T) {
 		t.Errorf("Subscribe after Forget freed the place: %v", err)
 	}
 	var nilHub *Hub
-	if s := nilHub.Open(Filter{}, &w, nil); s != nil {
+	if s, _ := nilHub.Open(Filter{}, &w, nil); s != nil {
 		t.Error("a nil Hub opened a stream")
 	}
 	nilHub.Publish(catalog.Changes{Skills: true})
@@ -267,7 +268,7 @@ func TestCount(t *testing.T) {
 		got[fmt.Sprintf("%s %v", method, coalesced)]++
 	}})
 	var w lockedBuf
-	s := h.Open(Filter{Session: "A", ResourcesListChanged: true}, &w, nil)
+	s, _ := h.Open(Filter{Session: "A", ResourcesListChanged: true}, &w, nil)
 	defer s.Close()
 	if err := h.Subscribe("A", "skill://x/a.md", caller.ID{}); err != nil {
 		t.Fatal(err)
@@ -307,8 +308,8 @@ func TestIdleSubscriptionsMakeRoom(t *testing.T) {
 		t.Fatalf("C past MaxSessions 2 with two idle sessions: %v", err)
 	}
 	var a, b lockedBuf
-	sa := h.Open(Filter{Session: "A"}, &a, nil)
-	sb := h.Open(Filter{Session: "B"}, &b, nil)
+	sa, _ := h.Open(Filter{Session: "A"}, &a, nil)
+	sb, _ := h.Open(Filter{Session: "B"}, &b, nil)
 	defer sa.Close()
 	defer sb.Close()
 	h.Publish(catalog.Changes{Files: []string{"skill://a/SKILL.md", "skill://b/SKILL.md"}})
@@ -335,8 +336,8 @@ func TestPromptsToolsListChanged(t *testing.T) {
 	t.Parallel()
 	h := New(Options{})
 	var both, none lockedBuf
-	sb := h.Open(Filter{Session: "A", PromptsListChanged: true, ToolsListChanged: true}, &both, nil)
-	sn := h.Open(Filter{Session: "B", ResourcesListChanged: true}, &none, nil)
+	sb, _ := h.Open(Filter{Session: "A", PromptsListChanged: true, ToolsListChanged: true}, &both, nil)
+	sn, _ := h.Open(Filter{Session: "B", ResourcesListChanged: true}, &none, nil)
 	defer sb.Close()
 	defer sn.Close()
 	prompts := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n"
@@ -371,7 +372,7 @@ func TestSubscriptionsAllBound(t *testing.T) {
 		t.Fatalf("C past the bound with B idle: %v", err)
 	}
 	var b lockedBuf
-	sb := h.Open(Filter{Session: "B"}, &b, nil)
+	sb, _ := h.Open(Filter{Session: "B"}, &b, nil)
 	defer sb.Close()
 	if err := sub("B", "b1"); err != nil {
 		t.Fatalf("B again: %v", err)
@@ -382,7 +383,7 @@ func TestSubscriptionsAllBound(t *testing.T) {
 		t.Fatalf("C's second with A idle: %v", err)
 	}
 	var c lockedBuf
-	sc := h.Open(Filter{Session: "C"}, &c, nil)
+	sc, _ := h.Open(Filter{Session: "C"}, &c, nil)
 	defer sc.Close()
 	// B (1) and C (2) held, both streaming: nothing can give way.
 	if err := sub("D", "d1"); err == nil {
@@ -425,16 +426,16 @@ func TestCallerShares(t *testing.T) {
 
 	// Streams: A opens two, its share; a third is refused, B's is not.
 	var a1, w lockedBuf
-	s1 := h.Open(Filter{Session: "A1", Caller: a}, &a1, nil)
-	s2 := h.Open(Filter{Session: "A2", Caller: a}, &w, nil)
+	s1, _ := h.Open(Filter{Session: "A1", Caller: a}, &a1, nil)
+	s2, _ := h.Open(Filter{Session: "A2", Caller: a}, &w, nil)
 	if s1 == nil || s2 == nil {
 		t.Fatal("A's streams within its share refused")
 	}
 	defer s2.Close()
-	if s := h.Open(Filter{Session: "A5", Caller: a}, &w, nil); s != nil {
+	if s, _ := h.Open(Filter{Session: "A5", Caller: a}, &w, nil); s != nil {
 		t.Error("A's third stream registered past its share of 2")
 	}
-	sb := h.Open(Filter{Session: "B1", Caller: b}, &w, nil)
+	sb, _ := h.Open(Filter{Session: "B1", Caller: b}, &w, nil)
 	if sb == nil {
 		t.Fatal("B's stream refused while A holds its share")
 	}
@@ -478,7 +479,7 @@ func TestCallerShares(t *testing.T) {
 
 	// A stream closed gives its place back.
 	s1.Close()
-	s5 := h.Open(Filter{Session: "A5", Caller: a}, &w, nil)
+	s5, _ := h.Open(Filter{Session: "A5", Caller: a}, &w, nil)
 	if s5 == nil {
 		t.Fatal("A's stream refused after one of its two closed")
 	}
@@ -497,16 +498,26 @@ func TestStreamsFullCounted(t *testing.T) {
 	h := New(Options{MaxStreams: 4, SharePercent: 50, Metrics: metrics.New(reg, "test")}) // a share of 2
 	var w lockedBuf
 	for i, addr := range []string{"192.0.2.1", "192.0.2.1", "192.0.2.2", "192.0.2.2"} {
-		s := h.Open(Filter{Session: fmt.Sprint("S", i), Caller: callerAt(addr)}, &w, nil)
+		s, _ := h.Open(Filter{Session: fmt.Sprint("S", i), Caller: callerAt(addr)}, &w, nil)
 		if s == nil {
 			t.Fatalf("stream %d of 4, within its caller's share, refused", i+1)
 		}
 		defer s.Close()
 	}
-	if s := h.Open(Filter{Session: "S4", Caller: callerAt("192.0.2.3")}, &w, nil); s != nil {
+	s, err := h.Open(Filter{Session: "S4", Caller: callerAt("192.0.2.3")}, &w, nil)
+	if s != nil {
 		t.Fatal("a fifth stream registered past MaxStreams 4")
 	}
-	if s := h.Open(Filter{Session: "S5", Caller: callerAt("192.0.2.3")}, &w, nil); s != nil {
+	// The refusal is the table's, for a stream the sidecar serves alone
+	// to answer with: HTTP 503, notify_streams_exhausted, data.table.
+	var r *caller.Refusal
+	if !errors.As(err, &r) {
+		t.Fatalf("a fifth stream past MaxStreams 4: %v, want a *caller.Refusal", err)
+	}
+	if e := r.Reply(); e.Status != 503 || e.RetryAfter != 0 || !cmp.Equal(e.Data, map[string]string{"reason": "notify_streams_exhausted", "table": TableStreams}) {
+		t.Errorf("a fifth stream past MaxStreams 4: HTTP %d Retry-After %d data %v, want 503 without Retry-After, notify_streams_exhausted of %s", e.Status, e.RetryAfter, e.Data, TableStreams)
+	}
+	if s, _ := h.Open(Filter{Session: "S5", Caller: callerAt("192.0.2.3")}, &w, nil); s != nil {
 		t.Fatal("a sixth stream registered past MaxStreams 4")
 	}
 	for refusal, want := range map[string]float64{"full": 2, "share": 0} {

@@ -153,7 +153,7 @@ func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, re
 	case !ours:
 		s = passThrough{w: w, flush: flush}
 	default:
-		if ns := p.opts.Notify.Open(listenFilter(pl, p.opts.Callers.Of(r)), w, flush); ns != nil {
+		if ns, _ := p.opts.Notify.Open(listenFilter(pl, p.opts.Callers.Of(r)), w, flush); ns != nil {
 			s = ns
 		}
 	}
@@ -333,8 +333,14 @@ func (p *Proxy) serveListenAlone(w http.ResponseWriter, r *http.Request, pl *pla
 	if f != nil {
 		flush = f.Flush
 	}
-	s := p.opts.Notify.Open(listenFilter(pl, p.opts.Callers.Of(r)), w, flush)
-	if s == nil {
+	s, err := p.opts.Notify.Open(listenFilter(pl, p.opts.Callers.Of(r)), w, flush)
+	var refused *caller.Refusal
+	if errors.As(err, &refused) {
+		// A place of notify_streams refused, as every table callers
+		// share refuses one (429 over the caller's share, 503 full).
+		writeError(w, pl.id, refused.Reply())
+		return
+	} else if err != nil {
 		writeError(w, pl.id, &reply.Error{Status: http.StatusOK, Code: reply.CodeInternalError, Message: "too many open streams: subscriptions/listen not served"})
 		return
 	}

@@ -46,7 +46,7 @@ func (p *Proxy) withNotify(w http.ResponseWriter, sid string, who caller.ID) (ht
 	if f, ok := w.(http.Flusher); ok {
 		flush = f.Flush
 	}
-	s := p.opts.Notify.Open(p.legacyFilter(sid, who), w, flush)
+	s, _ := p.opts.Notify.Open(p.legacyFilter(sid, who), w, flush)
 	if s == nil {
 		return w, func() {}
 	}
@@ -74,7 +74,7 @@ func (p *Proxy) serveOwnStream(w http.ResponseWriter, r *http.Request, sid strin
 	if f != nil {
 		flush = f.Flush
 	}
-	s := p.opts.Notify.Open(p.legacyFilter(sid, p.opts.Callers.Of(r)), w, flush)
+	s, _ := p.opts.Notify.Open(p.legacyFilter(sid, p.opts.Callers.Of(r)), w, flush)
 	if s == nil {
 		return false
 	}
