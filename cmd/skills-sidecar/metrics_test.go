@@ -357,9 +357,9 @@ func phaseOneWant(upText1, upText2 string) []series {
 		want = append(want, series{"skills_sidecar_stdio_events_total", map[string]string{"event": e}, 0})
 	}
 	// Every table callers share exists, and every bound of one session's
-	// own the legacy front keeps; none refused anyone.
+	// own but a stdio process's; none refused anyone.
 	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions", "bridge_revocations", "notify_subscriptions", "notify_streams",
-		"bridge_session_streams", "bridge_session_subscriptions"} {
+		"bridge_session_streams", "bridge_session_subscriptions", "notify_session_subscriptions"} {
 		for _, refusal := range []string{"share", "full"} {
 			want = append(want, series{"skills_sidecar_caller_refusals_total", map[string]string{"table": table, "refusal": refusal}, 0})
 		}

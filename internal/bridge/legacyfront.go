@@ -637,7 +637,7 @@ func (f *LegacyFront) subscribe(l *frontLocal, uri string, on bool) *reply.Error
 	case on && i < 0:
 		if len(l.subs) >= DefaultMaxFrontSubscriptions {
 			f.Metrics.CallerRefusal(tableFrontSessionSubscriptions, true)
-			return caller.SessionBound(tableFrontSessionSubscriptions, DefaultMaxFrontSubscriptions, "subscriptions")
+			return caller.SessionBound(tableFrontSessionSubscriptions, DefaultMaxFrontSubscriptions, "subscriptions").Reply()
 		}
 		if err := f.subs.Acquire(l.owner, nil); err != nil {
 			return err.(*caller.Refusal).Reply()
@@ -885,7 +885,7 @@ func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response
 	if l.streams >= f.MaxSessionStreams {
 		l.mu.Unlock()
 		f.Metrics.CallerRefusal(tableFrontSessionStreams, true)
-		return nil, &failure{reply: caller.SessionBound(tableFrontSessionStreams, f.MaxSessionStreams, "GET streams")}
+		return nil, &failure{reply: caller.SessionBound(tableFrontSessionStreams, f.MaxSessionStreams, "GET streams").Reply()}
 	}
 	who := f.Callers.Of(req)
 	if err := f.streams.Acquire(who, nil); err != nil {

@@ -42,6 +42,9 @@ type Refusal struct {
 	Share, Cap int
 	// RetryAfter is sent as Retry-After with a refusal over a share.
 	RetryAfter time.Duration
+	// Session, when set, names the places of a bound of one session's
+	// own (Full is set, Cap is the bound): see SessionBound.
+	Session string
 }
 
 func (r *Refusal) Error() string {
@@ -66,6 +69,10 @@ func (r *Refusal) Reason() string {
 func (r *Refusal) Reply() *reply.Error {
 	e := &reply.Error{Status: http.StatusServiceUnavailable, Code: reply.CodeInternalError,
 		Data: map[string]string{"reason": r.Reason(), "table": r.Table}}
+	if r.Full && r.Session != "" {
+		e.Message = "too many " + r.Session + " on this session (" + strconv.Itoa(r.Cap) + "); try again later"
+		return e
+	}
 	if r.Full {
 		e.Message = "too many " + tableNoun(r.Table) + " held for all callers (" + strconv.Itoa(r.Cap) + "); try again later"
 		return e
@@ -83,10 +90,8 @@ func (r *Refusal) Reply() *reply.Error {
 // as a share (429), since the caller may hold other sessions with room and
 // the session keeps its places until it gives them back. what names the
 // places in the message. The caller counts it (CallerRefusal, full).
-func SessionBound(table string, n int, what string) *reply.Error {
-	e := (&Refusal{Table: table, Full: true, Share: n, Cap: n}).Reply()
-	e.Message = "too many " + what + " on this session (" + strconv.Itoa(n) + "); try again later"
-	return e
+func SessionBound(table string, n int, what string) *Refusal {
+	return &Refusal{Table: table, Full: true, Share: n, Cap: n, Session: what}
 }
 
 // tableNoun is a table's name as words ("bridge_sessions": "bridge sessions").

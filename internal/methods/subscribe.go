@@ -60,14 +60,15 @@ func (h *Handler) subscribe(msg rewrite.Message, r *http.Request, uri string) ([
 		return nil, &reply.Error{Status: http.StatusOK, Code: reply.CodeInvalidParams,
 			Message: msg.Method + ": a subscribed URI is at most " + strconv.Itoa(notify.MaxSubscriptionURI) + " bytes"}
 	} else if errors.As(err, &refused) {
-		// Over the caller's share, as every table callers share refuses
-		// it (docs/security.md): 429 with Retry-After, data.reason
-		// caller_share_exhausted; the era bridge refuses a subscription
-		// on its minted sessions so.
+		// As every bounded table refuses (docs/security.md): over the
+		// caller's share 429 with Retry-After, caller_share_exhausted;
+		// the table full, or the session past its own bound, 503
+		// <table>_exhausted; the era bridge refuses a subscription on
+		// its minted sessions so.
 		return nil, refused.Reply()
 	} else if err != nil {
-		// The hub's only error is a bound (notify.ErrLimit); its text
-		// names no secret.
+		// The hub's only other error is a bound of its own
+		// (notify.ErrLimit); its text names no secret.
 		return nil, &reply.Error{Status: http.StatusOK, Code: reply.CodeInternalError, Message: err.Error() + ": " + quote(uri) + " not subscribed"}
 	}
 	return []byte("{}"), nil

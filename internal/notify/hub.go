@@ -42,12 +42,16 @@ const (
 	TableSubscriptions = "notify_subscriptions"
 	// TableStreams is the streams registered (MaxStreams).
 	TableStreams = "notify_streams"
+	// TableSessionSubscriptions is the bound of one session's own
+	// subscriptions (MaxSubscriptions), which no caller shares: its
+	// refusal is a full table's (caller.SessionBound).
+	TableSessionSubscriptions = "notify_session_subscriptions"
 )
 
-// ErrLimit reports a subscription past Options.MaxSessions,
-// Options.MaxSubscriptions or Options.MaxSubscriptionsAll. A subscriber
-// past its own share of MaxSubscriptionsAll gets a *caller.Refusal
-// instead.
+// ErrLimit reports a subscription past Options.MaxSessions, or past
+// Options.MaxSubscriptionsAll for a subscriber of no caller. A subscriber
+// past its own share of MaxSubscriptionsAll, or with it full, and a
+// session past its MaxSubscriptions get a *caller.Refusal instead.
 var ErrLimit = errors.New("notify: subscription limit reached")
 
 // ErrURITooLong reports a subscription to a URI over MaxSubscriptionURI.
@@ -125,6 +129,7 @@ func New(opts Options) *Hub {
 	if opts.MaxSubscriptionsAll <= 0 {
 		opts.MaxSubscriptionsAll = DefaultMaxSubscriptionsAll
 	}
+	opts.Metrics.CallerRefusalTable(TableSessionSubscriptions) // at 0 until one
 	return &Hub{opts: opts, streams: map[*Stream]struct{}{}, perSession: map[string]int{}, subs: map[string]map[string]caller.ID{}, used: map[string]uint64{},
 		subShares: caller.NewTable(caller.TableOptions{Name: TableSubscriptions, Cap: opts.MaxSubscriptionsAll,
 			SharePercent: opts.SharePercent, Metrics: opts.Metrics}),
@@ -309,17 +314,15 @@ func (h *Hub) Subscribe(sid, uri string, who caller.ID) error {
 		return nil
 	}
 	if len(set) >= h.opts.MaxSubscriptions {
-		return ErrLimit
+		h.opts.Metrics.CallerRefusal(TableSessionSubscriptions, true)
+		return caller.SessionBound(TableSessionSubscriptions, h.opts.MaxSubscriptions, "subscriptions")
 	}
 	if who != (caller.ID{}) {
 		// The share first: a caller at its own gives up its own places,
-		// never another's. makeRoom runs here, with h.mu held.
-		err := h.subShares.Acquire(who, func(own bool) bool { return h.evictLocked(sid, who, own) })
-		var r *caller.Refusal
-		if errors.As(err, &r) && !r.Full {
-			return r
-		} else if err != nil {
-			return ErrLimit
+		// never another's. makeRoom runs here, with h.mu held. Its
+		// refusal (over the share, or the table full) is the caller's.
+		if err := h.subShares.Acquire(who, func(own bool) bool { return h.evictLocked(sid, who, own) }); err != nil {
+			return err
 		}
 	}
 	if set == nil && len(h.subs) >= h.opts.MaxSessions && !h.evictLocked(sid, who, false) {

@@ -237,7 +237,7 @@ func (t *Transport) sessionCallsFull() *reply.Error {
 	if t.Metrics != nil {
 		t.Metrics.CallerRefusal(TableSessionCalls, true)
 	}
-	return caller.SessionBound(TableSessionCalls, DefaultMaxSessionCalls, "calls in flight")
+	return caller.SessionBound(TableSessionCalls, DefaultMaxSessionCalls, "calls in flight").Reply()
 }
 
 // send writes one message as one line; a message with a newline in its
