@@ -359,7 +359,7 @@ func phaseOneWant(upText1, upText2 string) []series {
 	// Every table callers share exists, and every bound of one session's
 	// own but a stdio process's; none refused anyone.
 	for _, table := range []string{"bridge_sessions", "bridge_listens", "bridge_pending", "bridge_streams", "bridge_subscriptions", "bridge_revocations", "notify_subscriptions", "notify_streams",
-		"bridge_session_streams", "bridge_session_subscriptions", "notify_session_subscriptions"} {
+		"bridge_session_streams", "bridge_session_subscriptions", "notify_session_subscriptions", "notify_session_streams"} {
 		for _, refusal := range []string{"share", "full"} {
 			want = append(want, series{"skills_sidecar_caller_refusals_total", map[string]string{"table": table, "refusal": refusal}, 0})
 		}

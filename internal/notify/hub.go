@@ -46,6 +46,9 @@ const (
 	// subscriptions (MaxSubscriptions), which no caller shares: its
 	// refusal is a full table's (caller.SessionBound).
 	TableSessionSubscriptions = "notify_session_subscriptions"
+	// TableSessionStreams is the bound of one legacy session's own
+	// streams (MaxStreamsPerSession), refused as TableSessionSubscriptions.
+	TableSessionStreams = "notify_session_streams"
 )
 
 // ErrLimit reports a subscription past Options.MaxSessions, or past
@@ -130,6 +133,7 @@ func New(opts Options) *Hub {
 		opts.MaxSubscriptionsAll = DefaultMaxSubscriptionsAll
 	}
 	opts.Metrics.CallerRefusalTable(TableSessionSubscriptions) // at 0 until one
+	opts.Metrics.CallerRefusalTable(TableSessionStreams)
 	return &Hub{opts: opts, streams: map[*Stream]struct{}{}, perSession: map[string]int{}, subs: map[string]map[string]caller.ID{}, used: map[string]uint64{},
 		subShares: caller.NewTable(caller.TableOptions{Name: TableSubscriptions, Cap: opts.MaxSubscriptionsAll,
 			SharePercent: opts.SharePercent, Metrics: opts.Metrics}),
@@ -164,9 +168,10 @@ type Filter struct {
 // Open registers a stream with filter f writing to w (flush, when not nil,
 // is called after each write). It returns a nil stream and an error when
 // the hub is nil or a bound is reached: MaxStreams and f.Caller's share of
-// it are the notify_streams table's refusals, a *caller.Refusal (full or
-// share) counted in the metrics, whose Reply a stream the sidecar serves
-// alone answers; a session's own MaxStreamsPerSession, and a nil hub, are
+// it are the notify_streams table's refusals, and a session's own
+// MaxStreamsPerSession notify_session_streams', each a *caller.Refusal
+// counted in the metrics, whose Reply a stream the sidecar serves alone
+// answers; a nil hub, and MaxStreams for a stream of no caller, are
 // ErrLimit. A relayed stream then goes on without the sidecar's
 // notifications. The caller must Close the stream when it ends.
 func (h *Hub) Open(f Filter, w io.Writer, flush func()) (*Stream, error) {
@@ -177,7 +182,8 @@ func (h *Hub) Open(f Filter, w io.Writer, flush func()) (*Stream, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if f.Session != "" && h.perSession[f.Session] >= h.opts.MaxStreamsPerSession {
-		return nil, ErrLimit
+		h.opts.Metrics.CallerRefusal(TableSessionStreams, true)
+		return nil, caller.SessionBound(TableSessionStreams, h.opts.MaxStreamsPerSession, "streams")
 	}
 	// The table first, as Subscribe asks it: its cap is MaxStreams, so it
 	// is the one that finds the streams full and counts the refusal. The

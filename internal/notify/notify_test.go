@@ -551,3 +551,45 @@ func refusals(t *testing.T, reg *prometheus.Registry, table, refusal string) flo
 	t.Fatalf("no caller_refusals_total series of table %s, refusal %s", table, refusal)
 	return 0
 }
+
+// TestSessionStreamsCounted: a legacy session's stream past its own
+// MaxStreamsPerSession is refused as the other sessions' own bounds are
+// (caller.SessionBound: 503, data.table notify_session_streams), and
+// counted as that table's full refusal in caller_refusals_total, as every
+// other refused stream is counted under notify_streams; notify_streams
+// counts nothing, since no caller was refused a place of it.
+func TestSessionStreamsCounted(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	h := New(Options{MaxStreamsPerSession: 1, Metrics: metrics.New(reg, "test")})
+	var w lockedBuf
+	s, _ := h.Open(Filter{Session: "A", Caller: callerAt("192.0.2.1")}, &w, nil)
+	if s == nil {
+		t.Fatal("session A's first stream refused")
+	}
+	defer s.Close()
+	s2, err := h.Open(Filter{Session: "A", Caller: callerAt("192.0.2.2")}, &w, nil)
+	if s2 != nil {
+		t.Fatal("a second stream of session A registered past MaxStreamsPerSession 1")
+	}
+	var r *caller.Refusal
+	if !errors.As(err, &r) {
+		t.Fatalf("a second stream of session A: %v, want a *caller.Refusal", err)
+	}
+	if e := r.Reply(); e.Status != 503 || e.RetryAfter != 0 || !cmp.Equal(e.Data, map[string]string{"reason": "notify_session_streams_exhausted", "table": "notify_session_streams"}) {
+		t.Errorf("a second stream of session A: HTTP %d Retry-After %d data %v, want 503 without Retry-After, notify_session_streams_exhausted of notify_session_streams", e.Status, e.RetryAfter, e.Data)
+	}
+	for _, c := range []struct {
+		table, refusal string
+		want           float64
+	}{
+		{"notify_session_streams", "full", 1},
+		{"notify_session_streams", "share", 0},
+		{TableStreams, "full", 0},
+		{TableStreams, "share", 0},
+	} {
+		if got := refusals(t, reg, c.table, c.refusal); got != c.want {
+			t.Errorf("caller_refusals_total{table=%s,refusal=%s} = %v, want %v", c.table, c.refusal, got, c.want)
+		}
+	}
+}
