@@ -126,14 +126,50 @@ func (res *Resolver) Of(r *http.Request) ID {
 // believed). One header, not all of them: an upstream that verifies one
 // (a bearer token) ignores the others (a cookie), so a caller that holds
 // a valid token would become a new caller, with a share of its own, each
-// time it invented another value of a header nobody checks.
+// time it invented another value of a header nobody checks. For the same
+// reason it is the header's first value, the one an upstream reads
+// (Header.Get; Node keeps the first Authorization too), not a second
+// line invented beside it; and an Authorization value is read as RFC
+// 9110 (11.4) writes it, so a scheme in another case, or more spaces
+// before the token, is the same credential.
 func (res *Resolver) credentials(h http.Header) (ID, bool) {
-	for i := range res.Credentials {
-		if sum, any := HeaderSum(h, res.Credentials[i:i+1]); any {
-			return ID{sum: sum}, true
+	for _, name := range res.Credentials {
+		ck := http.CanonicalHeaderKey(name)
+		if vv := h[ck]; len(vv) > 0 {
+			return ID{sum: credentialSum(ck, vv[0])}, true
 		}
 	}
 	return ID{}, false
+}
+
+// credentialSum is the hash of one credential: HeaderSum's layout (the
+// canonical name, a NUL, the value and a NUL) of the value as its
+// upstream reads it. An Authorization value is its scheme, in ASCII lower
+// case (RFC 9110, 11.1: case-insensitive), one space, and the rest after
+// the spaces and tabs that follow the scheme (11.4: 1*SP), without the
+// trailing ones; the rest (a token68, case-sensitive) as it is. It
+// allocates only for a value of more than headerSumRoom bytes.
+func credentialSum(ck, v string) [sha256.Size]byte {
+	var room [headerSumRoom]byte
+	b := append(append(room[:0], ck...), 0)
+	if ck != "Authorization" {
+		return sha256.Sum256(append(append(b, v...), 0))
+	}
+	scheme, rest := v, ""
+	if i := strings.IndexAny(v, " \t"); i >= 0 {
+		scheme, rest = v[:i], strings.Trim(v[i:], " \t")
+	}
+	for i := range len(scheme) {
+		c := scheme[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	if rest != "" {
+		b = append(append(b, ' '), rest...)
+	}
+	return sha256.Sum256(append(b, 0))
 }
 
 // HeaderSum is the one hash of what names a caller: the SHA-256 of, for
