@@ -97,11 +97,7 @@ func (u *Upstream) CallStatus(r *http.Request, caller rewrite.Message, method st
 	if err != nil {
 		return rewrite.Message{}, 0, err
 	}
-	c := u.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := unredirected(u.Client).Do(req)
 	var answer *reply.Answer
 	if err != nil && errors.As(err, &answer) {
 		// A transport below (the era bridge) answered in the upstream's
@@ -133,6 +129,21 @@ func (u *Upstream) CallStatus(r *http.Request, caller rewrite.Message, method st
 	}
 	return m, resp.StatusCode, nil
 }
+
+// unredirected is c (nil: http.DefaultClient) following no redirect: a
+// redirect is the upstream's answer to the caller, its refusal (a login
+// page, an endpoint elsewhere) as a forwarded call gets it, never an
+// answer to be looked for at its target, which may admit anyone.
+func unredirected(c *http.Client) *http.Client {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	own := *c
+	own.CheckRedirect = useLastResponse
+	return &own
+}
+
+func useLastResponse(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // isJSONRPCError reports whether a non-200 reply is a JSON-RPC error (the
 // modern wire answers some of them with 4xx) rather than a refusal of the
