@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
 	"github.com/skills-sidecar/skills-sidecar/internal/wire"
@@ -164,7 +165,14 @@ func (p *Proxy) handleUpstreamError(w http.ResponseWriter, r *http.Request, pl *
 	}
 	e := upstreamError(err)
 	var own *reply.Error
+	var ref *onbehalf.Refusal
 	switch {
+	case errors.As(err, &ref):
+		// The upstream refused a request a transport below (the era
+		// bridge's legacy front) made in the caller's place: passed on,
+		// status and WWW-Authenticate, as the gate's refusals are.
+		writeRefusal(w, pl.id, ref)
+		return
 	case errors.As(err, &own):
 		// A transport below (the era bridge) refused the request, or
 		// failed on the caller's behalf, and said what the caller gets: a
