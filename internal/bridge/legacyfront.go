@@ -91,7 +91,10 @@ const (
 //     tampered with, or expired, is unknown (404) as an id never minted is;
 //   - notifications/initialized (and every other client notification: the
 //     modern wire defines none over HTTP) is accepted with 202; ping is
-//     answered; logging/setLevel is kept and sent as _meta logLevel on the
+//     answered {} once the upstream's server/discover, asked with the
+//     caller's credentials, has a result (the modern wire has no ping; the
+//     upstream judges the credentials of every request, the auth gate's
+//     probe included); logging/setLevel is kept and sent as _meta logLevel on the
 //     session's later requests; resources/subscribe and unsubscribe are
 //     kept and become the resourceSubscriptions of its GET stream's listen;
 //     DELETE ends the session's state here and revokes its id on this
@@ -345,6 +348,14 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch msg.Method {
 	case "ping":
+		// The modern wire has no ping: its cheapest request, asked with the
+		// caller's credentials, so that the upstream judges them on every
+		// request of the session, as a legacy server does (the auth gate's
+		// probe of a legacy caller is this ping; an id that still opens
+		// does not make credentials the upstream no longer takes good).
+		if _, err := f.discover(req, s.caps, s.info); err != nil {
+			return nil, err
+		}
 		return nil, answered(emptyResult)
 	case "logging/setLevel":
 		level, ok := rewrite.GetString(msg.Params, "level")
@@ -444,8 +455,24 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 			"initialize: capabilities and clientInfo take more than "+strconv.Itoa(sessionid.MaxState)+" bytes together (compact JSON), more than a session id carries",
 			map[string]string{"reason": "session_state_too_large"})
 	}
-	// The discover asked for the caller: its credentials and trace, none of
-	// its legacy session or version headers.
+	result, err := f.discover(req, caps, info)
+	if err != nil {
+		return nil, err
+	}
+	out, err := InitializeFromDiscover(result, version)
+	if err != nil {
+		return nil, failed(badGateway, "era bridge: the upstream's server/discover result is unreadable", "bridge_discover_failed", err)
+	}
+	return nil, &reply.Answer{Result: out, Header: http.Header{"Mcp-Session-Id": {sid}}}
+}
+
+// discover asks the upstream's server/discover on behalf of the caller of
+// req, a client of capabilities caps and clientInfo info: with its
+// credentials and trace, none of its legacy session or version headers.
+// It returns the result, or what the caller gets instead: the upstream's
+// refusal, its JSON-RPC error (renumbered; the proxy gives it the
+// caller's id), or a failure.
+func (f *LegacyFront) discover(req *http.Request, caps, info json.RawMessage) (json.RawMessage, error) {
 	r := req.Clone(req.Context()) // its header a clone too
 	r.Header.Del("Mcp-Session-Id")
 	r.Header.Del("Mcp-Protocol-Version")
@@ -459,15 +486,9 @@ func (f *LegacyFront) initialize(req *http.Request, msg rewrite.Message) (*http.
 	case err != nil:
 		return nil, failed(badGateway, "era bridge: the upstream's server/discover failed", "bridge_discover_failed", err)
 	case m.Kind == rewrite.KindError:
-		// The upstream's own error, renumbered, answers the caller (the
-		// proxy gives it the caller's id).
 		return nil, &reply.Answer{ErrorObject: LegacyError("server/discover", m.Error)}
 	}
-	out, err := InitializeFromDiscover(m.Result, version)
-	if err != nil {
-		return nil, failed(badGateway, "era bridge: the upstream's server/discover result is unreadable", "bridge_discover_failed", err)
-	}
-	return nil, &reply.Answer{Result: out, Header: http.Header{"Mcp-Session-Id": {sid}}}
+	return m.Result, nil
 }
 
 func mustMeta(caps, info json.RawMessage) json.RawMessage {
