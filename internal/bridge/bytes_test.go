@@ -54,6 +54,8 @@ func (u *handUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		result = `{"tools":[{"name":"t","description":"x & y <z>","inputSchema":{"type":"object"},"_meta":` + nasty + `}]}`
 	case "tools/call":
 		result = `{"content":[{"type":"text","text":"ok"}],"structuredContent":` + nasty + `}`
+	case "ping": // a legacy server MUST answer it (2025-11-25 basic/utilities/ping)
+		result = `{}`
 	default:
 		http.Error(w, "unsupported", http.StatusBadRequest)
 		return

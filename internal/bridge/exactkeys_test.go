@@ -244,7 +244,14 @@ func TestHandshakeTranslationKeysAreExact(t *testing.T) {
 	// for modern callers.
 	legacy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if m, _ := rewrite.GetString(b, "method"); m != "initialize" {
+		m, _ := rewrite.GetString(b, "method")
+		if m == "ping" { // a legacy server MUST answer it (2025-11-25 basic/utilities/ping)
+			w.Header().Set("Content-Type", "application/json")
+			id, _ := rewrite.GetKey(b, []string{"id"})
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{}}`)
+			return
+		}
+		if m != "initialize" {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}

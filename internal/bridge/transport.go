@@ -30,7 +30,9 @@ import (
 // 2026-07-28 itself, or its eras are unknown) goes to Next untouched.
 //
 // What is translated (docs/protocol.md §6):
-//   - server/discover is answered from the session's initialize result;
+//   - server/discover is answered from the session's initialize result,
+//     once a ping on the session, with the caller's credentials, has a
+//     result (the upstream's refusal of it is the caller's);
 //   - other requests are sent with the session's Mcp-Session-Id and
 //     MCP-Protocol-Version, the per-request _meta era fields removed, and
 //     reopened once on 404 (the upstream forgot the session); each held
@@ -272,7 +274,42 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 		return nil, err
 	}
 	if msg.Method == "server/discover" && msg.Kind == rewrite.KindRequest {
-		return nil, answered(Discover(s.init, t.Eras().Versions, t.scope()))
+		// Answered from the session's initialize result, once the
+		// upstream has answered a ping on it with the caller's
+		// credentials: the session is held for as long as it is used, and
+		// server/discover is the auth gate's probe of a modern caller, so
+		// the upstream judges the credentials each time, as it judges a
+		// forwarded call's. Its refusal passes as it sent it.
+		for retried := false; ; retried = true {
+			upID := upstreamID()
+			ping := append(append([]byte(`{"jsonrpc":"2.0","id":`), upID...), `,"method":"ping"}`...)
+			resp, cc, err := t.send(req, s, ping, upID)
+			if err != nil {
+				return nil, err
+			}
+			if resp.StatusCode == http.StatusNotFound && s.id != "" && !retried {
+				// The upstream forgot the session: open another, once.
+				drain(resp)
+				cc.end()
+				t.h.drop(s)
+				s.release()
+				s = t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
+				if err := sessionFailure(s); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if resp.StatusCode != http.StatusOK {
+				return passBody(resp, cc), nil
+			}
+			m, err := onbehalf.ReadReply(resp.Header.Get("Content-Type"), resp.Body, upID, t.maxBytes())
+			drain(resp)
+			cc.end()
+			if err != nil || m.Kind != rewrite.KindResponse {
+				return nil, failed(badGateway, "era bridge: the upstream did not answer a ping on the session", "bridge_session_failed", err)
+			}
+			return nil, answered(Discover(s.init, t.Eras().Versions, t.scope()))
+		}
 	}
 	if state, ok := rewrite.GetString(msg.Params, "requestState"); ok && msg.Kind == rewrite.KindRequest && slices.Contains(mrtrMethods, msg.Method) {
 		return t.resume(req, msg, key, state)
