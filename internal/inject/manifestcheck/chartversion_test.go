@@ -78,9 +78,14 @@ func unreleasedNames(t *testing.T, v string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(string(b), "\n## [Unreleased]")
+	return strings.Contains(unreleasedSection(string(b)), "chart "+v)
+}
+
+// unreleasedSection is the CHANGELOG's Unreleased section.
+func unreleasedSection(changelog string) string {
+	_, rest, _ := strings.Cut(changelog, "\n## [Unreleased]")
 	unreleased, _, _ := strings.Cut(rest, "\n## ")
-	return strings.Contains(unreleased, "chart "+v)
+	return unreleased
 }
 
 // TestChartVersionRecorded: a change of the chart's values or templates
