@@ -7,6 +7,8 @@
 #   - helm template over the same matrix and kustomize build of the base and
 #     of the static-injection example, every rendered object decoded
 #     strictly into its k8s.io/api type (internal/inject/manifestcheck);
+#     no probe or lifecycle handler names a host (the kubelet dials it
+#     from the node, and Pod Security baseline refuses it);
 #     each rendered twice, byte for byte the same (nothing random is
 #     rendered: the injector makes its certificate in the cluster); no RBAC
 #     rule grants ConfigMaps (the injector reads none);

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -133,4 +134,73 @@ func split(stream []byte) [][]byte {
 		cur = append(cur, line...)
 	}
 	return append(docs, cur)
+}
+
+// ProbeHosts reports every probe and lifecycle handler of a pod or pod
+// template that names a host. The kubelet dials that host from the node's
+// own network, not the pod's (127.0.0.1 is the node's loopback), and Pod
+// Security "baseline" refuses the field from Kubernetes 1.34; left empty,
+// it is the pod's IP.
+func ProbeHosts(objs []Object) []error {
+	var errs []error
+	for _, o := range objs {
+		spec := podSpec(o.Value)
+		if spec == nil {
+			continue
+		}
+		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+			check := func(where string, http *corev1.HTTPGetAction, tcp *corev1.TCPSocketAction) {
+				host := ""
+				if http != nil {
+					host = http.Host
+				}
+				if tcp != nil && tcp.Host != "" {
+					host = tcp.Host
+				}
+				if host != "" {
+					errs = append(errs, fmt.Errorf("%s %s: container %s: %s names host %q, which the kubelet dials from the node, not the pod (and Pod Security baseline refuses); leave it out to reach the pod's IP", o.Kind, o.Name, c.Name, where, host))
+				}
+			}
+			for _, p := range []struct {
+				where string
+				probe *corev1.Probe
+			}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}} {
+				if p.probe != nil {
+					check(p.where, p.probe.HTTPGet, p.probe.TCPSocket)
+				}
+			}
+			if l := c.Lifecycle; l != nil {
+				for _, h := range []struct {
+					where   string
+					handler *corev1.LifecycleHandler
+				}{{"lifecycle.postStart", l.PostStart}, {"lifecycle.preStop", l.PreStop}} {
+					if h.handler != nil {
+						check(h.where, h.handler.HTTPGet, h.handler.TCPSocket)
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// podSpec is the pod spec of a decoded Pod or workload, or nil.
+func podSpec(v any) *corev1.PodSpec {
+	switch o := v.(type) {
+	case *corev1.Pod:
+		return &o.Spec
+	case *appsv1.Deployment:
+		return &o.Spec.Template.Spec
+	case *appsv1.StatefulSet:
+		return &o.Spec.Template.Spec
+	case *appsv1.DaemonSet:
+		return &o.Spec.Template.Spec
+	case *appsv1.ReplicaSet:
+		return &o.Spec.Template.Spec
+	case *batchv1.Job:
+		return &o.Spec.Template.Spec
+	case *batchv1.CronJob:
+		return &o.Spec.JobTemplate.Spec.Template.Spec
+	}
+	return nil
 }

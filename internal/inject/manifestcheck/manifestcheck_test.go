@@ -86,3 +86,65 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestProbeHosts: a probe or lifecycle handler that names a host is
+// dialled by the kubelet from the node's network, not the pod's (so
+// 127.0.0.1 is the node), and Pod Security baseline refuses it from
+// Kubernetes 1.34; every pod template the chart renders is checked.
+func TestProbeHosts(t *testing.T) {
+	t.Parallel()
+	const pod = `apiVersion: v1
+kind: Pod
+metadata: {name: verify}
+spec:
+  initContainers:
+    - name: server
+      image: i
+      restartPolicy: Always
+      startupProbe: {tcpSocket: {port: 3000, host: 127.0.0.1}}
+  containers:
+    - name: main
+      image: i
+      readinessProbe: {httpGet: {path: /readyz, port: 80}}
+`
+	const job = `apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: "@daily"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: c
+              image: i
+              lifecycle: {preStop: {httpGet: {path: /, port: 80, host: node.example}}}
+`
+	objs, err := Decode([]byte(pod + "---\n" + job + "---\n" + good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ProbeHosts(objs)
+	want := []string{
+		`Pod verify: container server: startupProbe names host "127.0.0.1"`,
+		`CronJob nightly: container c: lifecycle.preStop names host "node.example"`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ProbeHosts = %v, want %d problems", got, len(want))
+	}
+	for i, err := range got {
+		if !strings.Contains(err.Error(), want[i]) {
+			t.Errorf("ProbeHosts[%d] = %v, want it to contain %q", i, err, want[i])
+		}
+	}
+	// A probe of the pod's own IP (no host) is no problem.
+	clean, err := Decode([]byte(strings.Replace(pod, ", host: 127.0.0.1", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ProbeHosts(clean); len(got) != 0 {
+		t.Errorf("ProbeHosts(no host) = %v, want none", got)
+	}
+}

@@ -1,12 +1,14 @@
 // Command checkmanifests decodes every Kubernetes manifest on stdin (a
 // multi-document YAML stream, e.g. helm template or kustomize build output)
 // strictly into its k8s.io/api type and prints one line per object; any
-// unknown kind or field fails with exit status 1. With -rules FILE it also
+// unknown kind or field fails with exit status 1, as does a probe or
+// lifecycle handler that names a host (manifestcheck.ProbeHosts). With -rules FILE it also
 // writes the groups of every PrometheusRule as a Prometheus rule file, for
 // `promtool check rules`. scripts/check-k8s.sh runs it.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,6 +40,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if len(objs) == 0 {
 		fmt.Fprintln(stderr, "checkmanifests: no objects")
+		return 1
+	}
+	if errs := manifestcheck.ProbeHosts(objs); len(errs) > 0 {
+		fmt.Fprintf(stderr, "checkmanifests:\n%v\n", errors.Join(errs...))
 		return 1
 	}
 	var groups []any
