@@ -189,10 +189,8 @@ func resolve(ann map[string]string, spec *corev1.PodSpec, opts Options) (setting
 		s.image = strings.TrimSpace(v)
 	}
 	if v, ok := ann[AnnotationResources]; ok {
-		var r corev1.ResourceRequirements
-		if err := yaml.UnmarshalStrict([]byte(v), &r); err != nil {
-			bad(AnnotationResources, "not a ResourceRequirements (%v)", err)
-		} else if err := checkResources(r, spec); err != nil {
+		r, err := parseResources(v, spec)
+		if err != nil {
 			bad(AnnotationResources, "%v", err)
 		}
 		s.resources = r
@@ -411,6 +409,25 @@ func runtimeFile(ann map[string]string) ([]byte, []error) {
 		fmt.Fprintf(&file, "%s=%s\n", k, strconv.Quote(ann[k]))
 	}
 	return []byte(file.String()), errs
+}
+
+// parseResources reads the sidecar's resources as AnnotationResources and
+// the injector's --resources give them: a mapping (JSON, or YAML) of a
+// ResourceRequirements, {} for none, that the API server would accept in
+// spec's pod (checkResources). An empty value or null is no mapping: it
+// would silently leave the sidecar without requests or limits.
+func parseResources(v string, spec *corev1.PodSpec) (corev1.ResourceRequirements, error) {
+	var r corev1.ResourceRequirements
+	var m any
+	if err := yaml.Unmarshal([]byte(v), &m); err == nil {
+		if _, ok := m.(map[string]any); !ok {
+			return r, fmt.Errorf("%q is not a ResourceRequirements: give a JSON object ({} for none)", v)
+		}
+	}
+	if err := yaml.UnmarshalStrict([]byte(v), &r); err != nil {
+		return r, fmt.Errorf("not a ResourceRequirements (%v)", err)
+	}
+	return r, checkResources(r, spec)
 }
 
 // checkResources applies the API server's rules for a container's

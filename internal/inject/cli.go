@@ -122,7 +122,11 @@ func sidecarFlags(fs *flag.FlagSet, host Host) func() (Options, error) {
 		if strings.TrimSpace(*image) == "" {
 			errs = append(errs, errors.New("--image: required: this build has no release version to default to and $"+ImageEnv+" is not set"))
 		}
-		if err := yaml.UnmarshalStrict([]byte(*resources), &o.Resources); err != nil {
+		// Held to the API server's rules at start: a default it refuses
+		// (say a request raised above its limit) would refuse every pod
+		// the injector sees, naming a field no pod's owner wrote.
+		var err error
+		if o.Resources, err = parseResources(*resources, &corev1.PodSpec{}); err != nil {
 			errs = append(errs, fmt.Errorf("--resources: %w", err))
 		}
 		return o, errors.Join(errs...)

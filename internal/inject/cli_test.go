@@ -47,10 +47,18 @@ func TestUsageErrors(t *testing.T) {
 		"inject bad policy":    {false, []string{"-f", "-", "--image-pull-policy", "Sometimes"}, "--image-pull-policy"},
 		"inject bad resources": {false, []string{"-f", "-", "--resources", "{\"cpu\":1}"}, "--resources"},
 		"inject bad port":      {false, []string{"-f", "-", "--port", "0"}, "--port"},
-		"configmap no name":    {false, []string{"configmap", "dir"}, "--name"},
-		"webhook no tls":       {true, nil, "--tls-cert-file"},
-		"webhook bad on-error": {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--on-error", "maybe"}, "--on-error"},
-		"webhook bad level":    {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--log-level", "loud"}, "--log-level"},
+		// Found in a day-2 review: each was taken as the default of every
+		// injected sidecar, the first making pods the API server refuses
+		// (a request above its limit), the others a sidecar with no
+		// resources at all.
+		"inject request over limit":  {false, []string{"-f", "-", "--resources", `{"requests":{"memory":"512Mi"},"limits":{"memory":"256Mi"}}`}, "--resources: the memory request 512Mi is more than its limit 256Mi"},
+		"webhook request over limit": {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--resources", `{"requests":{"memory":"512Mi"},"limits":{"memory":"256Mi"}}`}, "--resources: the memory request"},
+		"inject empty resources":     {false, []string{"-f", "-", "--resources", ""}, "--resources: \"\" is not a ResourceRequirements"},
+		"inject null resources":      {false, []string{"-f", "-", "--resources", "null"}, "--resources: \"null\" is not a ResourceRequirements"},
+		"configmap no name":          {false, []string{"configmap", "dir"}, "--name"},
+		"webhook no tls":             {true, nil, "--tls-cert-file"},
+		"webhook bad on-error":       {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--on-error", "maybe"}, "--on-error"},
+		"webhook bad level":          {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--log-level", "loud"}, "--log-level"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

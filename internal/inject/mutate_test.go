@@ -327,14 +327,20 @@ func TestMutateErrors(t *testing.T) {
 		"bad qualified name":  {res(`{"limits":{"a/b/c":"1"}}`), []string{AnnotationResources, "a/b/c"}},
 		// Found in the review of the second resource checks, with the API
 		// server's own validation (k8s.io/kubernetes v1.36.3) as the judge.
-		"quota-only requests. name":      {res(`{"requests":{"requests.nvidia.com/gpu":"1"},"limits":{"requests.nvidia.com/gpu":"1"}}`), []string{AnnotationResources, "requests.nvidia.com/gpu"}},
-		"hugepages not whole pages":      {res(`{"requests":{"memory":"64Mi","hugepages-2Mi":"3Mi"},"limits":{"memory":"64Mi","hugepages-2Mi":"3Mi"}}`), []string{AnnotationResources, "pages"}},
-		"hugepages without a size":       {res(`{"limits":{"memory":"64Mi","hugepages-huge":"2Mi"}}`), []string{AnnotationResources, "hugepages-huge"}},
-		"claim twice":                    {claimedPod(`{"claims":[{"name":"gpu"},{"name":"gpu"}]}`), []string{AnnotationResources, "twice"}},
-		"claim and its request":          {claimedPod(`{"claims":[{"name":"gpu","request":"a"},{"name":"gpu"}]}`), []string{AnnotationResources, "twice"}},
-		"claim request twice":            {claimedPod(`{"claims":[{"name":"gpu","request":"a"},{"name":"gpu","request":"a"}]}`), []string{AnnotationResources, "twice"}},
-		"claim request not a label":      {claimedPod(`{"claims":[{"name":"gpu","request":"Bad_Request"}]}`), []string{AnnotationResources, "DNS label"}},
-		"claim the pod lacks":            {res(`{"claims":[{"name":"gpu"}]}`), []string{AnnotationResources, `"gpu"`, "resourceClaims"}},
+		"quota-only requests. name": {res(`{"requests":{"requests.nvidia.com/gpu":"1"},"limits":{"requests.nvidia.com/gpu":"1"}}`), []string{AnnotationResources, "requests.nvidia.com/gpu"}},
+		"hugepages not whole pages": {res(`{"requests":{"memory":"64Mi","hugepages-2Mi":"3Mi"},"limits":{"memory":"64Mi","hugepages-2Mi":"3Mi"}}`), []string{AnnotationResources, "pages"}},
+		"hugepages without a size":  {res(`{"limits":{"memory":"64Mi","hugepages-huge":"2Mi"}}`), []string{AnnotationResources, "hugepages-huge"}},
+		"claim twice":               {claimedPod(`{"claims":[{"name":"gpu"},{"name":"gpu"}]}`), []string{AnnotationResources, "twice"}},
+		"claim and its request":     {claimedPod(`{"claims":[{"name":"gpu","request":"a"},{"name":"gpu"}]}`), []string{AnnotationResources, "twice"}},
+		"claim request twice":       {claimedPod(`{"claims":[{"name":"gpu","request":"a"},{"name":"gpu","request":"a"}]}`), []string{AnnotationResources, "twice"}},
+		"claim request not a label": {claimedPod(`{"claims":[{"name":"gpu","request":"Bad_Request"}]}`), []string{AnnotationResources, "DNS label"}},
+		"claim the pod lacks":       {res(`{"claims":[{"name":"gpu"}]}`), []string{AnnotationResources, `"gpu"`, "resourceClaims"}},
+		// Found in a day-2 review: each gave the sidecar no resources at
+		// all (no requests, no memory limit) where every other injector
+		// annotation refuses an empty value.
+		"empty resources":                {res(""), []string{AnnotationResources, "not a ResourceRequirements"}},
+		"blank resources":                {res(" \n"), []string{AnnotationResources, "not a ResourceRequirements"}},
+		"null resources":                 {res("null"), []string{AnnotationResources, "not a ResourceRequirements"}},
 		"host network":                   {hostNet, []string{"spec.hostNetwork", "does not inject host-network pods", AnnotationInject}},
 		"app port named skills-mcp":      {named(MCPPortName), []string{"container server", `"skills-mcp"`, "sidecar's MCP port", "rename"}},
 		"app port named metrics":         {named(MetricsPortName), []string{"container server", `"skills-metrics"`, "sidecar's metrics port"}},
