@@ -324,8 +324,11 @@ func pluginVolumes(s settings) ([]corev1.Volume, []corev1.VolumeMount) {
 		if s.pluginImage == "" {
 			return nil, mount // the pod brings the volume
 		}
+		// No pullPolicy: the API server's default, as for a container's
+		// image (Always for :latest or no tag, IfNotPresent otherwise), so
+		// a :latest plugin is pulled again when its pods are re-created.
 		return []corev1.Volume{{Name: PluginVolume, VolumeSource: corev1.VolumeSource{
-			Image: &corev1.ImageVolumeSource{Reference: s.pluginImage, PullPolicy: corev1.PullIfNotPresent},
+			Image: &corev1.ImageVolumeSource{Reference: s.pluginImage},
 		}}}, mount
 	}
 	var vols []corev1.Volume

@@ -556,3 +556,33 @@ func TestMutatePodLevelResources(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginImagePullPolicy: the plugin image volume leaves its pull
+// policy to the API server, whose default is the one a container's image
+// gets: Always for :latest or no tag, IfNotPresent otherwise. A plugin
+// shipped as :latest is then pulled again when its pods are re-created,
+// as its owner expects of a :latest image, not served stale from a node
+// that pulled it once.
+func TestPluginImagePullPolicy(t *testing.T) {
+	t.Parallel()
+	for _, ref := range []string{"example/plugin:1", "example/plugin:latest", "example/plugin", "example/plugin@sha256:" + strings.Repeat("a", 64)} {
+		pod := testPod(optIn(AnnotationPluginImage, ref), 3000)
+		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", ImagePullPolicy: corev1.PullNever})
+		if err != nil {
+			t.Fatalf("%s: %v", ref, err)
+		}
+		got := applyToPod(t, pod, ops)
+		var found bool
+		for _, v := range got.Spec.Volumes {
+			if v.Name == PluginVolume {
+				found = true
+				if v.Image == nil || v.Image.Reference != ref || v.Image.PullPolicy != "" {
+					t.Errorf("%s: plugin volume %+v, want the reference with no pullPolicy (the API server's default)", ref, v.Image)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no volume %s", ref, PluginVolume)
+		}
+	}
+}
