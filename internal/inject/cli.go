@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
 )
 
 // ImageRepository is the repository of the project's image, which holds
@@ -118,6 +121,10 @@ func sidecarFlags(fs *flag.FlagSet, host Host) func() (Options, error) {
 		}
 		if *port < 1 || *port > 65535 {
 			errs = append(errs, fmt.Errorf("--port: %d is not a port", *port))
+		} else if _, m, _ := net.SplitHostPort(config.Defaults().MetricsListen); m == strconv.Itoa(*port) {
+			// Every pod that does not move its metrics listener would be
+			// refused, naming an annotation its owner never set.
+			errs = append(errs, fmt.Errorf("--port: %d is the sidecar's default metrics port (%smetrics-listen); pick another", *port, config.AnnotationPrefix))
 		}
 		if strings.TrimSpace(*image) == "" {
 			errs = append(errs, errors.New("--image: required: this build has no release version to default to and $"+ImageEnv+" is not set"))

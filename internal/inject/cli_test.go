@@ -53,6 +53,7 @@ func TestUsageErrors(t *testing.T) {
 		// resources at all.
 		"inject request over limit":  {false, []string{"-f", "-", "--resources", `{"requests":{"memory":"512Mi"},"limits":{"memory":"256Mi"}}`}, "--resources: the memory request 512Mi is more than its limit 256Mi"},
 		"webhook request over limit": {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--resources", `{"requests":{"memory":"512Mi"},"limits":{"memory":"256Mi"}}`}, "--resources: the memory request"},
+		"webhook port is metrics":    {true, []string{"--tls-cert-file", "a", "--tls-key-file", "b", "--port", "17090"}, "--port: 17090 is the sidecar's default metrics port"},
 		"inject empty resources":     {false, []string{"-f", "-", "--resources", ""}, "--resources: \"\" is not a ResourceRequirements"},
 		"inject null resources":      {false, []string{"-f", "-", "--resources", "null"}, "--resources: \"null\" is not a ResourceRequirements"},
 		"configmap no name":          {false, []string{"configmap", "dir"}, "--name"},
