@@ -114,7 +114,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		stdioRestarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "stdio_restarts_total",
 			Help: "Times the shared process of a stdio upstream ended unasked and was started again (after a backoff)."}),
 		stdioEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "stdio_events_total",
-			Help: "What a stdio upstream's processes did that a client does not see, by event: skipped_line (stdout not JSON-RPC), line_too_long, dropped_message (no stream to take it, or past a slow reader's queue bound), unmatched_reply, timeout (a request cancelled), refused (a new session refused: every session it could replace busy), evicted (an idle session ended to make room), stderr_dropped (over the log budget)."},
+			Help: "What a stdio upstream's processes did that a client does not see, by event: skipped_line (stdout not JSON-RPC), line_too_long, dropped_message (no stream to take it, past a slow reader's queue bound, or past its share of the bytes held for slow readers, a reply then replaced by the refusal), unmatched_reply, timeout (a request cancelled), refused (a new session refused: every session it could replace busy), evicted (an idle session ended to make room), stderr_dropped (over the log budget)."},
 			[]string{"event"}),
 		callerRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "caller_refusals_total",
 			Help: "Places in a bounded table callers share (held sessions, pending calls, listen streams, subscriptions) refused, by table and refusal (share: the caller held its own share, HTTP 429; full: the table, or a bound of one session's own, was full, HTTP 503)."},
