@@ -724,3 +724,61 @@ func TestTransferEncodingInHTTP10ClosesAfterReply(t *testing.T) {
 		t.Fatal("connection open after an HTTP/1.0 request with a Transfer-Encoding")
 	}
 }
+
+// halfCloseCounter counts the CloseWrite calls on the connections of a
+// listener: the server's linger before it closes a connection whose
+// client may still be sending.
+type halfCloseCounter struct {
+	net.Listener
+	n atomic.Int64
+}
+
+func (l *halfCloseCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &halfClosedConn{TCPConn: c.(*net.TCPConn), n: &l.n}, nil
+}
+
+type halfClosedConn struct {
+	*net.TCPConn
+	n *atomic.Int64
+}
+
+func (c *halfClosedConn) CloseWrite() error {
+	c.n.Add(1)
+	return c.TCPConn.CloseWrite()
+}
+
+// A handler that closes a body of more than maxDiscard unread gets, as
+// under net/http's server (its body's early close), a reply with
+// "Connection: close" and the linger (a half close first) that keeps a
+// client still sending the body from a reset that destroys the reply.
+func TestBodyClosedLargeLingers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl := &halfCloseCounter{Listener: l}
+	serveOn(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body.Close()
+		io.WriteString(w, "x")
+	}), ErrorLog: discardLog()}, hl)
+	c, br := dial(t, l.Addr().String())
+	n := maxDiscard + 64<<10
+	go func() {
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "+itoa(n)+"\r\n\r\n")
+		c.Write(make([]byte, n))
+	}()
+	resp, body := readReply(t, br, "POST")
+	if body != "x" || !resp.Close {
+		t.Fatalf("body %q, close %v", body, resp.Close)
+	}
+	if !closedAfter(t, c, br) {
+		t.Fatal("connection open after a large body closed unread")
+	}
+	if got := hl.n.Load(); got != 1 {
+		t.Fatalf("%d half closes before the close, want 1", got)
+	}
+}

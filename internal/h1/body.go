@@ -44,6 +44,8 @@ type body struct {
 	closed   bool
 	err      error
 	drainNow bool        // the server reads off what the handler left
+	replied  bool        // the reply's head has gone: a Close reads nothing
+	early    bool        // a Close left a rest larger than maxDiscard unread
 	hijacked bool        // the connection was hijacked: the bytes to come are the hijacker's
 	srcRead  int64       // bytes read of src
 	ended    atomic.Bool // the handler returned: a read of a goroutine it left is refused
@@ -225,10 +227,26 @@ func seeDoubleCRLF(size int, br interface {
 	return false
 }
 
+// Close ends the handler's reads. As net/http's server's body does, a
+// Close before the reply's head has gone reads off what is left, up to
+// maxDiscard, so that the connection may carry another request; a larger
+// rest is left (early) and the connection closes after the reply. Nothing
+// is read of a body whose "100 Continue" is not sent (the client holds it
+// back) or of a request whose connection closes after the reply anyway.
 func (b *body) Close() error {
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.c == nil || b.replied || b.expect || b.hijacked || b.ended.Load() || b.x.req.Close {
+		b.closed = true
+		return nil
+	}
+	switch {
+	case b.unread() > maxDiscard:
+		b.early = true
+	case !b.drain():
+		b.early = b.err == nil
+	}
 	b.closed = true
-	b.mu.Unlock()
 	return nil
 }
 

@@ -32,10 +32,11 @@
 // a handler still running then sees its context canceled, as under
 // net/http, and requests it pipelined before are still served (each seeing
 // the end in turn) before the connection closes. As net/http's server,
-// when a reply's head goes out (at a Flush too) the server reads off what
-// the handler left of a body of less than 256 KiB (a larger declared rest
-// is not read: the connection closes after the reply), under a read
-// deadline the handler set if any. Buffers a long head or a large reply
+// when a reply's head goes out (at a Flush too), or when the handler
+// closes the body before it, the server reads off what the handler left
+// of a body of less than 256 KiB (a larger declared rest is not read: the
+// connection closes after the reply), under a read deadline the handler
+// set if any. Buffers a long head or a large reply
 // grew are let go after the request, so an idle connection holds about
 // what net/http's does.
 //

@@ -401,6 +401,12 @@ func (w *response) appendHead(b []byte, more []byte, final bool) []byte {
 	if w.expectBody || req.ContentLength != 0 {
 		b := &w.x.body
 		b.mu.Lock()
+		b.replied = true
+		if b.early {
+			// The handler's Close left a large rest: closed after, with
+			// the linger net/http's server gives it.
+			w.tooBig, w.closeAfter = true, true
+		}
 		if w.expectBody && !b.sawEOF {
 			w.closeAfter = true
 		}

@@ -207,6 +207,16 @@ var sameCases = []sameCase{
 	{"expect other", "POST / HTTP/1.1\r\nHost: a\r\nExpect: something\r\nContent-Length: 1\r\n\r\nx", []string{"POST"}, write("never")},
 	{"unread small body", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"POST", "GET"}, write("x")},
 	{"unread chunked body", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"POST", "GET"}, write("x")},
+	{"body closed unread", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"POST", "GET"}, closeBody},
+	{"body closed part read", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"POST", "GET"}, func(w http.ResponseWriter, r *http.Request) {
+		var b [2]byte
+		io.ReadFull(r.Body, b[:])
+		closeBody(w, r)
+	}},
+	{"chunked body closed unread", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"POST", "GET"}, closeBody},
+	{"bad chunked body closed", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"POST", "GET"}, closeBody},
+	{"body closed, connection close", "POST / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello", []string{"POST"}, closeBody},
+	{"body closed, head for net/http's reader", "POST / HTTP/1.1\nHost: a\nContent-Length: 5\n\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"POST", "GET"}, closeBody},
 	{"chunked body", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", []string{"POST"}, func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%s %v %v %v", b, err, r.Trailer, r.ContentLength)
@@ -240,6 +250,14 @@ var sameCases = []sameCase{
 	{"http/0.9 version", "GET / HTTP/0.9\r\nHost: a\r\n\r\n", []string{"GET"}, write("never")},
 	{"bare lf", "GET / HTTP/1.1\nHost: a\n\n", []string{"GET"}, write("lf")},
 	{"crlf after post", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", []string{"POST", "GET"}, write("ok")},
+}
+
+// closeBody closes the request body, reads it after, and answers what
+// that read said: as a handler that refuses a request does, with a defer.
+func closeBody(w http.ResponseWriter, r *http.Request) {
+	r.Body.Close()
+	_, err := r.Body.Read(make([]byte, 1))
+	fmt.Fprint(w, err)
 }
 
 func TestSameRepliesAsNetHTTP(t *testing.T) {
