@@ -27,10 +27,12 @@ type era struct {
 // wire: a request that claims the modern era by any sign is checked by
 // wire.CheckRequest: both _meta fields, the routing headers present and
 // agreeing with the body, Mcp-Name decoded, the one version). A request
-// that claims nothing is legacy: its session carries the era.
+// that claims nothing is legacy: its session carries the era, and a
+// version header, when present, must name a legacy version
+// (wire.CheckLegacyVersion), as the upstream would require of it.
 func checkEra(h http.Header, msg rewrite.Message) (era, *reply.Error) {
 	if !wire.ClaimsModern(h, msg.Params) {
-		return era{}, nil
+		return era{}, wire.CheckLegacyVersion(h)
 	}
 	v, err := wire.CheckRequest(h, msg)
 	if err != nil {

@@ -221,3 +221,50 @@ func TestModernNonASCIIName(t *testing.T) {
 func setHeaderEdit(k, v string) func(http.Header, map[string]any) {
 	return func(h http.Header, _ map[string]any) { h.Set(k, v) }
 }
+
+// TestLegacyVersionHeader: on the legacy wire a server must answer a
+// request whose MCP-Protocol-Version header names a version it does not
+// support with 400 Bad Request (streamable HTTP transport, protocol
+// version header, 2025-06-18 on). For every version, each method the
+// sidecar answers gets the status the go-sdk server behind it gives ping
+// with the same header; a refusal is the legacy numbering of the modern
+// unsupported-version error, with the caller's id.
+func TestLegacyVersionHeader(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sidecartest.WriteTree(t, dir, pluginWithAgent())
+	w := newWatcher(t, dir)
+	up := testupstream.Start(t, testupstream.Config{Stateless: true, Tools: []*mcp.Tool{alphaTool()}})
+	side := newSidecar(t, up.URL, w.Snapshot, nil)
+	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "1999-01-01", "2025-11-24"} {
+		status, _, body := sidecartest.Call(t, up.URL, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"MCP-Protocol-Version": version})
+		if version == "1999-01-01" && status != http.StatusBadRequest {
+			t.Fatalf("go-sdk answered ping with MCP-Protocol-Version %s: HTTP %d %s; want 400 (the peer no longer checks the header)", version, status, body)
+		}
+		for _, call := range localCalls() {
+			t.Run(version+"/"+call.method, func(t *testing.T) {
+				t.Parallel()
+				c := &sidecartest.Caller{T: t, Endpoint: side}
+				r := c.CallWith(call.method, call.params, func(h http.Header, _ map[string]any) { h.Set("MCP-Protocol-Version", version) })
+				if status == http.StatusOK {
+					r.OK(t, call.method, nil)
+					return
+				}
+				e := r.Failed(t, call.method+" with MCP-Protocol-Version "+version, status, -32004)
+				var got struct {
+					ID   json.RawMessage `json:"id"`
+					Data struct {
+						Requested string `json:"requested"`
+					} `json:"data"`
+				}
+				_ = json.Unmarshal(r.Body, &got)
+				if e != nil {
+					_ = json.Unmarshal(e.Data, &got.Data)
+				}
+				if string(got.ID) != "7" || got.Data.Requested != version {
+					t.Errorf("%s refusal = %s; want id 7 and data.requested %q", call.method, r.Body, version)
+				}
+			})
+		}
+	}
+}

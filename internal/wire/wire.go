@@ -158,6 +158,32 @@ func CheckRequest(h http.Header, msg rewrite.Message) (string, *reply.Error) {
 	return version, nil
 }
 
+// LegacyVersions are the protocol revisions before 2026-07-28, newest
+// first: the versions a legacy session may name in its
+// MCP-Protocol-Version header (go-sdk v1.8.0 accepts the same).
+var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// CheckLegacyVersion applies the streamable HTTP transport's rule to a
+// request that does not claim the modern era: an MCP-Protocol-Version
+// header that names no legacy version is HTTP 400. The JSON-RPC error is
+// the modern unsupported-version error in the legacy numbering (-32004),
+// with data.supported and data.requested. An absent header is no error:
+// the server then assumes 2025-03-26.
+func CheckLegacyVersion(h http.Header) *reply.Error {
+	v := h.Get(HeaderProtocolVersion)
+	if v == "" {
+		return nil
+	}
+	for _, l := range LegacyVersions {
+		if v == l {
+			return nil
+		}
+	}
+	return &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeLegacyUnsupportedVersion,
+		Message: "unsupported protocol version " + strconv.Quote(v),
+		Data:    map[string]any{"supported": LegacyVersions, "requested": v}}
+}
+
 // MediaType is the media type of a Content-Type and the error, as
 // mime.ParseMediaType gives them, without the map that parser allocates
 // for each reply when the value is one of the two MCP servers send as
