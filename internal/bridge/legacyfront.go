@@ -296,6 +296,9 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if sid == "" || req.Header.Get(wire.HeaderProtocolVersion) >= ModernVersion {
 			return f.Next.RoundTrip(req)
 		}
+		if err := checkVersion(req); err != nil {
+			return nil, err
+		}
 		s := f.lookup(req, sid)
 		if s == nil {
 			return nil, unknownSession()
@@ -304,6 +307,9 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	case http.MethodDelete:
 		if sid == "" {
 			return f.Next.RoundTrip(req)
+		}
+		if err := checkVersion(req); err != nil {
+			return nil, err
 		}
 		s := f.lookup(req, sid)
 		if s == nil {
@@ -321,6 +327,9 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if !ok || wire.ClaimsModern(req.Header, msg.Params) {
 		return f.Next.RoundTrip(req)
+	}
+	if err := checkVersion(req); err != nil {
+		return nil, err
 	}
 	if msg.Kind == rewrite.KindRequest && msg.Method == "initialize" {
 		return f.initialize(req, msg)
@@ -414,6 +423,17 @@ func (f *LegacyFront) lookup(req *http.Request, sid string) *frontSession {
 		l.mu.Unlock()
 	}
 	return s
+}
+
+// checkVersion is the legacy server's refusal of a request whose
+// MCP-Protocol-Version header names a legacy version the front does not
+// speak (BridgedLegacyVersions): 400, as go-sdk answers it; nil when the
+// header is absent or names one.
+func checkVersion(req *http.Request) error {
+	if e := wire.CheckLegacyVersion(req.Header, BridgedLegacyVersions); e != nil {
+		return &failure{reply: e}
+	}
+	return nil
 }
 
 // unknownSession is the legacy answer to a session id the front does not

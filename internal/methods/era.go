@@ -32,7 +32,7 @@ type era struct {
 // (wire.CheckLegacyVersion), as the upstream would require of it.
 func checkEra(h http.Header, msg rewrite.Message) (era, *reply.Error) {
 	if !wire.ClaimsModern(h, msg.Params) {
-		return era{}, wire.CheckLegacyVersion(h)
+		return era{}, wire.CheckLegacyVersion(h, wire.LegacyVersions)
 	}
 	v, err := wire.CheckRequest(h, msg)
 	if err != nil {

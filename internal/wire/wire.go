@@ -164,24 +164,26 @@ func CheckRequest(h http.Header, msg rewrite.Message) (string, *reply.Error) {
 var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // CheckLegacyVersion applies the streamable HTTP transport's rule to a
-// request that does not claim the modern era: an MCP-Protocol-Version
-// header that names no legacy version is HTTP 400. The JSON-RPC error is
-// the modern unsupported-version error in the legacy numbering (-32004),
-// with data.supported and data.requested. An absent header is no error:
-// the server then assumes 2025-03-26.
-func CheckLegacyVersion(h http.Header) *reply.Error {
+// request a legacy server answers: an MCP-Protocol-Version header below
+// 2026-07-28 that names none of the supported versions is HTTP 400, as
+// go-sdk answers it. The JSON-RPC error is the modern unsupported-version
+// error in the legacy numbering (-32004), with data.supported and
+// data.requested. An absent header is no error (the server then assumes
+// 2025-03-26), nor is a modern one: the modern rules judge it
+// (CheckRequest).
+func CheckLegacyVersion(h http.Header, supported []string) *reply.Error {
 	v := h.Get(HeaderProtocolVersion)
-	if v == "" {
+	if v == "" || v >= ModernVersion {
 		return nil
 	}
-	for _, l := range LegacyVersions {
-		if v == l {
+	for _, s := range supported {
+		if v == s {
 			return nil
 		}
 	}
 	return &reply.Error{Status: http.StatusBadRequest, Code: reply.CodeLegacyUnsupportedVersion,
 		Message: "unsupported protocol version " + strconv.Quote(v),
-		Data:    map[string]any{"supported": LegacyVersions, "requested": v}}
+		Data:    map[string]any{"supported": supported, "requested": v}}
 }
 
 // MediaType is the media type of a Content-Type and the error, as
