@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -102,7 +103,7 @@ func (p *Proxy) eventEdit(pl *plan) func(msg []byte) []byte {
 	// JSON itself, so a megabyte reply (a skill file being hashed) is
 	// validated once and walked once here.
 	return func(msg []byte) []byte {
-		if id, ok := rewrite.ReplyID(msg); !ok || !bytes.Equal(id, pl.id) {
+		if id, ok := rewrite.ReplyID(msg); !ok || !idmap.Same(id, pl.id) {
 			return msg
 		}
 		return pl.edit(msg)
@@ -129,7 +130,7 @@ func (p *Proxy) rewriteJSON(resp *http.Response, pl *plan) error {
 			// Not ours to judge: pass the upstream's bytes on as they were.
 			p.log.Warn("batch reply not rewritten", zap.Error(err))
 		}
-	} else if id, ok := rewrite.ReplyID(b); ok && bytes.Equal(id, pl.id) {
+	} else if id, ok := rewrite.ReplyID(b); ok && idmap.Same(id, pl.id) {
 		// Only the reply to this request is edited, as on an SSE stream
 		// (eventEdit): a reply with another id (an upstream that mixed up
 		// its replies) is not the caller's to splice into, and goes on as

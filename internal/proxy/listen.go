@@ -1,14 +1,13 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 	"github.com/skills-sidecar/skills-sidecar/internal/rewrite"
@@ -214,7 +213,7 @@ func (p *Proxy) relayListen(w http.ResponseWriter, r *http.Request, pl *plan, re
 				}
 				s.Flush()
 				continue
-			case isReply && bytes.Equal(id, pl.id):
+			case isReply && idmap.Same(id, pl.id):
 				// The upstream ended its part of the subscription.
 				if !upstreamHonours && ours {
 					p.holdListen(w, r, s.(*notify.Stream), out)
@@ -273,7 +272,7 @@ func (h *preAck) hold(ev rewrite.Event, id []byte) bool {
 	}
 	sub, _ := rewrite.GetKey(m.Params, []string{"_meta", rewrite.MetaSubscriptionID})
 	h.events = append(h.events, ev)
-	h.ours = append(h.ours, sub != nil && sameID(sub, id))
+	h.ours = append(h.ours, sub != nil && idmap.Same(sub, id))
 	h.size += len(ev.Raw)
 	return true
 }
@@ -305,24 +304,6 @@ func (h *preAck) release(s listenSink) error {
 	}
 	h.events, h.ours = nil, nil
 	return nil
-}
-
-// sameID reports whether two raw JSON-RPC ids (a string or a number) are
-// the same JSON value however each is spelled: an upstream may re-encode
-// the id it echoes (go-sdk does).
-func sameID(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	switch x.(type) {
-	case string, float64:
-		return x == y // both comparable; a string never equals a number
-	}
-	return false
 }
 
 // serveListenAlone answers a listen the upstream does not support with the

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
+	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
 	"github.com/skills-sidecar/skills-sidecar/internal/lazydeadline"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
@@ -680,7 +680,7 @@ func (pl *plan) parsed() bool { return pl.kind == kindSingle || pl.kind == kindB
 
 func (pl *plan) isHandshakeID(id json.RawMessage) bool {
 	for _, h := range pl.handshake {
-		if bytes.Equal(h, id) {
+		if idmap.Same(h, id) {
 			return true
 		}
 	}
