@@ -160,8 +160,11 @@ func CheckRequest(h http.Header, msg rewrite.Message) (string, *reply.Error) {
 
 // LegacyVersions are the protocol revisions before 2026-07-28, newest
 // first: the versions a legacy session may name in its
-// MCP-Protocol-Version header (go-sdk v1.8.0 accepts the same).
-var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// MCP-Protocol-Version header. Those go-sdk v1.8.0 accepts, and
+// 2024-10-07, which the TypeScript SDK's servers still accept: the
+// sidecar's own methods refuse no version an upstream behind it may have
+// negotiated.
+var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"}
 
 // CheckLegacyVersion applies the streamable HTTP transport's rule to a
 // request a legacy server answers: an MCP-Protocol-Version header below
