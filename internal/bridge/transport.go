@@ -273,6 +273,17 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	if err := sessionFailure(s); err != nil {
 		return nil, err
 	}
+	// reopen ends the exchange resp on s, which the upstream forgot (404
+	// on a request of the session: it restarted, or expired it), and
+	// puts another session in its place, once per request.
+	reopen := func(resp *http.Response, cc *callCtx) error {
+		drain(resp)
+		cc.end()
+		t.h.drop(s)
+		s.release()
+		s = t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
+		return sessionFailure(s)
+	}
 	if msg.Method == "server/discover" && msg.Kind == rewrite.KindRequest {
 		// Answered from the session's initialize result, once the
 		// upstream has answered a ping on it with the caller's
@@ -288,13 +299,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 				return nil, err
 			}
 			if resp.StatusCode == http.StatusNotFound && s.id != "" && !retried {
-				// The upstream forgot the session: open another, once.
-				drain(resp)
-				cc.end()
-				t.h.drop(s)
-				s.release()
-				s = t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
-				if err := sessionFailure(s); err != nil {
+				if err := reopen(resp, cc); err != nil {
 					return nil, err
 				}
 				continue
@@ -327,14 +332,7 @@ func (t *Transport) bridge(req *http.Request, msg rewrite.Message) (*http.Respon
 	}
 	resp, cc, err := t.send(req, s, legacy, upID)
 	if err == nil && resp.StatusCode == http.StatusNotFound && s.id != "" {
-		// The upstream forgot the session (restarted, expired it): open
-		// another and try once more.
-		drain(resp)
-		cc.end()
-		t.h.drop(s)
-		s.release()
-		s = t.h.get(key, who, func(s *session) { t.open(req, s, msg, caps) })
-		if err := sessionFailure(s); err != nil {
+		if err := reopen(resp, cc); err != nil {
 			return nil, err
 		}
 		resp, cc, err = t.send(req, s, legacy, upID)

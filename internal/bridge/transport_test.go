@@ -27,8 +27,10 @@ type recorder struct {
 	auth []string
 	// who is, per initialize, the caller's identity headers it came with.
 	who []string
-	// forget, when set, makes the next request with a session 404 once
-	// (an upstream that restarted).
+	// forget, when set, makes the next POST with a session 404 once (an
+	// upstream that restarted); not a GET, which the held session's
+	// stream sends when it will, and which would take the 404 the test
+	// means for its call.
 	forget bool
 }
 
@@ -39,7 +41,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if strings.Contains(string(b), `"method":"initialize"`) {
 		r.auth = append(r.auth, req.Header.Get("Authorization"))
 		r.who = append(r.who, req.Header.Get("X-Forwarded-For")+" "+req.Header.Get("Traceparent")+" "+req.Header.Get("User-Agent"))
-	} else if r.forget && req.Header.Get("Mcp-Session-Id") != "" {
+	} else if r.forget && req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") != "" {
 		r.forget = false
 		r.mu.Unlock()
 		http.Error(w, "session not found", http.StatusNotFound)
