@@ -1,18 +1,11 @@
 package authgate_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-
-	"github.com/skills-sidecar/skills-sidecar/examples"
-	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
-	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
 // TestGateAsksTheUpstreamOverAHeldSession: a 2026-07-28 caller of a
@@ -29,47 +22,26 @@ import (
 func TestGateAsksTheUpstreamOverAHeldSession(t *testing.T) {
 	t.Parallel()
 	k := &tokens{valid: map[string]bool{"kept": true, "revoked": true}}
-	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		if !k.valid[tok] {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	mcpServer := demo.Handler(nil)
-	guarded := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: "https://example.test/.well-known/oauth-protected-resource"})(mcpServer)
-	up := sidecartest.Upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" {
-			mcpServer.ServeHTTP(w, r)
-			return
-		}
-		guarded.ServeHTTP(w, r)
-	}))
-	s := sidecartest.Start(t, up.URL+"/mcp", sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
-		c.AuthGate, c.UpstreamFiles, c.EraBridge = "upstream", "off", "auto"
-	}})
-	sidecartest.WaitFor(t, time.Minute, func() bool { e := s.Eras.Current(); return e.Known && e.Label() == "legacy" },
-		"the sidecar to learn the upstream is legacy-only")
+	u := gatedSidecar(t, k, demo.Handler(nil), "legacy")
 
 	kept, revoked := http.Header{"Authorization": {"Bearer kept"}}, http.Header{"Authorization": {"Bearer revoked"}}
 	for _, h := range []http.Header{kept, revoked} {
 		// A forwarded call opens the caller's held session; the gate is
 		// not asked (no admission is cached).
-		if resp, body := do(t, s.URL, call{"tools/list", `{}`}, true, h); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"tools"`) {
+		if resp, body := do(t, u, call{"tools/list", `{}`}, true, h); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"tools"`) {
 			t.Fatalf("tools/list with %s = %d %s, want the tools", h.Get("Authorization"), resp.StatusCode, body)
 		}
 	}
 	k.set("revoked", false)
 	for _, m := range []string{"tools/list", "server/discover", "skills/list", "agents/list"} {
-		resp, body := do(t, s.URL, call{m, `{}`}, true, revoked)
+		resp, body := do(t, u, call{m, `{}`}, true, revoked)
 		if !upstreamsRefusal(resp.StatusCode, resp.Header) {
 			t.Errorf("%s with a token the upstream no longer takes = %d (WWW-Authenticate %q) %s; want the upstream's 401", m, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
 		}
 		if strings.Contains(body, "skill://") || strings.Contains(body, "billing-triage") {
 			t.Errorf("%s with a token the upstream no longer takes leaked content: %s", m, body)
 		}
-		if resp, body := do(t, s.URL, call{m, `{}`}, true, kept); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+		if resp, body := do(t, u, call{m, `{}`}, true, kept); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
 			t.Errorf("%s with a token the upstream takes = %d %s, want a result", m, resp.StatusCode, body)
 		}
 	}

@@ -30,10 +30,18 @@ func (k *tokens) set(tok string, ok bool) {
 
 // modernOnlySidecar starts the sidecar with the gate on in front of a
 // modern-only go-sdk server (internal/modernonly) behind go-sdk's
-// bearer-token middleware taking the tokens of k, and returns its URL once
-// it knows the upstream is modern-only. The middleware passes requests
-// without credentials: the sidecar's era probes carry none.
+// bearer-token middleware taking the tokens of k (gatedSidecar).
 func modernOnlySidecar(t *testing.T, k *tokens) string {
+	t.Helper()
+	return gatedSidecar(t, k, modernonly.Handler(modernonly.NewServer()), "modern")
+}
+
+// gatedSidecar starts the sidecar with the gate on (the era bridge at
+// auto) in front of mcpServer behind go-sdk's bearer-token middleware
+// taking the tokens of k, and returns its URL once it knows the upstream
+// speaks era only ("legacy", "modern"). The middleware passes requests
+// without credentials: the sidecar's era probes carry none.
+func gatedSidecar(t *testing.T, k *tokens, mcpServer http.Handler, era string) string {
 	t.Helper()
 	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		k.mu.Lock()
@@ -43,7 +51,6 @@ func modernOnlySidecar(t *testing.T, k *tokens) string {
 		}
 		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	mcpServer := modernonly.Handler(modernonly.NewServer())
 	guarded := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: "https://example.test/.well-known/oauth-protected-resource"})(mcpServer)
 	up := sidecartest.Upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") == "" {
@@ -55,8 +62,8 @@ func modernOnlySidecar(t *testing.T, k *tokens) string {
 	s := sidecartest.Start(t, up.URL+"/mcp", sidecartest.Options{Plugin: examples.Plugin(), Config: func(c *config.Config) {
 		c.AuthGate, c.UpstreamFiles, c.EraBridge = "upstream", "off", "auto"
 	}})
-	sidecartest.WaitFor(t, time.Minute, func() bool { e := s.Eras.Current(); return e.Known && e.Label() == "modern" },
-		"the sidecar to learn the upstream is modern-only")
+	sidecartest.WaitFor(t, time.Minute, func() bool { e := s.Eras.Current(); return e.Known && e.Label() == era },
+		"the sidecar to learn the upstream is "+era+"-only")
 	return s.URL
 }
 
