@@ -1,7 +1,6 @@
 package sidecar_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -87,19 +86,5 @@ func listenOwn(t *testing.T, c *http.Client, u string, i int) (int, string, stri
 	t.Helper()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"l%d","method":"subscriptions/listen","params":{"notifications":{"resourcesListChanged":true},`+
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, i)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	buf := make([]byte, 400)
-	n, _ := resp.Body.Read(buf)
-	return resp.StatusCode, resp.Header.Get("Retry-After"), string(buf[:n])
+	return postListen(t, c, u, "", body)
 }

@@ -31,6 +31,15 @@ func listen(t *testing.T, c *http.Client, u, xff string, i int) (int, string, st
 	t.Helper()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"l%d","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"x%d":{}}}}}`, i, i)
+	return postListen(t, c, u, xff, body)
+}
+
+// postListen posts the subscriptions/listen body to the sidecar at u from
+// client c, with X-Forwarded-For xff when set, and returns the reply's
+// status, Retry-After and the start of its body; the stream is closed
+// when the test ends.
+func postListen(t *testing.T, c *http.Client, u, xff, body string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
