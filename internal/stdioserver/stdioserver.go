@@ -14,6 +14,10 @@
 //	strict    exit (4) on a stdin line that is not JSON, as go-sdk's
 //	          StdioTransport ends its connection on one
 //	gosdk     be a go-sdk server on its StdioTransport instead (one tool, echo)
+//	gated     on server/discover, create a file asked-PID in the directory
+//	          GateEnv names, then answer only once a file "open" is there
+//	          (a server slow to answer its first message, as one that
+//	          downloads itself first)
 //
 // A subscriptions/listen is acknowledged and sent one
 // notifications/tools/list_changed, both naming it in
@@ -45,6 +49,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +59,9 @@ import (
 
 // ModeEnv is the environment variable that makes a test binary the server.
 const ModeEnv = "STDIO_TEST_SERVER"
+
+// GateEnv names the directory of mode gated.
+const GateEnv = "STDIO_TEST_GATE"
 
 // Main runs the server and exits when ModeEnv is set, and returns at once
 // otherwise: call it first in TestMain.
@@ -80,6 +88,7 @@ type testServer struct {
 	cancelled []json.RawMessage
 	modern    bool
 	strict    bool
+	gate      string // mode gated: its directory
 }
 
 func run(mode string) {
@@ -97,6 +106,9 @@ func run(mode string) {
 		return
 	}
 	s := &testServer{out: bufio.NewWriter(os.Stdout), modern: has("modern"), strict: has("strict")}
+	if has("gated") {
+		s.gate = os.Getenv(GateEnv)
+	}
 	if has("banner") {
 		fmt.Println("Test server v1 starting on stdio (not JSON)")
 	}
@@ -171,6 +183,9 @@ func (s *testServer) handle(line []byte) {
 		result(map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
 			"serverInfo": map[string]any{"name": "stdio-test", "version": "1"}})
 	case "server/discover":
+		if s.gate != "" {
+			s.waitGate()
+		}
 		if !s.modern {
 			s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
 			return
@@ -207,6 +222,18 @@ func (s *testServer) handle(line []byte) {
 		if m.ID != nil && m.Method != "" {
 			result(map[string]any{})
 		}
+	}
+}
+
+// waitGate tells the test that server/discover came, then waits until
+// the test opens the gate.
+func (s *testServer) waitGate() {
+	_ = os.WriteFile(filepath.Join(s.gate, "asked-"+strconv.Itoa(os.Getpid())), nil, 0o600)
+	for {
+		if _, err := os.Stat(filepath.Join(s.gate, "open")); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
