@@ -32,8 +32,8 @@ func TestSharedCallsPlacesComeBackOnEveryPath(t *testing.T) {
 		tr.Calls = caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: places, SharePercent: 100})
 		tr.RequestTimeout = 200 * time.Millisecond
 	})
-	// Asked again if a busy machine let the process's start (the era
-	// probe) time out.
+	// Asked again if a busy machine let the shared process's start time
+	// out (the era probe has its own wait, not RequestTimeout).
 	waitFor(t, "the slow transport to serve", func() bool {
 		return text(do(t, slow, "POST", "", toolCall(1, "echo", map[string]any{"text": "warm"}), as("a")).last()) == "warm"
 	})

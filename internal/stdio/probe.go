@@ -19,14 +19,17 @@ const (
 		`"io.modelcontextprotocol/clientInfo":{"name":"skills-sidecar-stdio-probe","version":"1"}}}}`
 	probeInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
 		`"capabilities":{},"clientInfo":{"name":"skills-sidecar-stdio-probe","version":"1"}}}`
-	probeTimeout = 30 * time.Second
 )
+
+// DefaultProbe is how long one probe process is given to answer.
+const DefaultProbe = 30 * time.Second
 
 // probe learns once whether the server serves 2026-07-28 requests
 // statelessly (it answers server/discover), each question in a process of
-// its own that is then ended, retrying with backoff until a process
-// answers or ctx ends. A process that answered its handshake makes the
-// Transport ready.
+// its own that is then ended, retrying with backoff (one probe at a time,
+// 800 ms doubling to 30 s between them) until a process answers or ctx
+// ends. Until then the era is unknown: requests without a session wait
+// for it. A process that answered its handshake makes the Transport ready.
 func (t *Transport) probe(ctx context.Context) {
 	for n := 1; ; n++ {
 		modern, answered := t.ask(ctx, probeDiscover)
@@ -50,7 +53,13 @@ func (t *Transport) probe(ctx context.Context) {
 }
 
 // ask sends one request to a fresh process and reports whether the reply
-// was a result and whether there was a reply at all.
+// was a result and whether there was a reply at all. Only the server's
+// own reply (a result or a JSON-RPC error) is an answer: a process that
+// exited, or that sent none within the Probe wait, leaves the era
+// unknown, and the probe asks again. The wait is its own, not
+// RequestTimeout: a server may be slow to start (one that downloads
+// itself first, a JVM), and the sidecar's timeout error is not the
+// server's refusal of server/discover.
 func (t *Transport) ask(ctx context.Context, request string) (result, answered bool) {
 	p, err := t.spawn("probe", false)
 	if err != nil {
@@ -63,26 +72,25 @@ func (t *Transport) ask(ctx context.Context, request string) (result, answered b
 	if err != nil {
 		return false, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, t.Probe)
 	defer cancel()
-	deadline := time.Now().Add(probeTimeout)
 	defer c.msgs.close()
 	for {
-		m, final, err := t.next(ctx, p, c, deadline)
-		c.msgs.sent(m) // read here, not handed on: out of the budget
-		if err != nil {
+		select {
+		case m := <-c.msgs.ch:
+			c.msgs.sent(c.msgs.taken(m)) // read here, not handed on: out of the budget
+		case m := <-c.final:
+			c.msgs.sent(m)
+			r, err := rewrite.ParseMessage(m)
+			if err != nil {
+				return false, false
+			}
+			if p.isDead() && r.Kind == rewrite.KindError {
+				return false, false // the process exited: no answer
+			}
+			return r.Kind == rewrite.KindResponse, true
+		case <-ctx.Done():
 			return false, false
 		}
-		if !final {
-			continue
-		}
-		r, err := rewrite.ParseMessage(m)
-		if err != nil {
-			return false, false
-		}
-		if p.isDead() && r.Kind == rewrite.KindError {
-			return false, false // the process exited: no answer
-		}
-		return r.Kind == rewrite.KindResponse, true
 	}
 }

@@ -129,8 +129,11 @@ type Transport struct {
 	// places and the default share, counted nowhere.
 	Calls *caller.Table
 	// Zero values mean the Default of each.
-	MaxProcesses                                              int
-	IdleTimeout, RequestTimeout, MaxRequestTime, Grace, Probe time.Duration
+	MaxProcesses                                       int
+	IdleTimeout, RequestTimeout, MaxRequestTime, Grace time.Duration
+	// Probe is how long the era probe waits for a process's answer before
+	// it gives up on that process and asks again; 0 means DefaultProbe.
+	Probe time.Duration
 	// MaxLine is the longest stdout line read; 0 means DefaultMaxLine.
 	MaxLine int
 	// MaxQueued bounds the bytes held for callers' streams, with each
@@ -194,7 +197,7 @@ func (t *Transport) defaults() {
 	def(&t.RequestTimeout, DefaultRequestTimeout)
 	def(&t.MaxRequestTime, DefaultMaxRequestTime)
 	def(&t.Grace, DefaultGrace)
-	def(&t.Probe, 2*time.Second)
+	def(&t.Probe, DefaultProbe)
 	if t.MaxProcesses <= 0 {
 		t.MaxProcesses = DefaultMaxProcesses
 	}
