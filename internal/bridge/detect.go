@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 )
 
 // Detector learns the upstream's eras and keeps them current.
@@ -25,7 +27,8 @@ import (
 type Detector struct {
 	// URL is the upstream MCP endpoint.
 	URL *url.URL
-	// Client sends the probes; nil means http.DefaultClient.
+	// Client sends the probes (following no redirect: a 3xx is the
+	// upstream's answer); nil means http.DefaultClient.
 	Client *http.Client
 	// Interval is the re-probe period once known; 0 means 30s.
 	Interval time.Duration
@@ -178,11 +181,11 @@ type noAnswer struct{ err error }
 func (e noAnswer) Error() string { return e.err.Error() }
 func (e noAnswer) Unwrap() error { return e.err }
 
+// client is Client following no redirect. A redirect is the upstream's
+// answer, read as any other (no result in its body: not this era); its
+// target, another server, never decides what the upstream speaks.
 func (d *Detector) client() *http.Client {
-	if d.Client == nil {
-		return http.DefaultClient
-	}
-	return d.Client
+	return onbehalf.Unredirected(d.Client)
 }
 
 // post sends one probe and returns the reply's media type, body, session

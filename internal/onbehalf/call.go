@@ -97,7 +97,7 @@ func (u *Upstream) CallStatus(r *http.Request, caller rewrite.Message, method st
 	if err != nil {
 		return rewrite.Message{}, 0, err
 	}
-	resp, err := unredirected(u.Client).Do(req)
+	resp, err := Unredirected(u.Client).Do(req)
 	var answer *reply.Answer
 	if err != nil && errors.As(err, &answer) {
 		// A transport below (the era bridge) answered in the upstream's
@@ -130,11 +130,13 @@ func (u *Upstream) CallStatus(r *http.Request, caller rewrite.Message, method st
 	return m, resp.StatusCode, nil
 }
 
-// unredirected is c (nil: http.DefaultClient) following no redirect: a
+// Unredirected is c (nil: http.DefaultClient) following no redirect: a
 // redirect is the upstream's answer to the caller, its refusal (a login
 // page, an endpoint elsewhere) as a forwarded call gets it, never an
-// answer to be looked for at its target, which may admit anyone.
-func unredirected(c *http.Client) *http.Client {
+// answer to be looked for at its target, which may admit anyone. The era
+// probes (package bridge) are sent so too: what the upstream speaks is
+// learned from the upstream, not from a server it points at.
+func Unredirected(c *http.Client) *http.Client {
 	if c == nil {
 		c = http.DefaultClient
 	}
