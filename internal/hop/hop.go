@@ -61,7 +61,8 @@
 // later reply's fields.
 //
 // The Transport speaks plain http:// only; anything else (https, protocol
-// upgrades) goes to its Fallback.
+// upgrades) goes to its Fallback, partitioned as the pool is when it is
+// net/http's Transport (fallback.go): one clone of it per partition.
 package hop
 
 import (
@@ -108,11 +109,16 @@ type Transport struct {
 	// means DefaultMaxIdle.
 	MaxIdle int
 	// Fallback carries what this Transport does not: https and requests
-	// asking for a protocol upgrade. Nil refuses them.
+	// asking for a protocol upgrade. Nil refuses them. When it is
+	// net/http's Transport and Partition is set it is a template: each
+	// partition's requests go through a clone of it of their own (at most
+	// FallbackPartitions, the least recently used evicted), so that they
+	// never share a connection either; any other RoundTripper carries
+	// every request itself.
 	Fallback http.RoundTripper
 	// Partition names the request headers (credentials: Authorization,
 	// Cookie) whose values partition the pool: requests that differ in any
-	// of them never share a connection. Nil shares connections between
+	// of them never share a connection, the Fallback's included. Nil shares connections between
 	// every request to the same host.
 	Partition []string
 	// Spares is how many connections per upstream address are kept dialled
@@ -133,6 +139,11 @@ type Transport struct {
 	keptAlive map[string]bool
 	paused    map[string]time.Time
 	dials     atomic.Int64 // connections dialled, for tests
+	// fallbacks are the Fallback's clones by partition (fallback.go),
+	// fbClock their use count, both guarded by fbMu.
+	fbMu      sync.Mutex
+	fallbacks map[string]*fallbackEntry
+	fbClock   uint64
 	// wrote, when set (by tests), runs between a request's write and the
 	// read of its reply: where a busy machine may stall the round trip.
 	wrote func()
@@ -216,7 +227,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(req)
 			return nil, fmt.Errorf("hop: cannot carry a %s request", req.URL.Scheme) // no URL: its query may hold a secret
 		}
-		return t.Fallback.RoundTrip(req)
+		return t.fallback(req).RoundTrip(req)
 	}
 	ctx := req.Context()
 	addr := hostPort(req)
@@ -943,7 +954,7 @@ func (t *Transport) remove(c *conn) bool {
 
 // CloseIdleConnections closes every pooled connection and every spare,
 // stops any refill under way (none starts again until a request misses the
-// pool), and closes the Fallback's idle connections.
+// pool), and closes the idle connections of the Fallback and its clones.
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	all := t.dropSpares()
@@ -960,9 +971,7 @@ func (t *Transport) CloseIdleConnections() {
 	for _, c := range all {
 		c.nc.Close()
 	}
-	if ci, ok := t.Fallback.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
+	t.closeFallbacks()
 }
 
 // Idle reports how many connections the pool holds.

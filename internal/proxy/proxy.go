@@ -207,18 +207,22 @@ func New(opts Options) (*Proxy, error) {
 // hop's synchronous keep-alive pool for a plain-HTTP upstream (see package
 // hop for why), with dial and response-header timeouts and no transparent
 // compression; an https upstream goes through net/http's Transport with the
-// same settings. Requests that differ in any of the credentials headers
-// never share an upstream connection (hop.Transport.Partition), so a reply
-// read from a connection that carried it unasked cannot reach another
-// caller; upstreamSpares connections are kept dialled ahead for the
-// requests of callers without one.
+// same settings, cloned per partition. Requests that differ in any of the
+// credentials headers never share an upstream connection, over http or
+// https (hop.Transport.Partition), so a reply read from a connection that
+// carried it unasked cannot reach another caller; upstreamSpares
+// connections are kept dialled ahead for the requests of callers without
+// one.
 func NewTransport(dial, header time.Duration, credentials []string) http.RoundTripper {
 	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
 	fallback := &http.Transport{
-		Proxy:                 nil, // the upstream is on loopback: never via an HTTP proxy
-		DialContext:           d.DialContext,
-		MaxIdleConns:          512,
-		MaxIdleConnsPerHost:   512,
+		Proxy:       nil, // the upstream is on loopback: never via an HTTP proxy
+		DialContext: d.DialContext,
+		// Per partition: hop clones this Transport for each (at most
+		// hop.FallbackPartitions), so that all of them pool at most
+		// upstreamMaxIdle connections, as the http pool does.
+		MaxIdleConns:          upstreamMaxIdle / hop.FallbackPartitions,
+		MaxIdleConnsPerHost:   upstreamMaxIdle / hop.FallbackPartitions,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: header,
 		ExpectContinueTimeout: time.Second,
@@ -230,12 +234,15 @@ func NewTransport(dial, header time.Duration, credentials []string) http.RoundTr
 		DialTimeout:           dial,
 		ResponseHeaderTimeout: header,
 		IdleTimeout:           90 * time.Second,
-		MaxIdle:               512,
+		MaxIdle:               upstreamMaxIdle,
 		Fallback:              fallback,
 		Partition:             credentials,
 		Spares:                upstreamSpares,
 	}
 }
+
+// upstreamMaxIdle caps the idle upstream connections the transport pools.
+const upstreamMaxIdle = 512
 
 // upstreamSpares is how many never-used connections to the upstream the
 // transport keeps dialled ahead (hop.Transport.Spares). A new caller's first
