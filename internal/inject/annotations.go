@@ -27,9 +27,10 @@ const (
 	// does not. Any other value is an error.
 	AnnotationInject = config.AnnotationPrefix + "inject"
 	// AnnotationStatus is written by the injector on every pod it injects,
-	// recording what it injected (Status, as JSON); a pod carrying it with
-	// any non-empty value (earlier releases wrote "injected") is never
-	// injected again.
+	// recording what it injected (Status, as JSON); a pod carrying it, with
+	// any value, the empty one too (earlier releases wrote "injected"), is
+	// never injected again: the webhook's match condition tests the key's
+	// presence, and Mutate skips what it skips.
 	AnnotationStatus = config.AnnotationPrefix + "status"
 	// AnnotationImage overrides the sidecar image (a full image reference).
 	// Default: the injector's --image.
