@@ -118,7 +118,7 @@ func TestRuntimeKeysByAnnotation(t *testing.T) {
 			t.Errorf("annotation %s=%s left the default %v", ann, sampleValue(key, want.Interface()), got)
 		}
 		pod := testPod(optIn(ann, sampleValue(key, want.Interface())), 3000)
-		_, _, err = Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
+		_, _, _, err = Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
 		if use, owned := injectorOwnedRuntimeKeys[key]; owned {
 			if err == nil || !strings.Contains(err.Error(), use) {
 				t.Errorf("injecting a pod with %s: %v, want a refusal naming %s", ann, err, use)

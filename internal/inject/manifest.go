@@ -77,7 +77,9 @@ type InjectResult struct {
 	Injected bool
 	Skip     string
 	// Warnings are problems that do not stop the injection: a Service
-	// that reaches an injected app's own port, bypassing the sidecar.
+	// that reaches an injected app's own port, bypassing the sidecar, or
+	// Mutate's warnings (a grace period the sidecar's default shutdown
+	// outlasts), each after the workload's kind and name.
 	Warnings []string
 }
 
@@ -162,7 +164,7 @@ func injectDocument(body []byte, h header, opts Options, pods *[]injectedPod, ch
 	if err != nil {
 		return body, err
 	}
-	ops, skip, err := Mutate(tmpl.ObjectMeta, tmpl.Spec, opts)
+	ops, warns, skip, err := Mutate(tmpl.ObjectMeta, tmpl.Spec, opts)
 	if err != nil || ops == nil {
 		r.Skip = skip
 		if skip == SkipNotOptedIn && tpath != "" && h.Metadata.Annotations[AnnotationInject] != "" {
@@ -190,6 +192,9 @@ func injectDocument(body []byte, h header, opts Options, pods *[]injectedPod, ch
 		return body, err
 	}
 	r.Injected = true
+	for _, w := range warns {
+		r.Warnings = append(r.Warnings, h.Kind+" "+h.Metadata.Name+": "+w)
+	}
 	return b.Bytes(), nil
 }
 

@@ -107,30 +107,32 @@ const (
 // pod template) gets the sidecar and returns the JSON patch that adds it,
 // with paths relative to the pod (/metadata/..., /spec/...). With no patch
 // it returns the reason as skip. A malformed annotation is an error naming
-// it, listing every problem, and no patch. Mutate does not modify its
-// arguments and reads nothing but them: plugin ConfigMaps are mounted
-// whole, so their keys need not be known.
-func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []PatchOp, skip string, err error) {
+// it, listing every problem, and no patch. Warnings are problems that do
+// not stop the injection (the pod's owner set nothing wrong, but the
+// sidecar's defaults do not suit the pod); each is one short line. Mutate
+// does not modify its arguments and reads nothing but them: plugin
+// ConfigMaps are mounted whole, so their keys need not be known.
+func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []PatchOp, warnings []string, skip string, err error) {
 	want, err := wantsInjection(meta.Annotations)
 	switch {
 	case err != nil:
-		return nil, "", err
+		return nil, nil, "", err
 	case !want:
-		return nil, SkipNotOptedIn, nil
+		return nil, nil, SkipNotOptedIn, nil
 	case hasKey(meta.Annotations, AnnotationStatus): // any value, as the webhook's match condition
-		return nil, SkipInjected, nil
+		return nil, nil, SkipInjected, nil
 	case hasContainer(spec, ContainerName):
-		return nil, SkipHasSidecar, nil
+		return nil, nil, SkipHasSidecar, nil
 	}
 	if opts.Port == 0 {
 		opts.Port = DefaultPort
 	}
 	if opts.Image == "" {
-		return nil, "", errors.New("inject: no sidecar image configured")
+		return nil, nil, "", errors.New("inject: no sidecar image configured")
 	}
 	s, err := resolve(meta.Annotations, &spec, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	vols, mounts := pluginVolumes(s)
 	vols = append(vols, podInfoVolume())
@@ -156,13 +158,20 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	}
 	cfg, _, err := config.Load(config.Sources{Annotations: s.runtime, Environ: environ, Args: args})
 	if err != nil {
-		return nil, "", fmt.Errorf("the sidecar would not start with what %s make: %w", made, err)
+		return nil, nil, "", fmt.Errorf("the sidecar would not start with what %s make: %w", made, err)
+	}
+	warn, err := checkGrace(cfg, meta.Annotations, s.stdio, spec)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if warn != "" {
+		warnings = append(warnings, warn)
 	}
 	if len(environ) > 0 {
 		// The ports and probes follow the annotation (runtimeKeys): a
 		// listener the environment moves is one the kubelet never reaches.
 		if ann, _, _ := config.Load(config.Sources{Annotations: s.runtime}); cfg.MetricsListen != ann.MetricsListen {
-			return nil, "", fmt.Errorf("annotation %s: container %s sets %s=%q, where the injector gives the sidecar its ports and probes from the annotation %smetrics-listen (%q); set that annotation instead",
+			return nil, nil, "", fmt.Errorf("annotation %s: container %s sets %s=%q, where the injector gives the sidecar its ports and probes from the annotation %smetrics-listen (%q); set that annotation instead",
 				AnnotationUpstreamStdio, s.stdio.name, config.EnvName("metrics-listen"), cfg.MetricsListen, config.AnnotationPrefix, ann.MetricsListen)
 		}
 	}
@@ -186,7 +195,7 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	} else {
 		patch = append(patch, PatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AnnotationStatus), Value: status})
 	}
-	return patch, "", nil
+	return patch, warnings, "", nil
 }
 
 // appendOps adds values to the array at path, creating it when it is empty

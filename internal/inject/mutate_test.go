@@ -127,7 +127,7 @@ func TestMutate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, tc.opts)
+			ops, _, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, tc.opts)
 			if err != nil || skip != "" {
 				t.Fatalf("Mutate = skip %q, err %v; want a patch", skip, err)
 			}
@@ -209,7 +209,7 @@ func TestMutate(t *testing.T) {
 				st["image"] != c.Image || st["injector"] != tc.opts.Version || len(st) != 1+min(1, len(tc.opts.Version)) {
 				t.Errorf("status annotation = %q (%v), want image %q and injector %q", got.Annotations[AnnotationStatus], err, c.Image, tc.opts.Version)
 			}
-			ops2, skip2, err := Mutate(got.ObjectMeta, got.Spec, tc.opts)
+			ops2, _, skip2, err := Mutate(got.ObjectMeta, got.Spec, tc.opts)
 			if ops2 != nil || skip2 != SkipInjected || err != nil {
 				t.Errorf("second Mutate = %d ops, %q, %v; want none, %q", len(ops2), skip2, err, SkipInjected)
 			}
@@ -236,7 +236,7 @@ func TestMutateSkips(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"})
+			ops, _, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"})
 			if ops != nil || err != nil || skip != tc.want {
 				t.Errorf("Mutate = %d ops, %q, %v; want none, %q, nil", len(ops), skip, err, tc.want)
 			}
@@ -358,7 +358,7 @@ func TestMutateErrors(t *testing.T) {
 // every string of want, and no patch.
 func wantMutateError(t *testing.T, pod corev1.Pod, want []string) {
 	t.Helper()
-	ops, skip, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
+	ops, _, skip, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
 	if ops != nil || err == nil {
 		t.Fatalf("Mutate = %d ops, %q, %v; want an error", len(ops), skip, err)
 	}
@@ -384,7 +384,7 @@ func FuzzMutate(f *testing.F) {
 			ann[AnnotationPortTakeover] = takeover
 		}
 		pod := takeoverPod(ann)
-		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", NativeSidecar: true})
+		ops, _, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", NativeSidecar: true})
 		if err != nil || ops == nil {
 			return
 		}
@@ -455,7 +455,7 @@ func TestMutateAdmitsValidForms(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ops, skip, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "example/sidecar:1"})
+			ops, _, skip, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "example/sidecar:1"})
 			if err != nil || ops == nil {
 				t.Errorf("refused a valid pod: skip %q err %v", skip, err)
 			}
@@ -481,7 +481,7 @@ func TestSessionKeysVolume(t *testing.T) {
 	}
 	own := testPod(optIn(), 3000)
 	own.Spec.Volumes = []corev1.Volume{{Name: SessionKeysVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "team-keys"}}}}
-	ops, _, err := Mutate(own.ObjectMeta, own.Spec, Options{Image: "i"})
+	ops, _, _, err := Mutate(own.ObjectMeta, own.Spec, Options{Image: "i"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,7 +530,7 @@ func TestMutatePodLevelResources(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ops, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i", NativeSidecar: tc.native, Resources: DefaultResources()})
+			ops, _, skip, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i", NativeSidecar: tc.native, Resources: DefaultResources()})
 			if ops != nil || err == nil {
 				t.Fatalf("Mutate = %d ops, %q, %v; want an error", len(ops), skip, err)
 			}
@@ -550,7 +550,7 @@ func TestMutatePodLevelResources(t *testing.T) {
 		"sidecar given less":           {pod(app, lim, corev1.ResourceList{corev1.ResourceCPU: q("450m"), corev1.ResourceMemory: q("192Mi")}), true},
 		"native limit above pod limit": {pod(corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}, corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}, nil), true},
 	} {
-		ops, _, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i", NativeSidecar: tc.native, Resources: DefaultResources()})
+		ops, _, _, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i", NativeSidecar: tc.native, Resources: DefaultResources()})
 		if err != nil || ops == nil {
 			t.Errorf("%s: Mutate = %d ops, %v; want the sidecar", name, len(ops), err)
 		}
@@ -567,7 +567,7 @@ func TestPluginImagePullPolicy(t *testing.T) {
 	t.Parallel()
 	for _, ref := range []string{"example/plugin:1", "example/plugin:latest", "example/plugin", "example/plugin@sha256:" + strings.Repeat("a", 64)} {
 		pod := testPod(optIn(AnnotationPluginImage, ref), 3000)
-		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", ImagePullPolicy: corev1.PullNever})
+		ops, _, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i", ImagePullPolicy: corev1.PullNever})
 		if err != nil {
 			t.Fatalf("%s: %v", ref, err)
 		}

@@ -34,7 +34,7 @@ func TestMutateStdio(t *testing.T) {
 	t.Parallel()
 	pod := stdioPod()
 	for _, native := range []bool{false, true} {
-		ops, skip, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "skills-sidecar:1", NativeSidecar: native})
+		ops, _, skip, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "skills-sidecar:1", NativeSidecar: native})
 		if err != nil || skip != "" {
 			t.Fatalf("Mutate = %q, %v", skip, err)
 		}
@@ -180,7 +180,7 @@ func TestMutateStdioChecksEnvironment(t *testing.T) {
 		"expanded by kubelet": withEnv(lit("LEVEL", "debug"), lit("SKILLS_SIDECAR_LOG_LEVEL", "$(LEVEL)")),
 		"metrics as probed":   withEnv(lit("SKILLS_SIDECAR_METRICS_LISTEN", ":17090")),
 	} {
-		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
+		ops, _, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
 		if err != nil || ops == nil {
 			t.Errorf("%s: Mutate = %d ops, %v; want the sidecar", name, len(ops), err)
 		}
@@ -205,7 +205,7 @@ func FuzzMutateStdio(f *testing.F) {
 		pod := stdioPod(AnnotationUpstreamStdio, name)
 		pod.Spec.Containers[0].Command = []string{command}
 		pod.Spec.Containers[0].Args = []string{arg}
-		ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
+		ops, _, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "i"})
 		if err != nil || ops == nil {
 			return
 		}

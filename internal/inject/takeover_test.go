@@ -87,7 +87,7 @@ func TestMutateTakeover(t *testing.T) {
 			if _, who := serviceTarget(pod, intstr.FromString("http")); who != "server" {
 				t.Fatalf("before injection the Service reaches %q, want the app", who)
 			}
-			ops, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "img:1", NativeSidecar: native})
+			ops, _, _, err := Mutate(pod.ObjectMeta, pod.Spec, Options{Image: "img:1", NativeSidecar: native})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +153,7 @@ func TestMutateTakeoverErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ops, _, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"})
+			ops, _, _, err := Mutate(tc.pod.ObjectMeta, tc.pod.Spec, Options{Image: "i"})
 			if ops != nil || err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), AnnotationPortTakeover) {
 				t.Errorf("Mutate = %d ops, %v; want an error naming %s with %q", len(ops), err, AnnotationPortTakeover, tc.want)
 			}

@@ -110,7 +110,7 @@ func (h *Webhook) respond(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 	if ns == "" {
 		ns = pod.Namespace
 	}
-	ops, skip, err := Mutate(pod.ObjectMeta, pod.Spec, h.Options)
+	ops, warns, skip, err := Mutate(pod.ObjectMeta, pod.Spec, h.Options)
 	if err != nil {
 		return h.fail(log, req, err)
 	}
@@ -122,9 +122,13 @@ func (h *Webhook) respond(req *admissionv1.AdmissionRequest) (*admissionv1.Admis
 	if err != nil {
 		return h.fail(log, req, fmt.Errorf("encode patch: %w", err))
 	}
-	log.Info("injected", zap.String("namespace", ns), zap.String("pod", podName(pod)))
+	log.Info("injected", zap.String("namespace", ns), zap.String("pod", podName(pod)), zap.Strings("warnings", warns))
 	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}, ResultInjected
+	resp := &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}
+	for _, w := range warns {
+		resp.Warnings = append(resp.Warnings, warningText("skills-sidecar injection: "+w))
+	}
+	return resp, ResultInjected
 }
 
 // fail turns a mutation error into a denial or an admission with a

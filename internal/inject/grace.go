@@ -1,0 +1,66 @@
+package inject
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/skills-sidecar/skills-sidecar/internal/config"
+)
+
+// exitMargin is what the sidecar's process is allowed, past its drain, to
+// close what remains and exit, when its shutdown is measured against the
+// pod's grace period.
+const exitMargin = 2 * time.Second
+
+// graceKeys are the runtime keys that make up the sidecar's shutdown: it
+// keeps serving for shutdown-delay, then drains for up to drain-timeout.
+var graceKeys = []string{"shutdown-delay", "drain-timeout"}
+
+// checkGrace measures the sidecar's shutdown (cfg's shutdown-delay and
+// drain-timeout, plus exitMargin) against the pod's
+// terminationGracePeriodSeconds (unset: the API server's 30), after which
+// the kubelet kills the sidecar mid-drain, cutting the requests and
+// streams it was finishing. A shutdown that does not fit is an error when
+// the pod's owner set one of the keys (by annotation, or in a stdio
+// server's environment), and a warning when the defaults are what does
+// not fit. The pod's grace period is never changed: it also bounds the
+// app's own shutdown, which is not the injector's to judge.
+func checkGrace(cfg config.Config, ann map[string]string, stdio *stdioTarget, spec corev1.PodSpec) (warning string, err error) {
+	grace, dflt := int64(corev1.DefaultTerminationGracePeriodSeconds), " (the default)"
+	if spec.TerminationGracePeriodSeconds != nil {
+		grace, dflt = *spec.TerminationGracePeriodSeconds, ""
+	}
+	need := cfg.ShutdownDelay + cfg.DrainTimeout + exitMargin
+	if need <= time.Duration(grace)*time.Second {
+		return "", nil
+	}
+	seconds := int64((need + time.Second - 1) / time.Second)
+	var set []string
+	for _, k := range graceKeys {
+		if hasKey(ann, config.AnnotationPrefix+k) {
+			set = append(set, "annotation "+config.AnnotationPrefix+k)
+		}
+		if stdio != nil {
+			for _, e := range stdio.environ {
+				if strings.HasPrefix(e, config.EnvName(k)+"=") {
+					set = append(set, "container "+stdio.name+"'s "+config.EnvName(k))
+				}
+			}
+		}
+	}
+	sum := fmt.Sprintf("shutdown-delay %s + drain-timeout %s + %s", cfg.ShutdownDelay, cfg.DrainTimeout, exitMargin)
+	if len(set) > 0 {
+		them := "it"
+		if len(set) > 1 {
+			them = "them"
+		}
+		return "", fmt.Errorf("%s: the sidecar may take %s to stop (%s to exit), more than the pod's terminationGracePeriodSeconds %d%s, after which the kubelet kills it mid-drain, cutting the requests and streams it is finishing; raise terminationGracePeriodSeconds to at least %d, or lower %s",
+			strings.Join(set, " and "), need, sum, grace, dflt, seconds, them)
+	}
+	// Short enough to be one admission warning (maxWarning).
+	return fmt.Sprintf("terminationGracePeriodSeconds %d is under the %s the sidecar may need to stop (default %s), so it may be killed mid-drain; raise it to %d or lower %sdrain-timeout",
+		grace, need, sum, seconds, config.AnnotationPrefix), nil
+}
