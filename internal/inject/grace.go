@@ -8,11 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/stdio"
 )
 
 // exitMargin is what the sidecar's process is allowed, past its drain, to
 // close what remains and exit, when its shutdown is measured against the
-// pod's grace period.
+// pod's grace period. A stdio server is stopped after the drain and may
+// take two of its transport's waits more (stdin closed, then SIGTERM,
+// before SIGKILL).
 const exitMargin = 2 * time.Second
 
 // graceKeys are the runtime keys that make up the sidecar's shutdown: it
@@ -20,7 +23,7 @@ const exitMargin = 2 * time.Second
 var graceKeys = []string{"shutdown-delay", "drain-timeout"}
 
 // checkGrace measures the sidecar's shutdown (cfg's shutdown-delay and
-// drain-timeout, plus exitMargin) against the pod's
+// drain-timeout, plus exitMargin and a stdio server's stop) against the pod's
 // terminationGracePeriodSeconds (unset: the API server's 30), after which
 // the kubelet kills the sidecar mid-drain, cutting the requests and
 // streams it was finishing. A shutdown that does not fit is an error when
@@ -28,12 +31,16 @@ var graceKeys = []string{"shutdown-delay", "drain-timeout"}
 // server's environment), and a warning when the defaults are what does
 // not fit. The pod's grace period is never changed: it also bounds the
 // app's own shutdown, which is not the injector's to judge.
-func checkGrace(cfg config.Config, ann map[string]string, stdio *stdioTarget, spec corev1.PodSpec) (warning string, err error) {
+func checkGrace(cfg config.Config, ann map[string]string, target *stdioTarget, spec corev1.PodSpec) (warning string, err error) {
 	grace, dflt := int64(corev1.DefaultTerminationGracePeriodSeconds), " (the default)"
 	if spec.TerminationGracePeriodSeconds != nil {
 		grace, dflt = *spec.TerminationGracePeriodSeconds, ""
 	}
-	need := cfg.ShutdownDelay + cfg.DrainTimeout + exitMargin
+	exit := exitMargin
+	if target != nil {
+		exit += 2 * stdio.DefaultGrace
+	}
+	need := cfg.ShutdownDelay + cfg.DrainTimeout + exit
 	if need <= time.Duration(grace)*time.Second {
 		return "", nil
 	}
@@ -43,15 +50,15 @@ func checkGrace(cfg config.Config, ann map[string]string, stdio *stdioTarget, sp
 		if hasKey(ann, config.AnnotationPrefix+k) {
 			set = append(set, "annotation "+config.AnnotationPrefix+k)
 		}
-		if stdio != nil {
-			for _, e := range stdio.environ {
+		if target != nil {
+			for _, e := range target.environ {
 				if strings.HasPrefix(e, config.EnvName(k)+"=") {
-					set = append(set, "container "+stdio.name+"'s "+config.EnvName(k))
+					set = append(set, "container "+target.name+"'s "+config.EnvName(k))
 				}
 			}
 		}
 	}
-	sum := fmt.Sprintf("shutdown-delay %s + drain-timeout %s + %s", cfg.ShutdownDelay, cfg.DrainTimeout, exitMargin)
+	sum := fmt.Sprintf("shutdown-delay %s + drain-timeout %s + %s", cfg.ShutdownDelay, cfg.DrainTimeout, exit)
 	if len(set) > 0 {
 		them := "it"
 		if len(set) > 1 {

@@ -22,6 +22,13 @@ func gracePod(grace *int64, extra ...string) corev1.Pod {
 	return pod
 }
 
+// stdioGrace is an opted-in stdio pod with the given grace period.
+func stdioGrace(grace int64) corev1.Pod {
+	pod := stdioPod()
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	return pod
+}
+
 // TestMutateGracePeriod pins that the sidecar's shutdown (shutdown-delay,
 // then drain-timeout, then its own exit) must fit in the pod's grace
 // period, after which the kubelet kills it mid-drain: a pod owner's
@@ -60,7 +67,12 @@ func TestMutateGracePeriod(t *testing.T) {
 	}{
 		"defaults, short grace": {gracePod(ptr(int64(10))),
 			[]string{"terminationGracePeriodSeconds 10", "drain-timeout", "20s", "22s", "skills-sidecar.io/drain-timeout"}},
-		"defaults, default grace":      {pod: gracePod(nil)},
+		"defaults, default grace": {pod: gracePod(nil)},
+		// A stdio server is stopped after the drain: stdin closed, then
+		// SIGTERM, then SIGKILL, each after the transport's grace.
+		"stdio defaults, 25s": {stdioGrace(25),
+			[]string{"terminationGracePeriodSeconds 25", "26s", "raise it to 26"}},
+		"stdio defaults, 26s":          {pod: stdioGrace(26)},
 		"explicit, exactly fits":       {pod: gracePod(ptr(int64(27)), "skills-sidecar.io/shutdown-delay", "5s")},
 		"explicit, longer grace":       {pod: gracePod(ptr(int64(120)), "skills-sidecar.io/shutdown-delay", "5s", "skills-sidecar.io/drain-timeout", "90s")},
 		"short drain fits short grace": {pod: gracePod(ptr(int64(5)), "skills-sidecar.io/drain-timeout", "3s")},
