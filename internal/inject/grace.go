@@ -26,12 +26,14 @@ var graceKeys = []string{"shutdown-delay", "drain-timeout"}
 // drain-timeout, plus exitMargin and a stdio server's stop) against the pod's
 // terminationGracePeriodSeconds (unset: the API server's 30), after which
 // the kubelet kills the sidecar mid-drain, cutting the requests and
-// streams it was finishing. A shutdown that does not fit is an error when
-// the pod's owner set one of the keys (by annotation, or in a stdio
-// server's environment), and a warning when the defaults are what does
-// not fit. The pod's grace period is never changed: it also bounds the
-// app's own shutdown, which is not the injector's to judge.
-func checkGrace(cfg config.Config, ann map[string]string, target *stdioTarget, spec corev1.PodSpec) (warning string, err error) {
+// streams it was finishing. A shutdown that does not fit is a warning,
+// naming the pod owner's settings when they are what does not fit (by
+// annotation, or in a stdio server's environment), never a refusal:
+// drain-timeout is an upper bound a drain seldom reaches, and a pod the
+// injector admitted before must not be refused after its upgrade. The
+// pod's grace period is never changed: it also bounds the app's own
+// shutdown, which is not the injector's to judge.
+func checkGrace(cfg config.Config, ann map[string]string, target *stdioTarget, spec corev1.PodSpec) (warning string) {
 	grace, dflt := int64(corev1.DefaultTerminationGracePeriodSeconds), " (the default)"
 	if spec.TerminationGracePeriodSeconds != nil {
 		grace, dflt = *spec.TerminationGracePeriodSeconds, ""
@@ -42,32 +44,28 @@ func checkGrace(cfg config.Config, ann map[string]string, target *stdioTarget, s
 	}
 	need := cfg.ShutdownDelay + cfg.DrainTimeout + exit
 	if need <= time.Duration(grace)*time.Second {
-		return "", nil
+		return ""
 	}
 	seconds := int64((need + time.Second - 1) / time.Second)
 	var set []string
 	for _, k := range graceKeys {
 		if hasKey(ann, config.AnnotationPrefix+k) {
-			set = append(set, "annotation "+config.AnnotationPrefix+k)
+			set = append(set, config.AnnotationPrefix+k)
 		}
 		if target != nil {
 			for _, e := range target.environ {
 				if strings.HasPrefix(e, config.EnvName(k)+"=") {
-					set = append(set, "container "+target.name+"'s "+config.EnvName(k))
+					set = append(set, target.name+"'s "+config.EnvName(k))
 				}
 			}
 		}
 	}
-	sum := fmt.Sprintf("shutdown-delay %s + drain-timeout %s + %s", cfg.ShutdownDelay, cfg.DrainTimeout, exit)
-	if len(set) > 0 {
-		them := "it"
-		if len(set) > 1 {
-			them = "them"
-		}
-		return "", fmt.Errorf("%s: the sidecar may take %s to stop (%s to exit), more than the pod's terminationGracePeriodSeconds %d%s, after which the kubelet kills it mid-drain, cutting the requests and streams it is finishing; raise terminationGracePeriodSeconds to at least %d, or lower %s",
-			strings.Join(set, " and "), need, sum, grace, dflt, seconds, them)
-	}
 	// Short enough to be one admission warning (maxWarning).
+	if len(set) > 0 {
+		return fmt.Sprintf("%s: the sidecar may need %s to stop, over terminationGracePeriodSeconds %d%s, and be killed mid-drain; raise it to %d or lower the setting",
+			strings.Join(set, ", "), need, grace, dflt, seconds)
+	}
+	sum := fmt.Sprintf("shutdown-delay %s + drain-timeout %s + %s", cfg.ShutdownDelay, cfg.DrainTimeout, exit)
 	return fmt.Sprintf("terminationGracePeriodSeconds %d is under the %s the sidecar may need to stop (default %s), so it may be killed mid-drain; raise it to %d or lower %sdrain-timeout",
-		grace, need, sum, seconds, config.AnnotationPrefix), nil
+		grace, need, sum, seconds, config.AnnotationPrefix)
 }

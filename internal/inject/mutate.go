@@ -160,11 +160,7 @@ func Mutate(meta metav1.ObjectMeta, spec corev1.PodSpec, opts Options) (patch []
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("the sidecar would not start with what %s make: %w", made, err)
 	}
-	warn, err := checkGrace(cfg, meta.Annotations, s.stdio, spec)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if warn != "" {
+	if warn := checkGrace(cfg, meta.Annotations, s.stdio, spec); warn != "" {
 		warnings = append(warnings, warn)
 	}
 	if len(environ) > 0 {
