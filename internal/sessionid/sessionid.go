@@ -64,7 +64,15 @@ type State struct {
 	// Expires is when the session ends, whatever its use; ids carry it to
 	// the second.
 	Expires time.Time
+	// Key names the key that opened the id (Open sets it; Seal ignores
+	// it), so a holder of the session's state can tell when that key is
+	// dropped (Keys.Holds).
+	Key KeyRef
 }
+
+// KeyRef names one key without telling anything of it: a hash of the
+// whole key, where the key id an id carries is a short one.
+type KeyRef [sha256.Size]byte
 
 // Keys are the keys of one moment: the first seals, all open. A Keys is
 // immutable; a new keys file makes a new one. The zero value seals and
@@ -75,6 +83,7 @@ type Keys struct {
 
 type key struct {
 	id   [keyIDLen]byte
+	ref  KeyRef
 	aead cipher.AEAD
 }
 
@@ -97,7 +106,7 @@ func NewKeys(raw ...[]byte) (*Keys, error) {
 		seen[id] = r
 		block, _ := aes.NewCipher(r) // 32 bytes: never fails
 		aead, _ := cipher.NewGCM(block)
-		k.keys = append(k.keys, key{id: id, aead: aead})
+		k.keys = append(k.keys, key{id: id, ref: sha256.Sum256(append([]byte("skills-sidecar session key ref\x00"), r...)), aead: aead})
 	}
 	if len(k.keys) > MaxKeys {
 		return nil, errors.New("sessionid: more than " + strconv.Itoa(MaxKeys) + " keys")
@@ -125,6 +134,20 @@ func (k *Keys) Len() int {
 		return 0
 	}
 	return len(k.keys)
+}
+
+// Holds reports whether k holds the key ref names: whether the ids that
+// key sealed still open.
+func (k *Keys) Holds(ref KeyRef) bool {
+	if k == nil {
+		return false
+	}
+	for _, key := range k.keys {
+		if key.ref == ref {
+			return true
+		}
+	}
+	return false
 }
 
 // Seal writes s as an id for the caller whose credentials hash to caller,
@@ -186,6 +209,7 @@ func (k *Keys) Open(id string, caller []byte, now time.Time) (State, error) {
 	header, nonce, sealed := raw[:1+keyIDLen], raw[1+keyIDLen:1+keyIDLen+nonceLen], raw[1+keyIDLen+nonceLen:]
 	ad := appendAdditional(buf[n:n:n+adLen], header, caller)
 	var plain []byte
+	var ref KeyRef
 	opened := false
 	if k != nil {
 		for _, key := range k.keys {
@@ -193,7 +217,7 @@ func (k *Keys) Open(id string, caller []byte, now time.Time) (State, error) {
 				continue
 			}
 			if p, err := key.aead.Open(sealed[:0], nonce, sealed, ad); err == nil {
-				plain, opened = p, true
+				plain, ref, opened = p, key.ref, true
 				break
 			}
 			// A failed Open clears what it opened in place: the sealed
@@ -211,6 +235,7 @@ func (k *Keys) Open(id string, caller []byte, now time.Time) (State, error) {
 	if !now.Before(s.Expires) {
 		return State{}, ErrExpired
 	}
+	s.Key = ref
 	return s, nil
 }
 

@@ -48,11 +48,42 @@ func TestSealOpen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}
-	if diff := cmp.Diff(sample, got); diff != "" {
+	want := sample
+	want.Key = k.keys[0].ref
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Open (-sealed +opened):\n%s", diff)
 	}
 	if id2, _ := k.Seal(sample, alice); id2 == id {
 		t.Errorf("two seals of one state gave one id %q: the nonce is not fresh", id)
+	}
+}
+
+// TestHolds: the key an id names as its opener (State.Key) is held by
+// every Keys that holds that key, whatever its place, and by no other:
+// what tells the holder of a session's state that its key was dropped.
+func TestHolds(t *testing.T) {
+	t.Parallel()
+	id, _ := keys(t, keyA, keyB).Seal(sample, alice)
+	st, err := keys(t, keyB, keyA).Open(id, alice, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		k    *Keys
+		want bool
+	}{
+		"both, a first":  {keys(t, keyA, keyB), true},
+		"both, b first":  {keys(t, keyB, keyA), true},
+		"a alone":        {keys(t, keyA), true},
+		"a dropped":      {keys(t, keyB), false},
+		"no keys at all": {nil, false},
+	} {
+		if got := c.k.Holds(st.Key); got != c.want {
+			t.Errorf("%s: Holds = %v, want %v", name, got, c.want)
+		}
+	}
+	if (KeyRef{}) == st.Key || keys(t, keyA).keys[0].ref == keys(t, keyB).keys[0].ref {
+		t.Errorf("key refs do not tell keys apart")
 	}
 }
 
@@ -145,7 +176,9 @@ func TestOpenTriesEveryKeyOfAnID(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an id sealed by the second of two keys with one key id: Open = %v", err)
 	}
-	if diff := cmp.Diff(sample, got); diff != "" {
+	want := sample
+	want.Key = b.keys[0].ref // the key that opened it, not the first of its key id
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Open (-sealed +opened):\n%s", diff)
 	}
 	caller := bytes.Clone(alice)
@@ -154,7 +187,7 @@ func TestOpenTriesEveryKeyOfAnID(t *testing.T) {
 			t.Fatalf("open %d with another caller: %v, want ErrNoKey", i, err)
 		}
 		got, err := b.Open(byB, caller, t0)
-		if err != nil || !cmp.Equal(sample, got) {
+		if err != nil || !cmp.Equal(want, got) {
 			t.Fatalf("open %d: %+v, %v; want the sealed state", i, got, err)
 		}
 		if !bytes.Equal(caller, alice) {
@@ -287,6 +320,8 @@ func TestPure(t *testing.T) {
 func FuzzOpen(f *testing.F) {
 	k, _ := NewKeys(keyA, keyB)
 	id, _ := k.Seal(sample, alice)
+	want := sample
+	want.Key = k.keys[0].ref // the key that sealed it
 	f.Add(id, alice)
 	f.Add(id[:len(id)-1], alice)
 	f.Add(id, bob)
@@ -294,7 +329,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add("AQ"+strings.Repeat("A", 60), alice)
 	f.Fuzz(func(t *testing.T, in string, caller []byte) {
 		s, err := k.Open(in, caller, t0)
-		if err == nil && (!bytes.Equal(caller, alice) || !cmp.Equal(s, sample)) {
+		if err == nil && (!bytes.Equal(caller, alice) || !cmp.Equal(s, want)) {
 			t.Fatalf("Open(%q, %x) opened %+v", in, caller, s)
 		}
 	})
