@@ -44,7 +44,8 @@ type Source struct {
 	cur      atomic.Pointer[sessionid.Keys]
 	fromFile atomic.Bool
 	mu       sync.Mutex
-	last     []byte // the file's bytes last read
+	last     []byte        // the file's bytes last read
+	changed  chan struct{} // closed (and replaced) when the keys change
 }
 
 // Options tune Open.
@@ -61,7 +62,7 @@ type Options struct {
 // random key of this process, and Run keeps looking for the file; a file
 // that holds no valid keys is an error naming the file and the line.
 func Open(path string, o Options) (*Source, error) {
-	s := &Source{path: path, interval: o.Interval, log: o.Logger}
+	s := &Source{path: path, interval: o.Interval, log: o.Logger, changed: make(chan struct{})}
 	if s.interval <= 0 {
 		s.interval = DefaultInterval
 	}
@@ -106,6 +107,15 @@ func read(path string) ([]byte, error) {
 
 // Keys returns the current keys; never nil.
 func (s *Source) Keys() *sessionid.Keys { return s.cur.Load() }
+
+// Changed returns a channel closed when the keys change (the keys file
+// read again with other keys): the holder of a session's state then ends
+// those whose key is gone. Call it again after it closes.
+func (s *Source) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
 
 // FromFile reports whether the keys come from the file (shared with the
 // other replicas that mount it) rather than from this process alone.
@@ -156,5 +166,7 @@ func (s *Source) reload() {
 	}
 	s.cur.Store(k)
 	s.fromFile.Store(true)
+	close(s.changed)
+	s.changed = make(chan struct{})
 	s.log.Info("session keys loaded", zap.String("file", s.path), zap.Int("keys", k.Len()))
 }

@@ -63,12 +63,14 @@ func TestSecretVolumeUpdates(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	changed := s.Changed()
 	go s.Run(ctx)
 	// Rotation step 1: the new key after the old one (the old one seals).
 	if err := kubeletvolume.Write(dir, map[string][]byte{"keys": lines(keyA, keyB)}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two keys", func() bool { return s.Keys().Len() == 2 })
+	waitFor(t, "step 1: Changed closed", func() bool { return isClosed(changed) })
 	if !sealsWith(s, keyA) {
 		t.Error("step 1: the old key no longer seals")
 	}
@@ -77,7 +79,8 @@ func TestSecretVolumeUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the new key sealing", func() bool { return sealsWith(s, keyB) })
-	// A broken update is refused; the keys stay.
+	// A broken update is refused; the keys stay, and nothing changed.
+	changed = s.Changed()
 	if err := kubeletvolume.Write(dir, map[string][]byte{"keys": []byte("not a key\n"), "canary": []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +88,24 @@ func TestSecretVolumeUpdates(t *testing.T) {
 	if s.Keys().Len() != 2 || !sealsWith(s, keyB) {
 		t.Error("a broken keys file replaced the keys")
 	}
+	if isClosed(changed) {
+		t.Error("Changed closed by a keys file that was refused")
+	}
 	// Step 3: the old key dropped.
 	if err := kubeletvolume.Write(dir, map[string][]byte{"keys": lines(keyB)}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "one key", func() bool { return s.Keys().Len() == 1 })
+	waitFor(t, "step 3: Changed closed", func() bool { return isClosed(changed) })
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // TestMissingFile: with no file (an optional Secret not created yet) the
