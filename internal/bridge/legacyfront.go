@@ -99,6 +99,9 @@ const (
 //     kept and become the resourceSubscriptions of its GET stream's listen;
 //     DELETE ends the session's state here and revokes its id on this
 //     replica until it expires (other replicas still open it);
+//   - a key dropped from Keys ends here, at once with KeysChanged, every
+//     session it sealed: its GET streams, its state, its requests under way
+//     (their ids open no more: the client's next request is 404);
 //   - every other request of the session is sent with the per-request
 //     _meta (protocolVersion 2026-07-28, the session's clientCapabilities
 //     and clientInfo) and the modern headers (MCP-Protocol-Version,
@@ -131,6 +134,11 @@ type LegacyFront struct {
 	// nil means one random key of this process, made at Start, so that
 	// sessions open on this replica only.
 	Keys func() *sessionid.Keys
+	// KeysChanged, when set, returns a channel closed when Keys changes
+	// (sessionkeys.Source.Changed): the front then ends at once, on this
+	// replica, every session whose key is gone (its GET streams, its
+	// state, its requests under way). Without it, the next sweep does.
+	KeysChanged func() <-chan struct{}
 	// Lifetime is how long a minted session lasts; 0 means
 	// DefaultFrontLifetime.
 	Lifetime time.Duration
@@ -195,6 +203,7 @@ type frontSession struct {
 	caps    json.RawMessage // its initialize's capabilities and clientInfo
 	info    json.RawMessage
 	expires time.Time
+	sealed  sessionid.KeyRef // the key that opened its id
 }
 
 // frontLocal is what a session changed after initialize on this replica:
@@ -203,7 +212,8 @@ type frontSession struct {
 type frontLocal struct {
 	owner   caller.ID // whose places of bridge_sessions and bridge_subscriptions it takes
 	expires time.Time
-	done    chan struct{} // closed when the session's state here ends
+	sealed  sessionid.KeyRef // the key of its id: its state ends when that key is dropped
+	done    chan struct{}    // closed when the session's state here ends
 
 	mu       sync.Mutex
 	used     time.Time
@@ -274,11 +284,17 @@ func (f *LegacyFront) Start(ctx context.Context) {
 		tick := time.NewTicker(f.IdleTimeout / 4)
 		defer tick.Stop()
 		for {
+			var changed <-chan struct{} // nil (never ready) without KeysChanged
+			if f.KeysChanged != nil {
+				changed = f.KeysChanged()
+			}
 			select {
 			case <-ctx.Done():
 				f.endAll()
 				return
 			case <-tick.C:
+				f.sweep()
+			case <-changed:
 				f.sweep()
 			}
 		}
@@ -409,7 +425,7 @@ func (f *LegacyFront) lookup(req *http.Request, sid string) *frontSession {
 	if err != nil {
 		return nil
 	}
-	s := &frontSession{key: sha256.Sum256([]byte(sid)), version: st.Version, caps: st.Capabilities, info: st.ClientInfo, expires: st.Expires}
+	s := &frontSession{key: sha256.Sum256([]byte(sid)), version: st.Version, caps: st.Capabilities, info: st.ClientInfo, expires: st.Expires, sealed: st.Key}
 	f.mu.Lock()
 	_, gone := f.revoked[s.key]
 	l := f.sessions[s.key]
@@ -545,7 +561,7 @@ func (f *LegacyFront) local(req *http.Request, s *frontSession) (*frontLocal, *c
 		f.places.Release(who)
 		return l, nil
 	}
-	l = &frontLocal{owner: who, expires: s.expires, done: make(chan struct{}), used: now, changed: make(chan struct{})}
+	l = &frontLocal{owner: who, expires: s.expires, sealed: s.sealed, done: make(chan struct{}), used: now, changed: make(chan struct{})}
 	f.sessions[s.key] = l
 	n := len(f.sessions)
 	f.mu.Unlock()
@@ -610,15 +626,20 @@ func (f *LegacyFront) forgetLocked(k mintedKey, l *frontLocal) {
 }
 
 // sweep ends every session state idle past the timeout with no stream
-// open, or past its session's expiry, and forgets expired revocations; it
-// returns how many places it freed.
+// open, past its session's expiry, or whose key is gone from Keys (its
+// streams end, its requests under way are cancelled), and forgets expired
+// revocations (not those of a dropped key: it may come back); it returns
+// how many places it freed. Its work is bounded by the tables' sizes; it
+// cancels outside the lock.
 func (f *LegacyFront) sweep() int {
 	now := f.now()
+	keys := f.Keys()
 	freed := 0
+	var gone []*frontCall
 	f.mu.Lock()
 	for k, l := range f.sessions {
 		l.mu.Lock()
-		end := !now.Before(l.expires) || l.streams == 0 && now.Sub(l.used) > f.IdleTimeout
+		end := !now.Before(l.expires) || l.streams == 0 && now.Sub(l.used) > f.IdleTimeout || !keys.Holds(l.sealed)
 		l.mu.Unlock()
 		if end {
 			f.forgetLocked(k, l)
@@ -632,8 +653,16 @@ func (f *LegacyFront) sweep() int {
 			freed++
 		}
 	}
+	for _, c := range f.calls {
+		if !keys.Holds(c.sealed) {
+			gone = append(gone, c)
+		}
+	}
 	n := len(f.sessions)
 	f.mu.Unlock()
+	for _, c := range gone {
+		c.Cancel()
+	}
 	f.report(n)
 	return freed
 }
@@ -799,7 +828,8 @@ type frontCall struct {
 	slotctx.Context
 	f          *LegacyFront
 	key        callKey
-	registered bool // in f.calls
+	sealed     sessionid.KeyRef // the key of its session's id
+	registered bool             // in f.calls
 }
 
 // startCall registers a request of s under way upstream and returns it. A
@@ -807,7 +837,7 @@ type frontCall struct {
 // forbids) is not registered: a cancellation of that id cannot tell the
 // two apart, so it cancels the first only.
 func (f *LegacyFront) startCall(client context.Context, s *frontSession, id json.RawMessage) *frontCall {
-	c := &frontCall{f: f, key: callKey{s.key, idmap.Key(id)}}
+	c := &frontCall{f: f, key: callKey{s.key, idmap.Key(id)}, sealed: s.sealed}
 	c.Init(client)
 	c.Watch()
 	f.mu.Lock()

@@ -197,7 +197,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Sidecar, error) {
 		// In front of it, the legacy front: legacy clients of a modern-only
 		// upstream.
 		front := &bridge.LegacyFront{Next: bt, Eras: s.Eras.Current, Upstream: up, Credentials: cfg.AuthHeaderList(), OnSessions: count(&minted),
-			Keys: keys.Keys, Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
+			Keys: keys.Keys, KeysChanged: keys.Changed, Callers: s.Callers, SharePercent: s.SharePercent, Metrics: s.Metrics}
 		front.Start(ctx)
 		// Only a one-sided upstream's requests reach the bridge: a
 		// dual-era upstream's go straight to the hop.
