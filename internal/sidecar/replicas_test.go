@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -278,4 +279,44 @@ func eraGauge(t *testing.T, s *sidecartest.Sidecar, era string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestDroppedKeyEndsOpenStreams: a key dropped from the keys file ends
+// the sessions it sealed at once, as the rotation documents: a GET stream
+// already open on one ends (the read is bounded by a hang guard only), and
+// the session's next request is 404 (2025-11-25 Streamable HTTP, session
+// management: the client initializes again).
+func TestDroppedKeyEndsOpenStreams(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := sessionid.NewRandomKey(), sessionid.NewRandomKey()
+	r := startReplicas(t, 1, oldKey, newKey)
+	resp, body := sidecartest.Post(t, r.sidecars[0].URL, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.sidecars[0].URL, nil)
+	req.Header = sidecartest.Header("Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-11-25", "Accept", "text/event-stream")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: HTTP %d", stream.StatusCode)
+	}
+	r.rotate(t, 0, newKey) // the session's key dropped
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, stream.Body); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Error("the GET stream of a session whose key was dropped is still open")
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if resp, body := sidecartest.Post(t, r.sidecars[0].URL, list, sidecartest.Header("Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-11-25")); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a request of the dropped key's session: HTTP %d %s, want 404", resp.StatusCode, body)
+	}
 }
