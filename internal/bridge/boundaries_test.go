@@ -322,10 +322,13 @@ func TestListenEvictsIdleSessions(t *testing.T) {
 
 // One legacy session must not take every GET stream the front serves
 // (found in review): a session's streams are capped below the front's,
-// so another caller's session still gets one.
+// so another session still gets one, and the front's own cap still holds
+// past it. Both bounds are set before the front starts, which builds its
+// tables from them.
 func TestFrontStreamsPerSession(t *testing.T) {
-	fx := newFrontFixture(t, 0)
-	fx.front.MaxStreams, fx.front.MaxSessionStreams = 4, 2
+	fx := newFrontFixtureWith(t, 0, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) {
+		f.MaxStreams, f.MaxSessionStreams = 3, 2
+	})
 	sid := func() string {
 		resp, body := post(t, fx.url, legacyInit, nil)
 		if resp.StatusCode != 200 {
@@ -336,7 +339,9 @@ func TestFrontStreamsPerSession(t *testing.T) {
 	a, b := sid(), sid()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	get := func(s string) *http.Response {
+	// get opens a GET stream of session s and returns its status and, for
+	// a refusal, its data.table.
+	get := func(s string) (int, string) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fx.url, nil)
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Mcp-Session-Id", s)
@@ -346,18 +351,30 @@ func TestFrontStreamsPerSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { resp.Body.Close() })
-		return resp
+		if resp.StatusCode == 200 {
+			return 200, ""
+		}
+		var e struct {
+			Error struct {
+				Data struct{ Table string } `json:"data"`
+			} `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e.Error.Data.Table
 	}
 	for i := range 2 {
-		if r := get(a); r.StatusCode != 200 {
-			t.Fatalf("session A GET %d: %d", i, r.StatusCode)
+		if code, _ := get(a); code != 200 {
+			t.Fatalf("session A GET %d: %d", i, code)
 		}
 	}
-	if r := get(a); r.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("session A's third GET stream: HTTP %d, want 503 (two per session)", r.StatusCode)
+	if code, table := get(a); code != http.StatusServiceUnavailable || table != "bridge_session_streams" {
+		t.Errorf("session A's third GET stream: HTTP %d data.table %q, want 503 bridge_session_streams (two per session)", code, table)
 	}
-	if r := get(b); r.StatusCode != 200 {
-		t.Errorf("session B's first GET stream: HTTP %d, want 200: session A holds every GET stream the front serves", r.StatusCode)
+	if code, table := get(b); code != 200 {
+		t.Errorf("session B's first GET stream: HTTP %d data.table %q, want 200: session A holds every GET stream the front serves", code, table)
+	}
+	if code, table := get(b); code != http.StatusServiceUnavailable || table != "bridge_streams" {
+		t.Errorf("session B's second GET stream, the front's fourth: HTTP %d data.table %q, want 503 bridge_streams (three in all)", code, table)
 	}
 }
 
