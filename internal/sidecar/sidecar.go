@@ -291,9 +291,9 @@ func (s *Sidecar) startStdio(ctx context.Context, cfg config.Config, argv []stri
 		Metrics:        s.Metrics,
 		RequestTimeout: cfg.UpstreamTimeout,
 		Caller:         s.Callers.Of,
-		Sessions: caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: stdio.DefaultMaxProcesses,
+		Sessions: caller.NewTable(caller.TableOptions{Name: stdio.TableSessions, Cap: stdio.DefaultMaxProcesses,
 			SharePercent: s.SharePercent, Metrics: s.Metrics}),
-		Calls: caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: stdio.DefaultMaxCalls,
+		Calls: caller.NewTable(caller.TableOptions{Name: stdio.TableCalls, Cap: stdio.DefaultMaxCalls,
 			SharePercent: s.SharePercent, Metrics: s.Metrics}),
 		SharePercent: s.SharePercent, // of the bytes held for slow readers (stdio.DefaultMaxQueued)
 	}

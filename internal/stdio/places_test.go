@@ -25,11 +25,11 @@ func TestSharedCallsPlacesComeBackOnEveryPath(t *testing.T) {
 	const places = 4
 	tr, _ := start(t, "modern", func(tr *Transport) {
 		tr.Caller = callersByAuthorization
-		tr.Calls = caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: places, SharePercent: 100})
+		tr.Calls = caller.NewTable(caller.TableOptions{Name: TableCalls, Cap: places, SharePercent: 100})
 	})
 	slow, _ := start(t, "modern", func(tr *Transport) {
 		tr.Caller = callersByAuthorization
-		tr.Calls = caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: places, SharePercent: 100})
+		tr.Calls = caller.NewTable(caller.TableOptions{Name: TableCalls, Cap: places, SharePercent: 100})
 		tr.RequestTimeout = 200 * time.Millisecond
 	})
 	// Asked again if a busy machine let the shared process's start time

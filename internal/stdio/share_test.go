@@ -100,7 +100,7 @@ func TestSharedCallsFullAndProcessEnd(t *testing.T) {
 	t.Parallel()
 	tr, _ := start(t, "modern", func(tr *Transport) {
 		tr.Caller = callersByAuthorization
-		tr.Calls = caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: 2, SharePercent: 100})
+		tr.Calls = caller.NewTable(caller.TableOptions{Name: TableCalls, Cap: 2, SharePercent: 100})
 	})
 	a, b := as("a"), as("b")
 	pid, err := strconv.Atoi(text(do(t, tr, "POST", "", toolCall(1, "pid", nil), a).last()))

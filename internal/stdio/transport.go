@@ -70,13 +70,19 @@ const (
 	maxBody = 64 << 20
 )
 
-// TableSessionCalls names, in a refusal's data.table and the metrics, the
-// calls in flight on one legacy session's process (DefaultMaxSessionCalls).
-const TableSessionCalls = "stdio_session_calls"
-
-// TableQueuedBytes names, in a refusal's data.table and the metrics, the
-// bytes held for callers' streams (MaxQueued).
-const TableQueuedBytes = "stdio_queued_bytes"
+// The names of the tables the Transport's places are counted in, as a
+// refusal's data.table and the metrics' table label.
+const (
+	// TableSessions is the legacy sessions' processes (Sessions).
+	TableSessions = "stdio_sessions"
+	// TableCalls is the calls in flight on the shared process (Calls).
+	TableCalls = "stdio_calls"
+	// TableSessionCalls is the calls in flight on one legacy session's
+	// process (DefaultMaxSessionCalls).
+	TableSessionCalls = "stdio_session_calls"
+	// TableQueuedBytes is the bytes held for callers' streams (MaxQueued).
+	TableQueuedBytes = "stdio_queued_bytes"
+)
 
 // errTooLarge is readMessage's error for a body over its limit.
 var errTooLarge = errors.New("stdio: request body over the limit")
@@ -121,11 +127,11 @@ type Transport struct {
 	// counts every request as one caller's.
 	Caller func(*http.Request) caller.ID
 	// Sessions bounds the legacy sessions' processes, with each caller's
-	// share; nil means a table "stdio_sessions" of MaxProcesses places
+	// share; nil means a table TableSessions of MaxProcesses places
 	// and the default share (caller.DefaultSharePercent), counted nowhere.
 	Sessions *caller.Table
 	// Calls bounds the calls in flight on the shared process, with each
-	// caller's share; nil means a table "stdio_calls" of DefaultMaxCalls
+	// caller's share; nil means a table TableCalls of DefaultMaxCalls
 	// places and the default share, counted nowhere.
 	Calls *caller.Table
 	// Zero values mean the Default of each.
@@ -220,10 +226,10 @@ func (t *Transport) defaults() {
 	})
 	t.ids = idmap.NewMinter("stdio")
 	if t.Sessions == nil {
-		t.Sessions = caller.NewTable(caller.TableOptions{Name: "stdio_sessions", Cap: t.MaxProcesses})
+		t.Sessions = caller.NewTable(caller.TableOptions{Name: TableSessions, Cap: t.MaxProcesses})
 	}
 	if t.Calls == nil {
-		t.Calls = caller.NewTable(caller.TableOptions{Name: "stdio_calls", Cap: DefaultMaxCalls})
+		t.Calls = caller.NewTable(caller.TableOptions{Name: TableCalls, Cap: DefaultMaxCalls})
 	}
 	t.sessions = map[string]*session{}
 	t.probed = make(chan struct{})
