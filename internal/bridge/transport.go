@@ -99,7 +99,8 @@ type Transport struct {
 	h       *holder
 	pending *pendingCalls
 	init    atomic.Bool
-	hooks   watchHooks // tests only
+	hooks   watchHooks       // tests only
+	now     func() time.Time // the held sessions' clock; nil is time.Now (tests set it before Start)
 }
 
 // Active reports whether the bridge translates modern requests now.
@@ -124,8 +125,11 @@ func (t *Transport) Start(ctx context.Context) {
 	table := func(name string, capacity int, retry time.Duration) *caller.Table {
 		return caller.NewTable(caller.TableOptions{Name: name, Cap: capacity, SharePercent: t.SharePercent, RetryAfter: retry, Metrics: t.Metrics})
 	}
+	if t.now == nil {
+		t.now = time.Now
+	}
 	t.h = &holder{sessions: table(tableSessions, maxSessions, 0), listens: table(tableListens, max(maxSessions/2, 1), 0),
-		idle: idle, now: time.Now, closed: t.endSession, count: t.OnSessions}
+		idle: idle, now: t.now, closed: t.endSession, count: t.OnSessions}
 	maxPending := t.MaxPending
 	if maxPending <= 0 {
 		maxPending = DefaultMaxPending

@@ -57,12 +57,17 @@ func (r *recorder) inits() []string {
 	return append([]string(nil), r.auth...)
 }
 
-func newBridge(t *testing.T, h http.Handler, max int) (*Transport, string) {
+// newBridge is a bridge before h, holding at most max sessions; each of
+// opts edits the Transport before it starts.
+func newBridge(t *testing.T, h http.Handler, max int, opts ...func(*Transport)) (*Transport, string) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	bt := &Transport{Next: srv.Client().Transport, Credentials: []string{"Authorization"}, MaxSessions: max,
 		Eras: func() Eras { return Eras{Known: true, Legacy: true, Versions: []string{"2025-11-25"}} }}
+	for _, o := range opts {
+		o(bt)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	bt.Start(ctx)
@@ -164,14 +169,31 @@ func TestSessionCap(t *testing.T) {
 	}
 }
 
-// Idle sessions are swept.
+// Idle sessions are swept, once idle past the timeout and not before.
+// The clock is the Transport's before it starts (its sweeper reads it).
 func TestIdleSessionsSwept(t *testing.T) {
 	rec := &recorder{next: demo.Handler(nil)}
-	bt, u := newBridge(t, rec, 0)
+	var mu sync.Mutex
 	now := time.Now()
-	bt.h.now = func() time.Time { return now }
-	call(t, bt, u, "", "{}", "tools/list")
-	now = now.Add(DefaultIdleTimeout + time.Second)
+	clock := func(d time.Duration) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+		return now
+	}
+	bt, u := newBridge(t, rec, 0, func(bt *Transport) { bt.now = func() time.Time { return clock(0) } })
+	if code, body := call(t, bt, u, "", "{}", "tools/list"); code != 200 {
+		t.Fatalf("tools/list: %d %s", code, body)
+	}
+	if n := bt.h.len(); n != 1 {
+		t.Fatalf("%d sessions held after a call, want 1", n)
+	}
+	clock(DefaultIdleTimeout - time.Second)
+	bt.h.sweep()
+	if n := bt.h.len(); n != 1 {
+		t.Errorf("%d sessions a second before the idle timeout, want 1", n)
+	}
+	clock(2 * time.Second)
 	bt.h.sweep()
 	if n := bt.h.len(); n != 0 {
 		t.Errorf("%d sessions after the idle timeout, want 0", n)
