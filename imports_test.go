@@ -80,7 +80,7 @@ var belowProxy = []string{"internal/methods", "internal/upstreamfiles", "interna
 
 // testOnly are the packages only tests import: the helpers that start the
 // sidecar and its upstreams, and the test peers.
-var testOnly = []string{"internal/sidecar/sidecartest", "internal/testupstream", "internal/faultserver", "internal/h1fault", "internal/stdioserver", "internal/kubeletvolume", "internal/testwait", "internal/deadaddr"}
+var testOnly = []string{"internal/sidecar/sidecartest", "internal/testupstream", "internal/faultserver", "internal/h1fault", "internal/stdioserver", "internal/kubeletvolume", "internal/testwait", "internal/deadaddr", "internal/metrics/metricstest"}
 
 // importViolations lists what breaks the import rules in g: a package
 // below the proxy that reaches it, and cmd building the proxy itself

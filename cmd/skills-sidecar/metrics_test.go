@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
@@ -173,7 +174,7 @@ func seriesName(name string, labels map[string]string) string {
 func checkSeries(t *testing.T, mfs map[string]*dto.MetricFamily, want []series) {
 	t.Helper()
 	for _, s := range want {
-		got, ok := sidecartest.Sample(mfs, s.name, s.labels)
+		got, ok := metricstest.Sample(mfs, s.name, s.labels)
 		if !ok {
 			t.Errorf("scrape has no %s; the family's series: %q", seriesName(s.name, s.labels), labelSets(mfs, s.name))
 			continue
@@ -447,7 +448,7 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	if n := len(mfs["skills_sidecar_catalog_problems"].GetMetric()); n != 1 {
 		t.Errorf("catalog_problems has %d series, want 1: %q", n, labelSets(mfs, "skills_sidecar_catalog_problems"))
 	}
-	firstReload, _ := sidecartest.Sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
+	firstReload, _ := metricstest.Sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
 	if lo, hi := unixSeconds(started)-1e-3, unixSeconds(time.Now()); firstReload < lo || firstReload > hi {
 		t.Errorf("catalog_last_reload_timestamp_seconds = %f, want between the start of run (%f) and now (%f)", firstReload, lo, hi)
 	}
@@ -491,7 +492,7 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	if n := len(mfs["skills_sidecar_catalog_problems"].GetMetric()); n != 1 {
 		t.Errorf("catalog_problems after the rewrite has %d series, want 1 (the fixed skill's gone): %q", n, labelSets(mfs, "skills_sidecar_catalog_problems"))
 	}
-	last, _ := sidecartest.Sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
+	last, _ := metricstest.Sample(mfs, "skills_sidecar_catalog_last_reload_timestamp_seconds", map[string]string{})
 	if lo, hi := unixSeconds(restored)-1e-3, unixSeconds(time.Now()); last < lo || last > hi {
 		t.Errorf("catalog_last_reload_timestamp_seconds after the restore = %f, want between the restore (%f) and now (%f)", last, lo, hi)
 	}
@@ -510,8 +511,8 @@ func TestScrapeAfterTraffic(t *testing.T) {
 	var s, a float64
 	waitFor(t, "catalog_dropped_total to count the broken skill and the removed agent", func() bool {
 		mfs = scrape(t, maddr)
-		s, _ = sidecartest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"})
-		a, _ = sidecartest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"})
+		s, _ = metricstest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "skill"})
+		a, _ = metricstest.Sample(mfs, "skills_sidecar_catalog_dropped_total", map[string]string{"kind": "agent"})
 		return s == 1 && a == 1
 	}, func() string {
 		return fmt.Sprintf("catalog_dropped_total = %v skills, %v agents after breaking one of each, want 1 and 1; log:\n%s", s, a, errOut.String())

@@ -12,34 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 )
-
-// refusedCount is caller_refusals_total{table, refusal} in reg; a series
-// that does not exist is a failure (every table's series exist from the
-// start, at 0).
-func refusedCount(t *testing.T, reg *prometheus.Registry, table, refusal string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != metrics.Namespace+"_caller_refusals_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["table"] == table && l["refusal"] == refusal {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Errorf("no caller_refusals_total series of table %s, refusal %s", table, refusal)
-	return 0
-}
 
 // sessionBoundRefusal is what a bound of one session's own answers, as the
 // stdio session's calls bound does (docs/security.md): HTTP 503 without
@@ -141,7 +115,7 @@ func TestFrontSessionBoundsRefusedAsTheirOwn(t *testing.T) {
 		{tableFrontStreams, "share", 0},
 		{tableFrontStreams, "full", 0},
 	} {
-		if got := refusedCount(t, reg, c.table, c.refusal); got != c.want {
+		if got := metricstest.Refusals(t, reg, c.table, c.refusal); got != c.want {
 			t.Errorf("caller_refusals_total{table=%s,refusal=%s} = %v, want %v", c.table, c.refusal, got, c.want)
 		}
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/reply"
 )
 
@@ -84,36 +84,9 @@ func TestTable(t *testing.T) {
 		refusal string
 		want    float64
 	}{{"share", 1}, {"full", 1}} {
-		got := testutil.ToFloat64(mustCounter(t, reg, c.refusal))
+		got := metricstest.Refusals(t, reg, "test_table", c.refusal)
 		if got != c.want {
 			t.Errorf("caller_refusals_total{table=test_table,refusal=%s} = %v, want %v", c.refusal, got, c.want)
 		}
 	}
-}
-
-// mustCounter returns the refusal counter of test_table.
-func mustCounter(t *testing.T, reg *prometheus.Registry, refusal string) prometheus.Collector {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "skills_sidecar_caller_refusals_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["table"] == "test_table" && labels["refusal"] == refusal {
-				c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
-				c.Add(m.GetCounter().GetValue())
-				return c
-			}
-		}
-	}
-	t.Fatalf("no caller_refusals_total series for refusal %s", refusal)
-	return nil
 }

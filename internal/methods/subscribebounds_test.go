@@ -12,6 +12,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/methods"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/notify"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
@@ -96,7 +97,7 @@ func TestSubscribeBoundsRefused(t *testing.T) {
 	if diff := cmp.Diff(want, sub("192.0.2.4", "A", "skill://pdf-processing/forms.md")); diff != "" {
 		t.Errorf("a session's subscription past its 1 (-want +got):\n%s", diff)
 	}
-	mfs := sidecartest.Gather(t, reg)
+	mfs := metricstest.Gather(t, reg)
 	for _, c := range []struct {
 		table, refusal string
 		want           float64
@@ -106,7 +107,7 @@ func TestSubscribeBoundsRefused(t *testing.T) {
 		{"notify_session_subscriptions", "full", 1},
 		{"notify_session_subscriptions", "share", 0},
 	} {
-		if got, ok := sidecartest.Sample(mfs, "skills_sidecar_caller_refusals_total", map[string]string{"table": c.table, "refusal": c.refusal}); got != c.want || !ok {
+		if got, ok := metricstest.Sample(mfs, "skills_sidecar_caller_refusals_total", map[string]string{"table": c.table, "refusal": c.refusal}); got != c.want || !ok {
 			t.Errorf("caller_refusals_total{table=%s,refusal=%s} = %v (exists %v), want %v", c.table, c.refusal, got, ok, c.want)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/internal/caller"
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
 	"github.com/skills-sidecar/skills-sidecar/internal/metrics"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/testwait"
 )
 
@@ -521,35 +522,10 @@ func TestStreamsFullCounted(t *testing.T) {
 		t.Fatal("a sixth stream registered past MaxStreams 4")
 	}
 	for refusal, want := range map[string]float64{"full": 2, "share": 0} {
-		if got := refusals(t, reg, TableStreams, refusal); got != want {
+		if got := metricstest.Refusals(t, reg, TableStreams, refusal); got != want {
 			t.Errorf("caller_refusals_total{table=%s,refusal=%s} = %v, want %v", TableStreams, refusal, got, want)
 		}
 	}
-}
-
-// refusals is caller_refusals_total of table and refusal in reg.
-func refusals(t *testing.T, reg *prometheus.Registry, table, refusal string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != metrics.Namespace+"_caller_refusals_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["table"] == table && labels["refusal"] == refusal {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no caller_refusals_total series of table %s, refusal %s", table, refusal)
-	return 0
 }
 
 // TestSessionStreamsCounted: a legacy session's stream past its own
@@ -588,7 +564,7 @@ func TestSessionStreamsCounted(t *testing.T) {
 		{TableStreams, "full", 0},
 		{TableStreams, "share", 0},
 	} {
-		if got := refusals(t, reg, c.table, c.refusal); got != c.want {
+		if got := metricstest.Refusals(t, reg, c.table, c.refusal); got != c.want {
 			t.Errorf("caller_refusals_total{table=%s,refusal=%s} = %v, want %v", c.table, c.refusal, got, c.want)
 		}
 	}

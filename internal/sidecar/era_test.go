@@ -14,6 +14,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
@@ -67,7 +68,7 @@ func TestNoBridgeDeclaresOnlyUpstreamEras(t *testing.T) {
 		if !strings.Contains(body, "io.modelcontextprotocol/skills") {
 			t.Errorf("initialize lacks the declaration: %s", body)
 		}
-		if v, ok := sidecartest.Sample(sidecartest.Gather(t, reg), "skills_sidecar_upstream_era", map[string]string{"era": "legacy"}); !ok || v != 1 {
+		if v, ok := metricstest.Sample(metricstest.Gather(t, reg), "skills_sidecar_upstream_era", map[string]string{"era": "legacy"}); !ok || v != 1 {
 			t.Errorf("upstream_era{era=legacy} = %v (%v), want 1", v, ok)
 		}
 	})
@@ -120,7 +121,7 @@ func TestBridgeModernClientLegacyUpstream(t *testing.T) {
 	if b, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(b), `"sum":5`) {
 		t.Errorf("add(2,3) = %s, want sum 5", b)
 	}
-	if v, _ := sidecartest.Sample(sidecartest.Gather(t, reg), "skills_sidecar_bridge_sessions", map[string]string{}); v < 1 {
+	if v, _ := metricstest.Sample(metricstest.Gather(t, reg), "skills_sidecar_bridge_sessions", map[string]string{}); v < 1 {
 		t.Errorf("bridge_sessions = %v, want at least 1: the calls did not go over a held session", v)
 	}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 	"github.com/skills-sidecar/skills-sidecar/internal/testupstream"
 )
@@ -70,9 +71,9 @@ func TestListenAloneRefusedAsAShare(t *testing.T) {
 	if diff := cmp.Diff(want, refusal{code, retry != "", m.Error.Code, m.Error.Data}); diff != "" {
 		t.Errorf("the listen past the share (-want +got):\n%s", diff)
 	}
-	mfs := sidecartest.Gather(t, sc.Registry)
+	mfs := metricstest.Gather(t, sc.Registry)
 	for refusal, want := range map[string]float64{"share": 1, "full": 0} {
-		if got, _ := sidecartest.Sample(mfs, "skills_sidecar_caller_refusals_total", map[string]string{"table": "notify_streams", "refusal": refusal}); got != want {
+		if got, _ := metricstest.Sample(mfs, "skills_sidecar_caller_refusals_total", map[string]string{"table": "notify_streams", "refusal": refusal}); got != want {
 			t.Errorf("caller_refusals_total{table=notify_streams,refusal=%s} = %v, want %v", refusal, got, want)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/kubeletvolume"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/modernonly"
 	"github.com/skills-sidecar/skills-sidecar/internal/onbehalf"
 	"github.com/skills-sidecar/skills-sidecar/internal/sessionid"
@@ -262,23 +263,8 @@ func TestProcessKeyWarning(t *testing.T) {
 // eraGauge is the value of skills_sidecar_upstream_era for era.
 func eraGauge(t *testing.T, s *sidecartest.Sidecar, era string) float64 {
 	t.Helper()
-	mfs, err := s.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "skills_sidecar_upstream_era" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "era" && l.GetValue() == era {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	v, _ := metricstest.Sample(metricstest.Gather(t, s.Registry), "skills_sidecar_upstream_era", map[string]string{"era": era})
+	return v
 }
 
 // TestDroppedKeyEndsOpenStreams: a key dropped from the keys file ends

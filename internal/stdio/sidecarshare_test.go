@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 	"github.com/skills-sidecar/skills-sidecar/internal/stdio"
 )
@@ -101,9 +102,9 @@ func TestQueuedBytesThroughTheSidecar(t *testing.T) {
 	if s.Stdio.MaxQueued != stdio.DefaultMaxQueued || s.Stdio.SharePercent != 10 {
 		t.Errorf("budget of queued bytes %d shared by %d%%, want %d by caller-share-percent (10%%)", s.Stdio.MaxQueued, s.Stdio.SharePercent, stdio.DefaultMaxQueued)
 	}
-	mfs := sidecartest.Gather(t, s.Registry)
+	mfs := metricstest.Gather(t, s.Registry)
 	for _, refusal := range []string{"share", "full"} {
-		if v, ok := sidecartest.Sample(mfs, "skills_sidecar_caller_refusals_total", map[string]string{"table": stdio.TableQueuedBytes, "refusal": refusal}); !ok || v != 0 {
+		if v, ok := metricstest.Sample(mfs, "skills_sidecar_caller_refusals_total", map[string]string{"table": stdio.TableQueuedBytes, "refusal": refusal}); !ok || v != 0 {
 			t.Errorf("caller_refusals_total{table=%q,refusal=%q} = %v (present %v), want a series at 0", stdio.TableQueuedBytes, refusal, v, ok)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/skills-sidecar/skills-sidecar/examples"
 	"github.com/skills-sidecar/skills-sidecar/internal/config"
 	"github.com/skills-sidecar/skills-sidecar/internal/demo"
+	"github.com/skills-sidecar/skills-sidecar/internal/metrics/metricstest"
 	"github.com/skills-sidecar/skills-sidecar/internal/sidecar/sidecartest"
 )
 
@@ -29,7 +30,7 @@ func TestDocumentedTablesAreTheAssemblys(t *testing.T) {
 	overStdio := startStdioSidecar(t, "gosdk")
 	var code []string
 	for _, s := range []*sidecartest.Sidecar{overURL, overStdio} {
-		mf := sidecartest.Gather(t, s.Registry)["skills_sidecar_caller_refusals_total"]
+		mf := metricstest.Gather(t, s.Registry)["skills_sidecar_caller_refusals_total"]
 		if mf == nil {
 			t.Fatal("no skills_sidecar_caller_refusals_total family")
 		}

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/catalog"
@@ -227,52 +226,4 @@ func WriteTree(t TB, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// Gather reads every family of reg.
-func Gather(t TB, reg prometheus.Gatherer) map[string]*dto.MetricFamily {
-	t.Helper()
-	list, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mfs := make(map[string]*dto.MetricFamily, len(list))
-	for _, mf := range list {
-		mfs[mf.GetName()] = mf
-	}
-	return mfs
-}
-
-// Sample returns the value of the series of name whose label set is exactly
-// labels (a histogram's sample count), and whether the family and the
-// series exist.
-func Sample(mfs map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	mf, ok := mfs[name]
-	if !ok {
-		return 0, false
-	}
-	for _, m := range mf.GetMetric() {
-		if len(m.GetLabel()) != len(labels) {
-			continue
-		}
-		match := true
-		for _, l := range m.GetLabel() {
-			if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
-				match = false
-				break
-			}
-		}
-		if !match {
-			continue
-		}
-		switch mf.GetType() {
-		case dto.MetricType_COUNTER:
-			return m.GetCounter().GetValue(), true
-		case dto.MetricType_GAUGE:
-			return m.GetGauge().GetValue(), true
-		case dto.MetricType_HISTOGRAM:
-			return float64(m.GetHistogram().GetSampleCount()), true
-		}
-	}
-	return 0, false
 }
