@@ -215,14 +215,19 @@ func New(opts Options) (*Proxy, error) {
 // one.
 func NewTransport(dial, header time.Duration, credentials []string) http.RoundTripper {
 	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
+	// Per partition: hop clones this Transport for each (at most
+	// hop.FallbackPartitions), so that all of them pool at most
+	// upstreamMaxIdle connections, as the http pool does. With no
+	// credentials to partition by it is used as it is, for every caller.
+	idle := upstreamMaxIdle
+	if len(credentials) > 0 {
+		idle /= hop.FallbackPartitions
+	}
 	fallback := &http.Transport{
-		Proxy:       nil, // the upstream is on loopback: never via an HTTP proxy
-		DialContext: d.DialContext,
-		// Per partition: hop clones this Transport for each (at most
-		// hop.FallbackPartitions), so that all of them pool at most
-		// upstreamMaxIdle connections, as the http pool does.
-		MaxIdleConns:          upstreamMaxIdle / hop.FallbackPartitions,
-		MaxIdleConnsPerHost:   upstreamMaxIdle / hop.FallbackPartitions,
+		Proxy:                 nil, // the upstream is on loopback: never via an HTTP proxy
+		DialContext:           d.DialContext,
+		MaxIdleConns:          idle,
+		MaxIdleConnsPerHost:   idle,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: header,
 		ExpectContinueTimeout: time.Second,
