@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,4 +166,94 @@ func TestLegacyFrontKeyDropEndsSessions(t *testing.T) {
 		t.Errorf("a request of the kept key's session: %d %s, want 200", resp.StatusCode, body)
 	}
 	_ = streamB // held open to the end: its session keeps its state
+}
+
+// TestLegacyFrontKeyDropRacesARequest: a key dropped, and the sweep that
+// follows, between a request opening its session's id and the front
+// making the session's state or registering its call, must not leave a
+// session of the dropped key holding state (a GET stream), places, or a
+// request under way here: the id opens no more, so the request is 404
+// (2025-11-25 Streamable HTTP, session management), as it is when the
+// drop comes first. The hook runs the reload and its sweep at exactly
+// that point: Keys is read by the request's lookup only.
+func TestLegacyFrontKeyDropRacesARequest(t *testing.T) {
+	ka, err := sessionid.NewKeys(sessionid.NewRandomKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := sessionid.NewKeys(sessionid.NewRandomKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur atomic.Pointer[sessionid.Keys]
+	cur.Store(ka)
+	var hook atomic.Pointer[func()]
+	var reached atomic.Int32 // tools/call requests that reached the upstream
+	count := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Method") == "tools/call" {
+				reached.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	fx := newFrontFixtureWith(t, 0, count, func(f *LegacyFront) {
+		f.Keys = func() *sessionid.Keys {
+			k := cur.Load()
+			if h := hook.Swap(nil); h != nil {
+				(*h)()
+			}
+			return k
+		}
+	})
+	bearer := map[string]string{"Authorization": "Bearer alice"}
+	with := func(sid string) map[string]string {
+		return map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18", "Authorization": "Bearer alice"}
+	}
+	for name, send := range map[string]func(sid string) int{
+		"GET stream": func(sid string) int {
+			req, _ := http.NewRequest(http.MethodGet, fx.url, nil)
+			for k, v := range with(sid) {
+				req.Header.Set(k, v)
+			}
+			req.Header.Set("Accept", "text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		},
+		"resources/subscribe": func(sid string) int {
+			resp, _ := post(t, fx.url, `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"file:///x"}}`, with(sid))
+			return resp.StatusCode
+		},
+		"tools/call": func(sid string) int {
+			resp, _ := post(t, fx.url, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, with(sid))
+			return resp.StatusCode
+		},
+	} {
+		cur.Store(ka)
+		resp, body := post(t, fx.url, legacyInit, bearer)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != http.StatusOK || sid == "" {
+			t.Fatalf("%s: initialize: %d %s", name, resp.StatusCode, body)
+		}
+		reached.Store(0)
+		drop := func() { cur.Store(kb); fx.front.sweep() }
+		hook.Store(&drop)
+		if code := send(sid); code != http.StatusNotFound {
+			t.Errorf("%s of a session whose key was dropped as it was opened: HTTP %d, want 404", name, code)
+		}
+		if hook.Load() != nil {
+			t.Fatalf("%s: the request did not open its id", name)
+		}
+		if n := fx.front.Sessions(); n != 0 {
+			t.Errorf("%s: %d sessions hold state here, want 0", name, n)
+		}
+		if n := reached.Load(); n != 0 {
+			t.Errorf("%s: %d requests of a dropped key's session reached the upstream, want 0", name, n)
+		}
+		fx.front.sweep() // what the race left, if anything, ends before the next case
+	}
 }

@@ -387,9 +387,9 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			return nil, refuse(http.StatusOK, reply.CodeInvalidParams, "logging/setLevel needs params.level", nil)
 		}
-		l, refused := f.local(req, s)
-		if refused != nil {
-			return nil, &failure{reply: refused.Reply()}
+		l, err := f.local(req, s)
+		if err != nil {
+			return nil, err
 		}
 		l.mu.Lock()
 		l.logLevel = level
@@ -404,9 +404,9 @@ func (f *LegacyFront) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, refuse(http.StatusOK, reply.CodeInvalidParams,
 				"era bridge: a subscribed URI is at most "+strconv.Itoa(MaxSubscriptionURI)+" bytes", map[string]string{"reason": "bridge_subscription_uri_too_long"})
 		}
-		l, refused := f.local(req, s)
-		if refused != nil {
-			return nil, &failure{reply: refused.Reply()}
+		l, err := f.local(req, s)
+		if err != nil {
+			return nil, err
 		}
 		if r := f.subscribe(l, uri, msg.Method == "resources/subscribe"); r != nil {
 			return nil, &failure{reply: r}
@@ -544,21 +544,25 @@ func (f *LegacyFront) mint(req *http.Request, version string, caps, info json.Ra
 // local returns s's state on this replica, made when s has none, in a
 // place of the table bridge_sessions taken for the caller of req; a
 // refusal when the caller holds its share or the table is full, even
-// after idle states are ended.
-func (f *LegacyFront) local(req *http.Request, s *frontSession) (*frontLocal, *caller.Refusal) {
+// after idle states are ended; unknownSession when s's key was dropped
+// since its id was opened (held checks that).
+func (f *LegacyFront) local(req *http.Request, s *frontSession) (*frontLocal, error) {
 	if l := f.peek(s); l != nil {
 		return l, nil
 	}
 	who := f.Callers.Of(req)
 	if err := f.places.Acquire(who, f.makeRoom); err != nil {
-		return nil, err.(*caller.Refusal)
+		return nil, &failure{reply: err.(*caller.Refusal).Reply()}
 	}
 	now := f.now()
 	f.mu.Lock()
 	l := f.sessions[s.key]
-	if l != nil { // made meanwhile by another request of s
+	if l != nil || !f.heldLocked(s) { // made meanwhile by another request of s, or its key dropped
 		f.mu.Unlock()
 		f.places.Release(who)
+		if l == nil {
+			return nil, unknownSession()
+		}
 		return l, nil
 	}
 	l = &frontLocal{owner: who, expires: s.expires, sealed: s.sealed, done: make(chan struct{}), used: now, changed: make(chan struct{})}
@@ -573,6 +577,14 @@ func (f *LegacyFront) local(req *http.Request, s *frontSession) (*frontLocal, *c
 // idle and expired states and expired revocations, and reports whether it
 // freed any. A sweep walks every table, so it runs only when one is full.
 func (f *LegacyFront) makeRoom(bool) bool { return f.sweep() > 0 }
+
+// heldLocked reports whether Keys still holds the key that opened s's id.
+// State or a call of s is added under f.mu after it says so: a sweep on a
+// change of the keys (which reads Keys after the change, then takes f.mu)
+// either finds it or ran before the check, which then sees the new keys.
+// So a request that opened its id just before its key was dropped leaves
+// nothing of it behind. f.mu is held.
+func (f *LegacyFront) heldLocked(s *frontSession) bool { return f.Keys().Holds(s.sealed) }
 
 // peek returns s's state on this replica, or nil.
 func (f *LegacyFront) peek(s *frontSession) *frontLocal {
@@ -772,6 +784,9 @@ func (f *LegacyFront) forward(req *http.Request, s *frontSession, msg rewrite.Me
 	}
 	body := ModernRequest(msg, params)
 	call := f.startCall(req.Context(), s, msg.ID)
+	if call == nil {
+		return nil, unknownSession()
+	}
 	done := call.end
 	out := rebuilt(call, req, body)
 	modernHeaders(out.Header, msg.Method, params)
@@ -835,13 +850,19 @@ type frontCall struct {
 // startCall registers a request of s under way upstream and returns it. A
 // second request under an id already in flight (which the legacy wire
 // forbids) is not registered: a cancellation of that id cannot tell the
-// two apart, so it cancels the first only.
+// two apart, so it cancels the first only. It returns nil when s's key was
+// dropped since its id was opened: the id opens no more.
 func (f *LegacyFront) startCall(client context.Context, s *frontSession, id json.RawMessage) *frontCall {
 	c := &frontCall{f: f, key: callKey{s.key, idmap.Key(id)}, sealed: s.sealed}
 	c.Init(client)
 	c.Watch()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.heldLocked(s) {
+		c.Cancel()
+		c.Unwatch()
+		return nil
+	}
 	if _, dup := f.calls[c.key]; !dup && c.key.id != "" {
 		f.calls[c.key] = c
 		c.registered = true
@@ -948,9 +969,9 @@ func (l *legacyEvents) end() {
 // change; it ends when the client leaves, s ends, or the upstream ends
 // the listen stream.
 func (f *LegacyFront) stream(req *http.Request, s *frontSession) (*http.Response, error) {
-	l, refused := f.local(req, s)
-	if refused != nil {
-		return nil, &failure{reply: refused.Reply()}
+	l, err := f.local(req, s)
+	if err != nil {
+		return nil, err
 	}
 	l.mu.Lock()
 	if l.streams >= f.MaxSessionStreams {

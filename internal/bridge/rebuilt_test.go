@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/skills-sidecar/skills-sidecar/internal/hop"
 	"github.com/skills-sidecar/skills-sidecar/internal/idmap"
+	"github.com/skills-sidecar/skills-sidecar/internal/sessionid"
 )
 
 // TestRebuilt: a request the bridge rebuilds from a caller's carries its
@@ -50,8 +52,20 @@ func TestRebuilt(t *testing.T) {
 // the table, and its end leaves the first's place alone; a cancellation
 // naming the id spelled otherwise cancels it.
 func TestFrontCallEnd(t *testing.T) {
-	f := &LegacyFront{calls: map[callKey]*frontCall{}}
-	s := &frontSession{}
+	keys, err := sessionid.NewKeys(sessionid.NewRandomKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := keys.Seal(sessionid.State{Expires: time.Unix(2e9, 0)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := keys.Open(id, nil, time.Unix(1e9, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &LegacyFront{calls: map[callKey]*frontCall{}, Keys: func() *sessionid.Keys { return keys }}
+	s := &frontSession{sealed: st.Key}
 	client, leave := context.WithCancel(context.Background())
 	defer leave()
 	first := f.startCall(client, s, json.RawMessage(" 7 "))
