@@ -90,6 +90,11 @@ func (t *Transport) ask(ctx context.Context, request string) (result, answered b
 			}
 			return r.Kind == rewrite.KindResponse, true
 		case <-ctx.Done():
+			if !p.forget(c) {
+				// Answered as the wait ran out (or by the process's
+				// end): that reply leaves the budget too.
+				c.msgs.sent(<-c.final)
+			}
 			return false, false
 		}
 	}

@@ -65,3 +65,27 @@ func TestProbeThatTimedOutAsksAgain(t *testing.T) {
 		t.Error("not ready after the probe was answered")
 	}
 }
+
+// TestProbeGivenUpOnGivesBackItsBytes: a probe whose wait runs out (the
+// server's gate stays shut, so server/discover goes unanswered whatever
+// the timing) leaves nothing in the budget of queued bytes: what stands
+// for its reply (the error the process's end answers it with, or a reply
+// in as the wait ran out) is given back as the probe ends, as a caller's
+// stream gives back what it leaves.
+func TestProbeGivenUpOnGivesBackItsBytes(t *testing.T) {
+	t.Parallel()
+	argv, env := testCommand(t, "modern,gated")
+	env = append(env, stdioserver.GateEnv+"="+t.TempDir())
+	tr := &Transport{Command: argv, Env: env, Grace: 500 * time.Millisecond,
+		Probe: 200 * time.Millisecond, RequestTimeout: time.Second}
+	tr.defaults()
+	t.Cleanup(func() { _ = tr.Close() })
+	for i := range 3 {
+		if _, answered := tr.ask(context.Background(), probeDiscover); answered {
+			t.Fatalf("probe %d: answered with the gate shut", i)
+		}
+		if n := tr.queued.Len(); n != 0 {
+			t.Errorf("after probe %d was given up on: %d bytes held in the budget, want 0", i, n)
+		}
+	}
+}
