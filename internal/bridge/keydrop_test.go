@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -255,5 +256,79 @@ func TestLegacyFrontKeyDropRacesARequest(t *testing.T) {
 			t.Errorf("%s: %d requests of a dropped key's session reached the upstream, want 0", name, n)
 		}
 		fx.front.sweep() // what the race left, if anything, ends before the next case
+	}
+}
+
+// TestLegacyFrontKeyDropDuringASweep: a change of the keys while the front
+// sweeps for the change before it (Keys read, the session kept) is not
+// missed: the front sweeps again, and the session of the key dropped ends
+// without waiting for the idle sweep. KeysChanged behaves as
+// sessionkeys.Source.Changed does (a channel closed, and replaced, on
+// each change); the second change is made inside the first sweep.
+func TestLegacyFrontKeyDropDuringASweep(t *testing.T) {
+	a := sessionid.EncodeKey(sessionid.NewRandomKey())
+	b := sessionid.EncodeKey(sessionid.NewRandomKey())
+	both, err := sessionid.ParseKeys([]byte(a + "\n" + b + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := sessionid.ParseKeys([]byte(b + "\n" + a + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bAlone, err := sessionid.ParseKeys([]byte(b + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur atomic.Pointer[sessionid.Keys]
+	cur.Store(both)
+	var mu sync.Mutex
+	ch := make(chan struct{})
+	change := func(k *sessionid.Keys) { // as sessionkeys.Source.reload
+		mu.Lock()
+		defer mu.Unlock()
+		cur.Store(k)
+		close(ch)
+		ch = make(chan struct{})
+	}
+	var hook atomic.Pointer[func()]
+	fx := newFrontFixtureWith(t, 0, func(h http.Handler) http.Handler { return h }, func(f *LegacyFront) {
+		f.Keys = func() *sessionid.Keys {
+			k := cur.Load()
+			if h := hook.Swap(nil); h != nil {
+				(*h)()
+			}
+			return k
+		}
+		f.KeysChanged = func() <-chan struct{} { mu.Lock(); defer mu.Unlock(); return ch }
+	})
+	resp, body := post(t, fx.url, legacyInit, map[string]string{"Authorization": "Bearer alice"})
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	with := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18", "Authorization": "Bearer alice"}
+	if resp, body := post(t, fx.url, `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"file:///x"}}`, with); resp.StatusCode != http.StatusOK {
+		t.Fatalf("resources/subscribe: %d %s", resp.StatusCode, body)
+	}
+	if n := fx.front.Sessions(); n != 1 {
+		t.Fatalf("%d sessions hold state here, want 1", n)
+	}
+	// The first change promotes b (a still opens); the sweep it starts
+	// reads those keys, and a is dropped as it does.
+	swept := make(chan struct{})
+	drop := func() { change(bAlone); close(swept) }
+	hook.Store(&drop)
+	change(promoted)
+	select {
+	case <-swept:
+	case <-time.After(10 * time.Second): // a hang guard
+		t.Fatal("the first change started no sweep")
+	}
+	for i := 0; fx.front.Sessions() != 0; i++ {
+		if i > 1000 { // a hang guard: the idle sweep is an hour away
+			t.Fatal("the session of the key dropped during a sweep still holds state here")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

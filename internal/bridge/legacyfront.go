@@ -283,11 +283,17 @@ func (f *LegacyFront) Start(ctx context.Context) {
 	go func() {
 		tick := time.NewTicker(f.IdleTimeout / 4)
 		defer tick.Stop()
-		for {
-			var changed <-chan struct{} // nil (never ready) without KeysChanged
-			if f.KeysChanged != nil {
-				changed = f.KeysChanged()
+		// The channel of the next change is taken before a sweep for
+		// the last one reads Keys: a change while any sweep runs closes
+		// it, and is swept for in turn, never missed.
+		keysChanged := func() <-chan struct{} {
+			if f.KeysChanged == nil {
+				return nil // never ready
 			}
+			return f.KeysChanged()
+		}
+		changed := keysChanged()
+		for {
 			select {
 			case <-ctx.Done():
 				f.endAll()
@@ -295,6 +301,7 @@ func (f *LegacyFront) Start(ctx context.Context) {
 			case <-tick.C:
 				f.sweep()
 			case <-changed:
+				changed = keysChanged()
 				f.sweep()
 			}
 		}
